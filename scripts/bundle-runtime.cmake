@@ -1,0 +1,31 @@
+# Copies the shared objects (and their non-glibc dependencies) of the named
+# libraries into OUT, following symlinks, so a carried build folder is complete.
+cmake_policy(SET CMP0057 NEW)
+string(REPLACE " " ";" names "${LIBS}")
+set(seen "")
+foreach(n ${names})
+  execute_process(COMMAND sh -c "ldconfig -p | awk '/lib${n}\\.so\\.[0-9]+ .*x86-64/ {print $NF; exit}'"
+                  OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(path)
+    list(APPEND queue ${path})
+  endif()
+endforeach()
+while(queue)
+  list(POP_FRONT queue lib)
+  if(lib IN_LIST seen)
+    continue()
+  endif()
+  list(APPEND seen ${lib})
+  get_filename_component(base ${lib} NAME)
+  file(REAL_PATH ${lib} real)
+  configure_file(${real} ${OUT}/${base} COPYONLY)
+  execute_process(COMMAND sh -c "ldd '${lib}' | awk '/=> \\// {print $3}'"
+                  OUTPUT_VARIABLE deps OUTPUT_STRIP_TRAILING_WHITESPACE)
+  string(REPLACE "\n" ";" deps "${deps}")
+  foreach(d ${deps})
+    # glibc and friends come from the target system.
+    if(NOT d MATCHES "/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\\.so")
+      list(APPEND queue ${d})
+    endif()
+  endforeach()
+endwhile()

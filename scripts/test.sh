@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The project's whole CPU test suite, as CI runs it:
+#   1. release build + unit tests, each also under valgrind memcheck;
+#   2. ASan + UBSan build + unit tests;
+#   3. every libFuzzer target for a short run over its kept corpus (clang).
+# Usage: scripts/test.sh [--quick]   (--quick: step 1 without valgrind only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "release build and unit tests"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGDUNLOCK_VALGRIND=$((1 - quick)) >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+[ $quick = 1 ] && exit 0
+
+step "AddressSanitizer + UndefinedBehaviorSanitizer build and unit tests"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGDUNLOCK_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
+
+step "fuzz targets, short runs over the kept corpora"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DGDUNLOCK_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs"
+ctest --test-dir build-fuzz --output-on-failure -L fuzz

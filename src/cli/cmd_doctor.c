@@ -1,0 +1,11 @@
+/* Placeholder until the doctor command lands; replaced by its implementation. */
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+
+#include <stdio.h>
+
+int gdu_cmd_doctor(int argc, char **argv)
+{
+    fprintf(stderr, "gdunlock doctor: not built yet\n");
+    return GDU_EXIT_SOFTWARE;
+}

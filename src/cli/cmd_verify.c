@@ -1,0 +1,11 @@
+/* Placeholder until the verify command lands; replaced by its implementation. */
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+
+#include <stdio.h>
+
+int gdu_cmd_verify(int argc, char **argv)
+{
+    fprintf(stderr, "gdunlock verify: not built yet\n");
+    return GDU_EXIT_SOFTWARE;
+}

@@ -1,0 +1,17 @@
+/* Exit statuses shared by every subcommand (sysexits.h values for the generic
+ * ones). Command-specific verdict codes (doctor, verify) are documented in
+ * README.md and stay below 64. */
+#ifndef GDUNLOCK_CLI_EXIT_CODES_H
+#define GDUNLOCK_CLI_EXIT_CODES_H
+
+enum {
+    GDU_EXIT_OK = 0,
+    GDU_EXIT_FAILED = 1,       /* the command ran and its check or transfer failed */
+    GDU_EXIT_USAGE = 64,       /* bad arguments */
+    GDU_EXIT_NOINPUT = 66,     /* a named file is missing or unreadable */
+    GDU_EXIT_UNAVAILABLE = 69, /* no NVIDIA driver / libcuda / GPU where one is needed */
+    GDU_EXIT_SOFTWARE = 70,    /* internal error */
+    GDU_EXIT_IOERR = 74,       /* I/O error while reading or writing data */
+};
+
+#endif

@@ -1,0 +1,53 @@
+/* gdunlock: command-line entry point; dispatches to the subcommands. */
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"doctor", gdu_cmd_doctor, "can GPUDirect Storage / P2P work here? verdicts, reasons, fixes"},
+    {"topo", gdu_cmd_topo, "PCIe/NVLink topology matrix of GPUs, NVMe drives and NICs"},
+    {"verify", gdu_cmd_verify, "end-to-end proof that file<->GPU data moved directly"},
+    {"bench", gdu_cmd_bench, "storage-to-GPU throughput of every path, side by side"},
+    {"p2p", gdu_cmd_p2p, "GPU-to-GPU capability, bandwidth and latency matrices"},
+    {"load", gdu_cmd_load, "load a safetensors checkpoint into GPU (or host) memory"},
+    {"run", gdu_cmd_run, "run a command with the gdunlock shim preloaded"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gdunlock <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'gdunlock <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return GDU_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return GDU_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("gdunlock %s\n", GDUNLOCK_VERSION);
+        return GDU_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "gdunlock: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return GDU_EXIT_USAGE;
+}
