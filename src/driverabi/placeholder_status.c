@@ -1,0 +1,2 @@
+/* Placeholder so the library target exists before the ABI lands; removed by it. */
+int gdu_driverabi_placeholder;
