@@ -146,6 +146,7 @@ _Static_assert(sizeof(gdu_CUmemAccessDesc) == 12, "CUmemAccessDesc size");
     X(cuStreamDestroy, "cuStreamDestroy_v2", (gdu_CUstream s))                                      \
     X(cuStreamSynchronize, "cuStreamSynchronize", (gdu_CUstream s))                                 \
     X(cuStreamQuery, "cuStreamQuery", (gdu_CUstream s))                                             \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", (gdu_CUstream s, gdu_CUevent e, unsigned flags))      \
     X(cuLaunchHostFunc, "cuLaunchHostFunc", (gdu_CUstream s, gdu_CUhostFn fn, void *user_data))         \
     X(cuEventCreate, "cuEventCreate", (gdu_CUevent * e, unsigned flags))                            \
     X(cuEventDestroy, "cuEventDestroy_v2", (gdu_CUevent e))                                         \
