@@ -1,0 +1,312 @@
+/* Parsing and validation of one safetensors header:
+ *   8 bytes little-endian N, N bytes of UTF-8 JSON, then the data section.
+ * Every size and offset from the file is checked before use, in 64-bit
+ * arithmetic with overflow checks, so hostile headers give a named error. */
+#include "safetensors/st_error.h"
+#include "safetensors/st_pread.h"
+#include "safetensors/st_header_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Names in error messages are cut so that a hostile name cannot flood them. */
+#define NAME_FMT "'%.80s'"
+
+static uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* A JSON integer >= 0 (reals, negatives and other types are refused). */
+static int json_to_u64(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -1;
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static gdu_st_status parse_metadata(gdu_st_header *h, json_t *meta, gdu_st_error *err)
+{
+    if (!json_is_object(meta))
+        return st_fail(err, GDU_ST_ERR_METADATA, "__metadata__ is not a JSON object");
+    size_t n = json_object_size(meta);
+    h->metadata = calloc(n ? n : 1, sizeof *h->metadata);
+    if (h->metadata == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu metadata entries", n);
+    const char *key;
+    json_t *value;
+    json_object_foreach(meta, key, value) {
+        if (!json_is_string(value))
+            return st_fail(err, GDU_ST_ERR_METADATA,
+                           "__metadata__ entry " NAME_FMT " is not a string", key);
+        h->metadata[h->metadata_count].key = key;
+        h->metadata[h->metadata_count].value = json_string_value(value);
+        h->metadata_count++;
+    }
+    return GDU_ST_OK;
+}
+
+/* Fills one tensor from its JSON entry; shape_store has room for its dims. */
+static gdu_st_status parse_tensor(const char *name, json_t *entry, uint64_t data_size,
+                                  gdu_st_tensor_info *t, uint64_t *shape_store,
+                                  gdu_st_error *err)
+{
+    if (!json_is_object(entry))
+        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY, "tensor " NAME_FMT " is not a JSON object",
+                       name);
+    json_t *dtype = json_object_get(entry, "dtype");
+    json_t *shape = json_object_get(entry, "shape");
+    json_t *offsets = json_object_get(entry, "data_offsets");
+    if (!json_is_string(dtype) || !json_is_array(shape) || !json_is_array(offsets))
+        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY,
+                       "tensor " NAME_FMT " lacks a string \"dtype\", a list \"shape\" or a "
+                       "list \"data_offsets\"", name);
+    t->name = name;
+    if (gdu_st_dtype_from_name(json_string_value(dtype), &t->dtype) != 0)
+        return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'",
+                       name, json_string_value(dtype));
+
+    size_t ndim = json_array_size(shape);
+    if (ndim > GDU_ST_MAX_DIMS)
+        return st_fail(err, GDU_ST_ERR_SHAPE, "tensor " NAME_FMT ": %zu dimensions (at most %d)",
+                       name, ndim, GDU_ST_MAX_DIMS);
+    uint64_t elements = 1;
+    int overflow = 0;
+    for (size_t d = 0; d < ndim; d++) {
+        if (json_to_u64(json_array_get(shape, d), &shape_store[d]) != 0)
+            return st_fail(err, GDU_ST_ERR_SHAPE,
+                           "tensor " NAME_FMT ": shape entry %zu is not a non-negative integer",
+                           name, d);
+        overflow |= __builtin_mul_overflow(elements, shape_store[d], &elements);
+    }
+    t->ndim = (uint32_t)ndim;
+    t->shape = shape_store;
+    /* A zero dimension makes the tensor empty whatever the others say. */
+    for (size_t d = 0; d < ndim; d++) {
+        if (shape_store[d] == 0) {
+            elements = 0;
+            overflow = 0;
+        }
+    }
+    uint64_t bits;
+    if (overflow || __builtin_mul_overflow(elements, (uint64_t)gdu_st_dtype_bits(t->dtype), &bits))
+        return st_fail(err, GDU_ST_ERR_OVERFLOW,
+                       "tensor " NAME_FMT ": shape x dtype size overflows 64 bits", name);
+    if (bits % 8 != 0)
+        return st_fail(err, GDU_ST_ERR_SIZE_MISMATCH,
+                       "tensor " NAME_FMT ": %llu %s elements do not fill whole bytes", name,
+                       (unsigned long long)elements, gdu_st_dtype_name(t->dtype));
+
+    if (json_array_size(offsets) != 2 || json_to_u64(json_array_get(offsets, 0), &t->begin) != 0 ||
+        json_to_u64(json_array_get(offsets, 1), &t->end) != 0 || t->begin > t->end)
+        return st_fail(err, GDU_ST_ERR_OFFSETS,
+                       "tensor " NAME_FMT ": data_offsets is not [begin, end] with "
+                       "0 <= begin <= end", name);
+    if (t->end - t->begin != bits / 8)
+        return st_fail(err, GDU_ST_ERR_SIZE_MISMATCH,
+                       "tensor " NAME_FMT ": data_offsets span %llu bytes, shape x dtype "
+                       "needs %llu", name, (unsigned long long)(t->end - t->begin),
+                       (unsigned long long)(bits / 8));
+    if (t->end > data_size)
+        return st_fail(err, GDU_ST_ERR_OUT_OF_RANGE,
+                       "tensor " NAME_FMT ": bytes [%llu, %llu) pass the end of the data "
+                       "section (%llu bytes; file truncated?)", name,
+                       (unsigned long long)t->begin, (unsigned long long)t->end,
+                       (unsigned long long)data_size);
+    return GDU_ST_OK;
+}
+
+static int by_offsets(const void *a, const void *b)
+{
+    const gdu_st_tensor_info *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Sorts by offsets, refuses shared bytes and measures span, holes and tail.
+ * Empty tensors share no bytes, so they may sit anywhere in the span. */
+static gdu_st_status check_layout(gdu_st_header *h, gdu_st_error *err)
+{
+    qsort(h->tensors, h->tensor_count, sizeof *h->tensors, by_offsets);
+    uint64_t covered = 0, span = 0;
+    const gdu_st_tensor_info *last = NULL;
+    for (size_t i = 0; i < h->tensor_count; i++) {
+        const gdu_st_tensor_info *t = &h->tensors[i];
+        if (t->begin == t->end)
+            continue;
+        if (last != NULL && t->begin < last->end)
+            return st_fail(err, GDU_ST_ERR_OVERLAP,
+                           "tensors " NAME_FMT " [%llu, %llu) and " NAME_FMT
+                           " [%llu, %llu) overlap", last->name,
+                           (unsigned long long)last->begin, (unsigned long long)last->end,
+                           t->name, (unsigned long long)t->begin, (unsigned long long)t->end);
+        covered += t->end - t->begin;
+        last = t;
+    }
+    for (size_t i = 0; i < h->tensor_count; i++)
+        if (h->tensors[i].end > span)
+            span = h->tensors[i].end;
+    h->data_span = span;
+    h->hole_bytes = span - covered;
+    h->trailing_bytes = h->data_size - span;
+    return GDU_ST_OK;
+}
+
+static gdu_st_status parse_object(gdu_st_header *h, gdu_st_error *err)
+{
+    const char *key;
+    json_t *value;
+    size_t tensors = 0, dims = 0;
+    json_object_foreach(h->root, key, value) {
+        if (strcmp(key, "__metadata__") == 0)
+            continue;
+        tensors++;
+        json_t *shape = json_is_object(value) ? json_object_get(value, "shape") : NULL;
+        size_t n = json_is_array(shape) ? json_array_size(shape) : 0;
+        dims += n <= GDU_ST_MAX_DIMS ? n : 0;
+    }
+    h->tensors = calloc(tensors ? tensors : 1, sizeof *h->tensors);
+    h->shapes = calloc(dims ? dims : 1, sizeof *h->shapes);
+    if (h->tensors == NULL || h->shapes == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", tensors);
+
+    size_t dims_used = 0;
+    json_object_foreach(h->root, key, value) {
+        gdu_st_status s;
+        if (strcmp(key, "__metadata__") == 0)
+            s = parse_metadata(h, value, err);
+        else
+            s = parse_tensor(key, value, h->data_size, &h->tensors[h->tensor_count++],
+                             h->shapes + dims_used, err);
+        if (s != GDU_ST_OK)
+            return s;
+        if (strcmp(key, "__metadata__") != 0)
+            dims_used += h->tensors[h->tensor_count - 1].ndim;
+    }
+    return check_layout(h, err);
+}
+
+gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_size,
+                                  gdu_st_header **out, gdu_st_error *err)
+{
+    if (out == NULL || (bytes == NULL && len > 0))
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    *out = NULL;
+    if (len > file_size)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "image longer than the file size");
+    if (file_size < 8 || len < 8)
+        return st_fail(err, GDU_ST_ERR_TOO_SMALL,
+                       "%llu bytes: a safetensors file starts with an 8-byte header length",
+                       (unsigned long long)file_size);
+    uint64_t n = load_le64(bytes);
+    if (n == 0 || n > GDU_ST_MAX_HEADER_BYTES || n > file_size - 8)
+        return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
+                       "header length %llu is 0, over %llu, or past the end of the %llu-byte "
+                       "file (not a safetensors file?)", (unsigned long long)n,
+                       GDU_ST_MAX_HEADER_BYTES, (unsigned long long)file_size);
+    if (n > len - 8)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                       "image of %zu bytes holds only part of the %llu-byte header", len,
+                       (unsigned long long)n);
+
+    gdu_st_header *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    h->data_offset = 8 + n;
+    h->data_size = file_size - h->data_offset;
+
+    json_error_t jerr;
+    h->root = json_loadb((const char *)bytes + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
+    gdu_st_status s;
+    if (h->root == NULL)
+        s = st_fail(err, GDU_ST_ERR_HEADER_JSON, "header JSON, byte %d: %s", jerr.position,
+                    jerr.text);
+    else if (!json_is_object(h->root))
+        s = st_fail(err, GDU_ST_ERR_HEADER_NOT_OBJECT, "header JSON is not an object");
+    else
+        s = parse_object(h, err);
+    if (s != GDU_ST_OK) {
+        gdu_st_header_free(h);
+        return s;
+    }
+    *out = h;
+    return st_ok(err);
+}
+
+gdu_st_status gdu_st_header_read_fd(int fd, gdu_st_header **out, gdu_st_error *err)
+{
+    if (out == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    *out = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return st_fail(err, GDU_ST_ERR_IO, "fstat: %s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return st_fail(err, GDU_ST_ERR_OPEN, "not a regular file");
+    uint64_t size = (uint64_t)st.st_size;
+    unsigned char prefix[8];
+    if (size < 8)
+        return gdu_st_header_parse(prefix, 0, size, out, err);
+    int rc = st_pread_full(fd, prefix, 8, 0);
+    if (rc != 0)
+        return st_fail(err, GDU_ST_ERR_IO, "reading the header length: %s", strerror(-rc));
+    uint64_t n = load_le64(prefix);
+    if (n == 0 || n > GDU_ST_MAX_HEADER_BYTES || n > size - 8)
+        return gdu_st_header_parse(prefix, 8, size, out, err);
+    unsigned char *image = malloc(8 + (size_t)n);
+    if (image == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for a %llu-byte header",
+                       (unsigned long long)n);
+    memcpy(image, prefix, 8);
+    rc = st_pread_full(fd, image + 8, (size_t)n, 8);
+    gdu_st_status s = rc != 0 ? st_fail(err, GDU_ST_ERR_IO, "reading the header: %s",
+                                        strerror(-rc))
+                              : gdu_st_header_parse(image, 8 + (size_t)n, size, out, err);
+    free(image);
+    return s;
+}
+
+void gdu_st_header_free(gdu_st_header *h)
+{
+    if (h == NULL)
+        return;
+    json_decref(h->root);
+    free(h->tensors);
+    free(h->shapes);
+    free(h->metadata);
+    free(h);
+}
+
+size_t gdu_st_header_tensor_count(const gdu_st_header *h) { return h->tensor_count; }
+
+const gdu_st_tensor_info *gdu_st_header_tensor(const gdu_st_header *h, size_t index)
+{
+    return index < h->tensor_count ? &h->tensors[index] : NULL;
+}
+
+uint64_t gdu_st_header_data_offset(const gdu_st_header *h) { return h->data_offset; }
+uint64_t gdu_st_header_data_span(const gdu_st_header *h) { return h->data_span; }
+uint64_t gdu_st_header_hole_bytes(const gdu_st_header *h) { return h->hole_bytes; }
+uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *h) { return h->trailing_bytes; }
+size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h->metadata_count; }
+
+int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key,
+                           const char **value)
+{
+    if (index >= h->metadata_count)
+        return -1;
+    *key = h->metadata[index].key;
+    *value = h->metadata[index].value;
+    return 0;
+}

@@ -1,0 +1,231 @@
+/* Opening a checkpoint (one file or a sharded index) into a tensor table. */
+#include "safetensors/st_error.h"
+#include "safetensors/st_index.h"
+#include "safetensors/st_model_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Reads a whole small file (an index JSON) into a malloc'd buffer. */
+static gdu_st_status read_small_file(const char *path, char **out, size_t *len,
+                                     gdu_st_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(errno));
+    struct stat st;
+    gdu_st_status s = GDU_ST_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: not a regular file", path);
+    else if ((uint64_t)st.st_size > GDU_ST_MAX_HEADER_BYTES)
+        s = st_fail(err, GDU_ST_ERR_INDEX, "%s: %lld bytes, too large for an index", path,
+                    (long long)st.st_size);
+    char *buf = s == GDU_ST_OK ? malloc((size_t)st.st_size + 1) : NULL;
+    if (s == GDU_ST_OK && buf == NULL)
+        s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    size_t done = 0;
+    while (s == GDU_ST_OK && done < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + done, (size_t)st.st_size - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            s = st_fail(err, GDU_ST_ERR_IO, "%s: %s", path, r < 0 ? strerror(errno) : "short read");
+        else
+            done += (size_t)r;
+    }
+    close(fd);
+    if (s != GDU_ST_OK) {
+        free(buf);
+        return s;
+    }
+    *out = buf;
+    *len = done;
+    return GDU_ST_OK;
+}
+
+static gdu_st_status open_file(const char *path, gdu_st_header **out, gdu_st_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(errno));
+    gdu_st_status s = gdu_st_header_read_fd(fd, out, err);
+    close(fd);
+    if (s != GDU_ST_OK)
+        st_prefix(err, path);
+    return s;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Fills the model's file list: the file itself, or the index's shards
+ * resolved against the index's folder. */
+static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index,
+                                gdu_st_error *err)
+{
+    if (!ends_with(path, ".json")) {
+        m->files = calloc(1, sizeof *m->files);
+        if (m->files == NULL || (m->files[0].path = strdup(path)) == NULL)
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        m->file_count = 1;
+        return GDU_ST_OK;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    gdu_st_status s = read_small_file(path, &text, &len, err);
+    if (s != GDU_ST_OK)
+        return s;
+    s = st_index_parse(text, len, index, err);
+    free(text);
+    if (s != GDU_ST_OK)
+        return s;
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path) : 1;
+    const char *dir = slash ? path : ".";
+    m->files = calloc(index->shard_count, sizeof *m->files);
+    if (m->files == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < index->shard_count; i++) {
+        if (asprintf(&m->files[i].path, "%.*s/%s", dir_len, dir, index->shards[i]) < 0) {
+            m->files[i].path = NULL;
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        }
+        m->file_count++;
+    }
+    return GDU_ST_OK;
+}
+
+/* Builds the merged tensor table and the name lookup; refuses a name found in
+ * two shards. */
+static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
+{
+    size_t total = 0;
+    for (size_t f = 0; f < m->file_count; f++)
+        total += gdu_st_header_tensor_count(m->files[f].header);
+    m->tensors = calloc(total ? total : 1, sizeof *m->tensors);
+    m->by_name = json_object();
+    if (m->tensors == NULL || m->by_name == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", total);
+    for (size_t f = 0; f < m->file_count; f++) {
+        const gdu_st_header *h = m->files[f].header;
+        for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
+            const gdu_st_tensor_info *info = gdu_st_header_tensor(h, i);
+            json_t *prev = json_object_get(m->by_name, info->name);
+            if (prev != NULL)
+                return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR,
+                               "tensor '%.80s' is in both %s and %s", info->name,
+                               m->files[m->tensors[json_integer_value(prev)].file].path,
+                               m->files[f].path);
+            if (json_object_set_new(m->by_name, info->name,
+                                    json_integer((json_int_t)m->tensor_count)) != 0)
+                return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+            gdu_st_tensor *t = &m->tensors[m->tensor_count++];
+            t->name = info->name;
+            t->dtype = info->dtype;
+            t->ndim = info->ndim;
+            t->shape = info->shape;
+            t->nbytes = info->end - info->begin;
+            t->device = -1;
+            t->file = (uint32_t)f;
+            t->file_offset = gdu_st_header_data_offset(h) + info->begin;
+        }
+    }
+    return GDU_ST_OK;
+}
+
+/* Every tensor the index maps must be in the shard it names. */
+static gdu_st_status check_index(const gdu_st_model *m, const st_index *index, gdu_st_error *err)
+{
+    const char *tensor;
+    json_t *shard;
+    json_object_foreach(index->weight_map, tensor, shard) {
+        long i = gdu_st_model_find(m, tensor);
+        const char *name = json_string_value(shard);
+        size_t f = 0;
+        while (f < index->shard_count && strcmp(index->shards[f], name) != 0)
+            f++;
+        if (i < 0 || m->tensors[i].file != f)
+            return st_fail(err, GDU_ST_ERR_INDEX,
+                           "the index maps tensor '%.80s' to %.120s, which does not hold it",
+                           tensor, name);
+    }
+    return GDU_ST_OK;
+}
+
+gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err)
+{
+    if (path == NULL || out == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    *out = NULL;
+    gdu_st_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    st_index index = {0};
+    gdu_st_status s = list_files(m, path, &index, err);
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
+        s = open_file(m->files[f].path, &m->files[f].header, err);
+    if (s == GDU_ST_OK)
+        s = build_table(m, err);
+    if (s == GDU_ST_OK && index.root != NULL)
+        s = check_index(m, &index, err);
+    st_index_free(&index);
+    if (s != GDU_ST_OK) {
+        gdu_st_model_free(m);
+        return s;
+    }
+    *out = m;
+    return st_ok(err);
+}
+
+void gdu_st_model_free(gdu_st_model *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t f = 0; f < m->file_count; f++) {
+        st_block_release(m->files[f].block);
+        gdu_st_header_free(m->files[f].header);
+        free(m->files[f].path);
+    }
+    free(m->files);
+    free(m->tensors);
+    json_decref(m->by_name);
+    free(m);
+}
+
+size_t gdu_st_model_tensor_count(const gdu_st_model *m) { return m->tensor_count; }
+
+const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
+{
+    return index < m->tensor_count ? &m->tensors[index] : NULL;
+}
+
+long gdu_st_model_find(const gdu_st_model *m, const char *name)
+{
+    json_t *v = name ? json_object_get(m->by_name, name) : NULL;
+    return v ? (long)json_integer_value(v) : -1;
+}
+
+size_t gdu_st_model_file_count(const gdu_st_model *m) { return m->file_count; }
+
+const char *gdu_st_model_file_path(const gdu_st_model *m, size_t index)
+{
+    return index < m->file_count ? m->files[index].path : NULL;
+}
+
+const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t index)
+{
+    return index < m->file_count ? m->files[index].header : NULL;
+}
+
+gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
+
+size_t gdu_st_tensor_struct_size(void) { return sizeof(gdu_st_tensor); }

@@ -1,0 +1,102 @@
+/* --verify: reads every loaded block back to the host and compares it with
+ * the file, chunk by chunk, naming the first tensor that differs. */
+#include "cuda/cuda_api.h"
+#include "safetensors/st_error.h"
+#include "safetensors/st_pread.h"
+#include "safetensors/st_model_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define VERIFY_CHUNK ((size_t)64 << 20)
+
+/* Copies n loaded bytes at address to host memory. */
+static gdu_st_status fetch(const st_block *b, uint64_t address, void *dst, size_t n,
+                           gdu_st_error *err)
+{
+    if (b->kind != ST_MEM_DEVICE) {
+        memcpy(dst, (const void *)(uintptr_t)address, n);
+        return GDU_ST_OK;
+    }
+    const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
+    gdu_CUdevice dev;
+    gdu_CUcontext ctx, prev = NULL;
+    gdu_CUresult r = cu->cuDeviceGet(&dev, b->device);
+    if (r == GDU_CUDA_SUCCESS)
+        r = cu->cuDevicePrimaryCtxRetain(&ctx, dev);
+    if (r != GDU_CUDA_SUCCESS)
+        return st_fail(err, GDU_ST_ERR_NO_CUDA, "GPU %d: %s", b->device, gdu_cuda_result_name(r));
+    cu->cuCtxGetCurrent(&prev);
+    cu->cuCtxSetCurrent(ctx);
+    r = cu->cuMemcpyDtoH(dst, address, n);
+    cu->cuCtxSetCurrent(prev);
+    cu->cuDevicePrimaryCtxRelease(dev);
+    if (r != GDU_CUDA_SUCCESS)
+        return st_fail(err, GDU_ST_ERR_ENGINE, "reading GPU %d memory back: %s", b->device,
+                       gdu_cuda_result_name(r));
+    return GDU_ST_OK;
+}
+
+/* The tensor holding data-section byte pos of file f, for the report. */
+static const char *tensor_at(const gdu_st_model *m, size_t f, uint64_t pos)
+{
+    const gdu_st_header *h = m->files[f].header;
+    for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
+        const gdu_st_tensor_info *t = gdu_st_header_tensor(h, i);
+        if (pos >= t->begin && pos < t->end)
+            return t->name;
+    }
+    return "(no tensor: a hole)";
+}
+
+static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, char *expected,
+                                 gdu_st_error *err)
+{
+    const st_file *file = &m->files[f];
+    uint64_t span = gdu_st_header_data_span(file->header);
+    uint64_t base = gdu_st_header_data_offset(file->header);
+    int fd = open(file->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, strerror(errno));
+    gdu_st_status s = GDU_ST_OK;
+    for (uint64_t pos = 0; s == GDU_ST_OK && pos < span; pos += VERIFY_CHUNK) {
+        size_t n = span - pos < VERIFY_CHUNK ? (size_t)(span - pos) : VERIFY_CHUNK;
+        int rc = st_pread_full(fd, expected, n, base + pos);
+        if (rc != 0) {
+            s = st_fail(err, GDU_ST_ERR_IO, "%s: %s", file->path, strerror(-rc));
+            break;
+        }
+        s = fetch(file->block, file->block->address + pos, loaded, n, err);
+        if (s == GDU_ST_OK && memcmp(loaded, expected, n) != 0) {
+            size_t i = 0;
+            while (loaded[i] == expected[i])
+                i++;
+            s = st_fail(err, GDU_ST_ERR_VERIFY_MISMATCH,
+                        "%s: loaded byte %llu of the data section differs from the file "
+                        "(tensor '%.80s')", file->path, (unsigned long long)(pos + i),
+                        tensor_at(m, f, pos + i));
+        }
+    }
+    close(fd);
+    return s;
+}
+
+gdu_st_status gdu_st_verify(const gdu_st_model *m, gdu_st_error *err)
+{
+    if (m == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL model");
+    for (size_t f = 0; f < m->file_count; f++)
+        if (m->files[f].block == NULL)
+            return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is not loaded");
+    char *loaded = malloc(VERIFY_CHUNK), *expected = malloc(VERIFY_CHUNK);
+    gdu_st_status s = loaded && expected ? GDU_ST_OK
+                                         : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
+        s = verify_file(m, f, loaded, expected, err);
+    free(loaded);
+    free(expected);
+    return s == GDU_ST_OK ? st_ok(err) : s;
+}

@@ -1,0 +1,2 @@
+# safetensors loader: header parsing and validation, sharded indexes, host loads.
+gdunlock_unit_test(test_safetensors_header SOURCES test_safetensors_header.c LIBS gdu_safetensors)

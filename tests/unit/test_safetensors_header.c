@@ -1,0 +1,305 @@
+/* Header parsing and validation on good and hostile in-memory images. */
+#include "gdunlock/safetensors.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* An image: 8-byte little-endian length, the JSON, data_len pattern bytes. */
+typedef struct {
+    unsigned char *bytes;
+    size_t len;
+} image;
+
+static image make_image_len(const char *json, uint64_t declared, size_t data_len)
+{
+    size_t n = strlen(json);
+    image im = {malloc(8 + n + data_len + 1), 8 + n + data_len};
+    assert_non_null(im.bytes);
+    for (int i = 0; i < 8; i++)
+        im.bytes[i] = (unsigned char)(declared >> (8 * i));
+    memcpy(im.bytes + 8, json, n);
+    for (size_t i = 0; i < data_len; i++)
+        im.bytes[8 + n + i] = (unsigned char)(i * 7 + 1);
+    return im;
+}
+
+static image make_image(const char *json, size_t data_len)
+{
+    return make_image_len(json, strlen(json), data_len);
+}
+
+/* Parses json + data_len bytes and returns the status; *out gets the header. */
+static gdu_st_status parse(const char *json, size_t data_len, gdu_st_header **out,
+                           gdu_st_error *err)
+{
+    image im = make_image(json, data_len);
+    gdu_st_status s = gdu_st_header_parse(im.bytes, im.len, im.len, out, err);
+    free(im.bytes);
+    return s;
+}
+
+static void expect_status(const char *json, size_t data_len, gdu_st_status want)
+{
+    gdu_st_header *h = (gdu_st_header *)0x1;
+    gdu_st_error err = {0};
+    gdu_st_status s = parse(json, data_len, &h, &err);
+    if (s != want)
+        fail_msg("%s: got %s (%s), want %s", json, gdu_st_status_name(s), err.message,
+                 gdu_st_status_name(want));
+    assert_int_equal(err.code, want);
+    if (want != GDU_ST_OK) {
+        assert_null(h);
+        assert_true(strlen(err.message) > 0);
+    }
+    gdu_st_header_free(h);
+}
+
+static void test_good_file(void **state)
+{
+    const char *json =
+        "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"\\u00e9t\\u00e9\"},"
+        "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+        "\"s\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[24,32]},"
+        "\"e\":{\"dtype\":\"BF16\",\"shape\":[0,5],\"data_offsets\":[22,22]}}   ";
+    gdu_st_header *h = NULL;
+    gdu_st_error err;
+    assert_int_equal(parse(json, 32, &h, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_header_tensor_count(h), 4);
+    const char *order[] = {"a", "b", "e", "s"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(gdu_st_header_tensor(h, i)->name, order[i]);
+    const gdu_st_tensor_info *a = gdu_st_header_tensor(h, 0);
+    assert_int_equal(a->dtype, GDU_ST_F32);
+    assert_int_equal(a->ndim, 2);
+    assert_int_equal(a->shape[0], 2);
+    assert_int_equal(a->shape[1], 2);
+    const gdu_st_tensor_info *s = gdu_st_header_tensor(h, 3);
+    assert_int_equal(s->ndim, 0);
+    assert_int_equal(s->begin, 24);
+    assert_int_equal(gdu_st_header_data_offset(h), 8 + strlen(json));
+    assert_int_equal(gdu_st_header_data_span(h), 32);
+    assert_int_equal(gdu_st_header_hole_bytes(h), 2); /* [22, 24) */
+    assert_int_equal(gdu_st_header_trailing_bytes(h), 0);
+    assert_int_equal(gdu_st_header_metadata_count(h), 2);
+    const char *key, *value;
+    assert_int_equal(gdu_st_header_metadata(h, 1, &key, &value), 0);
+    assert_string_equal(key, "note");
+    assert_string_equal(value, "\xc3\xa9t\xc3\xa9");
+    assert_int_equal(gdu_st_header_metadata(h, 2, &key, &value), -1);
+    assert_null(gdu_st_header_tensor(h, 4));
+    gdu_st_header_free(h);
+}
+
+static void test_zero_tensors_and_trailing(void **state)
+{
+    gdu_st_header *h = NULL;
+    assert_int_equal(parse("{}", 0, &h, NULL), GDU_ST_OK);
+    assert_int_equal(gdu_st_header_tensor_count(h), 0);
+    assert_int_equal(gdu_st_header_data_span(h), 0);
+    gdu_st_header_free(h);
+    assert_int_equal(parse("{\"__metadata__\":{}}", 5, &h, NULL), GDU_ST_OK);
+    assert_int_equal(gdu_st_header_trailing_bytes(h), 5);
+    gdu_st_header_free(h);
+}
+
+static void test_every_dtype(void **state)
+{
+    for (unsigned d = 0; d < GDU_ST_DTYPE_COUNT; d++) {
+        const char *name = gdu_st_dtype_name((gdu_st_dtype)d);
+        unsigned bits = gdu_st_dtype_bits((gdu_st_dtype)d);
+        gdu_st_dtype back;
+        assert_int_equal(gdu_st_dtype_from_name(name, &back), 0);
+        assert_int_equal(back, d);
+        /* 8 elements fill whole bytes for every width. */
+        char json[160];
+        snprintf(json, sizeof json, "{\"t\":{\"dtype\":\"%s\",\"shape\":[2,4],"
+                 "\"data_offsets\":[0,%u]}}", name, bits);
+        expect_status(json, bits, GDU_ST_OK);
+    }
+    assert_null(gdu_st_dtype_name(GDU_ST_DTYPE_COUNT));
+    assert_int_equal(gdu_st_dtype_bits(GDU_ST_DTYPE_COUNT), 0);
+    gdu_st_dtype d;
+    assert_int_equal(gdu_st_dtype_from_name("f32", &d), -1);
+    assert_int_equal(gdu_st_dtype_from_name(NULL, &d), -1);
+}
+
+static void test_unicode_names(void **state)
+{
+    gdu_st_header *h = NULL;
+    const char *json = "{\"\xe6\xa8\xa1\xe5\x9e\x8b.\xf0\x9f\x98\x80\":{\"dtype\":\"U8\","
+                       "\"shape\":[4],\"data_offsets\":[0,4]},"
+                       "\"\\u03b1\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}";
+    assert_int_equal(parse(json, 8, &h, NULL), GDU_ST_OK);
+    assert_string_equal(gdu_st_header_tensor(h, 0)->name, "\xe6\xa8\xa1\xe5\x9e\x8b.\xf0\x9f\x98\x80");
+    assert_string_equal(gdu_st_header_tensor(h, 1)->name, "\xce\xb1");
+    gdu_st_header_free(h);
+}
+
+static void test_length_field(void **state)
+{
+    gdu_st_header *h;
+    gdu_st_error err;
+    unsigned char empty[1] = {0};
+    assert_int_equal(gdu_st_header_parse(empty, 0, 0, &h, &err), GDU_ST_ERR_TOO_SMALL);
+    assert_null(h);
+    assert_int_equal(gdu_st_header_parse("\x02\0\0\0", 4, 4, &h, &err), GDU_ST_ERR_TOO_SMALL);
+
+    const char *json = "{}";
+    uint64_t bad[] = {0, 3, 1000, GDU_ST_MAX_HEADER_BYTES + 1, UINT64_MAX, UINT64_MAX - 7};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        image im = make_image_len(json, bad[i], 0);
+        assert_int_equal(gdu_st_header_parse(im.bytes, im.len, im.len, &h, &err),
+                         GDU_ST_ERR_HEADER_LENGTH);
+        free(im.bytes);
+    }
+    /* Shorter than declared: the JSON is cut. */
+    image im = make_image_len("{} ", 2, 1);
+    assert_int_equal(gdu_st_header_parse(im.bytes, im.len, im.len, &h, &err), GDU_ST_OK);
+    gdu_st_header_free(h);
+    free(im.bytes);
+    /* An image holding only part of the header. */
+    im = make_image("{}    ", 0);
+    assert_int_equal(gdu_st_header_parse(im.bytes, 9, im.len, &h, &err),
+                     GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gdu_st_header_parse(im.bytes, im.len, im.len - 1, &h, &err),
+                     GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gdu_st_header_parse(NULL, 8, 8, &h, &err), GDU_ST_ERR_INVALID_ARGUMENT);
+    free(im.bytes);
+}
+
+static void test_bad_json(void **state)
+{
+    expect_status("{", 0, GDU_ST_ERR_HEADER_JSON);
+    expect_status("{\"a\":1,}", 0, GDU_ST_ERR_HEADER_JSON);
+    expect_status("{} x", 0, GDU_ST_ERR_HEADER_JSON);
+    expect_status("{\"\xff\xfe\":{}}", 0, GDU_ST_ERR_HEADER_JSON);          /* not UTF-8 */
+    expect_status("{\"a\\u0000b\":{}}", 0, GDU_ST_ERR_HEADER_JSON);        /* NUL in a name */
+    expect_status("[1,2]", 0, GDU_ST_ERR_HEADER_NOT_OBJECT);
+    expect_status("\"str\"", 0, GDU_ST_ERR_HEADER_JSON); /* jansson wants [ or { */
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                  "\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+                  2, GDU_ST_ERR_HEADER_JSON); /* duplicate name */
+    /* Deep nesting is refused by the parser, not by a stack overflow. */
+    char deep[20000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = '\0';
+    expect_status(deep, 0, GDU_ST_ERR_HEADER_JSON);
+}
+
+static void test_bad_entries(void **state)
+{
+    expect_status("{\"t\":5}", 0, GDU_ST_ERR_TENSOR_ENTRY);
+    expect_status("{\"t\":{\"shape\":[1],\"data_offsets\":[0,1]}}", 1, GDU_ST_ERR_TENSOR_ENTRY);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":3,\"data_offsets\":[0,3]}}", 3,
+                  GDU_ST_ERR_TENSOR_ENTRY);
+    expect_status("{\"t\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+                  GDU_ST_ERR_TENSOR_ENTRY);
+    expect_status("{\"t\":{\"dtype\":\"F31\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                  GDU_ST_ERR_DTYPE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1,
+                  GDU_ST_ERR_SHAPE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1.0],\"data_offsets\":[0,1]}}", 1,
+                  GDU_ST_ERR_SHAPE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[\"1\"],\"data_offsets\":[0,1]}}", 1,
+                  GDU_ST_ERR_SHAPE);
+    char many[600] = "{\"t\":{\"dtype\":\"U8\",\"shape\":[1";
+    for (int i = 0; i < GDU_ST_MAX_DIMS; i++)
+        strcat(many, ",1");
+    strcat(many, "],\"data_offsets\":[0,1]}}");
+    expect_status(many, 1, GDU_ST_ERR_SHAPE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0]}}", 1,
+                  GDU_ST_ERR_OFFSETS);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,1]}}", 2,
+                  GDU_ST_ERR_OFFSETS);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,-1]}}", 2,
+                  GDU_ST_ERR_OFFSETS);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1,2]}}", 2,
+                  GDU_ST_ERR_OFFSETS);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":\"0,1\"}}", 2,
+                  GDU_ST_ERR_TENSOR_ENTRY);
+}
+
+static void test_sizes(void **state)
+{
+    expect_status("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 8,
+                  GDU_ST_ERR_SIZE_MISMATCH);
+    expect_status("{\"t\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2,
+                  GDU_ST_ERR_SIZE_MISMATCH); /* 12 bits */
+    expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],"
+                  "\"data_offsets\":[0,8]}}", 8, GDU_ST_ERR_OVERFLOW);
+    expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952],"
+                  "\"data_offsets\":[0,0]}}", 8, GDU_ST_ERR_OVERFLOW); /* x 64 bits */
+    expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[9223372036854775807,2],"
+                  "\"data_offsets\":[0,0]}}", 8, GDU_ST_ERR_OVERFLOW);
+    /* A zero dimension empties the tensor however large the others are. */
+    expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[9223372036854775807,4,0],"
+                  "\"data_offsets\":[0,0]}}", 0, GDU_ST_OK);
+    /* JSON integers beyond int64 are a JSON error in jansson. */
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],"
+                  "\"data_offsets\":[18446744073709551615,18446744073709551616]}}", 0,
+                  GDU_ST_ERR_HEADER_JSON);
+}
+
+static void test_ranges(void **state)
+{
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 3,
+                  GDU_ST_ERR_OUT_OF_RANGE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[9,9]}}", 8,
+                  GDU_ST_ERR_OUT_OF_RANGE);
+    expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[4],"
+                  "\"data_offsets\":[9223372036854775800,9223372036854775804]}}", 8,
+                  GDU_ST_ERR_OUT_OF_RANGE);
+    expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[3,7]}}", 8,
+                  GDU_ST_ERR_OVERLAP);
+    expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 8,
+                  GDU_ST_ERR_OVERLAP);
+    /* One tensor inside another. */
+    expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}", 8,
+                  GDU_ST_ERR_OVERLAP);
+    /* Empty tensors share no bytes, even inside another's range. */
+    expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[2,2]}}", 8,
+                  GDU_ST_OK);
+}
+
+static void test_metadata(void **state)
+{
+    expect_status("{\"__metadata__\":{\"a\":1}}", 0, GDU_ST_ERR_METADATA);
+    expect_status("{\"__metadata__\":{\"a\":null}}", 0, GDU_ST_ERR_METADATA);
+    expect_status("{\"__metadata__\":{\"a\":{\"b\":\"c\"}}}", 0, GDU_ST_ERR_METADATA);
+    expect_status("{\"__metadata__\":[\"a\"]}", 0, GDU_ST_ERR_METADATA);
+    expect_status("{\"__metadata__\":\"x\"}", 0, GDU_ST_ERR_METADATA);
+}
+
+static void test_status_names(void **state)
+{
+    assert_string_equal(gdu_st_status_name(GDU_ST_OK), "GDU_ST_OK");
+    assert_string_equal(gdu_st_status_name(GDU_ST_ERR_OVERLAP), "GDU_ST_ERR_OVERLAP");
+    for (int s = 0; s < GDU_ST_STATUS_COUNT; s++)
+        assert_string_not_equal(gdu_st_status_name((gdu_st_status)s), "unknown");
+    assert_string_equal(gdu_st_status_name(GDU_ST_STATUS_COUNT), "unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_file),      cmocka_unit_test(test_zero_tensors_and_trailing),
+        cmocka_unit_test(test_every_dtype),    cmocka_unit_test(test_unicode_names),
+        cmocka_unit_test(test_length_field),   cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_bad_entries),    cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_ranges),         cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_status_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
