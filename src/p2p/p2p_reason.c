@@ -1,0 +1,258 @@
+#include "p2p/p2p_reason.h"
+
+#include "util/units.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FIX_PATCHED_DRIVER                                                                     \
+    "install an open kernel module with the BAR1 P2P patches (github.com/tinygrad/"           \
+    "open-gpu-kernel-modules or github.com/aikitoria/open-gpu-kernel-modules, matching your " \
+    "driver version)"
+#define FIX_REBAR                                                                              \
+    "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "             \
+    "NVreg_EnableResizableBar=1 so that BAR1 covers all GPU memory"
+
+void gdu_p2p_facts_init(gdu_p2p_facts *facts)
+{
+    memset(facts, 0, sizeof *facts);
+    facts->cuda_can_access = GDU_TRI_UNKNOWN;
+    facts->enable_failed = GDU_TRI_UNKNOWN;
+    facts->data_corrupt = GDU_TRI_UNKNOWN;
+    facts->acs_redirect = GDU_TRI_UNKNOWN;
+    facts->geforce = GDU_TRI_UNKNOWN;
+}
+
+const char *gdu_p2p_cause_id(gdu_p2p_cause cause)
+{
+    static const char *const ids[] = {
+        [GDU_P2P_CAUSE_NONE] = "none",
+        [GDU_P2P_CAUSE_SKU_LOCK] = "sku_lock",
+        [GDU_P2P_CAUSE_ARCH_HAL] = "arch_hal",
+        [GDU_P2P_CAUSE_REBAR] = "rebar",
+        [GDU_P2P_CAUSE_GMMU_APERTURE] = "gmmu_aperture",
+        [GDU_P2P_CAUSE_REGKEY] = "regkey",
+        [GDU_P2P_CAUSE_TOPOLOGY] = "topology",
+        [GDU_P2P_CAUSE_CHIPSET] = "chipset",
+        [GDU_P2P_CAUSE_ACS] = "acs",
+        [GDU_P2P_CAUSE_IOMMU] = "iommu",
+        [GDU_P2P_CAUSE_DRIVER] = "driver",
+        [GDU_P2P_CAUSE_UNKNOWN] = "unknown",
+    };
+    return (unsigned)cause < sizeof ids / sizeof ids[0] ? ids[cause] : "unknown";
+}
+
+const char *gdu_p2p_topo_name(gdu_p2p_topo topo)
+{
+    static const char *const names[] = {"?", "PIX", "PXB", "PHB", "NODE", "SYS"};
+    return (unsigned)topo < sizeof names / sizeof names[0] ? names[topo] : "?";
+}
+
+/* Index (0 or 1) of a GPU whose BAR1 is smaller than its memory, or -1. */
+static int small_bar1_gpu(const gdu_p2p_facts *f)
+{
+    for (int i = 0; i < 2; i++)
+        if (f->bar1_bytes[i] != 0 && f->vram_bytes[i] != 0 && f->bar1_bytes[i] < f->vram_bytes[i])
+            return i;
+    return -1;
+}
+
+static void describe_small_bar1(const gdu_p2p_facts *f, int gpu, char *out, size_t len)
+{
+    char bar1[32], vram[32];
+    snprintf(out, len, "BAR1 of the %s GPU is %s but its memory is %s (Resizable BAR is off)",
+             gpu == 0 ? "source" : "destination", gdu_format_bytes(f->bar1_bytes[gpu], bar1, sizeof bar1),
+             gdu_format_bytes(f->vram_bytes[gpu], vram, sizeof vram));
+}
+
+/* The status that explains a refusal best: registry keys and per-GPU locks
+ * are more specific than topology and chipset, which beat "not supported". */
+static uint8_t refusal_status(const gdu_p2p_rm_caps *rm)
+{
+    static const uint8_t order[] = {
+        GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY, GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED,
+        GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED, GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED,
+    };
+    uint8_t r = rm->status[GDU_P2P_CAPS_INDEX_READ], w = rm->status[GDU_P2P_CAPS_INDEX_WRITE];
+    for (size_t i = 0; i < sizeof order; i++)
+        if (r == order[i] || w == order[i])
+            return order[i];
+    return GDU_P2P_CAPS_STATUS_NOT_SUPPORTED;
+}
+
+__attribute__((format(printf, 4, 5))) static void set(gdu_p2p_verdict *v, gdu_p2p_cause cause,
+                                                      const char *fix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    v->cause = cause;
+    v->link = GDU_P2P_LINK_NONE;
+    vsnprintf(v->reason, sizeof v->reason, fmt, ap);
+    snprintf(v->fix, sizeof v->fix, "%s", fix);
+    va_end(ap);
+}
+
+static void working_warnings(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+{
+    int pcie = v->link == GDU_P2P_LINK_PCIE_BAR1 || v->link == GDU_P2P_LINK_PCIE_MAILBOX;
+    if (pcie && f->acs_redirect == GDU_TRI_YES)
+        snprintf(v->warning, sizeof v->warning,
+                 "ACS redirects P2P requests to the root complex: lower bandwidth; disable ACS "
+                 "on the bridges between the GPUs");
+    else if (pcie && f->topo == GDU_P2P_TOPO_SYS)
+        snprintf(v->warning, sizeof v->warning,
+                 "the path crosses CPU sockets: expect a fraction of PCIe bandwidth");
+    else if (pcie && f->iommu == GDU_P2P_IOMMU_TRANSLATED)
+        snprintf(v->warning, sizeof v->warning,
+                 "the IOMMU translates peer DMA: if copies fail or corrupt data, boot with iommu=pt");
+}
+
+/* P2P is advertised but using it failed or corrupted data. */
+static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_link link)
+{
+    const char *path = gdu_p2p_link_name(link);
+    if (f->enable_failed == GDU_TRI_YES) {
+        set(v, GDU_P2P_CAUSE_GMMU_APERTURE,
+            FIX_PATCHED_DRIVER " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
+            "P2P over %s is advertised but mapping the peer's memory failed (on GeForce the GMMU "
+            "refuses the PEER aperture)", path);
+        return 1;
+    }
+    if (f->data_corrupt != GDU_TRI_YES)
+        return 0;
+    if (f->acs_redirect == GDU_TRI_YES)
+        set(v, GDU_P2P_CAUSE_ACS,
+            "disable ACS in the BIOS, or clear the ACS control bits of the bridges between the "
+            "GPUs (setpci), then re-run",
+            "peer copies over %s completed with wrong data: ACS redirects P2P requests and the "
+            "root complex does not forward them", path);
+    else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
+        set(v, GDU_P2P_CAUSE_IOMMU,
+            "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
+            "peer copies over %s completed with wrong data: the IOMMU translates device DMA and "
+            "the peer's BAR is not mapped for it", path);
+    else
+        set(v, GDU_P2P_CAUSE_UNKNOWN, "report this with 'gdunlock doctor --json' output",
+            "peer copies over %s completed with wrong data", path);
+    return 1;
+}
+
+static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+{
+    char bar1[160] = "";
+    int small = small_bar1_gpu(f);
+    if (small >= 0)
+        describe_small_bar1(f, small, bar1, sizeof bar1);
+
+    switch (refusal_status(&f->rm)) {
+    case GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY:
+        set(v, GDU_P2P_CAUSE_REGKEY,
+            "remove the ForceP2P / RMForceP2PType / RMPcieP2PType entries from "
+            "NVreg_RegistryDwords (modprobe.d) and reload the driver",
+            "the driver reports P2P %s", "disabled by a registry key");
+        return;
+    case GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED:
+        if (f->geforce == GDU_TRI_NO) {
+            set(v, GDU_P2P_CAUSE_SKU_LOCK, "none in software: this board has P2P disabled",
+                "the driver reports P2P %s", "disabled for this GPU (board setting)");
+            return;
+        }
+        set(v, GDU_P2P_CAUSE_SKU_LOCK, FIX_PATCHED_DRIVER,
+            "the driver disables PCIe P2P for this GPU (the %s of mailbox P2P) and the stock "
+            "driver has no BAR1 P2P to offer instead", "GeForce SKU lock");
+        if (small >= 0) {
+            size_t n = strlen(v->fix);
+            snprintf(v->fix + n, sizeof v->fix - n, "; %s", "also " FIX_REBAR);
+            n = strlen(v->reason);
+            snprintf(v->reason + n, sizeof v->reason - n, "; %s", bar1);
+        }
+        return;
+    case GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
+        set(v, GDU_P2P_CAUSE_TOPOLOGY,
+            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
+            "the driver refuses P2P: %s", "the GPUs hang off different I/O hubs / CPU sockets");
+        return;
+    case GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED:
+        if (f->topo == GDU_P2P_TOPO_SYS)
+            break;
+        set(v, GDU_P2P_CAUSE_CHIPSET,
+            "put both GPUs behind one PCIe switch, or force it with "
+            "NVreg_RegistryDwords=\"ForceP2P=0x11\" (at your own risk: the root complex must "
+            "forward peer requests)",
+            "the driver refuses P2P: %s",
+            "no common PCIe switch and the CPU's root complex is not on its P2P allow list");
+        return;
+    default:
+        break;
+    }
+    if (small >= 0) {
+        set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR,
+            "BAR1 P2P needs all GPU memory in BAR1: %s", bar1);
+    } else if (f->topo == GDU_P2P_TOPO_SYS) {
+        set(v, GDU_P2P_CAUSE_TOPOLOGY,
+            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
+            "the driver refuses P2P: %s", "the path crosses CPU sockets (SYS)");
+    } else if (f->geforce == GDU_TRI_YES) {
+        set(v, GDU_P2P_CAUSE_ARCH_HAL, FIX_PATCHED_DRIVER,
+            "the driver has no PCIe P2P for this GeForce GPU: %s",
+            "mailbox P2P is locked and the stock driver binds BAR1 P2P only for some "
+            "architectures");
+    } else if (f->acs_redirect == GDU_TRI_YES) {
+        set(v, GDU_P2P_CAUSE_ACS, "disable ACS in the BIOS or on the bridges between the GPUs",
+            "the driver refuses P2P and %s", "ACS redirects P2P requests on the path");
+    } else {
+        set(v, GDU_P2P_CAUSE_UNKNOWN, "run 'gdunlock doctor' for the full picture",
+            "the driver reports P2P %s for this pair", "not supported");
+    }
+}
+
+/* Without the RM's answer: infer from the platform facts alone. */
+static void refused_without_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+{
+    char bar1[160];
+    int small = small_bar1_gpu(f);
+    if (small >= 0) {
+        describe_small_bar1(f, small, bar1, sizeof bar1);
+        set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR, "CUDA refuses peer access; %s", bar1);
+    } else if (f->topo == GDU_P2P_TOPO_SYS) {
+        set(v, GDU_P2P_CAUSE_TOPOLOGY,
+            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
+            "CUDA refuses peer access; %s", "the path crosses CPU sockets (SYS)");
+    } else if (f->geforce == GDU_TRI_YES) {
+        set(v, GDU_P2P_CAUSE_SKU_LOCK, FIX_PATCHED_DRIVER,
+            "CUDA refuses peer access on %s (the stock driver's SKU lock; RM caps unavailable)",
+            "GeForce");
+    } else {
+        set(v, GDU_P2P_CAUSE_UNKNOWN, "run 'gdunlock doctor' for the full picture",
+            "CUDA refuses peer access%s", " (RM caps unavailable)");
+    }
+}
+
+void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    int rm_allows = f->rm_caps_known && gdu_p2p_caps_allowed(&f->rm);
+    int works = f->cuda_can_access == GDU_TRI_YES ||
+                (f->cuda_can_access == GDU_TRI_UNKNOWN && rm_allows);
+    if (works) {
+        gdu_p2p_link link = f->rm_caps_known ? gdu_p2p_caps_link(f->rm.caps) : GDU_P2P_LINK_UNKNOWN;
+        if (link == GDU_P2P_LINK_NONE)
+            link = GDU_P2P_LINK_UNKNOWN;
+        if (broken_in_use(f, v, link))
+            return;
+        v->cause = GDU_P2P_CAUSE_NONE;
+        v->link = link;
+        snprintf(v->reason, sizeof v->reason, "P2P over %s", gdu_p2p_link_name(link));
+        working_warnings(f, v);
+        return;
+    }
+    if (rm_allows)
+        set(v, GDU_P2P_CAUSE_DRIVER,
+            "make sure libcuda and the kernel module come from the same driver release",
+            "the RM allows P2P but CUDA refuses it: %s", "user-space and kernel driver disagree");
+    else if (f->rm_caps_known)
+        refused_by_rm(f, v);
+    else
+        refused_without_rm(f, v);
+}

@@ -1,0 +1,49 @@
+/* A minimal RM client of our own on /dev/nvidiactl: one NV01_ROOT_CLIENT, the
+ * NV0000 controls that list attached GPUs, map them to PCI addresses and
+ * report P2P caps for a GPU pair, then the client is freed. All controls used
+ * are non-privileged. The ioctl function is injectable for tests. */
+#ifndef GDUNLOCK_P2P_RM_P2P_CAPS_H
+#define GDUNLOCK_P2P_RM_P2P_CAPS_H
+
+#include "p2p/p2p_caps.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int (*gdu_rm_ioctl_fn)(int fd, unsigned long request, void *arg);
+
+typedef struct gdu_rm_client {
+    int fd;
+    uint32_t hclient;
+    gdu_rm_ioctl_fn ioctl_fn;
+} gdu_rm_client;
+
+/* One GPU the RM has attached (GPUs are attached while a process, e.g. our
+ * own CUDA context, has them open, or under persistence mode). */
+typedef struct gdu_rm_gpu {
+    uint32_t gpu_id; /* the RM's opaque gpuId */
+    uint32_t domain;
+    uint16_t bus;
+    uint16_t device;
+} gdu_rm_gpu;
+
+/* Opens ctl_path (NULL: /dev/nvidiactl) and allocates a root client. ioctl_fn
+ * NULL uses the real ioctl. Returns 0, or -errno with the cause in why
+ * (-EIO when the RM refused, with the NV_STATUS by name). */
+int gdu_rm_client_open(gdu_rm_client *client, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn,
+                       char *why, size_t why_len);
+
+/* Frees the client and closes the file. Safe on a client that failed to open. */
+void gdu_rm_client_close(gdu_rm_client *client);
+
+/* The attached GPUs with their PCI addresses, into out[0..cap); *count is how
+ * many were stored. Returns 0 or -errno with why. */
+int gdu_rm_attached_gpus(gdu_rm_client *client, gdu_rm_gpu *out, size_t cap, size_t *count,
+                         char *why, size_t why_len);
+
+/* The RM's P2P caps from GPU src_id to GPU dst_id (equal ids: loopback).
+ * Returns 0 or -errno with why. */
+int gdu_rm_p2p_caps(gdu_rm_client *client, uint32_t src_id, uint32_t dst_id, gdu_p2p_rm_caps *out,
+                    char *why, size_t why_len);
+
+#endif
