@@ -86,8 +86,10 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *ind
         return s;
     s = st_index_parse(text, len, index, err);
     free(text);
-    if (s != GDU_ST_OK)
+    if (s != GDU_ST_OK) {
+        st_prefix(err, path);
         return s;
+    }
     const char *slash = strrchr(path, '/');
     int dir_len = slash ? (int)(slash - path) : 1;
     const char *dir = slash ? path : ".";
@@ -173,10 +175,13 @@ gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *er
     gdu_st_status s = list_files(m, path, &index, err);
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
         s = open_file(m->files[f].path, &m->files[f].header, err);
-    if (s == GDU_ST_OK)
+    if (s == GDU_ST_OK) {
         s = build_table(m, err);
-    if (s == GDU_ST_OK && index.root != NULL)
-        s = check_index(m, &index, err);
+        if (s == GDU_ST_OK && index.root != NULL)
+            s = check_index(m, &index, err);
+        if (s != GDU_ST_OK && index.root != NULL)
+            st_prefix(err, path);
+    }
     st_index_free(&index);
     if (s != GDU_ST_OK) {
         gdu_st_model_free(m);
