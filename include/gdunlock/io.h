@@ -1,0 +1,174 @@
+/* gdunlock I/O engine: moves byte ranges between a file and GPU memory (or
+ * host memory, with the host backend) at the speed of the storage.
+ *
+ * An engine owns a pool of worker threads, their pinned staging buffers and
+ * CUDA streams. Files are opened on an engine; reads and writes are split into
+ * chunks that the workers move in parallel, overlapping storage I/O with PCIe
+ * copies. Every call returns 0 or a negative errno and, where it takes one,
+ * fills a message buffer with the cause; nothing here prints.
+ *
+ * Threads: all calls are thread-safe except that a file must not be closed,
+ * nor an engine destroyed, while another thread still uses it.
+ */
+#ifndef GDUNLOCK_IO_H
+#define GDUNLOCK_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gdu_io_engine gdu_io_engine;
+typedef struct gdu_io_file gdu_io_file;
+typedef struct gdu_io_request gdu_io_request;
+
+/* How data moves. AUTO picks cuFile where the direct path really works
+ * (nvidia-fs loaded and the file registrable), else PIPELINE; it never picks
+ * HOST, whose memory pointers mean host memory. */
+typedef enum {
+    GDU_IO_BACKEND_AUTO = 0,
+    GDU_IO_BACKEND_CUFILE,   /* cuFile (GDS or its compat mode); device memory */
+    GDU_IO_BACKEND_PIPELINE, /* parallel pread/pwrite + pinned staging + async copies; device memory */
+    GDU_IO_BACKEND_HOST,     /* the same pipeline into plain host memory (tests, ceilings) */
+} gdu_io_backend;
+
+/* O_DIRECT use. AUTO: reads use O_DIRECT when the file system accepts it and
+ * less than half of the file sits in the page cache; writes stay buffered. */
+typedef enum {
+    GDU_IO_DIRECT_AUTO = 0,
+    GDU_IO_DIRECT_ON,  /* O_DIRECT wherever the file system accepts it */
+    GDU_IO_DIRECT_OFF, /* always buffered */
+} gdu_io_direct;
+
+/* Tunables. Zero means "default" for every numeric field. Environment
+ * overrides (applied by gdu_io_options_from_env): GDUNLOCK_IO_BACKEND
+ * (auto|cufile|pipeline|host), GDUNLOCK_IO_WORKERS, GDUNLOCK_IO_CHUNK (a size:
+ * 4M, 1MiB...), GDUNLOCK_IO_STAGING, GDUNLOCK_IO_DIRECT (auto|on|off). */
+typedef struct {
+    gdu_io_backend backend;
+    gdu_io_direct direct;
+    int device;                  /* CUDA device ordinal (ignored by HOST) */
+    unsigned workers;            /* worker threads; default GDU_IO_DEFAULT_WORKERS */
+    size_t chunk_size;           /* bytes per worker I/O, a multiple of 4096 */
+    unsigned staging_per_worker; /* staging buffers per worker (2 = double buffering) */
+} gdu_io_options;
+
+/* Defaults, chosen from the workers x chunk sweep on the H200 machine
+ * (bench/results/; docs/io-api.md). */
+#define GDU_IO_DEFAULT_WORKERS 8u
+#define GDU_IO_DEFAULT_CHUNK (4u << 20)
+#define GDU_IO_DEFAULT_STAGING 3u
+#define GDU_IO_MAX_WORKERS 256u
+#define GDU_IO_MAX_STAGING 16u
+#define GDU_IO_MAX_CHUNK (1u << 30)
+#define GDU_IO_ALIGN 4096u
+
+/* Fills o with the defaults (backend AUTO, device 0). */
+void gdu_io_options_default(gdu_io_options *o);
+
+/* Applies the GDUNLOCK_IO_* environment variables to o. Returns 0, or -EINVAL
+ * with the offending variable named in why (o is then unchanged). A backend
+ * override may not switch between device memory and host memory. */
+int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len);
+
+const char *gdu_io_backend_name(gdu_io_backend b); /* "auto", "cufile", "pipeline", "host" */
+int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL */
+
+/* Creates an engine: loads libcuda (not for HOST), starts the workers and
+ * allocates their staging buffers. Returns 0 or a negative errno (-ENODEV
+ * when CUDA or the device is unavailable, -ENOMEM, -EINVAL) with why. */
+int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
+
+/* Waits for queued work, stops the workers, frees everything. NULL is a no-op. */
+void gdu_io_engine_destroy(gdu_io_engine *e);
+
+/* The options in force after defaults were applied. */
+const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e);
+
+/* Engine-level backend and why (e.g. "pipeline: cufile unavailable:
+ * libcufile.so.0 not found"). Files may still differ: see gdu_io_file_*. */
+gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e);
+const char *gdu_io_engine_reason(const gdu_io_engine *e);
+
+/* gdu_io_open flags */
+enum {
+    GDU_IO_READ = 1,
+    GDU_IO_WRITE = 2,
+    GDU_IO_CREATE = 4,   /* create if missing (mode 0644) */
+    GDU_IO_TRUNCATE = 8, /* truncate to 0 on open */
+};
+
+/* Opens path on the engine. Returns 0 or a negative errno (-ENOENT, -EACCES,
+ * -EINVAL for bad flags, or the cuFile refusal when the backend is CUFILE
+ * explicitly: -ENOTSUP) with why. */
+int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out, char *why,
+                size_t why_len);
+
+/* Waits for the file's outstanding requests, then closes it. NULL is a no-op. */
+void gdu_io_close(gdu_io_file *f);
+
+/* The backend that serves this file (CUFILE, PIPELINE or HOST), whether
+ * O_DIRECT is in use, and the reason for both, e.g. "pipeline, buffered:
+ * cufile refused file: CU_FILE_HANDLE_NOT_REGISTERED (5027); O_DIRECT
+ * refused by the file system (EINVAL)". */
+gdu_io_backend gdu_io_file_backend(const gdu_io_file *f);
+int gdu_io_file_direct(const gdu_io_file *f);
+const char *gdu_io_file_reason(const gdu_io_file *f);
+/* File size now (fstat), or a negative errno. */
+int64_t gdu_io_file_size(const gdu_io_file *f);
+
+/* One contiguous transfer: file bytes [offset, offset+length) <-> mem.
+ * mem is a device address (CUdeviceptr cast to void *) for CUFILE/PIPELINE,
+ * a host address for HOST. After completion: done = bytes transferred, a
+ * prefix of the extent that is exactly right (shorter than length only at
+ * end of file for reads, or up to the first failure); status = 0 or a
+ * negative errno (-EIO, -ENOSPC, ...). A read that starts at or past the end
+ * of the file completes with done = 0 and status 0. */
+typedef struct {
+    uint64_t offset;
+    uint64_t length;
+    void *mem;
+    uint64_t done;
+    int status;
+} gdu_io_extent;
+
+typedef enum { GDU_IO_OP_READ = 0, GDU_IO_OP_WRITE = 1 } gdu_io_op;
+
+/* Called once per request from a worker thread when the whole request has
+ * completed (status: the first failure, or 0; bytes: sum of extents' done).
+ * It must not call gdu_io_wait on the same request. */
+typedef void (*gdu_io_callback)(void *user, int status, uint64_t bytes);
+
+/* Queues n extents (which stay owned by the caller and must stay valid until
+ * the request is waited on) and returns at once. The request must be passed
+ * to gdu_io_wait exactly once. Returns 0, or -EINVAL (bad arguments, a read
+ * on a write-only file, ...) with nothing queued. */
+int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
+                  void *user, gdu_io_request **out);
+
+/* Non-blocking: 1 when the request has completed, else 0. */
+int gdu_io_poll(const gdu_io_request *r);
+
+/* Waits for the request, frees it, returns its status (0 or the first
+ * failure as a negative errno) with the cause in why; *bytes (if not NULL)
+ * gets the sum of the extents' done. */
+int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len);
+
+/* Synchronous single-extent forms. Return 0 or a negative errno; *done (if
+ * not NULL) gets the bytes moved. A read shortened by end of file returns 0
+ * with *done < length. */
+int gdu_io_read(gdu_io_file *f, uint64_t offset, uint64_t length, void *mem, uint64_t *done,
+                char *why, size_t why_len);
+int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem,
+                 uint64_t *done, char *why, size_t why_len);
+
+/* Flushes written data to stable storage (fdatasync). 0 or a negative errno. */
+int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,370 @@
+/* The engine: options, CUDA context, staging memory and the worker pool that
+ * moves queued chunks. Each worker cycles through its staging slots so that
+ * the file I/O of one chunk overlaps the memory copies of the previous ones. */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+static ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return pwrite(fd, buf, n, off);
+}
+static const gdu_io_sys default_sys = {sys_pread, sys_pwrite};
+
+void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
+{
+    e->sys = sys != NULL ? *sys : default_sys;
+}
+
+const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return &e->opt; }
+gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e) { return e->backend; }
+const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e->reason; }
+
+int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
+{
+    if (prev != NULL && e->cu->cuCtxGetCurrent(prev) != GDU_CUDA_SUCCESS)
+        *prev = NULL;
+    gdu_CUresult r = e->cu->cuCtxSetCurrent(e->ctx);
+    if (r != GDU_CUDA_SUCCESS) {
+        snprintf(why, len, "cuCtxSetCurrent: %s", gdu_cuda_result_name(r));
+        return -EIO;
+    }
+    return 0;
+}
+
+void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
+{
+    pthread_mutex_lock(&e->qlock);
+    if (e->qtail != NULL)
+        e->qtail->next = first;
+    else
+        e->qhead = first;
+    e->qtail = last;
+    pthread_cond_broadcast(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+}
+
+/* Completes the chunk whose copy is in flight in slot i (waiting for the
+ * copy; for writes, then writing the staged data to the file). */
+static void slot_finish(gdu_io_worker *w, unsigned i)
+{
+    gdu_io_engine *e = w->engine;
+    gdu_io_slot *s = &w->slots[i];
+    gdu_io_chunk *c = s->chunk;
+    if (c == NULL)
+        return;
+    s->chunk = NULL;
+    char why[GDU_IO_WHY] = "";
+    int r = e->mover->wait(w->mctx, i, why, sizeof why);
+    if (r != 0) {
+        gdu_io_chunk_done(c, 0, r, why);
+    } else if (c->req->op == GDU_IO_OP_READ) {
+        gdu_io_chunk_done(c, s->good, 0, NULL);
+    } else {
+        r = gdu_io_write_from_staging(c->req->file, c, s->buf, why, sizeof why);
+        gdu_io_chunk_done(c, r == 0 ? c->length : 0, r, why);
+    }
+}
+
+/* Starts one chunk: file read into a staging slot then an asynchronous copy
+ * to caller memory, or (writes) an asynchronous copy into the slot. */
+static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
+{
+    gdu_io_engine *e = w->engine;
+    gdu_io_file *f = c->req->file;
+    char why[GDU_IO_WHY] = "";
+    if (f->backend == GDU_IO_BACKEND_CUFILE) {
+        uint64_t good = 0;
+        int r = gdu_io_cufile_chunk(f, c->req->op, c, &good, why, sizeof why);
+        gdu_io_chunk_done(c, good, r, why);
+        return;
+    }
+    unsigned i = w->next_slot;
+    w->next_slot = (i + 1) % e->opt.staging_per_worker;
+    slot_finish(w, i);
+    gdu_io_slot *s = &w->slots[i];
+    int r;
+    if (c->req->op == GDU_IO_OP_READ) {
+        char *data = NULL;
+        int64_t got = gdu_io_read_into_staging(f, c, s->buf, &data, why, sizeof why);
+        if (got <= 0) {
+            gdu_io_chunk_done(c, 0, (int)(got < 0 ? got : 0), why);
+            return;
+        }
+        r = e->mover->to_mem(w->mctx, i, c->mem, data, (size_t)got, why, sizeof why);
+        s->good = (uint64_t)got;
+    } else {
+        r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset), c->mem,
+                               (size_t)c->length, why, sizeof why);
+    }
+    if (r != 0)
+        gdu_io_chunk_done(c, 0, r, why);
+    else
+        s->chunk = c;
+}
+
+static bool has_inflight(const gdu_io_worker *w)
+{
+    for (unsigned i = 0; i < w->engine->opt.staging_per_worker; i++)
+        if (w->slots[i].chunk != NULL)
+            return true;
+    return false;
+}
+
+/* Completes every in-flight slot, oldest first. */
+static void drain(gdu_io_worker *w)
+{
+    unsigned k = w->engine->opt.staging_per_worker;
+    for (unsigned j = 0; j < k; j++)
+        slot_finish(w, (w->next_slot + j) % k);
+}
+
+/* Completes the slots whose copies have already finished, without blocking,
+ * so that requests complete promptly while the queue stays busy. */
+static void reap_ready(gdu_io_worker *w)
+{
+    gdu_io_engine *e = w->engine;
+    unsigned k = e->opt.staging_per_worker;
+    for (unsigned j = 0; j < k; j++) {
+        unsigned i = (w->next_slot + j) % k;
+        if (w->slots[i].chunk != NULL && e->mover->ready(w->mctx, i))
+            slot_finish(w, i);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    gdu_io_worker *w = arg;
+    gdu_io_engine *e = w->engine;
+    int enter = e->mover->thread_enter(e);
+    for (;;) {
+        pthread_mutex_lock(&e->qlock);
+        while (e->qhead == NULL && !e->stopping) {
+            if (has_inflight(w)) {
+                pthread_mutex_unlock(&e->qlock);
+                drain(w);
+                pthread_mutex_lock(&e->qlock);
+                continue;
+            }
+            pthread_cond_wait(&e->qcond, &e->qlock);
+        }
+        gdu_io_chunk *c = e->qhead;
+        if (c == NULL) { /* stopping and nothing left */
+            pthread_mutex_unlock(&e->qlock);
+            break;
+        }
+        e->qhead = c->next;
+        if (e->qhead == NULL)
+            e->qtail = NULL;
+        pthread_mutex_unlock(&e->qlock);
+        c->next = NULL;
+        if (enter != 0)
+            gdu_io_chunk_done(c, 0, enter, "worker thread could not make the CUDA context current");
+        else
+            slot_start(w, c);
+        reap_ready(w);
+    }
+    drain(w);
+    return NULL;
+}
+
+static int fill_options(gdu_io_options *o, char *why, size_t len)
+{
+    gdu_io_options d;
+    gdu_io_options_default(&d);
+    if (o->workers == 0)
+        o->workers = d.workers;
+    if (o->chunk_size == 0)
+        o->chunk_size = d.chunk_size;
+    if (o->staging_per_worker == 0)
+        o->staging_per_worker = d.staging_per_worker;
+    int r = gdu_io_options_from_env(o, why, len);
+    if (r != 0)
+        return r;
+    if (o->workers > GDU_IO_MAX_WORKERS || o->staging_per_worker > GDU_IO_MAX_STAGING ||
+        o->chunk_size % GDU_IO_ALIGN != 0 || o->chunk_size > GDU_IO_MAX_CHUNK ||
+        (unsigned)o->backend > GDU_IO_BACKEND_HOST || (unsigned)o->direct > GDU_IO_DIRECT_OFF) {
+        snprintf(why, len,
+                 "invalid I/O options: workers 1..%u, staging 1..%u, chunk a multiple of 4 KiB "
+                 "up to 1 GiB (got workers %u, staging %u, chunk %zu)",
+                 GDU_IO_MAX_WORKERS, GDU_IO_MAX_STAGING, o->workers, o->staging_per_worker,
+                 o->chunk_size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int setup_cuda(gdu_io_engine *e, char *why, size_t len)
+{
+    char cwhy[GDU_IO_WHY] = "";
+    e->cu = gdu_cuda_load(cwhy, sizeof cwhy);
+    if (e->cu == NULL) {
+        snprintf(why, len, "CUDA unavailable: %s", cwhy);
+        return -ENODEV;
+    }
+    gdu_CUresult r = e->cu->cuDeviceGet(&e->dev, e->opt.device);
+    if (r != GDU_CUDA_SUCCESS) {
+        snprintf(why, len, "GPU %d unavailable: %s", e->opt.device, gdu_cuda_result_name(r));
+        return -ENODEV;
+    }
+    r = e->cu->cuDevicePrimaryCtxRetain(&e->ctx, e->dev);
+    if (r != GDU_CUDA_SUCCESS) {
+        snprintf(why, len, "GPU %d: cuDevicePrimaryCtxRetain: %s", e->opt.device,
+                 gdu_cuda_result_name(r));
+        return -ENODEV;
+    }
+    e->ctx_retained = true;
+    return 0;
+}
+
+/* Chooses the engine-level backend and records why. */
+static int choose_backend(gdu_io_engine *e, char *why, size_t len)
+{
+    gdu_io_backend want = e->opt.backend;
+    if (want == GDU_IO_BACKEND_HOST) {
+        e->backend = GDU_IO_BACKEND_HOST;
+        e->mover = &gdu_io_mover_host;
+        snprintf(e->reason, sizeof e->reason, "host: host memory requested");
+        return 0;
+    }
+    int r = setup_cuda(e, why, len);
+    if (r != 0)
+        return r;
+    e->mover = &gdu_io_mover_cuda;
+    if (want == GDU_IO_BACKEND_PIPELINE) {
+        e->backend = GDU_IO_BACKEND_PIPELINE;
+        snprintf(e->reason, sizeof e->reason, "pipeline: requested");
+        return 0;
+    }
+    r = gdu_io_cufile_engine_init(e, e->cufile_why, sizeof e->cufile_why);
+    if (want == GDU_IO_BACKEND_CUFILE) {
+        if (r != 0) {
+            snprintf(why, len, "cufile unavailable: %s", e->cufile_why);
+            return r;
+        }
+        e->backend = GDU_IO_BACKEND_CUFILE;
+        snprintf(e->reason, sizeof e->reason, "cufile: requested (%s)",
+                 e->nvfs_loaded ? "nvidia-fs loaded" : "compat mode, nvidia-fs not loaded");
+        return 0;
+    }
+    if (r == 0 && e->nvfs_loaded) {
+        e->backend = GDU_IO_BACKEND_CUFILE;
+        snprintf(e->reason, sizeof e->reason, "cufile: nvidia-fs loaded");
+    } else {
+        e->backend = GDU_IO_BACKEND_PIPELINE;
+        snprintf(e->reason, sizeof e->reason, "pipeline: cufile unavailable: %s",
+                 r != 0 ? e->cufile_why : "nvidia-fs not loaded (cuFile would run in compat mode)");
+    }
+    return 0;
+}
+
+static int start_workers(gdu_io_engine *e, char *why, size_t len)
+{
+    unsigned n = e->opt.workers, k = e->opt.staging_per_worker;
+    e->workers = calloc(n, sizeof *e->workers);
+    if (e->workers == NULL)
+        return -ENOMEM;
+    bool staged = e->opt.backend != GDU_IO_BACKEND_CUFILE;
+    if (staged) {
+        e->staging = e->mover->staging_alloc(e, (size_t)n * k * e->opt.chunk_size, why, len);
+        if (e->staging == NULL)
+            return -ENOMEM;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        gdu_io_worker *w = &e->workers[i];
+        w->engine = e;
+        for (unsigned j = 0; staged && j < k; j++)
+            w->slots[j].buf = (char *)e->staging + ((size_t)i * k + j) * e->opt.chunk_size;
+        int r = e->mover->worker_init(e, k, &w->mctx, why, len);
+        if (r != 0)
+            return r;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int r = pthread_create(&e->workers[i].thread, NULL, worker_main, &e->workers[i]);
+        if (r != 0) {
+            snprintf(why, len, "cannot start I/O worker thread: %s", strerror(r));
+            return -r;
+        }
+        e->workers[i].started = true;
+    }
+    return 0;
+}
+
+int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len)
+{
+    char scratch[GDU_IO_WHY];
+    if (why == NULL || why_len == 0) {
+        why = scratch;
+        why_len = sizeof scratch;
+    }
+    why[0] = '\0';
+    *out = NULL;
+    gdu_io_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return -ENOMEM;
+    if (o != NULL)
+        e->opt = *o;
+    else
+        gdu_io_options_default(&e->opt);
+    e->sys = default_sys;
+    pthread_mutex_init(&e->qlock, NULL);
+    pthread_cond_init(&e->qcond, NULL);
+    int r = fill_options(&e->opt, why, why_len);
+    if (r == 0)
+        r = choose_backend(e, why, why_len);
+    gdu_CUcontext prev = NULL;
+    bool entered = false;
+    if (r == 0 && e->cu != NULL) {
+        r = gdu_io_cuda_enter(e, &prev, why, why_len);
+        entered = r == 0;
+    }
+    if (r == 0)
+        r = start_workers(e, why, why_len);
+    if (entered)
+        e->cu->cuCtxSetCurrent(prev);
+    if (r != 0) {
+        if (why[0] == '\0')
+            snprintf(why, why_len, "cannot create the I/O engine: %s", strerror(-r));
+        gdu_io_engine_destroy(e);
+        return r;
+    }
+    *out = e;
+    return 0;
+}
+
+void gdu_io_engine_destroy(gdu_io_engine *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->qlock);
+    e->stopping = true;
+    pthread_cond_broadcast(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+    gdu_CUcontext prev = NULL;
+    char why[GDU_IO_WHY];
+    bool entered = e->cu != NULL && gdu_io_cuda_enter(e, &prev, why, sizeof why) == 0;
+    if (e->workers != NULL) {
+        for (unsigned i = 0; i < e->opt.workers; i++) {
+            if (e->workers[i].started)
+                pthread_join(e->workers[i].thread, NULL);
+            if (e->workers[i].mctx != NULL)
+                e->mover->worker_fini(e, e->workers[i].mctx);
+        }
+        free(e->workers);
+    }
+    if (e->staging != NULL)
+        e->mover->staging_free(e, e->staging);
+    gdu_io_cufile_engine_fini(e);
+    if (entered)
+        e->cu->cuCtxSetCurrent(prev);
+    if (e->ctx_retained)
+        e->cu->cuDevicePrimaryCtxRelease(e->dev);
+    pthread_cond_destroy(&e->qcond);
+    pthread_mutex_destroy(&e->qlock);
+    free(e);
+}

@@ -1,0 +1,198 @@
+/* Opening a file on an engine: which backend serves it (cuFile only if it
+ * registers the file) and whether O_DIRECT is used, each with its reason. */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Fraction (0..1) of the file's pages resident in the page cache, sampled
+ * with mincore over up to 64 windows of 4 MiB spread across the file; -1 if
+ * it cannot be measured. */
+static double cached_fraction(int fd, uint64_t size)
+{
+    const uint64_t window = 4u << 20;
+    long page = sysconf(_SC_PAGESIZE);
+    if (size == 0 || page <= 0)
+        return -1;
+    uint64_t windows = (size + window - 1) / window;
+    if (windows > 64)
+        windows = 64;
+    uint64_t stride = windows > 1 ? (size - window) / (windows - 1) : 0;
+    unsigned char vec[(4u << 20) / 4096];
+    uint64_t resident = 0, total = 0;
+    for (uint64_t i = 0; i < windows; i++) {
+        uint64_t off = (i * stride) & ~(uint64_t)(page - 1);
+        uint64_t len = size - off < window ? size - off : window;
+        void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+        if (map == MAP_FAILED)
+            return -1;
+        size_t pages = (size_t)((len + (uint64_t)page - 1) / (uint64_t)page);
+        if (pages > sizeof vec)
+            pages = sizeof vec;
+        int r = mincore(map, len, vec);
+        munmap(map, len);
+        if (r != 0)
+            return -1;
+        for (size_t p = 0; p < pages; p++)
+            resident += vec[p] & 1;
+        total += pages;
+    }
+    return total ? (double)resident / (double)total : -1;
+}
+
+static int open_flags(int flags)
+{
+    int o = O_CLOEXEC;
+    if ((flags & GDU_IO_READ) && (flags & GDU_IO_WRITE))
+        o |= O_RDWR;
+    else if (flags & GDU_IO_WRITE)
+        o |= O_WRONLY;
+    else
+        o |= O_RDONLY;
+    return o;
+}
+
+/* Decides O_DIRECT for reads and writes, opens the direct descriptor, and
+ * writes the reason into note. */
+static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t len)
+{
+    gdu_io_direct mode = f->engine->opt.direct;
+    bool reads = false, writes = mode == GDU_IO_DIRECT_ON;
+    if (mode == GDU_IO_DIRECT_OFF) {
+        snprintf(note, len, "buffered (O_DIRECT off)");
+        return;
+    }
+    char cache_note[64] = "";
+    if (f->flags & GDU_IO_READ) {
+        if (mode == GDU_IO_DIRECT_ON) {
+            reads = true;
+        } else {
+            struct stat st;
+            double frac = fstat(f->fd, &st) == 0 ? cached_fraction(f->fd, (uint64_t)st.st_size) : -1;
+            reads = frac >= 0 && frac < 0.5;
+            if (frac >= 0)
+                snprintf(cache_note, sizeof cache_note, "%.0f%% of the file in page cache",
+                         frac * 100);
+            else
+                snprintf(cache_note, sizeof cache_note, "page-cache residency unknown");
+        }
+    }
+    if (!reads && !writes) {
+        snprintf(note, len, "buffered (%s)", cache_note[0] ? cache_note : "O_DIRECT auto: writes buffered");
+        return;
+    }
+    f->dfd = open(path, open_flags(f->flags) | O_DIRECT);
+    if (f->dfd < 0) {
+        int err = errno;
+        snprintf(note, len, "buffered (O_DIRECT refused by the file system: %s)", strerror(err));
+        return;
+    }
+    atomic_store(&f->direct_reads, reads);
+    atomic_store(&f->direct_writes, writes);
+    snprintf(note, len, "O_DIRECT %s%s%s%s", reads && writes ? "reads and writes" : reads ? "reads" : "writes",
+             cache_note[0] ? " (" : "", cache_note, cache_note[0] ? ")" : "");
+}
+
+int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out, char *why,
+                size_t why_len)
+{
+    char scratch[GDU_IO_WHY];
+    if (why == NULL || why_len == 0) {
+        why = scratch;
+        why_len = sizeof scratch;
+    }
+    why[0] = '\0';
+    if (out != NULL)
+        *out = NULL;
+    if (e == NULL || path == NULL || out == NULL || !(flags & (GDU_IO_READ | GDU_IO_WRITE)) ||
+        (flags & ~(GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE)) ||
+        ((flags & (GDU_IO_CREATE | GDU_IO_TRUNCATE)) && !(flags & GDU_IO_WRITE))) {
+        snprintf(why, why_len, "invalid open flags 0x%x (need READ and/or WRITE; CREATE and "
+                               "TRUNCATE need WRITE)", flags);
+        return -EINVAL;
+    }
+    int oflags = open_flags(flags) | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
+                 (flags & GDU_IO_TRUNCATE ? O_TRUNC : 0);
+    int fd = open(path, oflags, 0644);
+    if (fd < 0) {
+        int err = errno;
+        snprintf(why, why_len, "cannot open %s: %s", path, strerror(err));
+        return -err;
+    }
+    gdu_io_file *f = calloc(1, sizeof *f);
+    if (f == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    f->engine = e;
+    f->fd = fd;
+    f->dfd = -1;
+    f->flags = flags;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->idle, NULL);
+    char note[2 * GDU_IO_WHY] = "";
+    if (e->backend == GDU_IO_BACKEND_CUFILE) {
+        char cwhy[GDU_IO_WHY / 2] = "";
+        int r = gdu_io_cufile_register(f, path, cwhy, sizeof cwhy);
+        if (r == 0) {
+            f->backend = GDU_IO_BACKEND_CUFILE;
+            snprintf(f->reason, sizeof f->reason, "cufile: file registered (%s)",
+                     f->dfd >= 0 ? "O_DIRECT" : "buffered descriptor");
+            *out = f;
+            return 0;
+        }
+        if (e->opt.backend == GDU_IO_BACKEND_CUFILE) {
+            snprintf(why, why_len, "cufile refused %s: %s", path, cwhy);
+            gdu_io_close(f);
+            return r;
+        }
+        snprintf(note, sizeof note, "cufile refused file: %s", cwhy);
+    }
+    f->backend = e->backend == GDU_IO_BACKEND_HOST ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_PIPELINE;
+    char dnote[GDU_IO_WHY / 2] = "";
+    choose_direct(f, path, dnote, sizeof dnote);
+    snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.200s", gdu_io_backend_name(f->backend), dnote,
+             note[0] ? "; " : "", note);
+    *out = f;
+    return 0;
+}
+
+void gdu_io_close(gdu_io_file *f)
+{
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->lock);
+    while (f->inflight > 0)
+        pthread_cond_wait(&f->idle, &f->lock);
+    pthread_mutex_unlock(&f->lock);
+    gdu_io_cufile_deregister(f);
+    if (f->dfd >= 0)
+        close(f->dfd);
+    close(f->fd);
+    pthread_cond_destroy(&f->idle);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+gdu_io_backend gdu_io_file_backend(const gdu_io_file *f) { return f->backend; }
+
+int gdu_io_file_direct(const gdu_io_file *f)
+{
+    return atomic_load(&f->direct_reads) || atomic_load(&f->direct_writes);
+}
+
+const char *gdu_io_file_reason(const gdu_io_file *f) { return f->reason; }
+
+int64_t gdu_io_file_size(const gdu_io_file *f)
+{
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return -errno;
+    return (int64_t)st.st_size;
+}

@@ -1,0 +1,165 @@
+/* Internals of the I/O engine, shared by the src/io sources (and by unit tests that
+ * inject system-call failures). Not part of the public API. */
+#ifndef GDUNLOCK_IO_INTERNAL_H
+#define GDUNLOCK_IO_INTERNAL_H
+
+#include "cuda/cuda_api.h"
+#include "cuda/cufile_api.h"
+#include "gdunlock/io.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define GDU_IO_WHY 256
+
+/* The system calls the engine moves file data with; tests replace them to
+ * inject EINTR, EIO, ENOSPC or short transfers. Same contract as pread/pwrite. */
+typedef struct {
+    ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+} gdu_io_sys;
+
+/* Replaces the engine's system calls (NULL restores libc's). Call before
+ * submitting any work. */
+void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys);
+
+/* The only part of the pipeline that differs between the HOST backend and
+ * CUDA: copying between a worker's staging slot and the caller's memory, and
+ * waiting for that copy. Copies may complete asynchronously; wait/ready
+ * refer to the last copy started on a slot. */
+typedef struct {
+    /* Per-worker state (streams, events), created on the engine's thread. */
+    int (*worker_init)(gdu_io_engine *e, unsigned slots, void **wctx, char *why, size_t len);
+    void (*worker_fini)(gdu_io_engine *e, void *wctx);
+    /* Called once on each worker thread before it moves data. */
+    int (*thread_enter)(gdu_io_engine *e);
+    /* Staging memory: 4096-aligned, page-locked where that matters. */
+    void *(*staging_alloc)(gdu_io_engine *e, size_t bytes, char *why, size_t len);
+    void (*staging_free)(gdu_io_engine *e, void *p);
+    int (*to_mem)(void *wctx, unsigned slot, void *mem, const void *staging, size_t n, char *why,
+                  size_t len);
+    int (*from_mem)(void *wctx, unsigned slot, void *staging, const void *mem, size_t n,
+                    char *why, size_t len);
+    int (*wait)(void *wctx, unsigned slot, char *why, size_t len);
+    bool (*ready)(void *wctx, unsigned slot);
+} gdu_io_mover;
+
+extern const gdu_io_mover gdu_io_mover_host;
+extern const gdu_io_mover gdu_io_mover_cuda;
+
+typedef struct gdu_io_chunk {
+    struct gdu_io_chunk *next; /* engine queue link */
+    gdu_io_request *req;
+    size_t ext_index;
+    uint64_t offset; /* file offset */
+    uint64_t length;
+    char *mem; /* caller memory for this chunk (device or host address) */
+} gdu_io_chunk;
+
+struct gdu_io_request {
+    gdu_io_file *file;
+    gdu_io_op op;
+    gdu_io_extent *ext;
+    size_t n_ext;
+    gdu_io_callback cb;
+    void *user;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t pending; /* chunks not yet completed */
+    bool completed;
+    int status;
+    char why[GDU_IO_WHY];
+    uint64_t *good_end; /* per extent: lowest file offset where good data stops */
+    size_t n_chunks;
+    gdu_io_chunk chunks[];
+};
+
+struct gdu_io_file {
+    gdu_io_engine *engine;
+    int fd;  /* buffered descriptor, always open */
+    int dfd; /* O_DIRECT descriptor, or -1 */
+    int flags;
+    gdu_io_backend backend;
+    atomic_bool direct_reads; /* cleared if the file system rejects an O_DIRECT transfer */
+    atomic_bool direct_writes;
+    gdu_CUfileHandle cf_handle;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    size_t inflight; /* requests submitted and not yet completed */
+    char reason[2 * GDU_IO_WHY];
+};
+
+typedef struct {
+    void *buf;           /* chunk_size bytes, 4096-aligned */
+    gdu_io_chunk *chunk; /* chunk whose copy is in flight, or NULL */
+    uint64_t good;       /* reads: bytes being copied to caller memory */
+} gdu_io_slot;
+
+typedef struct {
+    gdu_io_engine *engine;
+    pthread_t thread;
+    bool started;
+    void *mctx;
+    unsigned next_slot;
+    gdu_io_slot slots[GDU_IO_MAX_STAGING];
+} gdu_io_worker;
+
+struct gdu_io_engine {
+    gdu_io_options opt;
+    gdu_io_backend backend;
+    char reason[2 * GDU_IO_WHY];
+    const gdu_io_mover *mover;
+    gdu_io_sys sys;
+    /* CUDA (not for HOST) */
+    const gdu_cuda *cu;
+    gdu_CUdevice dev;
+    gdu_CUcontext ctx;
+    bool ctx_retained;
+    /* cuFile, when open */
+    const gdu_cufile *cf;
+    bool cufile_open;
+    bool nvfs_loaded;
+    char cufile_why[GDU_IO_WHY];
+    /* work queue */
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    gdu_io_chunk *qhead, *qtail;
+    bool stopping;
+    void *staging; /* one allocation carved into the workers' slots */
+    gdu_io_worker *workers;
+};
+
+/* Queues the chunks of a request (already linked through ->next). */
+void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last);
+
+/* Worker side: records one chunk's outcome (good bytes from its start, 0 or
+ * a negative errno with why) and completes the request after its last chunk. */
+void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *why);
+
+/* File-side transfer of one chunk through a staging buffer. The chunk's data
+ * sits at staging + (offset % GDU_IO_ALIGN) so that O_DIRECT sees aligned
+ * memory; *data gets that address. read_into_staging returns the good bytes
+ * (short only at end of file) or a negative errno. */
+int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging,
+                                 char **data, char *why, size_t len);
+int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging,
+                              char *why, size_t len);
+/* Where the chunk's data starts in a staging slot. */
+static inline size_t gdu_io_staging_skip(uint64_t offset) { return (size_t)(offset % GDU_IO_ALIGN); }
+
+/* cuFile: engine setup (driver open, nvidia-fs detection), per-file handle
+ * registration, and a chunk moved straight to/from caller memory. */
+int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len);
+void gdu_io_cufile_engine_fini(gdu_io_engine *e);
+int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t len);
+void gdu_io_cufile_deregister(gdu_io_file *f);
+int gdu_io_cufile_chunk(gdu_io_file *f, gdu_io_op op, const gdu_io_chunk *c, uint64_t *good,
+                        char *why, size_t len);
+
+/* Makes the engine's CUDA context current on the calling thread; returns the
+ * previous one through *prev (may be NULL). */
+int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len);
+
+#endif

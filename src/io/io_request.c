@@ -1,0 +1,221 @@
+/* Requests: splitting extents into chunks at multiples of the chunk size,
+ * accounting each chunk's outcome, and completion (callback, wait, poll).
+ * An extent's done is the prefix up to the lowest point where a chunk came
+ * up short or failed, so a failure is never reported as bytes moved. */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void file_request_finished(gdu_io_file *f)
+{
+    pthread_mutex_lock(&f->lock);
+    if (--f->inflight == 0)
+        pthread_cond_broadcast(&f->idle);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void request_finish(gdu_io_request *r)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < r->n_ext; i++) {
+        r->ext[i].done = r->good_end[i] - r->ext[i].offset;
+        bytes += r->ext[i].done;
+    }
+    if (r->cb != NULL)
+        r->cb(r->user, r->status, bytes);
+    file_request_finished(r->file);
+    pthread_mutex_lock(&r->lock);
+    r->completed = true;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *why)
+{
+    gdu_io_request *r = c->req;
+    size_t i = c->ext_index;
+    pthread_mutex_lock(&r->lock);
+    if (good < c->length || status != 0) {
+        uint64_t end = c->offset + good;
+        if (end < r->good_end[i])
+            r->good_end[i] = end;
+        if (status != 0 && r->ext[i].status == 0)
+            r->ext[i].status = status;
+    }
+    if (status != 0 && r->status == 0) {
+        r->status = status;
+        snprintf(r->why, sizeof r->why, "%s", why != NULL && why[0] ? why : strerror(-status));
+    }
+    bool last = --r->pending == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last)
+        request_finish(r);
+}
+
+static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
+{
+    if (x->length == 0)
+        return 0;
+    return (size_t)((x->offset + x->length - 1) / chunk - x->offset / chunk + 1);
+}
+
+static int check_extents(const gdu_io_extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].length > 0 && ext[i].mem == NULL)
+            return -EINVAL;
+        if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
+                  void *user, gdu_io_request **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (f == NULL || out == NULL || (n > 0 && ext == NULL) || n > SIZE_MAX / 64)
+        return -EINVAL;
+    if ((op == GDU_IO_OP_READ && !(f->flags & GDU_IO_READ)) ||
+        (op == GDU_IO_OP_WRITE && !(f->flags & GDU_IO_WRITE)) ||
+        (op != GDU_IO_OP_READ && op != GDU_IO_OP_WRITE))
+        return -EINVAL;
+    if (check_extents(ext, n) != 0)
+        return -EINVAL;
+    uint64_t cs = f->engine->opt.chunk_size;
+    size_t n_chunks = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = chunks_of(&ext[i], cs);
+        if (k > (SIZE_MAX / 2 - n_chunks) / sizeof(gdu_io_chunk))
+            return -EINVAL;
+        n_chunks += k;
+    }
+    gdu_io_request *r =
+        calloc(1, sizeof *r + n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t));
+    if (r == NULL)
+        return -ENOMEM;
+    r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
+    r->file = f;
+    r->op = op;
+    r->ext = ext;
+    r->n_ext = n;
+    r->cb = cb;
+    r->user = user;
+    r->n_chunks = n_chunks;
+    r->pending = n_chunks;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        ext[i].done = 0;
+        ext[i].status = 0;
+        r->good_end[i] = ext[i].offset + ext[i].length;
+        uint64_t off = ext[i].offset, end = ext[i].offset + ext[i].length;
+        while (off < end) {
+            uint64_t stop = (off / cs + 1) * cs;
+            if (stop > end)
+                stop = end;
+            gdu_io_chunk *c = &r->chunks[k];
+            c->req = r;
+            c->ext_index = i;
+            c->offset = off;
+            c->length = stop - off;
+            c->mem = (char *)ext[i].mem + (off - ext[i].offset);
+            c->next = k + 1 < n_chunks ? &r->chunks[k + 1] : NULL;
+            k++;
+            off = stop;
+        }
+    }
+    pthread_mutex_lock(&f->lock);
+    f->inflight++;
+    pthread_mutex_unlock(&f->lock);
+    *out = r;
+    if (n_chunks == 0)
+        request_finish(r);
+    else
+        gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1]);
+    return 0;
+}
+
+int gdu_io_poll(const gdu_io_request *r)
+{
+    gdu_io_request *m = (gdu_io_request *)r;
+    pthread_mutex_lock(&m->lock);
+    int done = m->completed;
+    pthread_mutex_unlock(&m->lock);
+    return done;
+}
+
+int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
+{
+    if (r == NULL)
+        return -EINVAL;
+    pthread_mutex_lock(&r->lock);
+    while (!r->completed)
+        pthread_cond_wait(&r->cond, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+    int status = r->status;
+    if (bytes != NULL) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < r->n_ext; i++)
+            sum += r->ext[i].done;
+        *bytes = sum;
+    }
+    if (status != 0 && why != NULL && why_len > 0)
+        snprintf(why, why_len, "%s", r->why);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    return status;
+}
+
+static int transfer(gdu_io_file *f, gdu_io_op op, uint64_t offset, uint64_t length, void *mem,
+                    uint64_t *done, char *why, size_t why_len)
+{
+    gdu_io_extent x = {.offset = offset, .length = length, .mem = mem};
+    gdu_io_request *r = NULL;
+    if (done != NULL)
+        *done = 0;
+    int s = gdu_io_submit(f, op, &x, 1, NULL, NULL, &r);
+    if (s != 0) {
+        if (why != NULL && why_len > 0)
+            snprintf(why, why_len, "invalid %s request (offset %llu, length %llu)",
+                     op == GDU_IO_OP_READ ? "read" : "write", (unsigned long long)offset,
+                     (unsigned long long)length);
+        return s;
+    }
+    s = gdu_io_wait(r, NULL, why, why_len);
+    if (done != NULL)
+        *done = x.done;
+    return s;
+}
+
+int gdu_io_read(gdu_io_file *f, uint64_t offset, uint64_t length, void *mem, uint64_t *done,
+                char *why, size_t why_len)
+{
+    return transfer(f, GDU_IO_OP_READ, offset, length, mem, done, why, why_len);
+}
+
+int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem,
+                 uint64_t *done, char *why, size_t why_len)
+{
+    return transfer(f, GDU_IO_OP_WRITE, offset, length, (void *)mem, done, why, why_len);
+}
+
+int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len)
+{
+    while (fdatasync(f->fd) != 0) {
+        if (errno == EINTR)
+            continue;
+        int err = errno;
+        if (why != NULL && why_len > 0)
+            snprintf(why, why_len, "fdatasync failed: %s", strerror(err));
+        return -err;
+    }
+    return 0;
+}
