@@ -137,7 +137,7 @@ int gdu_st_header_metadata(const gdu_st_header *header, size_t index, const char
 /* ---- Sharded checkpoints ---------------------------------------------- */
 
 /* Parses a model.safetensors.index.json image: the distinct shard file names
- * of "weight_map", in first-seen order, each checked to be a relative path
+ * of "weight_map", sorted by name (model-00001-of-... first), each checked to be a relative path
  * without "..". Returns them as a NULL-terminated malloc'd array of malloc'd
  * strings (free with gdu_st_string_list_free), and how many tensors it maps. */
 gdu_st_status gdu_st_index_parse(const void *json, size_t len, char ***shards,
@@ -156,7 +156,7 @@ typedef struct gdu_st_load_options {
     gdu_st_target target;
     const int *gpus;  /* GPU ordinals; files are placed round-robin; NULL = {0} */
     size_t gpu_count;
-    /* Called from the loading thread after each file (may be NULL). */
+    /* Called from the loading thread as each 256 MiB piece lands (may be NULL). */
     void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
     void *progress_ctx;
 } gdu_st_load_options;
@@ -209,7 +209,7 @@ typedef struct gdu_st_load_stats {
     double seconds;        /* wall time of gdu_st_load (allocation + transfer) */
     char backend[32];      /* engine backend that moved the data */
     char reason[256];      /* why that backend */
-    char memory[64];       /* "device", "pinned host", "host (no libcuda)" */
+    char memory[64];       /* "device memory", "pinned host memory", ... */
 } gdu_st_load_stats;
 
 /* Statistics of the last gdu_st_load; zeros before it. */

@@ -37,6 +37,11 @@ void gdu_st_string_list_free(char **list)
     free(list);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 gdu_st_status st_index_parse(const void *json, size_t len, st_index *index, gdu_st_error *err)
 {
     memset(index, 0, sizeof *index);
@@ -77,6 +82,8 @@ gdu_st_status st_index_parse(const void *json, size_t len, st_index *index, gdu_
         }
     }
     json_decref(seen);
+    if (s == GDU_ST_OK)
+        qsort(index->shards, index->shard_count, sizeof *index->shards, by_name);
     if (s == GDU_ST_OK && index->shard_count == 0)
         s = st_fail(err, GDU_ST_ERR_INDEX, "weight_map names no shard");
     if (s != GDU_ST_OK)

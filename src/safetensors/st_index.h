@@ -9,7 +9,7 @@ typedef struct json_t json_t;
 typedef struct st_index {
     json_t *root;
     json_t *weight_map; /* borrowed from root: tensor name -> shard name */
-    char **shards;      /* distinct shard names, first-seen order, NULL-terminated */
+    char **shards;      /* distinct shard names, sorted, NULL-terminated */
     size_t shard_count;
 } st_index;
 

@@ -1,4 +1,4 @@
-/* Loading: one memory block per file, filled by one engine read of the file's
+/* Loading: one memory block per file, filled by engine reads of the file's
  * data span. All files are submitted before any is waited on, so the engine's
  * workers stay busy across shard boundaries, and shards placed on different
  * GPUs (one engine each) load at the same time. */
@@ -11,13 +11,17 @@
 #include <string.h>
 #include <time.h>
 
-/* Per file: where it goes and the engine request moving it. */
+/* A file's data span is read in pieces of this size, all submitted at
+ * once: the engine's workers see the whole queue, and each completed piece
+ * advances the progress report. */
+#define PIECE_BYTES ((uint64_t)256 << 20)
+
+/* One piece of one file and the engine request moving it. */
 typedef struct {
-    gdu_io_engine *engine;
-    gdu_io_file *io;
+    size_t file;
     gdu_io_extent extent;
     gdu_io_request *request;
-} load_job;
+} load_piece;
 
 /* One engine per distinct GPU (or one HOST engine). */
 typedef struct {
@@ -65,52 +69,56 @@ static void record_path(gdu_st_model *m, const gdu_io_file *io)
     snprintf(m->stats.reason, sizeof m->stats.reason, "%s", gdu_io_file_reason(io));
 }
 
-/* Allocates file f's block and submits its read. */
+/* Allocates file f's block, opens it on its engine, and submits its pieces
+ * (appended to pieces[*n_pieces...]). */
 static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
-                                engine_slot *slots, size_t *n_slots, load_job *job,
-                                gdu_st_error *err)
+                                engine_slot *slots, size_t *n_slots, gdu_io_file **io,
+                                load_piece *pieces, size_t *n_pieces, gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
     gdu_st_status s = st_block_alloc(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span,
                                      &file->block, err);
-    if (s != GDU_ST_OK)
+    if (s != GDU_ST_OK || span == 0)
         return s;
-    if (span == 0)
-        return GDU_ST_OK;
     /* Host memory (pinned or not) is filled by one HOST engine for all files. */
-    s = engine_for(slots, n_slots, host ? -1 : device, host, &job->engine, err);
+    gdu_io_engine *engine = NULL;
+    s = engine_for(slots, n_slots, host ? -1 : device, host, &engine, err);
     if (s != GDU_ST_OK)
         return s;
     char why[256] = "";
-    if (gdu_io_open(job->engine, file->path, GDU_IO_READ, &job->io, why, sizeof why) != 0)
+    if (gdu_io_open(engine, file->path, GDU_IO_READ, io, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, why);
-    record_path(m, job->io);
-    job->extent = (gdu_io_extent){
-        .offset = gdu_st_header_data_offset(file->header),
-        .length = span,
-        .mem = (void *)(uintptr_t)file->block->address,
-    };
-    if (gdu_io_submit(job->io, GDU_IO_OP_READ, &job->extent, 1, NULL, NULL, &job->request) != 0)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read", file->path);
+    record_path(m, *io);
+    for (uint64_t pos = 0; pos < span; pos += PIECE_BYTES) {
+        load_piece *p = &pieces[(*n_pieces)];
+        p->file = f;
+        p->extent = (gdu_io_extent){
+            .offset = gdu_st_header_data_offset(file->header) + pos,
+            .length = span - pos < PIECE_BYTES ? span - pos : PIECE_BYTES,
+            .mem = (void *)(uintptr_t)(file->block->address + pos),
+        };
+        if (gdu_io_submit(*io, GDU_IO_OP_READ, &p->extent, 1, NULL, NULL, &p->request) != 0)
+            return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read", file->path);
+        (*n_pieces)++;
+    }
     return GDU_ST_OK;
 }
 
-/* Waits for file f's read; a short read means the file shrank since it was opened. */
-static gdu_st_status finish_file(gdu_st_model *m, size_t f, load_job *job, gdu_st_error *err)
+/* Waits for one piece; a short read means the file shrank since it was opened. */
+static gdu_st_status finish_piece(gdu_st_model *m, load_piece *p, gdu_st_error *err)
 {
-    if (job->request == NULL)
-        return GDU_ST_OK;
     char why[256] = "";
     uint64_t done = 0;
-    int rc = gdu_io_wait(job->request, &done, why, sizeof why);
-    job->request = NULL;
+    int rc = gdu_io_wait(p->request, &done, why, sizeof why);
+    p->request = NULL;
+    const char *path = m->files[p->file].path;
     if (rc != 0)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: %s", m->files[f].path, why);
-    if (done != job->extent.length)
-        return st_fail(err, GDU_ST_ERR_IO, "%s: read %llu of %llu bytes (file truncated "
-                       "while loading?)", m->files[f].path, (unsigned long long)done,
-                       (unsigned long long)job->extent.length);
+        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: %s", path, why);
+    if (done != p->extent.length)
+        return st_fail(err, GDU_ST_ERR_IO, "%s: read %llu of %llu bytes at offset %llu (file "
+                       "truncated while loading?)", path, (unsigned long long)done,
+                       (unsigned long long)p->extent.length, (unsigned long long)p->extent.offset);
     m->stats.read_bytes += done;
     return GDU_ST_OK;
 }
@@ -145,34 +153,42 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     double t0 = now_seconds();
     memset(&m->stats, 0, sizeof m->stats);
 
-    load_job *jobs = calloc(m->file_count ? m->file_count : 1, sizeof *jobs);
+    uint64_t total = 0;
+    size_t max_pieces = 0;
+    for (size_t f = 0; f < m->file_count; f++) {
+        uint64_t span = gdu_st_header_data_span(m->files[f].header);
+        total += span;
+        max_pieces += (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES);
+    }
+    gdu_io_file **ios = calloc(m->file_count ? m->file_count : 1, sizeof *ios);
+    load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
     engine_slot *slots = calloc(o.gpu_count + 1, sizeof *slots);
-    size_t n_slots = 0;
-    gdu_st_status s = jobs && slots ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    uint64_t total = 0, done = 0;
-    for (size_t f = 0; f < m->file_count; f++)
-        total += gdu_st_header_data_span(m->files[f].header);
-    size_t started = 0;
-    for (; s == GDU_ST_OK && started < m->file_count; started++)
-        s = start_file(m, started, o.gpus[started % o.gpu_count], host, slots, &n_slots,
-                       &jobs[started], err);
+    size_t n_slots = 0, n_pieces = 0;
+    gdu_st_status s = ios && pieces && slots ? GDU_ST_OK
+                                             : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, slots, &n_slots, &ios[f], pieces,
+                       &n_pieces, err);
     /* Every submitted request is waited on, also after a failure. */
-    for (size_t f = 0; jobs != NULL && f < started; f++) {
+    uint64_t done = 0;
+    for (size_t i = 0; i < n_pieces; i++) {
         gdu_st_error e2;
-        gdu_st_status s2 = finish_file(m, f, &jobs[f], &e2);
+        gdu_st_status s2 = finish_piece(m, &pieces[i], &e2);
         if (s == GDU_ST_OK && s2 != GDU_ST_OK) {
             s = s2;
             if (err != NULL)
                 *err = e2;
         }
-        gdu_io_close(jobs[f].io);
-        done += gdu_st_header_data_span(m->files[f].header);
+        done += pieces[i].extent.length;
         if (s == GDU_ST_OK && o.progress != NULL)
             o.progress(o.progress_ctx, done, total);
     }
+    for (size_t f = 0; ios != NULL && f < m->file_count; f++)
+        gdu_io_close(ios[f]);
     for (size_t i = 0; slots != NULL && i < n_slots; i++)
         gdu_io_engine_destroy(slots[i].engine);
-    free(jobs);
+    free(ios);
+    free(pieces);
     free(slots);
     if (s != GDU_ST_OK) {
         for (size_t f = 0; f < m->file_count; f++) {
@@ -186,9 +202,12 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     m->stats.tensors = m->tensor_count;
     m->stats.seconds = now_seconds() - t0;
     const st_block *b = m->file_count ? m->files[0].block : NULL;
-    snprintf(m->stats.memory, sizeof m->stats.memory, "%s",
-             b == NULL ? "none" : b->kind == ST_MEM_HOST && host ? "host (no libcuda: not pinned)"
-                                                               : st_mem_kind_name(b->kind));
+    static const char *const memory[] = {
+        [ST_MEM_DEVICE] = "device memory",
+        [ST_MEM_PINNED] = "pinned host memory",
+        [ST_MEM_HOST] = "host memory (not pinned: no libcuda)",
+    };
+    snprintf(m->stats.memory, sizeof m->stats.memory, "%s", b ? memory[b->kind] : "none");
     if (m->stats.backend[0] == '\0')
         snprintf(m->stats.backend, sizeof m->stats.backend, "none");
     return st_ok(err);

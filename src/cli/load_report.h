@@ -1,0 +1,32 @@
+/* Output of `gdunlock load`: the human summary (and tensor table), the JSON
+ * document, and the fix hint for each loader error. */
+#ifndef GDUNLOCK_CLI_LOAD_REPORT_H
+#define GDUNLOCK_CLI_LOAD_REPORT_H
+
+#include "gdunlock/safetensors.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+typedef struct load_result {
+    const char *path;
+    const gdu_st_model *model;
+    gdu_st_target target;
+    const int *gpus;
+    size_t gpu_count;
+    double open_seconds;
+    int verified;          /* -1: not asked, 0: equal to the file, 1: failed */
+    gdu_st_error verify_error;
+} load_result;
+
+/* What to do about a loader error, in one line. */
+const char *load_fix_hint(gdu_st_status status);
+
+/* Exit status (exit_codes.h) for a loader error. */
+int load_exit_code(gdu_st_status status);
+
+void load_print_human(FILE *out, const load_result *r, int colour, int list);
+json_t *load_to_json(const load_result *r, int list);
+json_t *load_error_json(const gdu_st_error *err);
+
+#endif

@@ -1,0 +1,243 @@
+/* Host-memory loads through the I/O engine: byte-exact against the file,
+ * sharded checkpoints, multi-piece files, verify, DLPack export and block
+ * lifetime, and a file that shrinks between open and load. */
+#include "gdunlock/safetensors.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define FIX GDUNLOCK_FIXTURES "/safetensors/"
+
+static const gdu_st_load_options host = {.target = GDU_ST_TARGET_HOST};
+
+static unsigned char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len ? *len : 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+static gdu_st_model *load_host(const char *path)
+{
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    if (gdu_st_open(path, &m, &err) != GDU_ST_OK || gdu_st_load(m, &host, &err) != GDU_ST_OK)
+        fail_msg("%s: %s %s", path, gdu_st_status_name(err.code), err.message);
+    return m;
+}
+
+/* Every tensor's loaded bytes equal the file's bytes at its offset. */
+static void expect_byte_exact(const gdu_st_model *m)
+{
+    for (size_t f = 0; f < gdu_st_model_file_count(m); f++) {
+        size_t len;
+        unsigned char *file = read_file(gdu_st_model_file_path(m, f), &len);
+        for (size_t i = 0; i < gdu_st_model_tensor_count(m); i++) {
+            const gdu_st_tensor *t = gdu_st_model_tensor(m, i);
+            if (t->file != f)
+                continue;
+            assert_int_equal(t->device, -1);
+            assert_true(t->address != 0);
+            assert_true(t->file_offset + t->nbytes <= len);
+            assert_memory_equal((const void *)(uintptr_t)t->address, file + t->file_offset,
+                                t->nbytes);
+        }
+        free(file);
+    }
+}
+
+static void test_single_file_byte_exact(void **state)
+{
+    gdu_st_model *m = load_host(FIX "small.safetensors");
+    expect_byte_exact(m);
+    gdu_st_load_stats s = gdu_st_model_stats(m);
+    assert_int_equal(s.files, 1);
+    assert_int_equal(s.tensors, 12);
+    assert_int_equal(s.tensor_bytes, s.read_bytes); /* no holes */
+    assert_string_equal(s.backend, "host");
+    assert_true(s.seconds > 0);
+    assert_true(strlen(s.memory) > 0);
+    gdu_st_error err;
+    assert_int_equal(gdu_st_load(m, &host, &err), GDU_ST_ERR_INVALID_ARGUMENT); /* twice */
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
+    gdu_st_model_free(m);
+}
+
+static void test_sharded_byte_exact(void **state)
+{
+    gdu_st_model *m = load_host(FIX "sharded/model.safetensors.index.json");
+    assert_int_equal(gdu_st_model_file_count(m), 2);
+    expect_byte_exact(m);
+    gdu_st_model_free(m);
+    m = load_host(FIX "empty.safetensors");
+    assert_int_equal(gdu_st_model_tensor_count(m), 0);
+    gdu_st_error err;
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
+    gdu_st_model_free(m);
+}
+
+static void test_verify_names_the_corrupted_tensor(void **state)
+{
+    gdu_st_model *m = load_host(FIX "small.safetensors");
+    long i = gdu_st_model_find(m, "model.layers.0.self_attn.q_proj.weight");
+    const gdu_st_tensor *t = gdu_st_model_tensor(m, (size_t)i);
+    ((unsigned char *)(uintptr_t)t->address)[100] ^= 0x40;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_ERR_VERIFY_MISMATCH);
+    assert_non_null(strstr(err.message, "q_proj"));
+    gdu_st_model_free(m);
+
+    m = NULL;
+    assert_int_equal(gdu_st_open(FIX "small.safetensors", &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_ERR_INVALID_ARGUMENT); /* not loaded */
+    assert_null(gdu_st_model_dlpack(m, 0));
+    gdu_st_model_free(m);
+}
+
+/* The DLPack 0.x layout, as a consumer sees it. */
+typedef struct {
+    void *data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t code, bits;
+    uint16_t lanes;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed {
+    dl_tensor t;
+    void *ctx;
+    void (*deleter)(struct dl_managed *);
+} dl_managed;
+
+static void test_dlpack_outlives_model(void **state)
+{
+    gdu_st_model *m = load_host(FIX "small.safetensors");
+    long i = gdu_st_model_find(m, "model.embed_tokens.weight");
+    const gdu_st_tensor *t = gdu_st_model_tensor(m, (size_t)i);
+    unsigned char expect[64];
+    memcpy(expect, (const void *)(uintptr_t)t->address, sizeof expect);
+    dl_managed *a = gdu_st_model_dlpack(m, (size_t)i);
+    dl_managed *b = gdu_st_model_dlpack(m, 0);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_null(gdu_st_model_dlpack(m, 12));
+    assert_ptr_equal(a->t.data, (void *)(uintptr_t)t->address);
+    assert_int_equal(a->t.device_type, 1); /* kDLCPU */
+    assert_int_equal(a->t.ndim, 1);
+    assert_int_equal(a->t.shape[0], 64 * 32 * 2);
+    assert_null(a->t.strides);
+    assert_int_equal(a->t.code, 1); /* kDLUInt */
+    assert_int_equal(a->t.bits, 8);
+    assert_int_equal(a->t.lanes, 1);
+    assert_int_equal(a->t.byte_offset, 0);
+    gdu_st_model_free(m);
+    /* The block lives on while DLPack tensors use it (ASan/valgrind check this). */
+    assert_memory_equal(a->t.data, expect, sizeof expect);
+    a->deleter(a);
+    assert_non_null(b->t.data);
+    b->deleter(b);
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    uint64_t *last = ctx;
+    assert_true(done > last[0]);
+    assert_true(done <= total);
+    last[0] = done;
+    last[1] = total;
+    last[2]++;
+}
+
+/* A file spanning several engine pieces: header, then a sparse data section
+ * with marks around the piece boundaries. */
+static void make_big_file(const char *path, uint64_t data_bytes)
+{
+    char json[256];
+    snprintf(json, sizeof json, "{\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],"
+             "\"data_offsets\":[0,%llu]}}", (unsigned long long)data_bytes,
+             (unsigned long long)data_bytes);
+    size_t n = strlen(json);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(json, 1, n, f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)(8 + n + data_bytes)), 0);
+    uint64_t marks[] = {0, (256u << 20) - 5, 256u << 20, data_bytes - 5};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        fseek(f, (long)(8 + n + marks[i]), SEEK_SET);
+        fwrite("MARK!", 1, 5, f);
+    }
+    fclose(f);
+}
+
+static void test_multi_piece_progress_and_shrink(void **state)
+{
+    char path[] = "/tmp/gdu_st_big_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    uint64_t data = (256u << 20) + 4096 + 11;
+    make_big_file(path, data);
+
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    uint64_t seen[3] = {0, 0, 0};
+    gdu_st_load_options o = host;
+    o.progress = on_progress;
+    o.progress_ctx = seen;
+    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_load(m, &o, &err), GDU_ST_OK);
+    assert_int_equal(seen[0], data);
+    assert_int_equal(seen[1], data);
+    assert_int_equal(seen[2], 2); /* two pieces */
+    const gdu_st_tensor *t = gdu_st_model_tensor(m, 0);
+    const char *p = (const char *)(uintptr_t)t->address;
+    assert_memory_equal(p, "MARK!", 5);
+    assert_memory_equal(p + (256u << 20) - 5, "MARK!MARK!", 10);
+    assert_memory_equal(p + data - 5, "MARK!", 5);
+    assert_int_equal(p[12345], 0);
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
+    gdu_st_model_free(m);
+
+    /* The file shrinks after its header was read: the load must fail, not
+     * claim success with missing bytes. */
+    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    assert_int_equal(truncate(path, 4096), 0);
+    gdu_st_status s = gdu_st_load(m, &host, &err);
+    assert_int_equal(s, GDU_ST_ERR_IO);
+    assert_non_null(strstr(err.message, "truncated"));
+    assert_int_equal(gdu_st_model_tensor(m, 0)->address, 0);
+    gdu_st_model_free(m);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_file_byte_exact),
+        cmocka_unit_test(test_sharded_byte_exact),
+        cmocka_unit_test(test_verify_names_the_corrupted_tensor),
+        cmocka_unit_test(test_dlpack_outlives_model),
+        cmocka_unit_test(test_multi_piece_progress_and_shrink),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
