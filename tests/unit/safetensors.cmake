@@ -2,3 +2,14 @@
 gdunlock_unit_test(test_safetensors_header SOURCES test_safetensors_header.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_open SOURCES test_safetensors_open.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_load SOURCES test_safetensors_load.c LIBS gdu_safetensors)
+
+# The Python module's CPU tests (ctypes over libgdunlock-load.so). Not in
+# sanitizer builds: an ASan library cannot be loaded into a plain python3.
+find_program(GDU_PYTHON3 python3)
+if(GDU_PYTHON3 AND NOT GDUNLOCK_SANITIZE)
+  add_test(NAME test_safetensors_python
+           COMMAND ${GDU_PYTHON3} -m unittest discover -s ${CMAKE_SOURCE_DIR}/tests/python -v)
+  set_tests_properties(test_safetensors_python PROPERTIES
+                       ENVIRONMENT "BUILD=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1"
+                       LABELS unit)
+endif()

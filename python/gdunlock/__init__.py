@@ -1,0 +1,29 @@
+"""gdunlock: safetensors checkpoints into GPU memory through the gdunlock I/O
+engine, from Python (ctypes over build/lib/libgdunlock-load.so; no compiled
+extension).
+
+    import gdunlock
+    tensors = gdunlock.load_safetensors("model.safetensors", device=0)
+    tensors = gdunlock.load_safetensors("model.safetensors.index.json", device=[0, 1])
+    tensors = gdunlock.load_safetensors("model.safetensors", device="cpu")
+
+The library is found through $GDUNLOCK_LOAD_LIB, $BUILD/lib, or the build/
+folder next to this package's repository.
+"""
+from ._lib import GdunlockError
+from .checkpoint import Checkpoint, TensorInfo, parse_device
+
+__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "parse_device"]
+
+
+def load_safetensors(path, device=0, verify=False):
+    """Loads a .safetensors file or a sharded checkpoint's index JSON and
+    returns {name: torch.Tensor}. All tensors of one file share one
+    allocation, freed when the last of them dies."""
+    from .torch_bridge import to_torch
+
+    with Checkpoint(path) as ckpt:
+        ckpt.load(device)
+        if verify:
+            ckpt.verify()
+        return {info.name: to_torch(ckpt, i, info) for i, info in enumerate(ckpt.tensors())}

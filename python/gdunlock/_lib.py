@@ -1,0 +1,139 @@
+"""ctypes bindings of libgdunlock-load.so (include/gdunlock/safetensors.h and
+the engine calls of include/gdunlock/io.h that the benchmarks use)."""
+import ctypes
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+LIBRARY_NAME = "libgdunlock-load.so"
+
+
+class GdunlockError(RuntimeError):
+    """A loader error: code is the status name (e.g. "GDU_ST_ERR_OVERLAP")."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _candidates():
+    env = os.environ.get("GDUNLOCK_LOAD_LIB")
+    if env:
+        yield env
+    build = os.environ.get("BUILD")
+    if build:
+        yield os.path.join(build, "lib", LIBRARY_NAME)
+    root = os.path.dirname(os.path.dirname(_HERE))
+    yield os.path.join(root, "build", "lib", LIBRARY_NAME)
+    yield LIBRARY_NAME  # the dynamic loader's search path
+
+
+def _open_library():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (missing)")
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise GdunlockError("GDU_ST_ERR_NO_LIBRARY",
+                        f"{LIBRARY_NAME} not found; build it (cmake --build build) or set "
+                        f"GDUNLOCK_LOAD_LIB. Tried: " + "; ".join(tried))
+
+
+class StError(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 512)]
+
+
+class StTensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_uint32),
+                ("shape", ctypes.POINTER(ctypes.c_uint64)), ("nbytes", ctypes.c_uint64),
+                ("address", ctypes.c_uint64), ("device", ctypes.c_int32),
+                ("file", ctypes.c_uint32), ("file_offset", ctypes.c_uint64)]
+
+
+class StLoadOptions(ctypes.Structure):
+    _fields_ = [("target", ctypes.c_int), ("gpus", ctypes.POINTER(ctypes.c_int)),
+                ("gpu_count", ctypes.c_size_t), ("progress", ctypes.c_void_p),
+                ("progress_ctx", ctypes.c_void_p)]
+
+
+class StLoadStats(ctypes.Structure):
+    _fields_ = [("files", ctypes.c_uint64), ("tensors", ctypes.c_uint64),
+                ("tensor_bytes", ctypes.c_uint64), ("read_bytes", ctypes.c_uint64),
+                ("seconds", ctypes.c_double), ("backend", ctypes.c_char * 32),
+                ("reason", ctypes.c_char * 256), ("memory", ctypes.c_char * 64)]
+
+
+class IoOptions(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_int), ("direct", ctypes.c_int), ("device", ctypes.c_int),
+                ("workers", ctypes.c_uint), ("chunk_size", ctypes.c_size_t),
+                ("staging_per_worker", ctypes.c_uint)]
+
+
+TARGET_GPU, TARGET_HOST = 0, 1
+IO_BACKEND_HOST = 3
+IO_READ = 1
+
+
+def _declare(lib):
+    p, i, u64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t
+    err = ctypes.POINTER(StError)
+    table = {
+        "gdu_st_status_name": (ctypes.c_char_p, [i]),
+        "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
+        "gdu_st_open": (i, [ctypes.c_char_p, ctypes.POINTER(p), err]),
+        "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
+        "gdu_st_verify": (i, [p, err]),
+        "gdu_st_model_free": (None, [p]),
+        "gdu_st_model_tensor_count": (sz, [p]),
+        "gdu_st_model_tensor": (ctypes.POINTER(StTensor), [p, sz]),
+        "gdu_st_model_file_count": (sz, [p]),
+        "gdu_st_model_file_path": (ctypes.c_char_p, [p, sz]),
+        "gdu_st_model_file_header": (p, [p, sz]),
+        "gdu_st_model_stats": (StLoadStats, [p]),
+        "gdu_st_model_dlpack": (p, [p, sz]),
+        "gdu_st_tensor_struct_size": (sz, []),
+        "gdu_st_header_metadata_count": (sz, [p]),
+        "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_char_p),
+                                       ctypes.POINTER(ctypes.c_char_p)]),
+        "gdu_st_header_data_offset": (u64, [p]),
+        "gdu_st_header_data_span": (u64, [p]),
+        "gdu_io_options_default": (None, [ctypes.POINTER(IoOptions)]),
+        "gdu_io_options_from_env": (i, [ctypes.POINTER(IoOptions), ctypes.c_char_p, sz]),
+        "gdu_io_engine_create": (i, [ctypes.POINTER(IoOptions), ctypes.POINTER(p),
+                                     ctypes.c_char_p, sz]),
+        "gdu_io_engine_destroy": (None, [p]),
+        "gdu_io_open": (i, [p, ctypes.c_char_p, i, ctypes.POINTER(p), ctypes.c_char_p, sz]),
+        "gdu_io_close": (None, [p]),
+        "gdu_io_file_reason": (ctypes.c_char_p, [p]),
+        "gdu_io_read": (i, [p, u64, u64, p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
+    }
+    for name, (restype, argtypes) in table.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    if lib.gdu_st_tensor_struct_size() != ctypes.sizeof(StTensor):
+        raise GdunlockError("GDU_ST_ERR_ABI", "gdu_st_tensor layout differs from the library's: "
+                            "rebuild the library or update python/gdunlock")
+    return lib
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library (opened on first use)."""
+    global _lib
+    if _lib is None:
+        _lib = _declare(_open_library())
+    return _lib
+
+
+def check(status, err):
+    """Raises GdunlockError for a failed call."""
+    if status != 0:
+        name = lib().gdu_st_status_name(status).decode()
+        raise GdunlockError(name, err.message.decode(errors="replace"))

@@ -1,0 +1,136 @@
+"""A safetensors checkpoint opened through the C loader: header table,
+loading into GPU or host memory, verification, and raw access to the loaded
+bytes (no torch needed)."""
+import ctypes
+from collections import namedtuple
+
+from ._lib import StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check, lib
+
+TensorInfo = namedtuple("TensorInfo", "name dtype shape nbytes address device file file_offset")
+
+
+def parse_device(device):
+    """device -> (target, [gpu ordinals]). Accepts 0, "cuda", "cuda:1",
+    torch.device, "cpu", or a list of GPU ordinals (files placed round-robin)."""
+    if isinstance(device, (list, tuple)):
+        gpus = [parse_device(d)[1][0] for d in device]
+        if not gpus:
+            raise ValueError("empty device list")
+        return TARGET_GPU, gpus
+    if hasattr(device, "type") and hasattr(device, "index"):  # torch.device
+        device = device.type if device.index is None else f"{device.type}:{device.index}"
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return TARGET_GPU, [device]
+    if device == "cpu":
+        return TARGET_HOST, [0]
+    if device == "cuda":
+        return TARGET_GPU, [0]
+    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
+        return TARGET_GPU, [int(device[5:])]
+    raise ValueError(f"device must be a GPU ordinal, 'cuda[:N]', 'cpu' or a list of ordinals, "
+                     f"not {device!r}")
+
+
+class Checkpoint:
+    """Opens (and validates) a .safetensors file or a sharded index JSON."""
+
+    def __init__(self, path):
+        self._lib = lib()
+        self._model = ctypes.c_void_p()
+        self.path = str(path)
+        err = StError()
+        check(self._lib.gdu_st_open(self.path.encode(), ctypes.byref(self._model),
+                                    ctypes.byref(err)), err)
+        self.loaded = False
+
+    def close(self):
+        """Drops the checkpoint's references; memory still used by exported
+        tensors stays until they die."""
+        if self._model:
+            self._lib.gdu_st_model_free(self._model)
+            self._model = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _require_open(self):
+        if not self._model:
+            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the checkpoint is closed")
+
+    def __len__(self):
+        self._require_open()
+        return self._lib.gdu_st_model_tensor_count(self._model)
+
+    def tensor(self, index):
+        self._require_open()
+        t = self._lib.gdu_st_model_tensor(self._model, index).contents
+        return TensorInfo(t.name.decode(), self._lib.gdu_st_dtype_name(t.dtype).decode(),
+                          tuple(t.shape[d] for d in range(t.ndim)), t.nbytes, t.address,
+                          t.device, t.file, t.file_offset)
+
+    def tensors(self):
+        return [self.tensor(i) for i in range(len(self))]
+
+    @property
+    def files(self):
+        self._require_open()
+        n = self._lib.gdu_st_model_file_count(self._model)
+        return [self._lib.gdu_st_model_file_path(self._model, i).decode() for i in range(n)]
+
+    def metadata(self, file=0):
+        """The __metadata__ map of one file."""
+        self._require_open()
+        header = self._lib.gdu_st_model_file_header(self._model, file)
+        out = {}
+        key, value = ctypes.c_char_p(), ctypes.c_char_p()
+        for i in range(self._lib.gdu_st_header_metadata_count(header)):
+            self._lib.gdu_st_header_metadata(header, i, ctypes.byref(key), ctypes.byref(value))
+            out[key.value.decode()] = value.value.decode()
+        return out
+
+    def load(self, device=0):
+        """Loads every tensor into GPU memory (device: see parse_device) or,
+        with device="cpu", into (pinned) host memory."""
+        self._require_open()
+        target, gpus = parse_device(device)
+        arr = (ctypes.c_int * len(gpus))(*gpus)
+        opts = StLoadOptions(target=target, gpus=arr, gpu_count=len(gpus))
+        err = StError()
+        check(self._lib.gdu_st_load(self._model, ctypes.byref(opts), ctypes.byref(err)), err)
+        self.loaded = True
+
+    def verify(self):
+        """Reads the loaded bytes back and compares them with the files."""
+        self._require_open()
+        err = StError()
+        check(self._lib.gdu_st_verify(self._model, ctypes.byref(err)), err)
+
+    def stats(self):
+        self._require_open()
+        s = self._lib.gdu_st_model_stats(self._model)
+        return {"files": s.files, "tensors": s.tensors, "tensor_bytes": s.tensor_bytes,
+                "read_bytes": s.read_bytes, "seconds": s.seconds,
+                "backend": s.backend.decode(), "reason": s.reason.decode(errors="replace"),
+                "memory": s.memory.decode()}
+
+    def host_bytes(self, index):
+        """The loaded bytes of a tensor in host memory (device="cpu" loads)."""
+        info = self.tensor(index)
+        if not self.loaded or info.device != -1:
+            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "not loaded into host memory")
+        return ctypes.string_at(info.address, info.nbytes) if info.nbytes else b""
+
+    def dlpack(self, index):
+        """A DLManagedTensor* (1-D uint8 over the tensor's bytes) holding a
+        reference on its memory; see include/gdunlock/safetensors.h."""
+        self._require_open()
+        ptr = self._lib.gdu_st_model_dlpack(self._model, index)
+        if not ptr:
+            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "not loaded, or out of memory")
+        return ptr

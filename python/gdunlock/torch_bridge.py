@@ -1,0 +1,64 @@
+"""Loaded tensors as torch.Tensor views through DLPack, zero-copy.
+
+Each tensor is handed to torch as a 1-D uint8 DLPack tensor over its bytes
+(whose deleter drops a reference on the file's memory block), then viewed as
+its dtype and shape; every safetensors dtype torch has is reachable that way,
+whatever torch's DLPack dtype support."""
+import ctypes
+
+import torch
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _Managed(ctypes.Structure):
+    """DLManagedTensor, as far as needed to call its deleter."""
+    _fields_ = [("dl_tensor", ctypes.c_byte * 48), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.CFUNCTYPE(None, ctypes.c_void_p))]
+
+
+_DTYPES = {
+    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16",
+    "I32": "int32", "U32": "uint32", "I64": "int64", "U64": "uint64", "F16": "float16",
+    "BF16": "bfloat16", "F32": "float32", "F64": "float64", "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F4": "float4_e2m1fn_x2",
+}
+
+
+def torch_dtype(name):
+    """The torch dtype for a safetensors dtype name, or None (F6_*, or one
+    this torch lacks): such tensors come back as raw uint8 bytes."""
+    attr = _DTYPES.get(name)
+    return getattr(torch, attr, None) if attr else None
+
+
+def _bytes_tensor(ptr):
+    capsule = _capsule_new(ptr, b"dltensor", None)
+    try:
+        return torch.utils.dlpack.from_dlpack(capsule)
+    except BaseException:
+        if _capsule_is_valid(capsule, b"dltensor"):  # torch did not take ownership
+            managed = _Managed.from_address(ptr)
+            managed.deleter(ptr)
+        raise
+
+
+def to_torch(checkpoint, index, info):
+    """The tensor `index` of a loaded checkpoint as a torch.Tensor."""
+    raw = _bytes_tensor(checkpoint.dlpack(index))
+    dtype = torch_dtype(info.dtype)
+    shape = list(info.shape)
+    if info.dtype == "F4":  # torch packs two fp4 values per element
+        if not shape or shape[-1] % 2:
+            return raw
+        shape[-1] //= 2
+    if dtype is None:
+        return raw
+    return raw.view(dtype).reshape(shape)
