@@ -1,11 +1,433 @@
-/* Placeholder until the verify command lands; replaced by its implementation. */
+/* gdunlock verify PATH: end-to-end proof that file<->GPU data moved directly
+ * (DIRECT, exit 0), correctly through the CPU (COMPAT, exit 2), or not
+ * correctly (FAILED, exit 1).
+ *
+ * The I/O must run with the shim active from the process's first CUDA call,
+ * and the shim writes its report only when that process exits. So unless
+ * the shim is already preloaded (or --no-shim), verify runs itself again as a
+ * child with LD_PRELOAD=<bin>/../lib/libgdunlock.so, GDUNLOCK_REPORT and
+ * GDUNLOCK_VERIFY_RESULT set; the child writes its JSON document there, and
+ * this process adds the shim's report and prints the result. */
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "util/units.h"
+#include "verify/verify.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RESULT_ENV "GDUNLOCK_VERIFY_RESULT"
+
+struct cli {
+    gdu_verify_options opts;
+    bool json;
+    bool no_shim;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
+            "\n"
+            "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
+            "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
+            "shim active; compares the bytes and reads nvidia-fs's counters before and after.\n"
+            "\n"
+            "  DIRECT  exit 0  Bar1-map ok grew, Bar1-map err did not, data identical, no compat fallback\n"
+            "  COMPAT  exit 2  data identical but moved through the CPU (reasons say why); when cuFile\n"
+            "                  cannot be used at all, integrity is checked through the I/O engine\n"
+            "  FAILED  exit 1  wrong data or a failed transfer (status names say what failed)\n"
+            "\n"
+            "  PATH        a file to create (on the file system under test); removed afterwards\n"
+            "  --size N    bytes per transfer (default 16MiB; rounded up to 64 KiB)\n"
+            "  --gpu I     CUDA device ordinal (default 0)\n"
+            "  --force     overwrite PATH even if it exists and is not empty\n"
+            "  --keep      leave PATH in place afterwards\n"
+            "  --no-shim   run without libgdunlock.so (to compare with the stock driver path)\n"
+            "  --json      machine-readable output\n"
+            "\n"
+            "Other exit codes: 64 bad arguments or PATH would be clobbered, 69 no libcuda or GPU,\n"
+            "70 internal error.\n");
+}
+
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'}, {"gpu", required_argument, NULL, 'g'},
+        {"force", no_argument, NULL, 'f'},      {"keep", no_argument, NULL, 'k'},
+        {"no-shim", no_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+    };
+    memset(c, 0, sizeof *c);
+    c->opts.size = GDU_VERIFY_DEFAULT_SIZE;
+    uint64_t v;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "s:g:fkjh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if (gdu_parse_size(optarg, &v) != 0 || v == 0) {
+                fprintf(stderr, "gdunlock verify: bad --size '%s': give a size such as 16MiB\n", optarg);
+                return GDU_EXIT_USAGE;
+            }
+            c->opts.size = v;
+            break;
+        case 'g':
+            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0) {
+                fprintf(stderr, "gdunlock verify: bad --gpu '%s': give a device ordinal such as 0\n", optarg);
+                return GDU_EXIT_USAGE;
+            }
+            c->opts.gpu = (int)v;
+            break;
+        case 'f':
+            c->opts.force = true;
+            break;
+        case 'k':
+            c->opts.keep = true;
+            break;
+        case 'n':
+            c->no_shim = true;
+            break;
+        case 'j':
+            c->json = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return GDU_EXIT_OK;
+        default:
+            usage(stderr);
+            return GDU_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "gdunlock verify: name exactly one file to write (PATH)\n\n");
+        usage(stderr);
+        return GDU_EXIT_USAGE;
+    }
+    c->opts.path = argv[optind];
+    return -1;
+}
+
+static int exit_for_errno(int rc)
+{
+    switch (rc) {
+    case -ENODEV:
+        return GDU_EXIT_UNAVAILABLE;
+    case -EEXIST:
+    case -EINVAL:
+        return GDU_EXIT_USAGE;
+    default:
+        return GDU_EXIT_SOFTWARE;
+    }
+}
+
+/* Runs verify in this process and returns its JSON document (or an
+ * {"error", "errno"} document when it could not run). A child leaves the
+ * shim's reasons to its parent, which has the report. */
+static json_t *run_here(const struct cli *c, const gdu_verify_shim *shim, bool shim_reasons)
+{
+    static gdu_verify_evidence ev; /* large: keep it off the stack */
+    gdu_verify_result r;
+    char why[512] = "";
+    int rc = gdu_verify_run(&c->opts, &ev, why, sizeof why);
+    if (rc != 0)
+        return json_pack("{s:s, s:i}", "error", why, "errno", rc);
+    ev.shim = *shim;
+    gdu_verify_decide(&ev, &r);
+    if (shim_reasons)
+        gdu_verify_shim_reasons(shim, &r);
+    return gdu_verify_to_json(&ev, &r);
+}
+
+static bool shim_preloaded(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "libgdunlock.so");
+}
+
+/* <dir of this executable>/../lib/libgdunlock.so, if it exists. */
+static bool find_shim(char *path, size_t len, char *exe, size_t exe_len)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", exe);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    snprintf(path, len, "%s/../lib/libgdunlock.so", dir);
+    return access(path, R_OK) == 0;
+}
+
+/* Adds the shim's reasons and report to a document the child produced. */
+static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *report_path)
+{
+    if (json_object_get(doc, "error"))
+        return;
+    gdu_verify_result r;
+    memset(&r, 0, sizeof r);
+    const char *verdict = json_string_value(json_object_get(doc, "verdict"));
+    r.verdict = !verdict ? GDU_VERIFY_FAILED
+                : strcmp(verdict, "DIRECT") == 0 ? GDU_VERIFY_DIRECT
+                : strcmp(verdict, "COMPAT") == 0 ? GDU_VERIFY_COMPAT
+                                                 : GDU_VERIFY_FAILED;
+    gdu_verify_shim_reasons(shim, &r);
+    json_t *more = gdu_verify_reasons_json(&r);
+    json_array_extend(json_object_get(doc, "reasons"), more);
+    json_decref(more);
+    json_t *s = gdu_verify_shim_json(shim);
+    json_t *report = report_path ? json_load_file(report_path, 0, NULL) : NULL;
+    if (report)
+        json_object_set_new(s, "report", report);
+    json_object_set_new(doc, "shim", s);
+}
+
+/* Runs verify again as a child with the shim preloaded; returns its document. */
+static json_t *run_child(int argc, char **argv, const char *exe, const char *shim_path, gdu_verify_shim *shim)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/gdunlock-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return json_pack("{s:s, s:i}", "error", "cannot create a temporary directory for the shim report", "errno",
+                         -errno);
+    snprintf(result, sizeof result, "%s/result.json", dir);
+    snprintf(report, sizeof report, "%s/shim-report.json", dir);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char preload[PATH_MAX * 2];
+        const char *old = getenv("LD_PRELOAD");
+        snprintf(preload, sizeof preload, "%s%s%s", shim_path, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("GDUNLOCK_REPORT", report, 1);
+        setenv(RESULT_ENV, result, 1);
+        char **args = calloc((size_t)argc + 2, sizeof *args);
+        if (!args)
+            _exit(GDU_EXIT_SOFTWARE);
+        args[0] = "gdunlock";
+        for (int i = 0; i < argc; i++)
+            args[i + 1] = argv[i];
+        execv(exe, args);
+        _exit(GDU_EXIT_SOFTWARE);
+    }
+    json_t *doc = NULL;
+    int status = 0;
+    if (pid < 0) {
+        doc = json_pack("{s:s, s:i}", "error", "cannot start the verify child process", "errno", -errno);
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        doc = json_load_file(result, 0, NULL);
+        if (!doc) {
+            char why[256];
+            if (WIFSIGNALED(status))
+                snprintf(why, sizeof why, "the verify process (with the shim preloaded) was killed by signal %d (%s)",
+                         WTERMSIG(status), strsignal(WTERMSIG(status)));
+            else
+                snprintf(why, sizeof why, "the verify process (with the shim preloaded) exited %d without a result",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            doc = json_pack("{s:s, s:i, s:b}", "error", why, "errno", -EIO, "crashed", 1);
+        }
+    }
+    const char *pci = json_string_value(json_object_get(json_object_get(doc, "gpu"), "pci"));
+    gdu_verify_shim_read_report(report, pci ? pci : "", (int)json_integer_value(
+                                    json_object_get(json_object_get(doc, "gpu"), "index")), shim);
+    add_shim(doc, shim, shim->have_report ? report : NULL);
+    unlink(result);
+    unlink(report);
+    rmdir(dir);
+    return doc;
+}
+
+/* ---- human output ---- */
+
+struct style {
+    const char *on, *off;
+};
+
+static struct style verdict_style(const char *verdict)
+{
+    bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    if (!color)
+        return (struct style){"", ""};
+    if (strcmp(verdict, "DIRECT") == 0)
+        return (struct style){"\033[1;32m", "\033[0m"};
+    if (strcmp(verdict, "COMPAT") == 0)
+        return (struct style){"\033[1;33m", "\033[0m"};
+    return (struct style){"\033[1;31m", "\033[0m"};
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static void print_call(const char *label, const json_t *call)
+{
+    if (json_is_true(json_object_get(call, "ran")))
+        printf("  %-14s %s %s\n", label, json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL",
+               str(call, "text"));
+}
+
+static void print_nvfs(const json_t *nv)
+{
+    if (!json_is_true(json_object_get(nv, "before")) || !json_is_true(json_object_get(nv, "after"))) {
+        printf("  %-14s %s\n", "nvidia-fs", str(nv, "error"));
+        return;
+    }
+    printf("  %-14s driver %s, stats ver %lld%s\n", "nvidia-fs", str(nv, "driver_version"),
+           json_integer_value(json_object_get(nv, "stats_version")),
+           json_is_true(json_object_get(nv, "counters_reset")) ? " (counters were reset during the run)" : "");
+    static const char *const shown[] = {"bar1_map.n", "bar1_map.ok", "bar1_map.err", "reads.err",
+                                        "reads.io_state_err", "writes.err", "writes.io_state_err",
+                                        "shadow_buffer_mib"};
+    const json_t *delta = json_object_get(nv, "delta");
+    printf("  %-14s", "  deltas");
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        const json_t *v = json_object_get(delta, shown[i]);
+        if (v)
+            printf(" %s %+lld", shown[i], json_integer_value(v));
+    }
+    printf("\n");
+    size_t i;
+    const json_t *g;
+    json_array_foreach(json_object_get(nv, "gpus"), i, g)
+        printf("  %-14s GPU %s Registered_MiB %+lld (now %lld), Cache_MiB %+lld\n", "", str(g, "pci"),
+               json_integer_value(json_object_get(g, "registered_mib_delta")),
+               json_integer_value(json_object_get(g, "registered_mib_after")),
+               json_integer_value(json_object_get(g, "cache_mib_delta")));
+}
+
+static void print_human(const json_t *doc)
+{
+    const char *verdict = str(doc, "verdict");
+    struct style st = verdict_style(verdict);
+    const json_t *file = json_object_get(doc, "file"), *gpu = json_object_get(doc, "gpu");
+    const json_t *cf = json_object_get(doc, "cufile"), *shim = json_object_get(doc, "shim");
+    printf("gdunlock verify: %s%s%s\n\n", st.on, verdict, st.off);
+    char size[32];
+    gdu_format_bytes((uint64_t)json_integer_value(json_object_get(file, "size")), size, sizeof size);
+    printf("  %-14s %s, %s per transfer\n", "file", str(file, "path"), size);
+    printf("  %-14s %lld %s (%s)\n", "GPU", json_integer_value(json_object_get(gpu, "index")), str(gpu, "name"),
+           str(gpu, "pci"));
+    if (json_is_true(json_object_get(shim, "active")))
+        printf("  %-14s active%s%s%s%s\n", "shim", *str(shim, "mode") ? ", mode " : "", str(shim, "mode"),
+               *str(shim, "reason") ? ": " : "", str(shim, "reason"));
+    else
+        printf("  %-14s not active: %s\n", "shim", str(shim, "why_inactive"));
+    print_call("file open", json_object_get(file, "open"));
+    print_call("libcufile", json_object_get(cf, "load"));
+    print_call("driver open", json_object_get(cf, "driver_open"));
+    if (*str(cf, "nvfs_version"))
+        printf("  %-14s nvfs %s%s\n", "properties", str(cf, "nvfs_version"),
+               json_is_true(json_object_get(cf, "compat_allowed")) ? ", compat mode allowed" : "");
+    print_call("handle", json_object_get(cf, "handle_register"));
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(doc, "buffers"), i, b) {
+        const char *kind = str(b, "kind");
+        if (*str(b, "skipped")) {
+            printf("  %-14s skipped: %s\n", kind, str(b, "skipped"));
+            continue;
+        }
+        print_call(kind, json_object_get(b, "alloc"));
+        print_call("  register", json_object_get(b, "buf_register"));
+        print_call("  write", json_object_get(b, "write"));
+        print_call("  read", json_object_get(b, "read"));
+        if (json_is_true(json_object_get(b, "compared")))
+            printf("  %-14s %s\n", "  compare",
+                   json_is_true(json_object_get(b, "integrity_ok")) ? "identical" : "DIFFERENT");
+    }
+    print_nvfs(json_object_get(doc, "nvidia_fs"));
+    const json_t *engine = json_object_get(doc, "engine");
+    if (json_is_true(json_object_get(json_object_get(engine, "check"), "ran"))) {
+        print_call("engine check", json_object_get(engine, "check"));
+        printf("  %-14s %s: %s\n", "", str(engine, "backend"), str(engine, "reason"));
+    }
+    const json_t *reasons = json_object_get(doc, "reasons");
+    if (json_array_size(reasons) > 0) {
+        printf("\n%s:\n", strcmp(verdict, "FAILED") == 0 ? "what failed" : "why not DIRECT");
+        const json_t *r;
+        json_array_foreach(reasons, i, r)
+            printf("  - %s [%s]\n", str(r, "text"), str(r, "id"));
+    }
+}
+
+static int finish(const struct cli *c, json_t *doc)
+{
+    if (!doc) {
+        fprintf(stderr, "gdunlock verify: out of memory building the result\n");
+        return GDU_EXIT_SOFTWARE;
+    }
+    int code;
+    const json_t *err = json_object_get(doc, "error");
+    if (err) {
+        code = exit_for_errno((int)json_integer_value(json_object_get(doc, "errno")));
+        if (json_is_true(json_object_get(doc, "crashed")))
+            code = GDU_EXIT_FAILED;
+        if (!c->json)
+            fprintf(stderr, "gdunlock verify: %s\n", json_string_value(err));
+    } else {
+        code = (int)json_integer_value(json_object_get(doc, "exit_code"));
+    }
+    if (c->json) {
+        json_object_set_new(doc, "exit_code", json_integer(code));
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("\n");
+    } else if (!err) {
+        print_human(doc);
+    }
+    json_decref(doc);
+    return code;
+}
 
 int gdu_cmd_verify(int argc, char **argv)
 {
-    fprintf(stderr, "gdunlock verify: not built yet\n");
-    return GDU_EXIT_SOFTWARE;
+    struct cli c;
+    int rc = parse_args(argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+
+    gdu_verify_shim shim;
+    memset(&shim, 0, sizeof shim);
+    const char *result_path = getenv(RESULT_ENV);
+    if (result_path) {
+        /* We are the child: the parent adds the shim's report. */
+        shim.active = shim_preloaded();
+        json_t *doc = run_here(&c, &shim, false);
+        int ok = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
+        json_decref(doc);
+        return ok ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
+    }
+
+    char shim_path[PATH_MAX + 32], exe[PATH_MAX];
+    if (c.no_shim) {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
+    } else if (shim_preloaded()) {
+        shim.active = true;
+        snprintf(shim.report_error, sizeof shim.report_error,
+                 "the shim was preloaded by the caller; its report is written when this process exits%s%s",
+                 getenv("GDUNLOCK_REPORT") ? ", to " : "", getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
+    } else if (find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
+        shim.active = true;
+        return finish(&c, run_child(argc, argv, exe, shim_path, &shim));
+    } else {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive,
+                 "libgdunlock.so not found next to the gdunlock binary (../lib); build the shim target");
+    }
+    return finish(&c, run_here(&c, &shim, true));
 }

@@ -1,0 +1,165 @@
+/* gdunlock verify: runs the whole cuFile chain once (allocate, register,
+ * write a pattern, read it back, compare) and decides from the evidence
+ * whether data moved file<->GPU directly (DIRECT), correctly but through the
+ * CPU (COMPAT), or not correctly at all (FAILED).
+ *
+ * The evidence is gathered by gdu_verify_run (needs a GPU), the verdict by
+ * gdu_verify_decide (pure: unit-tested with hand-made evidence). Nothing here
+ * prints; the CLI renders the JSON document from gdu_verify_to_json. */
+#ifndef GDUNLOCK_VERIFY_VERIFY_H
+#define GDUNLOCK_VERIFY_VERIFY_H
+
+#include "probe/nvfs_stats.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GDU_VERIFY_TEXT 256
+#define GDU_VERIFY_MAX_REASONS 24
+#define GDU_VERIFY_DEFAULT_SIZE (16u << 20)
+/* Largest size accepted: two buffers of each kind must fit on the GPU. */
+#define GDU_VERIFY_MAX_SIZE (16ull << 30)
+/* cuFile's and the kernel lookup's granularity for GPU buffers. */
+#define GDU_VERIFY_ALIGN (64u << 10)
+
+typedef enum { GDU_VERIFY_DIRECT = 0, GDU_VERIFY_COMPAT, GDU_VERIFY_FAILED } gdu_verify_verdict;
+
+/* The two ways verify allocates device memory. */
+typedef enum { GDU_VERIFY_MEM_CUMEMALLOC = 0, GDU_VERIFY_MEM_VMM, GDU_VERIFY_MEM_COUNT } gdu_verify_mem;
+
+/* One library call's outcome: ran, code (CUfileOpError, CUresult or -errno,
+ * as the call returns it) and its text with the status name. */
+typedef struct gdu_verify_call {
+    bool ran;
+    bool ok;
+    int code;
+    char text[GDU_VERIFY_TEXT];
+} gdu_verify_call;
+
+/* What happened to one pair of buffers (source + destination) of one kind. */
+typedef struct gdu_verify_buffer {
+    gdu_verify_call alloc;          /* both buffers allocated, 64 KiB aligned */
+    gdu_verify_call buf_register;   /* cuFileBufRegister of both */
+    gdu_verify_call write;          /* cuFileWrite of the pattern from the source */
+    gdu_verify_call read;           /* cuFileRead into the destination */
+    bool compared;                  /* destination copied to the host and compared */
+    bool integrity_ok;
+    uint64_t mismatch_offset;       /* first differing byte when !integrity_ok */
+    char skipped[GDU_VERIFY_TEXT];  /* why this kind was not tried ("" if it was) */
+} gdu_verify_buffer;
+
+/* What the shim (libgdunlock.so) reported about the GPU verify used. */
+typedef struct gdu_verify_shim {
+    bool active;                  /* it was preloaded into the process that did the I/O */
+    char why_inactive[GDU_VERIFY_TEXT];
+    bool have_report;
+    char report_error[GDU_VERIFY_TEXT]; /* why the report could not be read */
+    char mode[16];                /* "native", "unlocked", "failed", "" if not found */
+    char reason[GDU_VERIFY_TEXT];
+} gdu_verify_shim;
+
+/* A cause behind a verdict: a stable id (for scripts and tests) and a text
+ * that says what happened and, where there is one, what to do. */
+typedef struct gdu_verify_reason {
+    char id[40];
+    char text[2 * GDU_VERIFY_TEXT];
+} gdu_verify_reason;
+
+typedef struct gdu_verify_evidence {
+    char path[4096];
+    uint64_t size;
+    int gpu;
+    char gpu_name[128];
+    char gpu_pci[32];
+    gdu_verify_call cuda;         /* libcuda load, device and context */
+    gdu_verify_call file;         /* creating/opening PATH with O_DIRECT */
+
+    /* libcufile */
+    gdu_verify_call cufile_load;
+    char cufile_library[256];
+    int cufile_version;           /* cuFileGetVersion, 0 if unknown */
+    gdu_verify_call driver_open;
+    gdu_verify_call driver_props;
+    unsigned nvfs_major, nvfs_minor; /* from cuFileDriverGetProperties; 0.0 = no nvidia-fs */
+    bool compat_allowed;          /* dcontrolflags ALLOW_COMPAT_MODE */
+    uint64_t max_direct_io_size;
+    gdu_verify_call handle_register;
+    gdu_verify_buffer buffers[GDU_VERIFY_MEM_COUNT];
+
+    /* nvidia-fs stats around the I/O (before registration, after the reads) */
+    bool nvfs_before, nvfs_after;
+    int nvfs_errno;               /* why the stats were not read (-ENOENT: not loaded) */
+    char nvfs_why[GDU_VERIFY_TEXT];
+    gdu_nvfs_stats stats_before, stats_after;
+    gdu_nvfs_delta delta;
+
+    /* the CPU-path integrity check through the I/O engine (only when cuFile
+     * could not be used at all) */
+    gdu_verify_call engine;
+    char engine_backend[16];
+    char engine_reason[GDU_VERIFY_TEXT];
+    bool engine_integrity_ok;
+
+    gdu_verify_shim shim;
+
+    /* findings of the system probes (doctor) that explain a COMPAT result */
+    gdu_verify_reason doctor[8];
+    size_t n_doctor;
+} gdu_verify_evidence;
+
+typedef struct gdu_verify_result {
+    gdu_verify_verdict verdict;
+    gdu_verify_reason reasons[GDU_VERIFY_MAX_REASONS];
+    size_t n_reasons;
+    size_t reasons_dropped;
+} gdu_verify_result;
+
+typedef struct gdu_verify_options {
+    const char *path;
+    uint64_t size;   /* bytes; rounded up to GDU_VERIFY_ALIGN */
+    int gpu;
+    bool force;      /* overwrite an existing non-empty file */
+    bool keep;       /* leave the file in place afterwards */
+    const char *nvfs_stats_path; /* GDU_NVFS_STATS_PATH unless testing */
+} gdu_verify_options;
+
+/* Empty evidence for opts (no call ran). */
+void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options *opts);
+
+/* Runs the chain and fills ev. Returns 0 when the run reached a verdict-able
+ * state (even a FAILED one), -ENODEV when there is no libcuda or GPU,
+ * -EEXIST when PATH exists and is not empty without force, -EINVAL for bad
+ * options; the cause is in why. */
+int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why, size_t why_len);
+
+/* The verdict and its reasons. */
+void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out);
+
+/* 0 DIRECT, 2 COMPAT, 1 FAILED. */
+int gdu_verify_exit_code(gdu_verify_verdict v);
+const char *gdu_verify_verdict_name(gdu_verify_verdict v);
+const char *gdu_verify_mem_name(gdu_verify_mem m); /* "cuMemAlloc", "VMM" */
+
+/* Adds a reason (truncating, counting drops). Used by decide and the CLI. */
+void gdu_verify_add_reason(gdu_verify_result *r, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The whole run as one JSON document: verdict, exit code, reasons, and the
+ * evidence (cuFile calls, buffers, nvidia-fs deltas, engine check, shim). */
+json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_result *r);
+
+/* Pieces of that document, for the CLI when it adds the shim's report. */
+json_t *gdu_verify_shim_json(const gdu_verify_shim *shim);
+json_t *gdu_verify_reasons_json(const gdu_verify_result *r);
+
+/* Reads the shim's GDUNLOCK_REPORT file and picks the entry of the GPU at
+ * pci (or index gpu): tolerant of layout changes (see verify_shim.c). */
+void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out);
+
+/* The shim's part of the verdict: reasons appended to r (the verdict itself
+ * never changes: DIRECT is proven by nvidia-fs's counters, not the shim). */
+void gdu_verify_shim_reasons(const gdu_verify_shim *shim, gdu_verify_result *r);
+
+#endif

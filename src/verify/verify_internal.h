@@ -1,0 +1,49 @@
+/* Helpers shared by the verify run's files; not part of the verify API. */
+#ifndef GDUNLOCK_VERIFY_INTERNAL_H
+#define GDUNLOCK_VERIFY_INTERNAL_H
+
+#include "cuda/cuda_api.h"
+#include "verify/verify.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fills buf with a pattern that depends on the seed and on each 8-byte word's
+ * position, so that stale data, another run's data or shifted data never
+ * compare equal. */
+void gdu_verify_pattern_fill(void *buf, size_t len, uint64_t seed);
+
+/* Compares buf with the pattern; returns true when equal, else false with the
+ * first differing byte's offset in *first_bad. */
+bool gdu_verify_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t *first_bad);
+
+/* One device buffer of either kind, aligned to GDU_VERIFY_ALIGN. */
+typedef struct gdu_verify_devbuf {
+    gdu_verify_mem kind;
+    gdu_CUdeviceptr ptr;  /* aligned address handed to cuFile */
+    size_t size;
+    gdu_CUdeviceptr base; /* cuMemAlloc: the allocation; VMM: the reserved range */
+    size_t base_size;
+    gdu_CUmemGenericAllocationHandle handle; /* VMM only */
+    bool mapped;                             /* VMM only */
+} gdu_verify_devbuf;
+
+/* Allocates size bytes of kind on dev in the current context. Returns 0 or
+ * the failing CUresult with the call named in why (a VMM-less device gives
+ * -ENOTSUP). */
+int gdu_verify_devbuf_alloc(const gdu_cuda *cu, gdu_CUdevice dev, gdu_verify_mem kind, size_t size,
+                            gdu_verify_devbuf *out, char *why, size_t why_len);
+void gdu_verify_devbuf_free(const gdu_cuda *cu, gdu_verify_devbuf *b);
+
+/* Writes and reads back size bytes of PATH through the I/O engine (pipeline
+ * backend, device memory src -> file -> dst), compares on the host, and
+ * records the outcome in ev->engine*. */
+void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu, gdu_CUdeviceptr src,
+                             gdu_CUdeviceptr dst, void *host, gdu_verify_evidence *ev);
+
+/* Records a call's outcome. */
+void gdu_verify_call_set(gdu_verify_call *c, bool ok, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,146 @@
+/* The shim's part of verify: reading its GDUNLOCK_REPORT file and turning it
+ * into reasons. The report's layout belongs to the shim and may grow, so this
+ * looks for what it needs rather than demanding an exact schema: a "gpus"
+ * array (or object) of per-GPU objects, or a top-level array of them; a GPU
+ * is matched by its PCI address ("pci", "pci_bus_id", "bus_id", "bdf") or its
+ * CUDA ordinal ("index", "gpu", "ordinal", "device"); with a single GPU entry
+ * that entry is used. Its "mode" and "reason" strings are what verify reports. */
+#include "verify/verify.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+/* "0000:41:00.0", "00000000:41:00.0" and "41:00.0" name the same device. */
+static void bdf_tail(const char *in, char *out, size_t len)
+{
+    const char *colon = strrchr(in, ':');
+    const char *start = in;
+    if (colon) {
+        /* keep "bus:dev.fn": step back over the bus number before the last colon */
+        const char *p = colon;
+        while (p > in && p[-1] != ':')
+            p--;
+        start = p;
+    }
+    size_t n = 0;
+    for (; start[0] && n + 1 < len; start++)
+        out[n++] = (char)tolower((unsigned char)start[0]);
+    out[n] = '\0';
+}
+
+static bool pci_matches(const json_t *entry, const char *pci)
+{
+    static const char *const keys[] = {"pci", "pci_bus_id", "bus_id", "bdf"};
+    if (!pci || !pci[0])
+        return false;
+    char want[32], have[32];
+    bdf_tail(pci, want, sizeof want);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *s = json_string_value(json_object_get(entry, keys[i]));
+        if (s) {
+            bdf_tail(s, have, sizeof have);
+            if (strcmp(want, have) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool index_matches(const json_t *entry, int gpu)
+{
+    static const char *const keys[] = {"index", "gpu", "ordinal", "device"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const json_t *v = json_object_get(entry, keys[i]);
+        if (json_is_integer(v) && json_integer_value(v) == gpu)
+            return true;
+    }
+    return false;
+}
+
+static const json_t *find_gpu(const json_t *root, const char *pci, int gpu)
+{
+    const json_t *gpus = json_is_array(root) ? root : json_object_get(root, "gpus");
+    const json_t *only = NULL, *by_index = NULL;
+    size_t count = 0;
+    if (json_is_array(gpus)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(gpus, i, e) {
+            if (!json_is_object(e))
+                continue;
+            if (pci_matches(e, pci))
+                return e;
+            if (!by_index && index_matches(e, gpu))
+                by_index = e;
+            only = e;
+            count++;
+        }
+    } else if (json_is_object(gpus)) {
+        const char *key;
+        const json_t *e;
+        json_object_foreach((json_t *)gpus, key, e) {
+            if (!json_is_object(e))
+                continue;
+            char want[32], have[32];
+            bdf_tail(pci ? pci : "", want, sizeof want);
+            bdf_tail(key, have, sizeof have);
+            if (pci_matches(e, pci) || (want[0] && strcmp(want, have) == 0))
+                return e;
+            if (!by_index && index_matches(e, gpu))
+                by_index = e;
+            only = e;
+            count++;
+        }
+    }
+    if (by_index)
+        return by_index;
+    return count == 1 ? only : NULL;
+}
+
+void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out)
+{
+    out->have_report = false;
+    out->mode[0] = out->reason[0] = out->report_error[0] = '\0';
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root) {
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path, err.text);
+        return;
+    }
+    out->have_report = true;
+    const json_t *entry = find_gpu(root, pci, gpu);
+    if (!entry) {
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s has no entry for GPU %d (%s)",
+                 path, gpu, pci && pci[0] ? pci : "unknown PCI address");
+    } else {
+        const char *mode = json_string_value(json_object_get(entry, "mode"));
+        const char *reason = json_string_value(json_object_get(entry, "reason"));
+        snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "");
+        snprintf(out->reason, sizeof out->reason, "%s", reason ? reason : "");
+    }
+    json_decref(root);
+}
+
+void gdu_verify_shim_reasons(const gdu_verify_shim *shim, gdu_verify_result *r)
+{
+    if (r->verdict == GDU_VERIFY_DIRECT)
+        return; /* the counters proved the path; nothing to explain */
+    if (!shim->active) {
+        gdu_verify_add_reason(r, "shim-inactive", "the gdunlock shim was not active: %s",
+                              shim->why_inactive[0] ? shim->why_inactive : "not preloaded");
+        return;
+    }
+    if (!shim->have_report || shim->report_error[0]) {
+        gdu_verify_add_reason(r, "shim-no-report", "%s",
+                              shim->report_error[0] ? shim->report_error : "the shim wrote no report");
+        return;
+    }
+    if (strcmp(shim->mode, "failed") == 0)
+        gdu_verify_add_reason(r, "shim-failed", "the gdunlock shim failed on this GPU: %s",
+                              shim->reason[0] ? shim->reason : "no reason given");
+    else if (strcmp(shim->mode, "native") == 0)
+        gdu_verify_add_reason(r, "shim-native",
+                              "the driver itself provides third-party P2P on this GPU (shim mode "
+                              "native), so the shim is not what limits the path");
+}
