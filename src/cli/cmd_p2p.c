@@ -1,11 +1,245 @@
-/* Placeholder until the p2p command lands; replaced by its implementation. */
+/* gdunlock p2p: GPU-to-GPU capability (CUDA and the RM's caps, with the
+ * reason and fix where P2P is missing) and bandwidth/latency matrices. */
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/p2p_collect.h"
+#include "cli/p2p_report.h"
+#include "util/units.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { DEFAULT_ITERS = 5, COPIES_PER_SAMPLE = 5, LATENCY_COPIES = 100 };
+#define DEFAULT_SIZE (256ull << 20)
+
+struct options {
+    const char *gpus;
+    uint64_t size;
+    unsigned iters;
+    int json, progress, no_bench;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--json] [--progress]\n"
+            "\n"
+            "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
+            "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
+            "PCIe mailbox, C2C) and, where P2P is missing, the reason and the fix. Then copy-engine\n"
+            "bandwidth (unidirectional and bidirectional) and latency matrices with peer access\n"
+            "disabled (staged through host memory) and enabled, laid out like CUDA's\n"
+            "p2pBandwidthLatencyTest (rows = source, columns = destination, diagonal = within one\n"
+            "GPU); each cell is the median of its samples, with the spread; copied data is checked.\n"
+            "\n"
+            "  --gpus LIST   CUDA ordinals to test, e.g. 0,1 (default: all, at most %d)\n"
+            "  --size N      bytes per bandwidth copy (default 256M; 4K..64G)\n"
+            "  --iters N     timed samples per cell (default %d; 1..1000)\n"
+            "  --no-bench    capability only, no measurements\n"
+            "  --json        machine-readable output\n"
+            "  --progress    progress on stderr even when it is not a terminal\n"
+            "\n"
+            "exit: 0 done (pairs without P2P included), 1 a measurement failed or copied data\n"
+            "was wrong, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error\n",
+            GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"gpus", required_argument, NULL, 'g'}, {"size", required_argument, NULL, 's'},
+        {"iters", required_argument, NULL, 'i'}, {"no-bench", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},        {"progress", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+    };
+    *o = (struct options){.size = DEFAULT_SIZE, .iters = DEFAULT_ITERS};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        uint64_t v;
+        switch (c) {
+        case 'g':
+            o->gpus = optarg;
+            break;
+        case 's':
+            if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30)) {
+                fprintf(stderr, "gdunlock p2p: --size '%s': give a size from 4K to 64G "
+                                "(e.g. 256M)\n", optarg);
+                return GDU_EXIT_USAGE;
+            }
+            o->size = v;
+            break;
+        case 'i':
+            if (gdu_parse_uint(optarg, 1, 1000, &v) != 0) {
+                fprintf(stderr, "gdunlock p2p: --iters '%s': give a count from 1 to 1000\n",
+                        optarg);
+                return GDU_EXIT_USAGE;
+            }
+            o->iters = (unsigned)v;
+            break;
+        case 'n':
+            o->no_bench = 1;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'p':
+            o->progress = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            fprintf(stderr, "gdunlock p2p: unknown or incomplete option '%s'\n\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return GDU_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gdunlock p2p: unexpected argument '%s'\n", argv[optind]);
+        return GDU_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The CUDA ordinals to test: --gpus (checked against the device count, no
+ * repeats) or the first GDU_P2P_MAX_GPUS devices. */
+static int pick_gpus(const char *list, int count, int *ordinals, int *n)
+{
+    if (list == NULL) {
+        *n = count < GDU_P2P_MAX_GPUS ? count : GDU_P2P_MAX_GPUS;
+        for (int i = 0; i < *n; i++)
+            ordinals[i] = i;
+        return 0;
+    }
+    size_t got = 0;
+    int rc = gdu_parse_index_list(list, 1023, ordinals, GDU_P2P_MAX_GPUS, &got);
+    if (rc != 0) {
+        fprintf(stderr, "gdunlock p2p: --gpus '%s': give up to %d comma-separated CUDA "
+                        "ordinals, e.g. 0,1\n", list, GDU_P2P_MAX_GPUS);
+        return GDU_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < got; i++) {
+        if (ordinals[i] >= count) {
+            fprintf(stderr, "gdunlock p2p: --gpus: there is no GPU %d (CUDA sees %d, "
+                            "ordinals 0..%d)\n", ordinals[i], count, count - 1);
+            return GDU_EXIT_USAGE;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (ordinals[k] == ordinals[i]) {
+                fprintf(stderr, "gdunlock p2p: --gpus: GPU %d is listed twice\n", ordinals[i]);
+                return GDU_EXIT_USAGE;
+            }
+    }
+    *n = (int)got;
+    return 0;
+}
+
+static void show_progress(void *user, const char *phase, unsigned done, unsigned total)
+{
+    int tty = *(const int *)user;
+    if (tty)
+        fprintf(stderr, "\r[%3u/%3u] %s\033[K", done + 1, total, phase);
+    else
+        fprintf(stderr, "[%3u/%3u] %s\n", done + 1, total, phase);
+    if (tty && done + 1 == total)
+        fputc('\n', stderr);
+}
+
+static int output(const gdu_p2p_report *r, int json)
+{
+    if (!json) {
+        int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+        gdu_p2p_print_report(stdout, r, colour);
+        return fflush(stdout) == 0 ? 0 : -1;
+    }
+    json_t *doc = gdu_p2p_report_json(r);
+    if (doc == NULL)
+        return -1;
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    json_decref(doc);
+    fputc('\n', stdout);
+    return rc == 0 && fflush(stdout) == 0 ? 0 : -1;
+}
+
+static int run(const struct options *o, gdu_p2p_report *r)
+{
+    char why[256];
+    const gdu_cuda *cu = gdu_cuda_load(why, sizeof why);
+    if (cu == NULL) {
+        fprintf(stderr, "gdunlock p2p: CUDA is not usable: %s\n"
+                        "  fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine "
+                        "with an NVIDIA GPU\n", why);
+        return GDU_EXIT_UNAVAILABLE;
+    }
+    int count = 0;
+    gdu_CUresult cr = cu->cuDeviceGetCount(&count);
+    if (cr != GDU_CUDA_SUCCESS || count == 0) {
+        fprintf(stderr, "gdunlock p2p: no CUDA GPU visible (%s)\n"
+                        "  fix: check nvidia-smi and CUDA_VISIBLE_DEVICES\n",
+                cr != GDU_CUDA_SUCCESS ? gdu_cuda_result_name(cr) : "device count 0");
+        return GDU_EXIT_UNAVAILABLE;
+    }
+    int ordinals[GDU_P2P_MAX_GPUS], n = 0;
+    int rc = pick_gpus(o->gpus, count, ordinals, &n);
+    if (rc != 0)
+        return rc;
+    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, sizeof why) != 0) {
+        fprintf(stderr, "gdunlock p2p: querying the GPUs failed: %s\n", why);
+        return GDU_EXIT_UNAVAILABLE;
+    }
+    if (n > 1)
+        gdu_p2p_collect_rm(r);
+
+    int tty = isatty(STDERR_FILENO);
+    r->bench = (gdu_p2p_bench_config){
+        .bytes = o->size, .iters = o->iters, .reps = COPIES_PER_SAMPLE,
+        .latency_reps = LATENCY_COPIES, .progress = (tty || o->progress) ? show_progress : NULL,
+        .progress_user = &tty};
+    int status = GDU_EXIT_OK;
+    if (!o->no_bench) {
+        if (gdu_p2p_bench_run(cu, ordinals, n, &r->bench, &r->results, why, sizeof why) == 0) {
+            r->measured = 1;
+            if (r->results.buffers_corrupt != 0)
+                status = GDU_EXIT_FAILED;
+        } else {
+            snprintf(r->bench_error, sizeof r->bench_error, "%s", why);
+            status = GDU_EXIT_FAILED;
+        }
+    }
+    gdu_p2p_decide(r);
+    if (output(r, o->json) != 0) {
+        fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
+        return GDU_EXIT_IOERR;
+    }
+    if (r->bench_error[0])
+        fprintf(stderr, "gdunlock p2p: measurement failed: %s\n", r->bench_error);
+    return status;
+}
 
 int gdu_cmd_p2p(int argc, char **argv)
 {
-    fprintf(stderr, "gdunlock p2p: not built yet\n");
-    return GDU_EXIT_SOFTWARE;
+    struct options o;
+    int rc = parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? GDU_EXIT_OK : rc;
+    gdu_p2p_report *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        fprintf(stderr, "gdunlock p2p: out of memory\n");
+        return GDU_EXIT_SOFTWARE;
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    rc = run(&o, r);
+    free(r);
+    return rc;
 }

@@ -176,37 +176,49 @@ static int check(struct bench *b, int gpu, gdu_CUdeviceptr p, int src, int mode,
     return 0;
 }
 
-static double elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, int *rc)
+static int elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, double *ms)
 {
-    float ms = 0;
-    gdu_CUresult r = b->cu->cuEventElapsedTime(&ms, start, stop);
-    if (r != GDU_CUDA_SUCCESS)
-        *rc = fail(b, "cuEventElapsedTime", r);
-    return ms > 0 ? ms : 1e-6; /* below the events' resolution */
+    float f = 0;
+    CU(b, cuEventSynchronize, (stop));
+    CU(b, cuEventElapsedTime, (&f, start, stop));
+    *ms = f > 0 ? f : 1e-6; /* below the events' resolution */
+    return 0;
+}
+
+/* reps copies of bytes from GPU i's src to GPU j's dst on i's first stream
+ * between i's events; *ms is the time they took. */
+static int timed_copies(struct bench *b, int i, int j, size_t bytes, unsigned reps, double *ms)
+{
+    struct gpu_res *s = &b->g[i], *d = &b->g[j];
+    gdu_CUstream st = s->stream[0];
+    TRY(use(b, i));
+    CU(b, cuEventRecord, (s->start, st));
+    for (unsigned r = 0; r < reps; r++)
+        TRY(copy(b, i, j, d->dst, s->src, bytes, st));
+    CU(b, cuEventRecord, (s->stop, st));
+    return elapsed_ms(b, s->start, s->stop, ms);
+}
+
+static int warm_up(struct bench *b, int i, int j, size_t bytes)
+{
+    TRY(use(b, i));
+    TRY(copy(b, i, j, b->g[j].dst, b->g[i].src, bytes, b->g[i].stream[0]));
+    CU(b, cuStreamSynchronize, (b->g[i].stream[0]));
+    return 0;
 }
 
 static int unidirectional(struct bench *b, int mode, int i, int j)
 {
-    struct gpu_res *s = &b->g[i], *d = &b->g[j];
     size_t bytes = b->cfg->bytes;
-    gdu_CUstream st = s->stream[0];
-    TRY(clear(b, j, d->dst));
-    TRY(use(b, i));
-    TRY(copy(b, i, j, d->dst, s->src, bytes, st)); /* warm-up */
-    CU(b, cuStreamSynchronize, (st));
+    TRY(clear(b, j, b->g[j].dst));
+    TRY(warm_up(b, i, j, bytes));
     for (unsigned it = 0; it < b->cfg->iters; it++) {
-        CU(b, cuEventRecord, (s->start, st));
-        for (unsigned r = 0; r < b->cfg->reps; r++)
-            TRY(copy(b, i, j, d->dst, s->src, bytes, st));
-        CU(b, cuEventRecord, (s->stop, st));
-        CU(b, cuEventSynchronize, (s->stop));
-        int rc = 0;
-        double ms = elapsed_ms(b, s->start, s->stop, &rc);
-        TRY(rc);
+        double ms;
+        TRY(timed_copies(b, i, j, bytes, b->cfg->reps, &ms));
         b->samples[it] = (double)bytes * b->cfg->reps / (ms * 1e-3) / 1e9;
     }
     b->res->uni_gbps[mode].cell[i][j] = gdu_p2p_stat_of(b->samples, b->cfg->iters);
-    return check(b, j, d->dst, i, mode, i, j);
+    return check(b, j, b->g[j].dst, i, mode, i, j);
 }
 
 /* Copies i->j on i's stream and j->i on j's stream at once (on the diagonal:
@@ -239,12 +251,10 @@ static int bidirectional(struct bench *b, int mode, int i, int j)
         TRY(use(b, i));
         CU(b, cuStreamWaitEvent, (sa, b->g[gb].stop2, 0));
         CU(b, cuEventRecord, (a->stop, sa));
-        CU(b, cuEventSynchronize, (a->stop));
+        double ms;
+        TRY(elapsed_ms(b, a->start, a->stop, &ms));
         if (it == 0)
             continue;
-        int rc = 0;
-        double ms = elapsed_ms(b, a->start, a->stop, &rc);
-        TRY(rc);
         b->samples[it - 1] = 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9;
     }
     b->res->bidi_gbps[mode].cell[i][j] = gdu_p2p_stat_of(b->samples, b->cfg->iters);
@@ -257,19 +267,11 @@ static int latency(struct bench *b, int mode, int i, int j)
     struct gpu_res *s = &b->g[i], *d = &b->g[j];
     gdu_CUstream st = s->stream[0];
     unsigned reps = b->cfg->latency_reps;
-    TRY(use(b, i));
-    TRY(copy(b, i, j, d->dst, s->src, LATENCY_BYTES, st));
-    CU(b, cuStreamSynchronize, (st));
+    TRY(warm_up(b, i, j, LATENCY_BYTES));
     double *cpu = b->samples + b->cfg->iters; /* second half of the sample space */
     for (unsigned it = 0; it < b->cfg->iters; it++) {
-        CU(b, cuEventRecord, (s->start, st));
-        for (unsigned r = 0; r < reps; r++)
-            TRY(copy(b, i, j, d->dst, s->src, LATENCY_BYTES, st));
-        CU(b, cuEventRecord, (s->stop, st));
-        CU(b, cuEventSynchronize, (s->stop));
-        int rc = 0;
-        double ms = elapsed_ms(b, s->start, s->stop, &rc);
-        TRY(rc);
+        double ms;
+        TRY(timed_copies(b, i, j, LATENCY_BYTES, reps, &ms));
         b->samples[it] = ms * 1e3 / reps;
 
         double t0 = now_s();

@@ -10,6 +10,8 @@
     "install an open kernel module with the BAR1 P2P patches (github.com/tinygrad/"           \
     "open-gpu-kernel-modules or github.com/aikitoria/open-gpu-kernel-modules, matching your " \
     "driver version)"
+#define FIX_TOPOLOGY                                                                           \
+    "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink"
 #define FIX_REBAR                                                                              \
     "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "             \
     "NVreg_EnableResizableBar=1 so that BAR1 covers all GPU memory"
@@ -56,6 +58,13 @@ static int small_bar1_gpu(const gdu_p2p_facts *f)
         if (f->bar1_bytes[i] != 0 && f->vram_bytes[i] != 0 && f->bar1_bytes[i] < f->vram_bytes[i])
             return i;
     return -1;
+}
+
+/* BAR1 P2P is the PCIe path for GeForce (mailbox locked) and for Hopper and
+ * later; older professional GPUs use mailbox P2P, where BAR1 size is moot. */
+static int bar1_p2p_candidate(const gdu_p2p_facts *f)
+{
+    return f->geforce == GDU_TRI_YES || f->cc_major >= 9;
 }
 
 static void describe_small_bar1(const gdu_p2p_facts *f, int gpu, char *out, size_t len)
@@ -170,7 +179,7 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         return;
     case GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
         set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
+            FIX_TOPOLOGY,
             "the driver refuses P2P: %s", "the GPUs hang off different I/O hubs / CPU sockets");
         return;
     case GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED:
@@ -186,13 +195,12 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
     default:
         break;
     }
-    if (small >= 0) {
-        set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR,
-            "BAR1 P2P needs all GPU memory in BAR1: %s", bar1);
-    } else if (f->topo == GDU_P2P_TOPO_SYS) {
+    if (f->topo == GDU_P2P_TOPO_SYS) {
         set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
+            FIX_TOPOLOGY,
             "the driver refuses P2P: %s", "the path crosses CPU sockets (SYS)");
+    } else if (small >= 0 && bar1_p2p_candidate(f)) {
+        set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR, "BAR1 P2P needs all GPU memory in BAR1: %s", bar1);
     } else if (f->geforce == GDU_TRI_YES) {
         set(v, GDU_P2P_CAUSE_ARCH_HAL, FIX_PATCHED_DRIVER,
             "the driver has no PCIe P2P for this GeForce GPU: %s",
@@ -212,13 +220,13 @@ static void refused_without_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 {
     char bar1[160];
     int small = small_bar1_gpu(f);
-    if (small >= 0) {
+    if (f->topo == GDU_P2P_TOPO_SYS) {
+        set(v, GDU_P2P_CAUSE_TOPOLOGY,
+            FIX_TOPOLOGY,
+            "CUDA refuses peer access; %s", "the path crosses CPU sockets (SYS)");
+    } else if (small >= 0 && bar1_p2p_candidate(f)) {
         describe_small_bar1(f, small, bar1, sizeof bar1);
         set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR, "CUDA refuses peer access; %s", bar1);
-    } else if (f->topo == GDU_P2P_TOPO_SYS) {
-        set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink",
-            "CUDA refuses peer access; %s", "the path crosses CPU sockets (SYS)");
     } else if (f->geforce == GDU_TRI_YES) {
         set(v, GDU_P2P_CAUSE_SKU_LOCK, FIX_PATCHED_DRIVER,
             "CUDA refuses peer access on %s (the stock driver's SKU lock; RM caps unavailable)",

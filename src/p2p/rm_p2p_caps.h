@@ -5,10 +5,14 @@
 #ifndef GDUNLOCK_P2P_RM_P2P_CAPS_H
 #define GDUNLOCK_P2P_RM_P2P_CAPS_H
 
+#include "driverabi/ctrl0000_gpu.h"
 #include "p2p/p2p_caps.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The most GPUs the RM lists. */
+#define GDU_RM_MAX_GPUS GDU_NV0000_GPU_MAX_ATTACHED_GPUS
 
 typedef int (*gdu_rm_ioctl_fn)(int fd, unsigned long request, void *arg);
 

@@ -1,0 +1,103 @@
+/* Gathers the capability part of the p2p report: CUDA's view of each GPU and
+ * pair, the RM's P2P caps through our own RM client, and the verdicts. */
+#include "cli/p2p_collect.h"
+
+#include "p2p/rm_p2p_caps.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int gdu_p2p_collect_cuda(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
+                         char *why, size_t why_len)
+{
+    r->n = n;
+    for (int i = 0; i < n; i++)
+        if (gdu_p2p_gpu_query(cu, ordinals[i], &r->gpu[i], why, why_len) != 0)
+            return -1;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            gdu_p2p_facts_init(&r->pair[i][j].facts);
+            if (gdu_p2p_cuda_pair_query(cu, ordinals[i], ordinals[j], &r->pair[i][j].cuda, why,
+                                        why_len) != 0)
+                return -1;
+        }
+    return 0;
+}
+
+/* RM gpuIds of our GPUs, matched by PCI domain/bus/device. */
+static void match_rm_ids(gdu_p2p_report *r, const gdu_rm_gpu *rm, size_t count)
+{
+    for (int i = 0; i < r->n; i++)
+        for (size_t k = 0; k < count; k++)
+            if (rm[k].domain == r->gpu[i].domain && rm[k].bus == r->gpu[i].bus &&
+                rm[k].device == r->gpu[i].device) {
+                r->rm_known[i] = 1;
+                r->rm_gpu_id[i] = rm[k].gpu_id;
+            }
+}
+
+void gdu_p2p_collect_rm(gdu_p2p_report *r)
+{
+    gdu_rm_client client;
+    gdu_rm_gpu rm[GDU_RM_MAX_GPUS];
+    size_t count = 0;
+    char why[256];
+    if (gdu_rm_client_open(&client, NULL, NULL, why, sizeof why) != 0) {
+        snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
+        return;
+    }
+    if (gdu_rm_attached_gpus(&client, rm, GDU_RM_MAX_GPUS, &count, why,
+                             sizeof why) != 0) {
+        snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
+        gdu_rm_client_close(&client);
+        return;
+    }
+    match_rm_ids(r, rm, count);
+    for (int i = 0; i < r->n; i++)
+        for (int j = 0; j < r->n; j++) {
+            gdu_p2p_pair_report *p = &r->pair[i][j];
+            if (i == j || !r->rm_known[i] || !r->rm_known[j])
+                continue;
+            if (gdu_rm_p2p_caps(&client, r->rm_gpu_id[i], r->rm_gpu_id[j], &p->rm, why,
+                                sizeof why) == 0)
+                p->rm_known = 1;
+            else if (r->rm_error[0] == '\0')
+                snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
+        }
+    for (int i = 0; i < r->n; i++)
+        if (!r->rm_known[i] && r->rm_error[0] == '\0')
+            snprintf(r->rm_error, sizeof r->rm_error,
+                     "GPU %s is not among the RM's attached GPUs", r->gpu[i].pci_bus_id);
+    gdu_rm_client_close(&client);
+}
+
+void gdu_p2p_decide(gdu_p2p_report *r)
+{
+    for (int i = 0; i < r->n; i++)
+        for (int j = 0; j < r->n; j++) {
+            gdu_p2p_pair_report *p = &r->pair[i][j];
+            gdu_p2p_facts *f = &p->facts;
+            if (i == j)
+                continue;
+            f->cuda_can_access = p->cuda.can_access ? GDU_TRI_YES : GDU_TRI_NO;
+            f->rm_caps_known = p->rm_known;
+            f->rm = p->rm;
+            f->bar1_bytes[0] = r->bar1_bytes[i];
+            f->bar1_bytes[1] = r->bar1_bytes[j];
+            f->vram_bytes[0] = r->gpu[i].memory_bytes;
+            f->vram_bytes[1] = r->gpu[j].memory_bytes;
+            f->geforce = gdu_p2p_name_is_geforce(r->gpu[i].name) ||
+                                 gdu_p2p_name_is_geforce(r->gpu[j].name)
+                             ? GDU_TRI_YES
+                             : GDU_TRI_NO;
+            f->cc_major = r->gpu[i].cc_major < r->gpu[j].cc_major ? r->gpu[i].cc_major
+                                                                  : r->gpu[j].cc_major;
+            if (r->measured) {
+                const gdu_p2p_results *res = &r->results;
+                f->enable_failed = res->enable_failed[i][j] ? GDU_TRI_YES : GDU_TRI_NO;
+                f->data_corrupt = res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_TRI_YES
+                                                                           : GDU_TRI_NO;
+            }
+            gdu_p2p_reason(f, &p->verdict);
+        }
+}

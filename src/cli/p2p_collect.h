@@ -1,0 +1,20 @@
+/* The capability half of `gdunlock p2p`, apart from printing. */
+#ifndef GDUNLOCK_CLI_P2P_COLLECT_H
+#define GDUNLOCK_CLI_P2P_COLLECT_H
+
+#include "cli/p2p_report.h"
+
+/* GPU descriptions and CUDA pair attributes for the given ordinals; initialises
+ * every pair's facts. Returns 0 or -1 with why. */
+int gdu_p2p_collect_cuda(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
+                         char *why, size_t why_len);
+
+/* The RM's caps for each ordered pair; on failure r->rm_error says why and
+ * the pairs stay without RM caps. */
+void gdu_p2p_collect_rm(gdu_p2p_report *r);
+
+/* Fills each pair's facts from the report (and the measurements, once made)
+ * and computes its verdict. */
+void gdu_p2p_decide(gdu_p2p_report *r);
+
+#endif

@@ -1,0 +1,200 @@
+/* The p2p report's renderers: matrices in p2pBandwidthLatencyTest's layout,
+ * the capability table with reasons, and the JSON document. */
+#include "cli/p2p_report.h"
+
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static char *render_matrix(const gdu_p2p_matrix *m, const int *ordinals, int spread)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gdu_p2p_print_matrix(f, "Title", m, ordinals, 2, spread);
+    fclose(f);
+    return text;
+}
+
+static gdu_p2p_stat stat3(double med, double lo, double hi)
+{
+    return (gdu_p2p_stat){.valid = 1, .median = med, .min = lo, .max = hi};
+}
+
+static void test_matrix_layout(void **state)
+{
+    gdu_p2p_matrix m = {.n = 2};
+    m.cell[0][0] = stat3(2030.123, 2010, 2040.5);
+    m.cell[0][1] = stat3(394.8, 393.25, 395.7);
+    m.cell[1][0] = stat3(37.7, 37.5, 37.9);
+    int ordinals[] = {0, 3};
+    char *t = render_matrix(&m, ordinals, 0);
+    assert_string_equal(t, "Title\n"
+                           "   D\\D         0         3\n"
+                           "     0   2030.12    394.80\n"
+                           "     3     37.70         -\n");
+    free(t);
+    t = render_matrix(&m, ordinals, 1);
+    assert_non_null(strstr(t, "     3     37.70         -\n"
+                              "       spread of the samples [min..max]\n"
+                              "     0    [2010.00..2040.50]      [393.25..395.70]\n"
+                              "     3        [37.50..37.90]                     -\n"));
+    free(t);
+}
+
+static gdu_p2p_report *two_gpus(void)
+{
+    gdu_p2p_report *r = calloc(1, sizeof *r);
+    r->n = 2;
+    for (int i = 0; i < 2; i++) {
+        r->gpu[i] = (gdu_p2p_gpu){.ordinal = i, .memory_bytes = 24ull << 30, .cc_major = 8,
+                                  .cc_minor = 9};
+        snprintf(r->gpu[i].name, sizeof r->gpu[i].name, "NVIDIA GeForce RTX 4090");
+        snprintf(r->gpu[i].pci_bus_id, sizeof r->gpu[i].pci_bus_id, "0000:%02X:00.0", 0x1b + i);
+        r->bar1_bytes[i] = 256ull << 20;
+    }
+    r->rm_known[0] = 1;
+    r->rm_gpu_id[0] = 0x1b00;
+    snprintf(r->date, sizeof r->date, "2026-11-30T01:00:00Z");
+    r->bench = (gdu_p2p_bench_config){.bytes = 256ull << 20, .iters = 5, .reps = 5,
+                                      .latency_reps = 100};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            if (i == j)
+                continue;
+            gdu_p2p_pair_report *p = &r->pair[i][j];
+            gdu_p2p_facts_init(&p->facts);
+            p->rm_known = 1;
+            memset(p->rm.status, GDU_P2P_CAPS_STATUS_NOT_SUPPORTED, sizeof p->rm.status);
+            p->rm.status[GDU_P2P_CAPS_INDEX_READ] = GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED;
+            p->rm.status[GDU_P2P_CAPS_INDEX_WRITE] = GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED;
+            p->facts.cuda_can_access = GDU_TRI_NO;
+            p->facts.rm_caps_known = 1;
+            p->facts.rm = p->rm;
+            p->facts.geforce = GDU_TRI_YES;
+            gdu_p2p_reason(&p->facts, &p->verdict);
+        }
+    gdu_p2p_results *res = &r->results;
+    res->n = 2;
+    res->ordinals[1] = 1;
+    gdu_p2p_matrix *all[] = {&res->uni_gbps[0], &res->uni_gbps[1], &res->bidi_gbps[0],
+                             &res->bidi_gbps[1], &res->lat_gpu_us[0], &res->lat_gpu_us[1],
+                             &res->lat_cpu_us[0], &res->lat_cpu_us[1]};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        all[k]->n = 2;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                all[k]->cell[i][j] = stat3(10.0 * (double)(k + 1) + i + j / 10.0, 1, 99);
+    }
+    res->buffers_checked = 24;
+    r->measured = 1;
+    return r;
+}
+
+static char *render_report(const gdu_p2p_report *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gdu_p2p_print_report(f, r, 0);
+    fclose(f);
+    return text;
+}
+
+static void test_report_refused_pair(void **state)
+{
+    gdu_p2p_report *r = two_gpus();
+    char *t = render_report(r);
+    assert_non_null(strstr(t, "0 -> 1   no        0     no       none (staged through "));
+    assert_non_null(strstr(t, "gpu_not_supported"));
+    assert_non_null(strstr(t, "[sku_lock]"));
+    assert_non_null(strstr(t, "fix: install an open kernel module with the BAR1 P2P patches"));
+    assert_non_null(strstr(t, "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s, median)"));
+    assert_non_null(strstr(t, "Bidirectional P2P=Enabled Bandwidth Matrix"));
+    assert_non_null(strstr(t, "P2P=Enabled Latency Matrix, CPU-timed"));
+    assert_non_null(strstr(t, "24 buffers compared with their source pattern: all matched"));
+    assert_non_null(strstr(t, "256.00 MiB"));
+    assert_null(strstr(t, "\033[")); /* no colour when not asked */
+    free(t);
+    r->results.buffers_corrupt = 2;
+    snprintf(r->bench_error, sizeof r->bench_error, "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2)");
+    t = render_report(r);
+    assert_non_null(strstr(t, "2 WRONG"));
+    assert_non_null(strstr(t, "Measurement stopped: cuMemAlloc"));
+    free(t);
+    free(r);
+}
+
+static void test_report_one_gpu(void **state)
+{
+    gdu_p2p_report *r = two_gpus();
+    r->n = 1;
+    r->results.n = 1;
+    r->results.uni_gbps[1].n = 1;
+    char *t = render_report(r);
+    assert_non_null(strstr(t, "Only one GPU: there is no pair to test"));
+    assert_null(strstr(t, "P2P capability per ordered pair"));
+    free(t);
+    free(r);
+}
+
+static void test_json(void **state)
+{
+    gdu_p2p_report *r = two_gpus();
+    r->results.uni_gbps[1].cell[0][1].valid = 0;
+    json_t *doc = gdu_p2p_report_json(r);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "command")), "p2p");
+    assert_int_equal(json_integer_value(json_object_get(doc, "size_bytes")), 256 << 20);
+    json_t *gpus = json_object_get(doc, "gpus");
+    assert_int_equal(json_array_size(gpus), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(gpus, 0), "compute_capability")), "8.9");
+    assert_true(json_is_true(json_object_get(json_array_get(gpus, 0), "geforce")));
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(gpus, 0), "rm_gpu_id")), 0x1b00);
+    assert_true(json_is_null(json_object_get(json_array_get(gpus, 1), "rm_gpu_id")));
+    json_t *pairs = json_object_get(doc, "pairs");
+    assert_int_equal(json_array_size(pairs), 2); /* ordered pairs, no diagonal */
+    json_t *p = json_array_get(pairs, 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "src")), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "dst")), 1);
+    json_t *v = json_object_get(p, "verdict");
+    assert_true(json_is_false(json_object_get(v, "p2p")));
+    assert_string_equal(json_string_value(json_object_get(v, "cause")), "sku_lock");
+    json_t *st = json_object_get(json_object_get(p, "rm"), "status");
+    assert_string_equal(json_string_value(json_object_get(st, "read")), "gpu_not_supported");
+    assert_string_equal(json_string_value(json_object_get(st, "pci_bar1")), "not_supported");
+    json_t *m = json_object_get(doc, "measured");
+    json_t *uni = json_object_get(json_object_get(json_object_get(m, "bandwidth_gbps"), "unidirectional"), "p2p_enabled");
+    json_t *med = json_object_get(uni, "median");
+    assert_true(json_is_null(json_array_get(json_array_get(med, 0), 1)));
+    assert_float_equal(json_real_value(json_array_get(json_array_get(med, 1), 0)), 21.0, 1e-9);
+    assert_float_equal(json_real_value(json_array_get(json_array_get(json_object_get(uni, "max"), 1), 1)), 99.0, 0);
+    assert_true(json_is_true(json_object_get(json_object_get(m, "verification"), "ok")));
+    /* The document serialises (no NaN or invalid UTF-8 sneaks in). */
+    char *text = json_dumps(doc, 0);
+    assert_non_null(text);
+    free(text);
+    json_decref(doc);
+    r->measured = 0;
+    doc = gdu_p2p_report_json(r);
+    assert_true(json_is_null(json_object_get(doc, "measured")));
+    json_decref(doc);
+    free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matrix_layout),
+        cmocka_unit_test(test_report_refused_pair),
+        cmocka_unit_test(test_report_one_gpu),
+        cmocka_unit_test(test_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
