@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <stdlib.h>
 
 #define CLIENT 0xc1d00042u
 
@@ -100,6 +102,115 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
     }
     fail_msg("unexpected escape 0x%x", nr);
     return -1;
+}
+
+/* Replay of the answers the real RM gave PyTorch on two NVLink H200s
+ * (580.159.04; tests/fixtures/p2p/rm-h200-x2.jsonl, cut from the recorded
+ * trace tests/fixtures/rm-traces/torch.jsonl). */
+static json_t *recorded;
+
+static int hex_to_bytes(const char *hex, void *out, size_t len)
+{
+    if (hex == NULL || strlen(hex) != 2 * len)
+        return -1;
+    unsigned char *o = out;
+    for (size_t i = 0; i < len; i++)
+        if (sscanf(hex + 2 * i, "%2hhx", &o[i]) != 1)
+            return -1;
+    return 0;
+}
+
+/* The recorded answer to the same question: same command, and for the
+ * per-GPU controls the same gpuId(s), in either order. */
+static json_t *recorded_answer(uint32_t cmd, const unsigned char *params, uint32_t size)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(recorded, i, r) {
+        if (json_integer_value(json_object_get(r, "cmd")) != cmd)
+            continue;
+        unsigned char *in = malloc(size);
+        assert_int_equal(hex_to_bytes(json_string_value(json_object_get(r, "params_in")), in, size), 0);
+        int same = 1;
+        if (cmd == GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO)
+            same = memcmp(in, params, 4) == 0;
+        else if (cmd == GDU_NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2) {
+            uint32_t a[2], b[2];
+            memcpy(a, in, 8);
+            memcpy(b, params, 8);
+            same = (a[0] == b[0] && a[1] == b[1]) || (a[0] == b[1] && a[1] == b[0]);
+        }
+        free(in);
+        if (same)
+            return r;
+    }
+    return NULL;
+}
+
+static int replay_ioctl(int fd, unsigned long request, void *arg)
+{
+    unsigned nr = 0;
+    size_t size = 0;
+    assert_true(gdu_nv_ioctl_decode(request, &nr, &size));
+    if (nr != GDU_NV_ESC_RM_CONTROL)
+        return fake_ioctl(fd, request, arg);
+    gdu_nvos54 *p = arg;
+    json_t *r = recorded_answer(p->cmd, (void *)(uintptr_t)p->params, p->paramsSize);
+    if (r == NULL) {
+        p->status = 0x1f;
+        return 0;
+    }
+    assert_int_equal(hex_to_bytes(json_string_value(json_object_get(r, "params_out")),
+                                  (void *)(uintptr_t)p->params, p->paramsSize), 0);
+    p->status = (uint32_t)json_integer_value(json_object_get(r, "status"));
+    return 0;
+}
+
+static void test_replay_h200_pair(void **state)
+{
+    json_error_t err;
+    FILE *f = fopen(GDUNLOCK_FIXTURES "/p2p/rm-h200-x2.jsonl", "r");
+    assert_non_null(f);
+    recorded = json_array();
+    json_t *line;
+    while ((line = json_loadf(f, JSON_DISABLE_EOF_CHECK, &err)) != NULL)
+        json_array_append_new(recorded, line);
+    fclose(f);
+    assert_int_equal(json_array_size(recorded), 4);
+
+    gdu_rm_client c;
+    char why[256] = "";
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", replay_ioctl, why, sizeof why), 0);
+    gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];
+    size_t n = 0;
+    assert_int_equal(gdu_rm_attached_gpus(&c, gpus, GDU_RM_MAX_GPUS, &n, why, sizeof why), 0);
+    assert_int_equal(n, 2);
+    /* nvidia-smi: GPUs at 0000:00:06.0 and 0000:00:07.0; the RM lists gpuId 7 first. */
+    assert_int_equal(gpus[0].gpu_id, 7);
+    assert_int_equal(gpus[0].device, 7);
+    assert_int_equal(gpus[1].gpu_id, 6);
+    assert_int_equal(gpus[1].device, 6);
+    assert_int_equal(gpus[1].bus, 0);
+    assert_int_equal(gpus[1].domain, 0);
+
+    gdu_p2p_rm_caps caps;
+    assert_int_equal(gdu_rm_p2p_caps(&c, 6, 7, &caps, why, sizeof why), 0);
+    assert_int_equal(caps.caps, GDU_P2P_CAPS_WRITES | GDU_P2P_CAPS_READS | GDU_P2P_CAPS_NVLINK |
+                                    GDU_P2P_CAPS_ATOMICS);
+    assert_int_equal(gdu_p2p_caps_link(caps.caps), GDU_P2P_LINK_NVLINK);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_READ], GDU_P2P_CAPS_STATUS_OK);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_WRITE], GDU_P2P_CAPS_STATUS_OK);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_NVLINK], GDU_P2P_CAPS_STATUS_OK);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_ATOMICS], GDU_P2P_CAPS_STATUS_OK);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_PCI], GDU_P2P_CAPS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(caps.status[GDU_P2P_CAPS_INDEX_PCI_BAR1], GDU_P2P_CAPS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(caps.optimal_read_ces, 0x10);
+    assert_int_equal(caps.optimal_write_ces, 0x10);
+    /* A GPU the RM does not know: its status comes back by name. */
+    assert_int_equal(gdu_rm_p2p_caps(&c, 6, 9, &caps, why, sizeof why), -EIO);
+    assert_non_null(strstr(why, "NV_ERR_INVALID_ARGUMENT"));
+    gdu_rm_client_close(&c);
+    json_decref(recorded);
 }
 
 static int reset(void **state)
@@ -209,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup(test_alloc_refused, reset),
         cmocka_unit_test_setup(test_ioctl_fails, reset),
         cmocka_unit_test_setup(test_no_device, reset),
+        cmocka_unit_test_setup(test_replay_h200_pair, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
