@@ -1,11 +1,165 @@
-/* Placeholder until the doctor command lands; replaced by its implementation. */
+/* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
+ * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
 #include "cli/commands.h"
+#include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
+#include "probe/capture.h"
+#include "probe/doctor.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json] [--progress]\n"
+            "\n"
+            "Says whether GPUDirect Storage and GPU P2P can work on this machine, exactly\n"
+            "why not, and the fix. With PATH, the storage verdict is about that file or\n"
+            "directory (its filesystem, block devices, NVMe and PCIe path); without it,\n"
+            "about any NVMe drive.\n"
+            "\n"
+            "  --sysroot DIR   examine a captured machine: read /sys, /proc, /etc, /run under\n"
+            "                  DIR and the live-driver answers from DIR/gdunlock-live.json\n"
+            "  --capture DIR   also copy every file doctor read, and the live answers, into\n"
+            "                  DIR (attach it to a bug report; replay with --sysroot DIR)\n"
+            "  --json          machine-readable report (schema: docs/doctor-json.md)\n"
+            "  --progress      say what is being probed on stderr even when it is not a terminal\n"
+            "  -h, --help      this text\n"
+            "\n"
+            "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
+            "12 impossible, 69 no NVIDIA driver, 64 bad arguments, 66 PATH missing\n");
+}
+
+static int exit_code(const gdu_report *r)
+{
+    if (!r->driver_present)
+        return GDU_EXIT_UNAVAILABLE;
+    switch (r->gds) {
+    case GDU_GDS_DIRECT: return GDU_DOCTOR_EXIT_DIRECT;
+    case GDU_GDS_DIRECT_GDUNLOCK: return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
+    case GDU_GDS_COMPAT: return GDU_DOCTOR_EXIT_COMPAT;
+    default: return GDU_DOCTOR_EXIT_IMPOSSIBLE;
+    }
+}
+
+/* The path as the examined machine names it: resolved live, normalised in a sysroot. */
+static int target_path(const char *arg, bool live, char *out, size_t len)
+{
+    if (live) {
+        char real[PATH_MAX];
+        if (realpath(arg, real) == NULL) {
+            fprintf(stderr, "gdunlock doctor: %s: %s (name an existing file or directory)\n", arg,
+                    strerror(errno));
+            return GDU_EXIT_NOINPUT;
+        }
+        snprintf(out, len, "%s", real);
+        return 0;
+    }
+    if (arg[0] != '/') {
+        fprintf(stderr, "gdunlock doctor: with --sysroot, PATH must be absolute on the captured "
+                        "machine (got '%s')\n", arg);
+        return GDU_EXIT_USAGE;
+    }
+    snprintf(out, len, "%s", arg);
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    return 0;
+}
 
 int gdu_cmd_doctor(int argc, char **argv)
 {
-    fprintf(stderr, "gdunlock doctor: not built yet\n");
-    return GDU_EXIT_SOFTWARE;
+    static const struct option options[] = {
+        {"sysroot", required_argument, NULL, 's'}, {"capture", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},          {"progress", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    const char *sysroot = NULL, *capture = NULL;
+    bool json = false, progress = isatty(STDERR_FILENO);
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 's': sysroot = optarg; break;
+        case 'c': capture = optarg; break;
+        case 'j': json = true; break;
+        case 'p': progress = true; break;
+        case 'h': usage(stdout); return GDU_EXIT_OK;
+        default: usage(stderr); return GDU_EXIT_USAGE;
+        }
+    }
+    if (argc - optind > 1) {
+        fprintf(stderr, "gdunlock doctor: one PATH at most\n");
+        usage(stderr);
+        return GDU_EXIT_USAGE;
+    }
+    if (sysroot != NULL && capture != NULL) {
+        fprintf(stderr, "gdunlock doctor: --capture records the live machine; it cannot be "
+                        "combined with --sysroot\n");
+        return GDU_EXIT_USAGE;
+    }
+    gdu_sysroot sr;
+    if (gdu_sysroot_init(&sr, sysroot) != 0) {
+        fprintf(stderr, "gdunlock doctor: --sysroot path too long\n");
+        return GDU_EXIT_USAGE;
+    }
+    if (sysroot != NULL && access(sysroot, R_OK | X_OK) != 0) {
+        fprintf(stderr, "gdunlock doctor: --sysroot %s: %s\n", sysroot, strerror(errno));
+        return GDU_EXIT_NOINPUT;
+    }
+    char path[PATH_MAX];
+    const char *target = NULL;
+    if (optind < argc) {
+        int rc = target_path(argv[optind], sysroot == NULL, path, sizeof path);
+        if (rc != 0)
+            return rc;
+        target = path;
+    }
+    gdu_system *sys = malloc(sizeof *sys);
+    if (sys == NULL) {
+        fprintf(stderr, "gdunlock doctor: out of memory\n");
+        return GDU_EXIT_SOFTWARE;
+    }
+    if (progress)
+        fprintf(stderr, "doctor: probing driver, PCI devices, storage, IOMMU and CUDA...\n");
+    gdu_system_probe(&sr, target ? &target : NULL, target ? 1 : 0, sys);
+    gdu_report report;
+    gdu_doctor_diagnose(sys, target, &report);
+    int code = exit_code(&report);
+
+    char source[PATH_MAX + 16];
+    snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
+             sysroot ? sysroot : "");
+    int rc = 0;
+    if (json)
+        rc = gdu_doctor_print_json(stdout, &report, source, code);
+    else
+        gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
+    if (capture != NULL) {
+        gdu_capture_stats st;
+        char why[512];
+        if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
+            fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
+            rc = -1;
+        } else {
+            fprintf(stderr, "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
+                            "unreadable); replay with: gdunlock doctor --sysroot %s\n",
+                    st.files, st.links, capture, st.missing, st.failed, capture);
+        }
+    }
+    gdu_report_free(&report);
+    gdu_system_free(sys);
+    free(sys);
+    gdu_sysroot_free(&sr);
+    if (rc != 0) {
+        fprintf(stderr, "gdunlock doctor: could not write the report\n");
+        return GDU_EXIT_IOERR;
+    }
+    return code;
 }

@@ -1,11 +1,119 @@
-/* Placeholder until the topo command lands; replaced by its implementation. */
+/* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
+ * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "probe/topo_matrix.h"
 
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gdunlock topo [--sysroot DIR] [--json]\n"
+            "\n"
+            "Shows how each GPU reaches every GPU, NVMe drive and network card:\n"
+            "  X     itself               NV    NVLink\n"
+            "  PIX   one PCIe switch      PXB   several PCIe switches\n"
+            "  PHB   a PCIe host bridge   NODE  host bridges of one NUMA node\n"
+            "  SYS   across CPU sockets\n"
+            "and which mount points live on each NVMe drive.\n"
+            "\n"
+            "  --sysroot DIR   examine a machine captured with 'gdunlock doctor --capture DIR'\n"
+            "  --json          machine-readable output\n"
+            "  -h, --help      this text\n");
+}
+
+static void print_table(const gdu_topo *t)
+{
+    printf("%-8s", "");
+    for (size_t c = 0; c < t->n_cols; c++)
+        printf(" %-6s", t->cols[c].name);
+    printf(" %-5s\n", "NUMA");
+    for (size_t r = 0; r < t->n_gpus; r++) {
+        printf("%-8s", t->cols[r].name);
+        for (size_t c = 0; c < t->n_cols; c++)
+            printf(" %-6s", t->cell[r][c]);
+        if (t->cols[r].numa_node >= 0)
+            printf(" %d\n", t->cols[r].numa_node);
+        else
+            printf(" N/A\n");
+    }
+    printf("\n");
+    for (size_t c = 0; c < t->n_cols; c++) {
+        const gdu_topo_col *col = &t->cols[c];
+        printf("%-8s %s  %s\n", col->name, col->bdf[0] ? col->bdf : "(no PCI address)", col->detail);
+        for (size_t m = 0; m < col->n_mounts; m++)
+            printf("%-8s   mounted: %s\n", "", col->mounts[m]);
+        if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
+            printf("%-8s   mounted: nothing\n", "");
+    }
+}
 
 int gdu_cmd_topo(int argc, char **argv)
 {
-    fprintf(stderr, "gdunlock topo: not built yet\n");
-    return GDU_EXIT_SOFTWARE;
+    static const struct option options[] = {
+        {"sysroot", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *sysroot = NULL;
+    int json = 0, opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 's': sysroot = optarg; break;
+        case 'j': json = 1; break;
+        case 'h': usage(stdout); return GDU_EXIT_OK;
+        default: usage(stderr); return GDU_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gdunlock topo: unexpected argument '%s'\n", argv[optind]);
+        return GDU_EXIT_USAGE;
+    }
+    gdu_sysroot sr;
+    if (gdu_sysroot_init(&sr, sysroot) != 0 || (sysroot && access(sysroot, R_OK | X_OK) != 0)) {
+        fprintf(stderr, "gdunlock topo: --sysroot %s: %s\n", sysroot ? sysroot : "",
+                strerror(errno ? errno : ENAMETOOLONG));
+        return GDU_EXIT_NOINPUT;
+    }
+    gdu_system *sys = malloc(sizeof *sys);
+    gdu_topo *t = malloc(sizeof *t);
+    if (sys == NULL || t == NULL) {
+        free(sys);
+        free(t);
+        fprintf(stderr, "gdunlock topo: out of memory\n");
+        return GDU_EXIT_SOFTWARE;
+    }
+    gdu_system_probe(&sr, NULL, 0, sys);
+    gdu_topo_build(sys, t);
+    int rc = GDU_EXIT_OK;
+    if (t->n_gpus == 0) {
+        fprintf(stderr, "gdunlock topo: no NVIDIA GPU found%s%s\n",
+                sys->driver.loaded ? "" : " (no NVIDIA driver loaded)",
+                sys->pci_error[0] ? "; " : "");
+        if (sys->pci_error[0])
+            fprintf(stderr, "  %s\n", sys->pci_error);
+        rc = GDU_EXIT_UNAVAILABLE;
+    }
+    if (json) {
+        json_t *j = gdu_topo_to_json(t);
+        if (j == NULL || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+            rc = GDU_EXIT_IOERR;
+        putchar('\n');
+        json_decref(j);
+    } else if (t->n_gpus > 0) {
+        print_table(t);
+    }
+    gdu_system_free(sys);
+    free(sys);
+    free(t);
+    gdu_sysroot_free(&sr);
+    return rc;
 }

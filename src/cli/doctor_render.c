@@ -1,0 +1,120 @@
+#include "cli/doctor_render.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RED "\033[31m"
+#define GREEN "\033[32m"
+#define YELLOW "\033[33m"
+#define CYAN "\033[36m"
+#define BOLD "\033[1m"
+#define RESET "\033[0m"
+
+bool gdu_doctor_want_color(FILE *out)
+{
+    const char *no_color = getenv("NO_COLOR");
+    return isatty(fileno(out)) && (no_color == NULL || no_color[0] == '\0');
+}
+
+static const char *paint(bool color, const char *code)
+{
+    return color ? code : "";
+}
+
+static const char *status_color(gdu_status s)
+{
+    static const char *const colors[] = {GREEN, YELLOW, RED, CYAN};
+    return (unsigned)s < 4 ? colors[s] : CYAN;
+}
+
+static const char *status_tag(gdu_status s)
+{
+    static const char *const tags[] = {" ok ", "warn", "FAIL", " ?? "};
+    return (unsigned)s < 4 ? tags[s] : " ?? ";
+}
+
+static const char *verdict_color(gdu_gds_verdict v)
+{
+    static const char *const colors[] = {GREEN, GREEN, YELLOW, RED};
+    return (unsigned)v < 4 ? colors[v] : RED;
+}
+
+static void print_verdicts(FILE *out, const gdu_report *r, bool color)
+{
+    fprintf(out, "%sVERDICTS%s\n", paint(color, BOLD), paint(color, RESET));
+    if (!r->driver_present) {
+        fprintf(out, "  %sNo NVIDIA driver is present.%s This machine has no usable NVIDIA GPU, "
+                     "so GPUDirect Storage\n  and GPU P2P are impossible here. On a machine with "
+                     "an NVIDIA GPU, install and load\n  the NVIDIA driver (open kernel module "
+                     "555 or newer) and run doctor again.\n\n",
+                paint(color, RED), paint(color, RESET));
+    }
+    fprintf(out, "  GPUDirect Storage (%s): %s%s%s\n", r->gds_target[0] ? r->gds_target : "-",
+            paint(color, verdict_color(r->gds)), gdu_gds_verdict_text(r->gds), paint(color, RESET));
+    for (size_t i = 0; i < r->n_reasons; i++)
+        fprintf(out, "    - %s%s\n", r->reasons[i].note ? "note: " : "", r->reasons[i].text);
+    if (r->n_reasons == 0)
+        fprintf(out, "    - nothing stands in the way\n");
+    for (size_t i = 0; i < r->n_pairs; i++) {
+        const gdu_p2p_pair *p = &r->pairs[i];
+        bool staged = p->verdict.link == GDU_P2P_LINK_NONE;
+        fprintf(out, "  P2P GPU%d<->GPU%d: %s%s%s\n    - %s\n", p->a, p->b,
+                paint(color, staged ? RED : GREEN), gdu_p2p_verdict_class(&p->verdict),
+                paint(color, RESET), p->verdict.reason);
+        if (p->verdict.warning[0])
+            fprintf(out, "    - %s\n", p->verdict.warning);
+        if (p->verdict.fix[0])
+            fprintf(out, "    fix: %s\n", p->verdict.fix);
+    }
+    fputc('\n', out);
+}
+
+void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color)
+{
+    static const char *const areas[] = {"driver", "gpu", "nvidia-fs", "cufile", "iommu",
+                                        "storage", "pcie", "p2p"};
+    fprintf(out, "%sgdunlock doctor%s: %s\n\n", paint(color, BOLD), paint(color, RESET), source);
+    print_verdicts(out, r, color);
+    for (size_t a = 0; a < sizeof areas / sizeof areas[0]; a++) {
+        bool header = false;
+        for (size_t i = 0; i < r->n_findings; i++) {
+            const gdu_finding *f = &r->findings[i];
+            if (strcmp(f->area, areas[a]) != 0)
+                continue;
+            if (!header) {
+                char upper[16];
+                size_t k = 0;
+                for (; areas[a][k] && k + 1 < sizeof upper; k++)
+                    upper[k] = (char)(areas[a][k] >= 'a' && areas[a][k] <= 'z' ? areas[a][k] - 32
+                                                                               : areas[a][k]);
+                upper[k] = '\0';
+                fprintf(out, "%s%s%s\n", paint(color, BOLD), upper, paint(color, RESET));
+                header = true;
+            }
+            fprintf(out, "  [%s%s%s] %s\n", paint(color, status_color(f->status)),
+                    status_tag(f->status), paint(color, RESET), f->title);
+            for (size_t e = 0; e < f->n_evidence; e++)
+                fprintf(out, "         %s\n", f->evidence[e]);
+            if (f->fix[0] && f->status != GDU_ST_OK)
+                fprintf(out, "         %sfix:%s %s\n", paint(color, BOLD), paint(color, RESET),
+                        f->fix);
+        }
+        if (header)
+            fputc('\n', out);
+    }
+}
+
+int gdu_doctor_print_json(FILE *out, const gdu_report *r, const char *source, int exit_code)
+{
+    json_t *j = gdu_report_to_json(r);
+    if (j == NULL)
+        return -1;
+    json_object_set_new(j, "source", json_string(source));
+    json_object_set_new(j, "exit_code", json_integer(exit_code));
+    int rc = json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', out);
+    json_decref(j);
+    return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,20 @@
+/* Printing doctor's report: the human report (grouped by area, verdicts
+ * first, coloured when wanted) and the --json document. */
+#ifndef GDUNLOCK_CLI_DOCTOR_RENDER_H
+#define GDUNLOCK_CLI_DOCTOR_RENDER_H
+
+#include "probe/doctor_report.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Colour only on a terminal and when NO_COLOR is unset. */
+bool gdu_doctor_want_color(FILE *out);
+
+/* source: "live machine" or "sysroot DIR". */
+void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color);
+
+/* Returns 0 or -1 when the JSON cannot be built or written. */
+int gdu_doctor_print_json(FILE *out, const gdu_report *r, const char *source, int exit_code);
+
+#endif

@@ -1,0 +1,87 @@
+/* What doctor concluded: findings (one checked fact each, with evidence and a
+ * fix), the GPUDirect Storage verdict and one P2P verdict per GPU pair. */
+#ifndef GDUNLOCK_PROBE_DOCTOR_REPORT_H
+#define GDUNLOCK_PROBE_DOCTOR_REPORT_H
+
+#include "p2p/p2p_reason.h"
+#include "probe/topo_path.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { GDU_ST_OK = 0, GDU_ST_WARN, GDU_ST_FAIL, GDU_ST_UNKNOWN } gdu_status;
+
+enum { GDU_MAX_EVIDENCE = 16, GDU_MAX_REASONS = 12 };
+
+typedef struct gdu_finding {
+    char id[48];      /* stable, e.g. "gpu0.bar1", "gds.nvidia_fs" */
+    char area[16];    /* "driver", "gpu", "nvidia-fs", "cufile", "storage", "pcie", "iommu", "p2p" */
+    gdu_status status;
+    char title[192];
+    char evidence[GDU_MAX_EVIDENCE][256];
+    size_t n_evidence;
+    char fix[512];
+} gdu_finding;
+
+/* Ordered from best to worst; the verdict is the worst level a cause demands. */
+typedef enum {
+    GDU_GDS_DIRECT = 0,      /* cuFile can DMA straight to GPU memory now */
+    GDU_GDS_DIRECT_GDUNLOCK, /* it can with the gdunlock shim (GeForce) */
+    GDU_GDS_COMPAT,          /* cuFile works through its POSIX bounce path only */
+    GDU_GDS_IMPOSSIBLE,      /* cuFile cannot read the file at all */
+} gdu_gds_verdict;
+
+typedef struct gdu_reason {
+    gdu_gds_verdict level; /* the verdict this reason forces */
+    bool note;             /* a caveat that forces nothing */
+    char text[320];
+} gdu_reason;
+
+typedef struct gdu_p2p_pair {
+    int a, b;              /* GPU indexes in PCI order */
+    gdu_pcie_path path;
+    gdu_p2p_verdict verdict;
+} gdu_p2p_pair;
+
+typedef struct gdu_report {
+    bool driver_present;
+    gdu_gds_verdict gds;
+    char gds_target[128];  /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
+    gdu_reason reasons[GDU_MAX_REASONS];
+    size_t n_reasons;
+    gdu_p2p_pair *pairs;
+    size_t n_pairs;
+    gdu_finding *findings;
+    size_t n_findings, cap_findings;
+} gdu_report;
+
+void gdu_report_init(gdu_report *r);
+void gdu_report_free(gdu_report *r);
+
+/* Adds a finding and returns it (never NULL: on allocation failure a static
+ * scratch finding absorbs the writes and the report just lacks it). */
+__attribute__((format(printf, 5, 6)))
+gdu_finding *gdu_report_add(gdu_report *r, const char *id, const char *area, gdu_status status,
+                            const char *title_fmt, ...);
+__attribute__((format(printf, 2, 3))) void gdu_finding_evidence(gdu_finding *f, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void gdu_finding_fix(gdu_finding *f, const char *fmt, ...);
+
+/* Records a reason for the GDS verdict and lowers the verdict to its level. */
+__attribute__((format(printf, 3, 4)))
+void gdu_report_reason(gdu_report *r, gdu_gds_verdict level, const char *fmt, ...);
+
+/* Records a caveat next to the reasons (slower, smaller) without changing the verdict. */
+__attribute__((format(printf, 2, 3))) void gdu_report_note(gdu_report *r, const char *fmt, ...);
+
+const gdu_finding *gdu_report_find(const gdu_report *r, const char *id);
+
+const char *gdu_status_id(gdu_status s);             /* "ok", "warn", "fail", "unknown" */
+const char *gdu_gds_verdict_id(gdu_gds_verdict v);   /* "direct", "direct_with_gdunlock", ... */
+const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */
+/* "NVLink", "BAR1", "PCIe" or "staged only" for a P2P verdict. */
+const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *v);
+
+json_t *gdu_report_to_json(const gdu_report *r);
+
+#endif

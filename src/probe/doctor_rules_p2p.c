@@ -1,0 +1,154 @@
+/* Per GPU pair: the P2P verdict (from the p2p layer's reasoning over the
+ * facts doctor gathers) and a finding with the evidence. */
+#include "probe/doctor.h"
+#include "probe/doctor_pcie.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gdu_p2p_topo to_p2p_topo(gdu_path_kind k)
+{
+    switch (k) {
+    case GDU_PATH_X:
+    case GDU_PATH_PIX: return GDU_P2P_TOPO_PIX;
+    case GDU_PATH_PXB: return GDU_P2P_TOPO_PXB;
+    case GDU_PATH_PHB: return GDU_P2P_TOPO_PHB;
+    case GDU_PATH_NODE: return GDU_P2P_TOPO_NODE;
+    case GDU_PATH_SYS: return GDU_P2P_TOPO_SYS;
+    default: return GDU_P2P_TOPO_UNKNOWN;
+    }
+}
+
+static gdu_p2p_iommu to_p2p_iommu(gdu_iommu_mode m)
+{
+    switch (m) {
+    case GDU_IOMMU_NONE: return GDU_P2P_IOMMU_OFF;
+    case GDU_IOMMU_PASSTHROUGH: return GDU_P2P_IOMMU_PASSTHROUGH;
+    case GDU_IOMMU_TRANSLATED: return GDU_P2P_IOMMU_TRANSLATED;
+    default: return GDU_P2P_IOMMU_UNKNOWN;
+    }
+}
+
+static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view *a,
+                                      const gdu_gpu_view *b)
+{
+    if (a->cuda == NULL || b->cuda == NULL)
+        return NULL;
+    return gdu_live_pair_find(&sys->live, a->cuda->ordinal, b->cuda->ordinal);
+}
+
+static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+                         const gdu_pcie_path *path, gdu_p2p_facts *f)
+{
+    gdu_p2p_facts_init(f);
+    const gdu_live_pair *lp = live_pair(sys, a, b);
+    if (lp != NULL) {
+        f->cuda_can_access = lp->can_access < 0 ? GDU_TRI_UNKNOWN : lp->can_access ? GDU_TRI_YES
+                                                                                  : GDU_TRI_NO;
+        f->rm_caps_known = lp->rm_known;
+        f->rm = lp->rm;
+    }
+    f->topo = to_p2p_topo(path->kind);
+    f->bar1_bytes[0] = a->bar1;
+    f->bar1_bytes[1] = b->bar1;
+    f->vram_bytes[0] = a->memory;
+    f->vram_bytes[1] = b->memory;
+    char redirecting[16];
+    f->acs_redirect = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
+    f->iommu = to_p2p_iommu(sys->iommu.mode);
+    f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
+                 : a->geforce == GDU_TRI_NO && b->geforce == GDU_TRI_NO ? GDU_TRI_NO
+                                                                        : GDU_TRI_UNKNOWN;
+    if (a->cuda && b->cuda)
+        f->cc_major = a->cuda->cc_major < b->cuda->cc_major ? a->cuda->cc_major : b->cuda->cc_major;
+}
+
+/* Which of the four driver locks of the BAR1/mailbox analysis a cause is. */
+static const char *lock_name(gdu_p2p_cause c)
+{
+    switch (c) {
+    case GDU_P2P_CAUSE_REBAR: return "ReBAR lock (BAR1 smaller than memory)";
+    case GDU_P2P_CAUSE_ARCH_HAL: return "architecture HAL lock (no BAR1 P2P for this chip)";
+    case GDU_P2P_CAUSE_GMMU_APERTURE: return "GMMU aperture lock (PEER aperture refused)";
+    case GDU_P2P_CAUSE_SKU_LOCK: return "SKU lock (P2P disabled for this product)";
+    default: return NULL;
+    }
+}
+
+static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_finding *f)
+{
+    if (lp == NULL || !lp->rm_known) {
+        gdu_finding_evidence(f, "RM P2P caps: not available%s%s",
+                             sys->live.rm_why[0] ? ": " : "", sys->live.rm_why);
+        return;
+    }
+    char line[256];
+    size_t used = (size_t)snprintf(line, sizeof line, "RM P2P caps 0x%x (%s):", lp->rm.caps,
+                                   gdu_p2p_link_name(gdu_p2p_caps_link(lp->rm.caps)));
+    for (unsigned i = 0; i < GDU_P2P_CAPS_INDEX_COUNT && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, " %s=%s",
+                                 gdu_p2p_caps_index_name(i), gdu_p2p_caps_status_id(lp->rm.status[i]));
+    gdu_finding_evidence(f, "%s", line);
+}
+
+static void regkey_evidence(const gdu_system *sys, gdu_finding *f)
+{
+    static const char *const keys[] = {"RMForceP2PType", "RMPcieP2PType", "ForceP2P"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        unsigned long v;
+        if (gdu_registry_dword(sys->driver.registry_dwords, keys[i], &v) == 0)
+            gdu_finding_evidence(f, "NVreg_RegistryDwords sets %s=0x%lx", keys[i], v);
+    }
+}
+
+static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+                         const gdu_p2p_pair *p, const gdu_p2p_facts *facts, gdu_report *r)
+{
+    char id[48];
+    snprintf(id, sizeof id, "p2p.gpu%d-gpu%d", a->index, b->index);
+    const gdu_p2p_verdict *v = &p->verdict;
+    gdu_status st = v->cause != GDU_P2P_CAUSE_NONE ? GDU_ST_FAIL
+                    : v->warning[0]                ? GDU_ST_WARN
+                                                   : GDU_ST_OK;
+    gdu_finding *f = gdu_report_add(r, id, "p2p", st, "P2P GPU%d<->GPU%d: %s", a->index, b->index,
+                                    gdu_p2p_verdict_class(v));
+    gdu_finding_evidence(f, "%s", v->reason);
+    const gdu_live_pair *lp = live_pair(sys, a, b);
+    gdu_finding_evidence(f, "cuDeviceCanAccessPeer: %s",
+                         facts->cuda_can_access == GDU_TRI_YES  ? "1"
+                         : facts->cuda_can_access == GDU_TRI_NO ? "0"
+                                                                : "unknown");
+    rm_evidence(lp, sys, f);
+    gdu_finding_evidence(f, "PCIe path %s, IOMMU %s", gdu_path_kind_name(p->path.kind),
+                         gdu_iommu_mode_name(sys->iommu.mode));
+    gdu_path_bridge_evidence(sys, &p->path, f);
+    const char *lock = lock_name(v->cause);
+    if (lock != NULL)
+        gdu_finding_evidence(f, "lock: %s", lock);
+    regkey_evidence(sys, f);
+    if (v->warning[0])
+        gdu_finding_evidence(f, "%s", v->warning);
+    if (v->fix[0])
+        gdu_finding_fix(f, "%s", v->fix);
+}
+
+void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
+{
+    if (n < 2)
+        return;
+    r->pairs = calloc(n * (n - 1) / 2, sizeof *r->pairs);
+    if (r->pairs == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            gdu_p2p_pair *p = &r->pairs[r->n_pairs++];
+            gdu_p2p_facts facts;
+            p->a = gpus[i].index;
+            p->b = gpus[j].index;
+            gdu_system_path(sys, gpus[i].bdf, gpus[j].bdf, &p->path);
+            gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
+            gdu_p2p_reason(&facts, &p->verdict);
+            pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
+        }
+}

@@ -1,0 +1,59 @@
+/* Everything doctor and topo look at, probed once: driver, PCI devices, NVMe,
+ * mounts, IOMMU, cufile.json, nvidia-fs stats and the live-driver answers. */
+#ifndef GDUNLOCK_PROBE_DOCTOR_SYSTEM_H
+#define GDUNLOCK_PROBE_DOCTOR_SYSTEM_H
+
+#include "p2p/p2p_reason.h"
+#include "probe/cufile_config.h"
+#include "probe/driver_probe.h"
+#include "probe/iommu_probe.h"
+#include "probe/live.h"
+#include "probe/nvfs_stats.h"
+#include "probe/pci_probe.h"
+#include "probe/storage_probe.h"
+#include "probe/topo_path.h"
+#include "probe/sysroot.h"
+
+typedef struct gdu_system {
+    gdu_sysroot *sr;
+    gdu_driver driver;
+    gdu_pci pci;
+    char pci_error[256];       /* why the PCI scan failed, "" when it worked */
+    gdu_nvme_list nvme;
+    gdu_mounts mounts;
+    gdu_iommu iommu;
+    gdu_cufile_config cufile;
+    gdu_live live;
+    char live_error[256];      /* why the capture file could not be used */
+    bool nvfs_stats_parsed;
+    gdu_nvfs_stats nvfs;
+} gdu_system;
+
+/* One NVIDIA GPU as every source sees it; any of the pointers may be NULL. */
+typedef struct gdu_gpu_view {
+    int index;                      /* position in PCI order: "GPU0" */
+    char bdf[16];
+    const gdu_pci_dev *pci;
+    const gdu_driver_gpu *info;     /* /proc/driver/nvidia/gpus/<bdf>/information */
+    const gdu_live_gpu *cuda;
+    const char *name;               /* CUDA's name, else the driver's Model, else "" */
+    gdu_tri geforce;
+    uint64_t bar1;                  /* bytes, 0 unknown */
+    uint64_t memory;                /* bytes, 0 unknown */
+} gdu_gpu_view;
+
+/* paths: the files or directories named on the command line (O_DIRECT is
+ * tried on them live). Never fails; what could not be read is left empty. */
+void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_system *out);
+void gdu_system_free(gdu_system *s);
+
+/* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
+size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
+
+/* GeForce / TITAN from a marketing name; UNKNOWN for "". */
+gdu_tri gdu_gpu_name_is_geforce(const char *name);
+
+/* The PCIe path between two PCI functions by address (UNKNOWN when either is missing). */
+void gdu_system_path(const gdu_system *s, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out);
+
+#endif

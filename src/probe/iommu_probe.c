@@ -1,0 +1,59 @@
+#include "probe/iommu_probe.h"
+
+#include "probe/text_parse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gdu_iommu_group_type(gdu_sysroot *sr, int group, char *buf, size_t len)
+{
+    char path[96];
+    if (group < 0)
+        return -ENOENT;
+    snprintf(path, sizeof path, "/sys/kernel/iommu_groups/%d/type", group);
+    return gdu_sysroot_read_line(sr, path, buf, len);
+}
+
+void gdu_iommu_probe(gdu_sysroot *sr, gdu_iommu *out)
+{
+    memset(out, 0, sizeof *out);
+    gdu_sysroot_read_line(sr, "/proc/cmdline", out->cmdline, sizeof out->cmdline);
+    gdu_cmdline_get(out->cmdline, "iommu", out->iommu, sizeof out->iommu);
+    gdu_cmdline_get(out->cmdline, "intel_iommu", out->intel_iommu, sizeof out->intel_iommu);
+    gdu_cmdline_get(out->cmdline, "amd_iommu", out->amd_iommu, sizeof out->amd_iommu);
+    char **names;
+    long n = gdu_sysroot_list(sr, "/sys/kernel/iommu_groups", &names);
+    size_t unknown = 0;
+    for (long i = 0; i < n; i++) {
+        char type[32];
+        out->n_groups++;
+        if (gdu_iommu_group_type(sr, atoi(names[i]), type, sizeof type) != 0)
+            unknown++;
+        else if (strcmp(type, "identity") == 0)
+            out->n_identity++;
+        else if (strncmp(type, "DMA", 3) == 0)
+            out->n_translated++;
+    }
+    if (n > 0)
+        gdu_sysroot_free_names(names, n);
+    if (out->n_groups == 0)
+        out->mode = GDU_IOMMU_NONE;
+    else if (out->n_translated > 0)
+        out->mode = GDU_IOMMU_TRANSLATED;
+    else if (unknown == out->n_groups)
+        out->mode = GDU_IOMMU_UNKNOWN;
+    else
+        out->mode = GDU_IOMMU_PASSTHROUGH;
+}
+
+const char *gdu_iommu_mode_name(gdu_iommu_mode m)
+{
+    switch (m) {
+    case GDU_IOMMU_NONE: return "off";
+    case GDU_IOMMU_PASSTHROUGH: return "passthrough";
+    case GDU_IOMMU_TRANSLATED: return "translated";
+    default: return "unknown";
+    }
+}

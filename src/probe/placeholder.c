@@ -1,2 +1,0 @@
-/* Placeholder so the library target exists; removed when the layer lands. */
-int gdu_probe_placeholder;

@@ -1,0 +1,327 @@
+/* doctor's verdicts, reasons and fixes on the fixture sysroots of
+ * tests/fixtures/doctor (built by make-fixtures.py to the real formats). */
+#include "probe/doctor.h"
+#include "probe/topo_matrix.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#define FIXTURES GDUNLOCK_FIXTURES "/doctor/"
+
+typedef struct {
+    gdu_sysroot sr;
+    gdu_system sys;
+    gdu_report r;
+} run_t;
+
+static run_t *run(const char *root, const char *path)
+{
+    run_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    assert_int_equal(gdu_sysroot_init(&t->sr, root), 0);
+    gdu_system_probe(&t->sr, NULL, 0, &t->sys);
+    gdu_doctor_diagnose(&t->sys, path, &t->r);
+    return t;
+}
+
+static run_t *fixture(const char *name, const char *path)
+{
+    char root[512];
+    snprintf(root, sizeof root, FIXTURES "%s", name);
+    assert_int_equal(access(root, R_OK), 0);
+    return run(root, path);
+}
+
+static void done(run_t *t)
+{
+    gdu_report_free(&t->r);
+    gdu_system_free(&t->sys);
+    gdu_sysroot_free(&t->sr);
+    free(t);
+}
+
+static bool has_reason(const gdu_report *r, const char *text)
+{
+    for (size_t i = 0; i < r->n_reasons; i++)
+        if (strstr(r->reasons[i].text, text))
+            return true;
+    return false;
+}
+
+static bool has_evidence(const gdu_finding *f, const char *text)
+{
+    for (size_t i = 0; i < f->n_evidence; i++)
+        if (strstr(f->evidence[i], text))
+            return true;
+    return false;
+}
+
+static const gdu_finding *finding(const gdu_report *r, const char *id, gdu_status status)
+{
+    const gdu_finding *f = gdu_report_find(r, id);
+    if (f == NULL)
+        fail_msg("no finding %s", id);
+    if (f->status != status)
+        fail_msg("finding %s: status %s, expected %s (%s)", id, gdu_status_id(f->status),
+                 gdu_status_id(status), f->title);
+    return f;
+}
+
+#define NVME_PIX "pcie.gpu0-0000:04:00.0"
+
+static void rtx3060_direct_with_gdunlock(void **state)
+{
+    run_t *t = fixture("rtx3060-nvfs-rebar", "/data/model.safetensors");
+    assert_true(t->r.driver_present);
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
+    assert_string_equal(t->r.gds_target, "/data/model.safetensors");
+    assert_true(has_reason(&t->r, "GeForce GPU"));
+    assert_true(has_reason(&t->r, "gdunlock shim"));
+    finding(&t->r, "driver.flavour", GDU_ST_OK);
+    assert_non_null(strstr(finding(&t->r, "gpu0.bar1", GDU_ST_OK)->title, "covers all 12.00 GiB"));
+    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "BAR1 up to 16.00 GiB"));
+    assert_non_null(strstr(finding(&t->r, "gpu0.link", GDU_ST_OK)->title, "Gen1 x16 (max Gen4 x16)"));
+    assert_true(has_evidence(finding(&t->r, "nvidia_fs.loaded", GDU_ST_OK), "reads 1024 ok 1024"));
+    assert_non_null(strstr(finding(&t->r, "storage.block", GDU_ST_OK)->title, "nvme0n1p1 -> nvme0n1"));
+    finding(&t->r, "storage.udev", GDU_ST_OK);
+    finding(&t->r, "storage.o_direct", GDU_ST_OK);
+    const gdu_finding *pcie = finding(&t->r, NVME_PIX, GDU_ST_OK);
+    assert_non_null(strstr(pcie->title, "PIX through 3 bridge(s)"));
+    assert_true(has_evidence(pcie, "bridge 0000:02:08.0 ACS control: SrcValid"));
+    assert_int_equal(t->r.n_pairs, 0);
+
+    /* the PCI layer read the binary config space */
+    const gdu_pci_dev *gpu = gdu_pci_find(&t->sys.pci, "0000:03:00.0");
+    assert_non_null(gpu);
+    assert_true(gdu_pci_is_nvidia_gpu(gpu));
+    assert_int_equal(gpu->bar_size[1], 16ull << 30);
+    assert_int_equal(gpu->rebar, GDU_CFG_PRESENT);
+    assert_int_equal(gpu->rebar_bar1_max, 16ull << 30);
+    assert_string_equal(gpu->driver, "nvidia");
+    assert_non_null(strstr(gpu->path, "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"));
+    done(t);
+
+    t = fixture("rtx3060-nvfs-rebar", NULL);
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
+    assert_string_equal(t->r.gds_target, "any NVMe drive");
+    assert_true(has_evidence(finding(&t->r, "storage.nvme", GDU_ST_OK), "nvme0 Samsung SSD 990 PRO"));
+    done(t);
+}
+
+static void without_nvidia_fs_compat_only(void **state)
+{
+    run_t *t = fixture("rtx3060-no-nvfs", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "nvidia-fs is not loaded"));
+    assert_non_null(strstr(finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL)->fix, "modprobe nvidia-fs"));
+    done(t);
+}
+
+static void small_bar1_is_a_caveat(void **state)
+{
+    run_t *t = fixture("rtx3060-no-rebar", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
+    assert_true(has_reason(&t->r, "BAR1 is a 256.00 MiB window on 12.00 GiB"));
+    const gdu_finding *f = finding(&t->r, "gpu0.bar1", GDU_ST_WARN);
+    assert_non_null(strstr(f->fix, "Resizable BAR"));
+    assert_non_null(strstr(f->fix, "NVreg_EnableResizableBar=1"));
+    done(t);
+}
+
+static void acs_redirect_forces_compat(void **state)
+{
+    run_t *t = fixture("rtx3060-acs-redirect", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "ACS on a bridge between GPU0 and NVMe 0000:04:00.0"));
+    const gdu_finding *f = finding(&t->r, NVME_PIX, GDU_ST_FAIL);
+    assert_true(has_evidence(f, "0000:02:08.0 ACS control: SrcValid ReqRedir CmpltRedir"));
+    assert_non_null(strstr(f->fix, "setpci"));
+    done(t);
+}
+
+static void iommu_dma_forces_compat(void **state)
+{
+    run_t *t = fixture("rtx3060-iommu-dma", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "IOMMU translates device DMA"));
+    const gdu_finding *f = finding(&t->r, "iommu.mode", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "6 IOMMU group(s): 0 identity, 6 DMA/DMA-FQ"));
+    assert_true(has_evidence(f, "intel_iommu=on"));
+    assert_non_null(strstr(f->fix, "iommu=pt"));
+    done(t);
+}
+
+static void nvme_on_other_socket(void **state)
+{
+    run_t *t = fixture("rtx3060-nvme-remote", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
+    assert_true(has_reason(&t->r, "other CPU socket"));
+    const gdu_finding *f = finding(&t->r, "pcie.gpu0-0000:81:00.0", GDU_ST_WARN);
+    assert_non_null(strstr(f->title, "SYS"));
+    assert_non_null(strstr(f->fix, "same CPU socket"));
+    done(t);
+}
+
+static void tmpfs_and_nfs_compat_only(void **state)
+{
+    run_t *t = fixture("rtx3060-tmpfs-nfs", "/scratch/model.bin");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "tmpfs has no GDS direct path"));
+    assert_non_null(strstr(finding(&t->r, "storage.filesystem", GDU_ST_FAIL)->fix, "ext4"));
+    assert_null(gdu_report_find(&t->r, "storage.block")); /* no block device under tmpfs */
+    done(t);
+    t = fixture("rtx3060-tmpfs-nfs", "/mnt/nfs/model.bin");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "NFS over TCP"));
+    done(t);
+    t = fixture("rtx3060-tmpfs-nfs", "/data/sub/dir");
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
+    finding(&t->r, "storage.o_direct", GDU_ST_UNKNOWN); /* not probed on the captured machine */
+    done(t);
+}
+
+static void proprietary_old_driver(void **state)
+{
+    run_t *t = fixture("proprietary-535", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "driver 535.129.03 is older than 555"));
+    assert_non_null(strstr(finding(&t->r, "driver.version", GDU_ST_FAIL)->fix, "555 or newer"));
+    assert_non_null(strstr(finding(&t->r, "driver.flavour", GDU_ST_WARN)->fix, "open kernel module"));
+    assert_true(has_evidence(finding(&t->r, "driver.gsp", GDU_ST_OK), "GPU Firmware: N/A"));
+    done(t);
+}
+
+static void datacenter_gpu_goes_direct(void **state)
+{
+    run_t *t = fixture("l40s-nvfs", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT);
+    assert_int_equal(t->r.n_reasons, 0);
+    done(t);
+}
+
+static void rtx4090_stock_sku_lock(void **state)
+{
+    run_t *t = fixture("rtx4090x2-stock", NULL);
+    assert_int_equal(t->r.n_pairs, 1);
+    const gdu_p2p_pair *p = &t->r.pairs[0];
+    assert_int_equal(p->path.kind, GDU_PATH_PIX);
+    assert_int_equal(p->verdict.link, GDU_P2P_LINK_NONE);
+    assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_SKU_LOCK);
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "staged only");
+    assert_non_null(strstr(p->verdict.fix, "BAR1 P2P patches"));
+    const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "lock: SKU lock"));
+    assert_true(has_evidence(f, "read=gpu_not_supported"));
+    assert_true(has_evidence(f, "cuDeviceCanAccessPeer: 0"));
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT); /* no nvidia-fs on this box */
+    done(t);
+}
+
+static void rtx4090_patched_bar1(void **state)
+{
+    run_t *t = fixture("rtx4090x2-patched", NULL);
+    assert_int_equal(t->r.n_pairs, 1);
+    const gdu_p2p_pair *p = &t->r.pairs[0];
+    assert_int_equal(p->verdict.link, GDU_P2P_LINK_PCIE_BAR1);
+    assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_NONE);
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "BAR1");
+    const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK);
+    assert_true(has_evidence(f, "pci_bar1=ok"));
+    assert_true(has_evidence(f, "RMPcieP2PType=0x1"));
+    done(t);
+}
+
+static void h200_vm_cufile_5027(void **state)
+{
+    run_t *t = fixture("h200x2-vm-virtio", "/root");
+    assert_int_equal(t->r.gds, GDU_GDS_IMPOSSIBLE);
+    assert_true(has_reason(&t->r, "error 5027"));
+    assert_true(has_reason(&t->r, "not on NVMe (vda1 -> vda)"));
+    const gdu_finding *f = finding(&t->r, "storage.udev", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
+    assert_non_null(strstr(f->fix, "udevadm trigger"));
+    assert_true(has_evidence(finding(&t->r, "storage.block", GDU_ST_FAIL), "disk vda at PCI 0000:00:04.0 (not NVMe)"));
+    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "unknown (extended config space needs root"));
+    assert_int_equal(t->r.n_pairs, 1);
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "NVLink");
+    done(t);
+    t = fixture("h200x2-vm-virtio", NULL);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    assert_true(has_reason(&t->r, "no NVMe drive"));
+    done(t);
+}
+
+static void no_driver_says_so(void **state)
+{
+    char dir[] = "/tmp/gdu-empty-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    run_t *t = run(dir, NULL);
+    assert_false(t->r.driver_present);
+    assert_int_equal(t->r.gds, GDU_GDS_IMPOSSIBLE);
+    assert_true(has_reason(&t->r, "no NVIDIA driver"));
+    const gdu_finding *f = finding(&t->r, "driver.loaded", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "GPUDirect Storage and P2P are impossible"));
+    json_t *j = gdu_report_to_json(&t->r);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "gds"), "verdict")),
+                        "impossible");
+    json_decref(j);
+    done(t);
+    rmdir(dir);
+}
+
+static void topo_matrix_cells(void **state)
+{
+    gdu_topo *topo = malloc(sizeof *topo);
+    assert_non_null(topo);
+    run_t *t = fixture("rtx4090x2-stock", NULL);
+    gdu_topo_build(&t->sys, topo);
+    assert_int_equal(topo->n_gpus, 2);
+    assert_int_equal(topo->n_cols, 3);
+    assert_string_equal(topo->cell[0][0], "X");
+    assert_string_equal(topo->cell[0][1], "PIX");
+    assert_string_equal(topo->cell[1][2], "PHB");
+    assert_string_equal(topo->cols[2].name, "nvme0");
+    done(t);
+    t = fixture("rtx3060-nvfs-rebar", NULL);
+    gdu_topo_build(&t->sys, topo);
+    assert_int_equal(topo->cols[1].n_mounts, 1);
+    assert_string_equal(topo->cols[1].mounts[0], "/data (ext4)");
+    done(t);
+    t = fixture("h200x2-vm-virtio", NULL);
+    gdu_topo_build(&t->sys, topo);
+    assert_string_equal(topo->cell[0][1], "NV");
+    json_t *j = gdu_topo_to_json(topo);
+    assert_non_null(j);
+    json_decref(j);
+    done(t);
+    free(topo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rtx3060_direct_with_gdunlock),
+        cmocka_unit_test(without_nvidia_fs_compat_only),
+        cmocka_unit_test(small_bar1_is_a_caveat),
+        cmocka_unit_test(acs_redirect_forces_compat),
+        cmocka_unit_test(iommu_dma_forces_compat),
+        cmocka_unit_test(nvme_on_other_socket),
+        cmocka_unit_test(tmpfs_and_nfs_compat_only),
+        cmocka_unit_test(proprietary_old_driver),
+        cmocka_unit_test(datacenter_gpu_goes_direct),
+        cmocka_unit_test(rtx4090_stock_sku_lock),
+        cmocka_unit_test(rtx4090_patched_bar1),
+        cmocka_unit_test(h200_vm_cufile_5027),
+        cmocka_unit_test(no_driver_says_so),
+        cmocka_unit_test(topo_matrix_cells),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* Live answers: the capture file round trip, bus id spelling, O_DIRECT
+ * probing and doctor --capture's copy of what was read. */
+#include "probe/capture.h"
+#include "probe/live.h"
+#include "probe/sysroot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static void bus_ids_normalise(void **state)
+{
+    char out[16];
+    assert_int_equal(gdu_normalize_bdf("00000000:1B:00.0", out, sizeof out), 0);
+    assert_string_equal(out, "0000:1b:00.0");
+    assert_int_equal(gdu_normalize_bdf("0001:c1:1f.7", out, sizeof out), 0);
+    assert_string_equal(out, "0001:c1:1f.7");
+    assert_int_equal(gdu_normalize_bdf("0000:01:00", out, sizeof out), -EINVAL);
+    assert_int_equal(gdu_normalize_bdf("0000:01:20.0", out, sizeof out), -EINVAL);
+    assert_int_equal(gdu_normalize_bdf("0000:01:00.0x", out, sizeof out), -EINVAL);
+}
+
+static void json_round_trip(void **state)
+{
+    gdu_live a, b;
+    memset(&a, 0, sizeof a);
+    a.origin = GDU_LIVE_COLLECTED;
+    a.euid = 1000;
+    a.cuda_ok = true;
+    a.cuda_version = 13000;
+    a.n_gpus = 2;
+    for (int i = 0; i < 2; i++) {
+        a.gpus[i].ordinal = i;
+        snprintf(a.gpus[i].name, sizeof a.gpus[i].name, "NVIDIA H200");
+        snprintf(a.gpus[i].bdf, sizeof a.gpus[i].bdf, "0000:%02x:00.0", 0x18 + i);
+        a.gpus[i].total_mem = 150754820096ull;
+        a.gpus[i].cc_major = 9;
+    }
+    a.n_pairs = 1;
+    a.pairs[0] = (gdu_live_pair){.a = 0, .b = 1, .can_access = 1, .native_atomics = 1,
+                                 .rm_known = true};
+    a.pairs[0].rm.caps = GDU_P2P_CAPS_NVLINK | GDU_P2P_CAPS_READS;
+    a.pairs[0].rm.status[GDU_P2P_CAPS_INDEX_PCI] = GDU_P2P_CAPS_STATUS_NOT_SUPPORTED;
+    a.cufile_found = true;
+    snprintf(a.cufile_version, sizeof a.cufile_version, "1.15.1");
+    a.n_paths = 1;
+    snprintf(a.paths[0].path, sizeof a.paths[0].path, "/root");
+    a.paths[0].o_direct = 1;
+    a.paths[0].fs_magic = 0xef53;
+    json_t *j = gdu_live_to_json(&a);
+    assert_non_null(j);
+    char why[256];
+    assert_int_equal(gdu_live_from_json(j, &b, why, sizeof why), 0);
+    json_decref(j);
+    assert_int_equal(b.origin, GDU_LIVE_CAPTURED);
+    assert_int_equal(b.euid, 1000);
+    assert_int_equal(b.n_gpus, 2);
+    assert_string_equal(b.gpus[1].bdf, "0000:19:00.0");
+    assert_int_equal(b.gpus[1].total_mem, 150754820096ull);
+    assert_int_equal(b.gpus[0].cc_major, 9);
+    const gdu_live_pair *p = gdu_live_pair_find(&b, 0, 1);
+    assert_non_null(p);
+    assert_true(p->rm_known);
+    assert_int_equal(p->rm.caps, GDU_P2P_CAPS_NVLINK | GDU_P2P_CAPS_READS);
+    assert_int_equal(p->rm.status[GDU_P2P_CAPS_INDEX_PCI], GDU_P2P_CAPS_STATUS_NOT_SUPPORTED);
+    assert_null(gdu_live_pair_find(&b, 1, 0));
+    assert_string_equal(b.cufile_version, "1.15.1");
+    const gdu_live_path *lp = gdu_live_path_find(&b, "/root");
+    assert_non_null(lp);
+    assert_int_equal(lp->o_direct, 1);
+    assert_int_equal(lp->fs_magic, 0xef53);
+}
+
+static void rejects_foreign_json(void **state)
+{
+    gdu_live l;
+    char why[256];
+    json_t *j = json_pack("{s:s}", "format", "something-else");
+    assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), -EINVAL);
+    json_decref(j);
+    j = json_pack("{s:s, s:[s, i], s:{s:s}}", "format", "gdunlock-live/1", "paths", "x", 3, "cuda",
+                  "gpus", "nope");
+    assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), 0); /* wrong shapes are ignored */
+    assert_int_equal(l.n_gpus, 0);
+    json_decref(j);
+}
+
+static void probes_a_path(void **state)
+{
+    char dir[] = "/tmp/gdu-live-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    gdu_live_path p;
+    gdu_live_probe_path(dir, &p);
+    assert_string_equal(p.path, dir);
+    assert_true(p.fs_magic != 0);
+    assert_true(p.o_direct >= -1 && p.o_direct <= 1);
+    char missing[64];
+    snprintf(missing, sizeof missing, "%s/none", dir);
+    gdu_live_probe_path(missing, &p);
+    assert_int_equal(p.o_direct, -1);
+    assert_non_null(strstr(p.o_direct_error, "No such file"));
+    rmdir(dir);
+}
+
+static void capture_copies_what_was_read(void **state)
+{
+    gdu_sysroot sr;
+    gdu_sysroot_init(&sr, NULL);
+    char *text, **names;
+    assert_true(gdu_sysroot_read(&sr, "/proc/cmdline", &text) >= 0);
+    free(text);
+    assert_true(gdu_sysroot_read(&sr, "/proc/self/mountinfo", &text) > 0);
+    free(text);
+    long n = gdu_sysroot_list(&sr, "/sys/bus/pci/devices", &names);
+    char dev_path[128] = "";
+    if (n > 0) {
+        snprintf(dev_path, sizeof dev_path, "/sys/bus/pci/devices/%s/vendor", names[0]);
+        char line[32];
+        assert_int_equal(gdu_sysroot_read_line(&sr, dev_path, line, sizeof line), 0);
+        gdu_sysroot_free_names(names, n);
+    }
+    gdu_sysroot_exists(&sr, "/proc/driver/nvidia-fs/no-such-file");
+
+    char dir[] = "/tmp/gdu-capture-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    gdu_live live;
+    memset(&live, 0, sizeof live);
+    live.origin = GDU_LIVE_COLLECTED;
+    gdu_capture_stats st;
+    char why[256], path[PATH_MAX];
+    assert_int_equal(gdu_capture_write(&sr, &live, dir, &st, why, sizeof why), 0);
+    assert_true(st.files >= 2);
+    assert_true(st.missing >= 1);
+
+    /* The capture replays: same text through a sysroot on it. */
+    gdu_sysroot replay;
+    gdu_sysroot_init(&replay, dir);
+    assert_true(gdu_sysroot_read(&replay, "/proc/self/mountinfo", &text) > 0);
+    free(text);
+    if (dev_path[0]) {
+        struct stat sb;
+        snprintf(path, sizeof path, "%s%.*s", dir, (int)(strrchr(dev_path, '/') - dev_path), dev_path);
+        assert_int_equal(lstat(path, &sb), 0);
+        assert_true(S_ISLNK(sb.st_mode)); /* the device link itself, as sysfs has it */
+        char line[32];
+        assert_int_equal(gdu_sysroot_read_line(&replay, dev_path, line, sizeof line), 0);
+        assert_int_equal(strncmp(line, "0x", 2), 0);
+    }
+    gdu_live back;
+    assert_int_equal(gdu_live_load(dir, &back, why, sizeof why), 0);
+    assert_int_equal(back.origin, GDU_LIVE_CAPTURED);
+    gdu_sysroot_free(&replay);
+    gdu_sysroot_free(&sr);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
+static void live_load_without_file_is_absent(void **state)
+{
+    gdu_live l;
+    char why[64];
+    assert_int_equal(gdu_live_load("/nonexistent-dir", &l, why, sizeof why), 0);
+    assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bus_ids_normalise),
+        cmocka_unit_test(json_round_trip),
+        cmocka_unit_test(rejects_foreign_json),
+        cmocka_unit_test(probes_a_path),
+        cmocka_unit_test(capture_copies_what_was_read),
+        cmocka_unit_test(live_load_without_file_is_absent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
