@@ -91,6 +91,9 @@ const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e);
  * libcufile.so.0 not found"). Files may still differ: see gdu_io_file_*. */
 gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e);
 const char *gdu_io_engine_reason(const gdu_io_engine *e);
+/* 1 when cuFile was opened and nvidia-fs is loaded (true GPUDirect Storage),
+ * 0 otherwise (cuFile absent, or compat mode only). */
+int gdu_io_engine_direct_storage(const gdu_io_engine *e);
 
 /* gdu_io_open flags */
 enum {

@@ -24,6 +24,7 @@ void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
 const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return &e->opt; }
 gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e) { return e->backend; }
 const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e->reason; }
+int gdu_io_engine_direct_storage(const gdu_io_engine *e) { return e->cufile_open && e->nvfs_loaded; }
 
 int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
 {

@@ -1,5 +1,54 @@
-# I/O engine and cuFile loader tests (component: io).
+# I/O engine, cuFile loader and bench tests (component: io).
 gdunlock_unit_test(test_io_cufile_loader SOURCES test_io_cufile_loader.c LIBS gdu_cuda)
 gdunlock_unit_test(test_io_options SOURCES test_io_options.c LIBS gdu_io)
 gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
+
+# A fake libcuda.so.1 (tests/unit/fake_libcuda.c) lets CI run the engine's
+# CUDA path and gdunlock bench. It lives in its own folder, reached only via
+# LD_LIBRARY_PATH in these tests, never in build/lib (which the accelerator
+# machine uses). Symbols it does not implement are generated weak stubs, so it
+# keeps loading when GDU_CUDA_FUNCTIONS grows.
+set(GDU_FAKE_CUDA_DIR ${CMAKE_BINARY_DIR}/fake-cuda)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/cuda_api.h)
+file(READ ${CMAKE_SOURCE_DIR}/src/cuda/cuda_api.h GDU_CUDA_API_TEXT)
+string(REGEX MATCHALL "\"cu[A-Za-z0-9_]+\"" GDU_CUDA_SYMBOLS "${GDU_CUDA_API_TEXT}")
+list(REMOVE_DUPLICATES GDU_CUDA_SYMBOLS)
+set(GDU_FAKE_STUBS "/* generated from src/cuda/cuda_api.h by tests/unit/io.cmake */\n")
+foreach(sym ${GDU_CUDA_SYMBOLS})
+  string(REPLACE "\"" "" sym "${sym}")
+  string(APPEND GDU_FAKE_STUBS "__attribute__((weak)) int ${sym}(void) { return 801; }\n")
+endforeach()
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c "${GDU_FAKE_STUBS}")
+add_library(gdu_fake_cuda SHARED fake_libcuda.c ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c)
+target_link_libraries(gdu_fake_cuda PRIVATE Threads::Threads)
+set_target_properties(gdu_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
+                      LIBRARY_OUTPUT_DIRECTORY ${GDU_FAKE_CUDA_DIR})
+
+gdunlock_unit_test(test_io_cuda_fake SOURCES test_io_cuda_fake.c LIBS gdu_io)
+add_dependencies(test_io_cuda_fake gdu_fake_cuda)
+set_property(TEST test_io_cuda_fake APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
+
+# gdunlock bench end to end on the fake GPU: every path runs or says why,
+# reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).
+if(TARGET gdunlock)
+  set(bench_file ${CMAKE_CURRENT_BINARY_DIR}/bench-fake.dat)
+  set(bench $<TARGET_FILE:gdunlock> bench -f ${bench_file} -s 24M -i 1M -w 3 --chunk 256K)
+  foreach(variant "read" "write" "read-vmm-rand" "read-cold" "write-cold")
+    set(args --create)
+    if(variant MATCHES "write")
+      list(APPEND args -x write)
+    endif()
+    if(variant MATCHES "vmm")
+      list(APPEND args --mem vmm -m rand)
+    endif()
+    if(variant MATCHES "cold")
+      list(APPEND args --cold)
+    endif()
+    add_test(NAME test_io_bench_fake_${variant} COMMAND ${bench} ${args} --json)
+    set_tests_properties(test_io_bench_fake_${variant} PROPERTIES
+      ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0"
+      LABELS unit RESOURCE_LOCK bench_fake_file)
+  endforeach()
+  add_dependencies(gdunlock gdu_fake_cuda)
+endif()

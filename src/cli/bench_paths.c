@@ -1,0 +1,244 @@
+/* The baseline paths of gdunlock bench: h2d (copy ceiling), host (storage
+ * ceiling at the same parallelism) and naive (one thread, pageable buffer,
+ * synchronous copy). Each times only its transfer loop. */
+#include "cli/bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t io_len(const bench_config *c, uint64_t off)
+{
+    return c->total - off < c->io_size ? c->total - off : c->io_size;
+}
+
+/* pread/pwrite of exactly n bytes (EINTR retried); 0 or a negative errno. */
+static int full_io(bool write, int fd, void *buf, uint64_t n, uint64_t off)
+{
+    uint64_t done = 0;
+    while (done < n) {
+        ssize_t r = write ? pwrite(fd, (char *)buf + done, n - done, (off_t)(off + done))
+                          : pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -EIO; /* the file is shorter than the plan */
+        done += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Opens the bench file for the path; O_DIRECT when --cold, buffered (noted)
+ * where the file system refuses it. */
+static int open_file(const bench_config *c, bench_result *r)
+{
+    int flags = (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC;
+    int fd = -1;
+    if (c->cold) {
+        fd = open(c->file, flags | O_DIRECT);
+        if (fd < 0)
+            snprintf(r->note, sizeof r->note, "O_DIRECT refused (%s), buffered", strerror(errno));
+    }
+    if (fd < 0)
+        fd = open(c->file, flags);
+    if (fd < 0) {
+        r->status = -errno;
+        snprintf(r->note, sizeof r->note, "cannot open %s: %s", c->file, strerror(errno));
+    }
+    return fd;
+}
+
+static void io_failed(bench_result *r, const char *what, int err, uint64_t off)
+{
+    r->status = err;
+    snprintf(r->note, sizeof r->note, "%s at offset %" PRIu64 ": %s", what, off, strerror(-err));
+}
+
+static void *pinned_alloc(bench_gpu *g, size_t n)
+{
+    void *p = NULL;
+    if (g->ok)
+        return g->cu->cuMemHostAlloc(&p, n, GDU_CU_MEMHOSTALLOC_PORTABLE) == GDU_CUDA_SUCCESS ? p : NULL;
+    return aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+}
+
+static void pinned_free(bench_gpu *g, void *p)
+{
+    if (p != NULL && g->ok)
+        g->cu->cuMemFreeHost(p);
+    else
+        free(p);
+}
+
+void bench_run_h2d(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
+                   bench_result *r)
+{
+    void *host = pinned_alloc(g, c->io_size);
+    if (host == NULL) {
+        r->status = -ENOMEM;
+        snprintf(r->note, sizeof r->note, "cannot allocate pinned memory");
+        return;
+    }
+    memset(host, 0x5A, c->io_size);
+    r->ran = true;
+    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t off = p->offset[i], n = io_len(c, off);
+        double t = bench_now();
+        gdu_CUresult e = c->write ? g->cu->cuMemcpyDtoH(host, g->buf + off, n)
+                                  : g->cu->cuMemcpyHtoD(g->buf + off, host, n);
+        lat->us[i] = (bench_now() - t) * 1e6;
+        if (e != GDU_CUDA_SUCCESS) {
+            r->status = -EIO;
+            snprintf(r->note, sizeof r->note, "copy failed: %s", gdu_cuda_result_name(e));
+            break;
+        }
+        r->bytes += n;
+        bench_progress(c, "h2d", r->bytes, false);
+    }
+    r->seconds = bench_now() - t0;
+    r->cpu_seconds = bench_cpu_seconds() - c0;
+    bench_progress(c, "h2d", r->bytes, true);
+    if (r->status == 0)
+        snprintf(r->note, sizeof r->note, "pinned %s copies, one stream", c->write ? "device->host" : "host->device");
+    pinned_free(g, host);
+}
+
+typedef struct {
+    const bench_config *c;
+    bench_gpu *g;
+    const bench_plan *p;
+    bench_lat *lat;
+    int fd;
+    atomic_size_t next;
+    atomic_uint_fast64_t bytes;
+    atomic_int status;
+    atomic_uint_fast64_t bad_offset;
+} host_shared;
+
+static void *host_worker(void *arg)
+{
+    host_shared *s = arg;
+    const bench_config *c = s->c;
+    void *buf = pinned_alloc(s->g, c->io_size);
+    if (buf == NULL) {
+        atomic_store(&s->status, -ENOMEM);
+        return NULL;
+    }
+    memset(buf, 0x5A, c->io_size);
+    for (;;) {
+        size_t i = atomic_fetch_add(&s->next, 1);
+        if (i >= s->p->n || atomic_load(&s->status) != 0)
+            break;
+        uint64_t off = s->p->offset[i], n = io_len(c, off);
+        double t = bench_now();
+        int e = full_io(c->write, s->fd, buf, n, off);
+        s->lat->us[i] = (bench_now() - t) * 1e6;
+        if (e != 0) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong(&s->status, &expected, e))
+                atomic_store(&s->bad_offset, off);
+            break;
+        }
+        atomic_fetch_add(&s->bytes, n);
+    }
+    pinned_free(s->g, buf);
+    return NULL;
+}
+
+void bench_run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
+                    bench_result *r)
+{
+    host_shared s = {.c = c, .g = g, .p = p, .lat = lat};
+    s.fd = open_file(c, r);
+    if (s.fd < 0)
+        return;
+    pthread_t *th = calloc(c->workers, sizeof *th);
+    r->ran = true;
+    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    unsigned started = 0;
+    for (; th != NULL && started < c->workers; started++)
+        if (pthread_create(&th[started], NULL, host_worker, &s) != 0)
+            break;
+    /* Progress from this thread while the workers run. */
+    while (c->progress && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
+        bench_progress(c, "host", atomic_load(&s.bytes), false);
+        usleep(100000);
+    }
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    r->seconds = bench_now() - t0;
+    r->cpu_seconds = bench_cpu_seconds() - c0;
+    r->bytes = atomic_load(&s.bytes);
+    bench_progress(c, "host", r->bytes, true);
+    free(th);
+    close(s.fd);
+    if (started == 0) {
+        r->status = -EAGAIN;
+        snprintf(r->note, sizeof r->note, "cannot start threads");
+    } else if (atomic_load(&s.status) != 0) {
+        io_failed(r, c->write ? "pwrite" : "pread", atomic_load(&s.status), atomic_load(&s.bad_offset));
+    } else if (r->note[0] == '\0') {
+        snprintf(r->note, sizeof r->note, "%u threads, %s, %s host memory", c->workers,
+                 c->cold ? "O_DIRECT" : "buffered", g->ok ? "pinned" : "pageable (no GPU)");
+    }
+}
+
+void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
+                     bench_result *r)
+{
+    int fd = open_file(c, r);
+    if (fd < 0)
+        return;
+    void *buf = aligned_alloc(4096, (c->io_size + 4095) / 4096 * 4096); /* pageable */
+    if (buf == NULL) {
+        close(fd);
+        r->status = -ENOMEM;
+        return;
+    }
+    r->ran = true;
+    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t off = p->offset[i], n = io_len(c, off);
+        double t = bench_now();
+        int e = 0;
+        gdu_CUresult ce = GDU_CUDA_SUCCESS;
+        if (c->write) {
+            ce = g->cu->cuMemcpyDtoH(buf, g->buf + off, n);
+            if (ce == GDU_CUDA_SUCCESS)
+                e = full_io(true, fd, buf, n, off);
+        } else {
+            e = full_io(false, fd, buf, n, off);
+            if (e == 0)
+                ce = g->cu->cuMemcpyHtoD(g->buf + off, buf, n);
+        }
+        lat->us[i] = (bench_now() - t) * 1e6;
+        if (e != 0) {
+            io_failed(r, c->write ? "pwrite" : "pread", e, off);
+            break;
+        }
+        if (ce != GDU_CUDA_SUCCESS) {
+            r->status = -EIO;
+            snprintf(r->note, sizeof r->note, "copy failed: %s", gdu_cuda_result_name(ce));
+            break;
+        }
+        r->bytes += n;
+        bench_progress(c, "naive", r->bytes, false);
+    }
+    r->seconds = bench_now() - t0;
+    r->cpu_seconds = bench_cpu_seconds() - c0;
+    bench_progress(c, "naive", r->bytes, true);
+    if (r->status == 0 && r->note[0] == '\0')
+        snprintf(r->note, sizeof r->note, "one thread, pageable buffer, %s",
+                 c->cold ? "O_DIRECT" : "buffered");
+    free(buf);
+    close(fd);
+}

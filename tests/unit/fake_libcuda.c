@@ -1,0 +1,202 @@
+/* A fake libcuda.so.1 for CPU tests of the engine's CUDA path and of
+ * gdunlock bench. "Device" memory is host memory. Asynchronous copies are
+ * deferred until an event or stream after them is waited on, and cuEventQuery
+ * reports "not ready" every other time: a pipeline that reuses a staging
+ * buffer before its copy completed copies the wrong bytes, which the tests
+ * then see. Every other symbol of GDU_CUDA_FUNCTIONS is a generated weak stub
+ * returning CUDA_ERROR_NOT_SUPPORTED. Built into its own folder, never into
+ * build/lib, so that it cannot shadow the real driver. */
+#include "cuda/cuda_api.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOT_READY 600
+#define QUERIES_BEFORE_READY 5
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread gdu_CUcontext current;
+static struct CUctx_st { int dummy; } primary;
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+} copy_op;
+
+struct CUstream_st {
+    copy_op *ops;
+    size_t n, cap, done;
+};
+
+struct CUevent_st {
+    struct CUstream_st *stream;
+    size_t upto;
+    unsigned queries;
+};
+
+static void flush(struct CUstream_st *s, size_t upto)
+{
+    for (; s->done < upto; s->done++)
+        memcpy(s->ops[s->done].dst, s->ops[s->done].src, s->ops[s->done].n);
+}
+
+gdu_CUresult cuInit(unsigned flags) { return 0; }
+gdu_CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+gdu_CUresult cuGetErrorName(gdu_CUresult r, const char **name) { *name = "FAKE_CUDA_ERROR"; return 0; }
+gdu_CUresult cuGetErrorString(gdu_CUresult r, const char **s) { *s = "fake CUDA error"; return 0; }
+gdu_CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+gdu_CUresult cuDeviceGet(gdu_CUdevice *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
+gdu_CUresult cuDeviceGetName(char *name, int len, gdu_CUdevice d)
+{
+    strncpy(name, "Fake GPU (host memory)", (size_t)len - 1);
+    name[len - 1] = '\0';
+    return 0;
+}
+gdu_CUresult cuDeviceGetAttribute(int *v, int attr, gdu_CUdevice d) { *v = 1; return 0; }
+gdu_CUresult cuDevicePrimaryCtxRetain(gdu_CUcontext *c, gdu_CUdevice d) { *c = &primary; return 0; }
+gdu_CUresult cuDevicePrimaryCtxRelease_v2(gdu_CUdevice d) { return 0; }
+gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c) { current = c; return 0; }
+gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c) { *c = current; return 0; }
+
+gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n)
+{
+    void *m = malloc(n ? n : 1);
+    *p = (gdu_CUdeviceptr)(uintptr_t)m;
+    return m ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+}
+gdu_CUresult cuMemFree_v2(gdu_CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+gdu_CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+    *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+    return *p ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+}
+gdu_CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+gdu_CUresult cuMemcpyHtoD_v2(gdu_CUdeviceptr d, const void *s, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, s, n);
+    return 0;
+}
+gdu_CUresult cuMemcpyDtoH_v2(void *d, gdu_CUdeviceptr s, size_t n)
+{
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return 0;
+}
+gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
+{
+    memset((void *)(uintptr_t)d, v, n);
+    return 0;
+}
+
+static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, size_t n)
+{
+    pthread_mutex_lock(&lock);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        copy_op *ops = realloc(s->ops, cap * sizeof *ops);
+        if (ops == NULL) {
+            pthread_mutex_unlock(&lock);
+            return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        s->ops = ops;
+        s->cap = cap;
+    }
+    s->ops[s->n++] = (copy_op){dst, src, n};
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+gdu_CUresult cuMemcpyHtoDAsync_v2(gdu_CUdeviceptr d, const void *s, size_t n, gdu_CUstream st)
+{
+    return enqueue(st, (void *)(uintptr_t)d, s, n);
+}
+gdu_CUresult cuMemcpyDtoHAsync_v2(void *d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st)
+{
+    return enqueue(st, d, (const void *)(uintptr_t)s, n);
+}
+
+gdu_CUresult cuStreamCreate(gdu_CUstream *s, unsigned flags)
+{
+    *s = calloc(1, sizeof **s);
+    return *s ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+}
+gdu_CUresult cuStreamSynchronize(gdu_CUstream s)
+{
+    pthread_mutex_lock(&lock);
+    flush(s, s->n);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+gdu_CUresult cuStreamDestroy_v2(gdu_CUstream s)
+{
+    cuStreamSynchronize(s);
+    free(s->ops);
+    free(s);
+    return 0;
+}
+gdu_CUresult cuEventCreate(gdu_CUevent *e, unsigned flags)
+{
+    *e = calloc(1, sizeof **e);
+    return *e ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+}
+gdu_CUresult cuEventDestroy_v2(gdu_CUevent e) { free(e); return 0; }
+gdu_CUresult cuEventRecord(gdu_CUevent e, gdu_CUstream s)
+{
+    pthread_mutex_lock(&lock);
+    e->stream = s;
+    e->upto = s->n;
+    e->queries = 0;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+gdu_CUresult cuEventSynchronize(gdu_CUevent e)
+{
+    pthread_mutex_lock(&lock);
+    if (e->stream != NULL)
+        flush(e->stream, e->upto);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+gdu_CUresult cuEventQuery(gdu_CUevent e)
+{
+    pthread_mutex_lock(&lock);
+    gdu_CUresult r = 0;
+    if (e->stream != NULL && e->stream->done < e->upto) {
+        if (++e->queries < QUERIES_BEFORE_READY)
+            r = NOT_READY;
+        else
+            flush(e->stream, e->upto);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* VMM: a reservation is plain memory; map/unmap/access are no-ops. */
+gdu_CUresult cuMemGetAllocationGranularity(size_t *g, const gdu_CUmemAllocationProp *p, int o)
+{
+    *g = 2u << 20;
+    return 0;
+}
+gdu_CUresult cuMemCreate(gdu_CUmemGenericAllocationHandle *h, size_t n,
+                         const gdu_CUmemAllocationProp *p, unsigned long long f)
+{
+    *h = 1;
+    return 0;
+}
+gdu_CUresult cuMemRelease(gdu_CUmemGenericAllocationHandle h) { return 0; }
+gdu_CUresult cuMemAddressReserve(gdu_CUdeviceptr *p, size_t n, size_t a, gdu_CUdeviceptr addr,
+                                 unsigned long long f)
+{
+    return cuMemAlloc_v2(p, n);
+}
+gdu_CUresult cuMemAddressFree(gdu_CUdeviceptr p, size_t n) { return cuMemFree_v2(p); }
+gdu_CUresult cuMemMap(gdu_CUdeviceptr p, size_t n, size_t o, gdu_CUmemGenericAllocationHandle h,
+                      unsigned long long f)
+{
+    return 0;
+}
+gdu_CUresult cuMemUnmap(gdu_CUdeviceptr p, size_t n) { return 0; }
+gdu_CUresult cuMemSetAccess(gdu_CUdeviceptr p, size_t n, const gdu_CUmemAccessDesc *d, size_t c)
+{
+    return 0;
+}
