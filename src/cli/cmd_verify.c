@@ -68,6 +68,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
     };
     memset(c, 0, sizeof *c);
     c->opts.size = GDU_VERIFY_DEFAULT_SIZE;
+    /* Another stats file (a copy, or a test's): GDUNLOCK_NVFS_STATS. */
+    c->opts.nvfs_stats_path = getenv("GDUNLOCK_NVFS_STATS");
     uint64_t v;
     int ch;
     optind = 1;
@@ -356,7 +358,7 @@ static void print_human(const json_t *doc)
     const json_t *engine = json_object_get(doc, "engine");
     if (json_is_true(json_object_get(json_object_get(engine, "check"), "ran"))) {
         print_call("engine check", json_object_get(engine, "check"));
-        printf("  %-14s %s: %s\n", "", str(engine, "backend"), str(engine, "reason"));
+        printf("  %-14s %s\n", "", str(engine, "reason"));
     }
     const json_t *reasons = json_object_get(doc, "reasons");
     if (json_array_size(reasons) > 0) {

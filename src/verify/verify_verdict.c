@@ -220,8 +220,8 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
     out->verdict = GDU_VERIFY_COMPAT;
     gdu_verify_add_reason(out, "engine-integrity-ok",
                           "cuFile could not be used, so integrity was checked through the gdunlock "
-                          "I/O engine instead (%s backend: %s): data correct through the CPU path",
-                          ev->engine_backend, ev->engine_reason);
+                          "I/O engine instead (%s): data correct through the CPU path",
+                          ev->engine_reason[0] ? ev->engine_reason : ev->engine_backend);
     if (!ev->nvfs_before)
         direct_criteria(ev, out);
     add_doctor_reasons(ev, out);

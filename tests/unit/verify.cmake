@@ -11,3 +11,23 @@ gdunlock_unit_test(test_verify_verdict
           ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c ${CMAKE_SOURCE_DIR}/src/verify/verify_pattern.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_evidence.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
   LIBS PkgConfig::JANSSON)
+
+# gdunlock verify end to end without a GPU: fake libcuda.so.1 and libcufile
+# in their own folder (never build/lib, which is on the real binary's run path).
+set(GDU_VERIFY_FAKES ${CMAKE_BINARY_DIR}/tests/verify-fakes)
+add_library(test_verify_fake_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cuda.c
+                                         ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cuda_defaults.c)
+set_target_properties(test_verify_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
+                      LIBRARY_OUTPUT_DIRECTORY ${GDU_VERIFY_FAKES})
+add_library(test_verify_fake_cufile SHARED ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cufile.c)
+set_target_properties(test_verify_fake_cufile PROPERTIES OUTPUT_NAME fakecufile
+                      LIBRARY_OUTPUT_DIRECTORY ${GDU_VERIFY_FAKES})
+if(GDUNLOCK_SANITIZE)
+  set(GDU_VERIFY_SANITIZED 1)
+else()
+  set(GDU_VERIFY_SANITIZED 0)
+endif()
+add_test(NAME test_verify_cli
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_cli.sh $<TARGET_FILE:gdunlock>
+                 ${GDU_VERIFY_FAKES} ${GDUNLOCK_FIXTURES} ${GDU_VERIFY_SANITIZED})
+set_tests_properties(test_verify_cli PROPERTIES LABELS unit)

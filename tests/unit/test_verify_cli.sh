@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# gdunlock verify end to end on the CPU: the real binary against a fake
+# libcuda (device memory = host memory) and a fake libcufile whose behaviour
+# FAKE_CUFILE selects, with nvidia-fs stats fixtures standing in for /proc.
+# Usage: test_verify_cli.sh GDUNLOCK FAKE_DIR FIXTURES SANITIZED(0|1)
+set -u
+bin=$1 fakes=$2 fx=$3/nvfs-stats sanitized=$4
+work=$(mktemp -d "${TMPDIR:-/tmp}/verify-cli-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export LD_LIBRARY_PATH=$fakes GDUNLOCK_LIBCUFILE=$fakes/libfakecufile.so
+export GDUNLOCK_NVFS_STATS=$work/absent-stats GDUNLOCK_IO_WORKERS=2
+unset GDUNLOCK_REPORT LD_PRELOAD
+failures=0
+bad() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# run NAME EXPECTED_RC [ARGS...]: runs verify --json on a fresh file, output in $work/NAME.json
+run() {
+  local name=$1 want=$2
+  shift 2
+  "$bin" verify "$work/$name.bin" --size 1MiB --no-shim --json "$@" >"$work/$name.json" 2>"$work/$name.err"
+  local rc=$?
+  [ $rc -eq "$want" ] || bad "$name: exit $rc, expected $want: $(cat "$work/$name.json" "$work/$name.err")"
+  [ -e "$work/$name.bin" ] && [ "${KEEP:-0}" = 0 ] && bad "$name: file left behind"
+  return 0
+}
+has() { grep -q -- "$2" "$work/$1.json" || bad "$1: no '$2' in $(cat "$work/$1.json")"; }
+lacks() { ! grep -q -- "$2" "$work/$1.json" || bad "$1: unexpected '$2'"; }
+stats() { cp "$fx/$1-before.txt" "$work/stats"; export GDUNLOCK_NVFS_STATS=$work/stats FAKE_NVFS_STATS=$work/stats FAKE_NVFS_AFTER=$fx/$1-after.txt; }
+no_stats() { export GDUNLOCK_NVFS_STATS=$work/absent-stats; unset FAKE_NVFS_STATS FAKE_NVFS_AFTER; }
+
+# The H200 machine: no nvidia-fs, handle refused with 5027 -> COMPAT through the engine.
+no_stats
+FAKE_CUFILE=5027 run h200 2
+has h200 '"verdict": "COMPAT"'
+has h200 '"id": "cufile-handle-register"'
+has h200 'CU_FILE_HANDLE_NOT_REGISTERED (5027)'
+has h200 '"id": "engine-integrity-ok"'
+has h200 '"id": "nvfs-not-loaded"'
+has h200 '"id": "cufile-compat-mode"'
+has h200 '"backend": "pipeline"'
+FAKE_CUFILE=5027 "$bin" verify "$work/human.bin" --size 1MiB --no-shim >"$work/human.json" 2>&1
+has human 'gdunlock verify: COMPAT'
+has human 'why not DIRECT'
+has human 'shim           not active: disabled with --no-shim'
+
+# cuFile in compatibility mode moves the data itself.
+FAKE_CUFILE=compat run compat 2
+has compat '"id": "cufile-compat-mode"'
+lacks compat 'engine-integrity-ok'
+has compat '"integrity_ok": true'
+
+# A direct run: Bar1-map ok grows, err does not.
+stats direct
+FAKE_CUFILE=direct run direct 0
+has direct '"verdict": "DIRECT"'
+has direct '"bar1_map.ok": 2'
+has direct '"registered_mib_delta": 32'
+has direct '"nvfs_version": "2.28"'
+has direct '"reasons": \[\]'
+stats direct
+FAKE_CUDA_NO_VMM=1 FAKE_CUFILE=direct run novmm 0
+has novmm '"skipped": "the device does not support virtual memory management'
+
+# Bar1-map err grew: COMPAT with that cause.
+stats bar1-err
+FAKE_CUFILE=direct run bar1err 2
+has bar1err '"id": "bar1-map-err"'
+has bar1err 'grew by 2'
+
+# Wrong bytes, failed reads: FAILED with what failed.
+stats direct
+FAKE_CUFILE=corrupt run corrupt 1
+has corrupt '"id": "integrity-mismatch"'
+has corrupt 'first at byte 4097'
+stats direct
+FAKE_CUFILE=readfail run readfail 1
+has readfail 'CU_FILE_NVFS_DRIVER_ERROR (5010)'
+
+# No libcufile at all: the engine decides.
+no_stats
+GDUNLOCK_LIBCUFILE=$work/none.so LD_LIBRARY_PATH=$fakes run nocufile 2
+has nocufile '"id": "engine-integrity-ok"'
+
+# Setup errors: no GPU, no such GPU, an existing file.
+LD_LIBRARY_PATH=$work run nocuda 69
+has nocuda 'libcuda'
+run gpu3 69 --gpu 3
+has gpu3 'GPU 3 does not exist'
+echo "keep me" >"$work/precious.bin"
+"$bin" verify "$work/precious.bin" --no-shim >"$work/precious.json" 2>&1
+rc=$?
+[ $rc -eq 64 ] && [ "$(cat "$work/precious.bin")" = "keep me" ] || bad "precious: exit $rc, file $(cat "$work/precious.bin")"
+has precious '--force'
+KEEP=1 FAKE_CUFILE=compat run kept 2 --keep
+[ "$(stat -c %s "$work/kept.bin" 2>/dev/null)" = 1048576 ] || bad "kept: --keep did not leave the 1 MiB file"
+
+# Through the shim re-exec (not under ASan: the shim cannot be preloaded ahead of it).
+shim=$(dirname "$bin")/../lib/libgdunlock.so
+if [ "$sanitized" = 0 ] && [ -e "$shim" ]; then
+  FAKE_CUFILE=5027 "$bin" verify "$work/shim.bin" --size 1MiB --json >"$work/shim.json" 2>"$work/shim.err"
+  rc=$?
+  [ $rc -eq 2 ] || bad "shim: exit $rc: $(cat "$work/shim.json" "$work/shim.err")"
+  has shim '"active": true'
+fi
+
+[ $failures -eq 0 ] && echo "verify CLI: all cases passed"
+exit $((failures > 0))
