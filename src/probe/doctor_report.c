@@ -168,8 +168,20 @@ json_t *gdu_report_to_json(const gdu_report *r)
     }
     for (size_t i = 0; i < r->n_findings; i++)
         json_array_append_new(findings, finding_to_json(&r->findings[i]));
-    return json_pack("{s:s, s:b, s:{s:s, s:s, s:o}, s:o, s:o}", "schema", "gdunlock-doctor/1",
-                     "driver_present", r->driver_present, "gds", "verdict",
+    json_t *gpus = json_array();
+    for (size_t i = 0; i < r->n_gpus; i++) {
+        const gdu_report_gpu *g = &r->gpus[i];
+        json_array_append_new(
+            gpus, json_pack("{s:i, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
+                            g->index, "pci", g->bdf, "name", g->name, "geforce", g->geforce,
+                            "cuda_ordinal", g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes,
+                            "memory_bytes", (json_int_t)g->memory_bytes, "link", "cur_gen",
+                            g->cur_gen, "cur_width", g->cur_width, "max_gen", g->max_gen,
+                            "max_width", g->max_width));
+    }
+    return json_pack("{s:s, s:b, s:{s:s, s:i}, s:o, s:{s:s, s:s, s:o}, s:o, s:o}", "schema",
+                     "gdunlock-doctor/1", "driver_present", r->driver_present, "driver", "version",
+                     r->driver_version, "open_module", r->open_module, "gpus", gpus, "gds", "verdict",
                      gdu_gds_verdict_id(r->gds), "target", r->gds_target, "reasons", reasons,
                      "p2p", pairs, "findings", findings);
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { GDU_ST_OK = 0, GDU_ST_WARN, GDU_ST_FAIL, GDU_ST_UNKNOWN } gdu_status;
 
@@ -44,8 +45,23 @@ typedef struct gdu_p2p_pair {
     gdu_p2p_verdict verdict;
 } gdu_p2p_pair;
 
+/* The measured facts about one GPU, for --json consumers. */
+typedef struct gdu_report_gpu {
+    int index;
+    char bdf[16];
+    char name[128];
+    int geforce;            /* 1, 0, -1 unknown */
+    int cuda_ordinal;       /* -1 unknown */
+    uint64_t bar1_bytes, memory_bytes; /* 0 unknown */
+    int cur_gen, cur_width, max_gen, max_width; /* 0 unknown */
+} gdu_report_gpu;
+
 typedef struct gdu_report {
     bool driver_present;
+    char driver_version[32];
+    int open_module;       /* 1, 0, -1 unknown */
+    gdu_report_gpu gpus[16];
+    size_t n_gpus;
     gdu_gds_verdict gds;
     char gds_target[128];  /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
     gdu_reason reasons[GDU_MAX_REASONS];
