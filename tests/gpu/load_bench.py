@@ -66,6 +66,18 @@ def free(*objs):
     torch.cuda.empty_cache()
 
 
+def same(o, r):
+    """torch.equal, or byte equality for dtypes torch.equal lacks (float8 on
+    some versions); byte equality is the stricter of the two."""
+    try:
+        return torch.equal(o, r)
+    except (RuntimeError, NotImplementedError):
+        byte_compared = results.setdefault("byte_compared_dtypes", [])
+        if str(r.dtype) not in byte_compared:
+            byte_compared.append(str(r.dtype))
+        return torch.equal(o.reshape(-1).view(torch.uint8), r.reshape(-1).view(torch.uint8))
+
+
 def equal_count(ours, ref, device=None):
     """(equal, total, first names that differ) under torch.equal."""
     bad = []
@@ -73,8 +85,11 @@ def equal_count(ours, ref, device=None):
         o = ours.get(name)
         if device is not None and o is not None:
             o = o.to(device)
-        if o is None or o.dtype != r.dtype or o.shape != r.shape or not torch.equal(o, r):
+        if o is None or o.dtype != r.dtype or o.shape != r.shape:
             bad.append(name)
+        elif not same(o, r):
+            raw_equal = torch.equal(o.reshape(-1).view(torch.uint8), r.reshape(-1).view(torch.uint8))
+            bad.append(name + (" (bytes equal: NaNs?)" if raw_equal else ""))
     return len(ref) - len(bad), len(ref), bad[:5]
 
 
