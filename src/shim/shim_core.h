@@ -1,0 +1,92 @@
+/* The shim's core: watches a process's RM and UVM ioctls, tracks its RM
+ * objects and GPU mappings, and gives every GPU where libcuda made no
+ * ThirdPartyP2P (NV503C) object one of its own, with the VA spaces and every
+ * mapped device allocation registered. It talks to the driver only through
+ * the ops it is given, so tests run it against a fake RM. It never prints:
+ * log lines go to ops.log. */
+#ifndef GDUNLOCK_SHIM_CORE_H
+#define GDUNLOCK_SHIM_CORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { GDU_FD_OTHER = 0, GDU_FD_RM, GDU_FD_UVM } gdu_fd_kind;
+
+enum { GDU_LOG_ERROR = 0, GDU_LOG_INFO = 1, GDU_LOG_DEBUG = 2 };
+
+typedef struct {
+    /* The real ioctl. */
+    int (*ioctl)(void *ctx, int fd, unsigned long request, void *arg);
+    /* What kind of NVIDIA node fd is (asked only for requests the shim watches). */
+    gdu_fd_kind (*fd_kind)(void *ctx, int fd);
+    /* Copies n bytes at addr, a block handed to an ioctl that has not run yet
+     * (so possibly invalid), into dst. Returns 0, or -1 when unreadable. */
+    int (*read_block)(void *ctx, const void *addr, void *dst, size_t n);
+    /* One finished log line, "gdunlock: ..." without newline. */
+    void (*log)(void *ctx, int level, const char *line);
+    void *ctx;
+} gdu_shim_ops;
+
+typedef struct {
+    int log_level;
+    /* Test mode: free libcuda's own NV503C right after it is made and re-create
+     * it under the same handle as ours (the GeForce state, on a datacenter GPU). */
+    bool test_drop_native;
+    /* Fault injection: the n-th RM call the shim itself makes fails (0: none). */
+    uint64_t fault_at;
+    /* Driver version text (/sys/module/nvidia_uvm/version or
+     * /proc/driver/nvidia/version); NULL or unknown: the shim stays passive. */
+    const char *driver_version;
+} gdu_shim_config;
+
+typedef struct gdu_shim gdu_shim;
+
+/* NULL only when out of memory. */
+gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops);
+void gdu_shim_free(gdu_shim *s);
+
+/* Runs one ioctl through the shim: watched requests are tracked and acted on
+ * around the real call; the real call's arguments, result and errno are
+ * passed back untouched. */
+int gdu_shim_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg);
+
+/* Fork support: lock before fork, unlock after it in the parent; in the child
+ * the shim unlocks and turns passive (the RM objects belong to the parent). */
+void gdu_shim_fork_prepare(gdu_shim *s);
+void gdu_shim_fork_parent(gdu_shim *s);
+void gdu_shim_fork_child(gdu_shim *s);
+
+typedef struct {
+    uint64_t clients;           /* RM clients tracked now */
+    uint64_t objects_created;   /* NV503C objects the shim made */
+    uint64_t registered;        /* REGISTER_VIDMEM by the shim that succeeded */
+    uint64_t already_registered;/* mappings found registered already (0x19, or by libcuda) */
+    uint64_t unregistered;      /* of the shim's registrations, ended since */
+    uint64_t live;              /* registered - unregistered */
+    uint64_t failures;          /* RM calls of the shim that failed */
+    uint64_t rm_calls;          /* RM calls the shim made */
+    uint64_t mappings;          /* GPU mappings tracked now */
+} gdu_shim_totals;
+
+void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);
+
+/* Test support: proves through RM whether the mapping containing gpu_va is
+ * registered with its GPU's NV503C: a second REGISTER_VIDMEM answering
+ * NV_ERR_INSERT_DUPLICATE_NAME means yes (an answer of NV_OK means no, and is
+ * undone at once). For an address whose mapping was freed recently, asks
+ * UNREGISTER_VIDMEM of its old memory handle: NV_ERR_OBJECT_NOT_FOUND means
+ * no longer registered. Returns 1 (registered), 0 (not), or -1 (nothing known
+ * at gpu_va, or no NV503C to ask); *status gets RM's answer. */
+int gdu_shim_probe_registered(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
+
+/* The report: process, driver, layout, and per GPU the mode (native /
+ * unlocked / failed + reason / idle), objects created, allocations
+ * registered / unregistered, failures by status name. New reference. */
+json_t *gdu_shim_report(gdu_shim *s);
+
+/* True once the process made an RM client (worth a report). */
+bool gdu_shim_saw_gpu(gdu_shim *s);
+
+#endif

@@ -1,0 +1,123 @@
+/* The shim core's internal state, shared by its source files (shim_core.c:
+ * ioctl hooks and object tracking; shim_p2p.c: the NV503C lifecycle;
+ * shim_report.c: the report). All of it is guarded by gdu_shim.lock. */
+#ifndef GDUNLOCK_SHIM_STATE_H
+#define GDUNLOCK_SHIM_STATE_H
+
+#include "driverabi/uvm_abi.h"
+#include "shim/shim_core.h"
+#include "shim/shim_map.h"
+
+#include <pthread.h>
+
+#define GDU_SHIM_MAX_VASPACES 8   /* FERMI_VASPACE_A per device we follow */
+#define GDU_SHIM_GPU_SLOTS 33     /* RM device instances 0..31, and "unknown" */
+#define GDU_SHIM_FAIL_KINDS 8     /* distinct failure statuses counted per GPU */
+#define GDU_SHIM_FREED_RING 64    /* recently freed mappings kept for probes */
+
+typedef enum { GDU_P2P_NONE = 0, GDU_P2P_NATIVE, GDU_P2P_UNLOCKED, GDU_P2P_FAILED } gdu_p2p_mode;
+
+/* One tracked RM object; key = client << 32 | handle. */
+typedef struct gdu_obj {
+    gdu_map_node node;
+    uint32_t client, handle, parent, cls;
+    uint32_t children; /* tracked direct children */
+    int fd;            /* client: the fd it was allocated on (where our calls go) */
+    uint32_t instance; /* device: deviceId; subdevice: subDeviceId */
+    /* device: its first subdevice and its VA spaces */
+    uint32_t subdevice;
+    uint32_t vaspaces[GDU_SHIM_MAX_VASPACES];
+    unsigned n_vaspaces;
+    /* subdevice: the NV503C in use there, and whose it is */
+    gdu_p2p_mode mode;
+    uint32_t p2p;
+    bool p2p_owned;
+    /* NV503C: the VA spaces registered with it */
+    uint32_t p2p_vaspaces[GDU_SHIM_MAX_VASPACES];
+    unsigned n_p2p_vaspaces;
+    uint32_t p2p_vaspaces_by_shim; /* bit i: p2p_vaspaces[i] was registered by the shim */
+    uint32_t p2p_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
+    unsigned n_p2p_vaspaces_failed;
+    /* memory: where it is registered (reg_p2p == 0: nowhere we know of) */
+    uint32_t reg_p2p;
+    bool reg_by_shim;
+    uint64_t reg_address, reg_size, reg_offset;
+} gdu_obj;
+
+/* One GPU mapping made by UVM_MAP_EXTERNAL_ALLOCATION; key = base. */
+typedef struct {
+    gdu_map_node node;
+    uint64_t base, length, offset;
+    uint32_t client, memory;
+} gdu_mapping;
+
+typedef struct {
+    uint64_t base;
+    uint32_t client, memory, p2p;
+} gdu_freed_mapping;
+
+typedef struct {
+    bool seen;
+    gdu_p2p_mode mode; /* the most telling one over the GPU's subdevices */
+    char reason[200];
+    uint64_t objects_created, va_spaces_registered;
+    uint64_t registered, already_registered, unregistered;
+    uint64_t skipped, skipped_bytes, failures;
+    struct {
+        uint32_t status;
+        uint64_t count;
+    } fail[GDU_SHIM_FAIL_KINDS];
+} gdu_gpu_stats;
+
+struct gdu_shim {
+    pthread_mutex_t lock;
+    gdu_shim_config cfg;
+    gdu_shim_ops ops;
+    bool passive;          /* forked child: pass everything through */
+    bool saw_client;       /* the process made an RM client */
+    bool layout_known;     /* the UVM layout for this driver is known... */
+    bool layout_validated; /* ...and a real mapping block matched it */
+    bool refused;          /* acting refused for the process (reason in refusal) */
+    gdu_uvm_layout layout;
+    char driver[64];
+    char refusal[256];
+    gdu_map objects;
+    gdu_map mappings;
+    gdu_freed_mapping freed[GDU_SHIM_FREED_RING];
+    unsigned freed_next;
+    uint64_t clients;
+    uint64_t rm_calls; /* the shim's own, fault injection counts these */
+    gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
+    unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
+};
+
+/* shim_core.c */
+gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle);
+gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls);
+void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
+gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
+void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
+
+/* shim_p2p.c: the NV503C lifecycle on one subdevice. */
+/* Registers the mapping's memory with the subdevice's NV503C, creating that
+ * object (and registering the device's VA spaces) first where needed. */
+void gdu_p2p_on_mapping(gdu_shim *s, gdu_obj *subdevice, gdu_obj *memory, const gdu_mapping *m);
+/* A new VA space under a device whose subdevice has our NV503C. */
+void gdu_p2p_on_vaspace(gdu_shim *s, gdu_obj *subdevice, uint32_t vaspace);
+/* libcuda made its own NV503C under subdevice (post-call). */
+void gdu_p2p_on_native(gdu_shim *s, gdu_obj *subdevice, gdu_obj *p2p);
+/* libcuda is about to make an NV503C under subdevice (pre-call). */
+void gdu_p2p_before_native(gdu_shim *s, gdu_obj *subdevice);
+/* Ends the shim's registration of memory (pre-free / pre-unmap). */
+void gdu_p2p_unregister(gdu_shim *s, gdu_obj *memory);
+/* libcuda is about to issue an NV503C control on a NV503C we own (test mode). */
+void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
+/* An NV503C control succeeded: follow the registrations it made or ended. */
+void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
+/* The NV503C p2p is gone (freed directly, with a parent, or with a VA space). */
+void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p);
+/* Test probe (see gdu_shim_probe_registered). */
+int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
+
+#endif

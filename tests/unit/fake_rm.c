@@ -1,0 +1,470 @@
+#include "fake_rm.h"
+
+#include "driverabi/nv503c.h"
+#include "driverabi/nv_classes.h"
+#include "driverabi/nv_escape.h"
+#include "driverabi/nv_status.h"
+#include "driverabi/nvos.h"
+#include "driverabi/uvm_abi.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_MAX_FDS 256
+#define FAKE_MAX_VAS 8
+
+typedef struct {
+    uint32_t client, handle, parent, cls;
+    bool live;
+    /* NV503C */
+    uint32_t vaspaces[FAKE_MAX_VAS];
+    unsigned n_vaspaces;
+} fake_obj;
+
+typedef struct {
+    uint32_t client, p2p, memory;
+    uint64_t address, size;
+    bool live;
+} fake_reg;
+
+struct fake_rm {
+    pthread_mutex_t lock;
+    gdu_fd_kind fds[FAKE_MAX_FDS];
+    uint32_t next_client, next_generated, generated_client;
+    fake_obj *objs;
+    size_t n_objs, cap_objs;
+    fake_reg *regs;
+    size_t n_regs, cap_regs;
+    char *log;
+    size_t log_len;
+    unsigned log_count[3];
+};
+
+fake_rm *fake_rm_new(void)
+{
+    fake_rm *f = calloc(1, sizeof *f);
+    pthread_mutex_init(&f->lock, NULL);
+    f->next_generated = 0xcaf40000;
+    f->generated_client = 0xc1d00000;
+    return f;
+}
+
+void fake_rm_free(fake_rm *f)
+{
+    free(f->objs);
+    free(f->regs);
+    free(f->log);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind)
+{
+    if (fd >= 0 && fd < FAKE_MAX_FDS)
+        f->fds[fd] = kind;
+}
+
+void fake_rm_next_client(fake_rm *f, uint32_t handle)
+{
+    f->next_client = handle;
+}
+
+/* ---- objects ---- */
+
+static fake_obj *find(fake_rm *f, uint32_t client, uint32_t handle)
+{
+    for (size_t i = f->n_objs; i-- > 0;)
+        if (f->objs[i].live && f->objs[i].client == client && f->objs[i].handle == handle)
+            return &f->objs[i];
+    return NULL;
+}
+
+static fake_obj *add(fake_rm *f, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls)
+{
+    if (f->n_objs == f->cap_objs) {
+        f->cap_objs = f->cap_objs ? f->cap_objs * 2 : 256;
+        f->objs = realloc(f->objs, f->cap_objs * sizeof *f->objs);
+    }
+    fake_obj *o = &f->objs[f->n_objs++];
+    *o = (fake_obj){.client = client, .handle = handle, .parent = parent, .cls = cls, .live = true};
+    return o;
+}
+
+static bool is_below(fake_rm *f, const fake_obj *o, uint32_t root)
+{
+    for (int depth = 0; o != NULL && depth < 32; depth++) {
+        if (o->handle == root)
+            return true;
+        if (o->parent == o->handle)
+            return false;
+        o = find(f, o->client, o->parent);
+    }
+    return false;
+}
+
+static const fake_obj *device_of(fake_rm *f, const fake_obj *o)
+{
+    for (int depth = 0; o != NULL && depth < 32; depth++) {
+        if (o->cls == GDU_NV01_DEVICE_0)
+            return o;
+        if (o->parent == o->handle)
+            return NULL;
+        o = find(f, o->client, o->parent);
+    }
+    return NULL;
+}
+
+static void drop_regs(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t memory)
+{
+    for (size_t i = 0; i < f->n_regs; i++) {
+        fake_reg *r = &f->regs[i];
+        if (r->live && r->client == client && (p2p == 0 || r->p2p == p2p) && (memory == 0 || r->memory == memory))
+            r->live = false;
+    }
+}
+
+static void compact_regs(fake_rm *f)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < f->n_regs; i++)
+        if (f->regs[i].live)
+            f->regs[kept++] = f->regs[i];
+    f->n_regs = kept;
+}
+
+static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
+{
+    /* Measured (tests/fixtures/rm-traces, seq 22): freeing a handle that does
+     * not exist answers NV_OK; libcuda does it before reusing a handle. */
+    if (find(f, client, handle) == NULL)
+        return GDU_NV_OK;
+    /* Mark the subtree, then NV503C objects that depend on a dying VA space. */
+    size_t n = f->n_objs;
+    bool *dying = calloc(n, sizeof *dying);
+    for (size_t i = 0; i < n; i++)
+        dying[i] = f->objs[i].live && f->objs[i].client == client && (handle == client || is_below(f, &f->objs[i], handle));
+    for (size_t i = 0; i < n; i++) {
+        if (!dying[i] || f->objs[i].cls != GDU_FERMI_VASPACE_A)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            fake_obj *p = &f->objs[j];
+            if (!p->live || p->client != client || p->cls != GDU_NV50_THIRD_PARTY_P2P)
+                continue;
+            for (unsigned k = 0; k < p->n_vaspaces; k++)
+                if (p->vaspaces[k] == f->objs[i].handle)
+                    dying[j] = true;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!dying[i])
+            continue;
+        fake_obj *o = &f->objs[i];
+        if (o->cls == GDU_NV50_THIRD_PARTY_P2P)
+            drop_regs(f, client, o->handle, 0);
+        else
+            drop_regs(f, client, 0, o->handle) /* memory: RM drops its registrations */;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!dying[i] && f->objs[i].live)
+            f->objs[kept++] = f->objs[i];
+    f->n_objs = kept;
+    free(dying);
+    compact_regs(f);
+    return GDU_NV_OK;
+}
+
+static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
+                         uint64_t params)
+{
+    if (gdu_nv_class_is_client(cls)) {
+        uint32_t h = f->next_client ? f->next_client : ++f->generated_client;
+        f->next_client = 0;
+        if (find(f, h, h) != NULL)
+            return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
+        add(f, h, h, h, GDU_NV01_ROOT_CLIENT);
+        *handle = h;
+        return GDU_NV_OK;
+    }
+    if (find(f, client, client) == NULL)
+        return 0x0000000e; /* NV_ERR_INVALID_CLIENT */
+    fake_obj *p = find(f, client, parent);
+    if (p == NULL)
+        return GDU_NV_ERR_INVALID_OBJECT_PARENT;
+    if (cls == GDU_NV50_THIRD_PARTY_P2P) {
+        if (p->cls != GDU_NV20_SUBDEVICE_0)
+            return GDU_NV_ERR_INVALID_OBJECT_PARENT;
+        for (size_t i = 0; i < f->n_objs; i++)
+            if (f->objs[i].live && f->objs[i].client == client && f->objs[i].parent == parent &&
+                f->objs[i].cls == GDU_NV50_THIRD_PARTY_P2P)
+                return GDU_NV_ERR_STATE_IN_USE;
+        if (params != 0) {
+            gdu_nv503c_alloc_params ap;
+            memcpy(&ap, (const void *)(uintptr_t)params, sizeof ap);
+            if ((ap.flags & GDU_NV503C_ALLOC_FLAGS_TYPE_MASK) != GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1)
+                return GDU_NV_ERR_INVALID_ARGUMENT;
+        }
+    }
+    if (*handle == 0)
+        *handle = f->next_generated++;
+    else if (find(f, client, *handle) != NULL)
+        return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
+    add(f, client, *handle, parent, cls);
+    return GDU_NV_OK;
+}
+
+static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_t cmd, void *params, uint32_t size)
+{
+    if ((cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
+        return GDU_NV_OK; /* every other control: not modelled, answered OK */
+    fake_obj *p2p = find(f, client, object);
+    if (p2p == NULL)
+        return GDU_NV_ERR_OBJECT_NOT_FOUND;
+    if (p2p->cls != GDU_NV50_THIRD_PARTY_P2P)
+        return 0x00000059; /* NV_ERR_OBJECT_TYPE_MISMATCH-like: not this class's control */
+    switch (cmd) {
+    case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE: {
+        gdu_nv503c_register_va_space *p = params;
+        if (size < sizeof *p)
+            return GDU_NV_ERR_INVALID_ARGUMENT;
+        for (unsigned i = 0; i < p2p->n_vaspaces; i++)
+            if (p2p->vaspaces[i] == p->hVASpace)
+                return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
+        if (p2p->n_vaspaces == FAKE_MAX_VAS)
+            return 0x00000051; /* NV_ERR_INSUFFICIENT_RESOURCES */
+        p->vaSpaceToken = 0xfe00 + p2p->n_vaspaces;
+        p2p->vaspaces[p2p->n_vaspaces++] = p->hVASpace;
+        return GDU_NV_OK;
+    }
+    case GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE: {
+        gdu_nv503c_unregister_va_space *p = params;
+        for (unsigned i = 0; i < p2p->n_vaspaces; i++)
+            if (p2p->vaspaces[i] == p->hVASpace) {
+                p2p->vaspaces[i] = p2p->vaspaces[--p2p->n_vaspaces];
+                return GDU_NV_OK;
+            }
+        return GDU_NV_ERR_OBJECT_NOT_FOUND;
+    }
+    case GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM: {
+        gdu_nv503c_register_vidmem *p = params;
+        if (size < sizeof *p)
+            return GDU_NV_ERR_INVALID_ARGUMENT;
+        fake_obj *mem = find(f, client, p->hMemory);
+        fake_obj *sub = find(f, client, p2p->parent);
+        if (mem == NULL || sub == NULL || device_of(f, mem) != device_of(f, sub))
+            return GDU_NV_ERR_OBJECT_NOT_FOUND;
+        if (mem->cls != GDU_NV01_MEMORY_LOCAL_USER)
+            return GDU_NV_ERR_NOT_SUPPORTED;
+        const uint64_t a = GDU_NV503C_VIDMEM_ALIGN - 1;
+        if (p->size == 0 || (p->size & a) || (p->address & a) || (p->offset & a) || p->address + p->size < p->address)
+            return GDU_NV_ERR_INVALID_ARGUMENT;
+        for (size_t i = 0; i < f->n_regs; i++) {
+            fake_reg *r = &f->regs[i];
+            if (!r->live || r->client != client || r->p2p != object)
+                continue;
+            if (r->memory == p->hMemory ||
+                (r->address < p->address + p->size && p->address < r->address + r->size))
+                return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
+        }
+        if (f->n_regs == f->cap_regs) {
+            f->cap_regs = f->cap_regs ? f->cap_regs * 2 : 256;
+            f->regs = realloc(f->regs, f->cap_regs * sizeof *f->regs);
+        }
+        f->regs[f->n_regs++] = (fake_reg){client, object, p->hMemory, p->address, p->size, true};
+        return GDU_NV_OK;
+    }
+    case GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM: {
+        gdu_nv503c_unregister_vidmem *p = params;
+        for (size_t i = 0; i < f->n_regs; i++) {
+            fake_reg *r = &f->regs[i];
+            if (r->live && r->client == client && r->p2p == object && r->memory == p->hMemory) {
+                r->live = false;
+                compact_regs(f);
+                return GDU_NV_OK;
+            }
+        }
+        return GDU_NV_ERR_OBJECT_NOT_FOUND;
+    }
+    default:
+        return GDU_NV_OK;
+    }
+}
+
+static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
+{
+    switch (nr) {
+    case GDU_NV_ESC_RM_ALLOC:
+        if (size == sizeof(gdu_nvos64)) {
+            gdu_nvos64 *p = arg;
+            p->status = do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
+        } else if (size == sizeof(gdu_nvos21)) {
+            gdu_nvos21 *p = arg;
+            p->status = do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
+        } else {
+            errno = EINVAL;
+            return -1;
+        }
+        return 0;
+    case GDU_NV_ESC_RM_FREE: {
+        gdu_nvos00 *p = arg;
+        p->status = do_free(f, p->hRoot, p->hObjectOld);
+        return 0;
+    }
+    case GDU_NV_ESC_RM_CONTROL: {
+        gdu_nvos54 *p = arg;
+        p->status = do_control(f, p->hClient, p->hObject, p->cmd, (void *)(uintptr_t)p->params, p->paramsSize);
+        return 0;
+    }
+    case GDU_NV_ESC_RM_ALLOC_MEMORY: {
+        gdu_nvos02_with_fd *p = arg;
+        p->params.status = do_alloc(f, p->params.hRoot, p->params.hObjectParent, &p->params.hObjectNew,
+                                    p->params.hClass, 0);
+        return 0;
+    }
+    case GDU_NV_ESC_RM_DUP_OBJECT: {
+        gdu_nvos55 *p = arg;
+        fake_obj *src = find(f, p->hClientSrc, p->hObjectSrc);
+        p->status = src == NULL ? GDU_NV_ERR_OBJECT_NOT_FOUND
+                                : do_alloc(f, p->hClient, p->hParent, &p->hObject, src->cls, 0);
+        return 0;
+    }
+    default:
+        return 0; /* not modelled: the block is left as it is */
+    }
+}
+
+int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg)
+{
+    if (arg == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    pthread_mutex_lock(&f->lock);
+    int r = 0;
+    unsigned nr;
+    size_t size;
+    gdu_fd_kind kind = fd >= 0 && fd < FAKE_MAX_FDS ? f->fds[fd] : GDU_FD_OTHER;
+    if (kind == GDU_FD_RM && gdu_nv_ioctl_decode(request, &nr, &size)) {
+        r = rm_escape(f, nr, size, arg);
+    } else if (kind == GDU_FD_UVM) {
+        if (request == GDU_UVM_MAP_EXTERNAL_ALLOCATION) {
+            gdu_uvm_map_external_params_256 *p = arg;
+            p->rmStatus = find(f, p->hClient, p->hMemory) != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
+        } else if (request == GDU_UVM_FREE) {
+            ((gdu_uvm_free_params *)arg)->rmStatus = GDU_NV_OK;
+        }
+    } else {
+        errno = ENOTTY;
+        r = -1;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return r;
+}
+
+/* ---- ops ---- */
+
+static int op_ioctl(void *ctx, int fd, unsigned long request, void *arg)
+{
+    return fake_rm_ioctl(ctx, fd, request, arg);
+}
+
+static gdu_fd_kind op_fd_kind(void *ctx, int fd)
+{
+    fake_rm *f = ctx;
+    return fd >= 0 && fd < FAKE_MAX_FDS ? f->fds[fd] : GDU_FD_OTHER;
+}
+
+static int op_read_block(void *ctx, const void *addr, void *dst, size_t n)
+{
+    if (addr == NULL)
+        return -1;
+    memcpy(dst, addr, n);
+    return 0;
+}
+
+static void op_log(void *ctx, int level, const char *line)
+{
+    fake_rm *f = ctx;
+    pthread_mutex_lock(&f->lock);
+    size_t n = strlen(line);
+    f->log = realloc(f->log, f->log_len + n + 2);
+    memcpy(f->log + f->log_len, line, n);
+    f->log_len += n;
+    f->log[f->log_len++] = '\n';
+    f->log[f->log_len] = '\0';
+    if (level >= 0 && level < 3)
+        f->log_count[level]++;
+    pthread_mutex_unlock(&f->lock);
+}
+
+gdu_shim_ops fake_rm_ops(fake_rm *f)
+{
+    return (gdu_shim_ops){op_ioctl, op_fd_kind, op_read_block, op_log, f};
+}
+
+/* ---- queries ---- */
+
+unsigned fake_rm_count_class(fake_rm *f, uint32_t cls)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_objs; i++)
+        n += f->objs[i].live && f->objs[i].cls == cls;
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
+unsigned fake_rm_registrations(fake_rm *f)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_regs; i++)
+        n += f->regs[i].live;
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
+bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory)
+{
+    bool found = false;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_regs && !found; i++)
+        found = f->regs[i].live && f->regs[i].client == client && f->regs[i].memory == memory;
+    pthread_mutex_unlock(&f->lock);
+    return found;
+}
+
+bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t vaspace)
+{
+    bool found = false;
+    pthread_mutex_lock(&f->lock);
+    fake_obj *o = find(f, client, p2p);
+    for (unsigned i = 0; o != NULL && i < o->n_vaspaces && !found; i++)
+        found = o->vaspaces[i] == vaspace;
+    pthread_mutex_unlock(&f->lock);
+    return found;
+}
+
+uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub)
+{
+    uint32_t h = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_objs && h == 0; i++)
+        if (f->objs[i].live && f->objs[i].client == client && f->objs[i].parent == sub &&
+            f->objs[i].cls == GDU_NV50_THIRD_PARTY_P2P)
+            h = f->objs[i].handle;
+    pthread_mutex_unlock(&f->lock);
+    return h;
+}
+
+const char *fake_rm_log(fake_rm *f)
+{
+    return f->log != NULL ? f->log : "";
+}
+
+unsigned fake_rm_log_lines(fake_rm *f, int level)
+{
+    return level >= 0 && level < 3 ? f->log_count[level] : 0;
+}

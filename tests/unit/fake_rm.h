@@ -1,0 +1,53 @@
+/* An in-process fake of the RM and UVM ioctls the shim uses, enforcing the
+ * rules measured on the real driver (tests/fixtures/rm-traces,
+ * shared/reference/driver-findings.md) and read in its source:
+ *  - one NV503C per subdevice: a second -> NV_ERR_STATE_IN_USE (0x63);
+ *  - REGISTER_VIDMEM of an hMemory already registered, or of a range that
+ *    overlaps a registered one -> NV_ERR_INSERT_DUPLICATE_NAME (0x19);
+ *  - unknown memory handle (or one of another device) -> NV_ERR_OBJECT_NOT_FOUND (0x57);
+ *  - address, size or offset not 64 KiB aligned, or size 0 -> NV_ERR_INVALID_ARGUMENT (0x1f);
+ *  - UNREGISTER_VIDMEM of what is not registered -> 0x57;
+ *  - freeing an unknown handle answers NV_OK (libcuda does it);
+ *  - freeing an object frees everything below it; freeing a VA space frees
+ *    the NV503C objects it is registered with; freeing memory drops its
+ *    registrations.
+ * Thread-safe. */
+#ifndef GDUNLOCK_TESTS_FAKE_RM_H
+#define GDUNLOCK_TESTS_FAKE_RM_H
+
+#include "shim/shim_core.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct fake_rm fake_rm;
+
+fake_rm *fake_rm_new(void);
+void fake_rm_free(fake_rm *f);
+
+/* Declares what fd stands for (default: GDU_FD_OTHER). */
+void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind);
+/* The handle the next client allocation gets (then generated ones again). */
+void fake_rm_next_client(fake_rm *f, uint32_t handle);
+
+/* gdu_shim_ops for a shim in front of this fake (ctx = the fake). */
+gdu_shim_ops fake_rm_ops(fake_rm *f);
+
+int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg);
+
+/* Live objects of class cls (any client). */
+unsigned fake_rm_count_class(fake_rm *f, uint32_t cls);
+/* Live vidmem registrations (all NV503C objects). */
+unsigned fake_rm_registrations(fake_rm *f);
+/* Whether hMemory of client is registered with some NV503C. */
+bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory);
+/* Whether VA space v of client is registered with the NV503C p2p. */
+bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t vaspace);
+/* The NV503C under subdevice sub of client (0: none). */
+uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub);
+
+/* Log lines the shim wrote through fake_rm_ops (all levels), joined by '\n'. */
+const char *fake_rm_log(fake_rm *f);
+unsigned fake_rm_log_lines(fake_rm *f, int level);
+
+#endif

@@ -1,0 +1,8 @@
+# The shim (src/shim) against the in-process fake RM: synthetic sequences and
+# replays of the ioctl traces recorded on the H200 (tests/fixtures/rm-traces).
+add_library(gdu_fake_rm STATIC fake_rm.c fake_rm_client.c fake_rm_trace.c)
+target_link_libraries(gdu_fake_rm PUBLIC gdu_shim_core)
+target_compile_definitions(gdu_fake_rm PRIVATE GDUNLOCK_FIXTURES="${GDUNLOCK_FIXTURES}")
+gdunlock_unit_test(test_shim_core SOURCES test_shim_core.c LIBS gdu_fake_rm)
+gdunlock_unit_test(test_shim_decode SOURCES test_shim_decode.c LIBS gdu_shim_core)
+gdunlock_unit_test(test_shim_replay SOURCES test_shim_replay.c LIBS gdu_fake_rm)

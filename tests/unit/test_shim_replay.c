@@ -1,0 +1,233 @@
+/* The shim core replaying the ioctl traces recorded on the H200 (580.159.04)
+ * against the fake RM: as recorded (native), as libcuda behaves on GeForce
+ * (its NV503C calls left out), in test mode, with every RM call of the shim
+ * failing in turn, and with an unknown UVM layout. In every case each call
+ * of the traced program must get the result the real driver gave it. */
+#include "driverabi/nv_classes.h"
+#include "driverabi/nv_status.h"
+#include "fake_rm_trace.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define DRIVER "580.159.04\n"
+
+static trace g_gpu0, g_gpu1, g_torch;
+
+static int load_traces(void **state)
+{
+    if (trace_load("rm-traces/workload-gpu0.jsonl", &g_gpu0) != 0 ||
+        trace_load("rm-traces/workload-gpu1.jsonl", &g_gpu1) != 0 || trace_load("rm-traces/torch.jsonl", &g_torch) != 0)
+        return -1;
+    return 0;
+}
+
+static int free_traces(void **state)
+{
+    trace_free(&g_gpu0);
+    trace_free(&g_gpu1);
+    trace_free(&g_torch);
+    return 0;
+}
+
+typedef struct {
+    fake_rm *f;
+    gdu_shim *s;
+    replay_result r;
+    replay_opts o;
+} run;
+
+static void run_start(run *x, const char *driver, bool geforce, bool drop_native, uint64_t fault_at)
+{
+    memset(x, 0, sizeof *x);
+    x->f = fake_rm_new();
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = drop_native, .fault_at = fault_at,
+                           .driver_version = driver};
+    gdu_shim_ops ops = fake_rm_ops(x->f);
+    x->s = gdu_shim_new(&cfg, &ops);
+    x->o.geforce = geforce;
+}
+
+static void run_to(run *x, const trace *t, size_t *at, long seq)
+{
+    size_t to = seq < 0 ? t->n : trace_index_of(t, seq);
+    trace_replay(t, *at, to, x->s, x->f, &x->o, &x->r);
+    *at = to;
+}
+
+static void run_end(run *x)
+{
+    gdu_shim_free(x->s);
+    fake_rm_free(x->f);
+}
+
+static gdu_shim_totals totals(run *x)
+{
+    gdu_shim_totals t;
+    gdu_shim_get_totals(x->s, &t);
+    return t;
+}
+
+static void assert_faithful(run *x)
+{
+    if (x->r.mismatches != 0)
+        fail_msg("%u results differ from the recording; first: %s", x->r.mismatches, x->r.first_mismatch);
+    assert_true(x->r.compared > 150);
+}
+
+static void assert_modes(run *x, const char *mode)
+{
+    json_t *rep = gdu_shim_report(x->s);
+    json_t *gpus = json_object_get(rep, "gpus");
+    assert_true(json_array_size(gpus) >= 1);
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        const char *m = json_string_value(json_object_get(g, "mode"));
+        if (strcmp(m, mode) != 0 && strcmp(m, "idle") != 0)
+            fail_msg("GPU %zu is %s, expected %s", i, m, mode);
+    }
+    json_decref(rep);
+}
+
+static void native_as_recorded(void **state)
+{
+    const trace *traces[] = {&g_gpu0, &g_gpu1, &g_torch};
+    for (size_t i = 0; i < 3; i++) {
+        run x;
+        size_t at = 0;
+        run_start(&x, DRIVER, false, false, 0);
+        run_to(&x, traces[i], &at, -1);
+        assert_faithful(&x);
+        gdu_shim_totals t = totals(&x);
+        assert_int_equal(t.rm_calls, 0); /* native: the shim makes no RM call at all */
+        assert_int_equal(t.objects_created, 0);
+        assert_modes(&x, "native");
+        run_end(&x);
+    }
+}
+
+/* The workload: cuMemAlloc x4 mapped by seq 567; a 64 MiB VMM buffer mapped
+ * at 582 (0x402000000, memory 0x5c0000a2) and unmapped at 583. */
+static void workload_unlocked(const trace *t, uint32_t client, bool drop_native)
+{
+    run x;
+    size_t at = 0;
+    uint32_t st;
+    run_start(&x, DRIVER, !drop_native, drop_native, 0);
+    run_to(&x, t, &at, 568);
+    for (uint32_t mem = 0x5c0000a2; mem <= 0x5c0000a8; mem += 2)
+        assert_true(fake_rm_is_registered(x.f, client, mem));
+    assert_int_equal(gdu_shim_probe_registered(x.s, 0x7f0000000000ull, &st), -1);
+    run_to(&x, t, &at, 583);
+    assert_true(fake_rm_is_registered(x.f, client, 0x5c0000a2)); /* the VMM buffer */
+    assert_int_equal(gdu_shim_probe_registered(x.s, 0x402000000ull, &st), 1);
+    assert_int_equal(st, GDU_NV_ERR_INSERT_DUPLICATE_NAME);
+    run_to(&x, t, &at, 584);
+    assert_false(fake_rm_is_registered(x.f, client, 0x5c0000a2));
+    assert_int_equal(gdu_shim_probe_registered(x.s, 0x402000000ull, &st), 0);
+    assert_int_equal(st, GDU_NV_ERR_OBJECT_NOT_FOUND);
+    run_to(&x, t, &at, -1);
+    assert_faithful(&x);
+    gdu_shim_totals tot = totals(&x);
+    assert_int_equal(tot.failures, 0);
+    assert_true(tot.registered >= 20); /* libcuda's own device memory too */
+    assert_int_equal(tot.objects_created, drop_native ? 2 : 1);
+    if (!drop_native) /* in test mode libcuda's own registrations are counted by the fake too */
+        assert_int_equal(fake_rm_registrations(x.f), tot.live);
+    assert_modes(&x, "unlocked");
+    run_end(&x);
+}
+
+static void geforce_gpu0(void **state)
+{
+    workload_unlocked(&g_gpu0, 0xc1d00034, false);
+}
+
+static void geforce_gpu1(void **state)
+{
+    workload_unlocked(&g_gpu1, 0xc1d0003a, false);
+}
+
+static void test_mode_gpu0(void **state)
+{
+    workload_unlocked(&g_gpu0, 0xc1d00034, true);
+}
+
+static void test_mode_gpu1(void **state)
+{
+    workload_unlocked(&g_gpu1, 0xc1d0003a, true);
+}
+
+static void torch_two_clients(void **state)
+{
+    for (int drop = 0; drop < 2; drop++) {
+        run x;
+        size_t at = 0;
+        run_start(&x, DRIVER, drop == 0, drop == 1, 0);
+        run_to(&x, &g_torch, &at, -1);
+        assert_faithful(&x);
+        gdu_shim_totals t = totals(&x);
+        assert_int_equal(t.failures, 0);
+        assert_true(t.registered > 0);
+        assert_int_equal(t.clients, 2); /* libcuda's and NVML's */
+        /* Every tensor buffer was unregistered after torch freed it. */
+        assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a4));
+        assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a6));
+        run_end(&x);
+    }
+}
+
+static void every_shim_call_failing(void **state)
+{
+    run x;
+    size_t at = 0;
+    run_start(&x, DRIVER, true, false, 0);
+    run_to(&x, &g_gpu0, &at, -1);
+    uint64_t calls = totals(&x).rm_calls;
+    run_end(&x);
+    assert_true(calls > 20);
+    for (uint64_t n = 1; n <= calls; n++) {
+        at = 0;
+        run_start(&x, DRIVER, true, false, n);
+        run_to(&x, &g_gpu0, &at, -1);
+        assert_faithful(&x); /* the program is unaffected */
+        assert_true(totals(&x).failures >= 1);
+        assert_true(fake_rm_count_class(x.f, GDU_NV50_THIRD_PARTY_P2P) <= 1);
+        run_end(&x);
+    }
+}
+
+static void unknown_layout(void **state)
+{
+    const char *drivers[] = {"470.256.02\n", "535.288.01\n", "garbage"};
+    for (size_t i = 0; i < 3; i++) {
+        run x;
+        size_t at = 0;
+        run_start(&x, drivers[i], true, false, 0);
+        run_to(&x, &g_gpu0, &at, -1);
+        assert_faithful(&x);
+        assert_int_equal(totals(&x).rm_calls, 0);
+        assert_int_equal(fake_rm_log_lines(x.f, GDU_LOG_ERROR), 1);
+        json_t *rep = gdu_shim_report(x.s);
+        assert_non_null(json_string_value(json_object_get(rep, "refused")));
+        json_decref(rep);
+        run_end(&x);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(native_as_recorded), cmocka_unit_test(geforce_gpu0),   cmocka_unit_test(geforce_gpu1),
+        cmocka_unit_test(test_mode_gpu0),     cmocka_unit_test(test_mode_gpu1), cmocka_unit_test(torch_two_clients),
+        cmocka_unit_test(every_shim_call_failing), cmocka_unit_test(unknown_layout),
+    };
+    return cmocka_run_group_tests(tests, load_traces, free_traces);
+}
