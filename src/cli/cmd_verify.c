@@ -360,6 +360,10 @@ static void print_human(const json_t *doc)
         print_call("engine check", json_object_get(engine, "check"));
         printf("  %-14s %s\n", "", str(engine, "reason"));
     }
+    const json_t *doctor = json_object_get(doc, "doctor");
+    if (doctor)
+        printf("  %-14s GPUDirect Storage for %s: %s\n", "doctor", str(doctor, "target"),
+               str(doctor, "gds_verdict"));
     const json_t *reasons = json_object_get(doc, "reasons");
     if (json_array_size(reasons) > 0) {
         printf("\n%s:\n", strcmp(verdict, "FAILED") == 0 ? "what failed" : "why not DIRECT");
@@ -375,6 +379,8 @@ static int finish(const struct cli *c, json_t *doc)
         fprintf(stderr, "gdunlock verify: out of memory building the result\n");
         return GDU_EXIT_SOFTWARE;
     }
+    if (!json_object_get(doc, "error"))
+        gdu_verify_add_doctor(doc, c->opts.path);
     int code;
     const json_t *err = json_object_get(doc, "error");
     if (err) {

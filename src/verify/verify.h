@@ -103,10 +103,6 @@ typedef struct gdu_verify_evidence {
     bool engine_integrity_ok;
 
     gdu_verify_shim shim;
-
-    /* findings of the system probes (doctor) that explain a COMPAT result */
-    gdu_verify_reason doctor[8];
-    size_t n_doctor;
 } gdu_verify_evidence;
 
 typedef struct gdu_verify_result {
@@ -153,6 +149,11 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
 /* Pieces of that document, for the CLI when it adds the shim's report. */
 json_t *gdu_verify_shim_json(const gdu_verify_shim *shim);
 json_t *gdu_verify_reasons_json(const gdu_verify_result *r);
+
+/* For a verdict other than DIRECT: runs doctor's probes live on PATH's
+ * directory and appends its GDS reasons ("doctor:compat_only",
+ * "doctor:impossible", ...) to doc's reasons, and its view as doc["doctor"]. */
+void gdu_verify_add_doctor(json_t *doc, const char *path);
 
 /* Reads the shim's GDUNLOCK_REPORT file and picks the entry of the GPU at
  * pci (or index gpu): tolerant of layout changes (see verify_shim.c). */

@@ -11,7 +11,9 @@
  * I/O engine moved the data correctly through the CPU instead.
  *
  * FAILED: wrong bytes anywhere, a cuFile read/write that failed after the
- * file was registered, or no correct path at all. */
+ * file was registered, or no correct path at all.
+ *
+ * Doctor's view of the machine is added afterwards (gdu_verify_add_doctor). */
 #include "verify/verify.h"
 
 #include <errno.h>
@@ -167,12 +169,6 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
     return r->n_reasons + r->reasons_dropped == before;
 }
 
-static void add_doctor_reasons(const gdu_verify_evidence *ev, gdu_verify_result *r)
-{
-    for (size_t i = 0; i < ev->n_doctor && i < sizeof ev->doctor / sizeof ev->doctor[0]; i++)
-        gdu_verify_add_reason(r, ev->doctor[i].id, "%s", ev->doctor[i].text);
-}
-
 void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -198,8 +194,6 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
             return;
         }
         out->verdict = direct_criteria(ev, out) ? GDU_VERIFY_DIRECT : GDU_VERIFY_COMPAT;
-        if (out->verdict == GDU_VERIFY_COMPAT)
-            add_doctor_reasons(ev, out);
         return;
     }
 
@@ -224,5 +218,4 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
                           ev->engine_reason[0] ? ev->engine_reason : ev->engine_backend);
     if (!ev->nvfs_before)
         direct_criteria(ev, out);
-    add_doctor_reasons(ev, out);
 }

@@ -38,6 +38,7 @@ has h200 '"id": "engine-integrity-ok"'
 has h200 '"id": "nvfs-not-loaded"'
 has h200 '"id": "cufile-compat-mode"'
 has h200 '"backend": "pipeline"'
+has h200 '"gds_verdict": '
 FAKE_CUFILE=5027 "$bin" verify "$work/human.bin" --size 1MiB --no-shim >"$work/human.json" 2>&1
 has human 'gdunlock verify: COMPAT'
 has human 'why not DIRECT'
@@ -57,6 +58,7 @@ has direct '"bar1_map.ok": 2'
 has direct '"registered_mib_delta": 32'
 has direct '"nvfs_version": "2.28"'
 has direct '"reasons": \[\]'
+lacks direct '"doctor"'
 stats direct
 FAKE_CUDA_NO_VMM=1 FAKE_CUFILE=direct run novmm 0
 has novmm '"skipped": "the device does not support virtual memory management'

@@ -151,15 +151,12 @@ static void test_compat_shadow_buffers(void **state)
 static void test_compat_h200_5027(void **state)
 {
     h200_state();
-    ev.doctor[0] = (gdu_verify_reason){"doctor:cufile-udev", "cuFile needs udev's ID_FS_USAGE for vda"};
-    ev.n_doctor = 1;
     gdu_verify_decide(&ev, &res);
     assert_int_equal(res.verdict, GDU_VERIFY_COMPAT);
     assert_non_null(strstr(reason_text("cufile-handle-register"), "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
     assert_non_null(strstr(reason_text("engine-integrity-ok"), "I/O engine"));
     assert_true(has_reason("nvfs-not-loaded"));
     assert_true(has_reason("cufile-compat-mode"));
-    assert_true(has_reason("doctor:cufile-udev"));
     /* the cause comes first */
     assert_string_equal(res.reasons[0].id, "cufile-handle-register");
 }
