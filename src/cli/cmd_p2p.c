@@ -198,6 +198,7 @@ static int run(const struct options *o, gdu_p2p_report *r)
     }
     if (n > 1)
         gdu_p2p_collect_rm(r);
+    gdu_p2p_collect_platform(r, "/");
 
     int tty = isatty(STDERR_FILENO);
     r->bench = (gdu_p2p_bench_config){

@@ -1,5 +1,5 @@
 /* Everything `gdunlock p2p` found, shared by its collector (cmd_p2p.c), the
- * and its two renderers (p2p_table.c, p2p_json.c). */
+ * platform facts (p2p_platform.c) and its two renderers (p2p_table.c, p2p_json.c). */
 #ifndef GDUNLOCK_CLI_P2P_REPORT_H
 #define GDUNLOCK_CLI_P2P_REPORT_H
 
@@ -41,6 +41,11 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour);
  * [min..max] under it. Unmeasured cells print as "-". */
 void gdu_p2p_print_matrix(FILE *out, const char *title, const gdu_p2p_matrix *m,
                           const int *ordinals, int decimals, int spread);
+
+/* Platform facts for each pair (BAR1 sizes, PCIe path class, ACS on that
+ * path, IOMMU) from doctor's probes, read through sysroot ("/" = this
+ * machine). What cannot be read stays unknown. */
+void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot);
 
 /* The report as a JSON document (jansson); NULL on out of memory. The caller
  * frees it with json_decref. */

@@ -95,8 +95,12 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
             }
             int ok = p->verdict.cause == GDU_P2P_CAUSE_NONE;
             char verdict[64];
-            snprintf(verdict, sizeof verdict, "%s",
-                     ok ? gdu_p2p_link_name(p->verdict.link) : "no (staged through host)");
+            if (!ok)
+                snprintf(verdict, sizeof verdict, "no (staged through host)");
+            else if (p->verdict.link == GDU_P2P_LINK_UNKNOWN)
+                snprintf(verdict, sizeof verdict, "yes (path unknown)");
+            else
+                snprintf(verdict, sizeof verdict, "%s", gdu_p2p_link_name(p->verdict.link));
             fprintf(out, "%-8s %-9s %-5d %-8s %-20.20s %-28s %s%s%s\n", pair,
                     yes_no(p->cuda.can_access), p->cuda.performance_rank,
                     yes_no(p->cuda.native_atomics), link, status,

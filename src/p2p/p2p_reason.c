@@ -120,7 +120,7 @@ static void working_warnings(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 /* P2P is advertised but using it failed or corrupted data. */
 static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_link link)
 {
-    const char *path = gdu_p2p_link_name(link);
+    const char *path = link == GDU_P2P_LINK_UNKNOWN ? "an unreported path" : gdu_p2p_link_name(link);
     if (f->enable_failed == GDU_TRI_YES) {
         set(v, GDU_P2P_CAUSE_GMMU_APERTURE,
             FIX_PATCHED_DRIVER " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
@@ -142,7 +142,9 @@ static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_lin
             "peer copies over %s completed with wrong data: the IOMMU translates device DMA and "
             "the peer's BAR is not mapped for it", path);
     else
-        set(v, GDU_P2P_CAUSE_UNKNOWN, "report this with 'gdunlock doctor --json' output",
+        set(v, GDU_P2P_CAUSE_UNKNOWN,
+            "check ACS and the IOMMU with 'gdunlock doctor' (run as root to read ACS); keep peer "
+            "access disabled until then",
             "peer copies over %s completed with wrong data", path);
     return 1;
 }

@@ -7,3 +7,42 @@ gdunlock_unit_test(test_p2p_stats SOURCES test_p2p_stats.c LIBS gdu_p2p)
 # The renderers live in the CLI; the test compiles them in.
 gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_table.c
                    ${CMAKE_SOURCE_DIR}/src/cli/p2p_json.c LIBS gdu_p2p PkgConfig::JANSSON)
+
+# A fake multi-GPU libcuda.so.1 with known bandwidths (test_p2p_fake_libcuda.c)
+# in its own folder, reached only through LD_LIBRARY_PATH; the symbols it
+# lacks come from the weak stubs io.cmake generates from cuda_api.h.
+set(GDU_P2P_FAKE_CUDA_DIR ${CMAKE_BINARY_DIR}/fake-cuda-p2p)
+add_library(gdu_p2p_fake_cuda SHARED test_p2p_fake_libcuda.c
+            ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c)
+set_target_properties(gdu_p2p_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
+                      LIBRARY_OUTPUT_DIRECTORY ${GDU_P2P_FAKE_CUDA_DIR})
+gdunlock_unit_test(test_p2p_bench_fake SOURCES test_p2p_bench_fake.c LIBS gdu_p2p)
+add_dependencies(test_p2p_bench_fake gdu_p2p_fake_cuda)
+set_property(TEST test_p2p_bench_fake APPEND PROPERTY ENVIRONMENT
+             "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
+
+# The command end to end on the fake GPUs (no RM here: its caps are reported missing).
+if(TARGET gdunlock)
+  add_dependencies(gdunlock gdu_p2p_fake_cuda)
+  add_test(NAME test_p2p_cli_fake COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
+  add_test(NAME test_p2p_cli_fake_json
+           COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2 --json)
+  add_test(NAME test_p2p_cli_fake_one_gpu COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
+  add_test(NAME test_p2p_cli_fake_corrupt COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
+  set_tests_properties(test_p2p_cli_fake test_p2p_cli_fake_json test_p2p_cli_fake_one_gpu
+                       test_p2p_cli_fake_corrupt PROPERTIES LABELS unit
+                       ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
+  set_tests_properties(test_p2p_cli_fake_json PROPERTIES PASS_REGULAR_EXPRESSION
+                       "\"buffers_checked\": 24,[ \n]*\"buffers_corrupt\": 0")
+  set_property(TEST test_p2p_cli_fake_one_gpu APPEND PROPERTY ENVIRONMENT "GDU_FAKE_P2P_GPUS=1")
+  set_tests_properties(test_p2p_cli_fake_one_gpu PROPERTIES PASS_REGULAR_EXPRESSION
+                       "Only one GPU: there is no pair")
+  # Damaged peer copies: reported, exit 1.
+  set_property(TEST test_p2p_cli_fake_corrupt APPEND PROPERTY ENVIRONMENT "GDU_FAKE_P2P_CORRUPT=1")
+  set_tests_properties(test_p2p_cli_fake_corrupt PROPERTIES WILL_FAIL TRUE)
+endif()
+
+# Platform facts through doctor's probes, from doctor's fixture sysroots.
+gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c
+                   ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
+                   LIBS gdu_probe gdu_p2p)
