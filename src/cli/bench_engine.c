@@ -1,7 +1,7 @@
 /* The engine paths of gdunlock bench: engine (pipeline backend), direct
  * (cuFile with nvidia-fs) and cufile-compat (cuFile without it). Requests of
- * -i bytes are kept in flight, two per worker; a request's latency runs from
- * submission to its completion callback. */
+ * -i bytes are kept in flight; a request's latency runs from submission to
+ * its completion callback. */
 #include "cli/bench.h"
 #include "gdunlock/io.h"
 
@@ -70,8 +70,13 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
         gdu_io_engine_destroy(e);
         return;
     }
+    /* Enough requests in flight to fill every worker's staging slots, and no
+     * more: queued requests would only add to the measured latency. */
     const gdu_io_options *o = gdu_io_engine_options(e);
-    size_t depth = (size_t)o->workers * 2;
+    uint64_t slots_bytes = (uint64_t)o->workers * o->staging_per_worker * o->chunk_size;
+    size_t depth = (size_t)((slots_bytes + c->io_size - 1) / c->io_size);
+    if (depth < 2)
+        depth = 2;
     if (depth > p->n)
         depth = p->n;
     slot *slots = calloc(depth ? depth : 1, sizeof *slots);

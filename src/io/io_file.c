@@ -63,7 +63,7 @@ static int open_flags(int flags)
 static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t len)
 {
     gdu_io_direct mode = f->engine->opt.direct;
-    bool reads = false, writes = mode == GDU_IO_DIRECT_ON;
+    bool reads = false, writes = mode == GDU_IO_DIRECT_ON && (f->flags & GDU_IO_WRITE);
     if (mode == GDU_IO_DIRECT_OFF) {
         snprintf(note, len, "buffered (O_DIRECT off)");
         return;
