@@ -127,7 +127,8 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     fprintf(out, "  tensors      %" PRIu64 "\n", s.tensors);
     fprintf(out, "  bytes        %s of tensors (%s read)\n", size, read);
     fprintf(out, "  memory       %s\n", placement);
-    fprintf(out, "  path         %s: %s\n", s.backend, s.reason[0] ? s.reason : "-");
+    /* The engine's reason starts with the backend's name. */
+    fprintf(out, "  path         %s\n", s.reason[0] ? s.reason : s.backend);
     fprintf(out, "  time         %.3f s (headers %.3f s)\n", s.seconds, r->open_seconds);
     fprintf(out, "  throughput   %.2f GB/s\n", gbps(&s));
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {

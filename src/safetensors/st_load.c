@@ -53,9 +53,10 @@ static gdu_st_status engine_for(engine_slot *slots, size_t *n, int device, int h
     if (gdu_io_options_from_env(&o, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "I/O engine settings: %s", why);
     int rc = gdu_io_engine_create(&o, &slots[*n].engine, why, sizeof why);
+    if (rc != 0 && host)
+        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for host memory: %s", why);
     if (rc != 0)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for %s %d: %s",
-                       host ? "host memory via GPU" : "GPU", device, why);
+        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for GPU %d: %s", device, why);
     slots[*n].device = device;
     *out = slots[(*n)++].engine;
     return GDU_ST_OK;
