@@ -61,7 +61,8 @@ void gdu_finding_fix(gdu_finding *f, const char *fmt, ...)
     va_end(ap);
 }
 
-static void add_reason(gdu_report *r, gdu_gds_verdict level, bool note, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void add_reason(gdu_report *r, gdu_gds_verdict level,
+                                                          bool note, const char *fmt, va_list ap)
 {
     if (r->n_reasons >= GDU_MAX_REASONS)
         return;

@@ -1,0 +1,19 @@
+/* Fuzzes the cufile.json reader (comments stripped, then jansson). */
+#include "probe/cufile_config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (text == NULL)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    gdu_cufile_config c;
+    gdu_cufile_config_parse(text, &c);
+    free(text);
+    return 0;
+}
