@@ -18,8 +18,11 @@ set_target_properties(gdu_p2p_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib S
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_P2P_FAKE_CUDA_DIR})
 gdunlock_unit_test(test_p2p_bench_fake SOURCES test_p2p_bench_fake.c LIBS gdu_p2p)
 add_dependencies(test_p2p_bench_fake gdu_p2p_fake_cuda)
-set_property(TEST test_p2p_bench_fake APPEND PROPERTY ENVIRONMENT
-             "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
+foreach(t test_p2p_bench_fake test_p2p_bench_fake-valgrind)
+  if(TEST ${t})
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
+  endif()
+endforeach()
 
 # The command end to end on the fake GPUs (no RM here: its caps are reported missing).
 if(TARGET gdunlock)
