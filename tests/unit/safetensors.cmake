@@ -2,6 +2,9 @@
 gdunlock_unit_test(test_safetensors_header SOURCES test_safetensors_header.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_open SOURCES test_safetensors_open.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_load SOURCES test_safetensors_load.c LIBS gdu_safetensors)
+gdunlock_unit_test(test_safetensors_cli SOURCES test_safetensors_cli.c LIBS PkgConfig::JANSSON)
+target_compile_definitions(test_safetensors_cli PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
+add_dependencies(test_safetensors_cli gdunlock)
 
 # The Python module's CPU tests (ctypes over libgdunlock-load.so). Not in
 # sanitizer builds: an ASan library cannot be loaded into a plain python3.
