@@ -1,6 +1,8 @@
 /* The NV503C (ThirdPartyP2P) lifecycle on one subdevice, and the shim's own
  * RM calls. Every status RM gives the shim is checked, counted and logged by
  * name; a failure leaves libcuda's objects and results as they were. */
+#include "driverabi/ctrl0000_gpu.h"
+#include "driverabi/ctrl2080_gpu.h"
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_escape.h"
@@ -53,11 +55,32 @@ static uint32_t own_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t
     return own_call(s, client, GDU_NV_ESC_RM_FREE, &p, sizeof p, &p.status, true);
 }
 
+static uint32_t own_control_on(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params,
+                               uint32_t size, bool counted)
+{
+    gdu_nvos54 p = {.hClient = client, .hObject = object, .cmd = cmd, .params = (uint64_t)(uintptr_t)params,
+                    .paramsSize = size};
+    return own_call(s, client, GDU_NV_ESC_RM_CONTROL, &p, sizeof p, &p.status, counted);
+}
+
 static uint32_t own_control(gdu_shim *s, const gdu_obj *p2p, uint32_t cmd, void *params, uint32_t size, bool counted)
 {
-    gdu_nvos54 p = {.hClient = p2p->client, .hObject = p2p->handle, .cmd = cmd,
-                    .params = (uint64_t)(uintptr_t)params, .paramsSize = size};
-    return own_call(s, p2p->client, GDU_NV_ESC_RM_CONTROL, &p, sizeof p, &p.status, counted);
+    return own_control_on(s, p2p->client, p2p->handle, cmd, params, size, counted);
+}
+
+/* The GPU's PCI address, for the report (read-only queries: not counted
+ * among the shim's RM calls, never faulted). */
+static void lookup_pci(gdu_shim *s, const gdu_obj *sub, gdu_gpu_stats *g)
+{
+    gdu_nv2080_gpu_get_id_params id = {0};
+    if (own_control_on(s, sub->client, sub->handle, GDU_NV2080_CTRL_CMD_GPU_GET_ID, &id, sizeof id, false) !=
+        GDU_NV_OK)
+        return;
+    gdu_nv0000_pci_info_params pci = {.gpuId = id.gpuId};
+    if (own_control_on(s, sub->client, sub->client, GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO, &pci, sizeof pci, false) ==
+            GDU_NV_OK &&
+        (pci.domain | pci.bus | pci.slot) != 0)
+        snprintf(g->pci, sizeof g->pci, "%04x:%02x:%02x.0", pci.domain, pci.bus, pci.slot);
 }
 
 /* ---- bookkeeping ---- */
@@ -77,6 +100,8 @@ static void set_mode(gdu_shim *s, gdu_obj *sub, gdu_p2p_mode mode, const char *r
 {
     sub->mode = mode;
     gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
+    if (g->pci[0] == '\0')
+        lookup_pci(s, sub, g);
     if (mode_rank(mode) >= mode_rank(g->mode)) {
         g->mode = mode;
         snprintf(g->reason, sizeof g->reason, "%s", reason != NULL ? reason : "");

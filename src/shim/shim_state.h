@@ -59,6 +59,7 @@ typedef struct {
 typedef struct {
     bool seen;
     gdu_p2p_mode mode; /* the most telling one over the GPU's subdevices */
+    char pci[32];      /* "0000:41:00.0", or "" when RM did not say */
     char reason[200];
     uint64_t objects_created, va_spaces_registered;
     uint64_t registered, already_registered, unregistered;
