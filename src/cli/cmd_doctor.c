@@ -5,6 +5,7 @@
 #include "cli/exit_codes.h"
 #include "probe/capture.h"
 #include "probe/doctor.h"
+#include "probe/topo_matrix.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -142,6 +143,12 @@ int gdu_cmd_doctor(int argc, char **argv)
     else
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
     if (capture != NULL) {
+        /* topo reads a little more (every mount's block devices, NIC names):
+         * let it read now so that the capture replays topo too. */
+        gdu_topo *topo = malloc(sizeof *topo);
+        if (topo != NULL)
+            gdu_topo_build(sys, topo);
+        free(topo);
         gdu_capture_stats st;
         char why[512];
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {

@@ -101,6 +101,20 @@ else:
     print("SKIP doctor-p2p: one GPU")
 PY
 
+# libcufile's version as doctor reports it against the library file's name.
+lib=$(python3 -c 'import json,sys; f={x["id"]:x for x in json.load(open(sys.argv[1]))["findings"]}; c=f.get("cufile.library",{}); print(" ".join(c.get("evidence",[])).replace("loaded from ",""), "|", c.get("title",""))' "$D/doctor.json" 2>/dev/null)
+lib_path=${lib%% |*}
+if [ -n "$lib_path" ] && [ -e "$lib_path" ]; then
+  real=$(basename "$(readlink -f "$lib_path")")
+  if [[ "$real" == *"${lib##*libcufile }"* ]]; then
+    echo "PASS doctor-cufile-version: ${lib##*| } matches $real"
+  else
+    echo "FAIL doctor-cufile-version: doctor says '${lib##*| }', the library file is $real"
+  fi
+else
+  echo "SKIP doctor-cufile-version: doctor found no libcufile ($lib)"
+fi
+
 # 3. The ext4 root on a virtio disk: cuFile's 5027 (no udev ID_FS_USAGE), not NVMe.
 "$GDU" doctor --json /root >"$D/doctor-root.json" 2>>"$D/doctor.err"
 rc=$?
