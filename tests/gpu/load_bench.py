@@ -7,6 +7,7 @@ made by load_make_checkpoint.py, page cache warm:
   - the engine's raw read of the same bytes into a preallocated buffer
   - `gdunlock load PATH --json`, and once with --verify     (ours, CLI)
   - torch.equal of every tensor, ours vs the safetensors library
+  - GPU memory held while any tensor of a file lives, freed with the last one
   - the sharded checkpoint on GPUs 0,1 (round-robin) when two are present
   - device="cpu" on one shard
 
@@ -114,6 +115,32 @@ def breakdown(path):
     return out
 
 
+def check_memory_release(path, tbytes):
+    """The file's GPU allocation lives while any of its tensors does and is
+    freed with the last one (the DLPack deleters' reference count)."""
+    def free_bytes():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        return torch.cuda.mem_get_info(0)[0]
+
+    before = free_bytes()
+    tensors = gdunlock.load_safetensors(path, device=0)
+    loaded = free_bytes()
+    keep = tensors["model.norm.weight"]
+    tensors.clear()
+    one_left = free_bytes()
+    keep_ok = bool((keep == 1).all())
+    del keep
+    after = free_bytes()
+    used, held, back = before - loaded, before - one_left, after - before
+    results["memory_release"] = {"before": before, "loaded": loaded, "one_left": one_left,
+                                 "after": after}
+    ok = used >= tbytes and held >= tbytes and abs(back) < (64 << 20) and keep_ok
+    report("PASS" if ok else "FAIL", "load-free",
+           f"GPU memory in use: {used / GIB:.2f} GiB loaded, {held / GIB:.2f} GiB while one "
+           f"tensor lives (its values intact: {keep_ok}), {-back / GIB:+.3f} GiB after the last")
+
+
 def header_span(path):
     with gdunlock.Checkpoint(path) as c:
         tensors = c.tensors()
@@ -205,6 +232,8 @@ def main():
            f"{eq}/{total} tensors torch.equal to safetensors' (ours has {len(ours)})"
            + (f"; differ: {bad}" if bad else ""))
     free(ours, ref)
+
+    check_memory_release(path, tbytes)
 
     rc, doc = run_cli(a.gdunlock, [path])
     rc2, doc2 = run_cli(a.gdunlock, [path, "--verify"])
