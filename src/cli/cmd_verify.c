@@ -338,6 +338,8 @@ static void print_human(const json_t *doc)
         printf("  %-14s nvfs %s%s\n", "properties", str(cf, "nvfs_version"),
                json_is_true(json_object_get(cf, "compat_allowed")) ? ", compat mode allowed" : "");
     print_call("handle", json_object_get(cf, "handle_register"));
+    if (*str(cf, "log"))
+        printf("  %-14s %s\n", "cuFile log", str(cf, "log"));
     size_t i;
     const json_t *b;
     json_array_foreach(json_object_get(doc, "buffers"), i, b) {

@@ -87,6 +87,7 @@ typedef struct gdu_verify_evidence {
     uint64_t max_direct_io_size;
     gdu_verify_call handle_register;
     gdu_verify_buffer buffers[GDU_VERIFY_MEM_COUNT];
+    char cufile_log[2 * GDU_VERIFY_TEXT]; /* libcufile's last log lines of the run */
 
     /* nvidia-fs stats around the I/O (before registration, after the reads) */
     bool nvfs_before, nvfs_after;

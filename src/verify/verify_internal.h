@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Fills buf with a pattern that depends on the seed and on each 8-byte word's
  * position, so that stale data, another run's data or shifted data never
@@ -41,6 +42,18 @@ void gdu_verify_devbuf_free(const gdu_cuda *cu, gdu_verify_devbuf *b);
  * records the outcome in ev->engine*. */
 void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu, gdu_CUdeviceptr src,
                              gdu_CUdeviceptr dst, void *host, gdu_verify_evidence *ev);
+
+/* libcufile's log for the duration of a run (see verify_cufile_log.c). */
+typedef struct gdu_verify_cufile_log {
+    char path[4096];
+    off_t start; /* bytes already in a log the user named */
+    bool ours;   /* a temporary file we created and remove */
+} gdu_verify_cufile_log;
+
+/* Before libcufile is loaded. */
+void gdu_verify_cufile_log_begin(gdu_verify_cufile_log *log);
+/* After the last cuFile call: its last lines since begin into out. */
+void gdu_verify_cufile_log_end(gdu_verify_cufile_log *log, char *out, size_t len);
 
 /* Records a call's outcome. */
 void gdu_verify_call_set(gdu_verify_call *c, bool ok, int code, const char *fmt, ...)

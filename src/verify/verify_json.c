@@ -93,6 +93,8 @@ static json_t *cufile_json(const gdu_verify_evidence *ev)
                           ev->cufile_version, "load", call_json(&ev->cufile_load), "driver_open",
                           call_json(&ev->driver_open), "properties", call_json(&ev->driver_props),
                           "handle_register", call_json(&ev->handle_register));
+    if (ev->cufile_log[0])
+        json_object_set_new(o, "log", text_json(ev->cufile_log));
     if (ev->driver_props.ok) {
         char version[32];
         snprintf(version, sizeof version, "%u.%u", ev->nvfs_major, ev->nvfs_minor);

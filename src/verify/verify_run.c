@@ -308,6 +308,8 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
     if (ev->file.ok) {
         allocate_buffers(&run, ev);
         read_nvfs(opts, ev, &ev->stats_before, &ev->nvfs_before);
+        gdu_verify_cufile_log log;
+        gdu_verify_cufile_log_begin(&log);
         open_cufile(&run, ev);
         uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
         if (ev->handle_register.ok)
@@ -318,6 +320,7 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         if (ev->nvfs_before && ev->nvfs_after)
             gdu_nvfs_stats_delta(&ev->stats_before, &ev->stats_after, &ev->delta);
         close_cufile(&run);
+        gdu_verify_cufile_log_end(&log, ev->cufile_log, sizeof ev->cufile_log);
         const gdu_verify_devbuf *src = &run.src[GDU_VERIFY_MEM_CUMEMALLOC], *dst = &run.dst[GDU_VERIFY_MEM_CUMEMALLOC];
         if (!ev->handle_register.ok) {
             if (ev->buffers[GDU_VERIFY_MEM_CUMEMALLOC].alloc.ok)

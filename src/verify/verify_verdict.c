@@ -102,7 +102,8 @@ static void cufile_unusable_reason(const gdu_verify_evidence *ev, gdu_verify_res
     else if (!ev->driver_open.ok)
         gdu_verify_add_reason(r, "cufile-driver-open", "%s", ev->driver_open.text);
     else if (!ev->handle_register.ok)
-        gdu_verify_add_reason(r, "cufile-handle-register", "%s", ev->handle_register.text);
+        gdu_verify_add_reason(r, "cufile-handle-register", "%s%s%s", ev->handle_register.text,
+                              ev->cufile_log[0] ? "; cuFile log: " : "", ev->cufile_log);
 }
 
 static bool nvfs_delta_present(const gdu_verify_evidence *ev, enum gdu_nvfs_field f)

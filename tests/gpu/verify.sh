@@ -86,6 +86,14 @@ if [ "$hok" = "False" ]; then
   else
     fail verify-cause-5027 "handle registration failed with code $hcode (expected 5027): $htext; reasons: $ids"
   fi
+  clog=$(json_get "$OUT/verify.json" 'd["cufile"].get("log","")')
+  if echo "$clog" | grep -qi 'udev\|ID_FS_USAGE'; then
+    pass verify-cufile-log "libcufile's own log names the cause: $clog"
+  elif [ -n "$clog" ]; then
+    fail verify-cufile-log "libcufile logged, but not the udev cause: $clog"
+  else
+    fail verify-cufile-log "nothing captured from libcufile's log (CUFILE_LOGFILE_PATH ignored?)"
+  fi
   eok=$(json_get "$OUT/verify.json" 'd["engine"]["integrity_ok"]')
   etext=$(json_get "$OUT/verify.json" 'd["engine"]["check"]["text"]')
   ereason=$(json_get "$OUT/verify.json" 'd["engine"]["reason"]')

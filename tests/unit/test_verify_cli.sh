@@ -33,7 +33,8 @@ no_stats
 FAKE_CUFILE=5027 run h200 2
 has h200 '"verdict": "COMPAT"'
 has h200 '"id": "cufile-handle-register"'
-has h200 'CU_FILE_HANDLE_NOT_REGISTERED (5027)'
+has h200 'CU_FILE_HANDLE_NOT_REGISTERED (5027); cuFile log: fake-cufile ERROR: udev property ID_FS_USAGE'
+ls "${TMPDIR:-/tmp}"/gdunlock-cufile-* >/dev/null 2>&1 && bad "h200: temporary cuFile log left behind"
 has h200 '"id": "engine-integrity-ok"'
 has h200 '"id": "nvfs-not-loaded"'
 has h200 '"id": "cufile-compat-mode"'
@@ -43,6 +44,13 @@ FAKE_CUFILE=5027 "$bin" verify "$work/human.bin" --size 1MiB --no-shim >"$work/h
 has human 'gdunlock verify: COMPAT'
 has human 'why not DIRECT'
 has human 'shim           not active: disabled with --no-shim'
+
+# A cuFile log the user named: the run's lines are quoted, the file is kept.
+echo "an old line" >"$work/user-cufile.log"
+CUFILE_LOGFILE_PATH=$work/user-cufile.log FAKE_CUFILE=5027 run userlog 2
+has userlog '"log": "fake-cufile ERROR'
+lacks userlog 'an old line'
+[ -s "$work/user-cufile.log" ] || bad "userlog: the user's cuFile log was removed"
 
 # cuFile in compatibility mode moves the data itself.
 FAKE_CUFILE=compat run compat 2

@@ -67,10 +67,23 @@ struct handle {
     int fd;
 };
 
+/* Appends a line to the log named by CUFILE_LOGFILE_PATH, as libcufile does. */
+static void log_line(const char *text)
+{
+    const char *path = getenv("CUFILE_LOGFILE_PATH");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "\n%s\n", text);
+        fclose(f);
+    }
+}
+
 gdu_CUfileError cuFileHandleRegister(gdu_CUfileHandle *fh, gdu_CUfileDescr *d)
 {
-    if (is("5027"))
+    if (is("5027")) {
+        log_line("fake-cufile ERROR: udev property ID_FS_USAGE missing for the block device");
         return status(GDU_CU_FILE_HANDLE_NOT_REGISTERED);
+    }
     struct handle *h = malloc(sizeof *h);
     if (!h)
         return status(GDU_CU_FILE_INTERNAL_ERROR);
