@@ -121,6 +121,16 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
         }
     if (r->rm_error[0])
         fprintf(out, "  RM caps unavailable: %s\n", r->rm_error);
+    fprintf(out, "\nP2P Connectivity Matrix (CUDA can-access-peer)\n%6s", "D\\D");
+    for (int j = 0; j < r->n; j++)
+        fprintf(out, "%6d", r->gpu[j].ordinal);
+    fputc('\n', out);
+    for (int i = 0; i < r->n; i++) {
+        fprintf(out, "%6d", r->gpu[i].ordinal);
+        for (int j = 0; j < r->n; j++)
+            fprintf(out, "%6d", i == j || r->pair[i][j].cuda.can_access);
+        fputc('\n', out);
+    }
 }
 
 static void print_measurements(FILE *out, const gdu_p2p_report *r)
@@ -163,8 +173,12 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
 {
     char size[32];
     gdu_format_bytes(r->bench.bytes, size, sizeof size);
-    fprintf(out, "gdunlock p2p: %d GPU%s, %s copies, %u samples of %u copies per cell, %s\n\n",
-            r->n, r->n == 1 ? "" : "s", size, r->bench.iters, r->bench.reps, r->date);
+    if (r->measured || r->bench_error[0])
+        fprintf(out, "gdunlock p2p: %d GPU%s, %s copies, %u samples of %u copies per cell, %s\n\n",
+                r->n, r->n == 1 ? "" : "s", size, r->bench.iters, r->bench.reps, r->date);
+    else
+        fprintf(out, "gdunlock p2p: %d GPU%s, capability only, %s\n\n", r->n, r->n == 1 ? "" : "s",
+                r->date);
     print_gpus(out, r);
     if (r->n == 1)
         fprintf(out, "\nOnly one GPU: there is no pair to test (the diagonal below is the copy "

@@ -114,6 +114,10 @@ static void test_report_refused_pair(void **state)
     assert_non_null(strstr(t, "0 -> 1   no        0     no       none (staged through "));
     assert_non_null(strstr(t, "gpu_not_supported"));
     assert_non_null(strstr(t, "[sku_lock]"));
+    assert_non_null(strstr(t, "P2P Connectivity Matrix (CUDA can-access-peer)\n"
+                              "   D\\D     0     1\n"
+                              "     0     1     0\n"
+                              "     1     0     1\n"));
     assert_non_null(strstr(t, "fix: install an open kernel module with the BAR1 P2P patches"));
     assert_non_null(strstr(t, "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s, median)"));
     assert_non_null(strstr(t, "Bidirectional P2P=Enabled Bandwidth Matrix"));
