@@ -52,7 +52,7 @@ int bench_gpu_open(bench_gpu *g, const bench_config *c)
     char why[256] = "";
     g->cu = gdu_cuda_load(why, sizeof why);
     if (g->cu == NULL) {
-        snprintf(g->why, sizeof g->why, "no GPU: %s", why);
+        snprintf(g->why, sizeof g->why, "no GPU: %.240s", why);
         return -ENODEV;
     }
     gdu_CUresult r = g->cu->cuDeviceGet(&g->dev, c->device);

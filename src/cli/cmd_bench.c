@@ -314,7 +314,7 @@ int gdu_cmd_bench(int argc, char **argv)
         return GDU_EXIT_SOFTWARE;
     }
     if (c.write && g.ok && bench_gpu_reset(&g, &c, why, sizeof why) != 0)
-        snprintf(g.why, sizeof g.why, "%s", why), g.ok = false;
+        snprintf(g.why, sizeof g.why, "%.250s", why), g.ok = false;
     if (!c.write && !c.cold)
         warm_page_cache(&c);
     /* Ceilings first. Writes truncate the file before each path, so the
@@ -339,7 +339,7 @@ int gdu_cmd_bench(int argc, char **argv)
         }
         if ((s = before_path(&c, &g, p, why, sizeof why)) != 0) {
             r->status = s;
-            snprintf(r->note, sizeof r->note, "%s", why);
+            snprintf(r->note, sizeof r->note, "%.300s", why);
             continue;
         }
         memset(lat.us, 0, plan.n * sizeof(double));

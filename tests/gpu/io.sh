@@ -106,24 +106,17 @@ check cold 'p["engine"] >= 0.9 * p["host"]' "io-cold-engine-vs-host"
 run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 -x write --create --paths engine,naive,host,h2d
 check write 'p["engine"] >= 0.9 * p["host"]' "io-write-engine-vs-host"
 
-# 5. sweep: workers x chunk, engine only (warm 4 GiB, then cold 2 GiB)
+# 5. sweep: workers x chunk, engine only (warm, then cold)
 : >"$OUT/io-sweep.jsonl"
-sweep() { # mode size extra-args
-  local mode=$1 size=$2; shift 2
-  for w in 1 2 4 8 16; do
-    for ch in 1M 4M 16M; do
-      if "$gdu" bench -f "$file" -s "$size" -i 16M -w $w --chunk $ch --paths engine --no-verify "$@" --json \
-           >"$OUT/io-sweep-one.json" 2>/dev/null; then
-        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=[x for x in d["paths"] if x["path"]=="engine"][0]; print(json.dumps({"mode":sys.argv[2],"workers":int(sys.argv[3]),"chunk":sys.argv[4],"gbps":e.get("gbps",0),"cpu_percent":e.get("cpu_percent",0),"p99_us":e.get("p99_us",0)}))' \
-          "$OUT/io-sweep-one.json" "$mode" $w $ch >>"$OUT/io-sweep.jsonl"
-      fi
-    done
-  done
-}
 t0=$SECONDS
-sweep warm "$sweep_warm"
-sweep cold "$sweep_cold" --cold
-rm -f "$OUT/io-sweep-one.json"
+root=$(cd "$here/../.." && pwd)
+for mode in warm cold; do
+  size=$sweep_warm extra=""
+  [ $mode = cold ] && size=$sweep_cold extra=--cold
+  echo "INFO io-sweep-$mode table (GB/s):"
+  "$root/bench/io-sweep.sh" -f "$file" -s "$size" $extra -o "$OUT/io-sweep.jsonl" --gdunlock "$gdu" |
+    sed "s/^/INFO io-sweep-$mode /"
+done
 python3 - "$OUT/io-sweep.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -135,7 +128,7 @@ for mode in ("warm", "cold"):
     dflt = [x for x in r if x["workers"] == 8 and x["chunk"] == "4M"]
     d = dflt[0]["gbps"] if dflt else 0
     print(f"PASS io-sweep-{mode}: {len(r)} configs; best {best['gbps']:.2f} GB/s at {best['workers']} workers x {best['chunk']}; "
-          f"default 8 x 4M {d:.2f} GB/s ({100 * d / best['gbps']:.0f}% of best)")
+          f"default 8 x 4M {d:.2f} GB/s ({100 * d / max(best['gbps'], 1e-9):.0f}% of best)")
 PY
 echo "INFO io-sweep: $((SECONDS - t0)) s"
 
