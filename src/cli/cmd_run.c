@@ -1,11 +1,291 @@
-/* Placeholder until the run command lands; replaced by its implementation. */
+/* gdunlock run [options] -- CMD ARGS...: runs CMD with libgdunlock.so (found
+ * next to this binary, in ../lib) preloaded, waits for it, then prints what
+ * the shim did in each process of CMD that used a GPU, and exits with CMD's
+ * exit status. Each such process writes its report into a private temporary
+ * folder (GDUNLOCK_REPORT=<dir>/report-%p.json); they are merged here. */
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct run_options {
+    const char *report; /* also write the merged report here */
+    const char *log;    /* GDUNLOCK_LOG for CMD */
+    bool json;
+    bool test_drop_native;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD with the gdunlock shim (libgdunlock.so) preloaded: on every GPU where the\n"
+            "driver gives CUDA no ThirdPartyP2P object (GeForce), the shim creates one and registers\n"
+            "each device allocation with it, so that nvidia-fs/cuFile can DMA to and from GPU memory.\n"
+            "CMD's own output is left as it is; afterwards the shim's report (per process and GPU:\n"
+            "mode native / unlocked / failed + reason, allocations registered and unregistered,\n"
+            "failures by RM status) goes to stderr as a table, or to stdout as JSON with --json.\n"
+            "\n"
+            "  --report PATH       also write the report (JSON) to PATH\n"
+            "  --log LEVEL         shim log level in CMD: error (default), info or debug\n"
+            "  --json              the report as JSON on stdout\n"
+            "  --test-drop-native  test mode: replace libcuda's own ThirdPartyP2P objects by the\n"
+            "                      shim's (reproduces the GeForce state on a datacenter GPU)\n"
+            "\n"
+            "exit: CMD's exit status (128+N if a signal N ended it), 64 bad arguments, 66 CMD\n"
+            "cannot be run, 69 libgdunlock.so not found, 70 internal error\n");
+}
+
+static int parse(int argc, char **argv, struct run_options *o)
+{
+    static const struct option longopts[] = {
+        {"report", required_argument, NULL, 'r'}, {"log", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},         {"test-drop-native", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    *o = (struct run_options){0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            o->report = optarg;
+            break;
+        case 'l':
+            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0) {
+                fprintf(stderr, "gdunlock run: --log '%s': give error, info or debug\n", optarg);
+                return GDU_EXIT_USAGE;
+            }
+            o->log = optarg;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 't':
+            o->test_drop_native = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            fprintf(stderr, "gdunlock run: unknown or incomplete option '%s'\n\n", argv[optind - 1]);
+            usage(stderr);
+            return GDU_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "gdunlock run: no command given; write it after '--', e.g. "
+                        "gdunlock run -- python3 train.py\n");
+        return GDU_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* <dir of this executable>/../lib/libgdunlock.so; false if it is not there. */
+static bool find_shim(char *path, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return false;
+    *slash = '\0';
+    if ((size_t)snprintf(path, len, "%s/../lib/libgdunlock.so", exe) >= len)
+        return false;
+    return access(path, R_OK) == 0;
+}
+
+/* Runs argv with the shim preloaded; returns its wait status, or -1 with
+ * *exec_errno set when it could not be started. */
+static int run_child(char **argv, const char *shim, const char *report_pattern, const struct run_options *o,
+                     int *exec_errno)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        *exec_errno = errno;
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        *exec_errno = errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        char preload[PATH_MAX * 2];
+        const char *old = getenv("LD_PRELOAD");
+        snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("GDUNLOCK_REPORT", report_pattern, 1);
+        unsetenv("GDUNLOCK");
+        if (o->log != NULL)
+            setenv("GDUNLOCK_LOG", o->log, 1);
+        if (o->test_drop_native)
+            setenv("GDUNLOCK_TEST_DROP_NATIVE", "1", 1);
+        execvp(argv[0], argv);
+        int e = errno;
+        ssize_t w = write(pipefd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(pipefd[1]);
+    /* Like system(): the terminal's ^C and ^\ are for CMD; we wait for it. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    int e = 0;
+    ssize_t got = read(pipefd[0], &e, sizeof e);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    if (got == (ssize_t)sizeof e) {
+        *exec_errno = e;
+        return -1;
+    }
+    return status;
+}
+
+/* Loads every report-*.json of dir into an array (and removes the files). */
+static json_t *collect_reports(const char *dir)
+{
+    json_t *all = json_array();
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return all;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (strncmp(e->d_name, "report-", 7) == 0 && strstr(e->d_name, ".json") != NULL &&
+            strstr(e->d_name, ".tmp") == NULL) {
+            json_error_t err;
+            json_t *r = json_load_file(path, 0, &err);
+            if (r != NULL)
+                json_array_append_new(all, r);
+            else
+                fprintf(stderr, "gdunlock run: shim report %s unreadable: %s\n", e->d_name, err.text);
+        }
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+    return all;
+}
+
+static const char *mode_colour(const char *mode, bool colour)
+{
+    if (!colour)
+        return "";
+    return strcmp(mode, "unlocked") == 0 ? "\033[32m" : strcmp(mode, "failed") == 0 ? "\033[31m" : "\033[36m";
+}
+
+static long long num(const json_t *o, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static void print_table(FILE *out, const json_t *processes, bool colour)
+{
+    size_t i, j;
+    const json_t *p, *g;
+    json_array_foreach(processes, i, p)
+    {
+        fprintf(out, "gdunlock: shim report, pid %lld, driver %s%s\n", num(p, "pid"),
+                json_string_value(json_object_get(p, "driver")),
+                json_is_true(json_object_get(p, "test_drop_native")) ? " (test mode: libcuda's objects dropped)" : "");
+        const char *refused = json_string_value(json_object_get(p, "refused"));
+        if (refused != NULL)
+            fprintf(out, "  not acting: %s\n", refused);
+        fprintf(out, "  %-4s %-13s %-9s %10s %12s %6s %8s %8s  %s\n", "GPU", "PCI", "mode", "registered",
+                "unregistered", "live", "skipped", "failures", "reason");
+        json_array_foreach(json_object_get(p, "gpus"), j, g)
+        {
+            const char *mode = json_string_value(json_object_get(g, "mode"));
+            const char *pci = json_string_value(json_object_get(g, "pci"));
+            const char *reason = json_string_value(json_object_get(g, "reason"));
+            const json_t *dev = json_object_get(g, "rm_device");
+            char devs[16];
+            snprintf(devs, sizeof devs, json_is_integer(dev) ? "%lld" : "?", (long long)json_integer_value(dev));
+            fprintf(out, "  %-4s %-13s %s%-9s%s %10lld %12lld %6lld %8lld %8lld  %s\n", devs, pci ? pci : "-",
+                    mode_colour(mode ? mode : "", colour), mode ? mode : "?", colour ? "\033[0m" : "",
+                    num(g, "registered") + num(g, "already_registered"), num(g, "unregistered"), num(g, "live"),
+                    num(g, "skipped"), num(g, "failures"), reason ? reason : "");
+            const char *key;
+            const json_t *count;
+            json_object_foreach((json_t *)json_object_get(g, "failures_by_status"), key, count)
+                fprintf(out, "       %lld x %s\n", (long long)json_integer_value(count), key);
+        }
+    }
+    if (json_array_size(processes) == 0)
+        fprintf(out, "gdunlock: the command made no GPU (RM) calls; no shim report\n");
+}
 
 int gdu_cmd_run(int argc, char **argv)
 {
-    fprintf(stderr, "gdunlock run: not built yet\n");
-    return GDU_EXIT_SOFTWARE;
+    struct run_options o;
+    int rc = parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? GDU_EXIT_OK : rc;
+    char shim[PATH_MAX + 32] = "";
+    if (!find_shim(shim, sizeof shim)) {
+        fprintf(stderr, "gdunlock run: libgdunlock.so not found next to the gdunlock binary (%s); "
+                        "build it: cmake --build build --target gdu_shim\n", shim);
+        return GDU_EXIT_UNAVAILABLE;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], pattern[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/gdunlock-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "gdunlock run: cannot create a folder for the shim's reports in %s: %s; set TMPDIR\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return GDU_EXIT_SOFTWARE;
+    }
+    snprintf(pattern, sizeof pattern, "%s/report-%%p.json", dir);
+    int exec_errno = 0;
+    int status = run_child(argv + optind, shim, pattern, &o, &exec_errno);
+    json_t *processes = collect_reports(dir);
+    if (status < 0) {
+        fprintf(stderr, "gdunlock run: cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
+        json_decref(processes);
+        return exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT : GDU_EXIT_SOFTWARE;
+    }
+    int cmd_rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc, "processes", processes);
+    if (o.report != NULL && json_dump_file(doc, o.report, JSON_INDENT(2)) != 0)
+        fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report, strerror(errno));
+    if (o.json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        const char *nc = getenv("NO_COLOR");
+        print_table(stderr, processes, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+    }
+    json_decref(doc);
+    json_decref(processes);
+    return cmd_rc;
 }
