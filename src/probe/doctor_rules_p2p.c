@@ -102,6 +102,36 @@ static void regkey_evidence(const gdu_system *sys, gdu_finding *f)
     }
 }
 
+/* Without the RM's answer the p2p layer cannot name the link; CUDA's native
+ * peer atomics still tell NVLink from PCIe. */
+static void infer_nvlink(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+                         gdu_p2p_verdict *v)
+{
+    if (v->link != GDU_P2P_LINK_UNKNOWN || gdu_system_nvlink(sys, a, b) != GDU_NVLINK_INFERRED)
+        return;
+    v->link = GDU_P2P_LINK_NVLINK;
+    snprintf(v->reason, sizeof v->reason,
+             "P2P over NVLink (inferred: the RM's caps are unavailable, but CUDA reports native "
+             "peer atomics, which it offers over NVLink only)");
+}
+
+/* The stock driver binds BAR1 P2P for Hopper and Blackwell only; on those a
+ * GeForce pair may get it from registry keys once BAR1 covers all memory. */
+static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, gdu_finding *f)
+{
+    if (v->link != GDU_P2P_LINK_NONE || facts->geforce != GDU_TRI_YES || facts->cc_major == 0)
+        return;
+    if (facts->cc_major >= 9)
+        gdu_finding_evidence(f, "compute %d.x has the driver's BAR1 P2P code: with ReBAR covering "
+                                "all memory, try NVreg_RegistryDwords=\"RMForceP2PType=1;"
+                                "RMPcieP2PType=1\" before a patched driver",
+                             facts->cc_major);
+    else
+        gdu_finding_evidence(f, "compute %d.x: the stock driver has no BAR1 P2P for this "
+                                "architecture (HAL lock); registry keys alone cannot enable it",
+                             facts->cc_major);
+}
+
 static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
                          const gdu_p2p_pair *p, const gdu_p2p_facts *facts, gdu_report *r)
 {
@@ -127,6 +157,7 @@ static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu
     if (lock != NULL)
         gdu_finding_evidence(f, "lock: %s", lock);
     regkey_evidence(sys, f);
+    arch_evidence(facts, v, f);
     if (v->warning[0])
         gdu_finding_evidence(f, "%s", v->warning);
     if (v->fix[0])
@@ -149,6 +180,7 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
             gdu_system_path(sys, gpus[i].bdf, gpus[j].bdf, &p->path);
             gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
             gdu_p2p_reason(&facts, &p->verdict);
+            infer_nvlink(sys, &gpus[i], &gpus[j], &p->verdict);
             pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
         }
 }

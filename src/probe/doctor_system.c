@@ -88,3 +88,20 @@ void gdu_system_path(const gdu_system *s, const char *bdf_a, const char *bdf_b, 
     }
     gdu_pcie_path_classify(a->path, a->numa_node, b->path, b->numa_node, out);
 }
+
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b)
+{
+    if (a->cuda == NULL || b->cuda == NULL)
+        return GDU_NVLINK_UNKNOWN;
+    const gdu_live_pair *p = gdu_live_pair_find(&s->live, a->cuda->ordinal, b->cuda->ordinal);
+    if (p == NULL)
+        return GDU_NVLINK_UNKNOWN;
+    if (p->rm_known) {
+        gdu_p2p_link link = gdu_p2p_caps_link(p->rm.caps);
+        return link == GDU_P2P_LINK_NVLINK || link == GDU_P2P_LINK_NVLINK_INDIRECT ? GDU_NVLINK_YES
+                                                                                   : GDU_NVLINK_NO;
+    }
+    if (p->can_access == 1 && p->native_atomics == 1)
+        return GDU_NVLINK_INFERRED;
+    return p->can_access < 0 ? GDU_NVLINK_UNKNOWN : GDU_NVLINK_NO;
+}

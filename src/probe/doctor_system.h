@@ -53,6 +53,16 @@ size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
 /* GeForce / TITAN from a marketing name; UNKNOWN for "". */
 gdu_tri gdu_gpu_name_is_geforce(const char *name);
 
+/* What the live answers say about NVLink between two GPUs. */
+typedef enum {
+    GDU_NVLINK_UNKNOWN = 0, /* no live answer for the pair */
+    GDU_NVLINK_NO,
+    GDU_NVLINK_YES,         /* the RM's P2P caps name NVLink (or NVSwitch) */
+    GDU_NVLINK_INFERRED,    /* no RM answer, but CUDA reports native peer atomics, which
+                               CUDA offers over NVLink only */
+} gdu_nvlink_answer;
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b);
+
 /* The PCIe path between two PCI functions by address (UNKNOWN when either is missing). */
 void gdu_system_path(const gdu_system *s, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out);
 

@@ -59,18 +59,6 @@ static void add_mounts(const gdu_system *sys, gdu_topo *t)
     }
 }
 
-/* NVLink between two GPUs as the RM reported it (CUDA alone cannot tell). */
-static bool nvlink_between(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b)
-{
-    if (a->cuda == NULL || b->cuda == NULL)
-        return false;
-    const gdu_live_pair *p = gdu_live_pair_find(&sys->live, a->cuda->ordinal, b->cuda->ordinal);
-    if (p == NULL || !p->rm_known)
-        return false;
-    gdu_p2p_link link = gdu_p2p_caps_link(p->rm.caps);
-    return link == GDU_P2P_LINK_NVLINK || link == GDU_P2P_LINK_NVLINK_INDIRECT;
-}
-
 void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
 {
     gdu_gpu_view gpus[GDU_MAX_GPUS];
@@ -109,7 +97,10 @@ void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
     for (size_t r = 0; r < t->n_gpus; r++)
         for (size_t c = 0; c < t->n_cols; c++) {
             gdu_pcie_path path;
-            if (c < t->n_gpus && c != r && nvlink_between(sys, &gpus[r], &gpus[c])) {
+            gdu_nvlink_answer nv = c < t->n_gpus && c != r
+                                       ? gdu_system_nvlink(sys, &gpus[r], &gpus[c])
+                                       : GDU_NVLINK_UNKNOWN;
+            if (nv == GDU_NVLINK_YES || nv == GDU_NVLINK_INFERRED) {
                 snprintf(t->cell[r][c], sizeof t->cell[r][c], "NV");
                 continue;
             }

@@ -220,6 +220,7 @@ static void rtx4090_stock_sku_lock(void **state)
     assert_true(has_evidence(f, "lock: SKU lock"));
     assert_true(has_evidence(f, "read=gpu_not_supported"));
     assert_true(has_evidence(f, "cuDeviceCanAccessPeer: 0"));
+    assert_true(has_evidence(f, "compute 8.x: the stock driver has no BAR1 P2P"));
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT); /* no nvidia-fs on this box */
     done(t);
 }
@@ -255,6 +256,19 @@ static void h200_vm_cufile_5027(void **state)
     t = fixture("h200x2-vm-virtio", NULL);
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
     assert_true(has_reason(&t->r, "no NVMe drive"));
+    /* without the RM's caps, CUDA's native peer atomics still say NVLink */
+    for (size_t i = 0; i < t->sys.live.n_pairs; i++)
+        t->sys.live.pairs[i].rm_known = false;
+    gdu_report_free(&t->r);
+    gdu_doctor_diagnose(&t->sys, NULL, &t->r);
+    assert_int_equal(t->r.pairs[0].verdict.link, GDU_P2P_LINK_NVLINK);
+    assert_non_null(strstr(t->r.pairs[0].verdict.reason, "inferred"));
+    assert_true(has_evidence(finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK), "RM P2P caps: not available"));
+    for (size_t i = 0; i < t->sys.live.n_pairs; i++)
+        t->sys.live.pairs[i].native_atomics = 0;
+    gdu_report_free(&t->r);
+    gdu_doctor_diagnose(&t->sys, NULL, &t->r);
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "PCIe");
     done(t);
 }
 
