@@ -326,10 +326,15 @@ static void print_human(const json_t *doc)
     printf("  %-14s %s, %s per transfer\n", "file", str(file, "path"), size);
     printf("  %-14s %lld %s (%s)\n", "GPU", json_integer_value(json_object_get(gpu, "index")), str(gpu, "name"),
            str(gpu, "pci"));
-    if (json_is_true(json_object_get(shim, "active")))
-        printf("  %-14s active%s%s%s%s\n", "shim", *str(shim, "mode") ? ", mode " : "", str(shim, "mode"),
+    if (json_is_true(json_object_get(shim, "active"))) {
+        printf("  %-14s active%s%s%s%s", "shim", *str(shim, "mode") ? ", mode " : "", str(shim, "mode"),
                *str(shim, "reason") ? ": " : "", str(shim, "reason"));
-    else
+        if (json_object_get(shim, "registered"))
+            printf(" (allocations registered %lld, unregistered %lld)",
+                   json_integer_value(json_object_get(shim, "registered")),
+                   json_integer_value(json_object_get(shim, "unregistered")));
+        printf("\n");
+    } else
         printf("  %-14s not active: %s\n", "shim", str(shim, "why_inactive"));
     print_call("file open", json_object_get(file, "open"));
     print_call("libcufile", json_object_get(cf, "load"));
@@ -414,6 +419,7 @@ int gdu_cmd_verify(int argc, char **argv)
 
     gdu_verify_shim shim;
     memset(&shim, 0, sizeof shim);
+    shim.registered = shim.unregistered = -1;
     const char *result_path = getenv(RESULT_ENV);
     if (result_path) {
         /* We are the child: the parent adds the shim's report. */

@@ -56,8 +56,9 @@ typedef struct gdu_verify_shim {
     char why_inactive[GDU_VERIFY_TEXT];
     bool have_report;
     char report_error[GDU_VERIFY_TEXT]; /* why the report could not be read */
-    char mode[16];                /* "native", "unlocked", "failed", "" if not found */
+    char mode[16];                /* "native", "unlocked", "failed", "idle", "" if not found */
     char reason[GDU_VERIFY_TEXT];
+    long long registered, unregistered; /* GPU allocations the shim registered; -1 unknown */
 } gdu_verify_shim;
 
 /* A cause behind a verdict: a stable id (for scripts and tests) and a text

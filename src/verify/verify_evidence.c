@@ -24,4 +24,5 @@ void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options 
     /* Round up to the alignment; leave an oversize value as it is for gdu_verify_run to refuse. */
     ev->size = size > GDU_VERIFY_MAX_SIZE ? size : (size + GDU_VERIFY_ALIGN - 1) / GDU_VERIFY_ALIGN * GDU_VERIFY_ALIGN;
     ev->gpu = opts->gpu;
+    ev->shim.registered = ev->shim.unregistered = -1;
 }

@@ -116,6 +116,10 @@ json_t *gdu_verify_shim_json(const gdu_verify_shim *s)
         json_object_set_new(o, "mode", text_json(s->mode));
     if (s->reason[0])
         json_object_set_new(o, "reason", text_json(s->reason));
+    if (s->registered >= 0)
+        json_object_set_new(o, "registered", json_integer(s->registered));
+    if (s->unregistered >= 0)
+        json_object_set_new(o, "unregistered", json_integer(s->unregistered));
     return o;
 }
 

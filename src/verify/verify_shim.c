@@ -4,12 +4,14 @@
  * array (or object) of per-GPU objects, or a top-level array of them; a GPU
  * is matched by its PCI address ("pci", "pci_bus_id", "bus_id", "bdf") or its
  * CUDA ordinal ("index", "gpu", "ordinal", "device"); with a single GPU entry
- * that entry is used. Its "mode" and "reason" strings are what verify reports. */
+ * that entry is used. Its "mode" and "reason" strings and "registered" /
+ * "unregistered" counts are what verify reports. */
 #include "verify/verify.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* "0000:41:00.0", "00000000:41:00.0" and "41:00.0" name the same device. */
 static void bdf_tail(const char *in, char *out, size_t len)
@@ -98,10 +100,22 @@ static const json_t *find_gpu(const json_t *root, const char *pci, int gpu)
     return count == 1 ? only : NULL;
 }
 
+static long long count_of(const json_t *entry, const char *key)
+{
+    const json_t *v = json_object_get(entry, key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
 void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out)
 {
     out->have_report = false;
     out->mode[0] = out->reason[0] = out->report_error[0] = '\0';
+    out->registered = out->unregistered = -1;
+    if (access(path, F_OK) != 0) {
+        snprintf(out->report_error, sizeof out->report_error,
+                 "the shim wrote no report (it writes one at exit once it has seen an NVIDIA GPU)");
+        return;
+    }
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
     if (!root) {
@@ -118,6 +132,8 @@ void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu
         const char *reason = json_string_value(json_object_get(entry, "reason"));
         snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "");
         snprintf(out->reason, sizeof out->reason, "%s", reason ? reason : "");
+        out->registered = count_of(entry, "registered");
+        out->unregistered = count_of(entry, "unregistered");
     }
     json_decref(root);
 }

@@ -111,6 +111,7 @@ if [ "$sanitized" = 0 ] && [ -e "$shim" ]; then
   rc=$?
   [ $rc -eq 2 ] || bad "shim: exit $rc: $(cat "$work/shim.json" "$work/shim.err")"
   has shim '"active": true'
+  has shim 'the shim wrote no report' # the fake GPU is not an NVIDIA device to the shim
 fi
 
 [ $failures -eq 0 ] && echo "verify CLI: all cases passed"

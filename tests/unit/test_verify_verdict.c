@@ -350,11 +350,21 @@ static void test_shim_report_layouts(void **state)
     read_shim(SHIM("shim-report-array.json"), "0000:99:00.0", 7, &s);
     assert_string_equal(s.mode, "");
     assert_non_null(strstr(s.report_error, "no entry for GPU 7"));
+    /* the layout libgdunlock.so writes (src/shim/shim_report.c) */
+    read_shim(SHIM("shim-report-gdunlock.json"), "0000:C1:00.0", 0, &s);
+    assert_string_equal(s.mode, "native");
+    read_shim(SHIM("shim-report-gdunlock.json"), "0000:41:00.0", 1, &s);
+    assert_string_equal(s.mode, "unlocked");
+    assert_int_equal(s.registered, 6);
+    assert_int_equal(s.unregistered, 6);
+    read_shim(SHIM("shim-report-toplevel-array.json"), "41:00.0", 0, &s);
+    assert_int_equal(s.registered, -1); /* not in that report */
     read_shim(SHIM("shim-report-truncated.json"), "0000:41:00.0", 0, &s);
     assert_false(s.have_report);
     assert_non_null(strstr(s.report_error, "unreadable"));
     read_shim(SHIM("no-such-report.json"), "0000:41:00.0", 0, &s);
     assert_false(s.have_report);
+    assert_non_null(strstr(s.report_error, "wrote no report"));
 }
 
 static void test_json_document(void **state)
