@@ -1,0 +1,115 @@
+/* What the RM answers is input from outside: arbitrary bytes as the answers
+ * to our RM client's controls (attached GPU ids, PCI info, P2P caps V2), then
+ * as the facts of a GPU pair, through the caps decoder, the reason logic and
+ * both renderers of the p2p report. Nothing may crash or read out of bounds. */
+#include "cli/p2p_report.h"
+#include "driverabi/nv_escape.h"
+#include "driverabi/nvos.h"
+#include "p2p/rm_p2p_caps.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t *in;
+static size_t in_len, in_pos;
+
+/* The next n input bytes (zeros once the input runs out). */
+static void take(void *out, size_t n)
+{
+    size_t k = in_pos < in_len ? in_len - in_pos : 0;
+    if (k > n)
+        k = n;
+    memcpy(out, in + in_pos, k);
+    memset((uint8_t *)out + k, 0, n - k);
+    in_pos += k;
+}
+
+static int fuzz_ioctl(int fd, unsigned long request, void *arg)
+{
+    unsigned nr = 0;
+    size_t size = 0;
+    gdu_nv_ioctl_decode(request, &nr, &size);
+    uint8_t status_byte;
+    take(&status_byte, 1);
+    if (nr == GDU_NV_ESC_RM_ALLOC) {
+        gdu_nvos21 *p = arg;
+        p->hObjectNew = 0xc1d00001;
+        p->status = status_byte & 1;
+    } else if (nr == GDU_NV_ESC_RM_CONTROL) {
+        gdu_nvos54 *p = arg;
+        take((void *)(uintptr_t)p->params, p->paramsSize);
+        p->status = (status_byte & 7) == 7 ? status_byte : 0;
+    }
+    return 0;
+}
+
+static gdu_tri tri(void)
+{
+    uint8_t b;
+    take(&b, 1);
+    return (gdu_tri)(b % 3) - 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    in = data;
+    in_len = size;
+    in_pos = 0;
+    gdu_p2p_report *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return 0;
+    char why[256];
+    gdu_rm_client c;
+    if (gdu_rm_client_open(&c, "/dev/null", fuzz_ioctl, why, sizeof why) == 0) {
+        gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];
+        size_t n = 0;
+        gdu_rm_attached_gpus(&c, gpus, GDU_RM_MAX_GPUS, &n, why, sizeof why);
+        gdu_rm_p2p_caps(&c, 1, 2, &r->pair[0][1].rm, why, sizeof why);
+        gdu_rm_client_close(&c);
+    }
+    r->n = 2;
+    for (int i = 0; i < 2; i++) {
+        take(&r->gpu[i], sizeof r->gpu[i]);
+        r->gpu[i].name[sizeof r->gpu[i].name - 1] = '\0';
+        r->gpu[i].pci_bus_id[sizeof r->gpu[i].pci_bus_id - 1] = '\0';
+        take(&r->bar1_bytes[i], sizeof r->bar1_bytes[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        gdu_p2p_pair_report *p = &r->pair[i][1 - i];
+        gdu_p2p_facts *f = &p->facts;
+        gdu_p2p_facts_init(f);
+        take(&p->cuda, sizeof p->cuda);
+        if (i == 1)
+            take(&p->rm, sizeof p->rm);
+        p->rm_known = tri() == GDU_TRI_YES;
+        f->rm_caps_known = p->rm_known;
+        f->rm = p->rm;
+        f->cuda_can_access = tri();
+        f->enable_failed = tri();
+        f->data_corrupt = tri();
+        f->acs_redirect = tri();
+        f->geforce = tri();
+        uint8_t b[2];
+        take(b, 2);
+        f->topo = (gdu_p2p_topo)(b[0] % 7);
+        f->iommu = (gdu_p2p_iommu)(b[1] % 5);
+        take(f->bar1_bytes, sizeof f->bar1_bytes);
+        take(f->vram_bytes, sizeof f->vram_bytes);
+        take(&f->cc_major, sizeof f->cc_major);
+        gdu_p2p_reason(f, &p->verdict);
+    }
+    FILE *sink = fopen("/dev/null", "w");
+    if (sink != NULL) {
+        gdu_p2p_print_report(sink, r, 1);
+        fclose(sink);
+    }
+    json_t *doc = gdu_p2p_report_json(r);
+    char *text = doc ? json_dumps(doc, 0) : NULL;
+    free(text);
+    json_decref(doc);
+    free(r);
+    return 0;
+}
