@@ -46,7 +46,8 @@ static void usage(FILE *out)
             "  --progress    progress on stderr even when it is not a terminal\n"
             "\n"
             "exit: 0 done (pairs without P2P included), 1 a measurement failed or copied data\n"
-            "was wrong, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error\n",
+            "was wrong, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
+            "74 the report could not be written\n",
             GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
 
