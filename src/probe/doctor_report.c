@@ -117,9 +117,11 @@ const char *gdu_gds_verdict_text(gdu_gds_verdict v)
     return (unsigned)v < 4 ? text[v] : "impossible";
 }
 
-const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *v)
+const char *gdu_p2p_pair_class(const gdu_p2p_pair *p)
 {
-    switch (v->link) {
+    if (p->undetermined)
+        return "unknown";
+    switch (p->verdict.link) {
     case GDU_P2P_LINK_NVLINK:
     case GDU_P2P_LINK_NVLINK_INDIRECT:
     case GDU_P2P_LINK_C2C:
@@ -160,7 +162,7 @@ json_t *gdu_report_to_json(const gdu_report *r)
             json_array_append_new(bridges, json_string(p->path.bridges[k]));
         json_array_append_new(
             pairs, json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:s}", "gpu_a", p->a,
-                             "gpu_b", p->b, "verdict", gdu_p2p_verdict_class(&p->verdict), "link",
+                             "gpu_b", p->b, "verdict", gdu_p2p_pair_class(p), "link",
                              gdu_p2p_link_id(p->verdict.link), "cause",
                              gdu_p2p_cause_id(p->verdict.cause), "pcie_path",
                              gdu_path_kind_name(p->path.kind), "bridges", bridges, "reason",

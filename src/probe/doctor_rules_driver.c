@@ -8,7 +8,8 @@
 
 enum { MIN_DRIVER_MAJOR = 555 }; /* nvidia-fs's persistent pinning API, which the shim targets */
 
-static void driver_findings(const gdu_system *sys, gdu_report *r)
+/* any_geforce: some GPU is (or may be) a GeForce, which needs the shim. */
+static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     if (!d->loaded) {
@@ -36,11 +37,14 @@ static void driver_findings(const gdu_system *sys, gdu_report *r)
     if (major == 0 && d->module_version[0])
         sscanf(d->module_version, "%d", &major);
     if (major > 0 && major < MIN_DRIVER_MAJOR) {
-        f = gdu_report_add(r, "driver.version", "driver", GDU_ST_FAIL,
+        f = gdu_report_add(r, "driver.version", "driver", any_geforce ? GDU_ST_FAIL : GDU_ST_WARN,
                            "driver %s is older than %d", version, MIN_DRIVER_MAJOR);
         gdu_finding_evidence(f, "nvidia-fs uses the driver's persistent P2P pinning API from %d "
                                 "on; the gdunlock shim targets that path",
                              MIN_DRIVER_MAJOR);
+        if (!any_geforce)
+            gdu_finding_evidence(f, "professional/datacenter GPUs do not need the shim: stock "
+                                    "GDS works with this driver");
         gdu_finding_fix(f, "install driver %d or newer (open kernel module)", MIN_DRIVER_MAJOR);
     } else if (major > 0) {
         f = gdu_report_add(r, "driver.version", "driver", GDU_ST_OK,
@@ -179,7 +183,10 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
 void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                              gdu_report *r)
 {
-    driver_findings(sys, r);
+    bool any_geforce = n_gpus == 0;
+    for (size_t i = 0; i < n_gpus; i++)
+        any_geforce |= gpus[i].geforce != GDU_TRI_NO;
+    driver_findings(sys, any_geforce, r);
     if (!sys->driver.loaded)
         return;
     cuda_finding(sys, r);

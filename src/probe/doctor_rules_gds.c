@@ -230,7 +230,6 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
 
 static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
 {
-    snprintf(r->gds_target, sizeof r->gds_target, "any NVMe drive");
     gdu_finding *f = gdu_report_add(r, "storage.nvme", "storage",
                                     sys->nvme.n ? GDU_ST_OK : GDU_ST_FAIL, "%zu NVMe controller(s)",
                                     sys->nvme.n);
@@ -254,7 +253,6 @@ static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, siz
 static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
                          const char *path, gdu_report *r)
 {
-    snprintf(r->gds_target, sizeof r->gds_target, "%s", path);
     const gdu_mount *m = gdu_mount_for_path(&sys->mounts, path);
     gdu_finding *f;
     if (m == NULL) {
@@ -333,6 +331,7 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
 void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           const char *path, gdu_report *r)
 {
+    snprintf(r->gds_target, sizeof r->gds_target, "%s", path ? path : "any NVMe drive");
     if (!sys->driver.loaded) {
         gdu_report_reason(r, GDU_GDS_IMPOSSIBLE, "no NVIDIA driver is loaded");
         return;
