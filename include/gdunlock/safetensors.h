@@ -181,9 +181,15 @@ typedef struct gdu_st_model gdu_st_model;
 gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err);
 
 /* Allocates memory (one block per file) and streams each file's data section
- * into it with the I/O engine. */
+ * into it with the I/O engine. The engines (one per GPU, one for host memory)
+ * are created by the first load that needs them, with the GDUNLOCK_IO_*
+ * settings of that moment, and kept for later loads in the process. */
 gdu_st_status gdu_st_load(gdu_st_model *model, const gdu_st_load_options *options,
                           gdu_st_error *err);
+
+/* Destroys the kept engines (their threads and pinned staging buffers). No
+ * load may be running; the next load creates them again. */
+void gdu_st_engines_release(void);
 
 /* Reads every loaded tensor back to the host and compares it with the file.
  * GDU_ST_ERR_VERIFY_MISMATCH names the first tensor that differs. */

@@ -13,7 +13,8 @@ folder next to this package's repository.
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint, TensorInfo, parse_device
 
-__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "parse_device"]
+__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "parse_device",
+           "release_engines"]
 
 
 def load_safetensors(path, device=0, verify=False):
@@ -27,3 +28,11 @@ def load_safetensors(path, device=0, verify=False):
         if verify:
             ckpt.verify()
         return {info.name: to_torch(ckpt, i, info) for i, info in enumerate(ckpt.tensors())}
+
+
+def release_engines():
+    """Frees the I/O engines the loads of this process keep (worker threads,
+    pinned staging buffers); the next load creates them again."""
+    from ._lib import lib
+
+    lib().gdu_st_engines_release()

@@ -86,6 +86,7 @@ def _declare(lib):
         "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
         "gdu_st_open": (i, [ctypes.c_char_p, ctypes.POINTER(p), err]),
         "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
+        "gdu_st_engines_release": (None, []),
         "gdu_st_verify": (i, [p, err]),
         "gdu_st_model_free": (None, [p]),
         "gdu_st_model_tensor_count": (sz, [p]),

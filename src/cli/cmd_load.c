@@ -153,6 +153,7 @@ int gdu_cmd_load(int argc, char **argv)
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
         rc = fail(&a, &err);
         gdu_st_model_free(model);
+        gdu_st_engines_release();
         return rc;
     }
     if (a.verify)
@@ -178,5 +179,6 @@ int gdu_cmd_load(int argc, char **argv)
         fprintf(stderr, "gdunlock load: %s\n  fix: %s\n", r.verify_error.message,
                 load_fix_hint(r.verify_error.code));
     gdu_st_model_free(model);
+    gdu_st_engines_release();
     return rc;
 }

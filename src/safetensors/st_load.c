@@ -1,8 +1,10 @@
 /* Loading: one memory block per file, filled by engine reads of the file's
  * data span. All files are submitted before any is waited on, so the engine's
  * workers stay busy across shard boundaries, and shards placed on different
- * GPUs (one engine each) load at the same time. */
+ * GPUs (one engine each, kept for the process: st_engines.h) load at the same
+ * time. */
 #include "gdunlock/io.h"
+#include "safetensors/st_engines.h"
 #include "safetensors/st_error.h"
 #include "safetensors/st_model_internal.h"
 
@@ -23,43 +25,11 @@ typedef struct {
     gdu_io_request *request;
 } load_piece;
 
-/* One engine per distinct GPU (or one HOST engine). */
-typedef struct {
-    int device;
-    gdu_io_engine *engine;
-} engine_slot;
-
 static double now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static gdu_st_status engine_for(engine_slot *slots, size_t *n, int device, int host,
-                                gdu_io_engine **out, gdu_st_error *err)
-{
-    for (size_t i = 0; i < *n; i++) {
-        if (slots[i].device == device) {
-            *out = slots[i].engine;
-            return GDU_ST_OK;
-        }
-    }
-    gdu_io_options o;
-    gdu_io_options_default(&o);
-    o.device = device < 0 ? 0 : device;
-    o.backend = host ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_AUTO;
-    char why[256] = "";
-    if (gdu_io_options_from_env(&o, why, sizeof why) != 0)
-        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "I/O engine settings: %s", why);
-    int rc = gdu_io_engine_create(&o, &slots[*n].engine, why, sizeof why);
-    if (rc != 0 && host)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for host memory: %s", why);
-    if (rc != 0)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for GPU %d: %s", device, why);
-    slots[*n].device = device;
-    *out = slots[(*n)++].engine;
-    return GDU_ST_OK;
 }
 
 static void record_path(gdu_st_model *m, const gdu_io_file *io)
@@ -73,8 +43,8 @@ static void record_path(gdu_st_model *m, const gdu_io_file *io)
 /* Allocates file f's block, opens it on its engine, and submits its pieces
  * (appended to pieces[*n_pieces...]). */
 static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
-                                engine_slot *slots, size_t *n_slots, gdu_io_file **io,
-                                load_piece *pieces, size_t *n_pieces, gdu_st_error *err)
+                                gdu_io_file **io, load_piece *pieces, size_t *n_pieces,
+                                gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
@@ -84,7 +54,7 @@ static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
         return s;
     /* Host memory (pinned or not) is filled by one HOST engine for all files. */
     gdu_io_engine *engine = NULL;
-    s = engine_for(slots, n_slots, host ? -1 : device, host, &engine, err);
+    s = st_engine_get(host, device, &engine, err);
     if (s != GDU_ST_OK)
         return s;
     char why[256] = "";
@@ -163,13 +133,10 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     }
     gdu_io_file **ios = calloc(m->file_count ? m->file_count : 1, sizeof *ios);
     load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
-    engine_slot *slots = calloc(o.gpu_count + 1, sizeof *slots);
-    size_t n_slots = 0, n_pieces = 0;
-    gdu_st_status s = ios && pieces && slots ? GDU_ST_OK
-                                             : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    size_t n_pieces = 0;
+    gdu_st_status s = ios && pieces ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, slots, &n_slots, &ios[f], pieces,
-                       &n_pieces, err);
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &ios[f], pieces, &n_pieces, err);
     /* Every submitted request is waited on, also after a failure. */
     uint64_t done = 0;
     for (size_t i = 0; i < n_pieces; i++) {
@@ -186,11 +153,8 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     }
     for (size_t f = 0; ios != NULL && f < m->file_count; f++)
         gdu_io_close(ios[f]);
-    for (size_t i = 0; slots != NULL && i < n_slots; i++)
-        gdu_io_engine_destroy(slots[i].engine);
     free(ios);
     free(pieces);
-    free(slots);
     if (s != GDU_ST_OK) {
         for (size_t f = 0; f < m->file_count; f++) {
             st_block_release(m->files[f].block);

@@ -78,6 +78,17 @@ static void test_single_file_byte_exact(void **state)
     gdu_st_model_free(m);
 }
 
+static void test_engines_released_and_recreated(void **state)
+{
+    gdu_st_model *m = load_host(FIX "small.safetensors");
+    gdu_st_model_free(m);
+    gdu_st_engines_release();
+    gdu_st_engines_release(); /* twice is harmless */
+    m = load_host(FIX "small.safetensors");
+    expect_byte_exact(m);
+    gdu_st_model_free(m);
+}
+
 static void test_sharded_byte_exact(void **state)
 {
     gdu_st_model *m = load_host(FIX "sharded/model.safetensors.index.json");
@@ -235,9 +246,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_file_byte_exact),
         cmocka_unit_test(test_sharded_byte_exact),
+        cmocka_unit_test(test_engines_released_and_recreated),
         cmocka_unit_test(test_verify_names_the_corrupted_tensor),
         cmocka_unit_test(test_dlpack_outlives_model),
         cmocka_unit_test(test_multi_piece_progress_and_shrink),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    gdu_st_engines_release();
+    return failed;
 }

@@ -1,0 +1,14 @@
+/* The loader's I/O engines, kept for the whole process: one per GPU and one
+ * for host memory, created on first use (with the GDUNLOCK_IO_* settings of
+ * that moment), so that a process loading several checkpoints sets up worker
+ * threads, pinned staging and the cuFile probe once. */
+#ifndef GDUNLOCK_ST_ENGINES_H
+#define GDUNLOCK_ST_ENGINES_H
+
+#include "gdunlock/io.h"
+#include "gdunlock/safetensors.h"
+
+/* The engine for host memory (host != 0) or for GPU device. Thread-safe. */
+gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_error *err);
+
+#endif
