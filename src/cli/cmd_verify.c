@@ -30,12 +30,14 @@ struct cli {
     gdu_verify_options opts;
     bool json;
     bool no_shim;
+    bool progress;
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
+            "                       [--progress]\n"
             "\n"
             "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
             "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
@@ -53,9 +55,15 @@ static void usage(FILE *out)
             "  --keep      leave PATH in place afterwards\n"
             "  --no-shim   run without libgdunlock.so (to compare with the stock driver path)\n"
             "  --json      machine-readable output\n"
+            "  --progress  stages on stderr even when it is not a terminal\n"
             "\n"
-            "Other exit codes: 64 bad arguments or PATH would be clobbered, 69 no libcuda or GPU,\n"
-            "70 internal error.\n");
+            "Other exit codes: 64 bad arguments or PATH would be clobbered, 66 PATH cannot be\n"
+            "created, 69 no libcuda or GPU, 70 internal error.\n");
+}
+
+static void print_stage(void *user, const char *stage)
+{
+    fprintf(stderr, "verify: %s...\n", stage);
 }
 
 static int parse_args(int argc, char **argv, struct cli *c)
@@ -64,7 +72,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
         {"size", required_argument, NULL, 's'}, {"gpu", required_argument, NULL, 'g'},
         {"force", no_argument, NULL, 'f'},      {"keep", no_argument, NULL, 'k'},
         {"no-shim", no_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},       {"progress", no_argument, NULL, 'p'},
+        {NULL, 0, NULL, 0},
     };
     memset(c, 0, sizeof *c);
     c->opts.size = GDU_VERIFY_DEFAULT_SIZE;
@@ -101,6 +110,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
         case 'j':
             c->json = true;
             break;
+        case 'p':
+            c->progress = true;
+            break;
         case 'h':
             usage(stdout);
             return GDU_EXIT_OK;
@@ -115,6 +127,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
         return GDU_EXIT_USAGE;
     }
     c->opts.path = argv[optind];
+    if (c->progress || isatty(STDERR_FILENO))
+        c->opts.progress = print_stage;
     return -1;
 }
 
@@ -126,6 +140,11 @@ static int exit_for_errno(int rc)
     case -EEXIST:
     case -EINVAL:
         return GDU_EXIT_USAGE;
+    case -ENOENT:
+    case -EACCES:
+    case -ENOTDIR:
+    case -EROFS:
+        return GDU_EXIT_NOINPUT;
     default:
         return GDU_EXIT_SOFTWARE;
     }
@@ -386,8 +405,12 @@ static int finish(const struct cli *c, json_t *doc)
         fprintf(stderr, "gdunlock verify: out of memory building the result\n");
         return GDU_EXIT_SOFTWARE;
     }
-    if (!json_object_get(doc, "error"))
+    if (!json_object_get(doc, "error")) {
+        const char *verdict = json_string_value(json_object_get(doc, "verdict"));
+        if (c->opts.progress && verdict && strcmp(verdict, "DIRECT") != 0)
+            print_stage(NULL, "asking doctor why the path is not direct");
         gdu_verify_add_doctor(doc, c->opts.path);
+    }
     int code;
     const json_t *err = json_object_get(doc, "error");
     if (err) {

@@ -121,6 +121,9 @@ typedef struct gdu_verify_options {
     bool force;      /* overwrite an existing non-empty file */
     bool keep;       /* leave the file in place afterwards */
     const char *nvfs_stats_path; /* GDU_NVFS_STATS_PATH unless testing */
+    /* Called at the start of each stage (may be NULL). */
+    void (*progress)(void *user, const char *stage);
+    void *progress_user;
 } gdu_verify_options;
 
 /* Empty evidence for opts (no call ran). */
@@ -128,7 +131,8 @@ void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options 
 
 /* Runs the chain and fills ev. Returns 0 when the run reached a verdict-able
  * state (even a FAILED one), -ENODEV when there is no libcuda or GPU,
- * -EEXIST when PATH exists and is not empty without force, -EINVAL for bad
+ * -EEXIST when PATH exists and is not empty without force, -ENOENT/-EACCES
+ * when PATH's directory is missing or not writable, -EINVAL for bad
  * options; the cause is in why. */
 int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why, size_t why_len);
 

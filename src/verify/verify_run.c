@@ -266,8 +266,27 @@ static void run_cleanup(struct run *run, const gdu_verify_options *opts, const c
 static int check_target(const gdu_verify_options *opts, char *why, size_t why_len)
 {
     struct stat st;
-    if (stat(opts->path, &st) != 0)
-        return errno == ENOENT ? 0 : (snprintf(why, why_len, "%s: %s", opts->path, strerror(errno)), -errno);
+    if (stat(opts->path, &st) != 0) {
+        int e = errno;
+        if (e != ENOENT) {
+            snprintf(why, why_len, "%s: %s", opts->path, strerror(e));
+            return -e;
+        }
+        /* A new file: its directory must exist and be writable. */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", opts->path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else
+            slash[slash == dir ? 1 : 0] = '\0';
+        if (access(dir, W_OK | X_OK) != 0) {
+            e = errno;
+            snprintf(why, why_len, "cannot create %s: %s: %s", opts->path, dir, strerror(e));
+            return -e;
+        }
+        return 0;
+    }
     if (!S_ISREG(st.st_mode)) {
         snprintf(why, why_len, "%s is not a regular file; verify only writes to regular files", opts->path);
         return -EINVAL;
@@ -278,6 +297,12 @@ static int check_target(const gdu_verify_options *opts, char *why, size_t why_le
         return -EEXIST;
     }
     return 0;
+}
+
+static void stage(const gdu_verify_options *opts, const char *what)
+{
+    if (opts->progress)
+        opts->progress(opts->progress_user, what);
 }
 
 int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why, size_t why_len)
@@ -292,6 +317,7 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         return rc;
 
     struct run run = {.fd = -1};
+    stage(opts, "loading CUDA and opening the GPU");
     rc = setup_cuda(&run, ev, why, why_len);
     if (rc != 0) {
         if (run.ctx_retained)
@@ -306,16 +332,21 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
     }
     open_file(&run, ev);
     if (ev->file.ok) {
+        stage(opts, "allocating cuMemAlloc and VMM buffers");
         allocate_buffers(&run, ev);
         read_nvfs(opts, ev, &ev->stats_before, &ev->nvfs_before);
         gdu_verify_cufile_log log;
         gdu_verify_cufile_log_begin(&log);
+        stage(opts, "opening cuFile and registering the file");
         open_cufile(&run, ev);
         uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
         if (ev->handle_register.ok)
             for (int m = 0; m < GDU_VERIFY_MEM_COUNT; m++)
-                if (ev->buffers[m].alloc.ok)
+                if (ev->buffers[m].alloc.ok) {
+                    stage(opts, m == GDU_VERIFY_MEM_VMM ? "cuFile write + read back: VMM buffers"
+                                                        : "cuFile write + read back: cuMemAlloc buffers");
                     cufile_round_trip(&run, (gdu_verify_mem)m, seed + 0x1000u * (unsigned)(m + 1), ev);
+                }
         read_nvfs(opts, ev, &ev->stats_after, &ev->nvfs_after);
         if (ev->nvfs_before && ev->nvfs_after)
             gdu_nvfs_stats_delta(&ev->stats_before, &ev->stats_after, &ev->delta);
@@ -323,6 +354,7 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         gdu_verify_cufile_log_end(&log, ev->cufile_log, sizeof ev->cufile_log);
         const gdu_verify_devbuf *src = &run.src[GDU_VERIFY_MEM_CUMEMALLOC], *dst = &run.dst[GDU_VERIFY_MEM_CUMEMALLOC];
         if (!ev->handle_register.ok) {
+            stage(opts, "cuFile unusable: checking integrity through the I/O engine");
             if (ev->buffers[GDU_VERIFY_MEM_CUMEMALLOC].alloc.ok)
                 gdu_verify_engine_check(opts, run.cu, src->ptr, dst->ptr, run.host, ev);
             else

@@ -94,6 +94,12 @@ has nocufile '"id": "engine-integrity-ok"'
 # Setup errors: no GPU, no such GPU, an existing file.
 LD_LIBRARY_PATH=$work run nocuda 69
 has nocuda 'libcuda'
+"$bin" verify "$work/no/such/dir/x.bin" --no-shim >"$work/nodir.json" 2>&1
+rc=$?
+[ $rc -eq 66 ] || bad "nodir: exit $rc, expected 66"
+has nodir 'No such file or directory'
+FAKE_CUFILE=5027 run progress 2 --progress
+grep -q '^verify: checking integrity\|^verify: cuFile unusable' "$work/progress.err" || bad "progress: no stages on stderr: $(cat "$work/progress.err")"
 run gpu3 69 --gpu 3
 has gpu3 'GPU 3 does not exist'
 echo "keep me" >"$work/precious.bin"
