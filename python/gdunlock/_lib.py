@@ -18,8 +18,9 @@ class GdunlockError(RuntimeError):
 
 def _candidates():
     env = os.environ.get("GDUNLOCK_LOAD_LIB")
-    if env:
+    if env:  # named explicitly: the only candidate
         yield env
+        return
     build = os.environ.get("BUILD")
     if build:
         yield os.path.join(build, "lib", LIBRARY_NAME)
@@ -113,7 +114,11 @@ def _declare(lib):
         "gdu_io_read": (i, [p, u64, u64, p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
     }
     for name, (restype, argtypes) in table.items():
-        fn = getattr(lib, name)
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise GdunlockError("GDU_ST_ERR_ABI", f"{lib._name} lacks {name}: it is older than "
+                                f"this module; rebuild it") from None
         fn.restype = restype
         fn.argtypes = argtypes
     if lib.gdu_st_tensor_struct_size() != ctypes.sizeof(StTensor):

@@ -35,8 +35,8 @@ class Checkpoint:
     """Opens (and validates) a .safetensors file or a sharded index JSON."""
 
     def __init__(self, path):
-        self._lib = lib()
         self._model = ctypes.c_void_p()
+        self._lib = lib()
         self.path = str(path)
         err = StError()
         check(self._lib.gdu_st_open(self.path.encode(), ctypes.byref(self._model),
