@@ -18,6 +18,7 @@ enum {
     BENCH_NAIVE,  /* one thread: pread + cuMemcpyHtoD (write: cuMemcpyDtoH + pwrite) */
     BENCH_HOST,   /* the same I/O into pinned host memory at the same parallelism */
     BENCH_H2D,    /* pinned host -> device copies (write: device -> host) */
+    BENCH_HOST_URING, /* host's I/O through one io_uring at the same queue depth */
     BENCH_NPATHS
 };
 
@@ -48,6 +49,8 @@ typedef struct {
 
 /* A path that could not run here (no GPU, no nvidia-fs, cuFile refusing the
  * file) is not a failure: its row says why. */
+static inline bool bench_is_host(int path) { return path == BENCH_HOST || path == BENCH_HOST_URING; }
+
 static inline bool bench_failed(const bench_result *r)
 {
     return r->status != 0 && (r->ran || (r->status != -ENODEV && r->status != -ENOTSUP));
@@ -113,6 +116,8 @@ void bench_run_h2d(const bench_config *c, bench_gpu *g, const bench_plan *p, ben
                    bench_result *r);
 void bench_run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
                     bench_result *r);
+void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
+                          bench_result *r);
 void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
                      bench_result *r);
 /* engine, direct and cufile-compat: the engine with the given path's backend. */
@@ -123,7 +128,8 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
 void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_result *r);
 int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_result *r, int argc,
                      char **argv);
-/* The ceiling: min(host, h2d) of those that ran (0 if neither). */
+/* The ceiling: min(host, h2d) of those that ran (0 if neither). host-uring
+ * is reported beside host, not part of the ceiling. */
 double bench_ceiling(const bench_result *r);
 
 #endif

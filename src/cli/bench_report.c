@@ -8,8 +8,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-const char *const bench_path_names[BENCH_NPATHS] = {"direct", "cufile-compat", "engine",
-                                                     "naive",  "host",          "h2d"};
+const char *const bench_path_names[BENCH_NPATHS] = {"direct", "cufile-compat", "engine", "naive",
+                                                     "host",   "h2d",           "host-uring"};
 
 static const char *label(const bench_config *c, int path)
 {

@@ -23,8 +23,9 @@ static void usage(FILE *out)
             "prints GB/s, the ratio to this machine's ceiling, CPU use and per-I/O latency.\n"
             "Paths: direct (cuFile with nvidia-fs), cufile-compat (cuFile without it),\n"
             "engine (gdunlock's pipeline), naive (one thread: pread + cuMemcpyHtoD),\n"
-            "host (same I/O into pinned host memory: the storage ceiling) and h2d (pinned\n"
-            "copy ceiling; d2h for writes). A path that cannot run here says why.\n"
+            "host (same I/O into pinned host memory: the storage ceiling), h2d (pinned\n"
+            "copy ceiling; d2h for writes) and host-uring (host's I/O through io_uring\n"
+            "at the same queue depth). A path that cannot run here says why.\n"
             "\n"
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
@@ -37,7 +38,8 @@ static void usage(FILE *out)
             "  --cold           O_DIRECT for every path and the page cache dropped first\n"
             "                   (default: warm page cache, buffered I/O)\n"
             "  --paths LIST     comma-separated subset of the paths above (default all)\n"
-            "  --chunk SIZE     engine chunk size (default %uM)\n"
+            "  --chunk SIZE     engine chunk size (default: the I/O size, so that every\n"
+            "                   path issues the same reads; the engine's own default is %uM)\n"
             "  --staging N      engine staging buffers per worker (default %u)\n"
             "  --create         create or rewrite FILE with the verifiable pattern\n"
             "  --no-verify      do not check the data after each path\n"
@@ -136,7 +138,7 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
         case OPT_COLD: c->cold = true; break;
         case OPT_PATHS:
             if (parse_paths(optarg, &c->paths) != 0)
-                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d)", optarg);
+                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", optarg);
             break;
         case OPT_CHUNK:
             if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
@@ -172,6 +174,8 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
     }
     if (c->io_size > c->total)
         c->io_size = c->total;
+    if (c->chunk == 0)
+        c->chunk = c->io_size;
     return 0;
 }
 
@@ -244,7 +248,7 @@ static int before_path(const bench_config *c, bench_gpu *g, int path, char *why,
             fclose(dc);
         }
     }
-    if (!c->write && path != BENCH_HOST && path != BENCH_H2D && g->ok)
+    if (!c->write && !bench_is_host(path) && path != BENCH_H2D && g->ok)
         return bench_gpu_reset(g, c, why, len);
     return 0;
 }
@@ -260,7 +264,7 @@ static void after_path(const bench_config *c, bench_gpu *g, int path, bench_resu
             close(fd);
         }
     }
-    if (!c->verify || path == BENCH_HOST || path == BENCH_H2D || r->status != 0 || !r->ran)
+    if (!c->verify || bench_is_host(path) || path == BENCH_H2D || r->status != 0 || !r->ran)
         return;
     char why[256] = "";
     int ok = c->write ? bench_file_verify(c, why, sizeof why) : bench_gpu_verify(g, c, why, sizeof why);
@@ -289,7 +293,7 @@ static void warm_page_cache(const bench_config *c)
 int gdu_cmd_bench(int argc, char **argv)
 {
     bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = GDU_IO_DEFAULT_WORKERS,
-                      .chunk = GDU_IO_DEFAULT_CHUNK, .staging = GDU_IO_DEFAULT_STAGING,
+                      .staging = GDU_IO_DEFAULT_STAGING,
                       .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];
     int rc = parse_args(argc, argv, &c, path_buf, sizeof path_buf);
@@ -320,8 +324,10 @@ int gdu_cmd_bench(int argc, char **argv)
     /* Ceilings first. Writes truncate the file before each path, so the
      * cuFile paths (which may turn out unable to run) go first there and the
      * file ends holding the engine's output. */
-    static const int read_order[] = {BENCH_H2D, BENCH_HOST, BENCH_NAIVE, BENCH_ENGINE, BENCH_DIRECT, BENCH_COMPAT};
-    static const int write_order[] = {BENCH_DIRECT, BENCH_COMPAT, BENCH_H2D, BENCH_HOST, BENCH_NAIVE, BENCH_ENGINE};
+    static const int read_order[] = {BENCH_H2D,    BENCH_HOST,   BENCH_HOST_URING, BENCH_NAIVE,
+                                     BENCH_ENGINE, BENCH_DIRECT, BENCH_COMPAT};
+    static const int write_order[] = {BENCH_DIRECT, BENCH_COMPAT, BENCH_H2D,   BENCH_HOST,
+                                      BENCH_HOST_URING, BENCH_NAIVE, BENCH_ENGINE};
     const int *order = c.write ? write_order : read_order;
     bool needed_gpu = false;
     for (size_t k = 0; k < BENCH_NPATHS; k++) {
@@ -331,7 +337,7 @@ int gdu_cmd_bench(int argc, char **argv)
         r->verified = -1;
         if (!r->requested)
             continue;
-        if (p != BENCH_HOST && !g.ok) {
+        if (!bench_is_host(p) && !g.ok) {
             needed_gpu = true;
             r->status = -ENODEV;
             snprintf(r->note, sizeof r->note, "%s", g.why);
@@ -347,6 +353,8 @@ int gdu_cmd_bench(int argc, char **argv)
             bench_run_h2d(&c, &g, &plan, &lat, r);
         else if (p == BENCH_HOST)
             bench_run_host(&c, &g, &plan, &lat, r);
+        else if (p == BENCH_HOST_URING)
+            bench_run_host_uring(&c, &g, &plan, &lat, r);
         else if (p == BENCH_NAIVE)
             bench_run_naive(&c, &g, &plan, &lat, r);
         else

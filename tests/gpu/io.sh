@@ -87,6 +87,8 @@ if p.get("engine") and p.get("naive"):
     ratio += f" engine/naive {p['engine'] / p['naive']:.2f}"
 if p.get("engine") and p.get("host"):
     ratio += f" engine/host {p['engine'] / p['host']:.2f}"
+if p.get("host-uring") and p.get("host"):
+    ratio += f" io_uring/threads {p['host-uring'] / p['host']:.2f}"
 print(f"{'PASS' if ok and not bad else 'FAIL'} {label}:{ratio}; {nums}" + (f"; WRONG DATA: {bad}" if bad else ""))
 for x in d["paths"]:
     if not x["ran"]:
@@ -99,11 +101,11 @@ run_bench warm -f "$file" -s "$big" -i 16M -w 8 --create
 check warm 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-engine-vs-ceiling-and-naive"
 
 # 3. cold, O_DIRECT, same parallelism
-run_bench cold -f "$file" -s "$big" -i 16M -w 8 --cold --paths engine,naive,host,h2d
+run_bench cold -f "$file" -s "$big" -i 16M -w 8 --cold --paths engine,naive,host,h2d,host-uring
 check cold 'p["engine"] >= 0.9 * p["host"]' "io-cold-engine-vs-host"
 
 # 4. writes GPU -> file
-run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 -x write --create --paths engine,naive,host,h2d
+run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 -x write --create --paths engine,naive,host,h2d,host-uring
 check write 'p["engine"] >= 0.9 * p["host"]' "io-write-engine-vs-host"
 
 # 5. sweep: workers x chunk, engine only (warm, then cold)
