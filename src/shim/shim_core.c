@@ -251,11 +251,17 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
 
 /* ---- RM hooks ---- */
 
-static int read_params(gdu_shim *s, uint64_t ptr, uint32_t size, void *dst, size_t want)
+/* Copies want bytes of parameters at ptr (size: the call's paramsSize, 0 when
+ * RM takes the class's own size). After a successful call RM has copied them
+ * in itself, so a plain copy is safe; before the call they are read safely. */
+static int read_params(gdu_shim *s, uint64_t ptr, uint32_t size, void *dst, size_t want, bool after_call)
 {
     if (ptr == 0 || (size != 0 && size < want))
         return -1;
-    return s->ops.read_block(s->ops.ctx, (const void *)(uintptr_t)ptr, dst, want);
+    if (!after_call)
+        return s->ops.read_block(s->ops.ctx, (const void *)(uintptr_t)ptr, dst, want);
+    memcpy(dst, (const void *)(uintptr_t)ptr, want);
+    return 0;
 }
 
 static gdu_obj *client_for(gdu_shim *s, uint32_t client, int fd)
@@ -303,13 +309,13 @@ static void on_alloc(gdu_shim *s, int fd, const gdu_rm_call *c)
     switch (cls) {
     case GDU_NV01_DEVICE_0: {
         gdu_nv0080_alloc_params p;
-        if (read_params(s, c->params, c->params_size, &p, sizeof p) == 0)
+        if (read_params(s, c->params, c->params_size, &p, sizeof p, true) == 0)
             o->instance = p.deviceId;
         break;
     }
     case GDU_NV20_SUBDEVICE_0: {
         gdu_nv2080_alloc_params p;
-        if (read_params(s, c->params, c->params_size, &p, sizeof p) == 0)
+        if (read_params(s, c->params, c->params_size, &p, sizeof p, true) == 0)
             o->instance = p.subDeviceId;
         if (parent != NULL && parent->cls == GDU_NV01_DEVICE_0 && parent->subdevice == 0)
             parent->subdevice = o->handle;
@@ -353,7 +359,7 @@ static void rm_before(gdu_shim *s, const gdu_rm_call *c)
             o->cls == GDU_NV50_THIRD_PARTY_P2P && o->p2p_owned) {
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
-            if (read_params(s, c->params, 0, params, want) == 0)
+            if (read_params(s, c->params, 0, params, want, false) == 0)
                 gdu_p2p_before_control(s, o, c->cmd, params, want);
         }
         break;
@@ -378,7 +384,7 @@ static void rm_after(gdu_shim *s, int fd, const gdu_rm_call *c)
             gdu_obj *o = gdu_shim_obj(s, c->client, c->handle);
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
-            if (o != NULL && o->cls == GDU_NV50_THIRD_PARTY_P2P && read_params(s, c->params, 0, params, want) == 0)
+            if (o != NULL && o->cls == GDU_NV50_THIRD_PARTY_P2P && read_params(s, c->params, 0, params, want, true) == 0)
                 gdu_p2p_after_control(s, o, c->cmd, params, want);
         }
         break;
@@ -388,8 +394,11 @@ static void rm_after(gdu_shim *s, int fd, const gdu_rm_call *c)
 static int rm_ioctl(gdu_shim *s, int fd, unsigned long request, unsigned nr, size_t size, void *arg)
 {
     gdu_rm_call c;
-    bool before = nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
-                  (nr == GDU_NV_ESC_RM_CONTROL && s->cfg.test_drop_native);
+    /* The pre-call hooks only matter once the shim owns an NV503C (never in
+     * native mode, which then costs no extra system call). */
+    bool before = __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0 &&
+                  (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
+                   (nr == GDU_NV_ESC_RM_CONTROL && s->cfg.test_drop_native));
     if (before) {
         unsigned char block[GDU_MAX_RM_BLOCK];
         if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0 && gdu_rm_call_decode(nr, block, size, &c)) {
@@ -489,12 +498,10 @@ static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
 {
     gdu_uvm_range range;
     bool unmap = request != GDU_UVM_MAP_EXTERNAL_ALLOCATION;
-    if (unmap) {
+    if (unmap && __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0) {
         unsigned char block[sizeof(gdu_uvm_unmap_external_params)];
         size_t size = gdu_uvm_watched_size(request, NULL);
-        if (s->ops.read_block(s->ops.ctx, arg, block, size) != 0)
-            unmap = false;
-        else {
+        if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0) {
             gdu_uvm_range_decode(request, block, &range);
             pthread_mutex_lock(&s->lock);
             before_unmap(s, &range);
@@ -512,13 +519,17 @@ static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
                 refuse(s, why);
             } else if (!s->refused) {
                 gdu_uvm_map_external m;
-                if (s->ops.read_block(s->ops.ctx, arg, s->map_block, s->layout.size) == 0) {
-                    gdu_uvm_map_external_read(&s->layout, s->map_block, &m);
+                /* Until a block has matched the layout, its size is not known to be right. */
+                const void *block = arg;
+                if (!s->layout_validated)
+                    block = s->ops.read_block(s->ops.ctx, arg, s->map_block, s->layout.size) == 0 ? s->map_block : NULL;
+                if (block != NULL) {
+                    gdu_uvm_map_external_read(&s->layout, block, &m);
                     if (m.rm_status == GDU_NV_OK)
                         on_map(s, &m);
                 }
             }
-        } else if (unmap && request == GDU_UVM_FREE) {
+        } else if (request == GDU_UVM_FREE) {
             gdu_uvm_range_decode(request, arg, &range);
             if (range.status == GDU_NV_OK)
                 after_free(s, &range);

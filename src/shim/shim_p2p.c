@@ -263,6 +263,7 @@ static bool create(gdu_shim *s, gdu_obj *sub)
         return false;
     }
     p2p->p2p_owned = true;
+    __atomic_add_fetch(&s->owned_p2p, 1, __ATOMIC_RELAXED);
     sub->p2p = h;
     sub->p2p_owned = true;
     gdu_shim_gpu(s, sub)->objects_created++;
@@ -328,6 +329,7 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
         return;
     }
     p2p->p2p_owned = true;
+    __atomic_add_fetch(&s->owned_p2p, 1, __ATOMIC_RELAXED);
     sub->p2p = h;
     sub->p2p_owned = true;
     gdu_shim_gpu(s, sub)->objects_created++;
@@ -492,6 +494,10 @@ void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p)
     gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
     struct forget_scan sc = {s, p2p, sub};
     gdu_map_each(&s->objects, forget_visit, &sc);
+    if (p2p->p2p_owned) {
+        p2p->p2p_owned = false;
+        __atomic_sub_fetch(&s->owned_p2p, 1, __ATOMIC_RELAXED);
+    }
     if (sub != NULL && sub->p2p == p2p->handle) {
         sub->p2p = 0;
         sub->p2p_owned = false;

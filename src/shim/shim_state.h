@@ -87,6 +87,7 @@ struct gdu_shim {
     gdu_freed_mapping freed[GDU_SHIM_FREED_RING];
     unsigned freed_next;
     uint64_t clients;
+    unsigned owned_p2p; /* NV503C objects of the shim's own now (read without the lock) */
     uint64_t rm_calls; /* the shim's own, fault injection counts these */
     gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
     unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
