@@ -6,3 +6,17 @@ gdunlock_unit_test(test_doctor_fixtures SOURCES test_doctor_fixtures.c LIBS gdu_
 gdunlock_unit_test(test_doctor_cli SOURCES test_doctor_cli.c LIBS PkgConfig::JANSSON)
 target_compile_definitions(test_doctor_cli PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
 add_dependencies(test_doctor_cli gdunlock)
+
+# Live collection against p2p's fake two-GPU libcuda.so.1 (built by p2p.cmake
+# into fake-cuda-p2p/, reached only through LD_LIBRARY_PATH).
+if(NOT GDUNLOCK_SANITIZE)
+  gdunlock_unit_test(test_probe_live_fake SOURCES test_probe_live_fake.c LIBS gdu_probe)
+  add_dependencies(test_probe_live_fake gdu_p2p_fake_cuda)
+  foreach(t test_probe_live_fake test_probe_live_fake-valgrind)
+    if(TEST ${t})
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
+                   "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fake-cuda-p2p"
+                   "GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0")
+    endif()
+  endforeach()
+endif()
