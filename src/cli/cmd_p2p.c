@@ -241,6 +241,9 @@ int gdu_cmd_p2p(int argc, char **argv)
     time_t now = time(NULL);
     struct tm tm;
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    size_t len = (size_t)snprintf(r->command_line, sizeof r->command_line, "gdunlock");
+    for (int i = 0; i < argc && len < sizeof r->command_line; i++)
+        len += (size_t)snprintf(r->command_line + len, sizeof r->command_line - len, " %s", argv[i]);
     rc = run(&o, r);
     free(r);
     return rc;

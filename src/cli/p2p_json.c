@@ -126,8 +126,8 @@ static json_t *measurements(const gdu_p2p_report *r)
 json_t *gdu_p2p_report_json(const gdu_p2p_report *r)
 {
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:o, s:o, s:s?, s:s?}", "command", "p2p",
-        "version", GDUNLOCK_VERSION, "date", r->date, "size_bytes", (json_int_t)r->bench.bytes,
+        "{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:o, s:o, s:s?, s:s?}", "command", "p2p",
+        "command_line", r->command_line, "version", GDUNLOCK_VERSION, "date", r->date, "size_bytes", (json_int_t)r->bench.bytes,
         "iters", (int)r->bench.iters, "reps", (int)r->bench.reps, "latency_reps",
         (int)r->bench.latency_reps, "latency_bytes", 4, "gpus", gpus(r), "pairs", pairs(r),
         "rm_caps_error", r->rm_error[0] ? r->rm_error : NULL, "bench_error",

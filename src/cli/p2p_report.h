@@ -31,6 +31,7 @@ typedef struct gdu_p2p_report {
     char bench_error[256];                 /* why the run stopped; "" when it did not */
     gdu_p2p_results results;
     char date[32];                         /* UTC, ISO 8601 */
+    char command_line[512];                /* "gdunlock p2p --gpus 0,1 ...", for results files */
 } gdu_p2p_report;
 
 /* Human tables in p2pBandwidthLatencyTest's layout; colour adds ANSI colours. */

@@ -179,6 +179,8 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
     else
         fprintf(out, "gdunlock p2p: %d GPU%s, capability only, %s\n\n", r->n, r->n == 1 ? "" : "s",
                 r->date);
+    if (r->command_line[0])
+        fprintf(out, "command: %s\n\n", r->command_line);
     print_gpus(out, r);
     if (r->n == 1)
         fprintf(out, "\nOnly one GPU: there is no pair to test (the diagonal below is the copy "

@@ -62,6 +62,7 @@ static gdu_p2p_report *two_gpus(void)
     r->rm_known[0] = 1;
     r->rm_gpu_id[0] = 0x1b00;
     snprintf(r->date, sizeof r->date, "2026-11-30T01:00:00Z");
+    snprintf(r->command_line, sizeof r->command_line, "gdunlock p2p --size 256M");
     r->bench = (gdu_p2p_bench_config){.bytes = 256ull << 20, .iters = 5, .reps = 5,
                                       .latency_reps = 100};
     for (int i = 0; i < 2; i++)
@@ -124,6 +125,7 @@ static void test_report_refused_pair(void **state)
     assert_non_null(strstr(t, "P2P=Enabled Latency Matrix, CPU-timed"));
     assert_non_null(strstr(t, "24 buffers compared with their source pattern: all matched"));
     assert_non_null(strstr(t, "256.00 MiB"));
+    assert_non_null(strstr(t, "command: gdunlock p2p --size 256M\n"));
     assert_null(strstr(t, "\033[")); /* no colour when not asked */
     free(t);
     r->results.buffers_corrupt = 2;
@@ -155,6 +157,8 @@ static void test_json(void **state)
     json_t *doc = gdu_p2p_report_json(r);
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "command")), "p2p");
+    assert_string_equal(json_string_value(json_object_get(doc, "command_line")), "gdunlock p2p --size 256M");
+    assert_string_equal(json_string_value(json_object_get(doc, "date")), "2026-11-30T01:00:00Z");
     assert_int_equal(json_integer_value(json_object_get(doc, "size_bytes")), 256 << 20);
     json_t *gpus = json_object_get(doc, "gpus");
     assert_int_equal(json_array_size(gpus), 2);
