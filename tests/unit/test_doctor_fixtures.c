@@ -206,6 +206,27 @@ static void datacenter_gpu_goes_direct(void **state)
     done(t);
 }
 
+static void lvm_over_md_over_nvme(void **state)
+{
+    run_t *t = fixture("l40s-lvm-raid0", "/data/x");
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT);
+    const gdu_finding *f = finding(&t->r, "storage.block", GDU_ST_OK);
+    assert_non_null(strstr(f->title, "dm-0 -> md0 -> nvme0n1p1 + nvme1n1"));
+    assert_true(has_evidence(f, "disk nvme0n1 at PCI 0000:04:00.0 (NVMe)"));
+    assert_true(has_evidence(f, "disk nvme1n1 at PCI 0000:06:00.0 (NVMe)"));
+    assert_non_null(strstr(finding(&t->r, "pcie.gpu0-0000:06:00.0", GDU_ST_OK)->title, "PHB"));
+    finding(&t->r, "storage.udev", GDU_ST_OK);
+
+    gdu_topo *topo = malloc(sizeof *topo);
+    assert_non_null(topo);
+    gdu_topo_build(&t->sys, topo);
+    assert_string_equal(topo->cols[2].name, "nvme1");
+    assert_int_equal(topo->cols[2].n_mounts, 1);
+    assert_string_equal(topo->cols[2].mounts[0], "/data (xfs)");
+    free(topo);
+    done(t);
+}
+
 static void rtx4090_stock_sku_lock(void **state)
 {
     run_t *t = fixture("rtx4090x2-stock", NULL);
@@ -307,11 +328,13 @@ static void topo_matrix_cells(void **state)
     run_t *t = fixture("rtx4090x2-stock", NULL);
     gdu_topo_build(&t->sys, topo);
     assert_int_equal(topo->n_gpus, 2);
-    assert_int_equal(topo->n_cols, 3);
+    assert_int_equal(topo->n_cols, 4);
     assert_string_equal(topo->cell[0][0], "X");
     assert_string_equal(topo->cell[0][1], "PIX");
     assert_string_equal(topo->cell[1][2], "PHB");
     assert_string_equal(topo->cols[2].name, "nvme0");
+    assert_string_equal(topo->cols[3].name, "NIC0");
+    assert_string_equal(topo->cols[3].detail, "enp6s0f0np0");
     done(t);
     t = fixture("rtx3060-nvfs-rebar", NULL);
     gdu_topo_build(&t->sys, topo);
@@ -340,6 +363,7 @@ int main(void)
         cmocka_unit_test(tmpfs_and_nfs_compat_only),
         cmocka_unit_test(proprietary_old_driver),
         cmocka_unit_test(datacenter_gpu_goes_direct),
+        cmocka_unit_test(lvm_over_md_over_nvme),
         cmocka_unit_test(rtx4090_stock_sku_lock),
         cmocka_unit_test(rtx4090_patched_bar1),
         cmocka_unit_test(h200_vm_cufile_5027),
