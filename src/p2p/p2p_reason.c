@@ -253,7 +253,10 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
             return;
         v->cause = GDU_P2P_CAUSE_NONE;
         v->link = link;
-        snprintf(v->reason, sizeof v->reason, "P2P over %s", gdu_p2p_link_name(link));
+        if (link == GDU_P2P_LINK_UNKNOWN)
+            snprintf(v->reason, sizeof v->reason, "P2P works (the RM's caps do not say over what)");
+        else
+            snprintf(v->reason, sizeof v->reason, "P2P over %s", gdu_p2p_link_name(link));
         working_warnings(f, v);
         return;
     }
