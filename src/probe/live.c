@@ -25,6 +25,23 @@ int gdu_normalize_bdf(const char *in, char *out, size_t len)
     return 0;
 }
 
+/* The RM's entry for the GPU CUDA numbers ordinal, matched by PCI address. */
+static const gdu_rm_gpu *rm_gpu_of(const gdu_live *out, int ordinal, const gdu_rm_gpu *rm, size_t n)
+{
+    for (size_t g = 0; g < out->n_gpus; g++) {
+        if (out->gpus[g].ordinal != ordinal)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            char bdf[16];
+            snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.0", rm[i].domain & 0xffff, rm[i].bus & 0xff,
+                     rm[i].device & 0x1f);
+            if (strcmp(out->gpus[g].bdf, bdf) == 0)
+                return &rm[i];
+        }
+    }
+    return NULL;
+}
+
 /* The RM's P2P caps for every pair. The RM answers only for GPUs it has
  * attached, so each GPU's primary context is held meanwhile. */
 static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
@@ -36,32 +53,22 @@ static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
         held[i] = cu->cuDeviceGet(&dev, out->gpus[i].ordinal) == GDU_CUDA_SUCCESS &&
                   cu->cuDevicePrimaryCtxRetain(&ctx, dev) == GDU_CUDA_SUCCESS;
     gdu_rm_client client;
-    gdu_rm_gpu rm_gpus[GDU_LIVE_MAX_GPUS];
+    gdu_rm_gpu rm[GDU_LIVE_MAX_GPUS];
     size_t n_rm = 0;
     char *why = out->rm_why;
     size_t why_len = sizeof out->rm_why;
     if (gdu_rm_client_open(&client, NULL, NULL, why, why_len) == 0) {
-        if (gdu_rm_attached_gpus(&client, rm_gpus, GDU_LIVE_MAX_GPUS, &n_rm, why, why_len) != 0)
-            n_rm = 0;
-        for (size_t k = 0; k < out->n_pairs; k++) {
-            gdu_live_pair *p = &out->pairs[k];
-            const gdu_rm_gpu *ga = NULL, *gb = NULL;
-            for (size_t i = 0; i < n_rm; i++) {
-                char bdf[16];
-                snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.0", rm_gpus[i].domain & 0xffff,
-                         rm_gpus[i].bus & 0xff, rm_gpus[i].device & 0x1f);
-                for (size_t g = 0; g < out->n_gpus; g++)
-                    if (strcmp(out->gpus[g].bdf, bdf) == 0) {
-                        if (out->gpus[g].ordinal == p->a)
-                            ga = &rm_gpus[i];
-                        if (out->gpus[g].ordinal == p->b)
-                            gb = &rm_gpus[i];
-                    }
+        if (gdu_rm_attached_gpus(&client, rm, GDU_LIVE_MAX_GPUS, &n_rm, why, why_len) == 0)
+            for (size_t k = 0; k < out->n_pairs; k++) {
+                gdu_live_pair *p = &out->pairs[k];
+                const gdu_rm_gpu *ga = rm_gpu_of(out, p->a, rm, n_rm);
+                const gdu_rm_gpu *gb = rm_gpu_of(out, p->b, rm, n_rm);
+                if (ga == NULL || gb == NULL)
+                    snprintf(why, why_len, "CUDA device %d is not among the RM's attached GPUs",
+                             ga == NULL ? p->a : p->b);
+                else if (gdu_rm_p2p_caps(&client, ga->gpu_id, gb->gpu_id, &p->rm, why, why_len) == 0)
+                    p->rm_known = true;
             }
-            if (ga && gb &&
-                gdu_rm_p2p_caps(&client, ga->gpu_id, gb->gpu_id, &p->rm, why, why_len) == 0)
-                p->rm_known = true;
-        }
         gdu_rm_client_close(&client);
     }
     for (size_t i = 0; i < out->n_gpus; i++)
