@@ -141,7 +141,8 @@ typedef enum { GDU_IO_OP_READ = 0, GDU_IO_OP_WRITE = 1 } gdu_io_op;
 
 /* Called once per request from a worker thread when the whole request has
  * completed (status: the first failure, or 0; bytes: sum of extents' done).
- * It must not call gdu_io_wait on the same request. */
+ * It runs on an I/O worker: it must not block (no gdu_io_wait, no
+ * synchronous gdu_io_read/write); gdu_io_submit is allowed. */
 typedef void (*gdu_io_callback)(void *user, int status, uint64_t bytes);
 
 /* Queues n extents (which stay owned by the caller and must stay valid until

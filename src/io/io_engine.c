@@ -260,6 +260,7 @@ static int choose_backend(gdu_io_engine *e, char *why, size_t len)
         e->backend = GDU_IO_BACKEND_PIPELINE;
         snprintf(e->reason, sizeof e->reason, "pipeline: cufile unavailable: %s",
                  r != 0 ? e->cufile_why : "nvidia-fs not loaded (cuFile would run in compat mode)");
+        gdu_io_cufile_engine_fini(e); /* compat mode would only bounce through the CPU */
     }
     return 0;
 }

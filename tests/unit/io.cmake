@@ -3,6 +3,9 @@ gdunlock_unit_test(test_io_cufile_loader SOURCES test_io_cufile_loader.c LIBS gd
 gdunlock_unit_test(test_io_options SOURCES test_io_options.c LIBS gdu_io)
 gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
+gdunlock_unit_test(test_io_bench_pattern
+  SOURCES test_io_bench_pattern.c ${CMAKE_SOURCE_DIR}/src/cli/bench_pattern.c
+          ${CMAKE_SOURCE_DIR}/src/cli/bench_time.c)
 
 # A fake libcuda.so.1 (tests/unit/fake_libcuda.c) lets CI run the engine's
 # CUDA path and gdunlock bench. It lives in its own folder, reached only via
@@ -51,4 +54,19 @@ if(TARGET gdunlock)
       LABELS unit RESOURCE_LOCK bench_fake_file)
   endforeach()
   add_dependencies(gdunlock gdu_fake_cuda)
+
+  # Argument and file errors: the documented exit codes, with no GPU needed.
+  set(bin $<TARGET_FILE:gdunlock>)
+  set(n 0)
+  foreach(case "64|bench" "64|bench -f x -D y" "64|bench -f x -s 1000" "64|bench -f x -i 0"
+               "64|bench -f x --paths engine,gds" "64|bench -f x -x copy" "64|bench -f x extra"
+               "66|bench -f ${CMAKE_CURRENT_BINARY_DIR}/no-such-bench-file.dat"
+               "0|bench --help")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 code)
+    list(GET parts 1 args)
+    math(EXPR n "${n} + 1")
+    add_test(NAME test_io_bench_exit_${code}_${n} COMMAND sh -c "${bin} ${args} >/dev/null 2>&1; test $? -eq ${code}")
+    set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit)
+  endforeach()
 endif()
