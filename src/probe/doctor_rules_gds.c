@@ -59,6 +59,11 @@ static void nvfs_findings(const gdu_system *sys, gdu_report *r)
         gdu_report_reason(r, GDU_GDS_COMPAT,
                           "nvidia-fs is not loaded: cuFile falls back to its compat (POSIX "
                           "read + copy) path");
+        if (sys->cufile.use_pci_p2pdma == 1)
+            gdu_report_note(r, "cufile.json sets use_pci_p2pdma: cuFile may use the kernel's PCI "
+                               "P2PDMA instead of nvidia-fs where the kernel, the NVMe driver "
+                               "and the open GPU driver support it; doctor cannot confirm that "
+                               "path, so the verdict assumes compat");
     } else {
         f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_OK, "nvidia-fs %s is loaded",
                            d->nvfs_version[0] ? d->nvfs_version : "(version unknown)");
