@@ -397,6 +397,13 @@ static void print_human(const json_t *doc)
         json_array_foreach(reasons, i, r)
             printf("  - %s [%s]\n", str(r, "text"), str(r, "id"));
     }
+    const json_t *notes = json_object_get(doc, "notes");
+    if (json_array_size(notes) > 0) {
+        printf("\nnotes:\n");
+        const json_t *n;
+        json_array_foreach(notes, i, n)
+            printf("  - %s [%s]\n", str(n, "text"), str(n, "id"));
+    }
 }
 
 static int finish(const struct cli *c, json_t *doc)

@@ -112,6 +112,9 @@ typedef struct gdu_verify_result {
     gdu_verify_reason reasons[GDU_VERIFY_MAX_REASONS];
     size_t n_reasons;
     size_t reasons_dropped;
+    /* Caveats that do not change the verdict (what could not be checked). */
+    gdu_verify_reason notes[4];
+    size_t n_notes;
 } gdu_verify_result;
 
 typedef struct gdu_verify_options {

@@ -29,11 +29,11 @@ static json_t *call_json(const gdu_verify_call *c)
     return json_pack("{s:b, s:b, s:i, s:o}", "ran", c->ran, "ok", c->ok, "code", c->code, "text", text_json(c->text));
 }
 
-static json_t *reasons_json(const gdu_verify_result *r)
+static json_t *list_json(const gdu_verify_reason *list, size_t n)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < r->n_reasons; i++)
-        json_array_append_new(a, json_pack("{s:o, s:o}", "id", text_json(r->reasons[i].id), "text", text_json(r->reasons[i].text)));
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:o, s:o}", "id", text_json(list[i].id), "text", text_json(list[i].text)));
     return a;
 }
 
@@ -125,13 +125,14 @@ json_t *gdu_verify_shim_json(const gdu_verify_shim *s)
 
 json_t *gdu_verify_reasons_json(const gdu_verify_result *r)
 {
-    return reasons_json(r);
+    return list_json(r->reasons, r->n_reasons);
 }
 
 json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_result *r)
 {
     json_t *doc = json_pack("{s:s, s:i, s:o}", "verdict", gdu_verify_verdict_name(r->verdict), "exit_code",
-                            gdu_verify_exit_code(r->verdict), "reasons", reasons_json(r));
+                            gdu_verify_exit_code(r->verdict), "reasons", list_json(r->reasons, r->n_reasons));
+    json_object_set_new(doc, "notes", list_json(r->notes, r->n_notes));
     json_object_set_new(doc, "file", json_pack("{s:o, s:I, s:o}", "path", text_json(ev->path), "size", (json_int_t)ev->size,
                                                "open", call_json(&ev->file)));
     json_object_set_new(doc, "gpu", json_pack("{s:i, s:o, s:o}", "index", ev->gpu, "name", text_json(ev->gpu_name),

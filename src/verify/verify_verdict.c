@@ -3,8 +3,9 @@
  * DIRECT needs all of: cuFile moved the data with every tried buffer kind and
  * the bytes compare equal; nvidia-fs's stats were read before and after, no
  * counter went back, Bar1-map ok grew, Bar1-map err did not, the Reads/Writes
- * error counters did not, no shadow buffer was used; and libcufile did not run
- * in compatibility mode. Integrity alone proves nothing about the path.
+ * error counters did not, no shadow buffer was used, and (where nvidia-fs's IO
+ * stats are on) its Reads and Writes counts grew; and libcufile did not run in
+ * compatibility mode. Integrity alone proves nothing about the path.
  *
  * COMPAT: the data is correct, but one of the above does not hold (each one
  * that fails becomes a reason), or cuFile could not be used at all and the
@@ -33,6 +34,15 @@ void gdu_verify_add_reason(gdu_verify_result *r, const char *id, const char *fmt
     va_start(ap, fmt);
     vsnprintf(reason->text, sizeof reason->text, fmt, ap);
     va_end(ap);
+}
+
+static void add_note(gdu_verify_result *r, const char *id, const char *text)
+{
+    if (r->n_notes >= sizeof r->notes / sizeof r->notes[0])
+        return;
+    gdu_verify_reason *n = &r->notes[r->n_notes++];
+    snprintf(n->id, sizeof n->id, "%s", id);
+    snprintf(n->text, sizeof n->text, "%s", text);
 }
 
 int gdu_verify_exit_code(gdu_verify_verdict v)
@@ -148,6 +158,21 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
                 gdu_verify_add_reason(r, "nvfs-io-errors", "nvidia-fs %s grew by %lld",
                                       gdu_nvfs_field_label(io_errors[i]),
                                       (long long)ev->delta.value[io_errors[i]]);
+        /* Registration alone maps BAR1: only the IO counters show that nvidia-fs
+         * carried the transfers too (cuFile may still do POSIX I/O for a file). */
+        if (ev->delta.present[GDU_NVFS_READS_N] && ev->delta.present[GDU_NVFS_WRITES_N]) {
+            if (ev->delta.value[GDU_NVFS_READS_N] <= 0 || ev->delta.value[GDU_NVFS_WRITES_N] <= 0)
+                gdu_verify_add_reason(r, "nvfs-no-io",
+                                      "nvidia-fs counted Reads n %+lld, Writes n %+lld: cuFile moved "
+                                      "the data through its POSIX compat path, not nvidia-fs",
+                                      (long long)ev->delta.value[GDU_NVFS_READS_N],
+                                      (long long)ev->delta.value[GDU_NVFS_WRITES_N]);
+        } else {
+            add_note(r, "nvfs-io-stats-off",
+                     "nvidia-fs IO stats are off, so it cannot be shown that the reads and writes "
+                     "themselves went through nvidia-fs; enable them with 'echo 1 > "
+                     "/sys/module/nvidia_fs/parameters/rw_stats_enabled' (root) and run again");
+        }
         bool shadow = nvfs_delta_present(ev, GDU_NVFS_SHADOW_BUF_MIB) &&
                       ev->delta.value[GDU_NVFS_SHADOW_BUF_MIB] > 0;
         for (size_t g = 0; g < ev->delta.n_gpus; g++)

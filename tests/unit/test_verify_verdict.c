@@ -115,8 +115,31 @@ static void test_direct(void **state)
     gdu_verify_decide(&ev, &res);
     assert_int_equal(res.verdict, GDU_VERIFY_DIRECT);
     assert_int_equal(res.n_reasons, 0);
+    assert_int_equal(res.n_notes, 0); /* IO stats on in the fixtures: nothing unproven */
     assert_int_equal(gdu_verify_exit_code(res.verdict), 0);
     assert_string_equal(gdu_verify_verdict_name(res.verdict), "DIRECT");
+}
+
+static void test_compat_nvfs_saw_no_io(void **state)
+{
+    /* Registration mapped BAR1, but nvidia-fs carried none of the reads. */
+    ev.delta.value[GDU_NVFS_READS_N] = 0;
+    gdu_verify_decide(&ev, &res);
+    assert_int_equal(res.verdict, GDU_VERIFY_COMPAT);
+    assert_non_null(strstr(reason_text("nvfs-no-io"), "Reads n +0"));
+}
+
+static void test_direct_io_stats_off_note(void **state)
+{
+    ev.delta.present[GDU_NVFS_READS_N] = ev.delta.present[GDU_NVFS_WRITES_N] = false;
+    gdu_verify_decide(&ev, &res);
+    assert_int_equal(res.verdict, GDU_VERIFY_DIRECT);
+    assert_int_equal(res.n_reasons, 0);
+    assert_int_equal(res.n_notes, 1);
+    assert_string_equal(res.notes[0].id, "nvfs-io-stats-off");
+    json_t *doc = gdu_verify_to_json(&ev, &res);
+    assert_int_equal(json_array_size(json_object_get(doc, "notes")), 1);
+    json_decref(doc);
 }
 
 static void test_direct_without_vmm(void **state)
@@ -443,6 +466,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_direct),
         T(test_direct_without_vmm),
+        T(test_compat_nvfs_saw_no_io),
+        T(test_direct_io_stats_off_note),
         T(test_compat_bar1_err),
         T(test_compat_shadow_buffers),
         T(test_compat_h200_5027),
