@@ -2,6 +2,7 @@
  * probing and doctor --capture's copy of what was read. */
 #include "probe/capture.h"
 #include "probe/live.h"
+#include "probe/pci_probe.h"
 #include "probe/sysroot.h"
 
 #include <errno.h>
@@ -130,6 +131,9 @@ static void capture_copies_what_was_read(void **state)
         gdu_sysroot_free_names(names, n);
     }
     gdu_sysroot_exists(&sr, "/proc/driver/nvidia-fs/no-such-file");
+    gdu_pci live_pci;
+    char pci_why[256];
+    assert_int_equal(gdu_pci_scan(&sr, &live_pci, pci_why, sizeof pci_why), 0);
 
     char dir[] = "/tmp/gdu-capture-XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -156,6 +160,19 @@ static void capture_copies_what_was_read(void **state)
         assert_int_equal(gdu_sysroot_read_line(&replay, dev_path, line, sizeof line), 0);
         assert_int_equal(strncmp(line, "0x", 2), 0);
     }
+    /* libpci finds the same devices in the capture */
+    gdu_pci replay_pci;
+    assert_int_equal(gdu_pci_scan(&replay, &replay_pci, pci_why, sizeof pci_why), 0);
+    assert_int_equal(replay_pci.n, live_pci.n);
+    for (size_t i = 0; i < live_pci.n; i++) {
+        assert_string_equal(replay_pci.devs[i].bdf, live_pci.devs[i].bdf);
+        assert_string_equal(replay_pci.devs[i].path, live_pci.devs[i].path);
+        assert_int_equal(replay_pci.devs[i].class_code, live_pci.devs[i].class_code);
+        assert_int_equal(replay_pci.devs[i].bar_size[0], live_pci.devs[i].bar_size[0]);
+        assert_int_equal(replay_pci.devs[i].config_len, live_pci.devs[i].config_len);
+    }
+    gdu_pci_free(&replay_pci);
+    gdu_pci_free(&live_pci);
     gdu_live back;
     assert_int_equal(gdu_live_load(dir, &back, why, sizeof why), 0);
     assert_int_equal(back.origin, GDU_LIVE_CAPTURED);
