@@ -33,8 +33,4 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
 #define GDU_FIX_IOMMU                                                                          \
     "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=pt), or disable the IOMMU in "  \
     "the BIOS"
-#define GDU_FIX_ACS                                                                            \
-    "disable ACS in the BIOS, or clear the bridges' ACS control at boot: setpci -s <bridge> "  \
-    "ECAP_ACS+0x6.w=0000"
-
 #endif

@@ -3,6 +3,7 @@
 #include "probe/doctor.h"
 
 #include <stdio.h>
+#include <string.h>
 
 gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, char *redirecting,
                               size_t len)
@@ -19,7 +20,9 @@ gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, 
         if (b == NULL || b->acs == GDU_CFG_UNKNOWN) {
             answer = answer == GDU_TRI_YES ? GDU_TRI_YES : GDU_TRI_UNKNOWN;
         } else if (gdu_pci_acs_redirects(b)) {
-            snprintf(redirecting, len, "%s", b->bdf);
+            size_t used = strlen(redirecting);
+            if (used < len)
+                snprintf(redirecting + used, len - used, "%s%s", used ? " " : "", b->bdf);
             answer = GDU_TRI_YES;
         }
     }
@@ -45,7 +48,7 @@ void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, 
 gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, const char *what,
                          const gdu_pcie_path *path)
 {
-    char redirecting[16];
+    char redirecting[GDU_PATH_MAX_BRIDGES * 16];
     gdu_tri acs = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
     gdu_status st = acs == GDU_TRI_YES ? GDU_ST_FAIL
                     : path->kind == GDU_PATH_SYS ? GDU_ST_WARN
@@ -55,8 +58,17 @@ gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, c
                                     gdu_path_kind_name(path->kind), path->n_bridges,
                                     acs == GDU_TRI_YES ? ", ACS redirects peer traffic" : "");
     gdu_path_bridge_evidence(sys, path, f);
-    if (acs == GDU_TRI_YES)
-        gdu_finding_fix(f, "%s (bridge %s)", GDU_FIX_ACS, redirecting);
+    if (acs == GDU_TRI_YES) {
+        char commands[384] = "";
+        size_t used = 0;
+        char *save = NULL;
+        for (char *bdf = strtok_r(redirecting, " ", &save); bdf && used < sizeof commands;
+             bdf = strtok_r(NULL, " ", &save))
+            used += (size_t)snprintf(commands + used, sizeof commands - used,
+                                     "%ssetpci -s %s ECAP_ACS+0x6.w=0000", used ? "; " : "", bdf);
+        gdu_finding_fix(f, "disable ACS in the BIOS, or clear the bridges' ACS control as root "
+                           "after each boot: %s", commands);
+    }
     else if (path->kind == GDU_PATH_SYS)
         gdu_finding_fix(f, "move one device to a slot on the same CPU socket (see 'gdunlock topo')");
     else if (acs == GDU_TRI_UNKNOWN)

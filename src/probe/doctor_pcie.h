@@ -5,8 +5,8 @@
 #include "probe/doctor_report.h"
 #include "probe/doctor_system.h"
 
-/* YES when a switch port on a PIX/PXB path redirects P2P requests (its BDF
- * in redirecting), UNKNOWN when some bridge's extended config was
+/* YES when a switch port on a PIX/PXB path redirects P2P requests (the BDFs
+ * of those that do, space-separated, in redirecting), UNKNOWN when some bridge's extended config was
  * unreadable, else NO (always NO through a host bridge). */
 gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, char *redirecting,
                               size_t len);

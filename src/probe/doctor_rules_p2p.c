@@ -54,7 +54,7 @@ static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu
     f->bar1_bytes[1] = b->bar1;
     f->vram_bytes[0] = a->memory;
     f->vram_bytes[1] = b->memory;
-    char redirecting[16];
+    char redirecting[GDU_PATH_MAX_BRIDGES * 16];
     f->acs_redirect = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
     f->iommu = to_p2p_iommu(sys->iommu.mode);
     f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
