@@ -51,8 +51,15 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
                      "555 or newer) and run doctor again.\n\n",
                 paint(color, RED), paint(color, RESET));
     }
-    fprintf(out, "  GPUDirect Storage (%s): %s%s%s\n", r->gds_target[0] ? r->gds_target : "-",
-            paint(color, verdict_color(r->gds)), gdu_gds_verdict_text(r->gds), paint(color, RESET));
+    static const char *const meaning[] = {
+        "cuFile reads go from NVMe to GPU memory by DMA",
+        "direct once the program runs under the shim: gdunlock run -- CMD",
+        "cuFile works, but every read bounces through host memory",
+        "cuFile cannot read this data; use plain reads and a copy to the GPU",
+    };
+    fprintf(out, "  GPUDirect Storage (%s): %s%s%s (%s)\n", r->gds_target[0] ? r->gds_target : "-",
+            paint(color, verdict_color(r->gds)), gdu_gds_verdict_text(r->gds), paint(color, RESET),
+            meaning[r->gds <= GDU_GDS_IMPOSSIBLE ? r->gds : GDU_GDS_IMPOSSIBLE]);
     for (size_t i = 0; i < r->n_reasons; i++)
         fprintf(out, "    - %s%s\n", r->reasons[i].note ? "note: " : "", r->reasons[i].text);
     if (r->n_reasons == 0)
