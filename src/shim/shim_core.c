@@ -409,8 +409,10 @@ static int rm_ioctl(gdu_shim *s, int fd, unsigned long request, unsigned nr, siz
     }
     int r = s->ops.ioctl(s->ops.ctx, fd, request, arg);
     int saved = errno;
-    /* The kernel wrote the block back: it is readable and holds RM's status. */
-    if (r == 0 && gdu_rm_call_decode(nr, arg, size, &c) && c.status == GDU_NV_OK) {
+    /* The kernel wrote the block back: it is readable and holds RM's status.
+     * Of the controls, only NV503C ones matter (libcuda issues many others). */
+    if (r == 0 && gdu_rm_call_decode(nr, arg, size, &c) && c.status == GDU_NV_OK &&
+        (c.op != GDU_RM_OP_CONTROL || (c.cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P)) {
         pthread_mutex_lock(&s->lock);
         rm_after(s, fd, &c);
         pthread_mutex_unlock(&s->lock);
@@ -630,6 +632,7 @@ void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out)
     out->clients = s->clients;
     out->rm_calls = s->rm_calls;
     out->mappings = s->mappings.count;
+    out->objects = s->objects.count;
     pthread_mutex_unlock(&s->lock);
 }
 

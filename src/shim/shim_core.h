@@ -68,6 +68,7 @@ typedef struct {
     uint64_t failures;          /* RM calls of the shim that failed */
     uint64_t rm_calls;          /* RM calls the shim made */
     uint64_t mappings;          /* GPU mappings tracked now */
+    uint64_t objects;           /* RM objects tracked now (the process's, and the shim's) */
 } gdu_shim_totals;
 
 void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);

@@ -263,18 +263,18 @@ GDU_EXPORT int gdunlock_test_probe_registered(unsigned long long gpu_va, unsigne
     return r;
 }
 
-/* Fills out[0..8]: registered, unregistered, live, already_registered,
- * objects_created, failures, rm_calls, mappings. Returns 0, or -2 when the
- * shim is not active. */
-GDU_EXPORT int gdunlock_test_totals(unsigned long long out[8])
+/* Fills out[0..9]: registered, unregistered, live, already_registered,
+ * objects_created, failures, rm_calls, mappings, tracked RM objects. Returns
+ * 0, or -2 when the shim is not active. */
+GDU_EXPORT int gdunlock_test_totals(unsigned long long out[9])
 {
     gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
     if (s == NULL)
         return -2;
     gdu_shim_totals t;
     gdu_shim_get_totals(s, &t);
-    unsigned long long v[8] = {t.registered, t.unregistered, t.live, t.already_registered,
-                               t.objects_created, t.failures, t.rm_calls, t.mappings};
+    unsigned long long v[9] = {t.registered, t.unregistered, t.live, t.already_registered, t.objects_created,
+                               t.failures,    t.rm_calls,     t.mappings, t.objects};
     memcpy(out, v, sizeof v);
     return 0;
 }

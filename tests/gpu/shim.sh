@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# GPU checks of the shim, libgdunlock.so (run by tests/gpu/run.sh; $BUILD and
+# $OUT set). Every program runs in its own process with the shim preloaded
+# (LD_PRELOAD) and writes its report at exit; outputs, stderr and reports are
+# kept in $OUT/shim/. Checks (issue 2, "How it is shown"):
+#   a  native: libcuda's own NV503C present -> mode native, no RM object made
+#   b  test mode (GDUNLOCK_TEST_DROP_NATIVE=1, the GeForce state): the shim
+#      makes the NV503C, registers the VA spaces, cuMemAlloc and VMM buffers
+#      (each proved through RM by a second REGISTER_VIDMEM answering 0x19),
+#      freed buffers unregistered (UNREGISTER answering 0x57), same GPU data
+#   c  PyTorch: same checksum with and without the shim, live tensors registered
+#   d  10,000 alloc/free cycles and an 8-thread storm: no error, no growth
+#   e  two GPUs: both handled (SKIP with one)
+#   f  overhead of cuMemAlloc/cuMemFree, with / without, in one run: <= 1.05
+#   g  fork after cuInit, exit without freeing, free from another thread,
+#      contexts in a loop: same result with and without the shim
+#   h  GDUNLOCK=0 turns it off; `gdunlock run` prints the report
+set -uo pipefail
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/gdu-gpu-out}
+here=$(cd "$(dirname "$0")" && pwd)
+O="$OUT/shim"
+mkdir -p "$O"
+rm -f "$O"/*-report-*.json
+pass() { echo "PASS $1: $2"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+
+SHIM="$BUILD/lib/libgdunlock.so"
+BIN="$BUILD/bin"
+if [ ! -f "$SHIM" ] || [ ! -x "$BIN/shim_gpu_buffers" ]; then
+  fail shim-built "$SHIM or $BIN/shim_gpu_buffers missing (build targets gdu_shim and the shim_gpu_* programs)"
+  exit 0
+fi
+if ! ls /dev/nvidia0 >/dev/null 2>&1; then
+  skip shim "no NVIDIA GPU here"
+  exit 0
+fi
+SHIM=$(readlink -f "$SHIM")
+{
+  echo "driver: $(cat /sys/module/nvidia_uvm/version 2>/dev/null) / $(head -1 /proc/driver/nvidia/version 2>/dev/null)"
+  nvidia-smi -L 2>&1
+  echo "shim: $(ls -l "$SHIM")"
+} >"$O/env.txt"
+
+# shimrun NAME [VAR=value...] CMD...: CMD with the shim preloaded; stdout in
+# $O/NAME.out, stderr in $O/NAME.err, report(s) in $O/NAME-report-<pid>.json.
+shimrun() {
+  local name=$1
+  shift
+  env LD_PRELOAD="$SHIM" GDUNLOCK_REPORT="$O/$name-report-%p.json" GDUNLOCK_LOG=info "$@" \
+    >"$O/$name.out" 2>"$O/$name.err"
+}
+# plainrun NAME CMD...: the same without the shim.
+plainrun() {
+  local name=$1
+  shift
+  env -u LD_PRELOAD "$@" >"$O/$name.out" 2>"$O/$name.err"
+}
+report_of() { ls -t "$O/$1"-report-*.json 2>/dev/null | head -1; }
+# py FILE EXPR: evaluates EXPR with d = FILE's JSON.
+py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+# gpus_summary REPORT: "pci:mode(created,registered+already,unregistered,failures) ..."
+gpus_summary() {
+  py "$1" '" ".join("%s:%s(created %d, reg %d+%d, unreg %d, fail %d)" % (g.get("pci") or g["rm_device"], g["mode"], g["objects_created"], g["registered"], g["already_registered"], g["unregistered"], g["failures"]) for g in d["gpus"])'
+}
+field() { sed -n "s/.*\b$2=\([0-9]*\).*/\1/p" "$1" | head -1; }
+tline() { grep "^TOTALS $2" "$O/$1.out" | head -1; }
+
+# ---- a. native ---------------------------------------------------------------
+plainrun plain timeout 300 "$BIN/shim_gpu_buffers" 0
+prc=$?
+shimrun native timeout 300 "$BIN/shim_gpu_buffers" 0
+rc=$?
+rep=$(report_of native)
+if [ $rc -ne 0 ] || [ -z "$rep" ]; then
+  fail shim-native "exit $rc, report ${rep:-missing}: $(tail -2 "$O/native.out" "$O/native.err" | tr '\n' ' ')"
+else
+  modes=$(py "$rep" '" ".join(sorted(set(g["mode"] for g in d["gpus"])))')
+  created=$(py "$rep" 'sum(g["objects_created"] for g in d["gpus"])')
+  calls=$(py "$rep" 'd["rm_calls"]')
+  if [ "$created" = 0 ] && [ "$calls" = 0 ] && ! echo "$modes" | grep -q -E 'unlocked|failed'; then
+    pass shim-native "modes {$modes}, objects_created 0, shim RM calls 0; $(gpus_summary "$rep")"
+  else
+    fail shim-native "modes {$modes}, objects_created $created, shim RM calls $calls; $(gpus_summary "$rep")"
+  fi
+  if [ $prc -eq 0 ] && diff <(grep ^SUM "$O/plain.out") <(grep ^SUM "$O/native.out") >/dev/null; then
+    pass shim-native-data "GPU data identical with and without the shim ($(grep ^SUM "$O/native.out" | tr '\n' ' '))"
+  else
+    fail shim-native-data "plain exit $prc; $(grep ^SUM "$O/plain.out") vs $(grep ^SUM "$O/native.out")"
+  fi
+fi
+
+# ---- b. test mode: the GeForce state --------------------------------------------
+shimrun testmode GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$BIN/shim_gpu_buffers" 0
+rc=$?
+rep=$(report_of testmode)
+if [ $rc -ne 0 ] || [ -z "$rep" ]; then
+  fail shim-testmode "exit $rc, report ${rep:-missing}: $(tail -3 "$O/testmode.out" "$O/testmode.err" | tr '\n' ' ')"
+else
+  created=$(py "$rep" 'sum(g["objects_created"] for g in d["gpus"])')
+  vas=$(py "$rep" 'sum(g["va_spaces_registered"] for g in d["gpus"])')
+  unlocked=$(py "$rep" 'sum(1 for g in d["gpus"] if g["mode"] == "unlocked")')
+  failures=$(py "$rep" 'sum(g["failures"] for g in d["gpus"])')
+  errs=$(grep -c '^gdunlock: .*\(fail\|error\|refus\|not acting\)' "$O/testmode.err")
+  if [ "${created:-0}" -ge 1 ] && [ "${unlocked:-0}" -ge 1 ] && [ "$failures" = 0 ]; then
+    pass shim-testmode-created "NV503C objects created $created, GPUs unlocked $unlocked, failures 0; $(gpus_summary "$rep")"
+  else
+    fail shim-testmode-created "created ${created:-?}, unlocked ${unlocked:-?}, failures ${failures:-?}; $(gpus_summary "$rep"); stderr: $(grep '^gdunlock:' "$O/testmode.err" | head -3 | tr '\n' ' ')"
+  fi
+  # libcuda registers the first VA space on (what is now) the shim's object, the shim the others.
+  [ "${vas:-0}" -ge 1 ] && pass shim-testmode-vaspaces "VA spaces registered by the shim: $vas (libcuda registered the first one itself)" \
+    || fail shim-testmode-vaspaces "VA spaces registered by the shim: ${vas:-?}"
+  bad=$(grep '^BUF 0 cuMemAlloc' "$O/testmode.out" | grep -v -c '^BUF [0-9]* [^ ]* 1 ')
+  n=$(grep -c '^BUF 0 cuMemAlloc' "$O/testmode.out")
+  [ "$n" -ge 4 ] && [ "$bad" = 0 ] && pass shim-testmode-cumemalloc "$n/$n cuMemAlloc buffers registered: $(grep '^BUF 0 cuMemAlloc' "$O/testmode.out" | cut -d' ' -f3- | tr '\n' ';')" \
+    || fail shim-testmode-cumemalloc "$(grep '^BUF 0 cuMemAlloc' "$O/testmode.out" | tr '\n' ';')"
+  v=$(grep '^BUF 0 VMM' "$O/testmode.out")
+  echo "$v" | grep -q '^BUF 0 VMM-64MiB 1 ' && pass shim-testmode-vmm "VMM buffer registered (libcuda itself never registers VMM memory): ${v#BUF 0 }" \
+    || fail shim-testmode-vmm "${v:-no BUF VMM line}"
+  bad=$(grep '^FREED' "$O/testmode.out" | grep -v -c '^FREED [0-9]* [^ ]* 0 ')
+  n=$(grep -c '^FREED' "$O/testmode.out")
+  [ "$n" -ge 5 ] && [ "$bad" = 0 ] && pass shim-testmode-freed "$n/$n freed buffers no longer registered: $(grep '^FREED' "$O/testmode.out" | head -2 | cut -d' ' -f3- | tr '\n' ';')..." \
+    || fail shim-testmode-freed "$(grep '^FREED' "$O/testmode.out" | tr '\n' ';')"
+  if diff <(grep ^SUM "$O/plain.out") <(grep ^SUM "$O/testmode.out") >/dev/null && [ "$errs" = 0 ]; then
+    pass shim-testmode-data "GPU data identical to the run without the shim, no error lines from the shim"
+  else
+    fail shim-testmode-data "$(grep ^SUM "$O/plain.out") vs $(grep ^SUM "$O/testmode.out"); shim error lines: $errs"
+  fi
+fi
+
+# ---- c. PyTorch -----------------------------------------------------------------
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+  skip shim-torch "python3 with CUDA torch not available"
+else
+  plainrun torch-plain timeout 600 python3 "$here/shim_torch.py"
+  prc=$?
+  shimrun torch GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 python3 "$here/shim_torch.py"
+  rc=$?
+  rep=$(report_of torch)
+  a=$(sed -n 's/^CHECKSUM //p' "$O/torch-plain.out")
+  b=$(sed -n 's/^CHECKSUM //p' "$O/torch.out")
+  probed=$(sed -n 's/^PROBED \([0-9]*\) .*/\1/p' "$O/torch.out")
+  registered=$(sed -n 's/^PROBED [0-9]* REGISTERED \([0-9]*\).*/\1/p' "$O/torch.out")
+  regs=$([ -n "$rep" ] && py "$rep" 'sum(g["registered"] + g["already_registered"] for g in d["gpus"])')
+  if [ $prc -eq 0 ] && [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$probed" ] && [ "$probed" = "$registered" ] && [ "${regs:-0}" -gt 0 ]; then
+    pass shim-torch "checksum $a with and without the shim; $registered/$probed live tensors proved registered; report: $(gpus_summary "$rep")"
+  else
+    fail shim-torch "exit $prc/$rc, checksum '$a' vs '$b', $(grep ^PROBED "$O/torch.out"), report registrations ${regs:-none}; $(tail -2 "$O/torch.err" | tr '\n' ' ')"
+  fi
+  # The same script with the shim in plain (native) mode.
+  shimrun torch-native timeout 600 python3 "$here/shim_torch.py"
+  c=$(sed -n 's/^CHECKSUM //p' "$O/torch-native.out")
+  [ -n "$a" ] && [ "$a" = "$c" ] && pass shim-torch-native "checksum $c unchanged with the shim in native mode" \
+    || fail shim-torch-native "checksum '$a' vs '$c'"
+fi
+
+# ---- d. cycles and storm --------------------------------------------------------
+check_growth() { # NAME WHAT
+  local name=$1 what=$2 rc=$3 before after
+  before=$(tline "$name" before)
+  after=$(tline "$name" after)
+  local lb la cb ca ob oa fa
+  lb=$(echo "$before" | sed -n 's/.* live=\([0-9]*\).*/\1/p'); la=$(echo "$after" | sed -n 's/.* live=\([0-9]*\).*/\1/p')
+  cb=$(echo "$before" | sed -n 's/.* created=\([0-9]*\).*/\1/p'); ca=$(echo "$after" | sed -n 's/.* created=\([0-9]*\).*/\1/p')
+  ob=$(echo "$before" | sed -n 's/.* objects=\([0-9]*\).*/\1/p'); oa=$(echo "$after" | sed -n 's/.* objects=\([0-9]*\).*/\1/p')
+  fa=$(echo "$after" | sed -n 's/.* failures=\([0-9]*\).*/\1/p')
+  local errors
+  errors=$(sed -n 's/^ERRORS //p' "$O/$name.out")
+  if [ "$rc" -eq 0 ] && [ "$errors" = 0 ] && [ -n "$la" ] && [ "$lb" = "$la" ] && [ "$cb" = "$ca" ] && [ "$ob" = "$oa" ] && [ "$fa" = 0 ]; then
+    pass "shim-$name" "$what: CUDA errors 0, registrations live $lb->$la, NV503C made $cb->$ca, RM objects tracked $ob->$oa, shim failures 0 ($(echo "$after" | sed 's/.* registered=\([0-9]*\) unregistered=\([0-9]*\).*/registered \1, unregistered \2/'))"
+  else
+    fail "shim-$name" "$what: exit $rc, CUDA errors ${errors:-?}; before: $before; after: $after; $(tail -2 "$O/$name.err" | tr '\n' ' ')"
+  fi
+}
+shimrun cycles GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 "$BIN/shim_gpu_stress" cycles 10000
+check_growth cycles "10000 alloc/free cycles (2 MiB cuMemAlloc, every 100th a 64 MiB VMM buffer)" $?
+shimrun storm GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 "$BIN/shim_gpu_stress" storm 8 500
+check_growth storm "8 threads x 500 allocations of 2-8 MiB at once" $?
+
+# ---- e. two GPUs ------------------------------------------------------------------
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${ngpu:-0}" -lt 2 ]; then
+  skip shim-two-gpus "$ngpu GPU(s) here; this check needs two (nvidia-h200-x2)"
+else
+  shimrun multi GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 "$BIN/shim_gpu_buffers" all
+  rc=$?
+  rep=$(report_of multi)
+  ndev=$(sed -n 's/^DEVICES //p' "$O/multi.out")
+  devs_ok=0
+  for d in $(seq 0 $((ndev - 1))); do
+    n=$(grep -c "^BUF $d " "$O/multi.out")
+    good=$(grep -c "^BUF $d [^ ]* 1 " "$O/multi.out")
+    [ "$n" -ge 5 ] && [ "$n" = "$good" ] && devs_ok=$((devs_ok + 1))
+  done
+  unlocked=$([ -n "$rep" ] && py "$rep" 'sum(1 for g in d["gpus"] if g["mode"] == "unlocked" and g["registered"] + g["already_registered"] > 0)')
+  if [ $rc -eq 0 ] && [ "${ndev:-0}" -ge 2 ] && [ "$devs_ok" = "$ndev" ] && [ "${unlocked:-0}" -ge 2 ]; then
+    pass shim-two-gpus "$ndev CUDA devices, all buffers registered on each; $(gpus_summary "$rep")"
+  else
+    fail shim-two-gpus "exit $rc, devices ${ndev:-?}, devices with all buffers registered $devs_ok, unlocked GPUs with registrations ${unlocked:-?}; $(tail -2 "$O/multi.out" "$O/multi.err" | tr '\n' ' ')"
+  fi
+fi
+
+# ---- f. overhead --------------------------------------------------------------------
+# Alternating runs, the best of each side, so that clock and cache drift hit both.
+best_plain="" best_shim=""
+for i in 1 2 3 4 5; do
+  plainrun ovh-plain-$i timeout 300 "$BIN/shim_gpu_stress" overhead 3000
+  p=$(sed -n 's/^PAIR_NS //p' "$O/ovh-plain-$i.out")
+  shimrun ovh-shim-$i timeout 300 "$BIN/shim_gpu_stress" overhead 3000
+  s=$(sed -n 's/^PAIR_NS //p' "$O/ovh-shim-$i.out")
+  [ -n "$p" ] && { [ -z "$best_plain" ] || [ "$p" -lt "$best_plain" ]; } && best_plain=$p
+  [ -n "$s" ] && { [ -z "$best_shim" ] || [ "$s" -lt "$best_shim" ]; } && best_shim=$s
+done
+shimrun ovh-testmode GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$BIN/shim_gpu_stress" overhead 3000
+t=$(sed -n 's/^PAIR_NS //p' "$O/ovh-testmode.out")
+if [ -n "$best_plain" ] && [ -n "$best_shim" ]; then
+  ratio=$(python3 -c "print('%.3f' % ($best_shim / $best_plain))")
+  tratio=$([ -n "$t" ] && python3 -c "print('%.3f' % ($t / $best_plain))")
+  if python3 -c "import sys; sys.exit(0 if $best_shim / $best_plain <= 1.05 else 1)"; then
+    pass shim-overhead "cuMemAlloc+cuMemFree of 2 MiB: $best_plain ns without, $best_shim ns with the shim (best of 5 x 3000): ratio $ratio <= 1.05 (test mode, registering each buffer: $t ns, ratio ${tratio:-?})"
+  else
+    fail shim-overhead "cuMemAlloc+cuMemFree of 2 MiB: $best_plain ns without, $best_shim ns with the shim: ratio $ratio > 1.05 (test mode: $t ns)"
+  fi
+else
+  fail shim-overhead "no timing: $(tail -2 "$O/ovh-plain-1.out" "$O/ovh-shim-1.out" | tr '\n' ' ')"
+fi
+
+# ---- g. life cycles -------------------------------------------------------------------
+for mode in fork noexit xthread "ctxloop 50"; do
+  name=life-${mode%% *}
+  plainrun "$name-plain" timeout 300 "$BIN/shim_gpu_lifecycle" $mode
+  prc=$?
+  shimrun "$name" GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$BIN/shim_gpu_lifecycle" $mode
+  rc=$?
+  a=$(grep ^RESULT "$O/$name-plain.out")
+  b=$(grep ^RESULT "$O/$name.out")
+  rep=$(report_of "$name")
+  if [ $prc -eq 0 ] && [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$rep" ]; then
+    pass "shim-$name" "'$b' with and without the shim, exit 0 both; report: $(gpus_summary "$rep")"
+  else
+    fail "shim-$name" "exit $prc/$rc, '$a' vs '$b', report ${rep:-missing}; $(tail -2 "$O/$name.err" | tr '\n' ' ')"
+  fi
+done
+
+# ---- h. off switch and the CLI ---------------------------------------------------------
+shimrun disabled GDUNLOCK=0 timeout 300 "$BIN/shim_gpu_buffers" 0
+rc=$?
+if [ $rc -eq 0 ] && [ -z "$(report_of disabled)" ] && grep -q '^TOTALS end none' "$O/disabled.out" &&
+  diff <(grep ^SUM "$O/plain.out") <(grep ^SUM "$O/disabled.out") >/dev/null; then
+  pass shim-disabled "GDUNLOCK=0: no report, test queries answer 'not active', same GPU data"
+else
+  fail shim-disabled "exit $rc, report $(report_of disabled), $(grep ^TOTALS "$O/disabled.out")"
+fi
+if [ -x "$BIN/gdunlock" ]; then
+  timeout 300 "$BIN/gdunlock" run --json --test-drop-native -- "$BIN/shim_gpu_buffers" 0 >"$O/run-cli.json" 2>"$O/run-cli.err"
+  rc=$?
+  modes=$(python3 -c 'import json,sys; t=sys.stdin.read(); d=json.loads(t[t.index("{\n"):]); print(" ".join(g["mode"] for p in d["processes"] for g in p["gpus"]), d["exit_status"])' <"$O/run-cli.json" 2>/dev/null)
+  timeout 300 "$BIN/gdunlock" run -- "$BIN/shim_gpu_buffers" 0 >"$O/run-cli-table.out" 2>"$O/run-cli-table.err"
+  if [ $rc -eq 0 ] && echo "$modes" | grep -q unlocked && grep -q 'shim report' "$O/run-cli-table.err"; then
+    pass shim-run-cli "gdunlock run --json --test-drop-native: modes and exit status '$modes'; table printed without --json"
+  else
+    fail shim-run-cli "exit $rc, '$modes'; $(tail -2 "$O/run-cli.err" | tr '\n' ' ')"
+  fi
+fi
+exit 0
