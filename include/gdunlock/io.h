@@ -124,7 +124,10 @@ int64_t gdu_io_file_size(const gdu_io_file *f);
 
 /* One contiguous transfer: file bytes [offset, offset+length) <-> mem.
  * mem is a device address (CUdeviceptr cast to void *) for CUFILE/PIPELINE,
- * a host address for HOST. After completion: done = bytes transferred, a
+ * a host address for HOST. The engine copies on its own streams, which wait
+ * for work queued earlier on the legacy default stream (cuMemsetD8, ...) but
+ * not for other streams' work: synchronize those before submitting. Memory is
+ * safe to use on any stream once the request completes. After completion: done = bytes transferred, a
  * prefix of the extent that is exactly right (shorter than length only at
  * end of file for reads, or up to the first failure); status = 0 or a
  * negative errno (-EIO, -ENOSPC, ...). A read that starts at or past the end

@@ -98,7 +98,11 @@ int bench_gpu_reset(bench_gpu *g, const bench_config *c, char *why, size_t len)
     const gdu_cuda *cu = g->cu;
     gdu_CUresult r;
     if (!c->write) {
+        /* The memset runs on the legacy stream, which the engine's
+         * non-blocking streams do not wait for: finish it first. */
         r = cu->cuMemsetD8(g->buf, 0, c->total);
+        if (r == GDU_CUDA_SUCCESS)
+            r = cu->cuCtxSynchronize();
         if (r != GDU_CUDA_SUCCESS) {
             snprintf(why, len, "cuMemsetD8: %s", gdu_cuda_result_name(r));
             return -EIO;

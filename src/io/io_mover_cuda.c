@@ -37,7 +37,10 @@ static int cuda_worker_init(gdu_io_engine *e, unsigned slots, void **wctx, char 
     if (w == NULL)
         return -ENOMEM;
     w->cu = e->cu;
-    gdu_CUresult r = e->cu->cuStreamCreate(&w->stream, GDU_CU_STREAM_NON_BLOCKING);
+    /* A blocking stream: its copies start after work the caller queued on the
+     * legacy default stream (a cuMemsetD8, synchronous copies), while the
+     * workers' streams still overlap one another. */
+    gdu_CUresult r = e->cu->cuStreamCreate(&w->stream, 0 /* CU_STREAM_DEFAULT */);
     if (r != GDU_CUDA_SUCCESS) {
         cuda_worker_fini(e, w);
         return cuda_fail(why, len, "cuStreamCreate", r);

@@ -47,6 +47,7 @@ static int read_back(gdu_io_engine *e, const char *path, gdu_CUdeviceptr dev, ui
     if (gdu_io_open(e, path, GDU_IO_READ, &f, why, len) != 0)
         return 0;
     cu->cuMemsetD8(dev, 0, size);
+    cu->cuCtxSynchronize(); /* legacy-stream memset before non-blocking copies */
     uint64_t done = 0;
     int r = gdu_io_read(f, 0, size, (void *)(uintptr_t)dev, &done, why, len);
     if (r == 0 && done != size)
@@ -184,6 +185,7 @@ static void many_extents(const char *dir, gdu_CUdeviceptr dev, uint64_t size, ui
     ok = ok && e != NULL && gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why) == 0;
     if (ok) {
         cu->cuMemsetD8(dev, 0, size);
+        cu->cuCtxSynchronize(); /* legacy-stream memset before non-blocking copies */
         gdu_io_request *r = NULL;
         uint64_t bytes = 0;
         ok = gdu_io_submit(f, GDU_IO_OP_READ, x, n, NULL, NULL, &r) == 0 &&

@@ -21,13 +21,15 @@ static struct CUctx_st { int dummy; } primary;
 
 typedef struct {
     void *dst;
-    const void *src;
+    const void *src; /* NULL: memset dst to value */
     size_t n;
+    unsigned char value;
 } copy_op;
 
 struct CUstream_st {
     copy_op *ops;
     size_t n, cap, done;
+    unsigned flags; /* 1: CU_STREAM_NON_BLOCKING */
 };
 
 struct CUevent_st {
@@ -36,10 +38,25 @@ struct CUevent_st {
     unsigned queries;
 };
 
+static struct CUstream_st legacy; /* the default stream of the synchronous calls */
+
 static void flush(struct CUstream_st *s, size_t upto)
 {
-    for (; s->done < upto; s->done++)
-        memcpy(s->ops[s->done].dst, s->ops[s->done].src, s->ops[s->done].n);
+    for (; s->done < upto; s->done++) {
+        copy_op *o = &s->ops[s->done];
+        if (o->src != NULL)
+            memcpy(o->dst, o->src, o->n);
+        else
+            memset(o->dst, o->value, o->n);
+    }
+}
+
+/* Synchronous calls run after the legacy stream's earlier work. */
+static void flush_legacy(void)
+{
+    pthread_mutex_lock(&lock);
+    flush(&legacy, legacy.n);
+    pthread_mutex_unlock(&lock);
 }
 
 gdu_CUresult cuInit(unsigned flags) { return 0; }
@@ -75,23 +92,23 @@ gdu_CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 gdu_CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 gdu_CUresult cuMemcpyHtoD_v2(gdu_CUdeviceptr d, const void *s, size_t n)
 {
+    flush_legacy();
     memcpy((void *)(uintptr_t)d, s, n);
     return 0;
 }
 gdu_CUresult cuMemcpyDtoH_v2(void *d, gdu_CUdeviceptr s, size_t n)
 {
+    flush_legacy();
     memcpy(d, (const void *)(uintptr_t)s, n);
     return 0;
 }
-gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
-{
-    memset((void *)(uintptr_t)d, v, n);
-    return 0;
-}
 
-static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, size_t n)
+static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, size_t n,
+                            unsigned char value)
 {
     pthread_mutex_lock(&lock);
+    if (s != &legacy && !(s->flags & GDU_CU_STREAM_NON_BLOCKING))
+        flush(&legacy, legacy.n); /* a blocking stream waits for the legacy stream */
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
         copy_op *ops = realloc(s->ops, cap * sizeof *ops);
@@ -102,23 +119,35 @@ static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, s
         s->ops = ops;
         s->cap = cap;
     }
-    s->ops[s->n++] = (copy_op){dst, src, n};
+    s->ops[s->n++] = (copy_op){dst, src, n, value};
     pthread_mutex_unlock(&lock);
     return 0;
 }
 gdu_CUresult cuMemcpyHtoDAsync_v2(gdu_CUdeviceptr d, const void *s, size_t n, gdu_CUstream st)
 {
-    return enqueue(st, (void *)(uintptr_t)d, s, n);
+    return enqueue(st, (void *)(uintptr_t)d, s, n, 0);
 }
 gdu_CUresult cuMemcpyDtoHAsync_v2(void *d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st)
 {
-    return enqueue(st, d, (const void *)(uintptr_t)s, n);
+    return enqueue(st, d, (const void *)(uintptr_t)s, n, 0);
+}
+gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
+{
+    return enqueue(&legacy, (void *)(uintptr_t)d, NULL, n, v);
+}
+gdu_CUresult cuCtxSynchronize(void)
+{
+    flush_legacy();
+    return 0;
 }
 
 gdu_CUresult cuStreamCreate(gdu_CUstream *s, unsigned flags)
 {
     *s = calloc(1, sizeof **s);
-    return *s ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    if (*s == NULL)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    (*s)->flags = flags;
+    return 0;
 }
 gdu_CUresult cuStreamSynchronize(gdu_CUstream s)
 {

@@ -77,7 +77,7 @@ static void reads_land_in_device_memory(void **state)
             uint64_t len = i == 0 ? SIZE : 1 + io_test_rand(&rng) % (5 * CHUNK);
             uint64_t done = 0;
             char why[256] = "";
-            cu->cuMemsetD8(d, 0, SIZE);
+            cu->cuMemsetD8(d, 0, SIZE); /* no sync: the engine's streams wait for it */
             assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)d, &done, why, sizeof why), 0);
             uint64_t expect = off + len > SIZE ? SIZE - off : len;
             assert_int_equal(done, expect);
