@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define GDU_LIVE_FILE "gdunlock-live.json"
-enum { GDU_LIVE_MAX_GPUS = 16, GDU_LIVE_MAX_PAIRS = 64, GDU_LIVE_MAX_PATHS = 4 };
+enum { GDU_LIVE_MAX_GPUS = 16, GDU_LIVE_MAX_PAIRS = 16 * 15, GDU_LIVE_MAX_PATHS = 4 };
 
 typedef enum {
     GDU_LIVE_ABSENT = 0,  /* --sysroot without a capture file: nothing known */
