@@ -167,6 +167,8 @@ void gdu_verify_add_doctor(json_t *doc, const char *path);
 /* Reads the shim's GDUNLOCK_REPORT file and picks the entry of the GPU at
  * pci (or index gpu): tolerant of layout changes (see verify_shim.c). */
 void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out);
+/* The same from report text in memory (len bytes, need not be NUL-terminated). */
+void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu, gdu_verify_shim *out);
 
 /* The shim's part of the verdict: reasons appended to r (the verdict itself
  * never changes: DIRECT is proven by nvidia-fs's counters, not the shim). */

@@ -106,11 +106,47 @@ static long long count_of(const json_t *entry, const char *key)
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
-void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out)
+/* Picks the GPU's entry out of a parsed report. */
+static void from_report(const json_t *root, const char *what, const char *pci, int gpu, gdu_verify_shim *out)
+{
+    out->have_report = true;
+    const json_t *entry = find_gpu(root, pci, gpu);
+    if (!entry) {
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s has no entry for GPU %d (%s)",
+                 what, gpu, pci && pci[0] ? pci : "unknown PCI address");
+        return;
+    }
+    const char *mode = json_string_value(json_object_get(entry, "mode"));
+    const char *reason = json_string_value(json_object_get(entry, "reason"));
+    snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "");
+    snprintf(out->reason, sizeof out->reason, "%s", reason ? reason : "");
+    out->registered = count_of(entry, "registered");
+    out->unregistered = count_of(entry, "unregistered");
+}
+
+static void reset(gdu_verify_shim *out)
 {
     out->have_report = false;
     out->mode[0] = out->reason[0] = out->report_error[0] = '\0';
     out->registered = out->unregistered = -1;
+}
+
+void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu, gdu_verify_shim *out)
+{
+    reset(out);
+    json_error_t err;
+    json_t *root = json_loadb(text, len, 0, &err);
+    if (!root) {
+        snprintf(out->report_error, sizeof out->report_error, "shim report unreadable: %s", err.text);
+        return;
+    }
+    from_report(root, "(text)", pci, gpu, out);
+    json_decref(root);
+}
+
+void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out)
+{
+    reset(out);
     if (access(path, F_OK) != 0) {
         snprintf(out->report_error, sizeof out->report_error,
                  "the shim wrote no report (it writes one at exit once it has seen an NVIDIA GPU)");
@@ -122,19 +158,7 @@ void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu
         snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path, err.text);
         return;
     }
-    out->have_report = true;
-    const json_t *entry = find_gpu(root, pci, gpu);
-    if (!entry) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report %s has no entry for GPU %d (%s)",
-                 path, gpu, pci && pci[0] ? pci : "unknown PCI address");
-    } else {
-        const char *mode = json_string_value(json_object_get(entry, "mode"));
-        const char *reason = json_string_value(json_object_get(entry, "reason"));
-        snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "");
-        snprintf(out->reason, sizeof out->reason, "%s", reason ? reason : "");
-        out->registered = count_of(entry, "registered");
-        out->unregistered = count_of(entry, "unregistered");
-    }
+    from_report(root, path, pci, gpu, out);
     json_decref(root);
 }
 

@@ -385,6 +385,12 @@ static void test_shim_report_layouts(void **state)
     read_shim(SHIM("shim-report-truncated.json"), "0000:41:00.0", 0, &s);
     assert_false(s.have_report);
     assert_non_null(strstr(s.report_error, "unreadable"));
+    /* from memory, not NUL-terminated */
+    const char text[] = "{\"gpus\": [{\"pci\": \"0000:41:00.0\", \"mode\": \"unlocked\"}]}XYZ";
+    gdu_verify_shim_parse_report(text, sizeof text - 4, "41:00.0", 0, &s);
+    assert_string_equal(s.mode, "unlocked");
+    gdu_verify_shim_parse_report(text, 10, "41:00.0", 0, &s);
+    assert_false(s.have_report);
     read_shim(SHIM("no-such-report.json"), "0000:41:00.0", 0, &s);
     assert_false(s.have_report);
     assert_non_null(strstr(s.report_error, "wrote no report"));
