@@ -32,6 +32,15 @@ gdunlock_unit_test(test_io_cuda_fake SOURCES test_io_cuda_fake.c LIBS gdu_io)
 add_dependencies(test_io_cuda_fake gdu_fake_cuda)
 set_property(TEST test_io_cuda_fake APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
 
+# The cuFile backend against a fake libcufile (tests/unit/fake_libcufile.c).
+add_library(gdu_fake_cufile SHARED fake_libcufile.c)
+set_target_properties(gdu_fake_cufile PROPERTIES OUTPUT_NAME cufile PREFIX lib SUFFIX .so.0
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake-cufile)
+gdunlock_unit_test(test_io_cufile_fake SOURCES test_io_cufile_fake.c LIBS gdu_io)
+add_dependencies(test_io_cufile_fake gdu_fake_cuda gdu_fake_cufile)
+set_property(TEST test_io_cufile_fake APPEND PROPERTY ENVIRONMENT
+  "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
+
 # gdunlock bench end to end on the fake GPU: every path runs or says why,
 # reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).
 if(TARGET gdunlock)
@@ -53,7 +62,25 @@ if(TARGET gdunlock)
       ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0"
       LABELS unit RESOURCE_LOCK bench_fake_file)
   endforeach()
-  add_dependencies(gdunlock gdu_fake_cuda)
+  # The cuFile rows through the fake libcufile: direct with nvidia-fs, and
+  # compat mode refusing the file with 5027 (a row that says why, exit 0).
+  set(fake_cufile ${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0)
+  set(ran_ok "\"ran\": true,[^}]*\"verified\": true")
+  foreach(variant "direct|FAKE_CUFILE_NVFS_MAJOR=2|read|\"direct\",[^}]*${ran_ok}"
+                  "compat-5027|FAKE_CUFILE_REGISTER=5027|read|refused [^\"]*: CU_FILE_HANDLE_NOT_REGISTERED \\(5027\\)"
+                  "compat-write|FAKE_CUFILE_NVFS_MAJOR=0|write|\"cufile-compat\",[^}]*${ran_ok}")
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 name)
+    list(GET parts 1 env)
+    list(GET parts 2 op)
+    list(GET parts 3 expect)
+    add_test(NAME test_io_bench_fake_${name}
+             COMMAND ${bench} --create -x ${op} --paths direct,cufile-compat,engine --json)
+    set_tests_properties(test_io_bench_fake_${name} PROPERTIES
+      ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=${fake_cufile};${env}"
+      PASS_REGULAR_EXPRESSION "${expect}" LABELS unit RESOURCE_LOCK bench_fake_file)
+  endforeach()
+  add_dependencies(gdunlock gdu_fake_cuda gdu_fake_cufile)
 
   # Argument and file errors: the documented exit codes, with no GPU needed.
   set(bin $<TARGET_FILE:gdunlock>)

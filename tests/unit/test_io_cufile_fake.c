@@ -1,0 +1,186 @@
+/* The engine's cuFile backend against tests/unit/fake_libcufile.c (and the
+ * fake libcuda): AUTO's choice and reason with and without nvidia-fs, the
+ * named refusal of a file (5027), reads and writes through cuFileRead and
+ * cuFileWrite (partial transfers looped), the fallback to the pipeline, and a
+ * failing transfer reported with cuFile's error. */
+#include "cuda/cuda_api.h"
+#include "io_test_util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#define SIZE ((uint64_t)(5u << 20) + 777)
+
+static const gdu_cuda *cu;
+static char dir[64];
+static char *path;
+static gdu_CUdeviceptr dev;
+static uint8_t *host;
+
+static int setup(void **state)
+{
+    char why[256];
+    cu = gdu_cuda_load(why, sizeof why);
+    snprintf(dir, sizeof dir, "./gdu-io-cufile-XXXXXX");
+    if (cu == NULL || mkdtemp(dir) == NULL)
+        return -1;
+    path = io_test_file(dir, "data.bin", SIZE, 31);
+    host = malloc(SIZE);
+    return path && host && cu->cuMemAlloc(&dev, SIZE) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char out[128];
+    snprintf(out, sizeof out, "%s/out.bin", dir);
+    unlink(out);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(host);
+    cu->cuMemFree(dev);
+    return 0;
+}
+
+static int reset_env(void **state)
+{
+    unsetenv("FAKE_CUFILE_NVFS_MAJOR");
+    unsetenv("FAKE_CUFILE_REGISTER");
+    unsetenv("FAKE_CUFILE_FAIL_AT");
+    return 0;
+}
+
+static gdu_io_engine *make(gdu_io_backend b, int expect)
+{
+    gdu_io_options o;
+    gdu_io_options_default(&o);
+    o.backend = b;
+    o.workers = 3;
+    o.chunk_size = 1u << 20;
+    gdu_io_engine *e = NULL;
+    char why[256] = "";
+    assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), expect);
+    return e;
+}
+
+static void check_device(uint64_t off, uint64_t n, uint32_t seed)
+{
+    cu->cuMemcpyDtoH(host, dev, n);
+    for (uint64_t i = 0; i < n; i++)
+        if (host[i] != io_test_byte(off + i, seed))
+            fail_msg("byte %llu of %llu+%llu wrong", (unsigned long long)i, (unsigned long long)off,
+                     (unsigned long long)n);
+}
+
+static void compat_mode_is_not_chosen_by_auto(void **state)
+{
+    gdu_io_engine *e = make(GDU_IO_BACKEND_AUTO, 0);
+    assert_int_equal(gdu_io_engine_backend(e), GDU_IO_BACKEND_PIPELINE);
+    assert_int_equal(gdu_io_engine_direct_storage(e), 0);
+    assert_non_null(strstr(gdu_io_engine_reason(e), "nvidia-fs not loaded"));
+    gdu_io_engine_destroy(e);
+}
+
+static void forced_cufile_names_the_refusal(void **state)
+{
+    setenv("FAKE_CUFILE_REGISTER", "5027", 1);
+    gdu_io_engine *e = make(GDU_IO_BACKEND_CUFILE, 0);
+    assert_int_equal(gdu_io_engine_backend(e), GDU_IO_BACKEND_CUFILE);
+    assert_non_null(strstr(gdu_io_engine_reason(e), "compat mode"));
+    gdu_io_file *f = NULL;
+    char why[512] = "";
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), -ENOTSUP);
+    assert_null(f);
+    assert_non_null(strstr(why, "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
+    gdu_io_engine_destroy(e);
+}
+
+static void direct_storage_reads_and_writes_through_cufile(void **state)
+{
+    setenv("FAKE_CUFILE_NVFS_MAJOR", "2", 1);
+    gdu_io_engine *e = make(GDU_IO_BACKEND_AUTO, 0);
+    assert_int_equal(gdu_io_engine_backend(e), GDU_IO_BACKEND_CUFILE);
+    assert_int_equal(gdu_io_engine_direct_storage(e), 1);
+    gdu_io_file *f = NULL;
+    char why[512] = "";
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), 0);
+    assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_CUFILE);
+    const uint64_t cases[][2] = {{0, SIZE}, {1, 3}, {4095, 3u << 20}, {SIZE - 5, 100}, {SIZE, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t off = cases[i][0], len = cases[i][1], done = 0;
+        assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+        uint64_t expect = off >= SIZE ? 0 : (off + len > SIZE ? SIZE - off : len);
+        assert_int_equal(done, expect);
+        check_device(off, expect, 31);
+    }
+    gdu_io_close(f);
+    /* GPU -> file through cuFileWrite, read back through the pipeline. */
+    char out[128];
+    snprintf(out, sizeof out, "%s/out.bin", dir);
+    assert_int_equal(gdu_io_open(e, out, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why, sizeof why), 0);
+    for (uint64_t i = 0; i < SIZE; i++)
+        host[i] = io_test_byte(i, 8);
+    cu->cuMemcpyHtoD(dev, host, SIZE);
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_write(f, 0, SIZE, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+    assert_int_equal(done, SIZE);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    int fd = open(out, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, host, SIZE, 0), (ssize_t)SIZE);
+    close(fd);
+    for (uint64_t i = 0; i < SIZE; i++)
+        if (host[i] != io_test_byte(i, 8))
+            fail_msg("written byte %llu wrong", (unsigned long long)i);
+}
+
+static void refused_file_falls_back_to_the_pipeline(void **state)
+{
+    setenv("FAKE_CUFILE_NVFS_MAJOR", "2", 1);
+    setenv("FAKE_CUFILE_REGISTER", "5027", 1);
+    gdu_io_engine *e = make(GDU_IO_BACKEND_AUTO, 0);
+    gdu_io_file *f = NULL;
+    char why[512] = "";
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), 0);
+    assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_PIPELINE);
+    assert_non_null(strstr(gdu_io_file_reason(f), "cufile refused file: CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_read(f, 3, SIZE - 3, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+    assert_int_equal(done, SIZE - 3);
+    check_device(3, SIZE - 3, 31);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
+static void failing_cufile_read_is_reported(void **state)
+{
+    setenv("FAKE_CUFILE_NVFS_MAJOR", "2", 1);
+    setenv("FAKE_CUFILE_FAIL_AT", "3500000", 1); /* inside the 4th 1 MiB chunk */
+    gdu_io_engine *e = make(GDU_IO_BACKEND_CUFILE, 0);
+    gdu_io_file *f = NULL;
+    char why[512] = "";
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), 0);
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_read(f, 0, SIZE, (void *)(uintptr_t)dev, &done, why, sizeof why), -EIO);
+    assert_non_null(strstr(why, "cuFileRead at offset"));
+    assert_int_equal(done, 3u << 20); /* the three whole chunks before it */
+    check_device(0, done, 31);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(compat_mode_is_not_chosen_by_auto, reset_env),
+        cmocka_unit_test_setup(forced_cufile_names_the_refusal, reset_env),
+        cmocka_unit_test_setup(direct_storage_reads_and_writes_through_cufile, reset_env),
+        cmocka_unit_test_setup(refused_file_falls_back_to_the_pipeline, reset_env),
+        cmocka_unit_test_setup(failing_cufile_read_is_reported, reset_env),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
