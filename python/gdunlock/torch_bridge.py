@@ -61,4 +61,9 @@ def to_torch(checkpoint, index, info):
         shape[-1] //= 2
     if dtype is None:
         return raw
-    return raw.view(dtype).reshape(shape)
+    typed = raw.view(dtype).reshape(shape)
+    # The reference writer keeps every tensor aligned to its element size;
+    # a file that does not gets an aligned copy, since kernels may assume it.
+    if info.address % raw.new_empty(0).view(dtype).element_size():
+        return typed.clone()
+    return typed

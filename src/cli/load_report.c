@@ -115,6 +115,18 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
     }
 }
 
+/* Tensors whose loaded address is not a multiple of their element size. */
+static size_t count_misaligned(const gdu_st_model *m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < gdu_st_model_tensor_count(m); i++) {
+        const gdu_st_tensor *t = gdu_st_model_tensor(m, i);
+        unsigned bytes = gdu_st_dtype_bits(t->dtype) / 8;
+        n += bytes > 1 && t->nbytes > 0 && t->address % bytes != 0;
+    }
+    return n;
+}
+
 void load_print_human(FILE *out, const load_result *r, int colour, int list)
 {
     gdu_st_load_stats s = gdu_st_model_stats(r->model);
@@ -131,6 +143,11 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     fprintf(out, "  path         %s\n", s.reason[0] ? s.reason : s.backend);
     fprintf(out, "  time         %.3f s (headers %.3f s)\n", s.seconds, r->open_seconds);
     fprintf(out, "  throughput   %.2f GB/s\n", gbps(&s));
+    size_t misaligned = count_misaligned(r->model);
+    if (misaligned)
+        fprintf(out, "  note         %zu tensors are not aligned to their element size (not as "
+                "the safetensors writer lays them out): some GPU kernels need aligned data\n",
+                misaligned);
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
         if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h))
@@ -190,6 +207,8 @@ json_t *load_to_json(const load_result *r, int list)
         "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds, "open_seconds",
         r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend, "reason",
         s.reason, "verify", verify);
+    if (doc != NULL)
+        json_object_set_new(doc, "misaligned_tensors", json_integer((json_int_t)count_misaligned(r->model)));
     if (doc != NULL && list) {
         json_t *table = json_array();
         for (size_t i = 0; i < gdu_st_model_tensor_count(r->model); i++)

@@ -112,6 +112,12 @@ class TorchTest(unittest.TestCase):
             raw = t.reshape(-1).view(torch.uint8)
             self.assertEqual(raw.numpy().tobytes(), data, name)
 
+    def test_misaligned_tensor_gets_an_aligned_copy(self):
+        t = gdunlock.load_safetensors(os.path.join(FIX, "misaligned.safetensors"), device="cpu")
+        self.assertEqual(t["w"].tolist(), [1.5, -2.25])
+        self.assertEqual(t["w"].data_ptr() % 4, 0)
+        self.assertEqual(t["pad"].tolist(), [7])
+
     def test_memory_outlives_the_checkpoint(self):
         tensors = gdunlock.load_safetensors(SMALL, device="cpu")
         keep = tensors["model.embed_tokens.weight"]

@@ -47,6 +47,7 @@ static void test_host_load_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(doc, "tensor_bytes")),
                      json_integer_value(json_object_get(doc, "read_bytes")));
     assert_true(json_is_true(json_object_get(json_object_get(doc, "verify"), "ok")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "misaligned_tensors")), 0);
     json_t *table = json_object_get(doc, "tensor_table");
     assert_int_equal(json_array_size(table), 12);
     json_t *first = json_array_get(table, 0);
@@ -97,6 +98,8 @@ static void test_human_output(void **state)
     assert_non_null(strstr(out, "verify       OK"));
     assert_non_null(strstr(out, "model.embed_tokens.weight"));
     assert_null(strstr(out, "\033[")); /* no colour when stdout is a pipe */
+    assert_int_equal(run("--to host " FIX "misaligned.safetensors", out, sizeof out), 0);
+    assert_non_null(strstr(out, "1 tensors are not aligned"));
 }
 
 int main(void)
