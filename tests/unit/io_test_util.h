@@ -47,6 +47,19 @@ static inline char *io_test_file(const char *dir, const char *name, uint64_t siz
     return path;
 }
 
+/* Removes a test's scratch folder: its pattern file (path, freed here) and
+ * the out.bin some tests write. */
+static inline void io_test_remove_dir(const char *dir, char *path)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/out.bin", dir);
+    unlink(out);
+    if (path != NULL)
+        unlink(path);
+    rmdir(dir);
+    free(path);
+}
+
 /* A host-backend engine with small chunks so that tests cross many chunk
  * boundaries. */
 static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsigned staging,

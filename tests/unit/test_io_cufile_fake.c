@@ -34,12 +34,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char out[128];
-    snprintf(out, sizeof out, "%s/out.bin", dir);
-    unlink(out);
-    unlink(path);
-    rmdir(dir);
-    free(path);
+    io_test_remove_dir(dir, path);
     free(host);
     cu->cuMemFree(dev);
     return 0;

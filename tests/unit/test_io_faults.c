@@ -100,12 +100,7 @@ static int teardown(void **state)
 {
     fixture *fx = *state;
     gdu_io_engine_destroy(fx->e);
-    char out[128];
-    snprintf(out, sizeof out, "%s/out.bin", fx->dir);
-    unlink(out);
-    unlink(fx->path);
-    rmdir(fx->dir);
-    free(fx->path);
+    io_test_remove_dir(fx->dir, fx->path);
     free(fx);
     return 0;
 }

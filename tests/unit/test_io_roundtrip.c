@@ -47,13 +47,7 @@ static int setup_tmpfs(void **state)
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    char buf[300];
-    snprintf(buf, sizeof buf, "%s/out.bin", fx->dir);
-    unlink(buf);
-    if (fx->path)
-        unlink(fx->path);
-    rmdir(fx->dir);
-    free(fx->path);
+    io_test_remove_dir(fx->dir, fx->path);
     free(fx);
     return 0;
 }
