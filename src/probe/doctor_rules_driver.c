@@ -150,16 +150,18 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
         gdu_finding_fix(f, "%s", GDU_FIX_REBAR);
     }
     if (g->pci && g->bar1 != 0) {
-        gdu_finding_evidence(f, "/sys/bus/pci/devices/%s/resource region 1: %s", g->bdf,
+        int index;
+        gdu_pci_nvidia_bar1(g->pci, &index);
+        gdu_finding_evidence(f, "/sys/bus/pci/devices/%s/resource region %d: %s", g->bdf, index,
                              gdu_format_bytes(g->bar1, a, sizeof a));
         if (g->pci->rebar == GDU_CFG_UNKNOWN)
             gdu_finding_evidence(f, "Resizable BAR capability: unknown (extended config space "
                                     "needs root: run as root)");
-        else if (g->pci->rebar == GDU_CFG_ABSENT)
-            gdu_finding_evidence(f, "Resizable BAR capability: absent");
+        else if (g->pci->rebar == GDU_CFG_ABSENT || g->rebar_max == 0)
+            gdu_finding_evidence(f, "Resizable BAR capability: none for BAR1");
         else
             gdu_finding_evidence(f, "Resizable BAR capability: BAR1 up to %s",
-                                 gdu_format_bytes(g->pci->rebar_bar1_max, a, sizeof a));
+                                 gdu_format_bytes(g->rebar_max, a, sizeof a));
     }
 
     snprintf(id, sizeof id, "gpu%d.link", g->index);

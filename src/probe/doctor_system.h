@@ -39,6 +39,7 @@ typedef struct gdu_gpu_view {
     const char *name;               /* CUDA's name, else the driver's Model, else "" */
     gdu_tri geforce;
     uint64_t bar1;                  /* bytes, 0 unknown */
+    uint64_t rebar_max;             /* largest BAR1 the ReBAR capability offers; 0 none or unknown */
     uint64_t memory;                /* bytes, 0 unknown */
 } gdu_gpu_view;
 

@@ -101,11 +101,10 @@ static void read_ext_caps(struct pci_dev *pd, gdu_pci_dev *d)
         for (unsigned i = 0; i < count && i < 6; i++) {
             uint32_t cap = pci_read_long(pd, rebar->addr + 4 + 8 * i);
             uint32_t ctrl = pci_read_long(pd, rebar->addr + 8 + 8 * i);
-            if ((ctrl & 7) != 1)
-                continue;
-            for (int bit = 31; bit >= 4; bit--)
+            unsigned bar = ctrl & 7;
+            for (int bit = 31; bit >= 4 && bar < 6; bit--)
                 if (cap & (1u << bit)) {
-                    d->rebar_bar1_max = (uint64_t)1 << (20 + bit - 4);
+                    d->rebar_max[bar] = (uint64_t)1 << (20 + bit - 4);
                     break;
                 }
         }
@@ -243,6 +242,18 @@ bool gdu_pci_is_nvme(const gdu_pci_dev *d)
 bool gdu_pci_is_nic(const gdu_pci_dev *d)
 {
     return (d->class_code >> 8) == 0x02;
+}
+
+uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index)
+{
+    int seen = 0;
+    for (int k = 0; k < 6; k++)
+        if (d->bar_size[k] != 0 && ++seen == 2) {
+            *index = k;
+            return d->bar_size[k];
+        }
+    *index = -1;
+    return 0;
 }
 
 bool gdu_pci_acs_redirects(const gdu_pci_dev *d)

@@ -27,7 +27,7 @@ typedef struct gdu_pci_dev {
     gdu_cfg_state acs;
     uint16_t acs_cap, acs_ctrl;
     gdu_cfg_state rebar;
-    uint64_t rebar_bar1_max; /* largest BAR1 size the ReBAR capability offers, bytes */
+    uint64_t rebar_max[6];   /* per BAR register: the largest size ReBAR offers, bytes (0: not resizable) */
     int iommu_group;       /* -1 when none */
     char driver[32];       /* bound kernel driver, "" when none */
 } gdu_pci_dev;
@@ -47,6 +47,11 @@ bool gdu_pci_is_bridge(const gdu_pci_dev *d);
 bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d);
 bool gdu_pci_is_nvme(const gdu_pci_dev *d);
 bool gdu_pci_is_nic(const gdu_pci_dev *d);
+
+/* NVIDIA's "BAR1" (the window onto GPU memory) is the second memory BAR: BAR
+ * register 1 after a 32-bit BAR0 (GeForce), register 2 after a 64-bit BAR0
+ * (H100/H200). Returns its size (0 if none) and its register in *index. */
+uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index);
 
 /* The ACS control bits that force peer-to-peer traffic up to the root complex
  * (Request Redirect, Completion Redirect, Egress Control). */

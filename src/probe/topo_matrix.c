@@ -16,18 +16,35 @@ static gdu_topo_col *add_col(gdu_topo *t, gdu_topo_kind kind, const gdu_pci_dev 
     return c;
 }
 
-static void nic_names(gdu_sysroot *sr, const char *bdf, char *out, size_t len)
+static void append_names(gdu_sysroot *sr, const char *dir, char *out, size_t len)
 {
-    char dir[96], **names;
-    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/net", bdf);
+    char **names;
     long n = gdu_sysroot_list(sr, dir, &names);
-    out[0] = '\0';
     for (long i = 0; i < n; i++) {
         size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%s", used ? "," : "", names[i]);
+        if (used < len)
+            snprintf(out + used, len - used, "%s%s", used ? "," : "", names[i]);
     }
     if (n > 0)
         gdu_sysroot_free_names(names, n);
+}
+
+/* Interface names: <dev>/net/*, or <dev>/virtio<N>/net/* for virtio-net. */
+static void nic_names(gdu_sysroot *sr, const char *bdf, char *out, size_t len)
+{
+    char dir[160], **children;
+    out[0] = '\0';
+    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/net", bdf);
+    append_names(sr, dir, out, len);
+    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", bdf);
+    long n = gdu_sysroot_list(sr, dir, &children);
+    for (long i = 0; i < n; i++)
+        if (strncmp(children[i], "virtio", 6) == 0) {
+            snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/%.32s/net", bdf, children[i]);
+            append_names(sr, dir, out, len);
+        }
+    if (n > 0)
+        gdu_sysroot_free_names(children, n);
 }
 
 /* The controller ("nvme0") whose namespaces include disk ("nvme0n1"). */

@@ -103,7 +103,10 @@ static void rtx3060_direct_with_gdunlock(void **state)
     assert_true(gdu_pci_is_nvidia_gpu(gpu));
     assert_int_equal(gpu->bar_size[1], 16ull << 30);
     assert_int_equal(gpu->rebar, GDU_CFG_PRESENT);
-    assert_int_equal(gpu->rebar_bar1_max, 16ull << 30);
+    assert_int_equal(gpu->rebar_max[1], 16ull << 30);
+    int index;
+    assert_int_equal(gdu_pci_nvidia_bar1(gpu, &index), 16ull << 30);
+    assert_int_equal(index, 1);
     assert_string_equal(gpu->driver, "nvidia");
     assert_non_null(strstr(gpu->path, "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"));
     done(t);
@@ -195,6 +198,11 @@ static void proprietary_old_driver(void **state)
     assert_non_null(strstr(finding(&t->r, "driver.version", GDU_ST_FAIL)->fix, "555 or newer"));
     assert_non_null(strstr(finding(&t->r, "driver.flavour", GDU_ST_WARN)->fix, "open kernel module"));
     assert_true(has_evidence(finding(&t->r, "driver.gsp", GDU_ST_OK), "GPU Firmware: N/A"));
+    /* captured without root: 64 bytes of config space, so ACS and ReBAR are unknown, not guessed */
+    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "unknown (extended config space needs root"));
+    const gdu_finding *pcie = finding(&t->r, NVME_PIX, GDU_ST_UNKNOWN);
+    assert_true(has_evidence(pcie, "ACS: unknown"));
+    assert_non_null(strstr(pcie->fix, "run doctor as root"));
     done(t);
 }
 
@@ -265,12 +273,15 @@ static void h200_vm_cufile_5027(void **state)
     run_t *t = fixture("h200x2-vm-virtio", "/root");
     assert_int_equal(t->r.gds, GDU_GDS_IMPOSSIBLE);
     assert_true(has_reason(&t->r, "error 5027"));
-    assert_true(has_reason(&t->r, "not on NVMe (vda1 -> vda)"));
+    assert_true(has_reason(&t->r, "not on NVMe (vda)"));
+    assert_true(has_reason(&t->r, "udev has no ID_FS_USAGE for vda (254:0)"));
     const gdu_finding *f = finding(&t->r, "storage.udev", GDU_ST_FAIL);
     assert_true(has_evidence(f, "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
     assert_non_null(strstr(f->fix, "udevadm trigger"));
-    assert_true(has_evidence(finding(&t->r, "storage.block", GDU_ST_FAIL), "disk vda at PCI 0000:00:04.0 (not NVMe)"));
-    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "unknown (extended config space needs root"));
+    assert_true(has_evidence(finding(&t->r, "storage.block", GDU_ST_FAIL), "disk vda at PCI 0000:00:01.0 (not NVMe)"));
+    /* 64-bit BAR0: BAR1 is region 2, as on the real H200 */
+    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "resource region 2: 256.00 GiB"));
+    assert_non_null(strstr(finding(&t->r, "gpu1.link", GDU_ST_OK)->title, "Gen5 x16"));
     assert_int_equal(t->r.n_pairs, 1);
     assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
     done(t);
@@ -344,6 +355,9 @@ static void topo_matrix_cells(void **state)
     t = fixture("h200x2-vm-virtio", NULL);
     gdu_topo_build(&t->sys, topo);
     assert_string_equal(topo->cell[0][1], "NV");
+    assert_string_equal(topo->cols[2].name, "NIC0");
+    assert_string_equal(topo->cols[2].detail, "eth0"); /* virtio-net: virtio2/net/eth0 */
+    assert_string_equal(topo->cell[0][2], "PHB");
     json_t *j = gdu_topo_to_json(topo);
     assert_non_null(j);
     json_decref(j);
