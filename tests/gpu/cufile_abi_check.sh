@@ -14,17 +14,23 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# Folders of the python nvidia-* wheels that hold an include/ or lib/ with
+# cuFile or CUDA headers (nvidia/cufile for CUDA 12 wheels, nvidia/cu13 for 13).
 wheel_dirs() {
   python3 - <<'PY' 2>/dev/null
-import importlib.util, os
-for mod in ("nvidia.cufile", "nvidia.cu13", "nvidia.cuda_runtime", "nvidia.cuda_nvcc"):
-    try:
-        spec = importlib.util.find_spec(mod)
-    except Exception:
-        continue
-    if spec and spec.submodule_search_locations:
-        for d in spec.submodule_search_locations:
-            print(d)
+import glob, os
+try:
+    import nvidia
+except Exception:
+    raise SystemExit
+seen = set()
+for root in nvidia.__path__:
+    for pat in ("/**/include/cufile.h", "/**/include/cuda.h", "/**/lib/libcufile.so.0"):
+        for f in glob.glob(root + pat, recursive=True):
+            d = os.path.dirname(os.path.dirname(f))
+            if d not in seen:
+                seen.add(d)
+                print(d)
 PY
 }
 

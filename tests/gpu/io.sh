@@ -29,7 +29,7 @@ fi
 
 # cuFile from the python wheel when it is not in /usr/local/cuda (for the cufile rows).
 if [ -z "${GDUNLOCK_LIBCUFILE:-}" ] && [ ! -e /usr/local/cuda/lib64/libcufile.so.0 ]; then
-  wheel=$(python3 -c 'import nvidia.cufile as m, os; print(os.path.join(list(m.__path__)[0], "lib", "libcufile.so.0"))' 2>/dev/null)
+  wheel=$(python3 -c 'import glob, nvidia; print(next(iter(sorted(f for d in nvidia.__path__ for f in glob.glob(d + "/**/libcufile.so.0", recursive=True))), ""))' 2>/dev/null)
   [ -n "$wheel" ] && [ -e "$wheel" ] && export GDUNLOCK_LIBCUFILE=$wheel
 fi
 echo "INFO io: build $BUILD, scratch $dir ($(df -h --output=fstype,avail "$dir" | tail -1)), libcufile ${GDUNLOCK_LIBCUFILE:-default search}"
