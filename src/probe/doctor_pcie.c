@@ -20,8 +20,9 @@ gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, 
         if (b == NULL || b->acs == GDU_CFG_UNKNOWN) {
             answer = answer == GDU_TRI_YES ? GDU_TRI_YES : GDU_TRI_UNKNOWN;
         } else if (gdu_pci_acs_redirects(b)) {
-            size_t used = strlen(redirecting);
-            if (used < len)
+            size_t used = len ? strlen(redirecting) : 0;
+            size_t need = (used ? 1 : 0) + strlen(b->bdf) + 1;
+            if (used + need <= len) /* whole addresses only */
                 snprintf(redirecting + used, len - used, "%s%s", used ? " " : "", b->bdf);
             answer = GDU_TRI_YES;
         }

@@ -1,6 +1,7 @@
 /* doctor's verdicts, reasons and fixes on the fixture sysroots of
  * tests/fixtures/doctor (built by make-fixtures.py to the real formats). */
 #include "probe/doctor.h"
+#include "probe/doctor_pcie.h"
 #include "probe/topo_matrix.h"
 
 #include <setjmp.h>
@@ -145,7 +146,14 @@ static void acs_redirect_forces_compat(void **state)
     assert_true(has_reason(&t->r, "ACS on a bridge between GPU0 and NVMe 0000:04:00.0"));
     const gdu_finding *f = finding(&t->r, NVME_PIX, GDU_ST_FAIL);
     assert_true(has_evidence(f, "0000:02:08.0 ACS control: SrcValid ReqRedir CmpltRedir"));
-    assert_non_null(strstr(f->fix, "setpci"));
+    assert_non_null(strstr(f->fix, "setpci -s 0000:02:08.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:02:10.0"));
+    /* callers that want only the answer pass no buffer */
+    gdu_pcie_path path;
+    gdu_system_path(&t->sys, "0000:03:00.0", "0000:04:00.0", &path);
+    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, NULL, 0), GDU_TRI_YES);
+    char one[16];
+    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, one, sizeof one), GDU_TRI_YES);
+    assert_string_equal(one, "0000:02:08.0");
     done(t);
 }
 
