@@ -274,8 +274,13 @@ def main():
     cpu = gdunlock.load_safetensors(shard_files[0], device="cpu")
     ref = load_file(shard_files[0], device="cpu")
     eq, total, bad = equal_count(cpu, ref)
-    report("PASS" if eq == total else "FAIL", "load-cpu",
-           f"device='cpu': {eq}/{total} tensors equal to safetensors' CPU load")
+    rc, doc = run_cli(a.gdunlock, [shard_files[0], "--to", "host", "--verify"])
+    pinned = doc.get("memory") == "pinned host memory"
+    verified = (doc.get("verify") or {}).get("ok") is True
+    report("PASS" if eq == total and rc == 0 and pinned and verified else "FAIL", "load-cpu",
+           f"device='cpu': {eq}/{total} tensors equal to safetensors' CPU load; CLI --to host "
+           f"--verify: exit {rc}, {doc.get('memory', '?')}, verify "
+           f"{'OK' if verified else 'not OK'}")
 
 
 def write_results(out):
