@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,8 +216,22 @@ static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *repor
 }
 
 /* Runs verify again as a child with the shim preloaded; returns its document. */
-static json_t *run_child(int argc, char **argv, const char *exe, const char *shim_path, gdu_verify_shim *shim)
+/* Whether verify may remove PATH if the child dies: only what it was
+ * entitled to overwrite (absent, or a regular file that is empty or forced). */
+static bool may_remove(const gdu_verify_options *o)
 {
+    struct stat st;
+    if (o->keep)
+        return false;
+    if (stat(o->path, &st) != 0)
+        return errno == ENOENT;
+    return S_ISREG(st.st_mode) && (st.st_size == 0 || o->force);
+}
+
+static json_t *run_child(int argc, char **argv, const char *exe, const char *shim_path,
+                         const gdu_verify_options *opts, gdu_verify_shim *shim)
+{
+    bool removable = may_remove(opts);
     const char *tmp = getenv("TMPDIR");
     char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/gdunlock-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -225,6 +240,12 @@ static json_t *run_child(int argc, char **argv, const char *exe, const char *shi
                          -errno);
     snprintf(result, sizeof result, "%s/result.json", dir);
     snprintf(report, sizeof report, "%s/shim-report.json", dir);
+    /* libcufile's log for the child, unless the user named one: here, so that
+     * it goes with this directory even if the child is killed. */
+    char cufile_log[PATH_MAX + 32] = "";
+    const char *user_log = getenv("CUFILE_LOGFILE_PATH");
+    if (!user_log || !*user_log)
+        snprintf(cufile_log, sizeof cufile_log, "%s/cufile.log", dir);
 
     fflush(NULL);
     pid_t pid = fork();
@@ -235,6 +256,8 @@ static json_t *run_child(int argc, char **argv, const char *exe, const char *shi
         setenv("LD_PRELOAD", preload, 1);
         setenv("GDUNLOCK_REPORT", report, 1);
         setenv(RESULT_ENV, result, 1);
+        if (cufile_log[0])
+            setenv("CUFILE_LOGFILE_PATH", cufile_log, 1);
         char **args = calloc((size_t)argc + 2, sizeof *args);
         if (!args)
             _exit(GDU_EXIT_SOFTWARE);
@@ -249,8 +272,16 @@ static json_t *run_child(int argc, char **argv, const char *exe, const char *shi
     if (pid < 0) {
         doc = json_pack("{s:s, s:i}", "error", "cannot start the verify child process", "errno", -errno);
     } else {
+        /* Ctrl-C reaches the child (same process group); this process stays
+         * to report it and remove what the child could not. */
+        void (*old_int)(int) = signal(SIGINT, SIG_IGN);
+        void (*old_term)(int) = signal(SIGTERM, SIG_IGN);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
+        signal(SIGINT, old_int);
+        signal(SIGTERM, old_term);
+        if (WIFSIGNALED(status) && removable)
+            unlink(opts->path);
         doc = json_load_file(result, 0, NULL);
         if (!doc) {
             char why[256];
@@ -269,6 +300,8 @@ static json_t *run_child(int argc, char **argv, const char *exe, const char *shi
     add_shim(doc, shim, shim->have_report ? report : NULL);
     unlink(result);
     unlink(report);
+    if (cufile_log[0])
+        unlink(cufile_log);
     rmdir(dir);
     return doc;
 }
@@ -470,7 +503,7 @@ int gdu_cmd_verify(int argc, char **argv)
                  getenv("GDUNLOCK_REPORT") ? ", to " : "", getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
     } else if (find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
         shim.active = true;
-        return finish(&c, run_child(argc, argv, exe, shim_path, &shim));
+        return finish(&c, run_child(argc, argv, exe, shim_path, &c.opts, &shim));
     } else {
         snprintf(shim.why_inactive, sizeof shim.why_inactive,
                  "libgdunlock.so not found next to the gdunlock binary (../lib); build the shim target");

@@ -7,6 +7,9 @@ set -u
 bin=$1 fakes=$2 fx=$3/nvfs-stats sanitized=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/verify-cli-XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# verify's own temporary files (shim report, cuFile log) go here, so the test can see leftovers.
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
 export LD_LIBRARY_PATH=$fakes GDUNLOCK_LIBCUFILE=$fakes/libfakecufile.so
 export GDUNLOCK_NVFS_STATS=$work/absent-stats GDUNLOCK_IO_WORKERS=2
 unset GDUNLOCK_REPORT LD_PRELOAD
@@ -118,7 +121,32 @@ if [ "$sanitized" = 0 ] && [ -e "$shim" ]; then
   [ $rc -eq 2 ] || bad "shim: exit $rc: $(cat "$work/shim.json" "$work/shim.err")"
   has shim '"active": true'
   has shim 'the shim wrote no report' # the fake GPU is not an NVIDIA device to the shim
+  # Killed in the middle (SIGTERM: a background job ignores SIGINT): the child
+  # dies, the parent reports it and removes the scratch file and its temporary directory.
+  FAKE_CUFILE=compat FAKE_CUFILE_HANG=1 "$bin" verify "$work/intr.bin" --size 1MiB --json >"$work/intr.json" 2>"$work/intr.err" &
+  parent=$!
+  for _ in $(seq 100); do [ -e "$work/intr.bin" ] && break; sleep 0.1; done
+  sleep 0.3
+  child=$(pgrep -P $parent | head -1)
+  [ -n "$child" ] && kill -TERM "$child"
+  wait $parent
+  rc=$?
+  [ $rc -eq 1 ] || bad "intr: exit $rc, expected 1"
+  has intr 'killed by signal 15'
+  [ -e "$work/intr.bin" ] && bad "intr: scratch file left behind"
+  # a file verify may not overwrite survives the same
+  echo "keep me" >"$work/intr2.bin"
+  FAKE_CUFILE=compat FAKE_CUFILE_HANG=1 "$bin" verify "$work/intr2.bin" --size 1MiB >/dev/null 2>&1 &
+  parent=$!
+  sleep 0.3
+  child=$(pgrep -P $parent | head -1)
+  [ -n "$child" ] && kill -TERM "$child"
+  wait $parent
+  [ "$(cat "$work/intr2.bin")" = "keep me" ] || bad "intr2: a file verify refused to overwrite was touched"
 fi
+
+leftover=$(ls -A "$TMPDIR")
+[ -z "$leftover" ] || bad "temporary files left behind: $leftover"
 
 [ $failures -eq 0 ] && echo "verify CLI: all cases passed"
 exit $((failures > 0))

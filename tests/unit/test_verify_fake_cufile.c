@@ -5,6 +5,7 @@
  *            copying $FAKE_NVFS_AFTER over the stats file $FAKE_NVFS_STATS
  *   corrupt  as direct, but cuFileRead flips one byte
  *   readfail as direct, but cuFileRead returns -CU_FILE_NVFS_DRIVER_ERROR
+ * FAKE_CUFILE_HANG=1 makes cuFileRead sleep a minute (interruption tests).
  * Device pointers are host addresses (see test_verify_fake_cuda.c). */
 #include "cuda/cufile_api.h"
 
@@ -140,6 +141,8 @@ ssize_t cuFileWrite(gdu_CUfileHandle fh, const void *base, size_t size, off_t of
 
 ssize_t cuFileRead(gdu_CUfileHandle fh, void *base, size_t size, off_t off, off_t base_off)
 {
+    if (getenv("FAKE_CUFILE_HANG"))
+        sleep(60); /* for tests that interrupt verify mid-run */
     if (is("readfail"))
         return -GDU_CU_FILE_NVFS_DRIVER_ERROR;
     const struct handle *h = fh;
