@@ -226,6 +226,10 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
                               "ACS on a bridge between GPU%d and NVMe %s redirects peer "
                               "traffic to the root complex",
                               gpus[g].index, bdfs[k]);
+        else if (acs == GDU_TRI_UNKNOWN)
+            gdu_report_note(r, "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
+                               "config space needs root (run doctor as root)",
+                            gpus[g].index, bdfs[k]);
         else if (path.kind == GDU_PATH_SYS)
             gdu_report_note(r, "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
                                "transfers cross the socket link and run slower",

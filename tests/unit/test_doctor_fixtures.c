@@ -211,6 +211,7 @@ static void proprietary_old_driver(void **state)
     const gdu_finding *pcie = finding(&t->r, NVME_PIX, GDU_ST_UNKNOWN);
     assert_true(has_evidence(pcie, "ACS: unknown"));
     assert_non_null(strstr(pcie->fix, "run doctor as root"));
+    assert_true(has_reason(&t->r, "ACS on the bridges between GPU0 and NVMe 0000:04:00.0 is unknown"));
     done(t);
 }
 
