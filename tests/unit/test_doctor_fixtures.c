@@ -322,6 +322,33 @@ static void h200_vm_cufile_5027(void **state)
     done(t);
 }
 
+/* The accelerator machine as `doctor --capture DIR /root` recorded it (the
+ * lead commits it as h200-vm/ after a GPU run); skipped until it exists. */
+static void h200_capture_replays(void **state)
+{
+    if (access(FIXTURES "h200-vm/" GDU_LIVE_FILE, R_OK) != 0)
+        skip();
+    run_t *t = fixture("h200-vm", "/root");
+    assert_true(t->r.driver_present);
+    assert_string_equal(t->r.driver_version, "580.159.04");
+    assert_int_equal(t->r.open_module, 1);
+    assert_int_equal(t->r.n_gpus, 2);
+    for (size_t i = 0; i < t->r.n_gpus; i++) {
+        assert_string_equal(t->r.gpus[i].name, "NVIDIA H200");
+        assert_int_equal(t->r.gpus[i].geforce, 0);
+        assert_int_equal(t->r.gpus[i].bar1_bytes, 256ull << 30);
+        assert_true(t->r.gpus[i].memory_bytes > (140ull << 30));
+    }
+    assert_int_equal(t->r.gds, GDU_GDS_IMPOSSIBLE);
+    assert_true(has_reason(&t->r, "error 5027"));
+    finding(&t->r, "storage.udev", GDU_ST_FAIL);
+    finding(&t->r, "storage.block", GDU_ST_FAIL);
+    finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL);
+    assert_int_equal(t->r.n_pairs, 1);
+    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
+    done(t);
+}
+
 static void no_driver_says_so(void **state)
 {
     char dir[] = "/tmp/gdu-empty-XXXXXX";
@@ -390,6 +417,7 @@ int main(void)
         cmocka_unit_test(rtx4090_stock_sku_lock),
         cmocka_unit_test(rtx4090_patched_bar1),
         cmocka_unit_test(h200_vm_cufile_5027),
+        cmocka_unit_test(h200_capture_replays),
         cmocka_unit_test(no_driver_says_so),
         cmocka_unit_test(topo_matrix_cells),
     };
