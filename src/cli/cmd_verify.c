@@ -1,13 +1,7 @@
 /* gdunlock verify PATH: end-to-end proof that file<->GPU data moved directly
  * (DIRECT, exit 0), correctly through the CPU (COMPAT, exit 2), or not
- * correctly (FAILED, exit 1).
- *
- * The I/O must run with the shim active from the process's first CUDA call,
- * and the shim writes its report only when that process exits. So unless
- * the shim is already preloaded (or --no-shim), verify runs itself again as a
- * child with LD_PRELOAD=<bin>/../lib/libgdunlock.so, GDUNLOCK_REPORT and
- * GDUNLOCK_VERIFY_RESULT set; the child writes its JSON document there, and
- * this process adds the shim's report and prints the result. */
+ * correctly (FAILED, exit 1). Arguments and output; the run itself, and the
+ * re-run as a child with libgdunlock.so preloaded, are in src/verify/. */
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "util/units.h"
@@ -17,15 +11,10 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#define RESULT_ENV "GDUNLOCK_VERIFY_RESULT"
 
 struct cli {
     gdu_verify_options opts;
@@ -149,161 +138,6 @@ static int exit_for_errno(int rc)
     default:
         return GDU_EXIT_SOFTWARE;
     }
-}
-
-/* Runs verify in this process and returns its JSON document (or an
- * {"error", "errno"} document when it could not run). A child leaves the
- * shim's reasons to its parent, which has the report. */
-static json_t *run_here(const struct cli *c, const gdu_verify_shim *shim, bool shim_reasons)
-{
-    static gdu_verify_evidence ev; /* large: keep it off the stack */
-    gdu_verify_result r;
-    char why[512] = "";
-    int rc = gdu_verify_run(&c->opts, &ev, why, sizeof why);
-    if (rc != 0)
-        return json_pack("{s:s, s:i}", "error", why, "errno", rc);
-    ev.shim = *shim;
-    gdu_verify_decide(&ev, &r);
-    if (shim_reasons)
-        gdu_verify_shim_reasons(shim, &r);
-    return gdu_verify_to_json(&ev, &r);
-}
-
-static bool shim_preloaded(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "libgdunlock.so");
-}
-
-/* <dir of this executable>/../lib/libgdunlock.so, if it exists. */
-static bool find_shim(char *path, size_t len, char *exe, size_t exe_len)
-{
-    ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
-    if (n <= 0)
-        return false;
-    exe[n] = '\0';
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", exe);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return false;
-    *slash = '\0';
-    snprintf(path, len, "%s/../lib/libgdunlock.so", dir);
-    return access(path, R_OK) == 0;
-}
-
-/* Adds the shim's reasons and report to a document the child produced. */
-static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *report_path)
-{
-    if (json_object_get(doc, "error"))
-        return;
-    gdu_verify_result r;
-    memset(&r, 0, sizeof r);
-    const char *verdict = json_string_value(json_object_get(doc, "verdict"));
-    r.verdict = !verdict ? GDU_VERIFY_FAILED
-                : strcmp(verdict, "DIRECT") == 0 ? GDU_VERIFY_DIRECT
-                : strcmp(verdict, "COMPAT") == 0 ? GDU_VERIFY_COMPAT
-                                                 : GDU_VERIFY_FAILED;
-    gdu_verify_shim_reasons(shim, &r);
-    json_t *more = gdu_verify_reasons_json(&r);
-    json_array_extend(json_object_get(doc, "reasons"), more);
-    json_decref(more);
-    json_t *s = gdu_verify_shim_json(shim);
-    json_t *report = report_path ? json_load_file(report_path, 0, NULL) : NULL;
-    if (report)
-        json_object_set_new(s, "report", report);
-    json_object_set_new(doc, "shim", s);
-}
-
-/* Runs verify again as a child with the shim preloaded; returns its document. */
-/* Whether verify may remove PATH if the child dies: only what it was
- * entitled to overwrite (absent, or a regular file that is empty or forced). */
-static bool may_remove(const gdu_verify_options *o)
-{
-    struct stat st;
-    if (o->keep)
-        return false;
-    if (stat(o->path, &st) != 0)
-        return errno == ENOENT;
-    return S_ISREG(st.st_mode) && (st.st_size == 0 || o->force);
-}
-
-static json_t *run_child(int argc, char **argv, const char *exe, const char *shim_path,
-                         const gdu_verify_options *opts, gdu_verify_shim *shim)
-{
-    bool removable = may_remove(opts);
-    const char *tmp = getenv("TMPDIR");
-    char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/gdunlock-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return json_pack("{s:s, s:i}", "error", "cannot create a temporary directory for the shim report", "errno",
-                         -errno);
-    snprintf(result, sizeof result, "%s/result.json", dir);
-    snprintf(report, sizeof report, "%s/shim-report.json", dir);
-    /* libcufile's log for the child, unless the user named one: here, so that
-     * it goes with this directory even if the child is killed. */
-    char cufile_log[PATH_MAX + 32] = "";
-    const char *user_log = getenv("CUFILE_LOGFILE_PATH");
-    if (!user_log || !*user_log)
-        snprintf(cufile_log, sizeof cufile_log, "%s/cufile.log", dir);
-
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char preload[PATH_MAX * 2];
-        const char *old = getenv("LD_PRELOAD");
-        snprintf(preload, sizeof preload, "%s%s%s", shim_path, old && *old ? ":" : "", old && *old ? old : "");
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("GDUNLOCK_REPORT", report, 1);
-        setenv(RESULT_ENV, result, 1);
-        if (cufile_log[0])
-            setenv("CUFILE_LOGFILE_PATH", cufile_log, 1);
-        char **args = calloc((size_t)argc + 2, sizeof *args);
-        if (!args)
-            _exit(GDU_EXIT_SOFTWARE);
-        args[0] = "gdunlock";
-        for (int i = 0; i < argc; i++)
-            args[i + 1] = argv[i];
-        execv(exe, args);
-        _exit(GDU_EXIT_SOFTWARE);
-    }
-    json_t *doc = NULL;
-    int status = 0;
-    if (pid < 0) {
-        doc = json_pack("{s:s, s:i}", "error", "cannot start the verify child process", "errno", -errno);
-    } else {
-        /* Ctrl-C reaches the child (same process group); this process stays
-         * to report it and remove what the child could not. */
-        void (*old_int)(int) = signal(SIGINT, SIG_IGN);
-        void (*old_term)(int) = signal(SIGTERM, SIG_IGN);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        signal(SIGINT, old_int);
-        signal(SIGTERM, old_term);
-        if (WIFSIGNALED(status) && removable)
-            unlink(opts->path);
-        doc = json_load_file(result, 0, NULL);
-        if (!doc) {
-            char why[256];
-            if (WIFSIGNALED(status))
-                snprintf(why, sizeof why, "the verify process (with the shim preloaded) was killed by signal %d (%s)",
-                         WTERMSIG(status), strsignal(WTERMSIG(status)));
-            else
-                snprintf(why, sizeof why, "the verify process (with the shim preloaded) exited %d without a result",
-                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-            doc = json_pack("{s:s, s:i, s:b}", "error", why, "errno", -EIO, "crashed", 1);
-        }
-    }
-    const char *pci = json_string_value(json_object_get(json_object_get(doc, "gpu"), "pci"));
-    gdu_verify_shim_read_report(report, pci ? pci : "", (int)json_integer_value(
-                                    json_object_get(json_object_get(doc, "gpu"), "index")), shim);
-    add_shim(doc, shim, shim->have_report ? report : NULL);
-    unlink(result);
-    unlink(report);
-    if (cufile_log[0])
-        unlink(cufile_log);
-    rmdir(dir);
-    return doc;
 }
 
 /* ---- human output ---- */
@@ -483,11 +317,11 @@ int gdu_cmd_verify(int argc, char **argv)
     gdu_verify_shim shim;
     memset(&shim, 0, sizeof shim);
     shim.registered = shim.unregistered = -1;
-    const char *result_path = getenv(RESULT_ENV);
+    const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
     if (result_path) {
         /* We are the child: the parent adds the shim's report. */
-        shim.active = shim_preloaded();
-        json_t *doc = run_here(&c, &shim, false);
+        shim.active = gdu_verify_shim_preloaded();
+        json_t *doc = gdu_verify_document(&c.opts, &shim, false);
         int ok = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
         json_decref(doc);
         return ok ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
@@ -496,17 +330,17 @@ int gdu_cmd_verify(int argc, char **argv)
     char shim_path[PATH_MAX + 32], exe[PATH_MAX];
     if (c.no_shim) {
         snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
-    } else if (shim_preloaded()) {
+    } else if (gdu_verify_shim_preloaded()) {
         shim.active = true;
         snprintf(shim.report_error, sizeof shim.report_error,
                  "the shim was preloaded by the caller; its report is written when this process exits%s%s",
                  getenv("GDUNLOCK_REPORT") ? ", to " : "", getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
-    } else if (find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
+    } else if (gdu_verify_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
         shim.active = true;
-        return finish(&c, run_child(argc, argv, exe, shim_path, &c.opts, &shim));
+        return finish(&c, gdu_verify_run_child(argc, argv, exe, shim_path, &c.opts, &shim));
     } else {
         snprintf(shim.why_inactive, sizeof shim.why_inactive,
                  "libgdunlock.so not found next to the gdunlock binary (../lib); build the shim target");
     }
-    return finish(&c, run_here(&c, &shim, true));
+    return finish(&c, gdu_verify_document(&c.opts, &shim, true));
 }

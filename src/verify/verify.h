@@ -155,8 +155,36 @@ void gdu_verify_add_reason(gdu_verify_result *r, const char *id, const char *fmt
  * evidence (cuFile calls, buffers, nvidia-fs deltas, engine check, shim). */
 json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_result *r);
 
+/* ---- running verify with the shim (verify_process.c) ---- */
+
+/* Set in a verify child's environment: where it writes its document. */
+#define GDU_VERIFY_RESULT_ENV "GDUNLOCK_VERIFY_RESULT"
+
+/* Runs verify in this process: its JSON document (verdict, reasons, evidence),
+ * or {"error", "errno"} when it could not run. shim says what is known of the
+ * shim here; shim_reasons adds its reasons (a child leaves them to its
+ * parent, which has the report). */
+json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim, bool shim_reasons);
+
+/* Whether libgdunlock.so is in LD_PRELOAD. */
+bool gdu_verify_shim_preloaded(void);
+
+/* <directory of the running executable>/../lib/libgdunlock.so when it
+ * exists, into shim; the executable's own path into exe. */
+bool gdu_verify_find_shim(char *shim, size_t len, char *exe, size_t exe_len);
+
+/* Runs `exe verify ARGS` (argv[0] = "verify") as a child with shim_path
+ * preloaded, waits, and returns the child's document with the shim's report
+ * and reasons added (shim filled in), or an {"error", "errno"} document
+ * (with "crashed" when it died). If the child is killed, PATH is removed
+ * when verify was allowed to overwrite it. */
+json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char *shim_path,
+                             const gdu_verify_options *opts, gdu_verify_shim *shim);
+
 /* Pieces of that document, for the CLI when it adds the shim's report. */
 json_t *gdu_verify_shim_json(const gdu_verify_shim *shim);
+/* {"error": why, "errno": err}: a run that reached no verdict. */
+json_t *gdu_verify_error_json(const char *why, int err);
 json_t *gdu_verify_reasons_json(const gdu_verify_result *r);
 
 /* For a verdict other than DIRECT: runs doctor's probes live on PATH's

@@ -148,3 +148,8 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
     json_object_set_new(doc, "shim", gdu_verify_shim_json(&ev->shim));
     return doc;
 }
+
+json_t *gdu_verify_error_json(const char *why, int err)
+{
+    return json_pack("{s:o, s:i}", "error", text_json(why), "errno", err);
+}

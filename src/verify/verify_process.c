@@ -1,0 +1,167 @@
+/* Running verify with the shim active. The I/O must happen in a process
+ * that had libgdunlock.so preloaded from its start, and the shim writes its
+ * report only when that process exits; so the caller runs verify again as a
+ * child with LD_PRELOAD, GDUNLOCK_REPORT and GDU_VERIFY_RESULT_ENV set; the
+ * child writes its JSON document (gdu_verify_document) to that file, and the
+ * parent adds the shim's reasons and report to it. */
+#include "verify/verify.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim, bool shim_reasons)
+{
+    static gdu_verify_evidence ev; /* large: keep it off the stack */
+    gdu_verify_result r;
+    char why[512] = "";
+    int rc = gdu_verify_run(opts, &ev, why, sizeof why);
+    if (rc != 0)
+        return gdu_verify_error_json(why, rc);
+    ev.shim = *shim;
+    gdu_verify_decide(&ev, &r);
+    if (shim_reasons)
+        gdu_verify_shim_reasons(shim, &r);
+    return gdu_verify_to_json(&ev, &r);
+}
+
+bool gdu_verify_shim_preloaded(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "libgdunlock.so");
+}
+
+bool gdu_verify_find_shim(char *path, size_t len, char *exe, size_t exe_len)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", exe);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    snprintf(path, len, "%s/../lib/libgdunlock.so", dir);
+    return access(path, R_OK) == 0;
+}
+
+/* Adds the shim's reasons and report to a document the child produced. */
+static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *report_path)
+{
+    if (json_object_get(doc, "error"))
+        return;
+    gdu_verify_result r;
+    memset(&r, 0, sizeof r);
+    const char *verdict = json_string_value(json_object_get(doc, "verdict"));
+    r.verdict = !verdict ? GDU_VERIFY_FAILED
+                : strcmp(verdict, "DIRECT") == 0 ? GDU_VERIFY_DIRECT
+                : strcmp(verdict, "COMPAT") == 0 ? GDU_VERIFY_COMPAT
+                                                 : GDU_VERIFY_FAILED;
+    gdu_verify_shim_reasons(shim, &r);
+    json_t *more = gdu_verify_reasons_json(&r);
+    json_array_extend(json_object_get(doc, "reasons"), more);
+    json_decref(more);
+    json_t *s = gdu_verify_shim_json(shim);
+    json_t *report = report_path ? json_load_file(report_path, 0, NULL) : NULL;
+    if (report)
+        json_object_set_new(s, "report", report);
+    json_object_set_new(doc, "shim", s);
+}
+
+/* Whether verify may remove PATH if the child dies: only what it was
+ * entitled to overwrite (absent, or a regular file that is empty or forced). */
+static bool may_remove(const gdu_verify_options *o)
+{
+    struct stat st;
+    if (o->keep)
+        return false;
+    if (stat(o->path, &st) != 0)
+        return errno == ENOENT;
+    return S_ISREG(st.st_mode) && (st.st_size == 0 || o->force);
+}
+
+json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char *shim_path,
+                             const gdu_verify_options *opts, gdu_verify_shim *shim)
+{
+    bool removable = may_remove(opts);
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/gdunlock-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return gdu_verify_error_json("cannot create a temporary directory for the shim report", -errno);
+    snprintf(result, sizeof result, "%s/result.json", dir);
+    snprintf(report, sizeof report, "%s/shim-report.json", dir);
+    /* libcufile's log for the child, unless the user named one: here, so that
+     * it goes with this directory even if the child is killed. */
+    char cufile_log[PATH_MAX + 32] = "";
+    const char *user_log = getenv("CUFILE_LOGFILE_PATH");
+    if (!user_log || !*user_log)
+        snprintf(cufile_log, sizeof cufile_log, "%s/cufile.log", dir);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char preload[PATH_MAX * 2];
+        const char *old = getenv("LD_PRELOAD");
+        snprintf(preload, sizeof preload, "%s%s%s", shim_path, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("GDUNLOCK_REPORT", report, 1);
+        setenv(GDU_VERIFY_RESULT_ENV, result, 1);
+        if (cufile_log[0])
+            setenv("CUFILE_LOGFILE_PATH", cufile_log, 1);
+        char **args = calloc((size_t)argc + 2, sizeof *args);
+        if (!args)
+            _exit(127);
+        args[0] = "gdunlock";
+        for (int i = 0; i < argc; i++)
+            args[i + 1] = argv[i];
+        execv(exe, args);
+        _exit(127);
+    }
+    json_t *doc = NULL;
+    int status = 0;
+    if (pid < 0) {
+        doc = gdu_verify_error_json("cannot start the verify child process", -errno);
+    } else {
+        /* Ctrl-C reaches the child (same process group); this process stays
+         * to report it and remove what the child could not. */
+        void (*old_int)(int) = signal(SIGINT, SIG_IGN);
+        void (*old_term)(int) = signal(SIGTERM, SIG_IGN);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        signal(SIGINT, old_int);
+        signal(SIGTERM, old_term);
+        if (WIFSIGNALED(status) && removable)
+            unlink(opts->path);
+        doc = json_load_file(result, 0, NULL);
+        if (!doc) {
+            char why[256];
+            if (WIFSIGNALED(status))
+                snprintf(why, sizeof why, "the verify process (with the shim preloaded) was killed by signal %d (%s)",
+                         WTERMSIG(status), strsignal(WTERMSIG(status)));
+            else
+                snprintf(why, sizeof why, "the verify process (with the shim preloaded) exited %d without a result",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            doc = gdu_verify_error_json(why, -EIO);
+            json_object_set_new(doc, "crashed", json_true());
+        }
+    }
+    const char *pci = json_string_value(json_object_get(json_object_get(doc, "gpu"), "pci"));
+    gdu_verify_shim_read_report(report, pci ? pci : "", (int)json_integer_value(
+                                    json_object_get(json_object_get(doc, "gpu"), "index")), shim);
+    add_shim(doc, shim, shim->have_report ? report : NULL);
+    unlink(result);
+    unlink(report);
+    if (cufile_log[0])
+        unlink(cufile_log);
+    rmdir(dir);
+    return doc;
+}
