@@ -63,7 +63,7 @@ def build(target_bytes, dev):
         "lm_head.weight": (torch.randn(VOCAB, HIDDEN, generator=g, device=dev) * 0.02).to(torch.float16),
         "model.norm.weight": torch.ones(HIDDEN, device=dev),
         "model.rotary_emb.position_ids": torch.arange(8192, device=dev, dtype=torch.int64)[None],
-        "model.attn_mask.causal": torch.ones(1024, 1024, device=dev, dtype=torch.bool).tril(),
+        "model.attn_mask.causal": torch.ones(1024, 1024, device=dev).tril().bool(),
         "model.vocab_remap": torch.randperm(VOCAB, generator=g, device=dev).to(torch.int32),
     }
     layers = []
