@@ -51,9 +51,6 @@ void gdu_system_free(gdu_system *s);
 /* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
 size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
 
-/* GeForce / TITAN from a marketing name; UNKNOWN for "". */
-gdu_tri gdu_gpu_name_is_geforce(const char *name);
-
 /* What the live answers say about NVLink between two GPUs. */
 typedef enum {
     GDU_NVLINK_UNKNOWN = 0, /* no live answer for the pair */

@@ -224,19 +224,9 @@ const gdu_pci_dev *gdu_pci_find(const gdu_pci *pci, const char *bdf)
     return NULL;
 }
 
-bool gdu_pci_is_bridge(const gdu_pci_dev *d)
-{
-    return d->class_code == 0x0604;
-}
-
 bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d)
 {
     return d->vendor == GDU_PCI_VENDOR_NVIDIA && (d->class_code >> 8) == 0x03;
-}
-
-bool gdu_pci_is_nvme(const gdu_pci_dev *d)
-{
-    return d->class_code == 0x0108;
 }
 
 bool gdu_pci_is_nic(const gdu_pci_dev *d)

@@ -43,9 +43,7 @@ int gdu_pci_scan(gdu_sysroot *sr, gdu_pci *out, char *why, size_t why_len);
 void gdu_pci_free(gdu_pci *pci);
 
 const gdu_pci_dev *gdu_pci_find(const gdu_pci *pci, const char *bdf);
-bool gdu_pci_is_bridge(const gdu_pci_dev *d);
 bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d);
-bool gdu_pci_is_nvme(const gdu_pci_dev *d);
 bool gdu_pci_is_nic(const gdu_pci_dev *d);
 
 /* NVIDIA's "BAR1" (the window onto GPU memory) is the second memory BAR: BAR
