@@ -23,7 +23,6 @@ struct run {
     gdu_CUdevice dev;
     bool ctx_retained;
     int fd;
-    bool created;
     void *host;
     gdu_verify_devbuf src[GDU_VERIFY_MEM_COUNT], dst[GDU_VERIFY_MEM_COUNT];
     bool src_registered[GDU_VERIFY_MEM_COUNT], dst_registered[GDU_VERIFY_MEM_COUNT];
@@ -71,8 +70,6 @@ static int setup_cuda(struct run *run, gdu_verify_evidence *ev, char *why, size_
  * system accepts it: cuFile needs O_DIRECT for the direct path. */
 static void open_file(struct run *run, gdu_verify_evidence *ev)
 {
-    struct stat st;
-    run->created = stat(ev->path, &st) != 0;
     run->fd = open(ev->path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
     if (run->fd >= 0) {
         gdu_verify_call_set(&ev->file, true, 0, "%s opened with O_DIRECT", ev->path);
