@@ -43,9 +43,11 @@ set_property(TEST test_io_cufile_fake APPEND PROPERTY ENVIRONMENT
 
 # gdunlock bench end to end on the fake GPU: every path runs or says why,
 # reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).
+# Each run uses its own scratch file in the build folder (a disk that takes
+# O_DIRECT): see io_bench_fake.sh.
 if(TARGET gdunlock)
-  set(bench_file ${CMAKE_CURRENT_BINARY_DIR}/bench-fake.dat)
-  set(bench $<TARGET_FILE:gdunlock> bench -f ${bench_file} -s 24M -i 1M -w 3 --chunk 256K)
+  set(bench sh ${CMAKE_CURRENT_SOURCE_DIR}/io_bench_fake.sh $<TARGET_FILE:gdunlock>
+      ${CMAKE_CURRENT_BINARY_DIR} -s 24M -i 1M -w 3 --chunk 256K)
   foreach(variant "read" "write" "read-vmm-rand" "read-cold" "write-cold")
     set(args --create)
     if(variant MATCHES "write")
@@ -60,7 +62,7 @@ if(TARGET gdunlock)
     add_test(NAME test_io_bench_fake_${variant} COMMAND ${bench} ${args} --json)
     set_tests_properties(test_io_bench_fake_${variant} PROPERTIES
       ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0"
-      LABELS unit RESOURCE_LOCK bench_fake_file)
+      LABELS unit)
   endforeach()
   # The cuFile rows through the fake libcufile: direct with nvidia-fs, and
   # compat mode refusing the file with 5027 (a row that says why, exit 0).
@@ -78,7 +80,7 @@ if(TARGET gdunlock)
              COMMAND ${bench} --create -x ${op} --paths direct,cufile-compat,engine --json)
     set_tests_properties(test_io_bench_fake_${name} PROPERTIES
       ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=${fake_cufile};${env}"
-      PASS_REGULAR_EXPRESSION "${expect}" LABELS unit RESOURCE_LOCK bench_fake_file)
+      PASS_REGULAR_EXPRESSION "${expect}" LABELS unit)
   endforeach()
   add_dependencies(gdunlock gdu_fake_cuda gdu_fake_cufile)
 
