@@ -6,8 +6,10 @@
  * Memory layout: one allocation per file holding the file's whole data
  * section, so every tensor keeps its relative file offset (the safetensors
  * writer orders tensors by descending dtype size, which keeps each one aligned
- * to its element size; the allocation itself is 256-byte aligned). One big
- * read per file is the fastest way through the engine and needs no scatter.
+ * to its element size; the allocation itself is at least 256-byte aligned).
+ * Reading each file's data span as one contiguous range (in 256 MiB pieces,
+ * all queued at once) is the fastest way through the engine and needs no
+ * scatter.
  *
  * Every function returns GDU_ST_OK or a named status and, when err is not
  * NULL, fills err with that status and a message saying the cause. Nothing
