@@ -29,7 +29,7 @@ static void append_names(gdu_sysroot *sr, const char *dir, char *out, size_t len
         gdu_sysroot_free_names(names, n);
 }
 
-/* Interface names: <dev>/net/*, or <dev>/virtio<N>/net/* for virtio-net. */
+/* Interface names: the entries of <dev>/net, or of <dev>/virtio<N>/net for virtio-net. */
 static void nic_names(gdu_sysroot *sr, const char *bdf, char *out, size_t len)
 {
     char dir[160], **children;
