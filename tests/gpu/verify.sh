@@ -2,7 +2,9 @@
 # GPU checks for `gdunlock verify` (run by tests/gpu/run.sh; $BUILD, $OUT set).
 # On the H200 machine (no nvidia-fs; cuFile refuses the ext4 root with 5027)
 # verify must run to the end, say COMPAT (or FAILED) with exactly those causes,
-# and still prove data integrity through the I/O engine. Outputs go to $OUT.
+# and still prove data integrity through the I/O engine. Outputs go to $OUT:
+# verify-human.txt, verify.json (the main run), verify-geforce-mode.json (shim
+# test mode), verify-noshim.json, verify-tmpfs.json, verify-env.txt.
 set -uo pipefail
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/gdu-gpu-out}
@@ -127,6 +129,22 @@ if [ -e "$BUILD/lib/libgdunlock.so" ]; then
     || fail verify-shim "shim active=$shim_active mode='$mode': $(json_get "$OUT/verify.json" 'd["shim"]')"
 else
   skip verify-shim "$BUILD/lib/libgdunlock.so not built"
+fi
+
+# 2b. The GeForce state, reproduced by the shim's test mode: the shim, not
+# libcuda, must register verify's own cuMemAlloc and VMM buffers (2 of each).
+if [ -e "$BUILD/lib/libgdunlock.so" ]; then
+  GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$bin" verify "$target" --json >"$OUT/verify-geforce-mode.json" 2>"$OUT/verify-geforce-mode.stderr"
+  gm=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("mode","")')
+  greg=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("registered",-1)')
+  gunreg=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("unregistered",-1)')
+  gv=$(json_get "$OUT/verify-geforce-mode.json" 'd["verdict"]')
+  if [ "$gm" = unlocked ] && [ "${greg:--1}" -ge 4 ] 2>/dev/null && [ "$greg" = "$gunreg" ]; then
+    pass verify-shim-unlocked "test mode: shim mode unlocked, $greg allocations registered and $gunreg unregistered, verdict $gv"
+  else
+    fail verify-shim-unlocked "test mode: shim mode '$gm', registered $greg, unregistered $gunreg, verdict ${gv:-none}: $(json_get "$OUT/verify-geforce-mode.json" 'd.get("shim", d)')"
+  fi
+  rm -f "$target"
 fi
 
 # 3. Without the shim: same verdict expected here (the H200 driver is native).
