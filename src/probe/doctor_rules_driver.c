@@ -51,20 +51,29 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
                            "driver %s is %d or newer", version, MIN_DRIVER_MAJOR);
     }
 
-    if (d->version.version[0] == '\0') {
+    /* The version line names the open module; the module's taint flags say
+     * "P" for a proprietary license. */
+    bool taint_known = d->taint[0] != '\0';
+    bool proprietary = d->version.version[0] ? !d->version.open_module : strchr(d->taint, 'P') != NULL;
+    if (d->version.version[0] == '\0' && !taint_known) {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_UNKNOWN,
                            "open or proprietary kernel module: unknown");
-        gdu_finding_evidence(f, "/proc/driver/nvidia/version is unreadable");
-    } else if (d->version.open_module) {
+        gdu_finding_evidence(f, "/proc/driver/nvidia/version and /sys/module/nvidia/taint are unreadable");
+    } else if (!proprietary) {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_OK, "open kernel module");
     } else {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_WARN, "proprietary kernel module");
-        gdu_finding_evidence(f, "the NVRM version line does not say \"Open Kernel Module\"");
         gdu_finding_evidence(f, "BAR1-P2P-patched drivers exist only as open kernel modules; "
                                 "GeForce GSP-era features need the open module");
         gdu_finding_fix(f, "install the open kernel module flavour of the same driver "
                            "(e.g. nvidia-driver-<ver>-open, or the .run installer with -m=kernel-open)");
     }
+    if (d->version.version[0])
+        gdu_finding_evidence(f, "the NVRM version line %s \"Open Kernel Module\"",
+                             d->version.open_module ? "says" : "does not say");
+    if (taint_known)
+        gdu_finding_evidence(f, "/sys/module/nvidia/taint: %s (%s)", d->taint,
+                             strchr(d->taint, 'P') ? "P: proprietary license" : "no P: GPL-compatible license");
 
     size_t gsp = 0;
     for (size_t i = 0; i < d->n_gpus; i++)

@@ -84,6 +84,7 @@ void gdu_driver_probe(gdu_sysroot *sr, gdu_driver *out)
                           sizeof out->module_version);
     if (out->module_version[0] != '\0')
         out->loaded = true;
+    gdu_sysroot_read_line(sr, "/sys/module/nvidia/taint", out->taint, sizeof out->taint);
     read_params(sr, out);
     read_gpus(sr, out);
     read_nvfs(sr, out);

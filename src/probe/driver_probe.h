@@ -24,6 +24,7 @@ typedef struct gdu_driver {
     bool loaded;                   /* /proc/driver/nvidia/version exists */
     gdu_nvidia_version version;    /* parsed from it */
     char module_version[32];       /* /sys/module/nvidia/version, "" if absent */
+    char taint[16];                /* /sys/module/nvidia/taint: "P" marks a proprietary license */
     int enable_resizable_bar;      /* params "EnableResizableBar", -1 when not listed */
     char registry_dwords[256];     /* params "RegistryDwords", quotes removed */
     gdu_driver_gpu gpus[GDU_MAX_GPUS];

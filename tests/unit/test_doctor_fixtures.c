@@ -85,7 +85,7 @@ static void rtx3060_direct_with_gdunlock(void **state)
     assert_string_equal(t->r.gds_target, "/data/model.safetensors");
     assert_true(has_reason(&t->r, "GeForce GPU"));
     assert_true(has_reason(&t->r, "gdunlock shim"));
-    finding(&t->r, "driver.flavour", GDU_ST_OK);
+    assert_true(has_evidence(finding(&t->r, "driver.flavour", GDU_ST_OK), "taint: OE (no P"));
     assert_non_null(strstr(finding(&t->r, "gpu0.bar1", GDU_ST_OK)->title, "covers all 12.00 GiB"));
     assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "BAR1 up to 16.00 GiB"));
     assert_non_null(strstr(finding(&t->r, "gpu0.link", GDU_ST_OK)->title, "Gen1 x16 (max Gen4 x16)"));
@@ -205,6 +205,7 @@ static void proprietary_old_driver(void **state)
     assert_true(has_reason(&t->r, "driver 535.129.03 is older than 555"));
     assert_non_null(strstr(finding(&t->r, "driver.version", GDU_ST_FAIL)->fix, "555 or newer"));
     assert_non_null(strstr(finding(&t->r, "driver.flavour", GDU_ST_WARN)->fix, "open kernel module"));
+    assert_true(has_evidence(finding(&t->r, "driver.flavour", GDU_ST_WARN), "taint: POE (P: proprietary"));
     assert_true(has_evidence(finding(&t->r, "driver.gsp", GDU_ST_OK), "GPU Firmware: N/A"));
     /* captured without root: 64 bytes of config space, so ACS and ReBAR are unknown, not guessed */
     assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "unknown (extended config space needs root"));
