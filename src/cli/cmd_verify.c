@@ -328,8 +328,11 @@ int gdu_cmd_verify(int argc, char **argv)
     }
 
     char shim_path[PATH_MAX + 32], exe[PATH_MAX];
+    const char *enabled = getenv("GDUNLOCK");
     if (c.no_shim) {
         snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
+    } else if (enabled && strcmp(enabled, "0") == 0) {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=0");
     } else if (gdu_verify_shim_preloaded()) {
         shim.active = true;
         snprintf(shim.report_error, sizeof shim.report_error,

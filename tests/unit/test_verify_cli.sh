@@ -47,6 +47,8 @@ FAKE_CUFILE=5027 "$bin" verify "$work/human.bin" --size 1MiB --no-shim >"$work/h
 has human 'gdunlock verify: COMPAT'
 has human 'why not DIRECT'
 has human 'shim           not active: disabled with --no-shim'
+GDUNLOCK=0 FAKE_CUFILE=5027 "$bin" verify "$work/off.bin" --size 1MiB --json >"$work/off.json" 2>&1
+has off '"why_inactive": "disabled by GDUNLOCK=0"'
 
 # A cuFile log the user named: the run's lines are quoted, the file is kept.
 echo "an old line" >"$work/user-cufile.log"
