@@ -173,6 +173,15 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
                      "themselves went through nvidia-fs; enable them with 'echo 1 > "
                      "/sys/module/nvidia_fs/parameters/rw_stats_enabled' (root) and run again");
         }
+        /* The counters are system-wide: say so when others were using nvidia-fs. */
+        if (ev->stats_before.present[GDU_NVFS_ACTIVE_PROCESS] && ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS] > 0) {
+            char text[GDU_VERIFY_TEXT];
+            snprintf(text, sizeof text,
+                     "%llu other process(es) had nvidia-fs open when the run started: the deltas may "
+                     "include their I/O; run verify on an idle machine to be sure",
+                     (unsigned long long)ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS]);
+            add_note(r, "nvfs-shared", text);
+        }
         bool shadow = nvfs_delta_present(ev, GDU_NVFS_SHADOW_BUF_MIB) &&
                       ev->delta.value[GDU_NVFS_SHADOW_BUF_MIB] > 0;
         for (size_t g = 0; g < ev->delta.n_gpus; g++)

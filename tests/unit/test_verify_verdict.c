@@ -142,6 +142,16 @@ static void test_direct_io_stats_off_note(void **state)
     json_decref(doc);
 }
 
+static void test_direct_shared_note(void **state)
+{
+    ev.stats_before.value[GDU_NVFS_ACTIVE_PROCESS] = 2;
+    gdu_verify_decide(&ev, &res);
+    assert_int_equal(res.verdict, GDU_VERIFY_DIRECT);
+    assert_int_equal(res.n_notes, 1);
+    assert_string_equal(res.notes[0].id, "nvfs-shared");
+    assert_non_null(strstr(res.notes[0].text, "2 other process(es)"));
+}
+
 static void test_direct_without_vmm(void **state)
 {
     gdu_verify_buffer *vmm = &ev.buffers[GDU_VERIFY_MEM_VMM];
@@ -474,6 +484,7 @@ int main(void)
         T(test_direct_without_vmm),
         T(test_compat_nvfs_saw_no_io),
         T(test_direct_io_stats_off_note),
+        T(test_direct_shared_note),
         T(test_compat_bar1_err),
         T(test_compat_shadow_buffers),
         T(test_compat_h200_5027),
