@@ -133,6 +133,7 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
     json_t *doc = json_pack("{s:s, s:i, s:o}", "verdict", gdu_verify_verdict_name(r->verdict), "exit_code",
                             gdu_verify_exit_code(r->verdict), "reasons", list_json(r->reasons, r->n_reasons));
     json_object_set_new(doc, "notes", list_json(r->notes, r->n_notes));
+    json_object_set_new(doc, "gdunlock", json_string(GDUNLOCK_VERSION));
     json_object_set_new(doc, "file", json_pack("{s:o, s:I, s:o}", "path", text_json(ev->path), "size", (json_int_t)ev->size,
                                                "open", call_json(&ev->file)));
     json_object_set_new(doc, "gpu", json_pack("{s:i, s:o, s:o}", "index", ev->gpu, "name", text_json(ev->gpu_name),

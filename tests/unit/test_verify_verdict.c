@@ -416,6 +416,7 @@ static void test_json_document(void **state)
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "verdict")), "COMPAT");
     assert_int_equal(json_integer_value(json_object_get(doc, "exit_code")), 2);
+    assert_string_equal(json_string_value(json_object_get(doc, "gdunlock")), GDUNLOCK_VERSION);
     assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "file"), "path")), "/tmp/?" "?-verify.bin");
     json_t *reasons = json_object_get(doc, "reasons");
     assert_int_equal(json_array_size(reasons), res.n_reasons);
