@@ -30,7 +30,15 @@ set_target_properties(gdu_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFI
 
 gdunlock_unit_test(test_io_cuda_fake SOURCES test_io_cuda_fake.c LIBS gdu_io)
 add_dependencies(test_io_cuda_fake gdu_fake_cuda)
-set_property(TEST test_io_cuda_fake APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
+# The environment goes to the valgrind twin (GDUNLOCK_VALGRIND) too.
+function(gdu_io_test_env name)
+  foreach(t ${name} ${name}-valgrind)
+    if(TEST ${t})
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT ${ARGN})
+    endif()
+  endforeach()
+endfunction()
+gdu_io_test_env(test_io_cuda_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
 
 # The cuFile backend against a fake libcufile (tests/unit/fake_libcufile.c).
 add_library(gdu_fake_cufile SHARED fake_libcufile.c)
@@ -38,8 +46,8 @@ set_target_properties(gdu_fake_cufile PROPERTIES OUTPUT_NAME cufile PREFIX lib S
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake-cufile)
 gdunlock_unit_test(test_io_cufile_fake SOURCES test_io_cufile_fake.c LIBS gdu_io)
 add_dependencies(test_io_cufile_fake gdu_fake_cuda gdu_fake_cufile)
-set_property(TEST test_io_cufile_fake APPEND PROPERTY ENVIRONMENT
-  "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
+gdu_io_test_env(test_io_cufile_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
+  "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
 
 # gdunlock bench end to end on the fake GPU: every path runs or says why,
 # reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).
