@@ -118,6 +118,9 @@ typedef struct {
     const bench_plan *p;
     bench_lat *lat;
     int fd;
+    void **bufs;          /* one pinned I/O buffer per thread, allocated before timing */
+    double *finished;     /* when each thread ran out of work */
+    atomic_uint next_buf; /* which of bufs (and finished) a starting thread takes */
     atomic_size_t next;
     atomic_uint_fast64_t bytes;
     atomic_int status;
@@ -128,12 +131,8 @@ static void *host_worker(void *arg)
 {
     host_shared *s = arg;
     const bench_config *c = s->c;
-    void *buf = pinned_alloc(s->g, c->io_size);
-    if (buf == NULL) {
-        atomic_store(&s->status, -ENOMEM);
-        return NULL;
-    }
-    memset(buf, 0x5A, c->io_size);
+    unsigned me = atomic_fetch_add(&s->next_buf, 1);
+    void *buf = s->bufs[me];
     for (;;) {
         size_t i = atomic_fetch_add(&s->next, 1);
         if (i >= s->p->n || atomic_load(&s->status) != 0)
@@ -150,7 +149,7 @@ static void *host_worker(void *arg)
         }
         atomic_fetch_add(&s->bytes, n);
     }
-    pinned_free(s->g, buf);
+    s->finished[me] = bench_now();
     return NULL;
 }
 
@@ -162,28 +161,45 @@ void bench_run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, be
     if (s.fd < 0)
         return;
     pthread_t *th = calloc(c->workers, sizeof *th);
+    s.bufs = calloc(c->workers, sizeof *s.bufs);
+    s.finished = calloc(c->workers, sizeof *s.finished);
+    bool ready = th != NULL && s.bufs != NULL && s.finished != NULL;
+    for (unsigned i = 0; ready && i < c->workers; i++) {
+        s.bufs[i] = pinned_alloc(g, c->io_size);
+        ready = s.bufs[i] != NULL;
+        if (ready)
+            memset(s.bufs[i], 0x5A, c->io_size);
+    }
     r->ran = true;
     double t0 = bench_now(), c0 = bench_cpu_seconds();
     unsigned started = 0;
-    for (; th != NULL && started < c->workers; started++)
+    for (; ready && started < c->workers; started++)
         if (pthread_create(&th[started], NULL, host_worker, &s) != 0)
             break;
     /* Progress from this thread while the workers run. */
-    while (c->progress && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
+    while (started > 0 && c->progress && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
         bench_progress(c, "host", atomic_load(&s.bytes), false);
         usleep(100000);
     }
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    r->seconds = bench_now() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
+    /* The last thread's finish, not this thread's wake-up from the progress sleep. */
+    double end = t0;
+    for (unsigned i = 0; i < started; i++)
+        end = s.finished[i] > end ? s.finished[i] : end;
+    r->seconds = end - t0;
     r->bytes = atomic_load(&s.bytes);
     bench_progress(c, "host", r->bytes, true);
     free(th);
+    for (unsigned i = 0; s.bufs != NULL && i < c->workers; i++)
+        pinned_free(g, s.bufs[i]);
+    free(s.bufs);
+    free(s.finished);
     close(s.fd);
     if (started == 0) {
-        r->status = -EAGAIN;
-        snprintf(r->note, sizeof r->note, "cannot start threads");
+        r->status = -ENOMEM;
+        snprintf(r->note, sizeof r->note, "cannot allocate %u pinned buffers or start threads", c->workers);
     } else if (atomic_load(&s.status) != 0) {
         io_failed(r, c->write ? "pwrite" : "pread", atomic_load(&s.status), atomic_load(&s.bad_offset));
     } else if (r->note[0] == '\0') {
