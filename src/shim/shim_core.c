@@ -345,9 +345,15 @@ static void rm_before(gdu_shim *s, const gdu_rm_call *c)
     gdu_obj *o;
     switch (c->op) {
     case GDU_RM_OP_ALLOC:
+        /* libcuda making an NV503C where the shim has its own: make room. Not
+         * where the shim's is libcuda's own re-made (test mode): then libcuda
+         * gets the answer it would get anyway. */
         if (c->cls == GDU_NV50_THIRD_PARTY_P2P && (o = gdu_shim_obj(s, c->client, c->parent)) != NULL &&
-            o->cls == GDU_NV20_SUBDEVICE_0 && o->p2p_owned)
-            gdu_p2p_before_native(s, o);
+            o->cls == GDU_NV20_SUBDEVICE_0 && o->p2p_owned) {
+            gdu_obj *p2p = gdu_shim_obj(s, o->client, o->p2p);
+            if (p2p == NULL || !p2p->p2p_adopted)
+                gdu_p2p_before_native(s, o);
+        }
         break;
     case GDU_RM_OP_FREE:
         o = gdu_shim_obj(s, c->client, c->handle);

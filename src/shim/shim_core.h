@@ -78,7 +78,8 @@ void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);
  * NV_ERR_INSERT_DUPLICATE_NAME means yes (an answer of NV_OK means no, and is
  * undone at once). For an address whose mapping was freed recently, asks
  * UNREGISTER_VIDMEM of its old memory handle: NV_ERR_OBJECT_NOT_FOUND means
- * no longer registered. Returns 1 (registered), 0 (not), or -1 (nothing known
+ * no longer registered (NV_OK without asking: that handle is registered again
+ * for a mapping elsewhere). Returns 1 (registered), 0 (not), or -1 (nothing known
  * at gpu_va, or no NV503C to ask); *status gets RM's answer. */
 int gdu_shim_probe_registered(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 

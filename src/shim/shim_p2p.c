@@ -151,11 +151,14 @@ static void remove_vaspace(gdu_obj *p2p, uint32_t vaspace)
     for (unsigned i = 0; i < p2p->n_p2p_vaspaces; i++) {
         if (p2p->p2p_vaspaces[i] != vaspace)
             continue;
+        /* The last entry moves into slot i, its by-shim bit with it. */
         unsigned last = --p2p->n_p2p_vaspaces;
-        p2p->p2p_vaspaces[i] = p2p->p2p_vaspaces[last];
         uint32_t last_bit = (p2p->p2p_vaspaces_by_shim >> last) & 1u;
-        p2p->p2p_vaspaces_by_shim &= ~((1u << i) | (1u << last));
-        p2p->p2p_vaspaces_by_shim |= last_bit << i;
+        p2p->p2p_vaspaces_by_shim &= ~(1u << last);
+        if (i != last) {
+            p2p->p2p_vaspaces[i] = p2p->p2p_vaspaces[last];
+            p2p->p2p_vaspaces_by_shim = (p2p->p2p_vaspaces_by_shim & ~(1u << i)) | (last_bit << i);
+        }
         return;
     }
 }
@@ -218,6 +221,12 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p, gdu_obj *me
             g->already_registered++;
         gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x at 0x%llx (%llu bytes) registered: %s", gpu_number(s, sub),
                      mem->handle, (unsigned long long)address, (unsigned long long)size, gdu_nv_status_name(st));
+    } else if (st == GDU_NV_ERR_NOT_SUPPORTED) {
+        /* RM registers only video memory (ADDR_FBMEM): this one is not. */
+        g->skipped++;
+        g->skipped_bytes += size;
+        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x is not registrable: %s", gpu_number(s, sub), mem->handle,
+                     gdu_nv_status_name(st));
     } else {
         char what[128];
         snprintf(what, sizeof what, "REGISTER_VIDMEM of memory 0x%x at 0x%llx (%llu bytes)", mem->handle,
@@ -329,6 +338,7 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
         return;
     }
     p2p->p2p_owned = true;
+    p2p->p2p_adopted = true;
     __atomic_add_fetch(&s->owned_p2p, 1, __ATOMIC_RELAXED);
     sub->p2p = h;
     sub->p2p_owned = true;
@@ -403,6 +413,9 @@ static void unregister_overlap_visit(gdu_map_node *n, void *arg)
         gdu_p2p_unregister(sc->s, o);
 }
 
+/* Test mode only: libcuda controls the NV503C that replaced its own. Whatever
+ * the shim registered there is taken back first, so that libcuda's call gets
+ * the answer it would get from its own object. */
 void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size)
 {
     if (cmd == GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM && size >= sizeof(gdu_nv503c_register_vidmem)) {
@@ -414,7 +427,15 @@ void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void 
             gdu_p2p_unregister(s, mem);
         struct overlap_scan sc = {s, p2p, p.address, p.size};
         gdu_map_each(&s->objects, unregister_overlap_visit, &sc);
-    } else if (cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE && size >= sizeof(uint32_t)) {
+    } else if (cmd == GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM && size >= sizeof(uint32_t)) {
+        /* What libcuda did not register is not there for it to unregister. */
+        uint32_t h;
+        memcpy(&h, params, sizeof h);
+        gdu_obj *mem = gdu_shim_obj(s, p2p->client, h);
+        if (mem != NULL && mem->reg_p2p == p2p->handle && mem->reg_by_shim)
+            gdu_p2p_unregister(s, mem);
+    } else if ((cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE || cmd == GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE) &&
+               size >= sizeof(uint32_t)) {
         uint32_t v;
         memcpy(&v, params, sizeof v);
         for (unsigned i = 0; i < p2p->n_p2p_vaspaces; i++) {
@@ -552,6 +573,13 @@ int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
         gdu_obj *p2p = gdu_shim_obj(s, f->client, f->p2p);
         if (p2p == NULL)
             return -1;
+        gdu_obj *mem = gdu_shim_obj(s, f->client, f->memory);
+        if (mem != NULL && mem->reg_p2p != 0) {
+            /* The handle is registered again, for a live mapping elsewhere:
+             * asking RM would take that registration away. */
+            *status = GDU_NV_OK;
+            return 0;
+        }
         gdu_nv503c_unregister_vidmem u = {.hMemory = f->memory};
         *status = own_control(s, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u, false);
         return *status == GDU_NV_ERR_OBJECT_NOT_FOUND ? 0 : *status == GDU_NV_OK ? 1 : -1;

@@ -32,7 +32,9 @@ typedef struct gdu_obj {
     gdu_p2p_mode mode;
     uint32_t p2p;
     bool p2p_owned;
-    /* NV503C: the VA spaces registered with it */
+    /* NV503C: made by the shim under libcuda's handle (test mode), and the VA
+     * spaces registered with it */
+    bool p2p_adopted;
     uint32_t p2p_vaspaces[GDU_SHIM_MAX_VASPACES];
     unsigned n_p2p_vaspaces;
     uint32_t p2p_vaspaces_by_shim; /* bit i: p2p_vaspaces[i] was registered by the shim */

@@ -193,6 +193,9 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
     fake_obj *p = find(f, client, parent);
     if (p == NULL)
         return GDU_NV_ERR_INVALID_OBJECT_PARENT;
+    /* resserv takes the handle before the class constructor runs. */
+    if (*handle != 0 && find(f, client, *handle) != NULL)
+        return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
     if (cls == GDU_NV50_THIRD_PARTY_P2P) {
         if (p->cls != GDU_NV20_SUBDEVICE_0)
             return GDU_NV_ERR_INVALID_OBJECT_PARENT;
@@ -209,8 +212,6 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
     }
     if (*handle == 0)
         *handle = f->next_generated++;
-    else if (find(f, client, *handle) != NULL)
-        return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
     add(f, client, *handle, parent, cls);
     return GDU_NV_OK;
 }

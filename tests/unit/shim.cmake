@@ -10,3 +10,7 @@ gdunlock_unit_test(test_shim_replay SOURCES test_shim_replay.c LIBS gdu_fake_rm)
 gdunlock_unit_test(test_shim_run SOURCES test_shim_run.c LIBS PkgConfig::JANSSON)
 target_compile_definitions(test_shim_run PRIVATE GDU_BIN="$<TARGET_FILE:gdunlock>")
 add_dependencies(test_shim_run gdunlock gdu_shim)
+if(GDUNLOCK_SANITIZE)
+  target_compile_definitions(test_shim_run PRIVATE
+                             GDU_RUN_ENV="ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()

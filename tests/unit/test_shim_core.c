@@ -319,6 +319,50 @@ static void test_mode_drop_native(void **state)
     env_free(e);
 }
 
+/* Found by fuzz_shim_sequence: in test mode libcuda must keep getting its
+ * own answers even where the shim registered things on the re-made object. */
+static void test_mode_steps_aside(void **state)
+{
+    env *e = env_new(DRIVER, 1, 0, 1);
+    uint32_t c = e->g.client, h = 0x5c0000f0;
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
+    /* A second NV503C: refused as natively, and the first one is kept. */
+    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h + 1, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x63);
+    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x19);
+    assert_int_equal(fake_rm_p2p_of(e->f, c, e->g.subdevice[0]), h);
+    /* The shim registers both VA spaces at the first mapping... */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
+    /* ...but libcuda unregistering them (never registered by it) gets 0x57, twice,
+     * and registering one gets NV_OK then 0x19. */
+    for (int k = 1; k >= 0; k--) {
+        gdu_nv503c_unregister_va_space u = {.hVASpace = e->g.vaspace[0][k]};
+        assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u), 0x57);
+    }
+    gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0x19);
+    /* Unregistering memory only the shim registered: 0x57, as natively. */
+    gdu_nv503c_unregister_vidmem u = {0x5c000a01};
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0x57);
+    env_free(e);
+}
+
+static void probe_after_remap(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    uint32_t st;
+    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
+    assert_int_equal(lc_unmap(e->s, VA(1), 64 * MiB), 0);
+    assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(2), 64 * MiB, 0), 0);
+    /* The old address is not registered, and asking must not undo the new registration. */
+    assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 0);
+    assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
+    assert_int_equal(gdu_shim_probe_registered(e->s, VA(2), &st), 1);
+    env_free(e);
+}
+
 static void probes(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
@@ -455,6 +499,8 @@ int main(void)
         cmocka_unit_test(unknown_layout_refuses),
         cmocka_unit_test(layout_mismatch_refuses),
         cmocka_unit_test(test_mode_drop_native),
+        cmocka_unit_test(test_mode_steps_aside),
+        cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),

@@ -13,6 +13,12 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+/* Sanitizer builds: the instrumented shim is preloaded into uninstrumented
+ * programs (sh), which ASan allows only when told to. */
+#ifndef GDU_RUN_ENV
+#define GDU_RUN_ENV ""
+#endif
+
 static char out_path[] = "/tmp/gdu-test-run-out-XXXXXX";
 static char err_path[] = "/tmp/gdu-test-run-err-XXXXXX";
 
@@ -20,7 +26,7 @@ static char err_path[] = "/tmp/gdu-test-run-err-XXXXXX";
 static int gdunlock_run(const char *args)
 {
     char cmd[16384];
-    snprintf(cmd, sizeof cmd, "'%s' run %s >%s 2>%s", GDU_BIN, args, out_path, err_path);
+    snprintf(cmd, sizeof cmd, "%s '%s' run %s >%s 2>%s", GDU_RUN_ENV, GDU_BIN, args, out_path, err_path);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
