@@ -29,9 +29,14 @@ int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len)
         r = -ENODEV;
     } else {
         e->cufile_open = true;
-        gdu_CUfileDrvProps props;
-        memset(&props, 0, sizeof props);
-        st = e->cf->cuFileDriverGetProperties(&props);
+        /* Room to spare in case a newer libcufile's struct has grown. */
+        union {
+            gdu_CUfileDrvProps p;
+            unsigned char room[1024];
+        } buf;
+        memset(&buf, 0, sizeof buf);
+        st = e->cf->cuFileDriverGetProperties(&buf.p);
+        const gdu_CUfileDrvProps props = buf.p;
         /* Compat mode reports nvfs version 0.0; /proc/driver/nvidia-fs exists
          * only while the kernel module is loaded. */
         e->nvfs_loaded = (st.err == GDU_CU_FILE_SUCCESS && props.nvfs.major_version != 0) ||
