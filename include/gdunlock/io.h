@@ -81,7 +81,8 @@ int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL
  * when CUDA or the device is unavailable, -ENOMEM, -EINVAL) with why. */
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
 
-/* Waits for queued work, stops the workers, frees everything. NULL is a no-op. */
+/* Waits for queued work, stops the workers, frees everything. Close the
+ * engine's files first. NULL is a no-op. */
 void gdu_io_engine_destroy(gdu_io_engine *e);
 
 /* The options in force after defaults were applied. */
