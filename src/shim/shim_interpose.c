@@ -162,7 +162,7 @@ static void at_fork_child(void)
     g_report_path[0] = '\0'; /* the parent reports; a child that execs starts afresh */
 }
 
-__attribute__((constructor)) static void gdunlock_init(void)
+static void init_once(void)
 {
     real_ioctl();
     const char *enabled = getenv("GDUNLOCK");
@@ -193,6 +193,27 @@ __attribute__((constructor)) static void gdunlock_init(void)
     }
     pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
     __atomic_store_n(&g_shim, s, __ATOMIC_RELEASE);
+}
+
+static pthread_once_t g_init = PTHREAD_ONCE_INIT;
+
+/* Set up at load, or at the first ioctl if a library's constructor (or the
+ * program's) reaches ioctl before ours has run. */
+static gdu_shim *shim(void)
+{
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s == NULL) {
+        t_in_shim = 1;
+        pthread_once(&g_init, init_once);
+        t_in_shim = 0;
+        s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    }
+    return s;
+}
+
+__attribute__((constructor)) static void gdunlock_init(void)
+{
+    shim();
 }
 
 /* Writes the report to path, "%p" replaced by the pid, through a temporary file. */
@@ -237,8 +258,10 @@ GDU_EXPORT int ioctl(int fd, unsigned long request, ...)
     va_start(ap, request);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
-    if (s == NULL || t_in_shim)
+    if (t_in_shim)
+        return real_ioctl()(fd, request, arg);
+    gdu_shim *s = shim();
+    if (s == NULL)
         return real_ioctl()(fd, request, arg);
     t_in_shim = 1;
     int r = gdu_shim_ioctl(s, fd, request, arg);
