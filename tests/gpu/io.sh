@@ -7,14 +7,15 @@
 #   5. sweep of workers x chunk size (warm and cold) that the defaults come from.
 # Writes JSON and a markdown report to $OUT (io-bench-*.json, io-sweep.jsonl,
 # io-bench.md). Needs python3 to read the JSON. Scratch files go to
-# $GDU_IO_BENCH_DIR (default /tmp/gdu-io-bench) and are removed at the end.
+# $GDU_IO_BENCH_DIR (default /var/tmp/gdu-io-bench: a disk, never tmpfs, so
+# that "cold" reads come from storage) and are removed at the end.
 # GDU_IO_BENCH_SIZE, GDU_IO_WRITE_SIZE, GDU_IO_SWEEP_WARM/COLD shrink the runs
 # (for trying the script on a small machine).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(cd "$here/../.." && pwd)/build}
 OUT=${OUT:-/tmp/gdu-gpu-out}
-dir=${GDU_IO_BENCH_DIR:-/tmp/gdu-io-bench}
+dir=${GDU_IO_BENCH_DIR:-/var/tmp/gdu-io-bench}
 gdu=$BUILD/bin/gdunlock
 mkdir -p "$OUT" "$dir"
 trap 'rm -f "$dir"/gdunlock-bench.dat "$dir"/write.dat "$dir"/io-*.bin' EXIT
@@ -32,7 +33,9 @@ if [ -z "${GDUNLOCK_LIBCUFILE:-}" ] && [ ! -e /usr/local/cuda/lib64/libcufile.so
   wheel=$(python3 -c 'import glob, nvidia; print(next(iter(sorted(f for d in nvidia.__path__ for f in glob.glob(d + "/**/libcufile.so.0", recursive=True))), ""))' 2>/dev/null)
   [ -n "$wheel" ] && [ -e "$wheel" ] && export GDUNLOCK_LIBCUFILE=$wheel
 fi
-echo "INFO io: build $BUILD, scratch $dir ($(df -h --output=fstype,avail "$dir" | tail -1)), libcufile ${GDUNLOCK_LIBCUFILE:-default search}"
+fstype=$(df --output=fstype "$dir" | tail -1 | tr -d ' ')
+echo "INFO io: build $BUILD, scratch $dir ($fstype, $(df -h --output=avail "$dir" | tail -1 | tr -d ' ') free), libcufile ${GDUNLOCK_LIBCUFILE:-default search}"
+[ "$fstype" = tmpfs ] && echo "INFO io: $dir is tmpfs: 'cold' numbers will be memory speed; set GDU_IO_BENCH_DIR to a disk"
 
 # 1. correctness on the GPU
 "$BUILD/bin/io_gpu_roundtrip" "$dir" 2>&1 | tee "$OUT/io-roundtrip.log"
