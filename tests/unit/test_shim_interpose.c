@@ -1,0 +1,90 @@
+/* libgdunlock.so preloaded into this test (ctest sets LD_PRELOAD): the real
+ * interposer on a machine without NVIDIA devices. Ordinary ioctls keep their
+ * results and errno, requests that look like RM escapes on other files are
+ * passed through untouched, the test queries answer, fork works. */
+#include "driverabi/nv_escape.h"
+#include "driverabi/nvos.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static void preloaded(void **state)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "gdunlock_test_totals");
+    assert_non_null(sym); /* ctest preloads the shim */
+    Dl_info info;
+    assert_true(dladdr((void *)ioctl, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+}
+
+static void ordinary_ioctls(void **state)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "hello", 5), 5);
+    int n = -1;
+    assert_int_equal(ioctl(p[0], FIONREAD, &n), 0);
+    assert_int_equal(n, 5);
+    errno = 0;
+    assert_int_equal(ioctl(-1, FIONREAD, &n), -1);
+    assert_int_equal(errno, EBADF);
+    /* An RM_FREE-shaped request on a pipe: the kernel says ENOTTY, the block is untouched. */
+    gdu_nvos00 block = {.hRoot = 1, .hObjectParent = 2, .hObjectOld = 3, .status = 0x77};
+    errno = 0;
+    assert_int_equal(ioctl(p[0], gdu_nv_ioctl_request(GDU_NV_ESC_RM_FREE, sizeof block), &block), -1);
+    assert_int_equal(errno, ENOTTY);
+    assert_int_equal(block.status, 0x77);
+    assert_int_equal(block.hObjectOld, 3);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_queries(void **state)
+{
+    int (*totals)(unsigned long long *);
+    int (*probe)(unsigned long long, unsigned *);
+    *(void **)&totals = dlsym(RTLD_DEFAULT, "gdunlock_test_totals");
+    *(void **)&probe = dlsym(RTLD_DEFAULT, "gdunlock_test_probe_registered");
+    unsigned long long t[9];
+    memset(t, 0xff, sizeof t);
+    assert_int_equal(totals(t), 0);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(t[i], 0);
+    unsigned st = 0;
+    assert_int_equal(probe(0x7f0000000000ull, &st), -1); /* nothing mapped */
+}
+
+static void fork_works(void **state)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int n;
+        _exit(ioctl(-1, FIONREAD, &n) == -1 && errno == EBADF ? 3 : 4);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 3);
+    int n;
+    assert_int_equal(ioctl(-1, FIONREAD, &n), -1); /* the parent's shim still answers */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(preloaded),
+        cmocka_unit_test(ordinary_ioctls),
+        cmocka_unit_test(test_queries),
+        cmocka_unit_test(fork_works),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
