@@ -89,7 +89,9 @@ if [ "$hok" = "False" ]; then
     fail verify-cause-5027 "handle registration failed with code $hcode (expected 5027): $htext; reasons: $ids"
   fi
   clog=$(json_get "$OUT/verify.json" 'd["cufile"].get("log","")')
-  if echo "$clog" | grep -qi 'udev\|ID_FS_USAGE'; then
+  # At its default ERROR level libcufile names the volume attributes it could
+  # not get (it reads them from udev); the udev line itself is below ERROR.
+  if echo "$clog" | grep -qi 'udev\|ID_FS_USAGE\|volume attributes'; then
     pass verify-cufile-log "libcufile's own log names the cause: $clog"
   elif [ -n "$clog" ]; then
     fail verify-cufile-log "libcufile logged, but not the udev cause: $clog"
@@ -132,14 +134,17 @@ else
 fi
 
 # 2b. The GeForce state, reproduced by the shim's test mode: the shim, not
-# libcuda, must register verify's own cuMemAlloc and VMM buffers (2 of each).
+# libcuda, must register verify's own cuMemAlloc and VMM buffers (2 of each)
+# and unregister them when verify frees them. libcuda's internal allocations,
+# which the shim registers too, stay registered until the process exits, so
+# the totals differ by those.
 if [ -e "$BUILD/lib/libgdunlock.so" ]; then
   GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$bin" verify "$target" --json >"$OUT/verify-geforce-mode.json" 2>"$OUT/verify-geforce-mode.stderr"
   gm=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("mode","")')
   greg=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("registered",-1)')
   gunreg=$(json_get "$OUT/verify-geforce-mode.json" 'd["shim"].get("unregistered",-1)')
   gv=$(json_get "$OUT/verify-geforce-mode.json" 'd["verdict"]')
-  if [ "$gm" = unlocked ] && [ "${greg:--1}" -ge 4 ] 2>/dev/null && [ "$greg" = "$gunreg" ]; then
+  if [ "$gm" = unlocked ] && [ "${greg:--1}" -ge 4 ] 2>/dev/null && [ "${gunreg:--1}" -ge 4 ] 2>/dev/null; then
     pass verify-shim-unlocked "test mode: shim mode unlocked, $greg allocations registered and $gunreg unregistered, verdict $gv"
   else
     fail verify-shim-unlocked "test mode: shim mode '$gm', registered $greg, unregistered $gunreg, verdict ${gv:-none}: $(json_get "$OUT/verify-geforce-mode.json" 'd.get("shim", d)')"
