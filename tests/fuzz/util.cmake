@@ -1,0 +1,4 @@
+# util: the number parsers behind every command-line option.
+gdunlock_fuzz_target(fuzz_util_units
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_util_units.c ${CMAKE_SOURCE_DIR}/src/util/units.c
+  LIBS m)
