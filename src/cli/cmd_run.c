@@ -233,7 +233,7 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
             snprintf(devs, sizeof devs, json_is_integer(dev) ? "%lld" : "?", (long long)json_integer_value(dev));
             fprintf(out, "  %-4s %-13s %s%-9s%s %10lld %12lld %6lld %8lld %8lld  %s\n", devs, pci ? pci : "-",
                     mode_colour(mode ? mode : "", colour), mode ? mode : "?", colour ? "\033[0m" : "",
-                    num(g, "registered") + num(g, "already_registered"), num(g, "unregistered"), num(g, "live"),
+                    num(g, "registered"), num(g, "unregistered"), num(g, "live"),
                     num(g, "skipped"), num(g, "failures"), reason ? reason : "");
             const char *key;
             const json_t *count;

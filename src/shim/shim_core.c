@@ -225,14 +225,7 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
         if (o->cls == GDU_NV50_THIRD_PARTY_P2P) {
             gdu_p2p_forget(s, o);
         } else if (o->reg_p2p != 0) {
-            gdu_obj *p2p = gdu_shim_obj(s, o->client, o->reg_p2p);
-            /* RM drops a memory's registrations as it frees the memory. */
-            if (o->reg_by_shim && p2p != NULL) {
-                gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
-                if (sub != NULL)
-                    gdu_shim_gpu(s, sub)->unregistered++;
-            }
-            o->reg_p2p = 0;
+            gdu_p2p_registration_ended(s, o); /* RM drops it as it frees the memory */
         } else if (o->cls == GDU_FERMI_VASPACE_A) {
             gdu_obj *dev = gdu_shim_obj(s, o->client, o->parent);
             if (dev != NULL)

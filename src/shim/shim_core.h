@@ -61,9 +61,10 @@ void gdu_shim_fork_child(gdu_shim *s);
 typedef struct {
     uint64_t clients;           /* RM clients tracked now */
     uint64_t objects_created;   /* NV503C objects the shim made */
-    uint64_t registered;        /* REGISTER_VIDMEM by the shim that succeeded */
+    uint64_t registered;        /* registrations made on the shim's NV503C objects (by the shim;
+                                   in test mode also libcuda's on the object that replaced its own) */
     uint64_t already_registered;/* mappings found registered already (0x19, or by libcuda) */
-    uint64_t unregistered;      /* of the shim's registrations, ended since */
+    uint64_t unregistered;      /* of those, ended since (unregistered, or dropped by RM) */
     uint64_t live;              /* registered - unregistered */
     uint64_t failures;          /* RM calls of the shim that failed */
     uint64_t rm_calls;          /* RM calls the shim made */

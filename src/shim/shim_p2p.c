@@ -212,6 +212,7 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p, gdu_obj *me
     if (st == GDU_NV_OK || st == GDU_NV_ERR_INSERT_DUPLICATE_NAME) {
         mem->reg_p2p = p2p->handle;
         mem->reg_by_shim = st == GDU_NV_OK;
+        mem->reg_counted = st == GDU_NV_OK;
         mem->reg_address = address;
         mem->reg_size = size;
         mem->reg_offset = offset;
@@ -377,6 +378,17 @@ void gdu_p2p_before_native(gdu_shim *s, gdu_obj *sub)
     }
 }
 
+void gdu_p2p_registration_ended(gdu_shim *s, gdu_obj *mem)
+{
+    gdu_obj *p2p = gdu_shim_obj(s, mem->client, mem->reg_p2p);
+    gdu_obj *sub = p2p != NULL ? gdu_shim_obj(s, p2p->client, p2p->parent) : NULL;
+    if (mem->reg_counted && sub != NULL)
+        gdu_shim_gpu(s, sub)->unregistered++;
+    mem->reg_p2p = 0;
+    mem->reg_by_shim = false;
+    mem->reg_counted = false;
+}
+
 void gdu_p2p_unregister(gdu_shim *s, gdu_obj *mem)
 {
     gdu_obj *p2p = gdu_shim_obj(s, mem->client, mem->reg_p2p);
@@ -386,9 +398,7 @@ void gdu_p2p_unregister(gdu_shim *s, gdu_obj *mem)
     gdu_nv503c_unregister_vidmem p = {.hMemory = mem->handle};
     uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &p, sizeof p, true);
     if (st == GDU_NV_OK || st == GDU_NV_ERR_OBJECT_NOT_FOUND) {
-        gdu_shim_gpu(s, sub)->unregistered++;
-        mem->reg_p2p = 0;
-        mem->reg_by_shim = false;
+        gdu_p2p_registration_ended(s, mem);
         gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x unregistered: %s", gpu_number(s, sub), mem->handle,
                      gdu_nv_status_name(st));
     } else {
@@ -467,8 +477,15 @@ void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *
         if (mem != NULL && size >= sizeof(gdu_nv503c_register_vidmem)) {
             gdu_nv503c_register_vidmem p;
             memcpy(&p, params, sizeof p);
+            gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
             mem->reg_p2p = p2p->handle;
             mem->reg_by_shim = false;
+            /* On the shim's own object (test mode) libcuda's registration counts too. */
+            mem->reg_counted = p2p->p2p_owned && sub != NULL;
+            if (mem->reg_counted) {
+                gdu_shim_gpu(s, sub)->registered++;
+                gdu_shim_gpu(s, sub)->registered_by_libcuda++;
+            }
             mem->reg_address = p.address;
             mem->reg_size = p.size;
             mem->reg_offset = p.offset;
@@ -477,15 +494,8 @@ void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM: {
         gdu_obj *mem = gdu_shim_obj(s, p2p->client, h);
-        if (mem != NULL && mem->reg_p2p == p2p->handle) {
-            if (mem->reg_by_shim) {
-                gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
-                if (sub != NULL)
-                    gdu_shim_gpu(s, sub)->unregistered++;
-            }
-            mem->reg_p2p = 0;
-            mem->reg_by_shim = false;
-        }
+        if (mem != NULL && mem->reg_p2p == p2p->handle)
+            gdu_p2p_registration_ended(s, mem);
         break;
     }
     default:
@@ -495,25 +505,21 @@ void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *
 
 struct forget_scan {
     gdu_shim *s;
-    gdu_obj *p2p, *sub;
+    gdu_obj *p2p;
 };
 
 static void forget_visit(gdu_map_node *n, void *arg)
 {
     struct forget_scan *sc = arg;
     gdu_obj *o = (gdu_obj *)n;
-    if (o->client != sc->p2p->client || o->reg_p2p != sc->p2p->handle)
-        return;
-    if (o->reg_by_shim && sc->sub != NULL)
-        gdu_shim_gpu(sc->s, sc->sub)->unregistered++; /* RM dropped it with the object */
-    o->reg_p2p = 0;
-    o->reg_by_shim = false;
+    if (o->client == sc->p2p->client && o->reg_p2p == sc->p2p->handle)
+        gdu_p2p_registration_ended(sc->s, o); /* RM dropped it with the object */
 }
 
 void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p)
 {
     gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
-    struct forget_scan sc = {s, p2p, sub};
+    struct forget_scan sc = {s, p2p};
     gdu_map_each(&s->objects, forget_visit, &sc);
     if (p2p->p2p_owned) {
         p2p->p2p_owned = false;

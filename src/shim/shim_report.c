@@ -27,7 +27,7 @@ static json_t *gpu_json(const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g
     const char *reason = g->reason[0] ? g->reason : NULL;
     if (reason == NULL && s->refused)
         reason = s->refusal;
-    return json_pack("{s:o, s:s?, s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+    return json_pack("{s:o, s:s?, s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                      "rm_device", slot < GDU_SHIM_GPU_SLOTS - 1 ? json_integer(slot) : json_null(),
                      "pci", g->pci[0] ? g->pci : NULL,
                      "mode", s->refused && g->mode != GDU_P2P_NATIVE ? "failed" : mode_name(g->mode),
@@ -35,6 +35,7 @@ static json_t *gpu_json(const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g
                      "objects_created", (json_int_t)g->objects_created,
                      "va_spaces_registered", (json_int_t)g->va_spaces_registered,
                      "registered", (json_int_t)g->registered,
+                     "registered_by_libcuda", (json_int_t)g->registered_by_libcuda,
                      "already_registered", (json_int_t)g->already_registered,
                      "unregistered", (json_int_t)g->unregistered,
                      "live", (json_int_t)(g->registered - g->unregistered),

@@ -40,9 +40,13 @@ typedef struct gdu_obj {
     uint32_t p2p_vaspaces_by_shim; /* bit i: p2p_vaspaces[i] was registered by the shim */
     uint32_t p2p_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
     unsigned n_p2p_vaspaces_failed;
-    /* memory: where it is registered (reg_p2p == 0: nowhere we know of) */
+    /* memory: where it is registered (reg_p2p == 0: nowhere we know of), by
+     * whom, and whether it counts in the report (made on an NV503C of the
+     * shim's own: by the shim, or in test mode by libcuda on the object that
+     * replaced its own) */
     uint32_t reg_p2p;
     bool reg_by_shim;
+    bool reg_counted;
     uint64_t reg_address, reg_size, reg_offset;
 } gdu_obj;
 
@@ -64,7 +68,7 @@ typedef struct {
     char pci[32];      /* "0000:41:00.0", or "" when RM did not say */
     char reason[200];
     uint64_t objects_created, va_spaces_registered;
-    uint64_t registered, already_registered, unregistered;
+    uint64_t registered, registered_by_libcuda, already_registered, unregistered;
     uint64_t skipped, skipped_bytes, failures;
     struct {
         uint32_t status;
@@ -115,6 +119,8 @@ void gdu_p2p_on_native(gdu_shim *s, gdu_obj *subdevice, gdu_obj *p2p);
 void gdu_p2p_before_native(gdu_shim *s, gdu_obj *subdevice);
 /* Ends the shim's registration of memory (pre-free / pre-unmap). */
 void gdu_p2p_unregister(gdu_shim *s, gdu_obj *memory);
+/* memory's registration is gone (RM dropped it, or it was unregistered): counts it. */
+void gdu_p2p_registration_ended(gdu_shim *s, gdu_obj *memory);
 /* libcuda is about to issue an NV503C control on a NV503C we own (test mode). */
 void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
 /* An NV503C control succeeded: follow the registrations it made or ended. */

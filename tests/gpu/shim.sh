@@ -62,7 +62,7 @@ report_of() { ls -t "$O/$1"-report-*.json 2>/dev/null | head -1; }
 py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 # gpus_summary REPORT: "pci:mode(created,registered+already,unregistered,failures) ..."
 gpus_summary() {
-  py "$1" '" ".join("%s:%s(created %d, reg %d+%d, unreg %d, fail %d)" % (g.get("pci") or g["rm_device"], g["mode"], g["objects_created"], g["registered"], g["already_registered"], g["unregistered"], g["failures"]) for g in d["gpus"])'
+  py "$1" '" ".join("%s:%s(created %d, registered %d of which by libcuda %d, found registered %d, unregistered %d, failures %d)" % (g.get("pci") or g["rm_device"], g["mode"], g["objects_created"], g["registered"], g["registered_by_libcuda"], g["already_registered"], g["unregistered"], g["failures"]) for g in d["gpus"])'
 }
 field() { sed -n "s/.*\b$2=\([0-9]*\).*/\1/p" "$1" | head -1; }
 tline() { grep "^TOTALS $2" "$O/$1.out" | head -1; }
@@ -142,7 +142,7 @@ else
   b=$(sed -n 's/^CHECKSUM //p' "$O/torch.out")
   probed=$(sed -n 's/^PROBED \([0-9]*\) .*/\1/p' "$O/torch.out")
   registered=$(sed -n 's/^PROBED [0-9]* REGISTERED \([0-9]*\).*/\1/p' "$O/torch.out")
-  regs=$([ -n "$rep" ] && py "$rep" 'sum(g["registered"] + g["already_registered"] for g in d["gpus"])')
+  regs=$([ -n "$rep" ] && py "$rep" 'sum(g["registered"] for g in d["gpus"])')
   if [ $prc -eq 0 ] && [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$probed" ] && [ "$probed" = "$registered" ] && [ "${regs:-0}" -gt 0 ]; then
     pass shim-torch "checksum $a with and without the shim; $registered/$probed live tensors proved registered; report: $(gpus_summary "$rep")"
   else
@@ -193,7 +193,7 @@ else
     good=$(grep -c "^BUF $d [^ ]* 1 " "$O/multi.out")
     [ "$n" -ge 5 ] && [ "$n" = "$good" ] && devs_ok=$((devs_ok + 1))
   done
-  unlocked=$([ -n "$rep" ] && py "$rep" 'sum(1 for g in d["gpus"] if g["mode"] == "unlocked" and g["registered"] + g["already_registered"] > 0)')
+  unlocked=$([ -n "$rep" ] && py "$rep" 'sum(1 for g in d["gpus"] if g["mode"] == "unlocked" and g["registered"] > 0)')
   if [ $rc -eq 0 ] && [ "${ndev:-0}" -ge 2 ] && [ "$devs_ok" = "$ndev" ] && [ "${unlocked:-0}" -ge 2 ]; then
     pass shim-two-gpus "$ndev CUDA devices, all buffers registered on each; $(gpus_summary "$rep")"
   else

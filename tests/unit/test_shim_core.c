@@ -304,9 +304,10 @@ static void test_mode_drop_native(void **state)
     /* VMM: only the shim registers it. */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
+    /* Both count: libcuda's cuMemAlloc registration on the shim's object, and the shim's VMM one. */
     gdu_shim_totals t = totals(e);
-    assert_int_equal(t.registered, 1);
-    assert_int_equal(t.already_registered, 1);
+    assert_int_equal(t.registered, 2);
+    assert_int_equal(t.already_registered, 1); /* the cuMemAlloc buffer, found registered at its mapping */
     /* libcuda registering what the shim registered: the shim steps aside first. */
     gdu_nv503c_register_vidmem reg2 = {0x5c000a02, VA(2), 64 * MiB, 0};
     assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg2, sizeof reg2), 0);
@@ -315,7 +316,16 @@ static void test_mode_drop_native(void **state)
     assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0);
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_string_equal(gpu_mode(e, 0), "unlocked");
-    assert_int_equal(totals(e).failures, 0);
+    t = totals(e);
+    assert_int_equal(t.failures, 0);
+    assert_int_equal(t.registered, 3);   /* + libcuda's second, after the shim stepped aside */
+    assert_int_equal(t.unregistered, 2); /* the shim's VMM one (stepping aside), libcuda's first */
+    assert_int_equal(t.live, fake_rm_registrations(e->f));
+    json_t *r = gdu_shim_report(e->s);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
+                                                        "registered_by_libcuda")),
+                     2);
+    json_decref(r);
     env_free(e);
 }
 
