@@ -70,11 +70,15 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
         gdu_io_engine_destroy(e);
         return;
     }
-    /* Enough requests in flight to fill every worker's staging slots, and no
-     * more: queued requests would only add to the measured latency. */
+    /* Twice as many requests in flight as the workers' staging slots hold:
+     * while one slot-full is being read and copied, the next is already
+     * queued, so no worker waits for the bench to retire a request (with
+     * exactly one slot-full in flight the workers starved between requests
+     * and the engine row lost a third of its throughput). A request's
+     * latency therefore includes its time in the queue. */
     const gdu_io_options *o = gdu_io_engine_options(e);
     uint64_t slots_bytes = (uint64_t)o->workers * o->staging_per_worker * o->chunk_size;
-    size_t depth = (size_t)((slots_bytes + c->io_size - 1) / c->io_size);
+    size_t depth = (size_t)(2 * ((slots_bytes + c->io_size - 1) / c->io_size));
     if (depth < 2)
         depth = 2;
     if (depth > p->n)

@@ -30,7 +30,7 @@ static void usage(FILE *out)
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
-            "  -w N             workers / threads (default %u)\n"
+            "  -w N             workers / threads (default %u: half the CPUs, 2..16)\n"
             "  -x read|write    direction (default read: file -> GPU)\n"
             "  -m seq|rand      I/O order (default seq)\n"
             "  -d N             GPU index (default 0)\n"
@@ -38,8 +38,8 @@ static void usage(FILE *out)
             "  --cold           O_DIRECT for every path and the page cache dropped first\n"
             "                   (default: warm page cache, buffered I/O)\n"
             "  --paths LIST     comma-separated subset of the paths above (default all)\n"
-            "  --chunk SIZE     engine chunk size (default: the I/O size, so that every\n"
-            "                   path issues the same reads; the engine's own default is %uM)\n"
+            "  --chunk SIZE     engine chunk size (default: the engine's own, %uM; the engine\n"
+            "                   gets the same -i requests as every path and splits them)\n"
             "  --staging N      engine staging buffers per worker (default %u)\n"
             "  --create         create or rewrite FILE with the verifiable pattern\n"
             "  --no-verify      do not check the data after each path\n"
@@ -50,7 +50,7 @@ static void usage(FILE *out)
             "exit: 0 all paths that could run ran and their data was right; 1 wrong data;\n"
             "64 bad arguments; 66 file missing or not a bench file; 69 no GPU;\n"
             "74 an I/O error.\n",
-            GDU_IO_DEFAULT_WORKERS, GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
+            gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
 }
 
 static int bad_arg(const char *what, const char *value)
@@ -174,8 +174,6 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
     }
     if (c->io_size > c->total)
         c->io_size = c->total;
-    if (c->chunk == 0)
-        c->chunk = c->io_size;
     return 0;
 }
 
@@ -292,7 +290,8 @@ static void warm_page_cache(const bench_config *c)
 
 int gdu_cmd_bench(int argc, char **argv)
 {
-    bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = GDU_IO_DEFAULT_WORKERS,
+    bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = gdu_io_default_workers(),
+                      .chunk = GDU_IO_DEFAULT_CHUNK,
                       .staging = GDU_IO_DEFAULT_STAGING,
                       .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];

@@ -7,8 +7,17 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static const char *nvfs_proc_dir(void)
+{
+    const char *d = getenv("GDUNLOCK_NVFS_PROC");
+    return d != NULL && *d ? d : "/proc/driver/nvidia-fs";
+}
+
+bool gdu_io_nvfs_present(void) { return access(nvfs_proc_dir(), F_OK) == 0; }
 
 int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len)
 {
@@ -39,8 +48,10 @@ int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len)
         const gdu_CUfileDrvProps props = buf.p;
         /* Compat mode reports nvfs version 0.0; /proc/driver/nvidia-fs exists
          * only while the kernel module is loaded. */
+        char version[512];
+        snprintf(version, sizeof version, "%s/version", nvfs_proc_dir());
         e->nvfs_loaded = (st.err == GDU_CU_FILE_SUCCESS && props.nvfs.major_version != 0) ||
-                         access("/proc/driver/nvidia-fs/version", F_OK) == 0;
+                         access(version, F_OK) == 0;
         if (e->nvfs_loaded)
             snprintf(why, len, "nvidia-fs %u.%u", props.nvfs.major_version,
                      props.nvfs.minor_version);

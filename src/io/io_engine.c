@@ -21,6 +21,8 @@ void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
     e->sys = sys != NULL ? *sys : default_sys;
 }
 
+void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piece = bytes; }
+
 const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return &e->opt; }
 gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e) { return e->backend; }
 const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e->reason; }
@@ -72,7 +74,57 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
     }
 }
 
-/* Starts one chunk: file read into a staging slot then an asynchronous copy
+/* Reads chunk c into slot i and queues its copy to caller memory. A
+ * buffered read goes in pieces, each piece's copy queued as soon as the
+ * piece is in staging: the copy engine then reads bytes the CPU has just
+ * written (still in its caches) rather than a whole large chunk's worth that
+ * has already been evicted to DRAM, and the first copy starts sooner. Piece
+ * boundaries fall on multiples of the piece size, so every piece after the
+ * first starts 4 KiB-aligned in the slot, as O_DIRECT needs. On success the
+ * slot holds the chunk (its last copy in flight); on failure the copies
+ * already queued are waited for and the chunk completes with the good
+ * prefix and the error. */
+static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
+{
+    gdu_io_engine *e = w->engine;
+    gdu_io_file *f = c->req->file;
+    gdu_io_slot *s = &w->slots[i];
+    char why[GDU_IO_WHY] = "";
+    uint64_t piece = atomic_load(&f->direct_reads) ? c->length : e->read_piece;
+    uint64_t base = c->offset - gdu_io_staging_skip(c->offset), done = 0;
+    int r = 0;
+    while (done < c->length) {
+        gdu_io_chunk p = *c;
+        p.offset = c->offset + done;
+        uint64_t stop = (p.offset / piece + 1) * piece;
+        p.length = (stop < c->offset + c->length ? stop : c->offset + c->length) - p.offset;
+        p.mem = c->mem + done;
+        char *at = (char *)s->buf + (p.offset - gdu_io_staging_skip(p.offset) - base);
+        char *data = NULL;
+        int64_t got = gdu_io_read_into_staging(f, &p, at, &data, why, sizeof why);
+        if (got < 0) {
+            r = (int)got;
+            break;
+        }
+        if (got > 0 && (r = e->mover->to_mem(w->mctx, i, p.mem, data, (size_t)got, why,
+                                             sizeof why)) != 0)
+            break;
+        done += (uint64_t)got;
+        if ((uint64_t)got < p.length) /* end of file */
+            break;
+    }
+    if (r == 0 && done > 0) {
+        s->good = done;
+        s->chunk = c;
+        return;
+    }
+    char wwhy[GDU_IO_WHY] = "";
+    if (done > 0 && e->mover->wait(w->mctx, i, wwhy, sizeof wwhy) != 0)
+        done = 0; /* the copies of the good prefix failed too */
+    gdu_io_chunk_done(c, done, r, why);
+}
+
+/* Starts one chunk: file read into a staging slot then asynchronous copies
  * to caller memory, or (writes) an asynchronous copy into the slot. */
 static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
 {
@@ -88,21 +140,13 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
     unsigned i = w->next_slot;
     w->next_slot = (i + 1) % e->opt.staging_per_worker;
     slot_finish(w, i);
-    gdu_io_slot *s = &w->slots[i];
-    int r;
     if (c->req->op == GDU_IO_OP_READ) {
-        char *data = NULL;
-        int64_t got = gdu_io_read_into_staging(f, c, s->buf, &data, why, sizeof why);
-        if (got <= 0) {
-            gdu_io_chunk_done(c, 0, (int)(got < 0 ? got : 0), why);
-            return;
-        }
-        r = e->mover->to_mem(w->mctx, i, c->mem, data, (size_t)got, why, sizeof why);
-        s->good = (uint64_t)got;
-    } else {
-        r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset), c->mem,
-                               (size_t)c->length, why, sizeof why);
+        read_chunk(w, i, c);
+        return;
     }
+    gdu_io_slot *s = &w->slots[i];
+    int r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset),
+                               c->mem, (size_t)c->length, why, sizeof why);
     if (r != 0)
         gdu_io_chunk_done(c, 0, r, why);
     else
@@ -242,6 +286,14 @@ static int choose_backend(gdu_io_engine *e, char *why, size_t len)
         snprintf(e->reason, sizeof e->reason, "pipeline: requested");
         return 0;
     }
+    if (want == GDU_IO_BACKEND_AUTO && !gdu_io_nvfs_present()) {
+        /* No direct path can exist: do not pay for cuFileDriverOpen. */
+        e->backend = GDU_IO_BACKEND_PIPELINE;
+        snprintf(e->reason, sizeof e->reason,
+                 "pipeline: cufile not tried: nvidia-fs not loaded (no /proc/driver/nvidia-fs; "
+                 "cuFile could only run in compat mode, through the CPU)");
+        return 0;
+    }
     r = gdu_io_cufile_engine_init(e, e->cufile_why, sizeof e->cufile_why);
     if (want == GDU_IO_BACKEND_CUFILE) {
         if (r != 0) {
@@ -317,6 +369,7 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     pthread_mutex_init(&e->qlock, NULL);
     pthread_cond_init(&e->qcond, NULL);
     int r = fill_options(&e->opt, why, why_len);
+    e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)
         r = choose_backend(e, why, why_len);
     gdu_CUcontext prev = NULL;

@@ -25,6 +25,16 @@ typedef struct {
  * submitting any work. */
 void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys);
 
+/* Buffered reads move a chunk in pieces of at most this many bytes, each
+ * piece's copy queued as soon as it is in staging (see read_chunk in
+ * io_engine.c). 4 MiB: the chunk size that gave the most GB/s at 8 and 16
+ * workers in the warm workers x chunk sweep on the H200 machine (docs/io-api.md). */
+#define GDU_IO_READ_PIECE ((size_t)4 << 20)
+
+/* Sets the read piece size (a multiple of GDU_IO_ALIGN; tests use small ones).
+ * Call before submitting any work. */
+void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes);
+
 /* The only part of the pipeline that differs between the HOST backend and
  * CUDA: copying between a worker's staging slot and the caller's memory, and
  * waiting for that copy. Copies may complete asynchronously; wait/ready
@@ -112,6 +122,7 @@ struct gdu_io_engine {
     char reason[2 * GDU_IO_WHY];
     const gdu_io_mover *mover;
     gdu_io_sys sys;
+    size_t read_piece; /* buffered reads: bytes per piece of a chunk */
     /* CUDA (not for HOST) */
     const gdu_cuda *cu;
     gdu_CUdevice dev;
@@ -152,6 +163,11 @@ static inline size_t gdu_io_staging_skip(uint64_t offset) { return (size_t)(offs
 /* cuFile: engine setup (driver open, nvidia-fs detection), per-file handle
  * registration, and a chunk moved straight to/from caller memory. */
 int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len);
+/* Whether the nvidia-fs kernel module is loaded: its procfs folder exists
+ * (/proc/driver/nvidia-fs, or $GDUNLOCK_NVFS_PROC where tests fake one). A
+ * cheap check AUTO makes before it opens cuFile's driver, which costs
+ * hundreds of milliseconds and without nvidia-fs could only give compat mode. */
+bool gdu_io_nvfs_present(void);
 void gdu_io_cufile_engine_fini(gdu_io_engine *e);
 int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t len);
 void gdu_io_cufile_deregister(gdu_io_file *f);

@@ -6,15 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const backend_names[] = {"auto", "cufile", "pipeline", "host"};
+
+unsigned gdu_io_default_workers(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = cpus > 0 ? cpus / 2 : 2;
+    if (n < 2)
+        n = 2;
+    return n > (long)GDU_IO_MAX_DEFAULT_WORKERS ? GDU_IO_MAX_DEFAULT_WORKERS : (unsigned)n;
+}
 
 void gdu_io_options_default(gdu_io_options *o)
 {
     memset(o, 0, sizeof *o);
     o->backend = GDU_IO_BACKEND_AUTO;
     o->direct = GDU_IO_DIRECT_AUTO;
-    o->workers = GDU_IO_DEFAULT_WORKERS;
+    o->workers = gdu_io_default_workers();
     o->chunk_size = GDU_IO_DEFAULT_CHUNK;
     o->staging_per_worker = GDU_IO_DEFAULT_STAGING;
 }

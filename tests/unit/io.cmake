@@ -46,8 +46,11 @@ set_target_properties(gdu_fake_cufile PROPERTIES OUTPUT_NAME cufile PREFIX lib S
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake-cufile)
 gdunlock_unit_test(test_io_cufile_fake SOURCES test_io_cufile_fake.c LIBS gdu_io)
 add_dependencies(test_io_cufile_fake gdu_fake_cuda gdu_fake_cufile)
+# GDUNLOCK_NVFS_PROC: an existing folder stands in for /proc/driver/nvidia-fs,
+# so that AUTO goes on to ask the fake libcufile.
 gdu_io_test_env(test_io_cufile_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
-  "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
+  "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0"
+  "GDUNLOCK_NVFS_PROC=${CMAKE_BINARY_DIR}/fake-cufile")
 
 # gdunlock bench end to end on the fake GPU: every path runs or says why,
 # reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).

@@ -79,6 +79,22 @@ static void compat_mode_is_not_chosen_by_auto(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* Without nvidia-fs's procfs folder AUTO does not open cuFile at all (even
+ * though this fake libcufile would claim nvidia-fs), and says why. */
+static void auto_skips_cufile_without_nvidia_fs(void **state)
+{
+    setenv("FAKE_CUFILE_NVFS_MAJOR", "2", 1);
+    char *saved = strdup(getenv("GDUNLOCK_NVFS_PROC"));
+    setenv("GDUNLOCK_NVFS_PROC", "/nonexistent/nvidia-fs", 1);
+    gdu_io_engine *e = make(GDU_IO_BACKEND_AUTO, 0);
+    setenv("GDUNLOCK_NVFS_PROC", saved, 1);
+    free(saved);
+    assert_int_equal(gdu_io_engine_backend(e), GDU_IO_BACKEND_PIPELINE);
+    assert_int_equal(gdu_io_engine_direct_storage(e), 0);
+    assert_non_null(strstr(gdu_io_engine_reason(e), "cufile not tried: nvidia-fs not loaded"));
+    gdu_io_engine_destroy(e);
+}
+
 static void forced_cufile_names_the_refusal(void **state)
 {
     setenv("FAKE_CUFILE_REGISTER", "5027", 1);
@@ -172,6 +188,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(compat_mode_is_not_chosen_by_auto, reset_env),
+        cmocka_unit_test_setup(auto_skips_cufile_without_nvidia_fs, reset_env),
         cmocka_unit_test_setup(forced_cufile_names_the_refusal, reset_env),
         cmocka_unit_test_setup(direct_storage_reads_and_writes_through_cufile, reset_env),
         cmocka_unit_test_setup(refused_file_falls_back_to_the_pipeline, reset_env),

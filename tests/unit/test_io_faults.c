@@ -161,6 +161,30 @@ static void eio_mid_transfer_is_reported_with_the_good_prefix(void **state)
     gdu_io_close(f);
 }
 
+/* A chunk read in pieces that fails in its fourth piece: the pieces before
+ * it were copied and count, nothing after them does. */
+static void eio_in_a_piece_keeps_the_pieces_before_it(void **state)
+{
+    fixture *fx = *state;
+    gdu_io_engine_set_read_piece(fx->e, 4096);
+    const uint64_t bad = 5 * CHUNK + 3 * 4096 + 100;
+    atomic_store(&bad_offset, bad);
+    atomic_store(&interrupt_every, 5);
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(fx->e, fx->path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t *buf = malloc(SIZE);
+    memset(buf, 0xEE, SIZE);
+    uint64_t done = 0;
+    char why[256] = "";
+    assert_int_equal(gdu_io_read(f, 0, SIZE, buf, &done, why, sizeof why), -EIO);
+    assert_non_null(strstr(why, "Input/output error"));
+    assert_int_equal(done, 5 * CHUNK + 3 * 4096);
+    for (uint64_t i = 0; i < done; i++)
+        assert_int_equal(buf[i], io_test_byte(i, 3));
+    free(buf);
+    gdu_io_close(f);
+}
+
 static void enospc_on_write_is_reported(void **state)
 {
     fixture *fx = *state;
@@ -222,6 +246,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(eintr_and_partial_reads_are_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(eio_mid_transfer_is_reported_with_the_good_prefix, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(eio_in_a_piece_keeps_the_pieces_before_it, setup, teardown),
         cmocka_unit_test_setup_teardown(enospc_on_write_is_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(direct_refused_mid_way_falls_back_to_buffered, setup,
                                         teardown),

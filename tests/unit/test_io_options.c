@@ -25,12 +25,13 @@ static void defaults(void **state)
     gdu_io_options o;
     gdu_io_options_default(&o);
     assert_int_equal(o.backend, GDU_IO_BACKEND_AUTO);
+    assert_in_range(o.workers, 2, GDU_IO_MAX_DEFAULT_WORKERS);
     assert_int_equal(o.direct, GDU_IO_DIRECT_AUTO);
-    assert_int_equal(o.workers, GDU_IO_DEFAULT_WORKERS);
+    assert_int_equal(o.workers, gdu_io_default_workers());
     assert_int_equal(o.chunk_size, GDU_IO_DEFAULT_CHUNK);
     assert_int_equal(o.staging_per_worker, GDU_IO_DEFAULT_STAGING);
     assert_int_equal(gdu_io_options_from_env(&o, NULL, 0), 0);
-    assert_int_equal(o.workers, GDU_IO_DEFAULT_WORKERS);
+    assert_int_equal(o.workers, gdu_io_default_workers());
 }
 
 static void env_overrides_apply(void **state)

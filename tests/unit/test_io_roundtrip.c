@@ -3,6 +3,7 @@
  * the build disk (O_DIRECT works) and on tmpfs (O_DIRECT refused before
  * Linux 6.6), reads and
  * writes, batches, callbacks and many threads at once. */
+#include "io/io_internal.h"
 #include "io_test_util.h"
 
 #include <errno.h>
@@ -72,10 +73,13 @@ static void check_read(gdu_io_file *f, uint64_t off, uint64_t len)
     free(buf);
 }
 
-static void random_reads(const char *path, gdu_io_direct direct, bool expect_direct)
+/* piece: the engine's read piece size for buffered reads (0: its default). */
+static void random_reads(const char *path, gdu_io_direct direct, bool expect_direct, size_t piece)
 {
     gdu_io_engine *e = io_test_engine(4, CHUNK, 2, direct);
     assert_non_null(e);
+    if (piece != 0)
+        gdu_io_engine_set_read_piece(e, piece);
     gdu_io_file *f = NULL;
     char why[256];
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), 0);
@@ -102,12 +106,19 @@ static void random_reads(const char *path, gdu_io_direct direct, bool expect_dir
 
 static void reads_on_disk_buffered(void **state)
 {
-    random_reads(((fixture *)*state)->path, GDU_IO_DIRECT_OFF, false);
+    random_reads(((fixture *)*state)->path, GDU_IO_DIRECT_OFF, false, 0);
+}
+
+/* Chunks read in pieces (3 pages: not a divisor of the chunk, so piece and
+ * chunk boundaries interleave), each piece copied as soon as it is read. */
+static void reads_on_disk_buffered_in_pieces(void **state)
+{
+    random_reads(((fixture *)*state)->path, GDU_IO_DIRECT_OFF, false, 3 * 4096);
 }
 
 static void reads_on_disk_direct(void **state)
 {
-    random_reads(((fixture *)*state)->path, GDU_IO_DIRECT_ON, true);
+    random_reads(((fixture *)*state)->path, GDU_IO_DIRECT_ON, true, 0);
 }
 
 /* tmpfs refused O_DIRECT before Linux 6.6 and accepts it since: whichever
@@ -119,7 +130,7 @@ static void reads_on_tmpfs_follow_what_it_accepts(void **state)
     bool accepted = probe >= 0;
     if (probe >= 0)
         close(probe);
-    random_reads(fx->path, GDU_IO_DIRECT_ON, accepted);
+    random_reads(fx->path, GDU_IO_DIRECT_ON, accepted, 0);
     gdu_io_engine *e = io_test_engine(2, CHUNK, 2, GDU_IO_DIRECT_ON);
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, fx->path, GDU_IO_READ, &f, NULL, 0), 0);
@@ -344,6 +355,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(reads_on_disk_buffered, setup_disk, teardown),
+        cmocka_unit_test_setup_teardown(reads_on_disk_buffered_in_pieces, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(reads_on_disk_direct, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(reads_on_tmpfs_follow_what_it_accepts, setup_tmpfs, teardown),
         cmocka_unit_test_setup_teardown(auto_direct_follows_the_page_cache, setup_disk, teardown),
