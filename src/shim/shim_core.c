@@ -201,6 +201,29 @@ static void mappings_of_client_visit(gdu_map_node *n, void *arg)
     }
 }
 
+/* Bookkeeping for a mapping taken out of s->mappings. */
+static void mapping_gone(gdu_shim *s, const gdu_mapping *map)
+{
+    gdu_obj *mem = gdu_shim_obj(s, map->client, map->memory);
+    if (mem != NULL && mem->n_mappings > 0)
+        mem->n_mappings--;
+}
+
+struct memory_mappings {
+    gdu_shim *s;
+    const gdu_obj *memory;
+};
+
+static void mappings_of_memory_visit(gdu_map_node *n, void *arg)
+{
+    struct memory_mappings *mm = arg;
+    gdu_mapping *m = (gdu_mapping *)n;
+    if (m->client == mm->memory->client && m->memory == mm->memory->handle) {
+        gdu_map_remove(&mm->s->mappings, n->key);
+        free(m);
+    }
+}
+
 /* After RM freed handle (and everything below it, and its dependants). */
 static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
 {
@@ -224,8 +247,15 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
         gdu_obj *o = dying.items[i];
         if (o->cls == GDU_NV50_THIRD_PARTY_P2P) {
             gdu_p2p_forget(s, o);
-        } else if (o->reg_p2p != 0) {
-            gdu_p2p_registration_ended(s, o); /* RM drops it as it frees the memory */
+        } else if (o->reg_p2p != 0 || o->n_mappings != 0) {
+            if (o->reg_p2p != 0)
+                gdu_p2p_registration_ended(s, o); /* RM drops it as it frees the memory */
+            if (o->n_mappings != 0) {
+                /* Freed while still mapped: forget its mappings, lest the handle,
+                 * reused, be taken for what is mapped there. */
+                struct memory_mappings mm = {s, o};
+                gdu_map_each(&s->mappings, mappings_of_memory_visit, &mm);
+            }
         } else if (o->cls == GDU_FERMI_VASPACE_A) {
             gdu_obj *dev = gdu_shim_obj(s, o->client, o->parent);
             if (dev != NULL)
@@ -457,7 +487,9 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
         return;
     }
     gdu_mapping *map = (gdu_mapping *)gdu_map_remove(&s->mappings, m->base);
-    if (map == NULL && (map = calloc(1, sizeof *map)) == NULL)
+    if (map != NULL)
+        mapping_gone(s, map); /* a stale one at the same address */
+    else if ((map = calloc(1, sizeof *map)) == NULL)
         return;
     *map = (gdu_mapping){.node.key = m->base, .base = m->base, .length = m->length, .offset = m->offset,
                          .client = m->h_client, .memory = m->h_memory};
@@ -465,6 +497,7 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
         free(map);
         return;
     }
+    mem->n_mappings++;
     if (mem->cls != GDU_NV01_MEMORY_LOCAL_USER)
         return; /* only video memory can be registered */
     gdu_obj *sub = gdu_shim_subdevice_of(s, mem);
@@ -492,6 +525,7 @@ static void after_free(gdu_shim *s, const gdu_uvm_range *r)
     gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
     s->freed[s->freed_next++ % GDU_SHIM_FREED_RING] =
         (gdu_freed_mapping){map->base, map->client, map->memory, sub != NULL ? sub->p2p : 0};
+    mapping_gone(s, map);
     free(map);
 }
 

@@ -47,6 +47,7 @@ typedef struct gdu_obj {
     uint32_t reg_p2p;
     bool reg_by_shim;
     bool reg_counted;
+    unsigned n_mappings; /* memory: its live UVM mappings */
     uint64_t reg_address, reg_size, reg_offset;
 } gdu_obj;
 

@@ -217,6 +217,27 @@ static void frees(void **state)
     env_free(e);
 }
 
+static void freed_while_mapped(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    uint32_t c = e->g.client;
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), 0); /* the NV503C goes too */
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], 0x5c000a01), 0);          /* freed, never unmapped */
+    assert_int_equal(totals(e).mappings, 0);
+    /* The handle comes back for unmapped memory; the next NV503C must not
+     * register it at the old address. */
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
+    gdu_shim_totals t = totals(e);
+    assert_int_equal(t.objects_created, 2);
+    assert_int_equal(t.live, 1);
+    assert_int_equal(t.failures, 0);
+    env_free(e);
+}
+
 static void devices_and_clients(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 2);
@@ -504,6 +525,7 @@ int main(void)
         cmocka_unit_test(alignment),
         cmocka_unit_test(fake_rules),
         cmocka_unit_test(frees),
+        cmocka_unit_test(freed_while_mapped),
         cmocka_unit_test(devices_and_clients),
         cmocka_unit_test(vmm_mapped_twice),
         cmocka_unit_test(unknown_layout_refuses),
