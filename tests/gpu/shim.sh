@@ -202,29 +202,36 @@ else
 fi
 
 # ---- f. overhead --------------------------------------------------------------------
-# Alternating runs, the best of each side, so that clock and cache drift hit both.
-best_plain="" best_shim=""
-for i in 1 2 3 4 5; do
-  plainrun ovh-plain-$i timeout 300 "$BIN/shim_gpu_stress" overhead 3000
-  p=$(sed -n 's/^PAIR_NS //p' "$O/ovh-plain-$i.out")
-  shimrun ovh-shim-$i timeout 300 "$BIN/shim_gpu_stress" overhead 3000
-  s=$(sed -n 's/^PAIR_NS //p' "$O/ovh-shim-$i.out")
-  [ -n "$p" ] && { [ -z "$best_plain" ] || [ "$p" -lt "$best_plain" ]; } && best_plain=$p
-  [ -n "$s" ] && { [ -z "$best_shim" ] || [ "$s" -lt "$best_shim" ]; } && best_shim=$s
+# Alternating runs with and without the shim; each side's MEDIAN is compared,
+# since single runs of this loop vary by +-20 % on this machine (a best-of
+# comparison let one lucky plain run decide: 2026-11-30 batch 1).
+plain_ns="" shim_ns=""
+for i in 1 2 3 4 5 6 7 8 9; do
+  plainrun ovh-plain-$i timeout 300 "$BIN/shim_gpu_stress" overhead 6000
+  plain_ns="$plain_ns $(sed -n 's/^PAIR_NS //p' "$O/ovh-plain-$i.out")"
+  shimrun ovh-shim-$i timeout 300 "$BIN/shim_gpu_stress" overhead 6000
+  shim_ns="$shim_ns $(sed -n 's/^PAIR_NS //p' "$O/ovh-shim-$i.out")"
 done
-shimrun ovh-testmode GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$BIN/shim_gpu_stress" overhead 3000
+shimrun ovh-testmode GDUNLOCK_TEST_DROP_NATIVE=1 timeout 300 "$BIN/shim_gpu_stress" overhead 6000
 t=$(sed -n 's/^PAIR_NS //p' "$O/ovh-testmode.out")
-if [ -n "$best_plain" ] && [ -n "$best_shim" ]; then
-  ratio=$(python3 -c "print('%.3f' % ($best_shim / $best_plain))")
-  tratio=$([ -n "$t" ] && python3 -c "print('%.3f' % ($t / $best_plain))")
-  if python3 -c "import sys; sys.exit(0 if $best_shim / $best_plain <= 1.05 else 1)"; then
-    pass shim-overhead "cuMemAlloc+cuMemFree of 2 MiB: $best_plain ns without, $best_shim ns with the shim (best of 5 x 3000): ratio $ratio <= 1.05 (test mode, registering each buffer: $t ns, ratio ${tratio:-?})"
-  else
-    fail shim-overhead "cuMemAlloc+cuMemFree of 2 MiB: $best_plain ns without, $best_shim ns with the shim: ratio $ratio > 1.05 (test mode: $t ns)"
-  fi
-else
-  fail shim-overhead "no timing: $(tail -2 "$O/ovh-plain-1.out" "$O/ovh-shim-1.out" | tr '\n' ' ')"
-fi
+verdict=$(python3 - "$plain_ns" "$shim_ns" "${t:-0}" <<'PY'
+import statistics, sys
+plain = [int(x) for x in sys.argv[1].split()]
+shim = [int(x) for x in sys.argv[2].split()]
+test = int(sys.argv[3])
+if len(plain) < 5 or len(shim) < 5:
+    print("FAIL no timing: %d plain and %d shim runs reported" % (len(plain), len(shim)))
+    sys.exit()
+mp, ms = statistics.median(plain), statistics.median(shim)
+ratio = ms / mp
+line = ("cuMemAlloc+cuMemFree of 2 MiB, median of %d alternating runs x 6000: %d ns without "
+        "(%d..%d), %d ns with the shim (%d..%d): ratio %.3f; test mode, registering each buffer: "
+        "%d ns (ratio %.3f)" % (len(plain), mp, min(plain), max(plain), ms, min(shim), max(shim),
+                                ratio, test, test / mp))
+print(("PASS " if ratio <= 1.05 else "FAIL ") + line + (" <= 1.05" if ratio <= 1.05 else " > 1.05"))
+PY
+)
+echo "${verdict%% *} shim-overhead: ${verdict#* }"
 
 # ---- g. life cycles -------------------------------------------------------------------
 for mode in fork noexit xthread "ctxloop 50"; do
