@@ -218,6 +218,11 @@ typedef struct gdu_st_load_stats {
     char backend[32];      /* engine backend that moved the data */
     char reason[256];      /* why that backend */
     char memory[64];       /* "device memory", "pinned host memory", ... */
+    /* Where seconds went (the stages overlap: a file's allocation runs while
+     * earlier files' reads are in flight). */
+    double alloc_seconds;    /* memory allocation (the first may create the GPU's context) */
+    double engine_seconds;   /* creating I/O engines (once per process and GPU) */
+    double transfer_seconds; /* first read submitted to last read completed */
 } gdu_st_load_stats;
 
 /* Statistics of the last gdu_st_load; zeros before it. */

@@ -65,7 +65,9 @@ class StLoadStats(ctypes.Structure):
     _fields_ = [("files", ctypes.c_uint64), ("tensors", ctypes.c_uint64),
                 ("tensor_bytes", ctypes.c_uint64), ("read_bytes", ctypes.c_uint64),
                 ("seconds", ctypes.c_double), ("backend", ctypes.c_char * 32),
-                ("reason", ctypes.c_char * 256), ("memory", ctypes.c_char * 64)]
+                ("reason", ctypes.c_char * 256), ("memory", ctypes.c_char * 64),
+                ("alloc_seconds", ctypes.c_double), ("engine_seconds", ctypes.c_double),
+                ("transfer_seconds", ctypes.c_double)]
 
 
 class IoOptions(ctypes.Structure):

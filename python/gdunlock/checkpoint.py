@@ -117,7 +117,8 @@ class Checkpoint:
         return {"files": s.files, "tensors": s.tensors, "tensor_bytes": s.tensor_bytes,
                 "read_bytes": s.read_bytes, "seconds": s.seconds,
                 "backend": s.backend.decode(), "reason": s.reason.decode(errors="replace"),
-                "memory": s.memory.decode()}
+                "memory": s.memory.decode(), "alloc_seconds": s.alloc_seconds,
+                "engine_seconds": s.engine_seconds, "transfer_seconds": s.transfer_seconds}
 
     def host_bytes(self, index):
         """The loaded bytes of a tensor in host memory (device="cpu" loads)."""

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
+#include "cli/load_stages.h"
 #include "gdunlock/safetensors.h"
 #include "util/units.h"
 
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_GPUS 64
@@ -109,13 +109,6 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int fail(const load_args *a, const gdu_st_error *err)
 {
     fprintf(stderr, "gdunlock load: %s: %s\n  fix: %s\n", gdu_st_status_name(err->code),
@@ -139,13 +132,14 @@ int gdu_cmd_load(int argc, char **argv)
 
     gdu_st_error err;
     gdu_st_model *model = NULL;
-    double t0 = now_seconds();
+    double t0 = load_now_seconds();
     if (gdu_st_open(a.path, &model, &err) != GDU_ST_OK)
         return fail(&a, &err);
     load_result r = {
         .path = a.path, .model = model, .target = a.target, .gpus = a.gpus,
-        .gpu_count = a.gpu_count, .open_seconds = now_seconds() - t0, .verified = -1,
+        .gpu_count = a.gpu_count, .open_seconds = load_now_seconds() - t0, .verified = -1,
     };
+    load_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
     gdu_st_load_options o = {
         .target = a.target, .gpus = a.gpus, .gpu_count = a.gpu_count,
         .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
@@ -154,6 +148,7 @@ int gdu_cmd_load(int argc, char **argv)
         rc = fail(&a, &err);
         gdu_st_model_free(model);
         gdu_st_engines_release();
+        load_stages_end(&r.stages);
         return rc;
     }
     if (a.verify)
@@ -180,5 +175,6 @@ int gdu_cmd_load(int argc, char **argv)
                 load_fix_hint(r.verify_error.code));
     gdu_st_model_free(model);
     gdu_st_engines_release();
+    load_stages_end(&r.stages);
     return rc;
 }

@@ -209,6 +209,16 @@ json_t *load_to_json(const load_result *r, int list)
         s.reason, "verify", verify);
     if (doc != NULL)
         json_object_set_new(doc, "misaligned_tensors", json_integer((json_int_t)count_misaligned(r->model)));
+    /* Where the process's time went; alloc, engine and transfer overlap
+     * across files (see gdu_st_load_stats). */
+    if (doc != NULL)
+        json_object_set_new(
+            doc, "stages_seconds",
+            json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "process_start",
+                      r->stages.process_start_seconds, "cuda_init", r->stages.cuda_init_seconds,
+                      "gpu_contexts", r->stages.context_seconds, "headers", r->open_seconds,
+                      "allocation", s.alloc_seconds, "engine_create", s.engine_seconds,
+                      "transfer", s.transfer_seconds, "load_total", s.seconds));
     if (doc != NULL && list) {
         json_t *table = json_array();
         for (size_t i = 0; i < gdu_st_model_tensor_count(r->model); i++)

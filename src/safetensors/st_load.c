@@ -44,23 +44,29 @@ static void record_path(gdu_st_model *m, const gdu_io_file *io)
  * (appended to pieces[*n_pieces...]). */
 static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
                                 gdu_io_file **io, load_piece *pieces, size_t *n_pieces,
-                                gdu_st_error *err)
+                                double *first_submit, gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
+    double t = now_seconds();
     gdu_st_status s = st_block_alloc(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span,
                                      &file->block, err);
+    m->stats.alloc_seconds += now_seconds() - t;
     if (s != GDU_ST_OK || span == 0)
         return s;
     /* Host memory (pinned or not) is filled by one HOST engine for all files. */
     gdu_io_engine *engine = NULL;
+    t = now_seconds();
     s = st_engine_get(host, device, &engine, err);
+    m->stats.engine_seconds += now_seconds() - t;
     if (s != GDU_ST_OK)
         return s;
     char why[256] = "";
     if (gdu_io_open(engine, file->path, GDU_IO_READ, io, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, why);
     record_path(m, *io);
+    if (*first_submit == 0)
+        *first_submit = now_seconds();
     for (uint64_t pos = 0; pos < span; pos += PIECE_BYTES) {
         load_piece *p = &pieces[(*n_pieces)];
         p->file = f;
@@ -135,8 +141,10 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
     size_t n_pieces = 0;
     gdu_st_status s = ios && pieces ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    double first_submit = 0;
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &ios[f], pieces, &n_pieces, err);
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &ios[f], pieces, &n_pieces,
+                       &first_submit, err);
     /* Every submitted request is waited on, also after a failure. */
     uint64_t done = 0;
     for (size_t i = 0; i < n_pieces; i++) {
@@ -151,6 +159,8 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
         if (s == GDU_ST_OK && o.progress != NULL)
             o.progress(o.progress_ctx, done, total);
     }
+    if (first_submit != 0)
+        m->stats.transfer_seconds = now_seconds() - first_submit;
     for (size_t f = 0; ios != NULL && f < m->file_count; f++)
         gdu_io_close(ios[f]);
     free(ios);
