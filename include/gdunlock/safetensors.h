@@ -3,13 +3,15 @@
  * loads the tensor data into GPU (or host) memory through the gdunlock I/O
  * engine and returns a table of tensors.
  *
- * Memory layout: one allocation per file holding the file's whole data
- * section, so every tensor keeps its relative file offset (the safetensors
- * writer orders tensors by descending dtype size, which keeps each one aligned
- * to its element size; the allocation itself is at least 256-byte aligned).
- * Reading each file's data span as one contiguous range (in 256 MiB pieces,
- * all queued at once) is the fastest way through the engine and needs no
- * scatter.
+ * Memory layout: each file's data section lives in a few allocations
+ * ("segments") of whole tensors, at least 256 MiB each, freed together when
+ * the last tensor of the file dies. A segment's address is congruent to its
+ * first byte's data-section offset modulo 256, so every tensor keeps the
+ * alignment it has in the file (the safetensors writer orders tensors by
+ * descending dtype size, which keeps each one aligned to its element size).
+ * Segments are allocated one after the other while the reads of those
+ * already allocated run (all queued at once, in 256 MiB pieces): the first
+ * read does not wait for the whole file's allocation.
  *
  * Every function returns GDU_ST_OK or a named status and, when err is not
  * NULL, fills err with that status and a message saying the cause. Nothing

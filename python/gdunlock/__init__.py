@@ -19,8 +19,8 @@ __all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "par
 
 def load_safetensors(path, device=0, verify=False):
     """Loads a .safetensors file or a sharded checkpoint's index JSON and
-    returns {name: torch.Tensor}. All tensors of one file share one
-    allocation, freed when the last of them dies."""
+    returns {name: torch.Tensor}. All tensors of one file share its memory
+    (a few allocations of whole tensors), freed when the last of them dies."""
     from .torch_bridge import to_torch
 
     with Checkpoint(path) as ckpt:

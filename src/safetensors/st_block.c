@@ -43,62 +43,123 @@ static void leave_primary(const gdu_cuda *cu, int ordinal, gdu_CUcontext prev, i
     }
 }
 
-gdu_st_status st_block_alloc(st_mem_kind kind, int device, uint64_t size, st_block **out,
-                             gdu_st_error *err)
+gdu_st_status st_block_create(st_mem_kind kind, int device, uint64_t size, st_block **out,
+                              gdu_st_error *err)
 {
     *out = NULL;
+    char why[256] = "";
+    const gdu_cuda *cu = kind == ST_MEM_HOST ? NULL : gdu_cuda_load(why, sizeof why);
+    if (cu == NULL && kind == ST_MEM_DEVICE)
+        return st_fail(err, GDU_ST_ERR_NO_CUDA, "%s", why);
     st_block *b = calloc(1, sizeof *b);
     if (b == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     atomic_init(&b->refs, 1);
-    b->kind = kind;
-    b->device = device;
-    b->size = size ? size : 1;
-    char why[256] = "";
-    const gdu_cuda *cu = kind == ST_MEM_HOST ? NULL : gdu_cuda_load(why, sizeof why);
-    if (cu == NULL && kind == ST_MEM_DEVICE) {
-        free(b);
-        return st_fail(err, GDU_ST_ERR_NO_CUDA, "%s", why);
-    }
+    b->kind = cu == NULL ? ST_MEM_HOST : kind;
+    b->device = cu == NULL ? -1 : device;
+    b->size = size;
+    *out = b;
+    return GDU_ST_OK;
+}
+
+/* Allocates n bytes of the block's kind at *base; a CUDA result or -1. */
+static gdu_CUresult allocate(st_block *b, const gdu_cuda *cu, uint64_t n, uint64_t *base)
+{
     if (cu == NULL) {
         /* Page-aligned, so that O_DIRECT reads can land straight in it. */
         void *p = NULL;
-        b->kind = ST_MEM_HOST;
-        b->device = -1;
-        if (posix_memalign(&p, 4096, (size_t)b->size) != 0) {
-            free(b);
-            return st_fail(err, GDU_ST_ERR_DEVICE_MEMORY, "out of host memory for %llu bytes",
-                           (unsigned long long)size);
-        }
-        b->address = (uint64_t)(uintptr_t)p;
-        *out = b;
-        return GDU_ST_OK;
+        if (posix_memalign(&p, 4096, (size_t)n) != 0)
+            return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+        *base = (uint64_t)(uintptr_t)p;
+        return GDU_CUDA_SUCCESS;
     }
-    gdu_CUcontext prev;
-    gdu_st_status s = enter_primary(cu, device, &prev, err);
-    if (s != GDU_ST_OK) {
-        free(b);
-        return s;
-    }
-    gdu_CUresult r;
-    if (kind == ST_MEM_DEVICE) {
+    if (b->kind == ST_MEM_DEVICE) {
         gdu_CUdeviceptr p = 0;
-        r = cu->cuMemAlloc(&p, (size_t)b->size);
-        b->address = p;
-    } else {
-        void *p = NULL;
-        r = cu->cuMemHostAlloc(&p, (size_t)b->size, GDU_CU_MEMHOSTALLOC_PORTABLE);
-        b->address = (uint64_t)(uintptr_t)p;
+        gdu_CUresult r = cu->cuMemAlloc(&p, (size_t)n);
+        *base = p;
+        return r;
     }
-    leave_primary(cu, device, prev, r == GDU_CUDA_SUCCESS);
-    if (r != GDU_CUDA_SUCCESS) {
-        free(b);
+    void *p = NULL;
+    gdu_CUresult r = cu->cuMemHostAlloc(&p, (size_t)n, GDU_CU_MEMHOSTALLOC_PORTABLE);
+    *base = (uint64_t)(uintptr_t)p;
+    return r;
+}
+
+gdu_st_status st_block_add_segment(st_block *b, uint64_t end, gdu_st_error *err)
+{
+    uint64_t start = b->n_segments ? b->segments[b->n_segments - 1].end : 0;
+    if (end <= start && !(end == 0 && b->n_segments == 0))
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "empty memory segment");
+    if (b->n_segments == b->cap_segments) {
+        size_t cap = b->cap_segments ? 2 * b->cap_segments : 8;
+        st_segment *grown = realloc(b->segments, cap * sizeof *grown);
+        if (grown == NULL)
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        b->segments = grown;
+        b->cap_segments = cap;
+    }
+    /* Room for the offset that keeps start's alignment, and at least 1 byte. */
+    uint64_t skew = start % ST_BLOCK_ALIGN, n = end - start + skew;
+    n = n ? n : 1;
+    const gdu_cuda *cu = b->kind == ST_MEM_HOST ? NULL : gdu_cuda_load(NULL, 0);
+    gdu_CUcontext prev = NULL;
+    if (cu != NULL) {
+        gdu_st_status s = enter_primary(cu, b->device, &prev, err);
+        if (s != GDU_ST_OK)
+            return s;
+    }
+    uint64_t base = 0;
+    gdu_CUresult r = allocate(b, cu, n, &base);
+    /* The block keeps one retain of the context from its first segment on. */
+    if (cu != NULL)
+        leave_primary(cu, b->device, prev, r == GDU_CUDA_SUCCESS && b->cuda == NULL);
+    if (r != GDU_CUDA_SUCCESS && cu == NULL)
+        return st_fail(err, GDU_ST_ERR_DEVICE_MEMORY, "out of host memory for %llu bytes",
+                       (unsigned long long)n);
+    if (r != GDU_CUDA_SUCCESS)
         return st_fail(err, GDU_ST_ERR_DEVICE_MEMORY, "%s allocation of %llu bytes on GPU %d: %s",
-                       st_mem_kind_name(kind), (unsigned long long)size, device,
+                       st_mem_kind_name(b->kind), (unsigned long long)n, b->device,
                        gdu_cuda_result_name(r));
-    }
-    *out = b;
+    if (cu != NULL)
+        b->cuda = cu;
+    b->segments[b->n_segments++] = (st_segment){start, end, base + skew, base};
     return GDU_ST_OK;
+}
+
+gdu_st_status st_block_alloc(st_mem_kind kind, int device, uint64_t size, st_block **out,
+                             gdu_st_error *err)
+{
+    gdu_st_status s = st_block_create(kind, device, size, out, err);
+    if (s == GDU_ST_OK && (s = st_block_add_segment(*out, size, err)) != GDU_ST_OK) {
+        st_block_release(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+uint64_t st_block_address(const st_block *b, uint64_t pos, uint64_t *contiguous)
+{
+    size_t lo = 0, hi = b->n_segments;
+    while (lo < hi) { /* the first segment ending after pos */
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->segments[mid].end <= pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (contiguous != NULL)
+        *contiguous = 0;
+    if (lo == b->n_segments) {
+        /* The end of the data (where an empty tensor may sit), or nothing. */
+        const st_segment *last = b->n_segments ? &b->segments[b->n_segments - 1] : NULL;
+        return last != NULL && pos == last->end ? last->address + (pos - last->start) : 0;
+    }
+    if (pos < b->segments[lo].start)
+        return 0;
+    const st_segment *g = &b->segments[lo];
+    if (contiguous != NULL)
+        *contiguous = g->end - pos;
+    return g->address + (pos - g->start);
 }
 
 void st_block_retain(st_block *b)
@@ -110,22 +171,24 @@ void st_block_release(st_block *b)
 {
     if (b == NULL || atomic_fetch_sub(&b->refs, 1) != 1)
         return;
-    if (b->kind == ST_MEM_HOST) {
-        free((void *)(uintptr_t)b->address);
-    } else {
-        const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
-        gdu_CUcontext prev;
-        if (cu != NULL && enter_primary(cu, b->device, &prev, NULL) == GDU_ST_OK) {
+    const gdu_cuda *cu = b->cuda;
+    gdu_CUcontext prev;
+    if (cu == NULL) {
+        for (size_t i = 0; i < b->n_segments; i++)
+            free((void *)(uintptr_t)b->segments[i].base);
+    } else if (enter_primary(cu, b->device, &prev, NULL) == GDU_ST_OK) {
+        for (size_t i = 0; i < b->n_segments; i++) {
             if (b->kind == ST_MEM_DEVICE)
-                cu->cuMemFree(b->address);
+                cu->cuMemFree(b->segments[i].base);
             else
-                cu->cuMemFreeHost((void *)(uintptr_t)b->address);
-            /* Drops both this call's retain and the one the block held. */
-            leave_primary(cu, b->device, prev, 0);
-            gdu_CUdevice dev;
-            if (cu->cuDeviceGet(&dev, b->device) == GDU_CUDA_SUCCESS)
-                cu->cuDevicePrimaryCtxRelease(dev);
+                cu->cuMemFreeHost((void *)(uintptr_t)b->segments[i].base);
         }
+        /* Drops both this call's retain and the one the block held. */
+        leave_primary(cu, b->device, prev, 0);
+        gdu_CUdevice dev;
+        if (cu->cuDeviceGet(&dev, b->device) == GDU_CUDA_SUCCESS)
+            cu->cuDevicePrimaryCtxRelease(dev);
     }
+    free(b->segments);
     free(b);
 }

@@ -13,8 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-/* A file's data span is read in pieces of this size, all submitted at
- * once: the engine's workers see the whole queue, and each completed piece
+/* A file's data section is allocated in segments of whole tensors, each
+ * at least this large (a tensor larger than that gets one of its own), and
+ * read in pieces of at most this size, every piece submitted as soon as its
+ * segment exists: the workers read the first segment while the next is
+ * being allocated (one allocation for an 8 GiB file would delay the first
+ * read by all of its time), see the whole queue, and each completed piece
  * advances the progress report. */
 #define PIECE_BYTES ((uint64_t)256 << 20)
 
@@ -40,7 +44,46 @@ static void record_path(gdu_st_model *m, const gdu_io_file *io)
     snprintf(m->stats.reason, sizeof m->stats.reason, "%s", gdu_io_file_reason(io));
 }
 
-/* Allocates file f's block, opens it on its engine, and submits its pieces
+/* Submits the reads of data-section bytes [start, end) of file f, in pieces. */
+static gdu_st_status submit_range(gdu_st_model *m, size_t f, gdu_io_file *io, uint64_t start,
+                                  uint64_t end, load_piece *pieces, size_t *n_pieces,
+                                  gdu_st_error *err)
+{
+    st_file *file = &m->files[f];
+    for (uint64_t pos = start; pos < end; pos += PIECE_BYTES) {
+        load_piece *p = &pieces[(*n_pieces)];
+        p->file = f;
+        p->extent = (gdu_io_extent){
+            .offset = gdu_st_header_data_offset(file->header) + pos,
+            .length = end - pos < PIECE_BYTES ? end - pos : PIECE_BYTES,
+            .mem = (void *)(uintptr_t)st_block_address(file->block, pos, NULL),
+        };
+        if (gdu_io_submit(io, GDU_IO_OP_READ, &p->extent, 1, NULL, NULL, &p->request) != 0)
+            return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read", file->path);
+        (*n_pieces)++;
+    }
+    return GDU_ST_OK;
+}
+
+/* Allocates file f's next segment, up to end, and submits its reads. */
+static gdu_st_status add_segment(gdu_st_model *m, size_t f, gdu_io_file *io, uint64_t end,
+                                 load_piece *pieces, size_t *n_pieces, double *first_submit,
+                                 gdu_st_error *err)
+{
+    st_block *b = m->files[f].block;
+    uint64_t start = b->n_segments ? b->segments[b->n_segments - 1].end : 0;
+    double t = now_seconds();
+    gdu_st_status s = st_block_add_segment(b, end, err);
+    m->stats.alloc_seconds += now_seconds() - t;
+    if (s != GDU_ST_OK)
+        return s;
+    if (*first_submit == 0)
+        *first_submit = now_seconds();
+    return submit_range(m, f, io, start, end, pieces, n_pieces, err);
+}
+
+/* Opens file f on its engine, then allocates its block segment by segment
+ * (boundaries at tensor starts), submitting each segment's reads at once
  * (appended to pieces[*n_pieces...]). */
 static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
                                 gdu_io_file **io, load_piece *pieces, size_t *n_pieces,
@@ -48,15 +91,15 @@ static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
-    double t = now_seconds();
-    gdu_st_status s = st_block_alloc(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span,
-                                     &file->block, err);
-    m->stats.alloc_seconds += now_seconds() - t;
-    if (s != GDU_ST_OK || span == 0)
+    gdu_st_status s = st_block_create(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span,
+                                      &file->block, err);
+    if (s != GDU_ST_OK)
         return s;
+    if (span == 0)
+        return st_block_add_segment(file->block, 0, err);
     /* Host memory (pinned or not) is filled by one HOST engine for all files. */
     gdu_io_engine *engine = NULL;
-    t = now_seconds();
+    double t = now_seconds();
     s = st_engine_get(host, device, &engine, err);
     m->stats.engine_seconds += now_seconds() - t;
     if (s != GDU_ST_OK)
@@ -65,21 +108,18 @@ static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
     if (gdu_io_open(engine, file->path, GDU_IO_READ, io, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, why);
     record_path(m, *io);
-    if (*first_submit == 0)
-        *first_submit = now_seconds();
-    for (uint64_t pos = 0; pos < span; pos += PIECE_BYTES) {
-        load_piece *p = &pieces[(*n_pieces)];
-        p->file = f;
-        p->extent = (gdu_io_extent){
-            .offset = gdu_st_header_data_offset(file->header) + pos,
-            .length = span - pos < PIECE_BYTES ? span - pos : PIECE_BYTES,
-            .mem = (void *)(uintptr_t)(file->block->address + pos),
-        };
-        if (gdu_io_submit(*io, GDU_IO_OP_READ, &p->extent, 1, NULL, NULL, &p->request) != 0)
-            return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read", file->path);
-        (*n_pieces)++;
+    uint64_t data = gdu_st_header_data_offset(file->header), start = 0;
+    for (size_t i = 0; s == GDU_ST_OK && i < m->tensor_count; i++) {
+        const gdu_st_tensor *tensor = &m->tensors[i];
+        uint64_t pos = tensor->file_offset - data;
+        if (tensor->file != f || pos - start < PIECE_BYTES || pos >= span)
+            continue;
+        s = add_segment(m, f, *io, pos, pieces, n_pieces, first_submit, err);
+        start = pos;
     }
-    return GDU_ST_OK;
+    if (s == GDU_ST_OK)
+        s = add_segment(m, f, *io, span, pieces, n_pieces, first_submit, err);
+    return s;
 }
 
 /* Waits for one piece; a short read means the file shrank since it was opened. */
@@ -106,7 +146,8 @@ static void fill_addresses(gdu_st_model *m)
     for (size_t i = 0; i < m->tensor_count; i++) {
         gdu_st_tensor *t = &m->tensors[i];
         const st_file *file = &m->files[t->file];
-        t->address = file->block->address + (t->file_offset - gdu_st_header_data_offset(file->header));
+        t->address = st_block_address(file->block,
+                                      t->file_offset - gdu_st_header_data_offset(file->header), NULL);
         t->device = file->block->kind == ST_MEM_DEVICE ? file->block->device : -1;
         m->stats.tensor_bytes += t->nbytes;
     }
@@ -135,7 +176,9 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     for (size_t f = 0; f < m->file_count; f++) {
         uint64_t span = gdu_st_header_data_span(m->files[f].header);
         total += span;
-        max_pieces += (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES);
+        /* Every segment but the last holds at least PIECE_BYTES, and each
+         * adds at most one short piece. */
+        max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
     }
     gdu_io_file **ios = calloc(m->file_count ? m->file_count : 1, sizeof *ios);
     load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);

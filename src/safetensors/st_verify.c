@@ -62,14 +62,23 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
     if (fd < 0)
         return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, strerror(errno));
     gdu_st_status s = GDU_ST_OK;
-    for (uint64_t pos = 0; s == GDU_ST_OK && pos < span; pos += VERIFY_CHUNK) {
-        size_t n = span - pos < VERIFY_CHUNK ? (size_t)(span - pos) : VERIFY_CHUNK;
-        int rc = st_pread_full(fd, expected, n, base + pos);
+    for (uint64_t pos = 0, n = 0; s == GDU_ST_OK && pos < span; pos += n) {
+        /* Up to a chunk, within one of the block's segments. */
+        uint64_t contiguous = 0;
+        uint64_t address = st_block_address(file->block, pos, &contiguous);
+        n = span - pos < VERIFY_CHUNK ? span - pos : VERIFY_CHUNK;
+        n = contiguous < n ? contiguous : n;
+        if (n == 0) {
+            s = st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "%s: byte %llu of the data section "
+                        "was never allocated", file->path, (unsigned long long)pos);
+            break;
+        }
+        int rc = st_pread_full(fd, expected, (size_t)n, base + pos);
         if (rc != 0) {
             s = st_fail(err, GDU_ST_ERR_IO, "%s: %s", file->path, strerror(-rc));
             break;
         }
-        s = fetch(file->block, file->block->address + pos, loaded, n, err);
+        s = fetch(file->block, address, loaded, (size_t)n, err);
         if (s == GDU_ST_OK && memcmp(loaded, expected, n) != 0) {
             size_t i = 0;
             while (loaded[i] == expected[i])

@@ -241,6 +241,58 @@ static void test_multi_piece_progress_and_shrink(void **state)
     unlink(path);
 }
 
+/* Three tensors whose data section needs two memory segments: the second
+ * starts at tensor b (256 MiB + 104 into the data), in its own allocation,
+ * and must keep the alignment it has in the file. */
+static void test_segments_at_tensor_boundaries(void **state)
+{
+    const uint64_t a_end = (256u << 20) + 104, b_end = a_end + 4096, c_end = b_end + 11;
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"a\":{\"dtype\":\"U8\",\"shape\":[%llu],\"data_offsets\":[0,%llu]},"
+             "\"b\":{\"dtype\":\"F32\",\"shape\":[1024],\"data_offsets\":[%llu,%llu]},"
+             "\"c\":{\"dtype\":\"U8\",\"shape\":[11],\"data_offsets\":[%llu,%llu]}}",
+             (unsigned long long)a_end, (unsigned long long)a_end, (unsigned long long)a_end,
+             (unsigned long long)b_end, (unsigned long long)b_end, (unsigned long long)c_end);
+    char path[] = "/tmp/gdu_st_seg_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(json);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    assert_int_equal(write(fd, len, 8), 8);
+    assert_int_equal(write(fd, json, n), (ssize_t)n);
+    assert_int_equal(ftruncate(fd, (off_t)(8 + n + c_end)), 0);
+    const uint64_t marks[] = {0, a_end - 5, a_end, b_end - 5, b_end, c_end - 5};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        assert_int_equal(pwrite(fd, "MARK!", 5, (off_t)(8 + n + marks[i])), 5);
+    close(fd);
+
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_load(m, &host, &err), GDU_ST_OK);
+    const gdu_st_tensor *a = gdu_st_model_tensor(m, 0), *b = gdu_st_model_tensor(m, 1),
+                        *c = gdu_st_model_tensor(m, 2);
+    const char *pa = (const char *)(uintptr_t)a->address, *pb = (const char *)(uintptr_t)b->address,
+               *pc = (const char *)(uintptr_t)c->address;
+    assert_int_equal(b->address % 256, a_end % 256); /* the file's alignment */
+    assert_int_equal(c->address, b->address + 4096); /* same segment as b */
+    assert_memory_equal(pa, "MARK!", 5);
+    assert_memory_equal(pa + a_end - 5, "MARK!", 5);
+    assert_memory_equal(pb, "MARK!", 5);
+    assert_memory_equal(pb + 4096 - 5, "MARK!", 5);
+    assert_memory_equal(pc, "MARK!", 5);
+    assert_memory_equal(pc + 11 - 5, "MARK!", 5);
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
+    gdu_st_load_stats st = gdu_st_model_stats(m);
+    assert_true(st.transfer_seconds > 0 && st.alloc_seconds > 0);
+    assert_int_equal(st.read_bytes, c_end);
+    gdu_st_model_free(m);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_verify_names_the_corrupted_tensor),
         cmocka_unit_test(test_dlpack_outlives_model),
         cmocka_unit_test(test_multi_piece_progress_and_shrink),
+        cmocka_unit_test(test_segments_at_tensor_boundaries),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     gdu_st_engines_release();
