@@ -90,14 +90,15 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     gdu_io_file *f = c->req->file;
     gdu_io_slot *s = &w->slots[i];
     char why[GDU_IO_WHY] = "";
-    uint64_t piece = atomic_load(&f->direct_reads) ? c->length : e->read_piece;
+    bool whole = atomic_load(&f->direct_reads); /* O_DIRECT: one read per chunk */
+    uint64_t piece = e->read_piece, end = c->offset + c->length;
     uint64_t base = c->offset - gdu_io_staging_skip(c->offset), done = 0;
     int r = 0;
     while (done < c->length) {
         gdu_io_chunk p = *c;
         p.offset = c->offset + done;
-        uint64_t stop = (p.offset / piece + 1) * piece;
-        p.length = (stop < c->offset + c->length ? stop : c->offset + c->length) - p.offset;
+        uint64_t stop = whole ? end : (p.offset / piece + 1) * piece;
+        p.length = (stop < end ? stop : end) - p.offset;
         p.mem = c->mem + done;
         char *at = (char *)s->buf + (p.offset - gdu_io_staging_skip(p.offset) - base);
         char *data = NULL;
