@@ -127,13 +127,13 @@ static void collect_cuda(gdu_live *out)
         collect_rm_caps(cu, out);
 }
 
-/* "libcufile.so.1.15.1" -> "1.15.1" */
+/* "libcufile.so.1.15.1" -> "1.15.1"; nothing for a bare "libcufile.so.0". */
 static void version_from_file_name(const char *path, char *out, size_t len)
 {
     char real[PATH_MAX];
     const char *p = realpath(path, real) ? real : path;
     const char *so = strstr(p, ".so.");
-    if (so != NULL)
+    if (so != NULL && strchr(so + 4, '.') != NULL)
         snprintf(out, len, "%s", so + 4);
 }
 
@@ -147,13 +147,14 @@ static void collect_cufile(gdu_live *out)
         return;
     out->cufile_found = true;
     snprintf(out->cufile_path, sizeof out->cufile_path, "%s", cf->path);
+    /* The file name (libcufile.so.1.15.1) is exact; cuFileGetVersion's packing
+     * (1150 for 1.15.0) cannot carry a patch level above 9. */
+    version_from_file_name(cf->path, out->cufile_version, sizeof out->cufile_version);
     int packed = 0;
-    if (cf->cuFileGetVersion != NULL && cf->cuFileGetVersion(&packed).err == GDU_CU_FILE_SUCCESS &&
-        packed > 0)
+    if (out->cufile_version[0] == '\0' && cf->cuFileGetVersion != NULL &&
+        cf->cuFileGetVersion(&packed).err == GDU_CU_FILE_SUCCESS && packed > 0)
         snprintf(out->cufile_version, sizeof out->cufile_version, "%d.%d.%d", packed / 1000,
                  packed % 1000 / 10, packed % 10);
-    else
-        version_from_file_name(cf->path, out->cufile_version, sizeof out->cufile_version);
 }
 
 void gdu_live_probe_path(const char *path, gdu_live_path *out)
