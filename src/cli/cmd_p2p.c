@@ -66,9 +66,19 @@ static int parse(int argc, char **argv, struct options *o)
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
-        case 'g':
+        case 'g': {
+            /* The list's form is checked here, before any GPU is looked at;
+             * the ordinals are checked against the devices in pick_gpus. */
+            int ordinals[GDU_P2P_MAX_GPUS];
+            size_t got;
+            if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0) {
+                fprintf(stderr, "gdunlock p2p: --gpus '%s': give up to %d comma-separated CUDA "
+                                "ordinals, e.g. 0,1\n", optarg, GDU_P2P_MAX_GPUS);
+                return GDU_EXIT_USAGE;
+            }
             o->gpus = optarg;
             break;
+        }
         case 's':
             if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30)) {
                 fprintf(stderr, "gdunlock p2p: --size '%s': give a size from 4K to 64G "
