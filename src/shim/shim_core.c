@@ -363,6 +363,35 @@ static void on_alloc(gdu_shim *s, int fd, const gdu_rm_call *c)
     }
 }
 
+/* Strict test mode: a call of libcuda's on the NV503C handle the shim freed
+ * for it is answered here and never reaches RM. Returns true with *status
+ * set when it is. */
+static bool answer_for_libcuda(gdu_shim *s, const gdu_rm_call *c, uint32_t *status)
+{
+    gdu_obj *o = gdu_shim_obj(s, c->client, c->handle);
+    if (o == NULL || !o->p2p_answered)
+        return false;
+    if (c->op == GDU_RM_OP_FREE) {
+        gdu_obj *sub = gdu_shim_obj(s, o->client, o->parent);
+        if (sub != NULL)
+            gdu_shim_gpu(s, sub)->answered_for_libcuda++;
+        gdu_p2p_forget(s, o);
+        gdu_shim_obj_remove(s, o);
+        *status = GDU_NV_OK;
+        return true;
+    }
+    if (c->op != GDU_RM_OP_CONTROL || (c->cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
+        return false;
+    unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
+    size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
+    if (want != 0 && read_params(s, c->params, 0, params, want, false) != 0)
+        return false; /* unreadable parameters: RM gives libcuda its answer */
+    *status = gdu_p2p_answer_control(s, o, c->cmd, want != 0 ? params : NULL, (uint32_t)want);
+    if (c->cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE && want >= sizeof(gdu_nv503c_register_va_space))
+        memcpy((void *)(uintptr_t)c->params, params, sizeof(gdu_nv503c_register_va_space)); /* the token */
+    return true;
+}
+
 static void rm_before(gdu_shim *s, const gdu_rm_call *c)
 {
     gdu_obj *o;
@@ -428,12 +457,19 @@ static int rm_ioctl(gdu_shim *s, int fd, unsigned long request, unsigned nr, siz
     bool before = __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0 &&
                   (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
                    (nr == GDU_NV_ESC_RM_CONTROL && s->cfg.test_drop_native));
-    if (before) {
+    bool answerable = __atomic_load_n(&s->answered_p2p, __ATOMIC_RELAXED) != 0 &&
+                      (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_CONTROL);
+    if (before || answerable) {
         unsigned char block[GDU_MAX_RM_BLOCK];
         if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0 && gdu_rm_call_decode(nr, block, size, &c)) {
+            uint32_t status;
             pthread_mutex_lock(&s->lock);
-            rm_before(s, &c);
+            bool answered = answerable && answer_for_libcuda(s, &c, &status);
+            if (!answered && before)
+                rm_before(s, &c);
             pthread_mutex_unlock(&s->lock);
+            if (answered && gdu_rm_call_set_status(nr, arg, size, status))
+                return 0; /* errno untouched, as after a successful ioctl */
         }
     }
     int r = s->ops.ioctl(s->ops.ctx, fd, request, arg);

@@ -34,6 +34,13 @@ typedef struct {
     /* Test mode: free libcuda's own NV503C right after it is made and re-create
      * it under the same handle as ours (the GeForce state, on a datacenter GPU). */
     bool test_drop_native;
+    /* Stricter test mode (with test_drop_native): libcuda's NV503C is freed
+     * right after it is made and the shim makes its own under an RM-generated
+     * handle; libcuda's later calls on its freed handle (controls, free) are
+     * answered NV_OK by the shim and never reach RM, as if libcuda were the
+     * GeForce one that never makes them. Every registration RM holds is then
+     * the shim's own. */
+    bool test_strict;
     /* Fault injection: the n-th RM call the shim itself makes fails (0: none). */
     uint64_t fault_at;
     /* Driver version text (/sys/module/nvidia_uvm/version or

@@ -78,6 +78,19 @@ bool gdu_rm_call_decode(unsigned nr, const void *block, size_t size, gdu_rm_call
     }
 }
 
+bool gdu_rm_call_set_status(unsigned nr, void *block, size_t size, uint32_t status)
+{
+    if (!gdu_rm_call_watched(nr, size))
+        return false;
+    if (nr == GDU_NV_ESC_RM_FREE)
+        memcpy((unsigned char *)block + offsetof(gdu_nvos00, status), &status, sizeof status);
+    else if (nr == GDU_NV_ESC_RM_CONTROL)
+        memcpy((unsigned char *)block + offsetof(gdu_nvos54, status), &status, sizeof status);
+    else
+        return false;
+    return true;
+}
+
 size_t gdu_uvm_watched_size(unsigned long request, const gdu_uvm_layout *layout)
 {
     switch (request) {

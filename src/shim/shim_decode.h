@@ -39,6 +39,11 @@ bool gdu_rm_call_watched(unsigned nr, size_t size);
  * not one gdu_rm_call_watched accepts. */
 bool gdu_rm_call_decode(unsigned nr, const void *block, size_t size, gdu_rm_call *out);
 
+/* Writes status into a FREE or CONTROL block of escape nr, as RM would after
+ * the call (test mode: the shim answers a call of libcuda's itself). Returns
+ * false for any other escape. */
+bool gdu_rm_call_set_status(unsigned nr, void *block, size_t size, uint32_t status);
+
 /* UVM requests the shim watches, with the size of their blocks (the
  * map's size depends on the layout). 0 when not watched. */
 size_t gdu_uvm_watched_size(unsigned long request, const gdu_uvm_layout *layout);

@@ -4,7 +4,7 @@
  *
  * Environment: GDUNLOCK=0 disables everything; GDUNLOCK_LOG=error|info|debug;
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
- * by processes that used a GPU; GDUNLOCK_TEST_DROP_NATIVE=1 and
+ * by processes that used a GPU; GDUNLOCK_TEST_DROP_NATIVE=1 (or =strict) and
  * GDUNLOCK_FAULT=<n> are for tests (see shim_core.h). */
 #include "shim/shim_core.h"
 
@@ -178,7 +178,8 @@ static void init_once(void)
     read_driver_version(version, sizeof version);
     gdu_shim_config cfg = {
         .log_level = g_log_level,
-        .test_drop_native = drop != NULL && strcmp(drop, "1") == 0,
+        .test_drop_native = drop != NULL && (strcmp(drop, "1") == 0 || strcmp(drop, "strict") == 0),
+        .test_strict = drop != NULL && strcmp(drop, "strict") == 0,
         .fault_at = fault != NULL ? strtoull(fault, NULL, 10) : 0,
         .driver_version = version[0] ? version : NULL,
     };

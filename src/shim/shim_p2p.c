@@ -137,12 +137,13 @@ static bool in_list(const uint32_t *arr, unsigned n, uint32_t h)
     return false;
 }
 
-static void add_vaspace(gdu_obj *p2p, uint32_t vaspace, bool by_shim)
+static void add_vaspace(gdu_obj *p2p, uint32_t vaspace, bool by_shim, uint64_t token)
 {
     if (in_list(p2p->p2p_vaspaces, p2p->n_p2p_vaspaces, vaspace) || p2p->n_p2p_vaspaces >= GDU_SHIM_MAX_VASPACES)
         return;
     if (by_shim)
         p2p->p2p_vaspaces_by_shim |= 1u << p2p->n_p2p_vaspaces;
+    p2p->p2p_vaspace_tokens[p2p->n_p2p_vaspaces] = token;
     p2p->p2p_vaspaces[p2p->n_p2p_vaspaces++] = vaspace;
 }
 
@@ -157,6 +158,7 @@ static void remove_vaspace(gdu_obj *p2p, uint32_t vaspace)
         p2p->p2p_vaspaces_by_shim &= ~(1u << last);
         if (i != last) {
             p2p->p2p_vaspaces[i] = p2p->p2p_vaspaces[last];
+            p2p->p2p_vaspace_tokens[i] = p2p->p2p_vaspace_tokens[last];
             p2p->p2p_vaspaces_by_shim = (p2p->p2p_vaspaces_by_shim & ~(1u << i)) | (last_bit << i);
         }
         return;
@@ -176,7 +178,7 @@ static void register_vaspaces(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
         gdu_nv503c_register_va_space p = {.hVASpace = v};
         uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
         if (st == GDU_NV_OK || st == GDU_NV_ERR_INSERT_DUPLICATE_NAME) {
-            add_vaspace(p2p, v, st == GDU_NV_OK);
+            add_vaspace(p2p, v, st == GDU_NV_OK, st == GDU_NV_OK ? p.vaSpaceToken : 0);
             if (st == GDU_NV_OK)
                 gdu_shim_gpu(s, sub)->va_spaces_registered++;
             gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: VA space 0x%x registered with ThirdPartyP2P 0x%x (%s)",
@@ -349,10 +351,68 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
                  gpu_number(s, sub), h);
 }
 
+/* Strict test mode: frees libcuda's NV503C and answers libcuda's later calls
+ * on its handle; the shim's own NV503C gets a handle RM generates. */
+static void stand_in(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
+{
+    uint32_t st = own_free(s, sub->client, sub->handle, p2p->handle);
+    if (st != GDU_NV_OK) {
+        char what[160];
+        snprintf(what, sizeof what, "strict test mode: freeing libcuda's ThirdPartyP2P 0x%x (left native)",
+                 p2p->handle);
+        failure(s, sub, st, what);
+        sub->p2p = p2p->handle;
+        set_mode(s, sub, GDU_P2P_NATIVE, NULL);
+        return;
+    }
+    p2p->p2p_answered = true;
+    __atomic_add_fetch(&s->answered_p2p, 1, __ATOMIC_RELAXED);
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: strict test mode: libcuda's ThirdPartyP2P 0x%x freed; its calls on it are answered by the shim",
+                 gpu_number(s, sub), p2p->handle);
+    if (!sub->p2p_owned)
+        create(s, sub);
+}
+
+/* Only VA spaces of the stand-in's device are answered with a token: the
+ * shim's own registration of it. */
+static uint64_t own_token(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
+{
+    gdu_obj *own = sub->p2p_owned ? gdu_shim_obj(s, sub->client, sub->p2p) : NULL;
+    if (own == NULL)
+        return 0;
+    register_vaspaces(s, sub, own);
+    for (unsigned i = 0; i < own->n_p2p_vaspaces; i++)
+        if (own->p2p_vaspaces[i] == vaspace)
+            return own->p2p_vaspace_tokens[i];
+    return 0;
+}
+
+uint32_t gdu_p2p_answer_control(gdu_shim *s, gdu_obj *stand_in_p2p, uint32_t cmd, void *params, uint32_t size)
+{
+    gdu_obj *sub = gdu_shim_obj(s, stand_in_p2p->client, stand_in_p2p->parent);
+    if (sub == NULL)
+        return GDU_NV_OK;
+    gdu_shim_gpu(s, sub)->answered_for_libcuda++;
+    if (cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE && params != NULL &&
+        size >= sizeof(gdu_nv503c_register_va_space)) {
+        gdu_nv503c_register_va_space p;
+        memcpy(&p, params, sizeof p);
+        p.vaSpaceToken = own_token(s, sub, p.hVASpace);
+        memcpy(params, &p, sizeof p);
+    }
+    gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: strict test mode: libcuda's control 0x%x on 0x%x answered NV_OK",
+                 gpu_number(s, sub), cmd, stand_in_p2p->handle);
+    return GDU_NV_OK;
+}
+
 void gdu_p2p_on_native(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
 {
     if (s->cfg.test_drop_native && !s->refused) {
-        adopt(s, sub, p2p);
+        if (s->cfg.test_strict)
+            stand_in(s, sub, p2p);
+        else
+            adopt(s, sub, p2p);
         return;
     }
     sub->p2p = p2p->handle;
@@ -466,9 +526,12 @@ void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *
         return;
     memcpy(&h, params, sizeof h);
     switch (cmd) {
-    case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE:
-        add_vaspace(p2p, h, false);
+    case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE: {
+        gdu_nv503c_register_va_space p = {0};
+        memcpy(&p, params, size < sizeof p ? size : sizeof p);
+        add_vaspace(p2p, h, false, p.vaSpaceToken);
         break;
+    }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE:
         remove_vaspace(p2p, h);
         break;
@@ -524,6 +587,10 @@ void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p)
     if (p2p->p2p_owned) {
         p2p->p2p_owned = false;
         __atomic_sub_fetch(&s->owned_p2p, 1, __ATOMIC_RELAXED);
+    }
+    if (p2p->p2p_answered) {
+        p2p->p2p_answered = false;
+        __atomic_sub_fetch(&s->answered_p2p, 1, __ATOMIC_RELAXED);
     }
     if (sub != NULL && sub->p2p == p2p->handle) {
         sub->p2p = 0;

@@ -27,7 +27,7 @@ static json_t *gpu_json(const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g
     const char *reason = g->reason[0] ? g->reason : NULL;
     if (reason == NULL && s->refused)
         reason = s->refusal;
-    return json_pack("{s:o, s:s?, s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+    return json_pack("{s:o, s:s?, s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                      "rm_device", slot < GDU_SHIM_GPU_SLOTS - 1 ? json_integer(slot) : json_null(),
                      "pci", g->pci[0] ? g->pci : NULL,
                      "mode", s->refused && g->mode != GDU_P2P_NATIVE ? "failed" : mode_name(g->mode),
@@ -42,6 +42,7 @@ static json_t *gpu_json(const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g
                      "skipped", (json_int_t)g->skipped,
                      "skipped_bytes", (json_int_t)g->skipped_bytes,
                      "failures", (json_int_t)g->failures,
+                     "answered_for_libcuda", (json_int_t)g->answered_for_libcuda,
                      "failures_by_status", failures);
 }
 
@@ -56,13 +57,14 @@ json_t *gdu_shim_report(gdu_shim *s)
                                                  "block_size", (json_int_t)s->layout.size, "validated",
                                                  s->layout_validated)
                                      : json_null();
-    json_t *r = json_pack("{s:i, s:s, s:s, s:o, s:s?, s:b, s:I, s:I, s:I, s:o}",
+    json_t *r = json_pack("{s:i, s:s, s:s, s:o, s:s?, s:b, s:b, s:I, s:I, s:I, s:o}",
                           "pid", (int)getpid(),
                           "gdunlock", GDUNLOCK_VERSION,
                           "driver", s->driver,
                           "uvm_layout", layout,
                           "refused", s->refused || !s->layout_known ? s->refusal : NULL,
                           "test_drop_native", s->cfg.test_drop_native,
+                          "test_strict", s->cfg.test_drop_native && s->cfg.test_strict,
                           "rm_clients", (json_int_t)s->clients,
                           "rm_calls", (json_int_t)s->rm_calls,
                           "mappings", (json_int_t)s->mappings.count,

@@ -35,8 +35,12 @@ typedef struct gdu_obj {
     /* NV503C: made by the shim under libcuda's handle (test mode), and the VA
      * spaces registered with it */
     bool p2p_adopted;
+    /* NV503C: libcuda's, freed in RM by the shim (strict test mode); the shim
+     * answers libcuda's calls on this handle itself */
+    bool p2p_answered;
     uint32_t p2p_vaspaces[GDU_SHIM_MAX_VASPACES];
     unsigned n_p2p_vaspaces;
+    uint64_t p2p_vaspace_tokens[GDU_SHIM_MAX_VASPACES]; /* RM's vaSpaceToken for each */
     uint32_t p2p_vaspaces_by_shim; /* bit i: p2p_vaspaces[i] was registered by the shim */
     uint32_t p2p_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
     unsigned n_p2p_vaspaces_failed;
@@ -71,6 +75,7 @@ typedef struct {
     uint64_t objects_created, va_spaces_registered;
     uint64_t registered, registered_by_libcuda, already_registered, unregistered;
     uint64_t skipped, skipped_bytes, failures;
+    uint64_t answered_for_libcuda; /* strict test mode: libcuda's NV503C calls the shim answered */
     struct {
         uint32_t status;
         uint64_t count;
@@ -95,6 +100,7 @@ struct gdu_shim {
     unsigned freed_next;
     uint64_t clients;
     unsigned owned_p2p; /* NV503C objects of the shim's own now (read without the lock) */
+    unsigned answered_p2p; /* libcuda NV503C handles the shim answers for (read without the lock) */
     uint64_t rm_calls; /* the shim's own, fault injection counts these */
     gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
     unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
@@ -128,6 +134,10 @@ void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void 
 void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
 /* The NV503C p2p is gone (freed directly, with a parent, or with a VA space). */
 void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p);
+/* Strict test mode: answers libcuda's control cmd on its freed NV503C
+ * stand_in (params: libcuda's block, already read; REGISTER_VA_SPACE gets the
+ * token of the shim's own registration of that VA space). Returns the status. */
+uint32_t gdu_p2p_answer_control(gdu_shim *s, gdu_obj *stand_in, uint32_t cmd, void *params, uint32_t size);
 /* Test probe (see gdu_shim_probe_registered). */
 int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 

@@ -37,6 +37,10 @@ struct fake_rm {
     size_t n_objs, cap_objs;
     fake_reg *regs;
     size_t n_regs, cap_regs;
+    struct {
+        uint32_t client, handle;
+    } *targets; /* of every RM_FREE and every NV503C control that reached the fake */
+    size_t n_targets, cap_targets;
     char *log;
     size_t log_len;
     unsigned log_count[3];
@@ -55,6 +59,7 @@ void fake_rm_free(fake_rm *f)
 {
     free(f->objs);
     free(f->regs);
+    free(f->targets);
     free(f->log);
     pthread_mutex_destroy(&f->lock);
     free(f);
@@ -293,6 +298,20 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
     }
 }
 
+static void note_target(fake_rm *f, uint32_t client, uint32_t handle)
+{
+    if (f->n_targets == f->cap_targets) {
+        size_t cap = f->cap_targets ? f->cap_targets * 2 : 256;
+        void *t = realloc(f->targets, cap * sizeof *f->targets);
+        if (t == NULL)
+            abort();
+        f->targets = t;
+        f->cap_targets = cap;
+    }
+    f->targets[f->n_targets].client = client;
+    f->targets[f->n_targets++].handle = handle;
+}
+
 static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
 {
     switch (nr) {
@@ -310,11 +329,14 @@ static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
         return 0;
     case GDU_NV_ESC_RM_FREE: {
         gdu_nvos00 *p = arg;
+        note_target(f, p->hRoot, p->hObjectOld);
         p->status = do_free(f, p->hRoot, p->hObjectOld);
         return 0;
     }
     case GDU_NV_ESC_RM_CONTROL: {
         gdu_nvos54 *p = arg;
+        if ((p->cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P)
+            note_target(f, p->hClient, p->hObject);
         p->status = do_control(f, p->hClient, p->hObject, p->cmd, (void *)(uintptr_t)p->params, p->paramsSize);
         return 0;
     }
@@ -468,4 +490,14 @@ const char *fake_rm_log(fake_rm *f)
 unsigned fake_rm_log_lines(fake_rm *f, int level)
 {
     return level >= 0 && level < 3 ? f->log_count[level] : 0;
+}
+
+unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle)
+{
+    pthread_mutex_lock(&f->lock);
+    unsigned n = 0;
+    for (size_t i = 0; i < f->n_targets; i++)
+        n += f->targets[i].client == client && f->targets[i].handle == handle;
+    pthread_mutex_unlock(&f->lock);
+    return n;
 }

@@ -43,6 +43,8 @@ unsigned fake_rm_registrations(fake_rm *f);
 bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory);
 /* Whether VA space v of client is registered with the NV503C p2p. */
 bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t vaspace);
+/* RM_FREEs and NV503C controls addressed to handle of client that reached the fake. */
+unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle);
 /* The NV503C under subdevice sub of client (0: none). */
 uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub);
 

@@ -58,6 +58,7 @@ int trace_load(const char *path, trace *t)
         c->args_in = hex_bytes(json_string_value(json_object_get(j, "args_in")), &c->n_in);
         c->args_out = hex_bytes(json_string_value(json_object_get(j, "args_out")), &c->n_out);
         c->params_in = hex_bytes(json_string_value(json_object_get(j, "params_in")), &c->n_params);
+        c->params_out = hex_bytes(json_string_value(json_object_get(j, "params_out")), &c->n_params_out);
         json_decref(j);
     }
     free(line);
@@ -71,6 +72,7 @@ void trace_free(trace *t)
         free(t->calls[i].args_in);
         free(t->calls[i].args_out);
         free(t->calls[i].params_in);
+        free(t->calls[i].params_out);
     }
     free(t->calls);
     memset(t, 0, sizeof *t);
@@ -128,6 +130,9 @@ void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *
             r->compared++;
             if (got.status != want.status)
                 mismatch(r, c, "status", got.status, want.status);
+            else if (in.op == GDU_RM_OP_CONTROL && params != NULL && c->n_params_out >= c->n_params &&
+                     memcmp(params, c->params_out, c->n_params) != 0)
+                mismatch(r, c, "parameters written back for control", in.cmd, in.cmd);
             else if (in.op != GDU_RM_OP_CONTROL && in.op != GDU_RM_OP_FREE && got.handle != want.handle)
                 mismatch(r, c, "handle", got.handle, want.handle);
         } else if (c->uvm && c->request == GDU_UVM_MAP_EXTERNAL_ALLOCATION && c->n_in == sizeof(gdu_uvm_map_external_params_256)) {

@@ -16,8 +16,8 @@ typedef struct {
     int fd;
     bool uvm;
     unsigned long request;
-    unsigned char *args_in, *args_out, *params_in;
-    size_t n_in, n_out, n_params;
+    unsigned char *args_in, *args_out, *params_in, *params_out;
+    size_t n_in, n_out, n_params, n_params_out;
 } trace_call;
 
 typedef struct {

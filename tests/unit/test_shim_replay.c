@@ -42,12 +42,14 @@ typedef struct {
     replay_opts o;
 } run;
 
-static void run_start(run *x, const char *driver, bool geforce, bool drop_native, uint64_t fault_at)
+enum { DROP_NONE = 0, DROP_ADOPT = 1, DROP_STRICT = 2 }; /* GDUNLOCK_TEST_DROP_NATIVE unset, 1, strict */
+
+static void run_start(run *x, const char *driver, bool geforce, int drop, uint64_t fault_at)
 {
     memset(x, 0, sizeof *x);
     x->f = fake_rm_new();
-    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = drop_native, .fault_at = fault_at,
-                           .driver_version = driver};
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = drop != DROP_NONE,
+                           .test_strict = drop == DROP_STRICT, .fault_at = fault_at, .driver_version = driver};
     gdu_shim_ops ops = fake_rm_ops(x->f);
     x->s = gdu_shim_new(&cfg, &ops);
     x->o.geforce = geforce;
@@ -144,6 +146,67 @@ static void workload_unlocked(const trace *t, uint32_t client, bool drop_native)
     run_end(&x);
 }
 
+static uint64_t report_sum(run *x, const char *key)
+{
+    json_t *rep = gdu_shim_report(x->s);
+    json_t *g;
+    size_t i;
+    uint64_t sum = 0;
+    json_array_foreach(json_object_get(rep, "gpus"), i, g) sum += (uint64_t)json_integer_value(json_object_get(g, key));
+    json_decref(rep);
+    return sum;
+}
+
+/* Strict test mode: libcuda's NV503C objects (0x5c000018 on the first GPU made,
+ * 0x5c000019 on the other) are freed by the shim right after their alloc; after
+ * that no call of libcuda's on them reaches RM, yet each gets the recorded
+ * answer (status and the VA space token); the shim's own objects (handles RM
+ * generated) hold both VA spaces of each GPU and every registration. */
+static void strict_workload(const trace *t, uint32_t client)
+{
+    run x;
+    size_t at = 0;
+    uint32_t st;
+    run_start(&x, DRIVER, false, DROP_STRICT, 0);
+    run_to(&x, t, &at, 196);
+    for (uint32_t h = 0x5c000018; h <= 0x5c000019; h++)
+        assert_int_equal(fake_rm_calls_on(x.f, client, h), 1); /* the shim's own free of it */
+    assert_int_equal(fake_rm_count_class(x.f, GDU_NV50_THIRD_PARTY_P2P), 2);
+    assert_int_equal(report_sum(&x, "va_spaces_registered"), 4);
+    run_to(&x, t, &at, 568);
+    for (uint32_t mem = 0x5c0000a2; mem <= 0x5c0000a8; mem += 2)
+        assert_true(fake_rm_is_registered(x.f, client, mem));
+    run_to(&x, t, &at, 583);
+    assert_int_equal(gdu_shim_probe_registered(x.s, 0x402000000ull, &st), 1); /* the VMM buffer */
+    assert_int_equal(st, GDU_NV_ERR_INSERT_DUPLICATE_NAME);
+    run_to(&x, t, &at, 584);
+    assert_int_equal(gdu_shim_probe_registered(x.s, 0x402000000ull, &st), 0);
+    assert_int_equal(st, GDU_NV_ERR_OBJECT_NOT_FOUND);
+    run_to(&x, t, &at, -1);
+    assert_faithful(&x);
+    for (uint32_t h = 0x5c000018; h <= 0x5c000019; h++)
+        assert_int_equal(fake_rm_calls_on(x.f, client, h), 1);
+    gdu_shim_totals tot = totals(&x);
+    assert_int_equal(tot.failures, 0);
+    assert_int_equal(tot.objects_created, 2);
+    assert_true(tot.registered >= 20);
+    assert_int_equal(report_sum(&x, "registered_by_libcuda"), 0);
+    assert_int_equal(report_sum(&x, "answered_for_libcuda"), 12); /* 2 VA spaces, 5 registers, 5 unregisters */
+    assert_int_equal(fake_rm_registrations(x.f), tot.live);
+    assert_modes(&x, "unlocked");
+    run_end(&x);
+}
+
+static void strict_gpu0(void **state)
+{
+    strict_workload(&g_gpu0, 0xc1d00034);
+}
+
+static void strict_gpu1(void **state)
+{
+    strict_workload(&g_gpu1, 0xc1d0003a);
+}
+
 static void geforce_gpu0(void **state)
 {
     workload_unlocked(&g_gpu0, 0xc1d00034, false);
@@ -166,10 +229,10 @@ static void test_mode_gpu1(void **state)
 
 static void torch_two_clients(void **state)
 {
-    for (int drop = 0; drop < 2; drop++) {
+    for (int drop = DROP_NONE; drop <= DROP_STRICT; drop++) {
         run x;
         size_t at = 0;
-        run_start(&x, DRIVER, drop == 0, drop == 1, 0);
+        run_start(&x, DRIVER, drop == DROP_NONE, drop, 0);
         run_to(&x, &g_torch, &at, -1);
         assert_faithful(&x);
         gdu_shim_totals t = totals(&x);
@@ -179,6 +242,10 @@ static void torch_two_clients(void **state)
         /* Every tensor buffer was unregistered after torch freed it. */
         assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a4));
         assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a6));
+        if (drop == DROP_STRICT) {
+            assert_int_equal(fake_rm_calls_on(x.f, 0xc1d00042, 0x5c000018), 1); /* the shim's free only */
+            assert_int_equal(report_sum(&x, "registered_by_libcuda"), 0);
+        }
         run_end(&x);
     }
 }
@@ -226,6 +293,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(native_as_recorded), cmocka_unit_test(geforce_gpu0),   cmocka_unit_test(geforce_gpu1),
         cmocka_unit_test(test_mode_gpu0),     cmocka_unit_test(test_mode_gpu1), cmocka_unit_test(torch_two_clients),
+        cmocka_unit_test(strict_gpu0),        cmocka_unit_test(strict_gpu1),
         cmocka_unit_test(every_shim_call_failing), cmocka_unit_test(unknown_layout),
     };
     return cmocka_run_group_tests(tests, load_traces, free_traces);
