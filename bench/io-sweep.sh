@@ -6,10 +6,11 @@
 #
 # usage: bench/io-sweep.sh -f FILE [-s SIZE] [--cold] [-o OUT.jsonl]
 #                          [--workers "1 2 4 8 16"] [--chunks "1M 4M 16M"]
-#                          [--gdunlock PATH] [--io SIZE]
+#                          [--gdunlock PATH] [--io SIZE] [--rounds N]
+# Each cell is the median of N rounds (default 1: a sweep has many cells).
 # FILE must be a bench file of at least SIZE bytes (gdunlock bench --create).
 set -uo pipefail
-file="" size=4G cold="" out=/dev/null io=16M
+file="" size=4G cold="" out=/dev/null io=16M rounds=1
 workers="1 2 4 8 16" chunks="1M 4M 16M"
 gdu=$(cd "$(dirname "$0")/.." && pwd)/build/bin/gdunlock
 while [ $# -gt 0 ]; do
@@ -22,7 +23,8 @@ while [ $# -gt 0 ]; do
     --chunks) chunks=$2; shift 2 ;;
     --gdunlock) gdu=$2; shift 2 ;;
     --io) io=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "io-sweep: unknown argument $1" >&2; exit 64 ;;
   esac
 done
@@ -35,7 +37,7 @@ for c in $chunks; do printf -- '---|'; done; printf '\n'
 for w in $workers; do
   printf '| %s |' "$w"
   for c in $chunks; do
-    if "$gdu" bench -f "$file" -s "$size" -i "$io" -w "$w" --chunk "$c" --paths engine --no-verify $cold --json \
+    if "$gdu" bench -f "$file" -s "$size" -i "$io" -w "$w" --chunk "$c" --paths engine --rounds "$rounds" --no-verify $cold --json \
          >"$tmp" 2>/dev/null; then
       python3 - "$tmp" "$mode" "$w" "$c" "$size" <<'PY' >>"$out"
 import json, sys

@@ -63,6 +63,11 @@ typedef struct {
 unsigned gdu_io_default_workers(void);
 #define GDU_IO_MAX_DEFAULT_WORKERS 16u
 #define GDU_IO_DEFAULT_CHUNK (4u << 20)
+/* The chunk when the caller leaves it 0 and asks for O_DIRECT (direct ON):
+ * one O_DIRECT read per 16 MiB. On the H200 machine's disk 8 threads made
+ * 1.51 GB/s with 16 MiB O_DIRECT reads and 1.24 with 4 MiB ones (batch 2),
+ * and the engine with 16 MiB chunks 1.56 vs host 1.71 (batch 1). */
+#define GDU_IO_DEFAULT_DIRECT_CHUNK (16u << 20)
 #define GDU_IO_DEFAULT_STAGING 3u
 #define GDU_IO_MAX_WORKERS 256u
 #define GDU_IO_MAX_STAGING 16u

@@ -35,7 +35,11 @@ typedef struct {
     int device;
     unsigned paths; /* bit per BENCH_* */
     uint32_t seed;
+    unsigned rounds; /* each path measured this many times, paths alternating */
 } bench_config;
+
+/* At most this many --rounds. */
+#define BENCH_MAX_ROUNDS 9
 
 typedef struct {
     bool requested, ran;
@@ -45,6 +49,11 @@ typedef struct {
     double p50_us, p99_us;
     int verified; /* 1 checked and right, 0 checked and wrong, -1 not checked */
     char note[320];
+    /* Over the rounds: the fields above are the median round's; these are
+     * every round's GB/s in run order, and their extremes. */
+    unsigned rounds;
+    double round_gbps[BENCH_MAX_ROUNDS];
+    double gbps_min, gbps_max;
 } bench_result;
 
 /* A path that could not run here (no GPU, no nvidia-fs, cuFile refusing the
@@ -107,6 +116,12 @@ int bench_gpu_reset(bench_gpu *g, const bench_config *c, char *why, size_t len);
 int bench_gpu_verify(bench_gpu *g, const bench_config *c, char *why, size_t len);
 /* Reads the file back and checks it (write paths). */
 int bench_file_verify(const bench_config *c, char *why, size_t len);
+
+/* Waits until the kernel has written back dirty pages (sync, then Dirty +
+ * Writeback in /proc/meminfo below 64 MiB, at most 60 s) and, when asked and
+ * root, drops the page cache, so that a path does not pay for an earlier
+ * one's writeback. */
+void bench_settle(bool drop_caches);
 
 /* Progress on stderr, when enabled: "bench: engine 3.00/8.00 GiB". */
 void bench_progress(const bench_config *c, const char *path, uint64_t done, bool final);

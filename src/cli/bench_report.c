@@ -45,15 +45,15 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
            (unsigned long long)(c->io_size >> 10), c->workers, c->random ? "random" : "sequential",
            c->cold ? "cold (O_DIRECT)" : "warm page cache", c->device, g->ok ? g->name : "(none)", off);
     double ceil = bench_ceiling(r);
-    printf("%s%-14s %8s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "x ceil", "CPU%",
-           "p50 ms", "p99 ms", "data", "note", off);
+    printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
+           "CPU%", "p50 ms", "p99 ms", "data", "note", off);
     for (int p = 0; p < BENCH_NPATHS; p++) {
         const bench_result *x = &r[p];
         if (!x->requested)
             continue;
         if (!x->ran || x->status != 0) {
-            printf("%s%-14s %8s %8s %6s %9s %9s %-8s %s%s\n", bench_failed(x) ? red : "", label(c, p), "-",
-                   "-", "-", "-", "-", "-", x->note, off);
+            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bench_failed(x) ? red : "",
+                   label(c, p), "-", "-", "-", "-", "-", "-", "-", x->note, off);
             continue;
         }
         double v = gbps(x);
@@ -61,13 +61,17 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         if (ceil > 0)
             snprintf(ratio, sizeof ratio, "%.2f", v / ceil);
         const char *data = x->verified == 1 ? "ok" : x->verified == 0 ? "WRONG" : "-";
-        printf("%-14s %8.2f %8s %6.0f %9.3f %9.3f %s%-8s%s %s\n", label(c, p), v, ratio,
+        char range[32];
+        snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
+        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s %s\n", label(c, p), v, range, ratio,
                x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
                x->p99_us / 1e3, x->verified == 0 ? red : x->verified == 1 ? green : "", data, off,
                x->note);
     }
     if (ceil > 0)
-        printf("ceiling: %.2f GB/s = min(host, %s) of this run\n", ceil, c->write ? "d2h" : "h2d");
+        printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
+               "rounds, range its slowest-fastest\n",
+               ceil, c->write ? "d2h" : "h2d", c->rounds);
 }
 
 static json_t *machine(const bench_gpu *g)
@@ -94,6 +98,7 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging, "op", c->write ? "write" : "read",
         "order", c->random ? "rand" : "seq", "cold", c->cold, "device", c->device, "mem",
         c->vmm ? "vmm" : "cudamalloc");
+    json_object_set_new(params, "rounds", json_integer(c->rounds));
     json_t *paths = json_array();
     for (int p = 0; p < BENCH_NPATHS; p++) {
         const bench_result *x = &r[p];
@@ -103,6 +108,13 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         json_t *o = json_pack("{s:s, s:b, s:s}", "path", label(c, p), "ran", ok, "note", x->note);
         if (ok) {
             json_object_set_new(o, "gbps", json_real(gbps(x)));
+            json_t *all = json_array();
+            for (unsigned i = 0; i < x->rounds; i++)
+                json_array_append_new(all, json_real(x->round_gbps[i]));
+            json_object_set_new(o, "gbps_rounds", all);
+            json_object_set_new(o, "gbps_min", json_real(x->gbps_min));
+            json_object_set_new(o, "gbps_max", json_real(x->gbps_max));
+            json_object_set_new(o, "spread", json_real(gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / gbps(x) : 0));
             json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
             json_object_set_new(o, "seconds", json_real(x->seconds));
             json_object_set_new(o, "cpu_percent",

@@ -38,19 +38,27 @@ static void usage(FILE *out)
             "  --cold           O_DIRECT for every path and the page cache dropped first\n"
             "                   (default: warm page cache, buffered I/O)\n"
             "  --paths LIST     comma-separated subset of the paths above (default all)\n"
-            "  --chunk SIZE     engine chunk size (default: the engine's own, %uM; the engine\n"
-            "                   gets the same -i requests as every path and splits them)\n"
+            "  --chunk SIZE     engine chunk size (default: the engine's own, %uM, or %uM\n"
+            "                   with --cold; the engine gets the same -i requests as\n"
+            "                   every path and splits them)\n"
             "  --staging N      engine staging buffers per worker (default %u)\n"
             "  --create         create or rewrite FILE with the verifiable pattern\n"
+            "  --rounds N       measure every path N times, alternating paths (the\n"
+            "                   order reversed every other round); report each path's\n"
+            "                   median round with the range (default 3, 1..9)\n"
             "  --no-verify      do not check the data after each path\n"
             "  --seed N         pattern seed (default 1)\n"
             "  --json           machine-readable output\n"
             "  --progress       progress on stderr even when it is not a terminal\n"
             "\n"
+            "Before each cold or write path the bench syncs and waits until dirty pages\n"
+            "are written back (and, cold and root, drops the page cache).\n"
+            "\n"
             "exit: 0 all paths that could run ran and their data was right; 1 wrong data;\n"
             "64 bad arguments; 66 file missing or not a bench file; 69 no GPU;\n"
             "74 an I/O error.\n",
-            gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
+            gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20,
+            GDU_IO_DEFAULT_STAGING);
 }
 
 static int bad_arg(const char *what, const char *value)
@@ -79,7 +87,7 @@ static int parse_paths(const char *list, unsigned *out)
 }
 
 enum { OPT_MEM = 256, OPT_COLD, OPT_PATHS, OPT_CHUNK, OPT_STAGING, OPT_CREATE, OPT_NOVERIFY,
-       OPT_SEED, OPT_JSON, OPT_PROGRESS };
+       OPT_SEED, OPT_JSON, OPT_PROGRESS, OPT_ROUNDS };
 
 static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, size_t path_len)
 {
@@ -90,7 +98,8 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
         {"staging", required_argument, NULL, OPT_STAGING},
         {"create", no_argument, NULL, OPT_CREATE}, {"no-verify", no_argument, NULL, OPT_NOVERIFY},
         {"seed", required_argument, NULL, OPT_SEED}, {"json", no_argument, NULL, OPT_JSON},
-        {"progress", no_argument, NULL, OPT_PROGRESS}, {NULL, 0, NULL, 0}};
+        {"progress", no_argument, NULL, OPT_PROGRESS}, {"rounds", required_argument, NULL, OPT_ROUNDS},
+        {NULL, 0, NULL, 0}};
     uint64_t v;
     const char *dir = NULL;
     int opt;
@@ -157,6 +166,11 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
                 return bad_arg("--seed", optarg);
             c->seed = (uint32_t)v;
             break;
+        case OPT_ROUNDS:
+            if (gdu_parse_uint(optarg, 1, BENCH_MAX_ROUNDS, &v) != 0)
+                return bad_arg("--rounds (1..9)", optarg);
+            c->rounds = (unsigned)v;
+            break;
         case OPT_JSON: c->json = true; break;
         case OPT_PROGRESS: c->progress = true; break;
         default: usage(stderr); return GDU_EXIT_USAGE;
@@ -174,6 +188,8 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
     }
     if (c->io_size > c->total)
         c->io_size = c->total;
+    if (c->chunk == 0) /* the engine's own default for this mode */
+        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : GDU_IO_DEFAULT_CHUNK;
     return 0;
 }
 
@@ -220,7 +236,8 @@ static void percentiles(bench_result *r, const bench_lat *lat, const bench_confi
 }
 
 /* Untimed preparation before one path: reads start from a clean device
- * buffer and (cold) an empty page cache; writes from an empty file. */
+ * buffer and (cold) an empty page cache; writes from an empty file; cold
+ * reads and writes from a storage with no writeback in progress. */
 static int before_path(const bench_config *c, bench_gpu *g, int path, char *why, size_t len)
 {
     int fd = open(c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
@@ -239,13 +256,8 @@ static int before_path(const bench_config *c, bench_gpu *g, int path, char *why,
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     }
     close(fd);
-    if (c->cold && geteuid() == 0) { /* root: drop the whole page cache too */
-        FILE *dc = fopen("/proc/sys/vm/drop_caches", "w");
-        if (dc != NULL) {
-            fputs("1\n", dc);
-            fclose(dc);
-        }
-    }
+    if (c->cold || c->write)
+        bench_settle(c->cold);
     if (!c->write && !bench_is_host(path) && path != BENCH_H2D && g->ok)
         return bench_gpu_reset(g, c, why, len);
     return 0;
@@ -253,7 +265,7 @@ static int before_path(const bench_config *c, bench_gpu *g, int path, char *why,
 
 /* Untimed: data written reaches the disk before the next path; then the
  * data a path moved is checked against the pattern. */
-static void after_path(const bench_config *c, bench_gpu *g, int path, bench_result *r)
+static void after_path(const bench_config *c, bench_gpu *g, int path, bool verify, bench_result *r)
 {
     if (c->write && path != BENCH_H2D) {
         int fd = open(c->file, O_WRONLY | O_CLOEXEC);
@@ -262,7 +274,7 @@ static void after_path(const bench_config *c, bench_gpu *g, int path, bench_resu
             close(fd);
         }
     }
-    if (!c->verify || bench_is_host(path) || path == BENCH_H2D || r->status != 0 || !r->ran)
+    if (!verify || bench_is_host(path) || path == BENCH_H2D || r->status != 0 || !r->ran)
         return;
     char why[256] = "";
     int ok = c->write ? bench_file_verify(c, why, sizeof why) : bench_gpu_verify(g, c, why, sizeof why);
@@ -288,11 +300,77 @@ static void warm_page_cache(const bench_config *c)
     close(fd);
 }
 
+/* One timed run of one path, with its untimed preparation and check. */
+static void run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan, bench_lat *lat,
+                     int p, bool verify, bench_result *r)
+{
+    char why[512] = "";
+    int s = before_path(c, g, p, why, sizeof why);
+    if (s != 0) {
+        r->status = s;
+        snprintf(r->note, sizeof r->note, "%.300s", why);
+        return;
+    }
+    memset(lat->us, 0, plan->n * sizeof(double));
+    if (p == BENCH_H2D)
+        bench_run_h2d(c, g, plan, lat, r);
+    else if (p == BENCH_HOST)
+        bench_run_host(c, g, plan, lat, r);
+    else if (p == BENCH_HOST_URING)
+        bench_run_host_uring(c, g, plan, lat, r);
+    else if (p == BENCH_NAIVE)
+        bench_run_naive(c, g, plan, lat, r);
+    else
+        bench_run_engine(c, g, plan, lat, p, r);
+    after_path(c, g, p, verify, r);
+    if (r->ran && r->bytes > 0)
+        percentiles(r, lat, c);
+}
+
+static double run_gbps(const bench_result *r)
+{
+    return r->ran && r->status == 0 && r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0;
+}
+
+/* The path's result over its rounds: the median round (the lower middle one
+ * for an even count), every round's GB/s and their range; a round that
+ * could not run or failed is the result instead. The data check is the
+ * first round's. */
+static void combine_rounds(const bench_result *runs, unsigned rounds, bench_result *out)
+{
+    unsigned n = 0, order[BENCH_MAX_ROUNDS];
+    for (unsigned i = 0; i < rounds; i++) {
+        if (!runs[i].requested)
+            break; /* not repeated: it could not run or failed in round 0 */
+        if (!runs[i].ran || runs[i].status != 0) {
+            *out = runs[i];
+            return;
+        }
+        order[n++] = i;
+    }
+    if (n == 0)
+        return;
+    for (unsigned i = 1; i < n; i++) /* insertion sort by GB/s */
+        for (unsigned j = i; j > 0 && run_gbps(&runs[order[j]]) < run_gbps(&runs[order[j - 1]]); j--) {
+            unsigned t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    *out = runs[order[(n - 1) / 2]];
+    out->verified = runs[0].verified;
+    if (runs[0].verified == 0)
+        snprintf(out->note, sizeof out->note, "%s", runs[0].note);
+    out->rounds = n;
+    for (unsigned i = 0; i < n; i++)
+        out->round_gbps[i] = run_gbps(&runs[i]);
+    out->gbps_min = run_gbps(&runs[order[0]]);
+    out->gbps_max = run_gbps(&runs[order[n - 1]]);
+}
+
 int gdu_cmd_bench(int argc, char **argv)
 {
     bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = gdu_io_default_workers(),
-                      .chunk = GDU_IO_DEFAULT_CHUNK,
-                      .staging = GDU_IO_DEFAULT_STAGING,
+                      .staging = GDU_IO_DEFAULT_STAGING, .rounds = 3,
                       .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];
     int rc = parse_args(argc, argv, &c, path_buf, sizeof path_buf);
@@ -306,6 +384,7 @@ int gdu_cmd_bench(int argc, char **argv)
         fprintf(stderr, "gdunlock bench: %s\n", why);
         return s == -ENOENT || s == -EINVAL || s == -EACCES ? GDU_EXIT_NOINPUT : GDU_EXIT_IOERR;
     }
+    bench_settle(false); /* --create's pages reach the disk before anything is timed */
     bench_gpu g;
     bench_gpu_open(&g, &c);
     bench_plan plan = make_plan(&c);
@@ -321,47 +400,43 @@ int gdu_cmd_bench(int argc, char **argv)
     if (!c.write && !c.cold)
         warm_page_cache(&c);
     /* Ceilings first. Writes truncate the file before each path, so the
-     * cuFile paths (which may turn out unable to run) go first there and the
-     * file ends holding the engine's output. */
+     * cuFile paths (which may turn out unable to run) go first there. Odd
+     * rounds run the order backwards, so that no path is always the one
+     * that runs first (or right after another) and each path's median
+     * round is compared with the others'. */
     static const int read_order[] = {BENCH_H2D,    BENCH_HOST,   BENCH_HOST_URING, BENCH_NAIVE,
                                      BENCH_ENGINE, BENCH_DIRECT, BENCH_COMPAT};
     static const int write_order[] = {BENCH_DIRECT, BENCH_COMPAT, BENCH_H2D,   BENCH_HOST,
                                       BENCH_HOST_URING, BENCH_NAIVE, BENCH_ENGINE};
     const int *order = c.write ? write_order : read_order;
+    static bench_result runs[BENCH_NPATHS][BENCH_MAX_ROUNDS];
     bool needed_gpu = false;
-    for (size_t k = 0; k < BENCH_NPATHS; k++) {
-        int p = order[k];
-        bench_result *r = &res[p];
-        r->requested = (c.paths >> p) & 1;
-        r->verified = -1;
-        if (!r->requested)
-            continue;
-        if (!bench_is_host(p) && !g.ok) {
-            needed_gpu = true;
-            r->status = -ENODEV;
-            snprintf(r->note, sizeof r->note, "%s", g.why);
-            continue;
+    for (unsigned round = 0; round < c.rounds; round++) {
+        for (size_t k = 0; k < BENCH_NPATHS; k++) {
+            int p = order[round % 2 ? BENCH_NPATHS - 1 - k : k];
+            res[p].requested = (c.paths >> p) & 1;
+            res[p].verified = -1;
+            if (!res[p].requested)
+                continue;
+            if (!bench_is_host(p) && !g.ok) {
+                needed_gpu = true;
+                res[p].status = -ENODEV;
+                snprintf(res[p].note, sizeof res[p].note, "%s", g.why);
+                continue;
+            }
+            /* A path that could not run here or failed says so once. */
+            if (round > 0 && (!runs[p][0].ran || runs[p][0].status != 0))
+                continue;
+            bench_result *r = &runs[p][round];
+            memset(r, 0, sizeof *r);
+            r->requested = true;
+            r->verified = -1;
+            run_path(&c, &g, &plan, &lat, p, round == 0 && c.verify, r);
         }
-        if ((s = before_path(&c, &g, p, why, sizeof why)) != 0) {
-            r->status = s;
-            snprintf(r->note, sizeof r->note, "%.300s", why);
-            continue;
-        }
-        memset(lat.us, 0, plan.n * sizeof(double));
-        if (p == BENCH_H2D)
-            bench_run_h2d(&c, &g, &plan, &lat, r);
-        else if (p == BENCH_HOST)
-            bench_run_host(&c, &g, &plan, &lat, r);
-        else if (p == BENCH_HOST_URING)
-            bench_run_host_uring(&c, &g, &plan, &lat, r);
-        else if (p == BENCH_NAIVE)
-            bench_run_naive(&c, &g, &plan, &lat, r);
-        else
-            bench_run_engine(&c, &g, &plan, &lat, p, r);
-        after_path(&c, &g, p, r);
-        if (r->ran && r->bytes > 0)
-            percentiles(r, &lat, &c);
     }
+    for (int p = 0; p < BENCH_NPATHS; p++)
+        if (res[p].requested && res[p].status != -ENODEV)
+            combine_rounds(runs[p], c.rounds, &res[p]);
     if (c.json)
         bench_print_json(&c, &g, res, argc, argv);
     else

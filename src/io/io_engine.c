@@ -77,8 +77,10 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
 /* Reads chunk c into slot i and queues its copy to caller memory. A
  * buffered read goes in pieces, each piece's copy queued as soon as the
  * piece is in staging: the copy engine then reads bytes the CPU has just
- * written (still in its caches) rather than a whole large chunk's worth that
- * has already been evicted to DRAM, and the first copy starts sooner. Piece
+ * written (still in its caches), and the first copy starts sooner. Requests
+ * already hand buffered reads to the workers piece by piece (dispatch_unit
+ * in io_request.c); a whole chunk arrives here buffered only when the file
+ * system refused O_DIRECT after the request was split. Piece
  * boundaries fall on multiples of the piece size, so every piece after the
  * first starts 4 KiB-aligned in the slot, as O_DIRECT needs. On success the
  * slot holds the chunk (its last copy in flight); on failure the copies
@@ -225,13 +227,13 @@ static int fill_options(gdu_io_options *o, char *why, size_t len)
     gdu_io_options_default(&d);
     if (o->workers == 0)
         o->workers = d.workers;
-    if (o->chunk_size == 0)
-        o->chunk_size = d.chunk_size;
     if (o->staging_per_worker == 0)
         o->staging_per_worker = d.staging_per_worker;
     int r = gdu_io_options_from_env(o, why, len);
     if (r != 0)
         return r;
+    if (o->chunk_size == 0) /* after the environment: GDUNLOCK_IO_DIRECT picks the default too */
+        o->chunk_size = o->direct == GDU_IO_DIRECT_ON ? GDU_IO_DEFAULT_DIRECT_CHUNK : d.chunk_size;
     if (o->workers > GDU_IO_MAX_WORKERS || o->staging_per_worker > GDU_IO_MAX_STAGING ||
         o->chunk_size % GDU_IO_ALIGN != 0 || o->chunk_size > GDU_IO_MAX_CHUNK ||
         (unsigned)o->backend > GDU_IO_BACKEND_HOST || (unsigned)o->direct > GDU_IO_DIRECT_OFF) {
