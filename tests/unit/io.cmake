@@ -3,6 +3,7 @@ gdunlock_unit_test(test_io_cufile_loader SOURCES test_io_cufile_loader.c LIBS gd
 gdunlock_unit_test(test_io_options SOURCES test_io_options.c LIBS gdu_io)
 gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
+gdunlock_unit_test(test_io_dispatch SOURCES test_io_dispatch.c LIBS gdu_io)
 gdunlock_unit_test(test_io_bench_pattern
   SOURCES test_io_bench_pattern.c ${CMAKE_SOURCE_DIR}/src/cli/bench_pattern.c
           ${CMAKE_SOURCE_DIR}/src/cli/bench_time.c)
@@ -94,12 +95,21 @@ if(TARGET gdunlock)
       PASS_REGULAR_EXPRESSION "${expect}" LABELS unit)
   endforeach()
   add_dependencies(gdunlock gdu_fake_cuda gdu_fake_cufile)
+  # --rounds: every path measured that many times, its median reported with
+  # every round's GB/s and the range.
+  add_test(NAME test_io_bench_fake_rounds
+           COMMAND ${bench} --create --rounds 2 --paths engine,host --json)
+  set_tests_properties(test_io_bench_fake_rounds PROPERTIES
+    ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0"
+    PASS_REGULAR_EXPRESSION "\"path\": \"engine\",[^}]*\"gbps_rounds\": \\[[^],]+,[^],]+\\],[^}]*\"gbps_min\"[^}]*\"verified\": true"
+    LABELS unit)
 
   # Argument and file errors: the documented exit codes, with no GPU needed.
   set(bin $<TARGET_FILE:gdunlock>)
   set(n 0)
   foreach(case "64|bench" "64|bench -f x -D y" "64|bench -f x -s 1000" "64|bench -f x -i 0"
                "64|bench -f x --paths engine,gds" "64|bench -f x -x copy" "64|bench -f x extra"
+               "64|bench -f x --rounds 0" "64|bench -f x --rounds 10"
                "66|bench -f ${CMAKE_CURRENT_BINARY_DIR}/no-such-bench-file.dat"
                "0|bench --help")
     string(REPLACE "|" ";" parts "${case}")

@@ -1,0 +1,146 @@
+/* How requests are handed to the workers: buffered reads in read pieces
+ * whatever the chunk size, O_DIRECT reads and writes in whole chunks; and
+ * the chunk size an engine gets when the caller leaves it 0 (16 MiB with
+ * O_DIRECT on, else 4 MiB). The system calls are counted through the
+ * engine's injectable pread/pwrite. */
+#include "io/io_internal.h"
+#include "io_test_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#define CHUNK (64u << 10)
+#define PIECE (16u << 10)
+#define SIZE ((uint64_t)CHUNK * 8)
+
+static atomic_int reads, direct_reads;
+static atomic_uint_fast64_t largest;
+
+static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
+{
+    atomic_fetch_add(&reads, 1);
+    if (fcntl(fd, F_GETFL) & O_DIRECT)
+        atomic_fetch_add(&direct_reads, 1);
+    uint64_t seen = atomic_load(&largest);
+    while (n > seen && !atomic_compare_exchange_weak(&largest, &seen, n)) {
+    }
+    return pread(fd, buf, n, off);
+}
+
+static ssize_t plain_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return pwrite(fd, buf, n, off);
+}
+
+static const gdu_io_sys counting = {counting_pread, plain_pwrite};
+
+static char dir[64];
+static char *path;
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "./gdu-io-dispatch-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    path = io_test_file(dir, "data.bin", SIZE, 9);
+    return path == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    io_test_remove_dir(dir, path);
+    return 0;
+}
+
+/* Reads the whole file with one request and checks every byte; returns the
+ * file's direct flag. */
+static bool read_all(gdu_io_engine *e)
+{
+    atomic_store(&reads, 0);
+    atomic_store(&direct_reads, 0);
+    atomic_store(&largest, 0);
+    gdu_io_engine_set_sys(e, &counting);
+    gdu_io_engine_set_read_piece(e, PIECE);
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t *buf = malloc(SIZE);
+    assert_non_null(buf);
+    uint64_t done = 0;
+    char why[256] = "";
+    assert_int_equal(gdu_io_read(f, 0, SIZE, buf, &done, why, sizeof why), 0);
+    assert_int_equal(done, SIZE);
+    for (uint64_t i = 0; i < SIZE; i++)
+        if (buf[i] != io_test_byte(i, 9))
+            fail_msg("byte %llu wrong", (unsigned long long)i);
+    bool direct = gdu_io_file_direct(f);
+    free(buf);
+    gdu_io_close(f);
+    return direct;
+}
+
+static void buffered_reads_go_out_in_pieces(void **state)
+{
+    gdu_io_engine *e = io_test_engine(3, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    assert_false(read_all(e));
+    assert_int_equal(atomic_load(&reads), SIZE / PIECE);
+    assert_int_equal(atomic_load(&largest), PIECE);
+    gdu_io_engine_destroy(e);
+}
+
+static void direct_reads_go_out_in_whole_chunks(void **state)
+{
+    gdu_io_engine *e = io_test_engine(3, CHUNK, 2, GDU_IO_DIRECT_ON);
+    assert_non_null(e);
+    if (!read_all(e)) {
+        skip(); /* this folder's file system refuses O_DIRECT (tmpfs) */
+    }
+    assert_int_equal(atomic_load(&direct_reads), SIZE / CHUNK);
+    assert_int_equal(atomic_load(&largest), CHUNK);
+    gdu_io_engine_destroy(e);
+}
+
+static size_t default_chunk(gdu_io_direct direct)
+{
+    gdu_io_options o;
+    gdu_io_options_default(&o);
+    o.backend = GDU_IO_BACKEND_HOST;
+    o.workers = 1;
+    o.staging_per_worker = 1;
+    o.chunk_size = 0;
+    o.direct = direct;
+    gdu_io_engine *e = NULL;
+    char why[256];
+    assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), 0);
+    size_t chunk = gdu_io_engine_options(e)->chunk_size;
+    gdu_io_engine_destroy(e);
+    return chunk;
+}
+
+static void the_default_chunk_depends_on_o_direct(void **state)
+{
+    unsetenv("GDUNLOCK_IO_DIRECT");
+    unsetenv("GDUNLOCK_IO_CHUNK");
+    assert_int_equal(default_chunk(GDU_IO_DIRECT_ON), GDU_IO_DEFAULT_DIRECT_CHUNK);
+    assert_int_equal(default_chunk(GDU_IO_DIRECT_AUTO), GDU_IO_DEFAULT_CHUNK);
+    assert_int_equal(default_chunk(GDU_IO_DIRECT_OFF), GDU_IO_DEFAULT_CHUNK);
+    setenv("GDUNLOCK_IO_DIRECT", "on", 1); /* the environment's choice counts too */
+    assert_int_equal(default_chunk(GDU_IO_DIRECT_AUTO), GDU_IO_DEFAULT_DIRECT_CHUNK);
+    setenv("GDUNLOCK_IO_CHUNK", "1M", 1); /* an explicit chunk wins */
+    assert_int_equal(default_chunk(GDU_IO_DIRECT_AUTO), 1u << 20);
+    unsetenv("GDUNLOCK_IO_DIRECT");
+    unsetenv("GDUNLOCK_IO_CHUNK");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(buffered_reads_go_out_in_pieces),
+        cmocka_unit_test(direct_reads_go_out_in_whole_chunks),
+        cmocka_unit_test(the_default_chunk_depends_on_o_direct),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
