@@ -8,6 +8,11 @@
 #      makes the NV503C, registers the VA spaces, cuMemAlloc and VMM buffers
 #      (each proved through RM by a second REGISTER_VIDMEM answering 0x19),
 #      freed buffers unregistered (UNREGISTER answering 0x57), same GPU data
+#   b' strict test mode (GDUNLOCK_TEST_DROP_NATIVE=strict): libcuda's NV503C
+#      freed at once, its later NV503C calls answered by the shim and never
+#      passed to RM, so every registration RM holds is the shim's own: both VA
+#      spaces, 4/4 cuMemAlloc buffers (0 by libcuda), VMM, freed, data, PyTorch,
+#      and the 10,000-cycle loop (registered == unregistered + live before)
 #   c  PyTorch: same checksum with and without the shim, live tensors registered
 #   d  10,000 alloc/free cycles and an 8-thread storm: no error, no growth
 #   e  two GPUs: both handled (SKIP with one)
@@ -129,6 +134,51 @@ else
   fi
 fi
 
+# ---- b'. strict test mode: no NV503C call of libcuda's reaches RM -----------------
+# strict_ok REPORT: true when the report is of strict mode, every GPU that acts
+# is unlocked with no failure, and none of its registrations is libcuda's.
+strict_ok() {
+  [ "$(py "$1" 'd.get("test_strict") and all(g["mode"] in ("unlocked", "idle") and g["failures"] == 0 and g["registered_by_libcuda"] == 0 for g in d["gpus"]) and any(g["mode"] == "unlocked" for g in d["gpus"])')" = True ]
+}
+strict_summary() {
+  py "$1" '" ".join("%s:%s(created %d, VA spaces registered %d, registered %d of which by libcuda %d, libcuda NV503C calls answered by the shim %d, unregistered %d, failures %d)" % (g.get("pci") or g["rm_device"], g["mode"], g["objects_created"], g["va_spaces_registered"], g["registered"], g["registered_by_libcuda"], g["answered_for_libcuda"], g["unregistered"], g["failures"]) for g in d["gpus"])'
+}
+shimrun strict GDUNLOCK_TEST_DROP_NATIVE=strict timeout 300 "$BIN/shim_gpu_buffers" 0
+rc=$?
+rep=$(report_of strict)
+if [ $rc -ne 0 ] || [ -z "$rep" ]; then
+  fail shim-strict "exit $rc, report ${rep:-missing}: $(tail -3 "$O/strict.out" "$O/strict.err" | tr '\n' ' ')"
+else
+  answered=$(py "$rep" 'sum(g["answered_for_libcuda"] for g in d["gpus"])')
+  freed_log=$(grep -c "strict test mode: libcuda's ThirdPartyP2P 0x[0-9a-f]* freed" "$O/strict.err")
+  if strict_ok "$rep" && [ "${answered:-0}" -ge 1 ] && [ "$freed_log" -ge 1 ]; then
+    pass shim-strict-created "libcuda's NV503C freed ($freed_log), the shim's own made, $answered libcuda NV503C calls answered without RM; $(strict_summary "$rep")"
+  else
+    fail shim-strict-created "answered ${answered:-?}, freed log lines $freed_log; $(strict_summary "$rep"); stderr: $(grep '^gdunlock:' "$O/strict.err" | head -3 | tr '\n' ' ')"
+  fi
+  vas=$(py "$rep" 'min(g["va_spaces_registered"] for g in d["gpus"] if g["mode"] == "unlocked")')
+  [ "${vas:-0}" -ge 2 ] && pass shim-strict-vaspaces "VA spaces registered by the shim itself: $vas (libcuda's REGISTER_VA_SPACE never reached RM)" \
+    || fail shim-strict-vaspaces "VA spaces registered by the shim: ${vas:-?} (want both: 2)"
+  bylib=$(py "$rep" 'sum(g["registered_by_libcuda"] for g in d["gpus"])')
+  bad=$(grep '^BUF 0 cuMemAlloc' "$O/strict.out" | grep -v -c '^BUF [0-9]* [^ ]* 1 ')
+  n=$(grep -c '^BUF 0 cuMemAlloc' "$O/strict.out")
+  [ "$n" -ge 4 ] && [ "$bad" = 0 ] && [ "$bylib" = 0 ] && pass shim-strict-cumemalloc "$n/$n cuMemAlloc buffers registered, $bylib of them by libcuda: $(grep '^BUF 0 cuMemAlloc' "$O/strict.out" | cut -d' ' -f3- | tr '\n' ';')" \
+    || fail shim-strict-cumemalloc "by libcuda ${bylib:-?}; $(grep '^BUF 0 cuMemAlloc' "$O/strict.out" | tr '\n' ';')"
+  v=$(grep '^BUF 0 VMM' "$O/strict.out")
+  echo "$v" | grep -q '^BUF 0 VMM-64MiB 1 ' && pass shim-strict-vmm "VMM buffer registered: ${v#BUF 0 }" \
+    || fail shim-strict-vmm "${v:-no BUF VMM line}"
+  bad=$(grep '^FREED' "$O/strict.out" | grep -v -c '^FREED [0-9]* [^ ]* 0 ')
+  n=$(grep -c '^FREED' "$O/strict.out")
+  [ "$n" -ge 5 ] && [ "$bad" = 0 ] && pass shim-strict-freed "$n/$n freed buffers no longer registered: $(grep '^FREED' "$O/strict.out" | head -2 | cut -d' ' -f3- | tr '\n' ';')..." \
+    || fail shim-strict-freed "$(grep '^FREED' "$O/strict.out" | tr '\n' ';')"
+  errs=$(grep -c '^gdunlock: .*\(fail\|error\|refus\|not acting\)' "$O/strict.err")
+  if diff <(grep ^SUM "$O/plain.out") <(grep ^SUM "$O/strict.out") >/dev/null && [ "$errs" = 0 ]; then
+    pass shim-strict-data "GPU data identical to the run without the shim, no error lines from the shim"
+  else
+    fail shim-strict-data "$(grep ^SUM "$O/plain.out") vs $(grep ^SUM "$O/strict.out"); shim error lines: $errs"
+  fi
+fi
+
 # ---- c. PyTorch -----------------------------------------------------------------
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
   skip shim-torch "python3 with CUDA torch not available"
@@ -153,6 +203,18 @@ else
   c=$(sed -n 's/^CHECKSUM //p' "$O/torch-native.out")
   [ -n "$a" ] && [ "$a" = "$c" ] && pass shim-torch-native "checksum $c unchanged with the shim in native mode" \
     || fail shim-torch-native "checksum '$a' vs '$c'"
+  # Strict test mode: every tensor registration is the shim's own.
+  shimrun torch-strict GDUNLOCK_TEST_DROP_NATIVE=strict timeout 600 python3 "$here/shim_torch.py"
+  rc=$?
+  rep=$(report_of torch-strict)
+  c=$(sed -n 's/^CHECKSUM //p' "$O/torch-strict.out")
+  probed=$(sed -n 's/^PROBED \([0-9]*\) .*/\1/p' "$O/torch-strict.out")
+  registered=$(sed -n 's/^PROBED [0-9]* REGISTERED \([0-9]*\).*/\1/p' "$O/torch-strict.out")
+  if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$c" ] && [ -n "$probed" ] && [ "$probed" = "$registered" ] && [ -n "$rep" ] && strict_ok "$rep"; then
+    pass shim-strict-torch "checksum $c unchanged; $registered/$probed live tensors proved registered; report: $(strict_summary "$rep")"
+  else
+    fail shim-strict-torch "exit $rc, checksum '$a' vs '$c', $(grep ^PROBED "$O/torch-strict.out"), report: $([ -n "$rep" ] && strict_summary "$rep"); $(tail -2 "$O/torch-strict.err" | tr '\n' ' ')"
+  fi
 fi
 
 # ---- d. cycles and storm --------------------------------------------------------
@@ -177,6 +239,18 @@ shimrun cycles GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 "$BIN/shim_gpu_stress" cy
 check_growth cycles "10000 alloc/free cycles (2 MiB cuMemAlloc, every 100th a 64 MiB VMM buffer)" $?
 shimrun storm GDUNLOCK_TEST_DROP_NATIVE=1 timeout 600 "$BIN/shim_gpu_stress" storm 8 500
 check_growth storm "8 threads x 500 allocations of 2-8 MiB at once" $?
+shimrun cycles-strict GDUNLOCK_TEST_DROP_NATIVE=strict timeout 600 "$BIN/shim_gpu_stress" cycles 10000
+rc=$?
+check_growth cycles-strict "strict test mode, 10000 alloc/free cycles" $rc
+lb=$(tline cycles-strict before | sed -n 's/.* live=\([0-9]*\).*/\1/p')
+ra=$(tline cycles-strict after | sed -n 's/.* registered=\([0-9]*\).*/\1/p')
+ua=$(tline cycles-strict after | sed -n 's/.* unregistered=\([0-9]*\).*/\1/p')
+rep=$(report_of cycles-strict)
+if [ $rc -eq 0 ] && [ -n "$ra" ] && [ -n "$lb" ] && [ "$ra" = $((ua + lb)) ] && [ "$ra" -ge 10000 ] && [ -n "$rep" ] && strict_ok "$rep"; then
+  pass shim-strict-cycles-balance "registered $ra == unregistered $ua + live before $lb, none by libcuda; report: $(strict_summary "$rep")"
+else
+  fail shim-strict-cycles-balance "exit $rc, registered ${ra:-?}, unregistered ${ua:-?}, live before ${lb:-?}; report: $([ -n "$rep" ] && strict_summary "$rep")"
+fi
 
 # ---- e. two GPUs ------------------------------------------------------------------
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
