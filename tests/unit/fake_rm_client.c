@@ -97,7 +97,7 @@ uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t me
 gdu_shim *lc_shim(fake_rm *f, const char *driver, int test_drop_native, uint64_t fault_at)
 {
     gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = test_drop_native != 0,
-                           .fault_at = fault_at, .driver_version = driver};
+                           .test_strict = test_drop_native == 2, .fault_at = fault_at, .driver_version = driver};
     gdu_shim_ops ops = fake_rm_ops(f);
     lc_setup(f);
     return gdu_shim_new(&cfg, &ops);

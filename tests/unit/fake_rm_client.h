@@ -33,7 +33,8 @@ uint32_t lc_alloc_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t m
 /* cuMemFree-like: unmap, then free the memory. */
 uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base, uint64_t length);
 
-/* A shim configured for tests (driver 580.159.04, debug logging). */
+/* A shim configured for tests (driver 580.159.04, debug logging); test_drop_native:
+ * 0 off, 1 the test mode, 2 the strict test mode. */
 gdu_shim *lc_shim(fake_rm *f, const char *driver, int test_drop_native, uint64_t fault_at);
 
 #endif

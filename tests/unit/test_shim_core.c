@@ -350,6 +350,57 @@ static void test_mode_drop_native(void **state)
     env_free(e);
 }
 
+/* Strict test mode: after its alloc, no call of libcuda's on its NV503C reaches
+ * RM; each is answered NV_OK, and the shim's own object (an RM-generated
+ * handle) holds both VA spaces and the registrations. */
+static void strict_mode_answers_for_libcuda(void **state)
+{
+    env *e = env_new(DRIVER, 2, 0, 1);
+    uint32_t c = e->g.client, h = 0x5c0000f0;
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
+    uint32_t own = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
+    assert_true(own != 0 && own != h);
+    assert_int_equal(fake_rm_calls_on(e->f, c, h), 1); /* the shim's free of it */
+    assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][0]));
+    assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][1]));
+    gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
+    assert_int_equal(rv.vaSpaceToken, 0xfe00); /* the fake's token of the shim's first registration */
+    /* cuMemAlloc: libcuda's register is answered; the shim registers at the map. */
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    uint32_t st;
+    assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 1);
+    gdu_nv503c_unregister_vidmem u = {0x5c000a01};
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0);
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01)); /* the shim's stays until the memory goes */
+    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_int_equal(lc_free(e->s, c, e->g.subdevice[0], h), 0);
+    assert_int_equal(fake_rm_calls_on(e->f, c, h), 1);
+    gdu_shim_totals t = totals(e);
+    assert_int_equal(t.registered, 1);
+    assert_int_equal(t.unregistered, 1);
+    assert_int_equal(t.failures, 0);
+    json_t *r = gdu_shim_report(e->s);
+    json_t *g = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_true(json_is_true(json_object_get(r, "test_strict")));
+    assert_int_equal(json_integer_value(json_object_get(g, "registered_by_libcuda")), 0);
+    assert_int_equal(json_integer_value(json_object_get(g, "answered_for_libcuda")), 4);
+    assert_int_equal(json_integer_value(json_object_get(g, "va_spaces_registered")), 2);
+    json_decref(r);
+    /* Freeing the client leaves nothing behind. */
+    assert_int_equal(lc_free(e->s, c, c, c), 0);
+    assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 0);
+    assert_int_equal(totals(e).objects, 0);
+    env_free(e);
+}
+
 /* Found by fuzz_shim_sequence: in test mode libcuda must keep getting its
  * own answers even where the shim registered things on the re-made object. */
 static void test_mode_steps_aside(void **state)
@@ -532,6 +583,7 @@ int main(void)
         cmocka_unit_test(layout_mismatch_refuses),
         cmocka_unit_test(test_mode_drop_native),
         cmocka_unit_test(test_mode_steps_aside),
+        cmocka_unit_test(strict_mode_answers_for_libcuda),
         cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
         cmocka_unit_test(passes_through),
