@@ -273,6 +273,21 @@ else
   else
     fail shim-two-gpus "exit $rc, devices ${ndev:-?}, devices with all buffers registered $devs_ok, unlocked GPUs with registrations ${unlocked:-?}; $(tail -2 "$O/multi.out" "$O/multi.err" | tr '\n' ' ')"
   fi
+  shimrun multi-strict GDUNLOCK_TEST_DROP_NATIVE=strict timeout 600 "$BIN/shim_gpu_buffers" all
+  rc=$?
+  rep=$(report_of multi-strict)
+  devs_ok=0
+  for d in $(seq 0 $((ndev - 1))); do
+    n=$(grep -c "^BUF $d " "$O/multi-strict.out")
+    good=$(grep -c "^BUF $d [^ ]* 1 " "$O/multi-strict.out")
+    [ "$n" -ge 5 ] && [ "$n" = "$good" ] && devs_ok=$((devs_ok + 1))
+  done
+  unlocked=$([ -n "$rep" ] && py "$rep" 'sum(1 for g in d["gpus"] if g["mode"] == "unlocked" and g["registered"] > 0 and g["va_spaces_registered"] >= 2)')
+  if [ $rc -eq 0 ] && [ "${ndev:-0}" -ge 2 ] && [ "$devs_ok" = "$ndev" ] && [ "${unlocked:-0}" -ge 2 ] && strict_ok "$rep"; then
+    pass shim-strict-two-gpus "$ndev CUDA devices, all buffers registered on each, none by libcuda; $(strict_summary "$rep")"
+  else
+    fail shim-strict-two-gpus "exit $rc, devices with all buffers registered $devs_ok, unlocked GPUs ${unlocked:-?}; $([ -n "$rep" ] && strict_summary "$rep"); $(tail -2 "$O/multi-strict.err" | tr '\n' ' ')"
+  fi
 fi
 
 # ---- f. overhead --------------------------------------------------------------------
