@@ -118,7 +118,7 @@ int bench_gpu_verify(bench_gpu *g, const bench_config *c, char *why, size_t len)
 int bench_file_verify(const bench_config *c, char *why, size_t len);
 
 /* Waits until the kernel has written back dirty pages (sync, then Dirty +
- * Writeback in /proc/meminfo below 64 MiB, at most 60 s) and, when asked and
+ * Writeback in /proc/meminfo below 64 MiB, at most 20 s) and, when asked and
  * root, drops the page cache, so that a path does not pay for an earlier
  * one's writeback. */
 void bench_settle(bool drop_caches);

@@ -13,7 +13,10 @@
 /* Below this much Dirty + Writeback the system counts as settled: a busy
  * machine always has a little. */
 #define SETTLED_KIB (64 * 1024)
-#define SETTLE_TIMEOUT_S 60
+/* sync() has normally written everything back when it returns; the wait is
+ * for writers outside the bench, bounded so that a busy machine cannot
+ * stall a run of many paths and rounds. */
+#define SETTLE_TIMEOUT_S 20
 
 /* Dirty + Writeback from /proc/meminfo in KiB, or -1 if unreadable. */
 static long long unwritten_kib(void)
@@ -43,6 +46,8 @@ void bench_settle(bool drop_caches)
         if (kib < 0 || kib <= SETTLED_KIB)
             break;
         nanosleep(&nap, NULL);
+        if (i % 10 == 9)
+            sync();
     }
     if (drop_caches && geteuid() == 0) { /* root: the whole page cache too */
         FILE *dc = fopen("/proc/sys/vm/drop_caches", "w");
