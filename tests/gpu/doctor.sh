@@ -177,7 +177,10 @@ else:
     print("FAIL doctor-capture-replay: live %s, replay %s" % (key(a), key(b)))
 PY
 rm -rf "$OUT/h200-capture"
-if tar tzf "$OUT/h200-capture.tar.gz" 2>/dev/null | grep -q 'gdunlock-live.json$'; then
+# The listing goes to a variable first: with pipefail, grep -q closing the pipe
+# early made tar's SIGPIPE fail the check although the file was there.
+listing=$(tar tzf "$OUT/h200-capture.tar.gz" 2>/dev/null)
+if grep -q 'gdunlock-live.json$' <<<"$listing"; then
   echo "PASS doctor-capture-tar: $OUT/h200-capture.tar.gz ($(tar tzf "$OUT/h200-capture.tar.gz" | wc -l) entries, $(stat -c %s "$OUT/h200-capture.tar.gz") bytes)"
 else
   echo "FAIL doctor-capture-tar: no archive with gdunlock-live.json ($(tail -c 300 "$D/capture.err" | tr '\n' ' '))"
