@@ -324,7 +324,7 @@ static void h200_vm_cufile_5027(void **state)
 }
 
 /* The accelerator machine as `doctor --capture DIR /root` recorded it (the
- * lead commits it as h200-vm/ after a GPU run); skipped until it exists. */
+ * capture of 2026-11-30, batch 4, on nvidia-h200-x2); skipped where absent. */
 static void h200_capture_replays(void **state)
 {
     if (access(FIXTURES "h200-vm/" GDU_LIVE_FILE, R_OK) != 0)
@@ -338,7 +338,8 @@ static void h200_capture_replays(void **state)
         assert_string_equal(t->r.gpus[i].name, "NVIDIA H200");
         assert_int_equal(t->r.gpus[i].geforce, 0);
         assert_int_equal(t->r.gpus[i].bar1_bytes, 256ull << 30);
-        assert_true(t->r.gpus[i].memory_bytes > (140ull << 30));
+        /* cuDeviceTotalMem on the H200: 143155 MiB (nvidia-smi says 143771). */
+        assert_int_equal(t->r.gpus[i].memory_bytes, 150109880320ull);
     }
     assert_int_equal(t->r.gds, GDU_GDS_IMPOSSIBLE);
     assert_true(has_reason(&t->r, "error 5027"));
