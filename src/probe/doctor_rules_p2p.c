@@ -2,33 +2,11 @@
  * facts doctor gathers) and a finding with the evidence. */
 #include "probe/doctor.h"
 #include "probe/doctor_pcie.h"
+#include "probe/p2p_terms.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static gdu_p2p_topo to_p2p_topo(gdu_path_kind k)
-{
-    switch (k) {
-    case GDU_PATH_X:
-    case GDU_PATH_PIX: return GDU_P2P_TOPO_PIX;
-    case GDU_PATH_PXB: return GDU_P2P_TOPO_PXB;
-    case GDU_PATH_PHB: return GDU_P2P_TOPO_PHB;
-    case GDU_PATH_NODE: return GDU_P2P_TOPO_NODE;
-    case GDU_PATH_SYS: return GDU_P2P_TOPO_SYS;
-    default: return GDU_P2P_TOPO_UNKNOWN;
-    }
-}
-
-static gdu_p2p_iommu to_p2p_iommu(gdu_iommu_mode m)
-{
-    switch (m) {
-    case GDU_IOMMU_NONE: return GDU_P2P_IOMMU_OFF;
-    case GDU_IOMMU_PASSTHROUGH: return GDU_P2P_IOMMU_PASSTHROUGH;
-    case GDU_IOMMU_TRANSLATED: return GDU_P2P_IOMMU_TRANSLATED;
-    default: return GDU_P2P_IOMMU_UNKNOWN;
-    }
-}
 
 static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view *a,
                                       const gdu_gpu_view *b)
@@ -49,14 +27,14 @@ static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu
         f->rm_caps_known = lp->rm_known;
         f->rm = lp->rm;
     }
-    f->topo = to_p2p_topo(path->kind);
+    f->topo = gdu_p2p_topo_of_path(path->kind);
     f->bar1_bytes[0] = a->bar1;
     f->bar1_bytes[1] = b->bar1;
     f->vram_bytes[0] = a->memory;
     f->vram_bytes[1] = b->memory;
     char redirecting[GDU_PATH_MAX_BRIDGES * 16];
     f->acs_redirect = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
-    f->iommu = to_p2p_iommu(sys->iommu.mode);
+    f->iommu = gdu_p2p_iommu_of_mode(sys->iommu.mode);
     f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
                  : a->geforce == GDU_TRI_NO && b->geforce == GDU_TRI_NO ? GDU_TRI_NO
                                                                         : GDU_TRI_UNKNOWN;

@@ -16,6 +16,15 @@ int gdu_iommu_group_type(gdu_sysroot *sr, int group, char *buf, size_t len)
     return gdu_sysroot_read_line(sr, path, buf, len);
 }
 
+gdu_iommu_mode gdu_iommu_type_mode(const char *type)
+{
+    if (strcmp(type, "identity") == 0)
+        return GDU_IOMMU_PASSTHROUGH;
+    if (strncmp(type, "DMA", 3) == 0)
+        return GDU_IOMMU_TRANSLATED;
+    return GDU_IOMMU_UNKNOWN;
+}
+
 void gdu_iommu_probe(gdu_sysroot *sr, gdu_iommu *out)
 {
     memset(out, 0, sizeof *out);
@@ -29,12 +38,13 @@ void gdu_iommu_probe(gdu_sysroot *sr, gdu_iommu *out)
     for (long i = 0; i < n; i++) {
         char type[32];
         out->n_groups++;
-        if (gdu_iommu_group_type(sr, atoi(names[i]), type, sizeof type) != 0)
+        if (gdu_iommu_group_type(sr, atoi(names[i]), type, sizeof type) != 0) {
             unknown++;
-        else if (strcmp(type, "identity") == 0)
-            out->n_identity++;
-        else if (strncmp(type, "DMA", 3) == 0)
-            out->n_translated++;
+            continue;
+        }
+        gdu_iommu_mode m = gdu_iommu_type_mode(type);
+        out->n_identity += m == GDU_IOMMU_PASSTHROUGH;
+        out->n_translated += m == GDU_IOMMU_TRANSLATED;
     }
     if (n > 0)
         gdu_sysroot_free_names(names, n);

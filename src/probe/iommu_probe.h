@@ -28,6 +28,10 @@ void gdu_iommu_probe(gdu_sysroot *sr, gdu_iommu *out);
  * returns 0 or -errno. */
 int gdu_iommu_group_type(gdu_sysroot *sr, int group, char *buf, size_t len);
 
+/* What one group type means: PASSTHROUGH for "identity", TRANSLATED for
+ * "DMA" / "DMA-FQ", UNKNOWN for any other ("blocked", "unmanaged"). */
+gdu_iommu_mode gdu_iommu_type_mode(const char *type);
+
 const char *gdu_iommu_mode_name(gdu_iommu_mode m);
 
 #endif
