@@ -7,11 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = strndup((const char *)data, size); /* the parsers read C strings */
     if (text == NULL)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     gdu_cufile_config c;
     gdu_cufile_config_parse(text, &c);
     free(text);

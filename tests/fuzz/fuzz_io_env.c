@@ -31,11 +31,9 @@ static void set_var(size_t i, const char *value)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = strndup((const char *)data, size); /* the parsers read C strings */
     if (text == NULL)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     char *cursor = text;
     for (size_t i = 0; i < NVARS; i++) {
         char *line = strsep(&cursor, "\n");

@@ -50,9 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 3: { /* driver version text */
-        char *text = malloc(size + 1);
-        memcpy(text, data, size);
-        text[size] = '\0';
+        char *text = strndup((const char *)data, size);
+        if (text == NULL)
+            return 0;
         unsigned v[3];
         gdu_uvm_layout l;
         char why[200];
