@@ -1,0 +1,175 @@
+#include "util/jsonw.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gdu_jsonw_init(gdu_jsonw *w)
+{
+    memset(w, 0, sizeof *w);
+    w->first[0] = true;
+}
+
+static void put(gdu_jsonw *w, const char *s, size_t n)
+{
+    if (w->failed)
+        return;
+    if (w->len + n + 2 > w->cap) {
+        size_t cap = w->cap ? w->cap : 1024;
+        while (w->len + n + 2 > cap)
+            cap *= 2;
+        char *b = realloc(w->buf, cap);
+        if (b == NULL) {
+            w->failed = true;
+            return;
+        }
+        w->buf = b;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    w->buf[w->len] = '\0';
+}
+
+static void puts_(gdu_jsonw *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
+
+static void quoted(gdu_jsonw *w, const char *s)
+{
+    put(w, "\"", 1);
+    const char *run = s;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        put(w, run, (size_t)(s - run));
+        char esc[8];
+        if (c == '"' || c == '\\')
+            snprintf(esc, sizeof esc, "\\%c", c);
+        else if (c == '\n')
+            snprintf(esc, sizeof esc, "\\n");
+        else
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+        puts_(w, esc);
+        run = s + 1;
+    }
+    put(w, run, (size_t)(s - run));
+    put(w, "\"", 1);
+}
+
+/* The separator, indentation and key before a member. */
+static void member(gdu_jsonw *w, const char *key)
+{
+    if (!w->first[w->depth])
+        put(w, ",", 1);
+    w->first[w->depth] = false;
+    if (w->depth > 0) {
+        put(w, "\n", 1);
+        for (unsigned i = 0; i < w->depth; i++)
+            put(w, "  ", 2);
+    }
+    if (key != NULL) {
+        quoted(w, key);
+        put(w, ": ", 2);
+    }
+}
+
+static void open_(gdu_jsonw *w, const char *key, const char *bracket)
+{
+    member(w, key);
+    puts_(w, bracket);
+    if (w->depth == GDU_JSONW_MAX_DEPTH) {
+        w->failed = true;
+        return;
+    }
+    w->first[++w->depth] = true;
+}
+
+static void close_(gdu_jsonw *w, const char *bracket)
+{
+    if (w->depth == 0) {
+        w->failed = true;
+        return;
+    }
+    bool empty = w->first[w->depth];
+    w->depth--;
+    if (!empty) {
+        put(w, "\n", 1);
+        for (unsigned i = 0; i < w->depth; i++)
+            put(w, "  ", 2);
+    }
+    puts_(w, bracket);
+}
+
+void gdu_jsonw_object_begin(gdu_jsonw *w, const char *key)
+{
+    open_(w, key, "{");
+}
+
+void gdu_jsonw_object_end(gdu_jsonw *w)
+{
+    close_(w, "}");
+}
+
+void gdu_jsonw_array_begin(gdu_jsonw *w, const char *key)
+{
+    open_(w, key, "[");
+}
+
+void gdu_jsonw_array_end(gdu_jsonw *w)
+{
+    close_(w, "]");
+}
+
+void gdu_jsonw_string(gdu_jsonw *w, const char *key, const char *value)
+{
+    member(w, key);
+    if (value == NULL)
+        puts_(w, "null");
+    else
+        quoted(w, value);
+}
+
+void gdu_jsonw_uint(gdu_jsonw *w, const char *key, uint64_t value)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%" PRIu64, value);
+    member(w, key);
+    puts_(w, b);
+}
+
+void gdu_jsonw_int(gdu_jsonw *w, const char *key, int64_t value)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%" PRId64, value);
+    member(w, key);
+    puts_(w, b);
+}
+
+void gdu_jsonw_bool(gdu_jsonw *w, const char *key, bool value)
+{
+    member(w, key);
+    puts_(w, value ? "true" : "false");
+}
+
+void gdu_jsonw_null(gdu_jsonw *w, const char *key)
+{
+    member(w, key);
+    puts_(w, "null");
+}
+
+char *gdu_jsonw_finish(gdu_jsonw *w)
+{
+    put(w, "\n", 1);
+    if (w->failed || w->depth != 0) {
+        free(w->buf);
+        w->buf = NULL;
+        return NULL;
+    }
+    char *b = w->buf;
+    w->buf = NULL;
+    return b;
+}
