@@ -72,6 +72,23 @@ _Static_assert(offsetof(gdu_uvm_map_external_params_256, hMemory) == 9256, "256:
 _Static_assert(offsetof(gdu_uvm_map_external_params_256, rmStatus) == 9260, "256: rmStatus offset");
 _Static_assert(sizeof(gdu_uvm_map_external_params_256) == 9264, "256: size");
 
+/* UVM_REGISTER_GPU_VASPACE: the GPU VA space (a FERMI_VASPACE_A of the RM
+ * client) that UVM maps into for that GPU. libcuda registers the same one
+ * with its ThirdPartyP2P object. */
+typedef struct {
+    gdu_nv_processor_uuid gpuUuid;
+    int32_t rmCtrlFd;
+    uint32_t hClient;
+    uint32_t hVaSpace;
+    uint32_t rmStatus;
+} gdu_uvm_register_gpu_vaspace_params;
+
+_Static_assert(sizeof(gdu_uvm_register_gpu_vaspace_params) == 32, "UVM_REGISTER_GPU_VASPACE_PARAMS size");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmCtrlFd) == 16, "REGISTER_GPU_VASPACE.rmCtrlFd offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hClient) == 20, "REGISTER_GPU_VASPACE.hClient offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hVaSpace) == 24, "REGISTER_GPU_VASPACE.hVaSpace offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmStatus) == 28, "REGISTER_GPU_VASPACE.rmStatus offset");
+
 /* UVM_FREE: frees the VA range starting at base (an external mapping included). */
 typedef struct {
     _Alignas(8) uint64_t base;

@@ -541,22 +541,14 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
         gdu_p2p_on_mapping(s, sub, mem, map);
 }
 
-static void before_unmap(gdu_shim *s, const gdu_uvm_range *r)
-{
-    gdu_mapping *map = (gdu_mapping *)gdu_map_find(&s->mappings, r->base);
-    if (map == NULL)
-        return;
-    gdu_obj *mem = gdu_shim_obj(s, map->client, map->memory);
-    if (mem != NULL && mem->reg_by_shim && mem->reg_address >= map->base &&
-        mem->reg_address - map->base < map->length)
-        gdu_p2p_unregister(s, mem);
-}
+struct range_mappings {
+    gdu_shim *s;
+    uint64_t base, length;
+};
 
-static void after_free(gdu_shim *s, const gdu_uvm_range *r)
+static void forget_mapping(gdu_shim *s, gdu_mapping *map)
 {
-    gdu_mapping *map = (gdu_mapping *)gdu_map_remove(&s->mappings, r->base);
-    if (map == NULL)
-        return;
+    gdu_map_remove(&s->mappings, map->node.key);
     gdu_obj *mem = gdu_shim_obj(s, map->client, map->memory);
     gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
     s->freed[s->freed_next++ % GDU_SHIM_FREED_RING] =
@@ -565,17 +557,44 @@ static void after_free(gdu_shim *s, const gdu_uvm_range *r)
     free(map);
 }
 
+static void range_mappings_visit(gdu_map_node *n, void *arg)
+{
+    struct range_mappings *rm = arg;
+    gdu_mapping *m = (gdu_mapping *)n;
+    if (m->base < rm->base + rm->length && rm->base < m->base + m->length)
+        forget_mapping(rm->s, m);
+}
+
+/* After UVM freed or unmapped [base, base + length): the mappings there are gone. */
+static void after_unmap(gdu_shim *s, const gdu_uvm_range *r)
+{
+    gdu_mapping *map = (gdu_mapping *)gdu_map_find(&s->mappings, r->base);
+    if (map != NULL && map->length >= r->length) {
+        forget_mapping(s, map); /* the common case: one allocation's range */
+        return;
+    }
+    struct range_mappings rm = {s, r->base, r->length != 0 ? r->length : 1};
+    gdu_map_each(&s->mappings, range_mappings_visit, &rm);
+}
+
+static void on_uvm_vaspace(gdu_shim *s, const gdu_uvm_register_gpu_vaspace_params *p)
+{
+    gdu_obj *v = gdu_shim_obj(s, p->hClient, p->hVaSpace);
+    if (v != NULL && v->cls == GDU_FERMI_VASPACE_A)
+        gdu_p2p_on_uvm_vaspace(s, v);
+}
+
 static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
 {
     gdu_uvm_range range;
-    bool unmap = request != GDU_UVM_MAP_EXTERNAL_ALLOCATION;
+    bool unmap = request == GDU_UVM_FREE || request == GDU_UVM_UNMAP_EXTERNAL;
     if (unmap && __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0) {
         unsigned char block[sizeof(gdu_uvm_unmap_external_params)];
         size_t size = gdu_uvm_watched_size(request, NULL);
         if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0) {
             gdu_uvm_range_decode(request, block, &range);
             pthread_mutex_lock(&s->lock);
-            before_unmap(s, &range);
+            gdu_p2p_unmapping(s, range.base, range.length);
             pthread_mutex_unlock(&s->lock);
         }
     }
@@ -600,10 +619,15 @@ static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
                         on_map(s, &m);
                 }
             }
-        } else if (request == GDU_UVM_FREE) {
+        } else if (request == GDU_UVM_REGISTER_GPU_VASPACE) {
+            gdu_uvm_register_gpu_vaspace_params p;
+            memcpy(&p, arg, sizeof p);
+            if (p.rmStatus == GDU_NV_OK)
+                on_uvm_vaspace(s, &p);
+        } else {
             gdu_uvm_range_decode(request, arg, &range);
             if (range.status == GDU_NV_OK)
-                after_free(s, &range);
+                after_unmap(s, &range);
         }
         pthread_mutex_unlock(&s->lock);
     }
@@ -623,7 +647,7 @@ int gdu_shim_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
         return rm_ioctl(s, fd, request, nr, size, arg);
     }
     if ((request == GDU_UVM_MAP_EXTERNAL_ALLOCATION || request == GDU_UVM_FREE ||
-         request == GDU_UVM_UNMAP_EXTERNAL) &&
+         request == GDU_UVM_UNMAP_EXTERNAL || request == GDU_UVM_REGISTER_GPU_VASPACE) &&
         s->ops.fd_kind(s->ops.ctx, fd) == GDU_FD_UVM)
         return uvm_ioctl(s, fd, request, arg);
     return s->ops.ioctl(s->ops.ctx, fd, request, arg);
@@ -640,6 +664,7 @@ gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops)
     s->cfg = *cfg;
     s->cfg.driver_version = NULL; /* not kept: the caller's text */
     s->ops = *ops;
+    s->pid = cfg->pid;
     unsigned v[3];
     if (cfg->driver_version != NULL && gdu_nv_driver_version_parse(cfg->driver_version, v) == 0)
         snprintf(s->driver, sizeof s->driver, "%u.%u.%02u", v[0], v[1], v[2]);

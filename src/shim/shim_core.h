@@ -7,7 +7,6 @@
 #ifndef GDUNLOCK_SHIM_CORE_H
 #define GDUNLOCK_SHIM_CORE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +26,9 @@ typedef struct {
     /* One finished log line, "gdunlock: ..." without newline. */
     void (*log)(void *ctx, int level, const char *line);
     void *ctx;
+    /* BAR1 size of the GPU at PCI address pci ("0000:41:00.0"), 0 when not
+     * known; may be NULL. Asked once per GPU, outside the ioctl path. */
+    uint64_t (*bar1_bytes)(void *ctx, const char *pci);
 } gdu_shim_ops;
 
 typedef struct {
@@ -46,6 +48,17 @@ typedef struct {
     /* Driver version text (/sys/module/nvidia_uvm/version or
      * /proc/driver/nvidia/version); NULL or unknown: the shim stays passive. */
     const char *driver_version;
+    /* The process (RM records its pid with each client it makes, and the
+     * kernel's lookup searches by it). */
+    uint32_t pid;
+    /* Answer 1 for CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED on GPUs the
+     * shim unlocks (libcufile and the loaders refuse GPUDirect Storage where
+     * it reads 0), except to the RDMA networking libraries (NCCL and the
+     * like), for which the unlock changes nothing. */
+    bool rdma_attr_answer;
+    /* Test mode: libcuda's own answer for that attribute reads 0, as on
+     * GeForce, before the shim's answer. */
+    bool test_rdma_attr_zero;
 } gdu_shim_config;
 
 typedef struct gdu_shim gdu_shim;
@@ -91,10 +104,41 @@ void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);
  * at gpu_va, or no NV503C to ask); *status gets RM's answer. */
 int gdu_shim_probe_registered(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 
-/* The report: process, driver, layout, and per GPU the mode (native /
- * unlocked / failed + reason / idle), objects created, allocations
- * registered / unregistered, failures by status name. New reference. */
-json_t *gdu_shim_report(gdu_shim *s);
+/* The report as a JSON document (docs/shim-report.md): process, driver,
+ * layout, per GPU the mode (native / unlocked / failed + reason / idle),
+ * the VA space registered and why, objects created, allocations registered
+ * / unregistered, failures by status name; the buffers registered with
+ * cuFile with the kernel lookup's verdict for each; and, with
+ * with_registrations, every registration RM holds for the process. Caller
+ * frees; NULL when out of memory. */
+char *gdu_shim_report_json(gdu_shim *s, bool with_registrations);
+
+/* The program registered [ptr, ptr + size) with cuFile (cuFileBufRegister
+ * answered status, a CUfileOpError); memory_kind is what CUDA says the
+ * memory is ("device", "host", "managed", or NULL: not asked), mps whether
+ * the process is a client of an MPS server. Runs the kernel lookup's model
+ * over the registrations RM holds now and records its verdict. */
+void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int flags, int status,
+                                const char *memory_kind, bool mps);
+/* The value a caller sees for CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+ * of the GPU at PCI address pci ("0000:41:00.0", or NULL when unknown), given
+ * libcuda's own value; caller is the file name of the library or program
+ * that asked (NULL: unknown). Counted for the report. */
+int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller);
+
+/* True for the libraries that read the attribute for GPUDirect RDMA with a
+ * network adapter (NCCL, NVSHMEM, UCX, libfabric, MPI, gdrcopy, verbs): the
+ * storage unlock gives them nothing, so they keep libcuda's answer.
+ * caller: a path or file name. */
+bool gdu_shim_caller_is_rdma_network(const char *caller);
+
+/* The program deregistered the cuFile buffer at ptr. */
+void gdu_shim_cufile_deregistered(gdu_shim *s, uint64_t ptr);
+
+/* What the kernel's lookup (src/pinmodel) finds for [ptr, ptr + size) over
+ * the registrations RM holds now: a gdu_pin_rule (0: found), *err the errno,
+ * why one line (may be NULL). */
+int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why, size_t why_len);
 
 /* True once the process made an RM client (worth a report). */
 bool gdu_shim_saw_gpu(gdu_shim *s);

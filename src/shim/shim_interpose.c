@@ -1,13 +1,20 @@
 /* libgdunlock.so: the exported ioctl that LD_PRELOAD puts in front of libc's,
- * the process-wide configuration from the environment, fork and exit
- * handling, and the query functions GPU tests look up with dlsym.
+ * the file-descriptor calls that keep its cache of driver fds right, the
+ * process-wide configuration from the environment, fork and exit handling,
+ * and the query functions GPU tests look up with dlsym. The CUDA and cuFile
+ * entry points are in shim_cuda_hooks.c.
  *
- * Environment: GDUNLOCK=0 disables everything; GDUNLOCK_LOG=error|info|debug;
+ * Environment: GDUNLOCK=0 disables everything; GDUNLOCK_LOG=error|info|debug
+ * (anything else: error, silently: a warning would repeat in every process
+ * of a pipeline; `gdunlock run --log` checks the value once);
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
- * by processes that used a GPU; GDUNLOCK_TEST_DROP_NATIVE=1 (or =strict) and
- * GDUNLOCK_FAULT=<n> are for tests (see shim_core.h). */
-#include "shim/shim_core.h"
+ * by processes that used a GPU; GDUNLOCK_RDMA_ATTR=0 turns off the answer to
+ * the GPUDirect RDMA attribute (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
+ * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
+ * (see shim_core.h). */
+#include "shim/shim_preload.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +33,8 @@
 
 /* Character major of the RM nodes (/dev/nvidiactl, /dev/nvidiaN). */
 #define GDU_NV_MAJOR 195
+/* File descriptors below this have their NVIDIA kind cached. */
+#define GDU_FD_CACHE 4096
 
 typedef int (*ioctl_fn)(int, unsigned long, ...);
 
@@ -36,6 +45,11 @@ static char g_report_path[1024];
 static dev_t g_uvm_rdev;
 static int g_have_uvm_rdev;
 static int g_vm_readv_works;
+/* Per fd: 0 not known, else 1 + gdu_fd_kind of an NVIDIA node. Only NVIDIA
+ * kinds are kept: a number closed behind our back (fclose and other libc
+ * paths do not call close) may come back as anything, and a stale "other"
+ * would hide a driver fd opened there later. */
+static unsigned char g_fd_kind[GDU_FD_CACHE];
 /* Set while this thread is inside the shim: nested ioctls pass straight through. */
 static __thread int t_in_shim __attribute__((tls_model("initial-exec")));
 
@@ -52,12 +66,18 @@ static ioctl_fn real_ioctl(void)
 {
     ioctl_fn f = __atomic_load_n(&g_real_ioctl, __ATOMIC_ACQUIRE);
     if (f == NULL) {
-        *(void **)&f = dlsym(RTLD_NEXT, "ioctl");
+        *(void **)&f = gdu_preload_real_dlsym(RTLD_NEXT, "ioctl");
         if (f == NULL)
             f = syscall_ioctl;
         __atomic_store_n(&g_real_ioctl, f, __ATOMIC_RELEASE);
     }
     return f;
+}
+
+/* Resolves libc's definition of name (the shim exports its own). */
+static void *next(const char *name)
+{
+    return gdu_preload_real_dlsym(RTLD_NEXT, name);
 }
 
 /* ---- ops for the core ---- */
@@ -67,7 +87,7 @@ static int op_ioctl(void *ctx, int fd, unsigned long request, void *arg)
     return real_ioctl()(fd, request, arg);
 }
 
-static gdu_fd_kind op_fd_kind(void *ctx, int fd)
+static gdu_fd_kind fd_kind_uncached(int fd)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode))
@@ -83,6 +103,29 @@ static gdu_fd_kind op_fd_kind(void *ctx, int fd)
         __atomic_store_n(&g_have_uvm_rdev, 1, __ATOMIC_RELEASE);
     }
     return st.st_rdev == g_uvm_rdev ? GDU_FD_UVM : GDU_FD_OTHER;
+}
+
+static gdu_fd_kind op_fd_kind(void *ctx, int fd)
+{
+    if (fd < 0 || fd >= GDU_FD_CACHE)
+        return fd_kind_uncached(fd);
+    unsigned char k = __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED);
+    if (k != 0)
+        return (gdu_fd_kind)(k - 1);
+    gdu_fd_kind kind = fd_kind_uncached(fd);
+    if (kind != GDU_FD_OTHER)
+        __atomic_store_n(&g_fd_kind[fd], (unsigned char)(kind + 1), __ATOMIC_RELAXED);
+    return kind;
+}
+
+static void forget_fds(int first, int last)
+{
+    if (first < 0)
+        first = 0;
+    if (last >= GDU_FD_CACHE)
+        last = GDU_FD_CACHE - 1;
+    for (int fd = first; fd <= last; fd++)
+        __atomic_store_n(&g_fd_kind[fd], 0, __ATOMIC_RELAXED);
 }
 
 /* Reads a block an ioctl has not validated yet without risking a fault:
@@ -115,6 +158,30 @@ static void log_line(int level, const char *line)
         op_log(NULL, level, line);
 }
 
+/* BAR1 is NVIDIA's second memory BAR (region 1 on most boards, 2 where BAR0
+ * is 64-bit): the second non-empty line of the device's sysfs resource file. */
+static uint64_t op_bar1_bytes(void *ctx, const char *pci)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/resource", pci);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    unsigned long long start, end, flags;
+    int seen = 0;
+    uint64_t size = 0;
+    while (fscanf(f, "%llx %llx %llx", &start, &end, &flags) == 3) {
+        if (end <= start || (flags & 0x200) == 0) /* IORESOURCE_MEM */
+            continue;
+        if (++seen == 2) {
+            size = end - start + 1;
+            break;
+        }
+    }
+    fclose(f);
+    return size;
+}
+
 /* ---- configuration ---- */
 
 static void read_driver_version(char *out, size_t len)
@@ -136,77 +203,89 @@ static void read_driver_version(char *out, size_t len)
 
 static int parse_log_level(const char *v)
 {
-    if (v == NULL || strcmp(v, "error") == 0)
-        return GDU_LOG_ERROR;
-    if (strcmp(v, "info") == 0)
+    if (v != NULL && strcmp(v, "info") == 0)
         return GDU_LOG_INFO;
-    if (strcmp(v, "debug") == 0)
+    if (v != NULL && strcmp(v, "debug") == 0)
         return GDU_LOG_DEBUG;
-    log_line(GDU_LOG_ERROR, "gdunlock: GDUNLOCK_LOG must be error, info or debug; using error");
     return GDU_LOG_ERROR;
 }
 
+static bool env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, value) == 0;
+}
+
+/* The handlers find no shim until it is published (a fork in between). */
 static void at_fork_prepare(void)
 {
-    gdu_shim_fork_prepare(g_shim);
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s != NULL)
+        gdu_shim_fork_prepare(s);
 }
 
 static void at_fork_parent(void)
 {
-    gdu_shim_fork_parent(g_shim);
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s != NULL)
+        gdu_shim_fork_parent(s);
 }
 
 static void at_fork_child(void)
 {
-    gdu_shim_fork_child(g_shim);
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s != NULL)
+        gdu_shim_fork_child(s);
     g_report_path[0] = '\0'; /* the parent reports; a child that execs starts afresh */
 }
 
 static void init_once(void)
 {
     real_ioctl();
-    const char *enabled = getenv("GDUNLOCK");
-    if (enabled != NULL && strcmp(enabled, "0") == 0)
+    if (env_is("GDUNLOCK", "0"))
         return;
     g_log_level = parse_log_level(getenv("GDUNLOCK_LOG"));
     const char *report = getenv("GDUNLOCK_REPORT");
     if (report != NULL)
         snprintf(g_report_path, sizeof g_report_path, "%s", report);
-    const char *drop = getenv("GDUNLOCK_TEST_DROP_NATIVE");
     const char *fault = getenv("GDUNLOCK_FAULT");
     char version[512];
     read_driver_version(version, sizeof version);
     gdu_shim_config cfg = {
         .log_level = g_log_level,
-        .test_drop_native = drop != NULL && (strcmp(drop, "1") == 0 || strcmp(drop, "strict") == 0),
-        .test_strict = drop != NULL && strcmp(drop, "strict") == 0,
+        .test_drop_native = env_is("GDUNLOCK_TEST_DROP_NATIVE", "1") || env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
+        .test_strict = env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
         .fault_at = fault != NULL ? strtoull(fault, NULL, 10) : 0,
         .driver_version = version[0] ? version : NULL,
+        .pid = (uint32_t)getpid(),
+        .rdma_attr_answer = !env_is("GDUNLOCK_RDMA_ATTR", "0"),
+        .test_rdma_attr_zero = env_is("GDUNLOCK_TEST_RDMA_ATTR", "0"),
     };
     int probe = 0, copy = -1;
     struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
     g_vm_readv_works = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof probe;
-    gdu_shim_ops ops = {op_ioctl, op_fd_kind, op_read_block, op_log, NULL};
+    gdu_shim_ops ops = {op_ioctl, op_fd_kind, op_read_block, op_log, NULL, op_bar1_bytes};
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     if (s == NULL) {
         log_line(GDU_LOG_ERROR, "gdunlock: out of memory at start; the shim is off in this process");
         return;
     }
-    pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
     __atomic_store_n(&g_shim, s, __ATOMIC_RELEASE);
+    pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
 }
 
 static pthread_once_t g_init = PTHREAD_ONCE_INIT;
 
-/* Set up at load, or at the first ioctl if a library's constructor (or the
- * program's) reaches ioctl before ours has run. */
-static gdu_shim *shim(void)
+/* Set up at load, or at the first call if a library's constructor (or the
+ * program's) reaches the shim before ours has run. */
+gdu_shim *gdu_preload_shim(void)
 {
     gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
     if (s == NULL) {
+        int was = t_in_shim;
         t_in_shim = 1;
         pthread_once(&g_init, init_once);
-        t_in_shim = 0;
+        t_in_shim = was;
         s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
     }
     return s;
@@ -214,11 +293,11 @@ static gdu_shim *shim(void)
 
 __attribute__((constructor)) static void gdunlock_init(void)
 {
-    shim();
+    gdu_preload_shim();
 }
 
-/* Writes the report to path, "%p" replaced by the pid, through a temporary file. */
-static void write_report(const char *pattern)
+/* Writes text to path, "%p" replaced by the pid, through a temporary file. */
+static void write_report(const char *pattern, const char *text)
 {
     char path[1100], tmp[1200];
     size_t o = 0;
@@ -232,14 +311,22 @@ static void write_report(const char *pattern)
     }
     path[o] = '\0';
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    json_t *r = gdu_shim_report(g_shim);
-    if (r == NULL || json_dump_file(r, tmp, JSON_INDENT(2)) != 0 || rename(tmp, path) != 0) {
+    int fd = text != NULL ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    size_t len = text != NULL ? strlen(text) : 0, done = 0;
+    while (fd >= 0 && done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w <= 0 && errno != EINTR)
+            break;
+        done += w > 0 ? (size_t)w : 0;
+    }
+    int saved = text == NULL ? ENOMEM : errno;
+    bool ok = fd >= 0 && done == len && close(fd) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
         char line[1200];
-        snprintf(line, sizeof line, "gdunlock: cannot write the report %s: %s", path, strerror(errno));
+        snprintf(line, sizeof line, "gdunlock: cannot write the report %s: %s", path, strerror(saved ? saved : errno));
         log_line(GDU_LOG_ERROR, line);
         unlink(tmp);
     }
-    json_decref(r);
 }
 
 __attribute__((destructor)) static void gdunlock_fini(void)
@@ -248,7 +335,9 @@ __attribute__((destructor)) static void gdunlock_fini(void)
     /* The shim stays in place: libraries finalised after us may still call ioctl. */
     if (s != NULL && g_report_path[0] && gdu_shim_saw_gpu(s)) {
         t_in_shim = 1;
-        write_report(g_report_path);
+        char *text = gdu_shim_report_json(s, false);
+        write_report(g_report_path, text);
+        free(text);
         t_in_shim = 0;
     }
 }
@@ -261,13 +350,78 @@ GDU_EXPORT int ioctl(int fd, unsigned long request, ...)
     va_end(ap);
     if (t_in_shim)
         return real_ioctl()(fd, request, arg);
-    gdu_shim *s = shim();
+    gdu_shim *s = gdu_preload_shim();
     if (s == NULL)
         return real_ioctl()(fd, request, arg);
     t_in_shim = 1;
     int r = gdu_shim_ioctl(s, fd, request, arg);
     t_in_shim = 0;
     return r;
+}
+
+/* ---- file descriptors: what was a driver fd may be something else next ---- */
+
+GDU_EXPORT int close(int fd)
+{
+    static int (*real)(int);
+    if (real == NULL)
+        *(void **)&real = next("close");
+    if (fd >= 0 && fd < GDU_FD_CACHE)
+        forget_fds(fd, fd);
+    return real != NULL ? real(fd) : (int)syscall(SYS_close, fd);
+}
+
+GDU_EXPORT int dup2(int oldfd, int newfd)
+{
+    static int (*real)(int, int);
+    if (real == NULL)
+        *(void **)&real = next("dup2");
+    if (newfd >= 0 && newfd < GDU_FD_CACHE && newfd != oldfd)
+        forget_fds(newfd, newfd);
+    return real != NULL ? real(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+GDU_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+    static int (*real)(int, int, int);
+    if (real == NULL)
+        *(void **)&real = next("dup3");
+    if (newfd >= 0 && newfd < GDU_FD_CACHE && newfd != oldfd)
+        forget_fds(newfd, newfd);
+    return real != NULL ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+GDU_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+    static int (*real)(unsigned int, unsigned int, int);
+    if (real == NULL)
+        *(void **)&real = next("close_range");
+    int r = real != NULL ? real(first, last, flags) : (int)syscall(436 /* SYS_close_range */, first, last, flags);
+    if (r == 0 && first < GDU_FD_CACHE)
+        forget_fds((int)first, last >= GDU_FD_CACHE ? GDU_FD_CACHE - 1 : (int)last);
+    return r;
+}
+
+GDU_EXPORT void closefrom(int lowfd)
+{
+    static void (*real)(int);
+    if (real == NULL)
+        *(void **)&real = next("closefrom");
+    forget_fds(lowfd, GDU_FD_CACHE - 1);
+    if (real != NULL) {
+        real(lowfd);
+        return;
+    }
+    DIR *d = opendir("/proc/self/fd"); /* glibc before 2.34 has no closefrom */
+    struct dirent *e;
+    int self = d != NULL ? dirfd(d) : -1;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd >= lowfd && fd != self)
+            syscall(SYS_close, fd);
+    }
+    if (d != NULL)
+        closedir(d);
 }
 
 /* ---- test queries (tests/gpu/shim_*.c find them with dlsym) ---- */
@@ -301,4 +455,23 @@ GDU_EXPORT int gdunlock_test_totals(unsigned long long out[9])
                                t.failures,    t.rm_calls,     t.mappings, t.objects};
     memcpy(out, v, sizeof v);
     return 0;
+}
+
+/* What the kernel's lookup model finds for [ptr, ptr + size) now: the rule
+ * (0: found), *err its errno, why one line. -2: the shim is not active. */
+GDU_EXPORT int gdunlock_test_pin_lookup(unsigned long long ptr, unsigned long long size, int *err, char *why,
+                                        size_t why_len)
+{
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return -2;
+    return gdu_shim_pin_lookup(s, ptr, size, err, why, why_len);
+}
+
+/* The report as it stands, with every registration RM holds for the
+ * process; caller frees with free(). NULL: the shim is not active. */
+GDU_EXPORT char *gdunlock_test_report(void)
+{
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    return s != NULL ? gdu_shim_report_json(s, true) : NULL;
 }

@@ -165,41 +165,144 @@ static void remove_vaspace(gdu_obj *p2p, uint32_t vaspace)
     }
 }
 
-static void register_vaspaces(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
+/* The VA space the shim registers with its NV503C: the one the process
+ * registered with UVM for this GPU (UVM maps the process's allocations
+ * there; libcuda registers that same one with its own NV503C, as the
+ * recorded traces show), else the device's first FERMI_VASPACE_A. */
+static gdu_obj *chosen_vaspace(gdu_shim *s, const gdu_obj *dev, const char **source)
+{
+    gdu_obj *first = NULL;
+    for (unsigned i = 0; i < dev->n_vaspaces; i++) {
+        gdu_obj *v = gdu_shim_obj(s, dev->client, dev->vaspaces[i]);
+        if (v == NULL)
+            continue;
+        if (v->uvm_registered) {
+            *source = "uvm";
+            return v;
+        }
+        if (first == NULL)
+            first = v;
+    }
+    *source = "first";
+    return first;
+}
+
+static bool vaspace_by_shim(const gdu_obj *p2p, unsigned i)
+{
+    return (p2p->p2p_vaspaces_by_shim >> i) & 1u;
+}
+
+static void unregister_own_vaspaces(gdu_shim *s, gdu_obj *p2p)
+{
+    for (unsigned i = p2p->n_p2p_vaspaces; i-- > 0;) {
+        if (!vaspace_by_shim(p2p, i))
+            continue;
+        uint32_t v = p2p->p2p_vaspaces[i];
+        gdu_nv503c_unregister_va_space u = {.hVASpace = v};
+        if (own_control(s, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u, true) == GDU_NV_OK)
+            remove_vaspace(p2p, v);
+    }
+}
+
+/* Gives the NV503C exactly one VA space. RM's lookup validates a buffer once
+ * per registered VA space and rejects the object when a second one
+ * validates too (p2p.c:886-887, src/pinmodel): so one, never all. */
+static void ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p)
 {
     gdu_obj *dev = gdu_shim_obj(s, sub->client, sub->parent);
-    if (dev == NULL)
+    const char *source = NULL;
+    gdu_obj *v = dev != NULL ? chosen_vaspace(s, dev, &source) : NULL;
+    if (v == NULL)
         return;
-    for (unsigned i = 0; i < dev->n_vaspaces; i++) {
-        uint32_t v = dev->vaspaces[i];
-        if (in_list(p2p->p2p_vaspaces, p2p->n_p2p_vaspaces, v) ||
-            in_list(p2p->p2p_vaspaces_failed, p2p->n_p2p_vaspaces_failed, v))
-            continue;
-        gdu_nv503c_register_va_space p = {.hVASpace = v};
-        uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
-        if (st == GDU_NV_OK || st == GDU_NV_ERR_INSERT_DUPLICATE_NAME) {
-            add_vaspace(p2p, v, st == GDU_NV_OK, st == GDU_NV_OK ? p.vaSpaceToken : 0);
-            if (st == GDU_NV_OK)
-                gdu_shim_gpu(s, sub)->va_spaces_registered++;
-            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: VA space 0x%x registered with ThirdPartyP2P 0x%x (%s)",
-                         gpu_number(s, sub), v, p2p->handle, gdu_nv_status_name(st));
-        } else {
-            if (p2p->n_p2p_vaspaces_failed < GDU_SHIM_MAX_VASPACES)
-                p2p->p2p_vaspaces_failed[p2p->n_p2p_vaspaces_failed++] = v;
-            char what[96];
-            snprintf(what, sizeof what, "REGISTER_VA_SPACE of VA space 0x%x", v);
-            failure(s, sub, st, what);
-        }
+    gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
+    if (in_list(p2p->p2p_vaspaces, p2p->n_p2p_vaspaces, v->handle)) {
+        g->vaspace = v->handle;
+        if (g->vaspace_source == NULL || strcmp(source, "uvm") == 0)
+            g->vaspace_source = source;
+        return;
     }
+    if (p2p->n_p2p_vaspaces > 0) {
+        /* A registration of libcuda's stays as it is; the shim's own moves
+         * to the VA space UVM maps into once that one is known. */
+        if (strcmp(source, "uvm") != 0)
+            return;
+        unregister_own_vaspaces(s, p2p);
+        if (p2p->n_p2p_vaspaces > 0)
+            return;
+    }
+    if (in_list(p2p->p2p_vaspaces_failed, p2p->n_p2p_vaspaces_failed, v->handle))
+        return;
+    gdu_nv503c_register_va_space p = {.hVASpace = v->handle};
+    uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
+    if (st == GDU_NV_OK) {
+        add_vaspace(p2p, v->handle, true, p.vaSpaceToken);
+        g->va_spaces_registered++;
+        g->vaspace = v->handle;
+        g->vaspace_source = source;
+        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: VA space 0x%x (%s) registered with ThirdPartyP2P 0x%x",
+                     gpu_number(s, sub), v->handle,
+                     strcmp(source, "uvm") == 0 ? "the one registered with UVM" : "the device's first",
+                     p2p->handle);
+    } else {
+        if (p2p->n_p2p_vaspaces_failed < GDU_SHIM_MAX_VASPACES)
+            p2p->p2p_vaspaces_failed[p2p->n_p2p_vaspaces_failed++] = v->handle;
+        char what[96];
+        snprintf(what, sizeof what, "REGISTER_VA_SPACE of VA space 0x%x", v->handle);
+        failure(s, sub, st, what);
+    }
+}
+
+struct overlap_scan {
+    gdu_shim *s;
+    const gdu_obj *p2p; /* NULL: registrations on any of the shim's objects */
+    uint64_t address, size;
+    bool by_shim_only;
+    gdu_obj *found;
+};
+
+static bool overlaps(const gdu_obj *o, uint64_t address, uint64_t size)
+{
+    return o->reg_p2p != 0 && o->reg_address < address + size && address < o->reg_address + o->reg_size;
+}
+
+static void overlap_visit(gdu_map_node *n, void *arg)
+{
+    struct overlap_scan *sc = arg;
+    gdu_obj *o = (gdu_obj *)n;
+    if (sc->found == NULL && o->client == sc->p2p->client && o->reg_p2p == sc->p2p->handle &&
+        (!sc->by_shim_only || o->reg_by_shim) && overlaps(o, sc->address, sc->size))
+        sc->found = o;
+}
+
+static gdu_obj *registration_overlapping(gdu_shim *s, const gdu_obj *p2p, uint64_t address, uint64_t size,
+                                         bool by_shim_only)
+{
+    struct overlap_scan sc = {s, p2p, address, size, by_shim_only, NULL};
+    gdu_map_each(&s->objects, overlap_visit, &sc);
+    return sc.found;
+}
+
+static bool same_registration(const gdu_obj *mem, const gdu_obj *p2p, uint64_t address, uint64_t size,
+                              uint64_t offset)
+{
+    return mem->reg_p2p == p2p->handle && mem->reg_address == address && mem->reg_size == size &&
+           mem->reg_offset == offset;
+}
+
+static void record_registration(gdu_obj *mem, const gdu_obj *p2p, bool by_shim, bool counted, uint64_t address,
+                                uint64_t size, uint64_t offset)
+{
+    mem->reg_p2p = p2p->handle;
+    mem->reg_by_shim = by_shim;
+    mem->reg_counted = counted;
+    mem->reg_address = address;
+    mem->reg_size = size;
+    mem->reg_offset = offset;
 }
 
 static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p, gdu_obj *mem, const gdu_mapping *m)
 {
     gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
-    if (mem->reg_p2p != 0) {
-        g->already_registered++; /* by libcuda, or this memory is mapped a second time */
-        return;
-    }
     uint64_t address, size, offset;
     if (!gdu_vidmem_aligned_part(m->base, m->length, m->offset, &address, &size, &offset)) {
         g->skipped++;
@@ -208,33 +311,62 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *p2p, gdu_obj *me
                      gpu_number(s, sub), (unsigned long long)m->base, (unsigned long long)m->length);
         return;
     }
+    if (mem->reg_p2p != 0) {
+        if (same_registration(mem, p2p, address, size, offset)) {
+            g->already_registered++; /* by libcuda (test mode), before its mapping */
+            return;
+        }
+        /* RM keys registrations by hMemory (third_party_p2p.c:499-503): a
+         * memory object mapped at a second address cannot be registered there. */
+        g->second_mappings++;
+        g->skipped_bytes += m->length;
+        gdu_shim_log(s, GDU_LOG_INFO,
+                     "GPU %u: memory 0x%x is registered at 0x%llx already; its mapping at 0x%llx is not registered "
+                     "(RM keeps one registration per memory object)",
+                     gpu_number(s, sub), mem->handle, (unsigned long long)mem->reg_address, (unsigned long long)m->base);
+        return;
+    }
     g->skipped_bytes += m->length - size;
-    gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = address, .size = size, .offset = offset};
-    uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, true);
-    if (st == GDU_NV_OK || st == GDU_NV_ERR_INSERT_DUPLICATE_NAME) {
-        mem->reg_p2p = p2p->handle;
-        mem->reg_by_shim = st == GDU_NV_OK;
-        mem->reg_counted = st == GDU_NV_OK;
-        mem->reg_address = address;
-        mem->reg_size = size;
-        mem->reg_offset = offset;
-        if (st == GDU_NV_OK)
+    for (int attempt = 0; attempt < 2; attempt++) {
+        gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = address, .size = size, .offset = offset};
+        uint32_t st = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, true);
+        if (st == GDU_NV_OK) {
+            record_registration(mem, p2p, true, true, address, size, offset);
             g->registered++;
-        else
-            g->already_registered++;
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x at 0x%llx (%llu bytes) registered: %s", gpu_number(s, sub),
-                     mem->handle, (unsigned long long)address, (unsigned long long)size, gdu_nv_status_name(st));
-    } else if (st == GDU_NV_ERR_NOT_SUPPORTED) {
-        /* RM registers only video memory (ADDR_FBMEM): this one is not. */
-        g->skipped++;
-        g->skipped_bytes += size;
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x is not registrable: %s", gpu_number(s, sub), mem->handle,
-                     gdu_nv_status_name(st));
-    } else {
-        char what[128];
-        snprintf(what, sizeof what, "REGISTER_VIDMEM of memory 0x%x at 0x%llx (%llu bytes)", mem->handle,
-                 (unsigned long long)address, (unsigned long long)size);
+            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x at 0x%llx (%llu bytes) registered", gpu_number(s, sub),
+                         mem->handle, (unsigned long long)address, (unsigned long long)size);
+            return;
+        }
+        if (st == GDU_NV_ERR_NOT_SUPPORTED) {
+            /* RM registers only video memory (ADDR_FBMEM): this one is not. */
+            g->skipped++;
+            g->skipped_bytes += size;
+            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x is not registrable: %s", gpu_number(s, sub),
+                         mem->handle, gdu_nv_status_name(st));
+            return;
+        }
+        if (st == GDU_NV_ERR_INSERT_DUPLICATE_NAME && attempt == 0) {
+            /* The memory is not registered (the shim would know), so the range
+             * overlaps a registration RM still holds (btreeInsert,
+             * third_party_p2p.c:519): one of the shim's whose VA was unmapped
+             * without being noticed goes; anything else is not the shim's to take. */
+            gdu_obj *old = registration_overlapping(s, p2p, address, size, true);
+            if (old != NULL) {
+                gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: memory 0x%x's stale registration at 0x%llx is in the way; taken back",
+                             gpu_number(s, sub), old->handle, (unsigned long long)old->reg_address);
+                gdu_p2p_unregister(s, old);
+                g->stale_unregistered++;
+                if (old->reg_p2p == 0)
+                    continue;
+            }
+        }
+        char what[200];
+        snprintf(what, sizeof what, "REGISTER_VIDMEM of memory 0x%x at 0x%llx (%llu bytes)%s", mem->handle,
+                 (unsigned long long)address, (unsigned long long)size,
+                 st == GDU_NV_ERR_INSERT_DUPLICATE_NAME ? " overlaps a registration the shim did not make; left unregistered"
+                                                        : "");
         failure(s, sub, st, what);
+        return;
     }
 }
 
@@ -282,7 +414,7 @@ static bool create(gdu_shim *s, gdu_obj *sub)
     set_mode(s, sub, GDU_P2P_UNLOCKED, NULL);
     gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: created ThirdPartyP2P 0x%x (BAR1) under subdevice 0x%x of client 0x%x",
                  gpu_number(s, sub), h, sub->handle, sub->client);
-    register_vaspaces(s, sub, p2p);
+    ensure_vaspace(s, sub, p2p);
     struct device_mappings dm = {s, sub, p2p};
     gdu_map_each(&s->mappings, register_mapping_visit, &dm);
     return true;
@@ -303,15 +435,56 @@ void gdu_p2p_on_mapping(gdu_shim *s, gdu_obj *sub, gdu_obj *mem, const gdu_mappi
     gdu_obj *p2p = gdu_shim_obj(s, sub->client, sub->p2p);
     if (p2p == NULL)
         return;
-    register_vaspaces(s, sub, p2p);
+    ensure_vaspace(s, sub, p2p);
     register_memory(s, sub, p2p, mem, m);
+}
+
+void gdu_p2p_on_uvm_vaspace(gdu_shim *s, gdu_obj *vaspace)
+{
+    gdu_obj *dev = gdu_shim_obj(s, vaspace->client, vaspace->parent);
+    if (dev == NULL || dev->cls != GDU_NV01_DEVICE_0)
+        return;
+    for (unsigned i = 0; i < dev->n_vaspaces; i++) {
+        gdu_obj *v = gdu_shim_obj(s, dev->client, dev->vaspaces[i]);
+        if (v != NULL)
+            v->uvm_registered = v == vaspace; /* one GPU VA space per GPU in UVM */
+    }
+    gdu_obj *sub = dev->subdevice ? gdu_shim_obj(s, dev->client, dev->subdevice) : NULL;
+    gdu_obj *p2p = sub != NULL && sub->p2p_owned ? gdu_shim_obj(s, sub->client, sub->p2p) : NULL;
+    if (p2p != NULL && !s->refused)
+        ensure_vaspace(s, sub, p2p);
+}
+
+struct unmap_scan {
+    gdu_shim *s;
+    uint64_t base, length;
+};
+
+static void unmap_visit(gdu_map_node *n, void *arg)
+{
+    struct unmap_scan *sc = arg;
+    gdu_obj *o = (gdu_obj *)n;
+    if (o->reg_by_shim && overlaps(o, sc->base, sc->length))
+        gdu_p2p_unregister(sc->s, o);
+}
+
+/* RM drops a registration only when its memory is freed
+ * (CliUnregisterMemoryFromThirdPartyP2P, video_mem.c:1119), not when its VA
+ * is unmapped; a registration left at an unmapped VA would be found for
+ * whatever is mapped there next. */
+void gdu_p2p_unmapping(gdu_shim *s, uint64_t base, uint64_t length)
+{
+    if (length == 0)
+        return;
+    struct unmap_scan sc = {s, base, length};
+    gdu_map_each(&s->objects, unmap_visit, &sc);
 }
 
 void gdu_p2p_on_vaspace(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
 {
     gdu_obj *p2p = gdu_shim_obj(s, sub->client, sub->p2p);
-    if (p2p != NULL)
-        register_vaspaces(s, sub, p2p);
+    if (p2p != NULL && sub->p2p_owned)
+        ensure_vaspace(s, sub, p2p);
 }
 
 /* Test mode: frees libcuda's NV503C and makes the shim's own under the same
@@ -381,7 +554,7 @@ static uint64_t own_token(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
     gdu_obj *own = sub->p2p_owned ? gdu_shim_obj(s, sub->client, sub->p2p) : NULL;
     if (own == NULL)
         return 0;
-    register_vaspaces(s, sub, own);
+    ensure_vaspace(s, sub, own);
     for (unsigned i = 0; i < own->n_p2p_vaspaces; i++)
         if (own->p2p_vaspaces[i] == vaspace)
             return own->p2p_vaspace_tokens[i];
@@ -468,21 +641,6 @@ void gdu_p2p_unregister(gdu_shim *s, gdu_obj *mem)
     }
 }
 
-struct overlap_scan {
-    gdu_shim *s;
-    const gdu_obj *p2p;
-    uint64_t address, size;
-};
-
-static void unregister_overlap_visit(gdu_map_node *n, void *arg)
-{
-    struct overlap_scan *sc = arg;
-    gdu_obj *o = (gdu_obj *)n;
-    if (o->client == sc->p2p->client && o->reg_p2p == sc->p2p->handle && o->reg_by_shim &&
-        o->reg_address < sc->address + sc->size && sc->address < o->reg_address + o->reg_size)
-        gdu_p2p_unregister(sc->s, o);
-}
-
 /* Test mode only: libcuda controls the NV503C that replaced its own. Whatever
  * the shim registered there is taken back first, so that libcuda's call gets
  * the answer it would get from its own object. */
@@ -495,8 +653,12 @@ void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void 
         gdu_obj *mem = gdu_shim_obj(s, p2p->client, p.hMemory);
         if (mem != NULL && mem->reg_p2p == p2p->handle && mem->reg_by_shim)
             gdu_p2p_unregister(s, mem);
-        struct overlap_scan sc = {s, p2p, p.address, p.size};
-        gdu_map_each(&s->objects, unregister_overlap_visit, &sc);
+        gdu_obj *o;
+        while ((o = registration_overlapping(s, p2p, p.address, p.size, true)) != NULL) {
+            gdu_p2p_unregister(s, o);
+            if (o->reg_p2p != 0)
+                break; /* RM kept it: libcuda gets the answer it gets */
+        }
     } else if (cmd == GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM && size >= sizeof(uint32_t)) {
         /* What libcuda did not register is not there for it to unregister. */
         uint32_t h;
@@ -504,12 +666,14 @@ void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void 
         gdu_obj *mem = gdu_shim_obj(s, p2p->client, h);
         if (mem != NULL && mem->reg_p2p == p2p->handle && mem->reg_by_shim)
             gdu_p2p_unregister(s, mem);
-    } else if ((cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE || cmd == GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE) &&
-               size >= sizeof(uint32_t)) {
+    } else if (cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE) {
+        /* One VA space per object: libcuda's choice replaces the shim's. */
+        unregister_own_vaspaces(s, p2p);
+    } else if (cmd == GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE && size >= sizeof(uint32_t)) {
         uint32_t v;
         memcpy(&v, params, sizeof v);
         for (unsigned i = 0; i < p2p->n_p2p_vaspaces; i++) {
-            if (p2p->p2p_vaspaces[i] != v || !(p2p->p2p_vaspaces_by_shim & (1u << i)))
+            if (p2p->p2p_vaspaces[i] != v || !vaspace_by_shim(p2p, i))
                 continue;
             gdu_nv503c_unregister_va_space u = {.hVASpace = v};
             if (own_control(s, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u, true) == GDU_NV_OK)
@@ -530,6 +694,12 @@ void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *
         gdu_nv503c_register_va_space p = {0};
         memcpy(&p, params, size < sizeof p ? size : sizeof p);
         add_vaspace(p2p, h, false, p.vaSpaceToken);
+        gdu_obj *sub = gdu_shim_obj(s, p2p->client, p2p->parent);
+        if (sub != NULL) {
+            gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
+            g->vaspace = h;
+            g->vaspace_source = "libcuda";
+        }
         break;
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE:

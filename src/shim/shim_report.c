@@ -1,9 +1,13 @@
 /* The shim's report as JSON (written at exit by the interposer, read by
- * `gdunlock run`). */
+ * `gdunlock run` and `gdunlock verify`; schema: docs/shim-report.md). Written
+ * without a JSON library: the shim is loaded into every preloaded process. */
+#include "driverabi/nv_classes.h"
 #include "driverabi/nv_status.h"
+#include "pinmodel/pin_model.h"
 #include "shim/shim_state.h"
+#include "util/jsonw.h"
 
-#include <unistd.h>
+#include <stdio.h>
 
 static const char *mode_name(gdu_p2p_mode m)
 {
@@ -19,56 +23,185 @@ static const char *mode_name(gdu_p2p_mode m)
     }
 }
 
-static json_t *gpu_json(const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g)
+static void rm_device(gdu_jsonw *w, const char *key, unsigned slot)
 {
-    json_t *failures = json_object();
-    for (unsigned i = 0; i < GDU_SHIM_FAIL_KINDS && g->fail[i].count != 0; i++)
-        json_object_set_new(failures, gdu_nv_status_name(g->fail[i].status), json_integer((json_int_t)g->fail[i].count));
+    if (slot < GDU_SHIM_GPU_SLOTS - 1)
+        gdu_jsonw_uint(w, key, slot);
+    else
+        gdu_jsonw_null(w, key);
+}
+
+static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g)
+{
     const char *reason = g->reason[0] ? g->reason : NULL;
     if (reason == NULL && s->refused)
         reason = s->refusal;
-    return json_pack("{s:o, s:s?, s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                     "rm_device", slot < GDU_SHIM_GPU_SLOTS - 1 ? json_integer(slot) : json_null(),
-                     "pci", g->pci[0] ? g->pci : NULL,
-                     "mode", s->refused && g->mode != GDU_P2P_NATIVE ? "failed" : mode_name(g->mode),
-                     "reason", reason,
-                     "objects_created", (json_int_t)g->objects_created,
-                     "va_spaces_registered", (json_int_t)g->va_spaces_registered,
-                     "registered", (json_int_t)g->registered,
-                     "registered_by_libcuda", (json_int_t)g->registered_by_libcuda,
-                     "already_registered", (json_int_t)g->already_registered,
-                     "unregistered", (json_int_t)g->unregistered,
-                     "live", (json_int_t)(g->registered - g->unregistered),
-                     "skipped", (json_int_t)g->skipped,
-                     "skipped_bytes", (json_int_t)g->skipped_bytes,
-                     "failures", (json_int_t)g->failures,
-                     "answered_for_libcuda", (json_int_t)g->answered_for_libcuda,
-                     "failures_by_status", failures);
+    gdu_jsonw_object_begin(w, NULL);
+    rm_device(w, "rm_device", slot);
+    gdu_jsonw_string(w, "pci", g->pci[0] ? g->pci : NULL);
+    gdu_jsonw_string(w, "mode", s->refused && g->mode != GDU_P2P_NATIVE ? "failed" : mode_name(g->mode));
+    gdu_jsonw_string(w, "reason", reason);
+    if (g->vaspace != 0)
+        gdu_jsonw_uint(w, "va_space", g->vaspace);
+    else
+        gdu_jsonw_null(w, "va_space");
+    gdu_jsonw_string(w, "va_space_source", g->vaspace_source);
+    gdu_jsonw_uint(w, "objects_created", g->objects_created);
+    gdu_jsonw_uint(w, "va_spaces_registered", g->va_spaces_registered);
+    gdu_jsonw_uint(w, "registered", g->registered);
+    gdu_jsonw_uint(w, "registered_by_libcuda", g->registered_by_libcuda);
+    gdu_jsonw_uint(w, "already_registered", g->already_registered);
+    gdu_jsonw_uint(w, "unregistered", g->unregistered);
+    gdu_jsonw_uint(w, "live", g->registered - g->unregistered);
+    gdu_jsonw_uint(w, "skipped", g->skipped);
+    gdu_jsonw_uint(w, "skipped_bytes", g->skipped_bytes);
+    gdu_jsonw_uint(w, "second_mappings", g->second_mappings);
+    gdu_jsonw_uint(w, "stale_unregistered", g->stale_unregistered);
+    gdu_jsonw_uint(w, "bar1_bytes", g->bar1_bytes);
+    gdu_jsonw_uint(w, "cufile_pinned_bytes", g->cufile_pinned);
+    gdu_jsonw_uint(w, "failures", g->failures);
+    gdu_jsonw_uint(w, "answered_for_libcuda", g->answered_for_libcuda);
+    gdu_jsonw_object_begin(w, "failures_by_status");
+    for (unsigned i = 0; i < GDU_SHIM_FAIL_KINDS && g->fail[i].count != 0; i++)
+        gdu_jsonw_uint(w, gdu_nv_status_name(g->fail[i].status), g->fail[i].count);
+    gdu_jsonw_object_end(w);
+    gdu_jsonw_object_end(w);
 }
 
-json_t *gdu_shim_report(gdu_shim *s)
+static void cufile_json(gdu_jsonw *w, const gdu_shim *s)
 {
+    gdu_jsonw_object_begin(w, "cufile_buffers");
+    gdu_jsonw_uint(w, "registered", s->cufile_registered);
+    gdu_jsonw_uint(w, "found", s->cufile_found);
+    gdu_jsonw_uint(w, "not_listed", s->cufile_dropped);
+    gdu_jsonw_array_begin(w, "buffers");
+    /* In registration order. */
+    for (uint64_t seq = 1, listed = 0; listed < GDU_SHIM_CUFILE_BUFS && seq <= s->cufile_registered; seq++) {
+        for (unsigned i = 0; i < GDU_SHIM_CUFILE_BUFS; i++) {
+            const gdu_cufile_buf *b = &s->cufile[i];
+            if (b->seq != seq)
+                continue;
+            listed++;
+            gdu_jsonw_object_begin(w, NULL);
+            gdu_jsonw_uint(w, "address", b->ptr);
+            gdu_jsonw_uint(w, "size", b->size);
+            gdu_jsonw_int(w, "flags", b->flags);
+            gdu_jsonw_int(w, "cufile_status", b->status);
+            gdu_jsonw_bool(w, "live", b->live);
+            rm_device(w, "rm_device", b->slot);
+            gdu_jsonw_string(w, "memory_kind", b->memory_kind[0] ? b->memory_kind : NULL);
+            gdu_jsonw_string(w, "kernel_lookup", gdu_pin_rule_name((gdu_pin_rule)b->rule));
+            gdu_jsonw_int(w, "errno", b->err);
+            gdu_jsonw_string(w, "why", b->why);
+            gdu_jsonw_object_end(w);
+        }
+    }
+    gdu_jsonw_array_end(w);
+    gdu_jsonw_object_end(w);
+}
+
+struct reg_scan {
+    gdu_jsonw *w;
+    const gdu_obj *p2p;
+};
+
+static void reg_visit(gdu_map_node *n, void *arg)
+{
+    struct reg_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    if (o->reg_p2p != sc->p2p->handle || o->client != sc->p2p->client)
+        return;
+    gdu_jsonw_object_begin(sc->w, NULL);
+    gdu_jsonw_uint(sc->w, "memory", o->handle);
+    gdu_jsonw_uint(sc->w, "address", o->reg_address);
+    gdu_jsonw_uint(sc->w, "size", o->reg_size);
+    gdu_jsonw_uint(sc->w, "offset", o->reg_offset);
+    gdu_jsonw_string(sc->w, "by", o->reg_by_shim ? "shim" : "libcuda");
+    gdu_jsonw_object_end(sc->w);
+}
+
+struct object_scan {
+    gdu_shim *s;
+    gdu_jsonw *w;
+};
+
+/* Every NV503C object RM holds for the process, with its VA spaces and registrations. */
+static void object_visit(gdu_map_node *n, void *arg)
+{
+    struct object_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    if (o->cls != GDU_NV50_THIRD_PARTY_P2P || o->p2p_answered)
+        return;
+    gdu_jsonw *w = sc->w;
+    const gdu_obj *sub = gdu_shim_obj(sc->s, o->client, o->parent);
+    gdu_jsonw_object_begin(w, NULL);
+    gdu_jsonw_uint(w, "client", o->client);
+    gdu_jsonw_uint(w, "handle", o->handle);
+    rm_device(w, "rm_device", sub != NULL ? (unsigned)(gdu_shim_gpu(sc->s, sub) - sc->s->gpus) : GDU_SHIM_GPU_SLOTS - 1);
+    gdu_jsonw_string(w, "owner", o->p2p_owned ? "shim" : "libcuda");
+    gdu_jsonw_array_begin(w, "va_spaces");
+    for (unsigned i = 0; i < o->n_p2p_vaspaces; i++) {
+        const gdu_obj *v = gdu_shim_obj(sc->s, o->client, o->p2p_vaspaces[i]);
+        gdu_jsonw_object_begin(w, NULL);
+        gdu_jsonw_uint(w, "handle", o->p2p_vaspaces[i]);
+        gdu_jsonw_bool(w, "uvm", v != NULL && v->uvm_registered);
+        gdu_jsonw_string(w, "by", (o->p2p_vaspaces_by_shim >> i) & 1u ? "shim" : "libcuda");
+        gdu_jsonw_object_end(w);
+    }
+    gdu_jsonw_array_end(w);
+    gdu_jsonw_array_begin(w, "registrations");
+    struct reg_scan rs = {w, o};
+    gdu_map_each(&sc->s->objects, reg_visit, &rs);
+    gdu_jsonw_array_end(w);
+    gdu_jsonw_object_end(w);
+}
+
+char *gdu_shim_report_json(gdu_shim *s, bool with_registrations)
+{
+    gdu_jsonw w;
+    gdu_jsonw_init(&w);
     pthread_mutex_lock(&s->lock);
-    json_t *gpus = json_array();
+    gdu_shim_fill_bar1(s);
+    gdu_jsonw_object_begin(&w, NULL);
+    gdu_jsonw_uint(&w, "pid", s->pid);
+    gdu_jsonw_string(&w, "gdunlock", GDUNLOCK_VERSION);
+    gdu_jsonw_string(&w, "driver", s->driver);
+    if (s->layout_known) {
+        gdu_jsonw_object_begin(&w, "uvm_layout");
+        gdu_jsonw_uint(&w, "max_gpus", s->layout.max_gpus);
+        gdu_jsonw_uint(&w, "block_size", s->layout.size);
+        gdu_jsonw_bool(&w, "validated", s->layout_validated);
+        gdu_jsonw_object_end(&w);
+    } else {
+        gdu_jsonw_null(&w, "uvm_layout");
+    }
+    gdu_jsonw_string(&w, "refused", s->refused || !s->layout_known ? s->refusal : NULL);
+    gdu_jsonw_bool(&w, "test_drop_native", s->cfg.test_drop_native);
+    gdu_jsonw_bool(&w, "test_strict", s->cfg.test_drop_native && s->cfg.test_strict);
+    gdu_jsonw_uint(&w, "rm_clients", s->clients);
+    gdu_jsonw_uint(&w, "rm_calls", s->rm_calls);
+    gdu_jsonw_uint(&w, "mappings", s->mappings.count);
+    gdu_jsonw_array_begin(&w, "gpus");
     for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
         if (s->gpus[i].seen)
-            json_array_append_new(gpus, gpu_json(s, i, &s->gpus[i]));
-    json_t *layout = s->layout_known ? json_pack("{s:I, s:I, s:b}", "max_gpus", (json_int_t)s->layout.max_gpus,
-                                                 "block_size", (json_int_t)s->layout.size, "validated",
-                                                 s->layout_validated)
-                                     : json_null();
-    json_t *r = json_pack("{s:i, s:s, s:s, s:o, s:s?, s:b, s:b, s:I, s:I, s:I, s:o}",
-                          "pid", (int)getpid(),
-                          "gdunlock", GDUNLOCK_VERSION,
-                          "driver", s->driver,
-                          "uvm_layout", layout,
-                          "refused", s->refused || !s->layout_known ? s->refusal : NULL,
-                          "test_drop_native", s->cfg.test_drop_native,
-                          "test_strict", s->cfg.test_drop_native && s->cfg.test_strict,
-                          "rm_clients", (json_int_t)s->clients,
-                          "rm_calls", (json_int_t)s->rm_calls,
-                          "mappings", (json_int_t)s->mappings.count,
-                          "gpus", gpus);
+            gpu_json(&w, s, i, &s->gpus[i]);
+    gdu_jsonw_array_end(&w);
+    cufile_json(&w, s);
+    gdu_jsonw_object_begin(&w, "gpu_direct_rdma_attribute");
+    gdu_jsonw_bool(&w, "answer_on", s->cfg.rdma_attr_answer);
+    gdu_jsonw_bool(&w, "test_libcuda_zero", s->cfg.test_rdma_attr_zero);
+    gdu_jsonw_uint(&w, "asked_with_0", s->rdma_attr_asked);
+    gdu_jsonw_uint(&w, "answered_1", s->rdma_attr_answered);
+    gdu_jsonw_uint(&w, "kept", s->rdma_attr_kept);
+    gdu_jsonw_string(&w, "kept_for", s->rdma_attr_kept_for[0] ? s->rdma_attr_kept_for : NULL);
+    gdu_jsonw_object_end(&w);
+    if (with_registrations) {
+        gdu_jsonw_array_begin(&w, "thirdpartyp2p");
+        struct object_scan os = {s, &w};
+        gdu_map_each(&s->objects, object_visit, &os);
+        gdu_jsonw_array_end(&w);
+    }
+    gdu_jsonw_object_end(&w);
     pthread_mutex_unlock(&s->lock);
-    return r;
+    return gdu_jsonw_finish(&w);
 }

@@ -14,6 +14,7 @@
 #define GDU_SHIM_GPU_SLOTS 33     /* RM device instances 0..31, and "unknown" */
 #define GDU_SHIM_FAIL_KINDS 8     /* distinct failure statuses counted per GPU */
 #define GDU_SHIM_FREED_RING 64    /* recently freed mappings kept for probes */
+#define GDU_SHIM_CUFILE_BUFS 64   /* cuFile buffer registrations kept for the report */
 
 typedef enum { GDU_P2P_NONE = 0, GDU_P2P_NATIVE, GDU_P2P_UNLOCKED, GDU_P2P_FAILED } gdu_p2p_mode;
 
@@ -26,6 +27,9 @@ typedef struct gdu_obj {
     uint32_t instance; /* device: deviceId; subdevice: subDeviceId */
     /* device: its first subdevice and its VA spaces */
     uint32_t subdevice;
+    /* VA space: the process registered it with UVM for its GPU
+     * (UVM_REGISTER_GPU_VASPACE): UVM maps the process's allocations there */
+    bool uvm_registered;
     uint32_t vaspaces[GDU_SHIM_MAX_VASPACES];
     unsigned n_vaspaces;
     /* subdevice: the NV503C in use there, and whose it is */
@@ -67,6 +71,22 @@ typedef struct {
     uint32_t client, memory, p2p;
 } gdu_freed_mapping;
 
+/* One buffer the program registered with cuFile, and what the kernel's
+ * lookup (src/pinmodel) says nvidia-fs finds for it. */
+typedef struct {
+    uint64_t seq; /* 1, 2, ... in registration order; 0: entry unused */
+    uint64_t ptr, size;
+    int flags;
+    int status;      /* cuFileBufRegister's CUfileOpError */
+    bool live;       /* not deregistered since */
+    unsigned slot;   /* GPU stats slot of the verdict's GPU */
+    int rule;        /* gdu_pin_rule */
+    int err;
+    uint64_t pinned; /* bytes of BAR1 the pin takes (found) */
+    char memory_kind[16]; /* what cuPointerGetAttribute says it is, when asked */
+    char why[400];
+} gdu_cufile_buf;
+
 typedef struct {
     bool seen;
     gdu_p2p_mode mode; /* the most telling one over the GPU's subdevices */
@@ -76,6 +96,14 @@ typedef struct {
     uint64_t registered, registered_by_libcuda, already_registered, unregistered;
     uint64_t skipped, skipped_bytes, failures;
     uint64_t answered_for_libcuda; /* strict test mode: libcuda's NV503C calls the shim answered */
+    /* the VA space registered with the NV503C in use, and why that one */
+    uint32_t vaspace;
+    const char *vaspace_source; /* "uvm", "first" (no UVM registration seen), "libcuda" */
+    uint64_t second_mappings;   /* mappings of memory registered elsewhere already: not registered */
+    uint64_t stale_unregistered; /* registrations taken back because their VA was unmapped */
+    uint64_t bar1_bytes;        /* BAR1 size (0: unknown) */
+    bool bar1_asked;
+    uint64_t cufile_pinned;     /* bytes the model pins for live cuFile buffers */
     struct {
         uint32_t status;
         uint64_t count;
@@ -104,6 +132,14 @@ struct gdu_shim {
     uint64_t rm_calls; /* the shim's own, fault injection counts these */
     gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
     unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
+    uint32_t pid; /* the process (RM's pid of its clients), for the kernel-lookup model */
+    gdu_cufile_buf cufile[GDU_SHIM_CUFILE_BUFS];
+    uint64_t cufile_registered, cufile_found; /* every cuFileBufRegister seen, and found */
+    uint64_t cufile_dropped;                  /* of those, not (or no longer) listed */
+    /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: asked with libcuda's 0,
+     * answered 1, kept (and for whom, the first such caller) */
+    uint64_t rdma_attr_asked, rdma_attr_answered, rdma_attr_kept;
+    char rdma_attr_kept_for[64];
 };
 
 /* shim_core.c */
@@ -118,6 +154,11 @@ gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
 /* Registers the mapping's memory with the subdevice's NV503C, creating that
  * object (and registering the device's VA spaces) first where needed. */
 void gdu_p2p_on_mapping(gdu_shim *s, gdu_obj *subdevice, gdu_obj *memory, const gdu_mapping *m);
+/* The process registered this VA space with UVM (UVM_REGISTER_GPU_VASPACE). */
+void gdu_p2p_on_uvm_vaspace(gdu_shim *s, gdu_obj *vaspace);
+/* [base, base + length) of the process's GPU VA is about to be unmapped or
+ * freed: the shim's registrations there end first. */
+void gdu_p2p_unmapping(gdu_shim *s, uint64_t base, uint64_t length);
 /* A new VA space under a device whose subdevice has our NV503C. */
 void gdu_p2p_on_vaspace(gdu_shim *s, gdu_obj *subdevice, uint32_t vaspace);
 /* libcuda made its own NV503C under subdevice (post-call). */
@@ -138,6 +179,8 @@ void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p);
  * stand_in (params: libcuda's block, already read; REGISTER_VA_SPACE gets the
  * token of the shim's own registration of that VA space). Returns the status. */
 uint32_t gdu_p2p_answer_control(gdu_shim *s, gdu_obj *stand_in, uint32_t cmd, void *params, uint32_t size);
+/* shim_pin.c: asks ops.bar1_bytes for every GPU whose PCI address is known. */
+void gdu_shim_fill_bar1(gdu_shim *s);
 /* Test probe (see gdu_shim_probe_registered). */
 int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 

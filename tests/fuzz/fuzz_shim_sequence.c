@@ -7,11 +7,16 @@
  * Left out where the shim cannot be transparent by design: in test mode,
  * freeing a VA space (RM also frees the NV503C registered with it, and the
  * shim registers more VA spaces than libcuda), and under fault injection,
- * libcuda making an NV503C where the shim holds one. */
+ * libcuda making an NV503C where the shim holds one. After every op, the
+ * kernel lookup's verdict (src/pinmodel) over the shim's own account of the
+ * registrations must equal its verdict over what the fake RM holds, and at
+ * the end the shim's report must be JSON. */
 #include "../unit/fake_rm_client.h"
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
 #include "shim/shim_core.h"
+
+#include <jansson.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +35,7 @@ static void side_init(side *x, bool test_mode, bool strict, uint64_t fault_at, b
 {
     x->f = fake_rm_new();
     gdu_shim_config cfg = {.log_level = GDU_LOG_ERROR, .test_drop_native = test_mode, .test_strict = strict,
-                           .fault_at = fault_at, .driver_version = "580.159.04"};
+                           .fault_at = fault_at, .driver_version = "580.159.04", .pid = FAKE_RM_PID};
     gdu_shim_ops ops = fake_rm_ops(x->f);
     lc_setup(x->f);
     x->s = gdu_shim_new(&cfg, &ops);
@@ -117,7 +122,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t sa = op(&a, kind, data + i), sb = op(&b, kind, data + i);
         if (sa != sb && !strict)
             abort(); /* libcuda's call answered differently because of the shim */
+        /* The shim's account of what RM holds is what RM holds. */
+        uint64_t va = VA(data[i + 3] % 32) + (data[i + 5] & 0xf) * MiB, len = (1 + data[i + 4] % 8) * MiB;
+        gdu_pin_verdict want;
+        fake_rm_pin_lookup(a.f, va, len, &want);
+        int err;
+        if (gdu_shim_pin_lookup(a.s, va, len, &err, NULL, 0) != (int)want.rule || err != want.err)
+            abort();
     }
+    char *report = gdu_shim_report_json(a.s, true);
+    json_t *parsed = report != NULL ? json_loads(report, 0, NULL) : NULL;
+    if (parsed == NULL)
+        abort();
+    json_decref(parsed);
+    free(report);
     /* Freeing the client leaves nothing behind in the fake RM. */
     lc_free(a.s, a.g.client, a.g.client, a.g.client);
     if (fake_rm_registrations(a.f) != 0 || fake_rm_count_class(a.f, GDU_NV50_THIRD_PARTY_P2P) != 0)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@ typedef struct {
 
 typedef struct {
     uint32_t client, p2p, memory;
-    uint64_t address, size;
+    uint64_t address, size, offset;
     bool live;
 } fake_reg;
 
@@ -41,6 +42,7 @@ struct fake_rm {
         uint32_t client, handle;
     } *targets; /* of every RM_FREE and every NV503C control that reached the fake */
     size_t n_targets, cap_targets;
+    uint64_t bar1;
     char *log;
     size_t log_len;
     unsigned log_count[3];
@@ -278,7 +280,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             f->cap_regs = f->cap_regs ? f->cap_regs * 2 : 256;
             f->regs = realloc(f->regs, f->cap_regs * sizeof *f->regs);
         }
-        f->regs[f->n_regs++] = (fake_reg){client, object, p->hMemory, p->address, p->size, true};
+        f->regs[f->n_regs++] = (fake_reg){client, object, p->hMemory, p->address, p->size, p->offset, true};
         return GDU_NV_OK;
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM: {
@@ -377,6 +379,10 @@ int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg)
             p->rmStatus = find(f, p->hClient, p->hMemory) != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
         } else if (request == GDU_UVM_FREE) {
             ((gdu_uvm_free_params *)arg)->rmStatus = GDU_NV_OK;
+        } else if (request == GDU_UVM_REGISTER_GPU_VASPACE) {
+            gdu_uvm_register_gpu_vaspace_params *p = arg;
+            fake_obj *v = find(f, p->hClient, p->hVaSpace);
+            p->rmStatus = v != NULL && v->cls == GDU_FERMI_VASPACE_A ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
         }
     } else {
         errno = ENOTTY;
@@ -422,9 +428,30 @@ static void op_log(void *ctx, int level, const char *line)
     pthread_mutex_unlock(&f->lock);
 }
 
+static uint64_t op_bar1_bytes(void *ctx, const char *pci)
+{
+    return ((fake_rm *)ctx)->bar1;
+}
+
+void fake_rm_set_bar1(fake_rm *f, uint64_t bytes)
+{
+    f->bar1 = bytes;
+}
+
 gdu_shim_ops fake_rm_ops(fake_rm *f)
 {
-    return (gdu_shim_ops){op_ioctl, op_fd_kind, op_read_block, op_log, f};
+    return (gdu_shim_ops){op_ioctl, op_fd_kind, op_read_block, op_log, f, op_bar1_bytes};
+}
+
+json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations)
+{
+    char *text = gdu_shim_report_json(s, with_registrations);
+    json_error_t err;
+    json_t *j = text != NULL ? json_loads(text, 0, &err) : NULL;
+    if (j == NULL)
+        fprintf(stderr, "the shim's report is not JSON: %s\n%s\n", text != NULL ? err.text : "NULL", text ? text : "");
+    free(text);
+    return j;
 }
 
 /* ---- queries ---- */
@@ -498,6 +525,67 @@ unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle)
     unsigned n = 0;
     for (size_t i = 0; i < f->n_targets; i++)
         n += f->targets[i].client == client && f->targets[i].handle == handle;
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
+/* ---- what the kernel's lookup finds in this fake's state ---- */
+
+void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict *v)
+{
+    pthread_mutex_lock(&f->lock);
+    gdu_pin_object *objs = calloc(f->n_objs + 1, sizeof *objs);
+    gdu_pin_vidmem *vm = calloc(f->n_regs + 1, sizeof *vm);
+    size_t n_objs = 0, n_vm = 0;
+    for (size_t i = 0; i < f->n_objs; i++) {
+        const fake_obj *o = &f->objs[i];
+        if (!o->live || o->cls != GDU_NV50_THIRD_PARTY_P2P)
+            continue;
+        size_t first = n_vm;
+        for (size_t k = 0; k < f->n_regs; k++) {
+            const fake_reg *r = &f->regs[k];
+            if (r->live && r->client == o->client && r->p2p == o->handle)
+                vm[n_vm++] = (gdu_pin_vidmem){r->memory, r->address, r->size, r->offset};
+        }
+        objs[n_objs++] = (gdu_pin_object){.gpu = 0, .pid = FAKE_RM_PID, .n_vaspaces = o->n_vaspaces,
+                                          .vidmem = vm + first, .n_vidmem = n_vm - first};
+    }
+    gdu_pin_gpu gpu = {.gpu = 0, .bar1_bytes = f->bar1};
+    gdu_pin_state st = {.pid = FAKE_RM_PID, .objects = objs, .n_objects = n_objs, .gpus = &gpu, .n_gpus = 1};
+    gdu_pin_lookup(&st, va, size, v);
+    free(objs);
+    free(vm);
+    pthread_mutex_unlock(&f->lock);
+}
+
+size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_regs; i++) {
+        const fake_reg *r = &f->regs[i];
+        if (!r->live)
+            continue;
+        if (n < max)
+            out[n] = (fake_rm_reg){r->client, r->p2p, r->memory, r->address, r->size, r->offset};
+        n++;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
+unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_objs; i++) {
+        const fake_obj *o = &f->objs[i];
+        if (!o->live || o->client != client || o->parent != sub || o->cls != GDU_NV50_THIRD_PARTY_P2P)
+            continue;
+        for (unsigned k = 0; k < o->n_vaspaces; k++, n++)
+            if (n < max)
+                out[n] = o->vaspaces[k];
+    }
     pthread_mutex_unlock(&f->lock);
     return n;
 }

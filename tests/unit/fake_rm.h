@@ -15,8 +15,10 @@
 #ifndef GDUNLOCK_TESTS_FAKE_RM_H
 #define GDUNLOCK_TESTS_FAKE_RM_H
 
+#include "pinmodel/pin_model.h"
 #include "shim/shim_core.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,6 +49,32 @@ bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint3
 unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle);
 /* The NV503C under subdevice sub of client (0: none). */
 uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub);
+
+/* One live vidmem registration. */
+typedef struct {
+    uint32_t client, p2p, memory;
+    uint64_t address, size, offset;
+} fake_rm_reg;
+
+/* Copies up to max live registrations into out; returns how many there are. */
+size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max);
+/* The VA spaces registered with the NV503C under subdevice sub of client
+ * (up to max into out); returns their number (0 when it has no NV503C). */
+unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out, unsigned max);
+
+/* The pid of the process whose RM this fake is (its clients' owner). */
+#define FAKE_RM_PID 4242
+
+/* What the kernel's lookup (src/pinmodel) finds for [va, va + size) in the
+ * state this fake holds: the oracle of the shim's tests, independent of the
+ * shim's own bookkeeping. Every NV503C counts as the process's. */
+void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict *v);
+
+/* The BAR1 size fake_rm_ops reports for every GPU (default 0: unknown). */
+void fake_rm_set_bar1(fake_rm *f, uint64_t bytes);
+
+/* The shim's report, parsed (with every registration when with_registrations). */
+json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations);
 
 /* Log lines the shim wrote through fake_rm_ops (all levels), joined by '\n'. */
 const char *fake_rm_log(fake_rm *f);

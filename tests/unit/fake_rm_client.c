@@ -61,6 +61,27 @@ uint32_t lc_unmap(gdu_shim *s, uint64_t base, uint64_t length)
     return p.rmStatus;
 }
 
+uint32_t lc_uvm_register_vaspace(gdu_shim *s, uint32_t client, uint32_t vaspace)
+{
+    gdu_uvm_register_gpu_vaspace_params p = {.rmCtrlFd = FAKE_CTL_FD, .hClient = client, .hVaSpace = vaspace};
+    gdu_shim_ioctl(s, FAKE_UVM_FD, GDU_UVM_REGISTER_GPU_VASPACE, &p);
+    return p.rmStatus;
+}
+
+uint32_t lc_unmap_external(gdu_shim *s, uint64_t base, uint64_t length)
+{
+    gdu_uvm_unmap_external_params p = {.base = base, .length = length};
+    gdu_shim_ioctl(s, FAKE_UVM_FD, GDU_UVM_UNMAP_EXTERNAL, &p);
+    return p.rmStatus;
+}
+
+int lc_pin(fake_rm *f, uint64_t va, uint64_t size)
+{
+    gdu_pin_verdict v;
+    fake_rm_pin_lookup(f, va, size, &v);
+    return (int)v.rule;
+}
+
 void lc_make_gpus(gdu_shim *s, fake_rm *f, uint32_t client, unsigned devices, lc_gpus *g)
 {
     memset(g, 0, sizeof *g);
@@ -79,6 +100,7 @@ void lc_make_gpus(gdu_shim *s, fake_rm *f, uint32_t client, unsigned devices, lc
         lc_alloc(s, client, base, base + 1, GDU_NV20_SUBDEVICE_0, &sp);
         lc_alloc(s, client, base, base + 2, GDU_FERMI_VASPACE_A, NULL);
         lc_alloc(s, client, base, base + 3, GDU_FERMI_VASPACE_A, NULL);
+        lc_uvm_register_vaspace(s, client, base + 2); /* as libcuda does, before any mapping */
     }
 }
 
@@ -97,7 +119,8 @@ uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t me
 gdu_shim *lc_shim(fake_rm *f, const char *driver, int test_drop_native, uint64_t fault_at)
 {
     gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = test_drop_native != 0,
-                           .test_strict = test_drop_native == 2, .fault_at = fault_at, .driver_version = driver};
+                           .test_strict = test_drop_native == 2, .fault_at = fault_at, .driver_version = driver,
+                           .pid = FAKE_RM_PID, .rdma_attr_answer = true};
     gdu_shim_ops ops = fake_rm_ops(f);
     lc_setup(f);
     return gdu_shim_new(&cfg, &ops);

@@ -18,8 +18,16 @@ uint32_t lc_control(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd,
 uint32_t lc_map(gdu_shim *s, uint32_t client, uint32_t memory, uint64_t base, uint64_t length, uint64_t offset);
 uint32_t lc_unmap(gdu_shim *s, uint64_t base, uint64_t length);
 
+/* UVM_REGISTER_GPU_VASPACE of vaspace (libcuda registers one per GPU). */
+uint32_t lc_uvm_register_vaspace(gdu_shim *s, uint32_t client, uint32_t vaspace);
+/* UVM_UNMAP_EXTERNAL of [base, base + length). */
+uint32_t lc_unmap_external(gdu_shim *s, uint64_t base, uint64_t length);
+/* The kernel lookup's verdict (a gdu_pin_rule; 0: found) for the buffer in
+ * the fake's state. */
+int lc_pin(fake_rm *f, uint64_t va, uint64_t size);
+
 /* A client with `devices` devices, each with one subdevice and two VA
- * spaces. Handles: client 0xc1d00001 (+n for later calls), device d
+ * spaces, the first registered with UVM. Handles: client 0xc1d00001 (+n for later calls), device d
  * 0x5c000100 + 0x10 * d, its subdevice +1, VA spaces +2 and +3. */
 typedef struct {
     uint32_t client;

@@ -1,7 +1,7 @@
 # The shim (src/shim) against the in-process fake RM: synthetic sequences and
 # replays of the ioctl traces recorded on the H200 (tests/fixtures/rm-traces).
 add_library(gdu_fake_rm STATIC fake_rm.c fake_rm_client.c fake_rm_trace.c)
-target_link_libraries(gdu_fake_rm PUBLIC gdu_shim_core)
+target_link_libraries(gdu_fake_rm PUBLIC gdu_shim_core PkgConfig::JANSSON)
 target_compile_definitions(gdu_fake_rm PRIVATE GDUNLOCK_FIXTURES="${GDUNLOCK_FIXTURES}")
 gdunlock_unit_test(test_shim_core SOURCES test_shim_core.c LIBS gdu_fake_rm)
 gdunlock_unit_test(test_shim_decode SOURCES test_shim_decode.c LIBS gdu_shim_core)
@@ -16,7 +16,10 @@ if(GDUNLOCK_SANITIZE)
 endif()
 # The real interposer, preloaded into a test program (no NVIDIA device needed).
 gdunlock_unit_test(test_shim_interpose SOURCES test_shim_interpose.c LIBS gdu_driverabi ${CMAKE_DL_LIBS})
-add_dependencies(test_shim_interpose gdu_shim)
+add_dependencies(test_shim_interpose gdu_shim gdu_fake_cuda gdu_fake_cufile)
+target_compile_definitions(test_shim_interpose PRIVATE
+                           FAKE_LIBCUDA="${CMAKE_BINARY_DIR}/fake-cuda/libcuda.so.1"
+                           FAKE_LIBCUFILE="${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
 set(GDU_SHIM_PRELOAD_ENV "LD_PRELOAD=$<TARGET_FILE:gdu_shim>;CMOCKA_MESSAGE_OUTPUT=stdout")
 if(GDUNLOCK_SANITIZE)
   list(APPEND GDU_SHIM_PRELOAD_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")

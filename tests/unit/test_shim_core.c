@@ -3,9 +3,11 @@
  * UVM layouts, test mode, probes, fault injection, 8 threads. */
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
+#include "driverabi/nv_escape.h"
 #include "driverabi/nv_status.h"
 #include "driverabi/nvos.h"
 #include "fake_rm_client.h"
+#include "pinmodel/pin_model.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -54,7 +56,7 @@ static gdu_shim_totals totals(env *e)
 static const char *gpu_mode(env *e, unsigned index)
 {
     static char mode[32];
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     json_t *gpu = json_array_get(json_object_get(r, "gpus"), index);
     snprintf(mode, sizeof mode, "%s", gpu ? json_string_value(json_object_get(gpu, "mode")) : "none");
     json_decref(r);
@@ -68,9 +70,15 @@ static void geforce_unlocked(void **state)
     uint32_t p2p = fake_rm_p2p_of(e->f, e->g.client, e->g.subdevice[0]);
     assert_int_not_equal(p2p, 0);
     assert_true(p2p >= 0xcaf40000); /* an RM-generated handle, never one of libcuda's */
+    /* One VA space, the one registered with UVM: with both, RM's lookup
+     * rejects every buffer (p2p.c:886-887). */
     assert_true(fake_rm_vaspace_registered(e->f, e->g.client, p2p, e->g.vaspace[0][0]));
-    assert_true(fake_rm_vaspace_registered(e->f, e->g.client, p2p, e->g.vaspace[0][1]));
+    assert_false(fake_rm_vaspace_registered(e->f, e->g.client, p2p, e->g.vaspace[0][1]));
     assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
+    /* What nvidia-fs will find: the whole buffer, and a piece of it. */
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    assert_int_equal(lc_pin(e->f, VA(1) + 0x1234, MiB), GDU_PIN_FOUND);
+    assert_int_equal(lc_pin(e->f, VA(1) + 0x1234, 64 * MiB), GDU_PIN_PAST_END);
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.objects_created, 1);
     assert_int_equal(t.registered, 1);
@@ -82,16 +90,148 @@ static void geforce_unlocked(void **state)
     assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 1);
     assert_int_equal(fake_rm_registrations(e->f), 2);
 
+    assert_int_equal(lc_pin(e->f, VA(2), 2 * MiB), GDU_PIN_FOUND);
+    /* Two allocations side by side are still two registrations. */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_pin(e->f, VA(2) + MiB, 2 * MiB), GDU_PIN_SPANS);
+    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB), GDU_NV_OK);
+
     /* cuMemFree: unregistered before the VA goes away. */
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
     assert_false(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_NOT_REGISTERED);
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 2 * MiB), GDU_NV_OK);
     t = totals(e);
-    assert_int_equal(t.registered, 2);
-    assert_int_equal(t.unregistered, 2);
+    assert_int_equal(t.registered, 3);
+    assert_int_equal(t.unregistered, 3);
     assert_int_equal(t.live, 0);
     assert_int_equal(t.failures, 0);
     assert_int_equal(fake_rm_registrations(e->f), 0);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *g = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_int_equal(json_integer_value(json_object_get(g, "va_space")), e->g.vaspace[0][0]);
+    assert_string_equal(json_string_value(json_object_get(g, "va_space_source")), "uvm");
+    json_decref(r);
+    env_free(e);
+}
+
+/* The VA space the process registered with UVM is the one, not the first. */
+static void uvm_vaspace_chosen(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 0);
+    lc_gpus *g = &e->g;
+    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, g);
+    assert_int_equal(lc_uvm_register_vaspace(e->s, g->client, g->vaspace[0][1]), GDU_NV_OK);
+    assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    uint32_t p2p = fake_rm_p2p_of(e->f, g->client, g->subdevice[0]);
+    assert_false(fake_rm_vaspace_registered(e->f, g->client, p2p, g->vaspace[0][0]));
+    assert_true(fake_rm_vaspace_registered(e->f, g->client, p2p, g->vaspace[0][1]));
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    env_free(e);
+}
+
+/* Made before UVM said which VA space (strict test mode makes it at
+ * libcuda's alloc): the first is registered, then moved to UVM's once known. */
+static void vaspace_moves_to_uvms(void **state)
+{
+    env *e = env_new(DRIVER, 2, 0, 0);
+    lc_gpus *g = &e->g;
+    uint32_t c = 0xc1d00001;
+    fake_rm_next_client(e->f, c);
+    lc_alloc(e->s, 0, 0, 0, GDU_NV01_ROOT_CLIENT, NULL);
+    gdu_nv0080_alloc_params dp = {.deviceId = 0};
+    gdu_nv2080_alloc_params sp = {.subDeviceId = 0};
+    g->client = c;
+    g->device[0] = 0x5c000100;
+    g->subdevice[0] = 0x5c000101;
+    g->vaspace[0][0] = 0x5c000102;
+    g->vaspace[0][1] = 0x5c000103;
+    lc_alloc(e->s, c, c, g->device[0], GDU_NV01_DEVICE_0, &dp);
+    lc_alloc(e->s, c, g->device[0], g->subdevice[0], GDU_NV20_SUBDEVICE_0, &sp);
+    lc_alloc(e->s, c, g->device[0], g->vaspace[0][0], GDU_FERMI_VASPACE_A, NULL);
+    lc_alloc(e->s, c, g->device[0], g->vaspace[0][1], GDU_FERMI_VASPACE_A, NULL);
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    assert_int_equal(lc_alloc(e->s, c, g->subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
+    uint32_t own = fake_rm_p2p_of(e->f, c, g->subdevice[0]);
+    assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
+    assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
+    assert_false(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
+    assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][1]));
+    assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    assert_int_equal(totals(e).failures, 0);
+    env_free(e);
+}
+
+/* RM drops a registration only with its memory: a VA range freed while the
+ * memory lives on (VMM: cuMemUnmap before cuMemRelease) must be unregistered
+ * wherever it lies in the range, or whatever is mapped there next is found
+ * as the old memory (or cannot be registered: 0x19). */
+static void unmap_anywhere_inside(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    uint32_t c = e->g.client;
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a02, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(3), 32 * MiB, 0), 0);
+    assert_int_equal(lc_map(e->s, c, 0x5c000a02, VA(3) + 32 * MiB, 32 * MiB, 0), 0);
+    assert_int_equal(lc_pin(e->f, VA(3) + 40 * MiB, MiB), GDU_PIN_FOUND);
+    /* One free of the whole reserved range, starting at the first mapping. */
+    assert_int_equal(lc_unmap(e->s, VA(3), 64 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a02));
+    assert_int_equal(totals(e).mappings, 0);
+    /* Other memory at the same VA: registered, and found as itself. */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(3) + 32 * MiB, 32 * MiB), 0);
+    gdu_pin_verdict v;
+    fake_rm_pin_lookup(e->f, VA(3) + 40 * MiB, MiB, &v);
+    assert_int_equal(v.rule, GDU_PIN_FOUND);
+    assert_int_equal(v.memory, 0x5c000a03);
+    /* A partial unmap (UVM_UNMAP_EXTERNAL) inside it ends it too. */
+    assert_int_equal(lc_unmap_external(e->s, VA(3) + 48 * MiB, 2 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a03));
+    assert_int_equal(totals(e).failures, 0);
+    env_free(e);
+}
+
+/* 0x19 is never taken for "registered": a stale registration of the shim's
+ * (its unregister failed) in the way is taken back and the new memory
+ * registered; one the shim did not make is left, and the memory counted as
+ * not registered. */
+static void duplicate_is_not_registered(void **state)
+{
+    /* Calls: 1 create, 2 VA space, 3 register 0x5c000a01, 4 its unregister (faulted). */
+    env *e = env_new(DRIVER, 0, 4, 1);
+    uint32_t c = e->g.client;
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
+    assert_int_equal(lc_unmap(e->s, VA(1), 64 * MiB), 0);
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01)); /* stale: RM kept it */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(1), 64 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
+    gdu_pin_verdict v;
+    fake_rm_pin_lookup(e->f, VA(1), MiB, &v);
+    assert_int_equal(v.memory, 0x5c000a02);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
+                                                        "stale_unregistered")),
+                     1);
+    json_decref(r);
+
+    /* A registration the shim did not make, on its object, at VA(5). */
+    uint32_t p2p = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
+    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a05, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    gdu_nv503c_register_vidmem foreign = {0x5c000a05, VA(5), 64 * MiB, 0};
+    gdu_nvos54 ctl = {.hClient = c, .hObject = p2p, .cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
+                      .params = (uint64_t)(uintptr_t)&foreign, .paramsSize = sizeof foreign};
+    fake_rm_ioctl(e->f, FAKE_CTL_FD, gdu_nv_ioctl_request(GDU_NV_ESC_RM_CONTROL, sizeof ctl), &ctl);
+    assert_int_equal(ctl.status, 0);
+    uint64_t before = totals(e).registered;
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a06, VA(5), 64 * MiB), 0);
+    assert_false(fake_rm_is_registered(e->f, c, 0x5c000a06));
+    assert_int_equal(totals(e).registered, before);
+    assert_non_null(strstr(fake_rm_log(e->f), "overlaps a registration the shim did not make"));
     env_free(e);
 }
 
@@ -146,7 +286,7 @@ static void alignment(void **state)
     /* Smaller than 64 KiB: nothing to register. */
     assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a03, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a03, VA(3), 0x8000, 0), 0);
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     json_t *gpu = json_array_get(json_object_get(r, "gpus"), 0);
     assert_int_equal(json_integer_value(json_object_get(gpu, "registered")), 1);
     assert_int_equal(json_integer_value(json_object_get(gpu, "skipped")), 2);
@@ -188,17 +328,21 @@ static void frees(void **state)
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
     /* Freeing a VA space takes the NV503C registered with it (and its registrations). */
-    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][1]), 0);
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), 0);
     assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 0);
     assert_int_equal(fake_rm_registrations(e->f), 0);
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.live, 0);
-    /* The next mapping makes a new one and registers what is still mapped. */
+    /* The next mapping makes a new one, with the VA space left, and registers
+     * what is still mapped. */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(3), 64 * MiB), 0);
     t = totals(e);
     assert_int_equal(t.objects_created, 2);
     assert_int_equal(fake_rm_registrations(e->f), 3);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    uint32_t p2p = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
+    assert_true(fake_rm_vaspace_registered(e->f, c, p2p, e->g.vaspace[0][1]));
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     /* Freeing the device takes everything below it. */
     assert_int_equal(lc_free(e->s, c, c, e->g.device[0]), 0);
     assert_int_equal(fake_rm_registrations(e->f), 0);
@@ -250,7 +394,7 @@ static void devices_and_clients(void **state)
     assert_int_not_equal(fake_rm_p2p_of(e->f, e->g.client, e->g.subdevice[1]), 0);
     assert_int_not_equal(fake_rm_p2p_of(e->f, g2.client, g2.subdevice[0]), 0);
     assert_int_equal(fake_rm_registrations(e->f), 3);
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     assert_int_equal(json_array_size(json_object_get(r, "gpus")), 2); /* RM devices 0 and 1 */
     json_decref(r);
     assert_int_equal(totals(e).failures, 0);
@@ -265,7 +409,15 @@ static void vmm_mapped_twice(void **state)
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(2), 64 * MiB, 0), 0);
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.registered, 1);
-    assert_int_equal(t.already_registered, 1);
+    assert_int_equal(t.already_registered, 0);
+    /* RM keys registrations by memory: the second mapping cannot be, and says so. */
+    json_t *r = fake_rm_shim_report(e->s, false);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
+                                                        "second_mappings")),
+                     1);
+    json_decref(r);
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    assert_int_equal(lc_pin(e->f, VA(2), 64 * MiB), GDU_PIN_NOT_REGISTERED);
     assert_int_equal(lc_unmap(e->s, VA(2), 64 * MiB), 0); /* not the registered VA: stays */
     assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
     assert_int_equal(lc_unmap(e->s, VA(1), 64 * MiB), 0);
@@ -300,7 +452,7 @@ static void layout_mismatch_refuses(void **state)
     assert_int_equal(totals(e).rm_calls, 0);
     assert_int_equal(fake_rm_log_lines(e->f, GDU_LOG_ERROR), 1);
     assert_non_null(strstr(fake_rm_log(e->f), "does not match the 32-GPU layout"));
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     assert_non_null(json_string_value(json_object_get(r, "refused")));
     json_decref(r);
     env_free(e);
@@ -321,7 +473,9 @@ static void test_mode_drop_native(void **state)
     gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
     assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg), 0);
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
-    assert_true(fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][1])); /* the shim did the second */
+    assert_true(fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][0]));
+    assert_false(fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][1])); /* libcuda's one is the one */
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     /* VMM: only the shim registers it. */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
@@ -342,7 +496,7 @@ static void test_mode_drop_native(void **state)
     assert_int_equal(t.registered, 3);   /* + libcuda's second, after the shim stepped aside */
     assert_int_equal(t.unregistered, 2); /* the shim's VMM one (stepping aside), libcuda's first */
     assert_int_equal(t.live, fake_rm_registrations(e->f));
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
                                                         "registered_by_libcuda")),
                      2);
@@ -363,7 +517,7 @@ static void strict_mode_answers_for_libcuda(void **state)
     assert_true(own != 0 && own != h);
     assert_int_equal(fake_rm_calls_on(e->f, c, h), 1); /* the shim's free of it */
     assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][0]));
-    assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][1]));
+    assert_false(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][1]));
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
     assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
     assert_int_equal(rv.vaSpaceToken, 0xfe00); /* the fake's token of the shim's first registration */
@@ -374,6 +528,7 @@ static void strict_mode_answers_for_libcuda(void **state)
     assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     uint32_t st;
     assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 1);
     gdu_nv503c_unregister_vidmem u = {0x5c000a01};
@@ -387,12 +542,12 @@ static void strict_mode_answers_for_libcuda(void **state)
     assert_int_equal(t.registered, 1);
     assert_int_equal(t.unregistered, 1);
     assert_int_equal(t.failures, 0);
-    json_t *r = gdu_shim_report(e->s);
+    json_t *r = fake_rm_shim_report(e->s, false);
     json_t *g = json_array_get(json_object_get(r, "gpus"), 0);
     assert_true(json_is_true(json_object_get(r, "test_strict")));
     assert_int_equal(json_integer_value(json_object_get(g, "registered_by_libcuda")), 0);
     assert_int_equal(json_integer_value(json_object_get(g, "answered_for_libcuda")), 4);
-    assert_int_equal(json_integer_value(json_object_get(g, "va_spaces_registered")), 2);
+    assert_int_equal(json_integer_value(json_object_get(g, "va_spaces_registered")), 1);
     json_decref(r);
     /* Freeing the client leaves nothing behind. */
     assert_int_equal(lc_free(e->s, c, c, c), 0);
@@ -458,7 +613,57 @@ static void probes(void **state)
     assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 0);
     assert_int_equal(st, GDU_NV_ERR_OBJECT_NOT_FOUND);
     assert_int_equal(fake_rm_registrations(e->f), 0);
-    assert_int_equal(totals(e).rm_calls, 5); /* create, 2 VA spaces, register, unregister; probes uncounted */
+    assert_int_equal(totals(e).rm_calls, 4); /* create, the VA space, register, unregister; probes uncounted */
+    env_free(e);
+}
+
+/* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: 1 on a GPU the shim
+ * unlocks, except for the RDMA networking libraries; native values alone. */
+static void rdma_attribute(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "/usr/lib/x86_64-linux-gnu/libcufile.so.0"), 1);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libcudart.so.13"), 1);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, NULL), 1);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "/opt/nccl/lib/libnccl.so.2"), 0);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libnccl-net.so"), 0);
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 1, NULL, "libnccl.so.2"), 1); /* native: untouched */
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *a = json_object_get(r, "gpu_direct_rdma_attribute");
+    assert_int_equal(json_integer_value(json_object_get(a, "answered_1")), 3);
+    assert_int_equal(json_integer_value(json_object_get(a, "kept")), 2);
+    assert_string_equal(json_string_value(json_object_get(a, "kept_for")), "libnccl.so.2");
+    json_decref(r);
+    env_free(e);
+
+    assert_true(gdu_shim_caller_is_rdma_network("libnvshmem_host.so.3"));
+    assert_true(gdu_shim_caller_is_rdma_network("/x/libucp.so.0"));
+    assert_false(gdu_shim_caller_is_rdma_network("libcufile.so.0"));
+    assert_false(gdu_shim_caller_is_rdma_network("python3.12"));
+
+    /* GDUNLOCK_RDMA_ATTR=0: the answer is off; GDUNLOCK_TEST_RDMA_ATTR=0:
+     * libcuda's 1 reads 0 (GeForce), and the unlock's answer still applies. */
+    fake_rm *f = fake_rm_new();
+    gdu_shim_ops ops = fake_rm_ops(f);
+    gdu_shim_config off = {.driver_version = DRIVER, .pid = FAKE_RM_PID};
+    gdu_shim *s = gdu_shim_new(&off, &ops);
+    assert_int_equal(gdu_shim_rdma_attribute(s, 0, NULL, "libcufile.so.0"), 0);
+    gdu_shim_free(s);
+    gdu_shim_config zero = {.driver_version = DRIVER, .pid = FAKE_RM_PID, .test_rdma_attr_zero = true};
+    s = gdu_shim_new(&zero, &ops);
+    assert_int_equal(gdu_shim_rdma_attribute(s, 1, NULL, "libcufile.so.0"), 0);
+    gdu_shim_free(s);
+    zero.rdma_attr_answer = true;
+    s = gdu_shim_new(&zero, &ops);
+    assert_int_equal(gdu_shim_rdma_attribute(s, 1, NULL, "libcufile.so.0"), 1);
+    assert_int_equal(gdu_shim_rdma_attribute(s, 1, NULL, "libnccl.so.2"), 0);
+    gdu_shim_free(s);
+    fake_rm_free(f);
+
+    /* A driver the shim does not act on: libcuda's answer stays. */
+    e = env_new("470.256.02\n", 0, 0, 1);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0); /* refuses here */
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libcufile.so.0"), 0);
     env_free(e);
 }
 
@@ -571,6 +776,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(geforce_unlocked),
+        cmocka_unit_test(uvm_vaspace_chosen),
+        cmocka_unit_test(vaspace_moves_to_uvms),
+        cmocka_unit_test(unmap_anywhere_inside),
+        cmocka_unit_test(duplicate_is_not_registered),
         cmocka_unit_test(native_untouched),
         cmocka_unit_test(handover_to_libcuda),
         cmocka_unit_test(alignment),
@@ -586,6 +795,7 @@ int main(void)
         cmocka_unit_test(strict_mode_answers_for_libcuda),
         cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
+        cmocka_unit_test(rdma_attribute),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),
         cmocka_unit_test(concurrent_storm),

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -63,6 +64,66 @@ static void test_queries(void **state)
     assert_int_equal(probe(0x7f0000000000ull, &st), -1); /* nothing mapped */
 }
 
+/* dlsym through the shim keeps its meaning: RTLD_NEXT from this program
+ * finds the next definition after the program (the shim's own ioctl), as
+ * libc's dlsym does for the caller; a tail jump, not a call from the shim,
+ * or it would be libc's. */
+static void dlsym_keeps_the_caller(void **state)
+{
+    Dl_info info;
+    void *next_ioctl = dlsym(RTLD_NEXT, "ioctl");
+    assert_non_null(next_ioctl);
+    assert_true(dladdr(next_ioctl, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(libc);
+    void *libc_ioctl = dlsym(libc, "ioctl");
+    assert_true(dladdr(libc_ioctl, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libc.so"));
+    assert_null(dlsym(libc, "no_such_symbol_anywhere"));
+    dlclose(libc);
+}
+
+/* libcufile reaches libcuda, and loaders reach libcufile, by dlsym on a
+ * handle: for those names the shim hands out its own function, which calls
+ * the library's and returns its answer. */
+static void dlsym_hands_out_the_hooks(void **state)
+{
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    void *cufile = dlopen(FAKE_LIBCUFILE, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    assert_non_null(cufile);
+    Dl_info info;
+    int (*attr)(int *, int, int);
+    *(void **)&attr = dlsym(cuda, "cuDeviceGetAttribute");
+    assert_true(dladdr((void *)attr, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+    int v = -1;
+    assert_int_equal(attr(&v, 116, 0), 0);
+    assert_int_equal(v, 1); /* the fake's answer, untouched (no driver here: the shim does not act) */
+    void *other = dlsym(cuda, "cuMemAlloc_v2");
+    assert_true(dladdr(other, &info) != 0);
+    assert_null(strstr(info.dli_fname, "libgdunlock.so")); /* every other name: the library's own */
+    struct {
+        int err, cu_err;
+    } (*reg)(const void *, size_t, int);
+    *(void **)&reg = dlsym(cufile, "cuFileBufRegister");
+    assert_true(dladdr((void *)reg, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+    static char buf[1 << 16];
+    assert_int_equal(reg(buf, sizeof buf, 0).err, 0);
+    char *(*report)(void);
+    *(void **)&report = dlsym(RTLD_DEFAULT, "gdunlock_test_report");
+    char *text = report();
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"registered\": 1"));
+    assert_non_null(strstr(text, "\"kernel_lookup\": \"not-registered\""));
+    assert_non_null(strstr(text, "no ThirdPartyP2P registration of this process holds"));
+    free(text);
+    dlclose(cufile);
+    dlclose(cuda);
+}
+
 static void fork_works(void **state)
 {
     pid_t pid = fork();
@@ -85,6 +146,8 @@ int main(void)
         cmocka_unit_test(ordinary_ioctls),
         cmocka_unit_test(test_queries),
         cmocka_unit_test(fork_works),
+        cmocka_unit_test(dlsym_keeps_the_caller),
+        cmocka_unit_test(dlsym_hands_out_the_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_status.h"
 #include "fake_rm_trace.h"
+#include "pinmodel/pin_model.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,7 +50,8 @@ static void run_start(run *x, const char *driver, bool geforce, int drop, uint64
     memset(x, 0, sizeof *x);
     x->f = fake_rm_new();
     gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = drop != DROP_NONE,
-                           .test_strict = drop == DROP_STRICT, .fault_at = fault_at, .driver_version = driver};
+                           .test_strict = drop == DROP_STRICT, .fault_at = fault_at, .driver_version = driver,
+                           .pid = FAKE_RM_PID, .rdma_attr_answer = true};
     gdu_shim_ops ops = fake_rm_ops(x->f);
     x->s = gdu_shim_new(&cfg, &ops);
     x->o.geforce = geforce;
@@ -84,7 +86,7 @@ static void assert_faithful(run *x)
 
 static void assert_modes(run *x, const char *mode)
 {
-    json_t *rep = gdu_shim_report(x->s);
+    json_t *rep = fake_rm_shim_report(x->s, false);
     json_t *gpus = json_object_get(rep, "gpus");
     assert_true(json_array_size(gpus) >= 1);
     size_t i;
@@ -148,7 +150,7 @@ static void workload_unlocked(const trace *t, uint32_t client, bool drop_native)
 
 static uint64_t report_sum(run *x, const char *key)
 {
-    json_t *rep = gdu_shim_report(x->s);
+    json_t *rep = fake_rm_shim_report(x->s, false);
     json_t *g;
     size_t i;
     uint64_t sum = 0;
@@ -172,7 +174,7 @@ static void strict_workload(const trace *t, uint32_t client)
     for (uint32_t h = 0x5c000018; h <= 0x5c000019; h++)
         assert_int_equal(fake_rm_calls_on(x.f, client, h), 1); /* the shim's own free of it */
     assert_int_equal(fake_rm_count_class(x.f, GDU_NV50_THIRD_PARTY_P2P), 2);
-    assert_int_equal(report_sum(&x, "va_spaces_registered"), 4);
+    assert_int_equal(report_sum(&x, "va_spaces_registered"), 2); /* one per GPU */
     run_to(&x, t, &at, 568);
     for (uint32_t mem = 0x5c0000a2; mem <= 0x5c0000a8; mem += 2)
         assert_true(fake_rm_is_registered(x.f, client, mem));
@@ -250,6 +252,131 @@ static void torch_two_clients(void **state)
     }
 }
 
+/* ---- differential: native vs unlocked, judged by the kernel's lookup ---- */
+
+enum { MAX_REGS = 512 };
+
+typedef struct {
+    fake_rm_reg regs[MAX_REGS];
+    size_t n_regs;
+    uint32_t vas[2][8];
+    unsigned n_vas[2];
+} snapshot;
+
+static void snap(run *x, uint32_t client, const uint32_t subs[2], snapshot *out)
+{
+    out->n_regs = fake_rm_regs(x->f, out->regs, MAX_REGS);
+    assert_true(out->n_regs <= MAX_REGS);
+    for (int i = 0; i < 2; i++)
+        out->n_vas[i] = fake_rm_vaspaces_under(x->f, client, subs[i], out->vas[i], 8);
+}
+
+static bool holds(const snapshot *sn, const fake_rm_reg *r)
+{
+    for (size_t i = 0; i < sn->n_regs; i++)
+        if (sn->regs[i].memory == r->memory && sn->regs[i].address == r->address && sn->regs[i].size == r->size &&
+            sn->regs[i].offset == r->offset)
+            return true;
+    return false;
+}
+
+/* The same recorded program natively and unlocked (mode: GeForce replay,
+ * test mode, strict test mode), both stopped before call seq: every
+ * registration libcuda holds natively RM holds identically unlocked
+ * (memory, address, size, offset); each GPU's NV503C holds the same one VA
+ * space; and the kernel's lookup finds every natively registered buffer, as
+ * the same memory, both in the fake's state and in the shim's own account of
+ * it. Returns the unlocked run's registrations that native lacks. */
+static size_t differential(const trace *t, uint32_t client, const uint32_t subs[2], long seq, int mode,
+                           size_t native_regs)
+{
+    static snapshot native, unlocked;
+    run nx, ux;
+    size_t at = 0;
+    run_start(&nx, DRIVER, false, DROP_NONE, 0);
+    run_to(&nx, t, &at, seq);
+    snap(&nx, client, subs, &native);
+    at = 0;
+    run_start(&ux, DRIVER, mode == 0, mode, 0);
+    run_to(&ux, t, &at, seq);
+    snap(&ux, client, subs, &unlocked);
+    assert_int_equal(native.n_regs, native_regs);
+    for (int i = 0; i < 2; i++) {
+        /* The shim makes its object at a GPU's first mapping: a GPU the
+         * program leaves alone may have none (where libcuda's holds nothing). */
+        uint32_t native_p2p = fake_rm_p2p_of(nx.f, client, subs[i]);
+        bool used = false;
+        for (size_t k = 0; k < native.n_regs; k++)
+            used |= native.regs[k].p2p == native_p2p;
+        if (unlocked.n_vas[i] == 0 && !used)
+            continue;
+        if (native.n_vas[i] != 1 || unlocked.n_vas[i] != 1 || native.vas[i][0] != unlocked.vas[i][0])
+            fail_msg("seq %ld mode %d GPU %d: VA spaces native %u (0x%x) unlocked %u (0x%x)", seq, mode, i,
+                     native.n_vas[i], native.vas[i][0], unlocked.n_vas[i], unlocked.vas[i][0]);
+    }
+    for (size_t i = 0; i < native.n_regs; i++) {
+        const fake_rm_reg *r = &native.regs[i];
+        if (!holds(&unlocked, r))
+            fail_msg("seq %ld mode %d: libcuda's registration of 0x%x at 0x%llx+0x%llx is missing unlocked", seq, mode,
+                     r->memory, (unsigned long long)r->address, (unsigned long long)r->size);
+        gdu_pin_verdict v;
+        fake_rm_pin_lookup(nx.f, r->address, r->size, &v);
+        assert_int_equal(v.rule, GDU_PIN_FOUND);
+        fake_rm_pin_lookup(ux.f, r->address, r->size, &v);
+        if (v.rule != GDU_PIN_FOUND || v.memory != r->memory)
+            fail_msg("seq %ld mode %d: the kernel would not find 0x%llx+0x%llx: %s", seq, mode,
+                     (unsigned long long)r->address, (unsigned long long)r->size, gdu_pin_rule_name(v.rule));
+        int err;
+        assert_int_equal(gdu_shim_pin_lookup(ux.s, r->address, r->size, &err, NULL, 0), GDU_PIN_FOUND);
+    }
+    size_t extra = unlocked.n_regs - native.n_regs;
+    run_end(&nx);
+    run_end(&ux);
+    return extra;
+}
+
+static const uint32_t g_workload_subs[2] = {0x5c000003, 0x5c00000c};
+
+static void differential_workload(void **state)
+{
+    const trace *traces[] = {&g_gpu0, &g_gpu1};
+    const uint32_t clients[] = {0xc1d00034, 0xc1d0003a};
+    for (int k = 0; k < 2; k++)
+        for (int mode = 0; mode <= DROP_STRICT; mode++) {
+            /* After the four cuMemAlloc buffers are mapped, and with the VMM
+             * buffer mapped after they were freed. */
+            size_t extra = differential(traces[k], clients[k], g_workload_subs, 568, mode, 4);
+            assert_true(extra > 0); /* libcuda's internal device memory, which it never registers */
+            size_t extra_vmm = differential(traces[k], clients[k], g_workload_subs, 583, mode, 0);
+            assert_int_equal(extra_vmm, extra + 1); /* the same internal memory, plus the VMM buffer */
+        }
+}
+
+static void differential_torch(void **state)
+{
+    for (int mode = 0; mode <= DROP_STRICT; mode++)
+        differential(&g_torch, 0xc1d00042, g_workload_subs, 623, mode, 3); /* the three tensors mapped */
+}
+
+/* The VMM buffer (PTR vmm in workload-gpu*.marks): libcuda never registers
+ * it, so natively nvidia-fs cannot pin it; unlocked it can. */
+static void vmm_found_unlocked(void **state)
+{
+    for (int mode = DROP_NONE - 1; mode <= DROP_STRICT; mode++) {
+        run x;
+        size_t at = 0;
+        run_start(&x, DRIVER, mode == DROP_NONE - 1, mode < 0 ? DROP_NONE : mode, 0);
+        if (mode == DROP_NONE)
+            x.o.geforce = false; /* native */
+        run_to(&x, &g_gpu0, &at, 583);
+        int want = mode == DROP_NONE ? GDU_PIN_NOT_REGISTERED : GDU_PIN_FOUND;
+        gdu_pin_verdict v;
+        fake_rm_pin_lookup(x.f, 0x402000000ull, 64ull << 20, &v);
+        assert_int_equal(v.rule, want);
+        run_end(&x);
+    }
+}
+
 static void every_shim_call_failing(void **state)
 {
     run x;
@@ -281,7 +408,7 @@ static void unknown_layout(void **state)
         assert_faithful(&x);
         assert_int_equal(totals(&x).rm_calls, 0);
         assert_int_equal(fake_rm_log_lines(x.f, GDU_LOG_ERROR), 1);
-        json_t *rep = gdu_shim_report(x.s);
+        json_t *rep = fake_rm_shim_report(x.s, false);
         assert_non_null(json_string_value(json_object_get(rep, "refused")));
         json_decref(rep);
         run_end(&x);
@@ -295,6 +422,8 @@ int main(void)
         cmocka_unit_test(test_mode_gpu0),     cmocka_unit_test(test_mode_gpu1), cmocka_unit_test(torch_two_clients),
         cmocka_unit_test(strict_gpu0),        cmocka_unit_test(strict_gpu1),
         cmocka_unit_test(every_shim_call_failing), cmocka_unit_test(unknown_layout),
+        cmocka_unit_test(differential_workload), cmocka_unit_test(differential_torch),
+        cmocka_unit_test(vmm_found_unlocked),
     };
     return cmocka_run_group_tests(tests, load_traces, free_traces);
 }

@@ -1,0 +1,300 @@
+/* libgdunlock.so's CUDA and cuFile entry points.
+ *
+ * - cuFileBufRegister / cuFileBufDeregister: the buffers a program hands to
+ *   cuFile, each checked against the model of the kernel's lookup when it is
+ *   registered (nvidia-fs pins it then) and listed in the report.
+ * - cuDeviceGetAttribute, cuGetProcAddress, cuGetProcAddress_v2: the
+ *   GPUDirect RDMA attribute of a GPU the shim unlocks (shim_attr.c).
+ * - dlsym (x86-64): libcufile reaches libcuda, and kvikio, fastsafetensors
+ *   and gdunlock itself reach libcufile, through dlopen + dlsym on a handle,
+ *   which LD_PRELOAD alone does not interpose; for those few names dlsym
+ *   hands out the shim's function, which calls the one dlsym found.
+ *
+ * Each entry point calls the real function with the caller's arguments and
+ * returns its result unchanged, but for the attribute's value. */
+#include "cuda/cufile_api.h"
+#include "shim/shim_preload.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GDU_EXPORT __attribute__((visibility("default")))
+#define GDU_HIDDEN __attribute__((visibility("hidden")))
+
+typedef gdu_CUresult (*get_attribute_fn)(int *, int, gdu_CUdevice);
+typedef gdu_CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
+typedef gdu_CUresult (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
+typedef gdu_CUresult (*pointer_attribute_fn)(void *, int, gdu_CUdeviceptr);
+typedef gdu_CUfileError (*buf_register_fn)(const void *, size_t, int);
+typedef gdu_CUfileError (*buf_deregister_fn)(const void *);
+
+/* The real functions, from whichever route reached them first. */
+static get_attribute_fn g_get_attribute;
+static get_proc_v1_fn g_get_proc_v1;
+static get_proc_v2_fn g_get_proc_v2;
+static buf_register_fn g_buf_register;
+static buf_deregister_fn g_buf_deregister;
+
+/* CUDA values (cuda.h; tests/unit/test_cuda_abi.c checks the ones in cuda_api.h). */
+enum {
+    POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    POINTER_ATTRIBUTE_IS_MANAGED = 8,
+    MEMORYTYPE_HOST = 1,
+    MEMORYTYPE_DEVICE = 2,
+};
+
+/* ---- dlsym ---- */
+
+GDU_HIDDEN void *(*gdu_real_dlsym)(void *, const char *);
+
+/* Called by the dlsym stub before its first use. */
+GDU_HIDDEN void *gdu_resolve_real_dlsym(void)
+{
+    void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (f == NULL)
+        f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n((void **)&gdu_real_dlsym, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+void *gdu_preload_real_dlsym(void *handle, const char *name)
+{
+    void *(*f)(void *, const char *) = __atomic_load_n(&gdu_real_dlsym, __ATOMIC_ACQUIRE);
+    if (f == NULL)
+        *(void **)&f = gdu_resolve_real_dlsym();
+    return f != NULL ? f(handle, name) : NULL;
+}
+
+/* The file name of the object that holds address p ("" when unknown). */
+static const char *object_of(const void *p)
+{
+    Dl_info info;
+    if (p == NULL || dladdr(p, &info) == 0 || info.dli_fname == NULL)
+        return "";
+    const char *base = strrchr(info.dli_fname, '/');
+    return base != NULL ? base + 1 : info.dli_fname;
+}
+
+static bool from(const void *p, const char *library)
+{
+    return strncmp(object_of(p), library, strlen(library)) == 0;
+}
+
+static void remember(void **slot, void *real)
+{
+    void *none = NULL;
+    __atomic_compare_exchange_n(slot, &none, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev);
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags);
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags);
+gdu_CUfileError cuFileBufDeregister(const void *ptr);
+
+/* The names the shim hands out its own function for, where the real one
+ * lies in the library named. */
+static const struct {
+    const char *name, *library;
+    void **real;
+    void *hook;
+} hooks[] = {
+    {"cuDeviceGetAttribute", "libcuda.so", (void **)&g_get_attribute, (void *)cuDeviceGetAttribute},
+    {"cuGetProcAddress", "libcuda.so", (void **)&g_get_proc_v1, (void *)cuGetProcAddress},
+    {"cuGetProcAddress_v2", "libcuda.so", (void **)&g_get_proc_v2, (void *)cuGetProcAddress_v2},
+    {"cuFileBufRegister", "libcufile.so", (void **)&g_buf_register, (void *)cuFileBufRegister},
+    {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister, (void *)cuFileBufDeregister},
+};
+
+/* The shim's function for a real one dlsym or cuGetProcAddress found, or
+ * real itself. */
+static void *substitute(const char *name, void *real)
+{
+    if (real == NULL || name == NULL || strncmp(name, "cu", 2) != 0)
+        return real;
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
+        if (strcmp(name, hooks[i].name) == 0 && from(real, hooks[i].library)) {
+            remember(hooks[i].real, real);
+            return hooks[i].hook;
+        }
+    return real;
+}
+
+/* dlsym on an explicit handle (the stub below takes RTLD_DEFAULT and
+ * RTLD_NEXT straight to libc's dlsym, whose answer depends on the caller). */
+GDU_HIDDEN void *gdu_dlsym_handle(void *handle, const char *name)
+{
+    void *real = gdu_preload_real_dlsym(handle, name);
+    gdu_shim *s = gdu_preload_shim();
+    return s != NULL ? substitute(name, real) : real;
+}
+
+#if defined(__x86_64__)
+/* dlsym itself: a tail jump keeps the caller's return address for libc's
+ * dlsym, so RTLD_NEXT and RTLD_DEFAULT mean what they mean to the caller. */
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "    .cfi_startproc\n"
+        "    endbr64\n"
+        "    movq gdu_real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jnz 1f\n"
+        "    pushq %rdi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    pushq %rsi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    subq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    call gdu_resolve_real_dlsym\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    popq %rsi\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    popq %rdi\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "1:  cmpq $-1, %rdi\n"
+        "    je 2f\n"
+        "    testq %rdi, %rdi\n"
+        "    je 2f\n"
+        "    jmp gdu_dlsym_handle\n"
+        "2:  jmp *%rax\n"
+        "    .cfi_endproc\n"
+        ".size dlsym, .-dlsym\n");
+#endif
+
+/* ---- the real functions, where no route handed them to us ---- */
+
+static void *from_loaded(const char *library, const char *name)
+{
+    void *f = gdu_preload_real_dlsym(RTLD_NEXT, name);
+    if (f != NULL)
+        return f;
+    void *h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD); /* loaded RTLD_LOCAL by someone */
+    if (h == NULL)
+        return NULL;
+    f = gdu_preload_real_dlsym(h, name);
+    dlclose(h);
+    return f;
+}
+
+static void *real_of(void **slot, const char *library, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (f == NULL) {
+        remember(slot, from_loaded(library, name));
+        f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    }
+    return f;
+}
+
+#define REAL(slot, library, name) ((__typeof__(slot))real_of((void **)&(slot), library, name))
+
+/* ---- CUDA ---- */
+
+static const char *device_pci(get_attribute_fn real, gdu_CUdevice dev, char *buf, size_t len)
+{
+    int domain, bus, slot;
+    if (real(&domain, GDU_CU_ATTR_PCI_DOMAIN_ID, dev) != GDU_CUDA_SUCCESS ||
+        real(&bus, GDU_CU_ATTR_PCI_BUS_ID, dev) != GDU_CUDA_SUCCESS ||
+        real(&slot, GDU_CU_ATTR_PCI_DEVICE_ID, dev) != GDU_CUDA_SUCCESS)
+        return NULL;
+    snprintf(buf, len, "%04x:%02x:%02x.0", (unsigned)domain, (unsigned)bus, (unsigned)slot);
+    return buf;
+}
+
+GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev)
+{
+    get_attribute_fn real = REAL(g_get_attribute, "libcuda.so.1", "cuDeviceGetAttribute");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(value, attr, dev);
+    if (r != GDU_CUDA_SUCCESS || attr != GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED || value == NULL)
+        return r;
+    gdu_shim *s = gdu_preload_shim();
+    if (s == NULL)
+        return r;
+    char pci[32];
+    const char *caller = object_of(__builtin_return_address(0));
+    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci), caller);
+    return r;
+}
+
+GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+    get_proc_v1_fn real = REAL(g_get_proc_v1, "libcuda.so.1", "cuGetProcAddress");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(symbol, pfn, version, flags);
+    if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
+        *pfn = substitute(symbol, *pfn);
+    return r;
+}
+
+GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
+                                            int *status)
+{
+    get_proc_v2_fn real = REAL(g_get_proc_v2, "libcuda.so.1", "cuGetProcAddress_v2");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(symbol, pfn, version, flags, status);
+    if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
+        *pfn = substitute(symbol, *pfn);
+    return r;
+}
+
+/* ---- cuFile ---- */
+
+/* What CUDA says the buffer is: "device", "host", "managed", or NULL. */
+static const char *memory_kind(const void *ptr)
+{
+    static pointer_attribute_fn real;
+    if (real == NULL)
+        *(void **)&real = from_loaded("libcuda.so.1", "cuPointerGetAttribute");
+    if (real == NULL)
+        return NULL;
+    int managed = 0;
+    unsigned type = 0;
+    if (real(&managed, POINTER_ATTRIBUTE_IS_MANAGED, (gdu_CUdeviceptr)(uintptr_t)ptr) == GDU_CUDA_SUCCESS && managed)
+        return "managed";
+    if (real(&type, POINTER_ATTRIBUTE_MEMORY_TYPE, (gdu_CUdeviceptr)(uintptr_t)ptr) != GDU_CUDA_SUCCESS)
+        return "host"; /* memory CUDA does not know: plain host memory */
+    return type == MEMORYTYPE_DEVICE ? "device" : type == MEMORYTYPE_HOST ? "host" : NULL;
+}
+
+/* A client of an MPS server: its GPU memory is the server's. */
+static bool mps_client(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[512];
+    snprintf(path, sizeof path, "%s/control", dir != NULL && dir[0] ? dir : "/tmp/nvidia-mps");
+    return access(path, F_OK) == 0;
+}
+
+GDU_EXPORT gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags)
+{
+    buf_register_fn real = REAL(g_buf_register, "libcufile.so.0", "cuFileBufRegister");
+    if (real == NULL)
+        return (gdu_CUfileError){GDU_CU_FILE_DRIVER_NOT_INITIALIZED, 0};
+    gdu_CUfileError r = real(ptr, size, flags);
+    gdu_shim *s = gdu_preload_shim();
+    if (s != NULL)
+        gdu_shim_cufile_registered(s, (uint64_t)(uintptr_t)ptr, size, flags, r.err, memory_kind(ptr), mps_client());
+    return r;
+}
+
+GDU_EXPORT gdu_CUfileError cuFileBufDeregister(const void *ptr)
+{
+    buf_deregister_fn real = REAL(g_buf_deregister, "libcufile.so.0", "cuFileBufDeregister");
+    if (real == NULL)
+        return (gdu_CUfileError){GDU_CU_FILE_DRIVER_NOT_INITIALIZED, 0};
+    gdu_CUfileError r = real(ptr);
+    gdu_shim *s = gdu_preload_shim();
+    if (s != NULL && r.err == GDU_CU_FILE_SUCCESS)
+        gdu_shim_cufile_deregistered(s, (uint64_t)(uintptr_t)ptr);
+    return r;
+}

@@ -1,0 +1,253 @@
+/* The shim's tracking as the kernel's lookup sees it (src/pinmodel): every
+ * ThirdPartyP2P object of the process that RM holds, with the VA spaces and
+ * the video memory registered with it; and the buffers the program registers
+ * with cuFile, each with the verdict of that lookup when it was registered
+ * (nvidia-fs pins a buffer inside cuFileBufRegister). */
+#include "driverabi/nv_classes.h"
+#include "pinmodel/pin_model.h"
+#include "shim/shim_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    gdu_pin_object *objects;
+    gdu_pin_vidmem *vidmem;
+    gdu_pin_gpu gpus[GDU_SHIM_GPU_SLOTS];
+    size_t n_objects, n_vidmem, cap_objects, cap_vidmem;
+    bool failed;
+} pin_view;
+
+struct view_scan {
+    gdu_shim *s;
+    pin_view *v;
+    const gdu_obj *p2p; /* second pass: the object whose registrations are collected */
+};
+
+/* An NV503C that RM holds: not one freed by the shim whose calls it answers. */
+static bool held_by_rm(const gdu_obj *o)
+{
+    return o->cls == GDU_NV50_THIRD_PARTY_P2P && !o->p2p_answered;
+}
+
+static void count_visit(gdu_map_node *n, void *arg)
+{
+    struct view_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    if (held_by_rm(o))
+        sc->v->cap_objects++;
+    else if (o->reg_p2p != 0)
+        sc->v->cap_vidmem++;
+}
+
+static void vidmem_visit(gdu_map_node *n, void *arg)
+{
+    struct view_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    pin_view *v = sc->v;
+    if (o->reg_p2p == sc->p2p->handle && o->client == sc->p2p->client && v->n_vidmem < v->cap_vidmem)
+        v->vidmem[v->n_vidmem++] =
+            (gdu_pin_vidmem){.memory = o->handle, .address = o->reg_address, .size = o->reg_size, .offset = o->reg_offset};
+}
+
+static unsigned slot_of(gdu_shim *s, const gdu_obj *sub)
+{
+    return (unsigned)(gdu_shim_gpu(s, sub) - s->gpus);
+}
+
+static void object_visit(gdu_map_node *n, void *arg)
+{
+    struct view_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    pin_view *v = sc->v;
+    if (!held_by_rm(o) || v->n_objects >= v->cap_objects)
+        return;
+    const gdu_obj *sub = gdu_shim_obj(sc->s, o->client, o->parent);
+    size_t first = v->n_vidmem;
+    struct view_scan inner = {sc->s, v, o};
+    gdu_map_each(&sc->s->objects, vidmem_visit, &inner);
+    v->objects[v->n_objects++] = (gdu_pin_object){
+        .gpu = sub != NULL ? slot_of(sc->s, sub) : GDU_SHIM_GPU_SLOTS - 1,
+        .pid = sc->s->pid,
+        .n_vaspaces = o->n_p2p_vaspaces,
+        .vidmem = v->vidmem + first,
+        .n_vidmem = v->n_vidmem - first,
+    };
+}
+
+static int view_build(gdu_shim *s, pin_view *v, gdu_pin_state *st)
+{
+    memset(v, 0, sizeof *v);
+    struct view_scan sc = {s, v, NULL};
+    gdu_map_each(&s->objects, count_visit, &sc);
+    v->objects = calloc(v->cap_objects + 1, sizeof *v->objects);
+    v->vidmem = calloc(v->cap_vidmem + 1, sizeof *v->vidmem);
+    if (v->objects == NULL || v->vidmem == NULL) {
+        free(v->objects);
+        free(v->vidmem);
+        return -1;
+    }
+    gdu_map_each(&s->objects, object_visit, &sc);
+    for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
+        v->gpus[i] = (gdu_pin_gpu){.gpu = i, .bar1_bytes = s->gpus[i].bar1_bytes,
+                                   .mapped_bytes = s->gpus[i].cufile_pinned};
+    *st = (gdu_pin_state){.pid = s->pid, .objects = v->objects, .n_objects = v->n_objects,
+                          .gpus = v->gpus, .n_gpus = GDU_SHIM_GPU_SLOTS};
+    return 0;
+}
+
+static void view_free(pin_view *v)
+{
+    free(v->objects);
+    free(v->vidmem);
+}
+
+void gdu_shim_fill_bar1(gdu_shim *s)
+{
+    if (s->ops.bar1_bytes == NULL)
+        return;
+    for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++) {
+        gdu_gpu_stats *g = &s->gpus[i];
+        if (g->seen && g->pci[0] != '\0' && !g->bar1_asked) {
+            g->bar1_asked = true;
+            g->bar1_bytes = s->ops.bar1_bytes(s->ops.ctx, g->pci);
+        }
+    }
+}
+
+/* Runs the lookup; -1 when out of memory. */
+static int lookup(gdu_shim *s, uint64_t ptr, uint64_t size, gdu_pin_verdict *out)
+{
+    gdu_shim_fill_bar1(s);
+    pin_view v;
+    gdu_pin_state st;
+    if (view_build(s, &v, &st) != 0)
+        return -1;
+    gdu_pin_lookup(&st, ptr, size, out);
+    view_free(&v);
+    return 0;
+}
+
+int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why, size_t why_len)
+{
+    gdu_pin_verdict v;
+    pthread_mutex_lock(&s->lock);
+    int r = lookup(s, ptr, size, &v);
+    pthread_mutex_unlock(&s->lock);
+    if (r != 0) {
+        *err = 0;
+        if (why != NULL)
+            snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    *err = v.err;
+    if (why != NULL)
+        gdu_pin_explain(&v, why, why_len);
+    return (int)v.rule;
+}
+
+struct mapping_scan {
+    uint64_t va;
+    const gdu_mapping *found;
+};
+
+static void mapping_visit(gdu_map_node *n, void *arg)
+{
+    struct mapping_scan *sc = arg;
+    const gdu_mapping *m = (const gdu_mapping *)n;
+    if (sc->va >= m->base && sc->va - m->base < m->length)
+        sc->found = m;
+}
+
+/* The GPU slot of the mapping holding va, or the unknown slot. */
+static unsigned slot_of_address(gdu_shim *s, uint64_t va)
+{
+    struct mapping_scan sc = {va, NULL};
+    gdu_map_each(&s->mappings, mapping_visit, &sc);
+    const gdu_obj *mem = sc.found != NULL ? gdu_shim_obj(s, sc.found->client, sc.found->memory) : NULL;
+    const gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
+    return sub != NULL ? slot_of(s, sub) : GDU_SHIM_GPU_SLOTS - 1;
+}
+
+/* Why a buffer no registration holds cannot be pinned, where the memory's
+ * kind tells more than the model can. */
+static void explain_unregistered(gdu_cufile_buf *b, const char *memory_kind, bool mps, bool mapped)
+{
+    if (memory_kind != NULL && strcmp(memory_kind, "host") == 0)
+        snprintf(b->why, sizeof b->why,
+                 "host memory: nvidia-fs pins only GPU memory through BAR1 (its lookup answers -EINVAL, "
+                 "third_party_p2p.c:618); libcufile moves host buffers itself; register a cuMemAlloc buffer for "
+                 "GPUDirect");
+    else if (memory_kind != NULL && strcmp(memory_kind, "managed") == 0)
+        snprintf(b->why, sizeof b->why,
+                 "managed memory (cuMemAllocManaged): it has no ThirdPartyP2P registration, so nvidia-fs cannot "
+                 "pin it (-EINVAL, third_party_p2p.c:618); use cuMemAlloc/cudaMalloc memory");
+    else if (mps && !mapped)
+        snprintf(b->why, sizeof b->why,
+                 "MPS: the GPU memory belongs to the MPS server process, and the kernel looks the buffer up by "
+                 "the calling process (third_party_p2p.c:300-342): GPUDirect Storage cannot pin it; run without MPS");
+}
+
+void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int flags, int status,
+                                const char *memory_kind, bool mps)
+{
+    pthread_mutex_lock(&s->lock);
+    gdu_pin_verdict v;
+    if (lookup(s, ptr, size, &v) != 0) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    /* A free entry, else the oldest deregistered one: the report keeps the
+     * most recent buffers, and every live one for the BAR1 count. */
+    gdu_cufile_buf *b = NULL;
+    for (unsigned i = 0; i < GDU_SHIM_CUFILE_BUFS; i++) {
+        gdu_cufile_buf *c = &s->cufile[i];
+        if (c->seq == 0) {
+            b = c;
+            break;
+        }
+        if (!c->live && (b == NULL || c->seq < b->seq))
+            b = c;
+    }
+    s->cufile_registered++;
+    if (v.rule == GDU_PIN_FOUND)
+        s->cufile_found++;
+    if (b == NULL) {
+        s->cufile_dropped++; /* every entry live: counted, not listed */
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    if (b->seq != 0)
+        s->cufile_dropped++; /* an older, deregistered entry makes room */
+    *b = (gdu_cufile_buf){.seq = s->cufile_registered, .ptr = ptr, .size = size, .flags = flags, .status = status,
+                          .live = status == 0, .rule = (int)v.rule, .err = v.err};
+    b->slot = v.object != SIZE_MAX ? v.gpu : slot_of_address(s, ptr);
+    if (memory_kind != NULL)
+        snprintf(b->memory_kind, sizeof b->memory_kind, "%s", memory_kind);
+    gdu_pin_explain(&v, b->why, sizeof b->why);
+    if (v.rule == GDU_PIN_NOT_REGISTERED)
+        explain_unregistered(b, memory_kind, mps, b->slot != GDU_SHIM_GPU_SLOTS - 1);
+    if (v.rule == GDU_PIN_FOUND && status == 0) {
+        b->pinned = v.length; /* counts against BAR1 until deregistered */
+        s->gpus[b->slot].cufile_pinned += v.length;
+    }
+    gdu_shim_log(s, v.rule == GDU_PIN_FOUND ? GDU_LOG_DEBUG : GDU_LOG_INFO, "cuFile buffer 0x%llx+%llu: %s",
+                 (unsigned long long)ptr, (unsigned long long)size, b->why);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void gdu_shim_cufile_deregistered(gdu_shim *s, uint64_t ptr)
+{
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < GDU_SHIM_CUFILE_BUFS; i++) {
+        gdu_cufile_buf *b = &s->cufile[i];
+        if (b->live && b->ptr == ptr) {
+            b->live = false;
+            s->gpus[b->slot].cufile_pinned -= b->pinned;
+            b->pinned = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
