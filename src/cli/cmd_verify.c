@@ -220,6 +220,12 @@ static void print_human(const json_t *doc)
                    json_integer_value(json_object_get(shim, "registered")),
                    json_integer_value(json_object_get(shim, "unregistered")));
         printf("\n");
+        const json_t *k = json_object_get(shim, "kernel_lookup");
+        if (k != NULL)
+            printf("  %-14s %lld of %lld cuFile buffers found by nvidia-fs's lookup (model)%s%s\n",
+                   "kernel lookup", json_integer_value(json_object_get(k, "found")),
+                   json_integer_value(json_object_get(k, "cufile_buffers")), *str(k, "first_refusal") ? ": " : "",
+                   str(k, "first_refusal"));
     } else
         printf("  %-14s not active: %s\n", "shim", str(shim, "why_inactive"));
     print_call("file open", json_object_get(file, "open"));
@@ -317,6 +323,7 @@ int gdu_cmd_verify(int argc, char **argv)
     gdu_verify_shim shim;
     memset(&shim, 0, sizeof shim);
     shim.registered = shim.unregistered = -1;
+    shim.cufile_registered = shim.cufile_found = -1;
     const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
     if (result_path) {
         /* We are the child: the parent adds the shim's report. */

@@ -59,6 +59,10 @@ typedef struct gdu_verify_shim {
     char mode[16];                /* "native", "unlocked", "failed", "idle", "" if not found */
     char reason[GDU_VERIFY_TEXT];
     long long registered, unregistered; /* GPU allocations the shim registered; -1 unknown */
+    /* The buffers handed to cuFile and what the model of the kernel's lookup
+     * says nvidia-fs finds for them (-1 unknown); the first refusal's reason. */
+    long long cufile_registered, cufile_found;
+    char lookup_refusal[2 * GDU_VERIFY_TEXT];
 } gdu_verify_shim;
 
 /* A cause behind a verdict: a stable id (for scripts and tests) and a text

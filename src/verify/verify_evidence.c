@@ -25,4 +25,5 @@ void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options 
     ev->size = size > GDU_VERIFY_MAX_SIZE ? size : (size + GDU_VERIFY_ALIGN - 1) / GDU_VERIFY_ALIGN * GDU_VERIFY_ALIGN;
     ev->gpu = opts->gpu;
     ev->shim.registered = ev->shim.unregistered = -1;
+    ev->shim.cufile_registered = ev->shim.cufile_found = -1;
 }

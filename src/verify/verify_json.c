@@ -120,6 +120,13 @@ json_t *gdu_verify_shim_json(const gdu_verify_shim *s)
         json_object_set_new(o, "registered", json_integer(s->registered));
     if (s->unregistered >= 0)
         json_object_set_new(o, "unregistered", json_integer(s->unregistered));
+    if (s->cufile_registered >= 0) {
+        json_t *k = json_pack("{s:I, s:I}", "cufile_buffers", (json_int_t)s->cufile_registered, "found",
+                              (json_int_t)s->cufile_found);
+        if (s->lookup_refusal[0])
+            json_object_set_new(k, "first_refusal", text_json(s->lookup_refusal));
+        json_object_set_new(o, "kernel_lookup", k);
+    }
     return o;
 }
 

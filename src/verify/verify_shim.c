@@ -5,7 +5,9 @@
  * is matched by its PCI address ("pci", "pci_bus_id", "bus_id", "bdf") or its
  * CUDA ordinal ("index", "gpu", "ordinal", "device"); with a single GPU entry
  * that entry is used. Its "mode" and "reason" strings and "registered" /
- * "unregistered" counts are what verify reports. */
+ * "unregistered" counts are what verify reports, with the top-level
+ * "cufile_buffers" (the kernel lookup's verdict on each buffer handed to
+ * cuFile). */
 #include "verify/verify.h"
 
 #include <ctype.h>
@@ -122,6 +124,21 @@ static void from_report(const json_t *root, const char *what, const char *pci, i
     snprintf(out->reason, sizeof out->reason, "%s", reason ? reason : "");
     out->registered = count_of(entry, "registered");
     out->unregistered = count_of(entry, "unregistered");
+    const json_t *cf = json_is_object(root) ? json_object_get(root, "cufile_buffers") : NULL;
+    if (!json_is_object(cf))
+        return;
+    out->cufile_registered = count_of(cf, "registered");
+    out->cufile_found = count_of(cf, "found");
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(cf, "buffers"), i, b) {
+        const char *verdict = json_string_value(json_object_get(b, "kernel_lookup"));
+        const char *why = json_string_value(json_object_get(b, "why"));
+        if (verdict != NULL && strcmp(verdict, "found") != 0) {
+            snprintf(out->lookup_refusal, sizeof out->lookup_refusal, "%s", why != NULL ? why : verdict);
+            break;
+        }
+    }
 }
 
 static void reset(gdu_verify_shim *out)
@@ -129,6 +146,8 @@ static void reset(gdu_verify_shim *out)
     out->have_report = false;
     out->mode[0] = out->reason[0] = out->report_error[0] = '\0';
     out->registered = out->unregistered = -1;
+    out->cufile_registered = out->cufile_found = -1;
+    out->lookup_refusal[0] = '\0';
 }
 
 void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu, gdu_verify_shim *out)
@@ -176,6 +195,11 @@ void gdu_verify_shim_reasons(const gdu_verify_shim *shim, gdu_verify_result *r)
                               shim->report_error[0] ? shim->report_error : "the shim wrote no report");
         return;
     }
+    if (shim->cufile_registered > 0 && shim->cufile_found < shim->cufile_registered)
+        gdu_verify_add_reason(r, "kernel-lookup-refused",
+                              "nvidia-fs would not pin %lld of the %lld buffers given to cuFile: %s",
+                              shim->cufile_registered - shim->cufile_found, shim->cufile_registered,
+                              shim->lookup_refusal[0] ? shim->lookup_refusal : "see the shim's report");
     if (strcmp(shim->mode, "failed") == 0)
         gdu_verify_add_reason(r, "shim-failed", "the gdunlock shim failed on this GPU: %s",
                               shim->reason[0] ? shim->reason : "no reason given");

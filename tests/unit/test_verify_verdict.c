@@ -390,8 +390,20 @@ static void test_shim_report_layouts(void **state)
     assert_string_equal(s.mode, "unlocked");
     assert_int_equal(s.registered, 6);
     assert_int_equal(s.unregistered, 6);
+    /* the kernel lookup's verdict on the buffers handed to cuFile */
+    assert_int_equal(s.cufile_registered, 2);
+    assert_int_equal(s.cufile_found, 1);
+    assert_non_null(strstr(s.lookup_refusal, "-ENOMEM"));
+    gdu_verify_result r = {.verdict = GDU_VERIFY_COMPAT};
+    s.active = true;
+    gdu_verify_shim_reasons(&s, &r);
+    assert_int_equal(r.n_reasons, 1);
+    assert_string_equal(r.reasons[0].id, "kernel-lookup-refused");
+    assert_non_null(strstr(r.reasons[0].text, "1 of the 2 buffers"));
+    assert_non_null(strstr(r.reasons[0].text, "Resizable BAR"));
     read_shim(SHIM("shim-report-toplevel-array.json"), "41:00.0", 0, &s);
     assert_int_equal(s.registered, -1); /* not in that report */
+    assert_int_equal(s.cufile_registered, -1);
     read_shim(SHIM("shim-report-truncated.json"), "0000:41:00.0", 0, &s);
     assert_false(s.have_report);
     assert_non_null(strstr(s.report_error, "unreadable"));
