@@ -6,3 +6,20 @@ foreach(prog shim_gpu_buffers shim_gpu_stress shim_gpu_lifecycle)
   add_executable(${prog} ${prog}.c)
   target_link_libraries(${prog} PRIVATE shim_gpu_common Threads::Threads)
 endforeach()
+add_executable(shim_ioctl_cost shim_ioctl_cost.c)
+# The GPUDirect RDMA attribute through every route, and libcufile's gate
+# (tests/gpu/shim_attr.sh). They reach CUDA the way other programs do
+# (dlopen + dlsym, or linked), not through src/cuda.
+add_executable(shim_attr_check shim_attr_check.c)
+target_link_libraries(shim_attr_check PRIVATE ${CMAKE_DL_LIBS})
+add_library(nccl_gdunlock_probe SHARED nccl_gdunlock_probe.c)
+set_target_properties(nccl_gdunlock_probe PROPERTIES OUTPUT_NAME nccl_gdunlock_probe
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_dependencies(shim_attr_check nccl_gdunlock_probe)
+add_executable(cufile_gate cufile_gate.c)
+target_link_libraries(cufile_gate PRIVATE ${CMAKE_DL_LIBS})
+find_library(GDU_CUDA_STUB cuda PATHS /usr/local/cuda/lib64/stubs NO_DEFAULT_PATH)
+if(GDU_CUDA_STUB)
+  add_executable(shim_attr_direct shim_attr_direct.c)
+  target_link_libraries(shim_attr_direct PRIVATE ${GDU_CUDA_STUB})
+endif()

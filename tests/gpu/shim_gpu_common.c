@@ -118,3 +118,34 @@ int shim_gpu_totals(const char *tag, unsigned long long out[9])
            tag, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8]);
     return 1;
 }
+
+void shim_gpu_pin(int device, const char *name, gdu_CUdeviceptr ptr, size_t size)
+{
+    static const char *const rules[] = {"found", "bad-length", "not-registered", "no-vaspace", "many-vaspaces",
+                                        "spans-allocations", "past-end", "two-objects", "not-supported", "bar1-full"};
+    int (*lookup)(unsigned long long, unsigned long long, int *, char *, size_t);
+    *(void **)&lookup = dlsym(RTLD_DEFAULT, "gdunlock_test_pin_lookup");
+    printf("PTR %d %s 0x%llx %zu\n", device, name, (unsigned long long)ptr, size);
+    if (lookup == NULL)
+        return;
+    char why[400];
+    int err = 0;
+    int rule = lookup(ptr, size, &err, why, sizeof why);
+    printf("PIN %d %s %s %d %s\n", device, name,
+           rule >= 0 && rule < (int)(sizeof rules / sizeof rules[0]) ? rules[rule] : "unknown", err, why);
+}
+
+void shim_gpu_dump_report(const char *path)
+{
+    char *(*report)(void);
+    *(void **)&report = dlsym(RTLD_DEFAULT, "gdunlock_test_report");
+    if (report == NULL || path == NULL)
+        return;
+    char *text = report();
+    FILE *f = text != NULL ? fopen(path, "w") : NULL;
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+    free(text);
+}

@@ -40,6 +40,15 @@ uint64_t shim_gpu_fill_and_sum(gdu_CUdeviceptr ptr, size_t size, unsigned seed);
  * style text into buf; returns the probe's result (-2: no shim loaded). */
 int shim_gpu_probe(gdu_CUdeviceptr ptr, char *buf, size_t len);
 
+/* Prints "PTR <device> <name> <ptr> <size>" and, with the shim, "PIN <device>
+ * <name> <verdict> <errno> <why>": what the model of the kernel's lookup
+ * finds for the buffer now (gdunlock_test_pin_lookup). */
+void shim_gpu_pin(int device, const char *name, gdu_CUdeviceptr ptr, size_t size);
+
+/* Writes the shim's report with every registration RM holds (gdunlock_test_report)
+ * to path; nothing without the shim or a path. */
+void shim_gpu_dump_report(const char *path);
+
 /* Prints "TOTALS registered=.. unregistered=.. live=.. already=.. created=..
  * failures=.. rm_calls=.. mappings=.. objects=..", or "TOTALS none" without
  * the shim; returns false without it. */

@@ -1,0 +1,10 @@
+/* libnccl_gdunlock_probe.so: asks for the GPUDirect RDMA attribute from a
+ * library named as NCCL's are, through the function pointer it is given (as
+ * NCCL calls the driver through pointers it looked up): the shim must give
+ * it libcuda's own answer. */
+int gdunlock_probe_ask(int (*get)(int *, int, int), int *value);
+
+int gdunlock_probe_ask(int (*get)(int *, int, int), int *value)
+{
+    return get(value, 116, 0);
+}

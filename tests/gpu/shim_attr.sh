@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# GPU checks of the shim's answer to CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+# (issue 11, item 4) and of libcufile's GPU gate, on a datacenter GPU where
+# libcuda answers 1: GDUNLOCK_TEST_RDMA_ATTR=0 makes libcuda's answer read 0
+# as on GeForce, GDUNLOCK_RDMA_ATTR=0 turns the shim's answer off, and the
+# strict test mode (GDUNLOCK_TEST_DROP_NATIVE=strict) is the GeForce state of
+# the ThirdPartyP2P object. Setups:
+#   plain     no shim
+#   native    the shim, nothing dropped (a native GPU stays untouched)
+#   geforce   strict + libcuda's attribute 0 + the shim's answer off
+#   unlocked  strict + libcuda's attribute 0 + the shim's answer on
+# Checks: every route of shim_attr_check; libcufile's TRACE log and status
+# for a cuFileBufRegister (cufile_gate); PyTorch's libcudart; fastsafetensors'
+# is_gds_supported (FST_DIR: where its build lies); NCCL's choice through
+# torch.distributed (its GDR lines, and whom the shim kept libcuda's 0 for).
+set -uo pipefail
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/gdu-gpu-out}
+O="$OUT/attr"
+mkdir -p "$O"
+pass() { echo "PASS $1: $2"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+SHIM=$(readlink -f "$BUILD/lib/libgdunlock.so")
+BIN="$BUILD/bin"
+if ! ls /dev/nvidia0 >/dev/null 2>&1; then
+  skip shim-attr "no NVIDIA GPU here"
+  exit 0
+fi
+
+setup_env() { # SETUP -> env assignments
+  case $1 in
+    plain) echo "LD_PRELOAD=" ;;
+    native) echo "LD_PRELOAD=$SHIM" ;;
+    geforce) echo "LD_PRELOAD=$SHIM GDUNLOCK_TEST_DROP_NATIVE=strict GDUNLOCK_TEST_RDMA_ATTR=0 GDUNLOCK_RDMA_ATTR=0" ;;
+    unlocked) echo "LD_PRELOAD=$SHIM GDUNLOCK_TEST_DROP_NATIVE=strict GDUNLOCK_TEST_RDMA_ATTR=0" ;;
+  esac
+}
+# run_in SETUP NAME CMD...: CMD in that setup; out/err/report under $O/SETUP-NAME.*
+run_in() {
+  local setup=$1 name=$2
+  shift 2
+  # shellcheck disable=SC2046
+  env $(setup_env "$setup") GDUNLOCK_REPORT="$O/$setup-$name-report-%p.json" "$@" \
+    >"$O/$setup-$name.out" 2>"$O/$setup-$name.err"
+}
+routes() { grep '^ROUTE' "$O/$1-routes.out" | cut -d' ' -f2- | tr '\n' ';'; }
+
+cudart=""
+for c in /usr/local/cuda/lib64/libcudart.so.13 /usr/local/cuda/lib64/libcudart.so; do
+  [ -f "$c" ] && cudart=$c && break
+done
+if [ -z "$cudart" ]; then
+  cudart=$(python3 -c 'import nvidia.cuda_runtime as m, os, glob; print(sorted(glob.glob(os.path.join(list(m.__path__)[0], "lib", "libcudart.so*")))[-1])' 2>/dev/null)
+fi
+
+for s in plain native geforce unlocked; do
+  run_in "$s" routes "$BIN/shim_attr_check" "${cudart:-libcudart.so}"
+  [ -x "$BIN/shim_attr_direct" ] && env $(setup_env "$s") "$BIN/shim_attr_direct" >>"$O/$s-routes.out" 2>>"$O/$s-routes.err"
+done
+want_routes() { # SETUP EXPECTED-RDMA-LIBRARY-VALUE EXPECTED-OTHERS
+  local s=$1 lib=$2 others=$3 bad
+  bad=$(grep '^ROUTE' "$O/$s-routes.out" | grep -v unavailable | awk -v l="$lib" -v o="$others" \
+    '($2 == "rdma-library" && $3 != l) || ($2 != "rdma-library" && $3 != o)')
+  n=$(grep '^ROUTE' "$O/$s-routes.out" | grep -vc unavailable)
+  [ -z "$bad" ] && [ "$n" -ge 5 ]
+}
+want_routes plain 1 1 && pass attr-plain "no shim, the H200's own answer: $(routes plain)" || fail attr-plain "$(routes plain)"
+want_routes native 1 1 && pass attr-native-untouched "shim, native GPU: libcuda's answers pass unchanged: $(routes native)" \
+  || fail attr-native-untouched "$(routes native)"
+want_routes geforce 0 0 && pass attr-geforce "GeForce stand-in (libcuda's 0, the shim's answer off): $(routes geforce)" \
+  || fail attr-geforce "$(routes geforce)"
+want_routes unlocked 0 1 && pass attr-unlocked "the shim's answer on an unlocked GPU: 1 on every route, libcuda's 0 for a library named like NCCL's: $(routes unlocked)" \
+  || fail attr-unlocked "$(routes unlocked)"
+
+# ---- libcufile's gate: its TRACE log and the status of cuFileBufRegister ----
+for s in plain geforce unlocked; do
+  mkdir -p "$O/cufile-$s"
+  cat >"$O/cufile-$s.json" <<EOF
+{ "logging": { "dir": "$O/cufile-$s", "level": "TRACE" },
+  "properties": { "allow_compat_mode": true } }
+EOF
+  run_in "$s" gate env CUFILE_ENV_PATH_JSON="$O/cufile-$s.json" "$BIN/cufile_gate"
+  log=$(ls "$O/cufile-$s"/*.log 2>/dev/null | head -1)
+  attr_line=$( [ -n "$log" ] && grep -m1 -i 'GPU_DIRECT_RDMA_SUPPORTED' "$log" | sed 's/^.*\(cuDeviceGetAttribute\)/\1/' | cut -c1-160)
+  gate_line=$( [ -n "$log" ] && grep -m1 -i 'not supported on gpu\|GPUDirect Storage not supported' "$log" | cut -c1-200)
+  steps=$(grep '^STEP' "$O/$s-gate.out" | cut -d' ' -f2-3 | tr '\n' ';')
+  echo "INFO cufile-gate-$s: steps $steps | attribute line: ${attr_line:-none} | gate line: ${gate_line:-none}"
+done
+reg_plain=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/plain-gate.out")
+reg_geforce=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/geforce-gate.out")
+reg_unlocked=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/unlocked-gate.out")
+if [ -n "$reg_plain" ] && [ -n "$reg_geforce" ] && [ -n "$reg_unlocked" ]; then
+  if [ "$reg_geforce" != 0 ] && [ "$reg_unlocked" = 0 ]; then
+    pass cufile-gate "libcufile refuses cuFileBufRegister where the attribute reads 0 (status $reg_geforce) and accepts it with the shim's answer (status $reg_unlocked; no shim: $reg_plain)"
+  elif [ "$reg_geforce" = 0 ] && [ "$reg_unlocked" = 0 ]; then
+    pass cufile-gate "in compat mode libcufile registers the buffer whatever the attribute says (status 0 with 0 and with 1; no shim $reg_plain): see the INFO lines for what its TRACE log says"
+  else
+    fail cufile-gate "cuFileBufRegister: plain $reg_plain, geforce $reg_geforce, unlocked $reg_unlocked"
+  fi
+else
+  fail cufile-gate "no cuFileBufRegister status: $(cat "$O/plain-gate.out" "$O/geforce-gate.out" "$O/unlocked-gate.out" | tr '\n' ' ')"
+fi
+
+# ---- PyTorch's libcudart and fastsafetensors' own check ----
+if python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+  cat >"$O/torch_attr.py" <<'PY'
+import ctypes, glob, os, torch
+torch.cuda.init()
+torch.empty(1, device="cuda")
+paths = [p for p in open("/proc/self/maps").read().split() if "libcudart.so" in p]
+rt = ctypes.CDLL(paths[0] if paths else "libcudart.so")
+v = ctypes.c_int(-1)
+r = rt.cudaDeviceGetAttribute(ctypes.byref(v), 116, 0)
+print("TORCH_CUDART", os.path.basename(paths[0]) if paths else "libcudart.so", r, v.value)
+PY
+  for s in plain geforce unlocked; do
+    run_in "$s" torch python3 "$O/torch_attr.py"
+  done
+  t="plain $(cut -d' ' -f3- "$O/plain-torch.out"); geforce $(cut -d' ' -f3- "$O/geforce-torch.out"); unlocked $(cut -d' ' -f3- "$O/unlocked-torch.out")"
+  if grep -q ' 0 1$' "$O/plain-torch.out" && grep -q ' 0 0$' "$O/geforce-torch.out" && grep -q ' 0 1$' "$O/unlocked-torch.out"; then
+    pass attr-torch "cudaDeviceGetAttribute(116) through PyTorch's libcudart ($(cut -d' ' -f2 "$O/plain-torch.out")), status and value: $t"
+  else
+    fail attr-torch "$t; $(tail -1 "$O/unlocked-torch.err")"
+  fi
+else
+  skip attr-torch "no CUDA PyTorch"
+fi
+if [ -n "${FST_DIR:-}" ] && [ -d "$FST_DIR/fastsafetensors" ]; then
+  for s in plain geforce unlocked; do
+    run_in "$s" fst env PYTHONPATH="$FST_DIR${PYTHONPATH:+:$PYTHONPATH}" python3 -c 'from fastsafetensors import cpp; print("FST_GDS_SUPPORTED", cpp.is_gds_supported(0))'
+  done
+  f="plain $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/plain-fst.out"), geforce $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/geforce-fst.out"), unlocked $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/unlocked-fst.out")"
+  if [ "$f" = "plain 1, geforce 0, unlocked 1" ]; then
+    pass attr-fastsafetensors "fastsafetensors' is_gds_supported(0) (its switch to the CPU path at 0): $f"
+  else
+    fail attr-fastsafetensors "$f; $(tail -2 "$O/unlocked-fst.err" | tr '\n' ' ')"
+  fi
+else
+  skip attr-fastsafetensors "no fastsafetensors build (FST_DIR)"
+fi
+
+# ---- NCCL: its GPUDirect RDMA choice is unchanged ----
+if python3 -c 'import torch, torch.distributed as d; assert torch.cuda.is_available() and d.is_nccl_available()' >/dev/null 2>&1; then
+  cat >"$O/nccl_check.py" <<'PY'
+import os, tempfile, torch, torch.distributed as dist
+f = tempfile.NamedTemporaryFile(delete=False)
+dist.init_process_group("nccl", init_method="file://" + f.name, rank=0, world_size=1)
+x = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
+dist.all_reduce(x)
+torch.cuda.synchronize()
+print("NCCL_SUM", float(x.sum().item()))
+dist.destroy_process_group()
+PY
+  for s in plain unlocked; do
+    run_in "$s" nccl env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH python3 "$O/nccl_check.py"
+  done
+  gp=$(grep -i -c 'GDR\|GPU Direct RDMA\|GPUDirect' "$O/plain-nccl.out" "$O/plain-nccl.err" | awk -F: '{s+=$2} END {print s}')
+  gu=$(grep -i -c 'GDR\|GPU Direct RDMA\|GPUDirect' "$O/unlocked-nccl.out" "$O/unlocked-nccl.err" | awk -F: '{s+=$2} END {print s}')
+  lp=$(grep -h -i 'GDR\|GPU Direct RDMA\|GPUDirect' "$O/plain-nccl.out" "$O/plain-nccl.err" | sed 's/^.*NCCL INFO //' | sort -u | head -3 | tr '\n' ';')
+  lu=$(grep -h -i 'GDR\|GPU Direct RDMA\|GPUDirect' "$O/unlocked-nccl.out" "$O/unlocked-nccl.err" | sed 's/^.*NCCL INFO //' | sort -u | head -3 | tr '\n' ';')
+  rep=$(ls -t "$O"/unlocked-nccl-report-*.json 2>/dev/null | head -1)
+  kept=$([ -n "$rep" ] && python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["gpu_direct_rdma_attribute"]; print("asked %d, answered 1 %d, kept %d for %s" % (a["asked_with_0"], a["answered_1"], a["kept"], a["kept_for"]))' "$rep")
+  sp=$(sed -n 's/^NCCL_SUM //p' "$O/plain-nccl.out"); su=$(sed -n 's/^NCCL_SUM //p' "$O/unlocked-nccl.out")
+  if [ -n "$sp" ] && [ "$sp" = "$su" ] && [ "$lp" = "$lu" ]; then
+    pass attr-nccl "NCCL all_reduce sum $su both ways; NCCL's GDR lines the same without and with the shim ($gp / $gu lines: ${lu:-none}); the shim's attribute answers in the NCCL run: ${kept:-no report}"
+  else
+    fail attr-nccl "sums '$sp' / '$su'; GDR lines plain '${lp}' vs unlocked '${lu}'; shim: ${kept:-no report}; $(tail -2 "$O/unlocked-nccl.err" | tr '\n' ' ')"
+  fi
+else
+  skip attr-nccl "no torch with NCCL"
+fi
+exit 0
