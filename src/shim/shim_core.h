@@ -94,14 +94,17 @@ typedef struct {
 
 void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);
 
-/* Test support: proves through RM whether the mapping containing gpu_va is
- * registered with its GPU's NV503C: a second REGISTER_VIDMEM answering
- * NV_ERR_INSERT_DUPLICATE_NAME means yes (an answer of NV_OK means no, and is
- * undone at once). For an address whose mapping was freed recently, asks
- * UNREGISTER_VIDMEM of its old memory handle: NV_ERR_OBJECT_NOT_FOUND means
- * no longer registered (NV_OK without asking: that handle is registered again
- * for a mapping elsewhere). Returns 1 (registered), 0 (not), or -1 (nothing known
- * at gpu_va, or no NV503C to ask); *status gets RM's answer. */
+/* Test support: proves through RM whether the memory mapped at gpu_va is
+ * registered with its GPU's NV503C: a REGISTER_VIDMEM of that memory at an
+ * address no allocation has answers NV_ERR_INSERT_DUPLICATE_NAME exactly when
+ * it is (RM keys registrations by memory first); an answer of NV_OK means no,
+ * and is undone at once. For an address whose mapping was freed recently,
+ * asks UNREGISTER_VIDMEM of its old memory handle: NV_ERR_OBJECT_NOT_FOUND
+ * means no longer registered (NV_OK without asking: that handle is registered
+ * again for a mapping elsewhere). Where the registration lies is the kernel
+ * lookup's question (gdu_shim_pin_lookup). Returns 1 (registered), 0 (not),
+ * or -1 (nothing known at gpu_va, or no NV503C to ask); *status gets RM's
+ * answer. */
 int gdu_shim_probe_registered(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 
 /* The report as a JSON document (docs/shim-report.md): process, driver,

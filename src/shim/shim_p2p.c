@@ -772,6 +772,9 @@ void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p)
 
 /* ---- test probe ---- */
 
+/* A GPU VA in the kernel half, which no allocation of a process has. */
+#define GDU_PROBE_VA 0xfff0000000000000ull
+
 struct containing_scan {
     uint64_t va;
     gdu_mapping *found;
@@ -796,10 +799,13 @@ int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
         gdu_obj *mem = gdu_shim_obj(s, m->client, m->memory);
         gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
         gdu_obj *p2p = sub != NULL ? gdu_shim_obj(s, sub->client, sub->p2p) : NULL;
-        uint64_t address, size, offset;
-        if (p2p == NULL || !gdu_vidmem_aligned_part(m->base, m->length, m->offset, &address, &size, &offset))
+        if (p2p == NULL)
             return -1;
-        gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = address, .size = size, .offset = offset};
+        /* RM keys registrations by hMemory before it looks at the range
+         * (third_party_p2p.c:499-503): a registration of the memory at an
+         * address no allocation has answers 0x19 exactly when the memory is
+         * registered already, whatever else overlaps what. */
+        gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = GDU_PROBE_VA, .size = GDU_NV503C_VIDMEM_ALIGN};
         *status = own_control(s, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, false);
         if (*status == GDU_NV_ERR_INSERT_DUPLICATE_NAME)
             return 1;
