@@ -16,6 +16,7 @@
 #include "shim/shim_preload.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,10 @@
 #define GDU_HIDDEN __attribute__((visibility("hidden")))
 
 typedef gdu_CUresult (*get_attribute_fn)(int *, int, gdu_CUdevice);
-typedef gdu_CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
+/* The four-argument cuGetProcAddress; its hook takes and passes on a fifth
+ * anyway, as some callers give one (a stray argument is ignored by the
+ * x86-64 and AArch64 calling conventions). */
+typedef gdu_CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long long, int *);
 typedef gdu_CUresult (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef gdu_CUresult (*pointer_attribute_fn)(void *, int, gdu_CUdeviceptr);
 typedef gdu_CUfileError (*buf_register_fn)(const void *, size_t, int);
@@ -90,7 +94,7 @@ static void remember(void **slot, void *real)
 }
 
 gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev);
-gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags);
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
 gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
 gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags);
 gdu_CUfileError cuFileBufDeregister(const void *ptr);
@@ -109,12 +113,16 @@ static const struct {
     {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister, (void *)cuFileBufDeregister},
 };
 
-/* The shim's function for a real one dlsym or cuGetProcAddress found, or
- * real itself. */
-static void *substitute(const char *name, void *real)
+/* The shim's function for a real one that dlsym (version < 0) or a
+ * cuGetProcAddress asked for that CUDA version found, or real itself. Asked
+ * for from CUDA 12.0 on, "cuGetProcAddress" is the five-argument function
+ * (PFN_cuGetProcAddress_v12000), whatever its name: it stands with _v2. */
+static void *substitute(const char *name, void *real, int version)
 {
     if (real == NULL || name == NULL || strncmp(name, "cu", 2) != 0)
         return real;
+    if (version >= 12000 && strcmp(name, "cuGetProcAddress") == 0)
+        name = "cuGetProcAddress_v2";
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
         if (strcmp(name, hooks[i].name) == 0 && from(real, hooks[i].library)) {
             remember(hooks[i].real, real);
@@ -129,7 +137,7 @@ GDU_HIDDEN void *gdu_dlsym_handle(void *handle, const char *name)
 {
     void *real = gdu_preload_real_dlsym(handle, name);
     gdu_shim *s = gdu_preload_shim();
-    return s != NULL ? substitute(name, real) : real;
+    return s != NULL ? substitute(name, real, -1) : real;
 }
 
 #if defined(__x86_64__)
@@ -207,6 +215,27 @@ static const char *device_pci(get_attribute_fn real, gdu_CUdevice dev, char *buf
     return buf;
 }
 
+/* Who asks: the first object on the stack above the shim and the CUDA
+ * libraries, unless an RDMA networking library (NCCL, ...) is further up
+ * (NCCL may reach this through a cudart of its own): then that one. The
+ * answer is asked rarely, so a backtrace is cheap enough. */
+static const char *asking_library(void)
+{
+    void *frames[24];
+    int n = backtrace(frames, (int)(sizeof frames / sizeof frames[0]));
+    const char *first = NULL;
+    for (int i = 1; i < n; i++) {
+        const char *o = object_of(frames[i]);
+        if (o[0] == '\0' || strncmp(o, "libgdunlock", 11) == 0)
+            continue;
+        if (gdu_shim_caller_is_rdma_network(o))
+            return o;
+        if (first == NULL && strncmp(o, "libcuda", 7) != 0)
+            first = o;
+    }
+    return first;
+}
+
 GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev)
 {
     get_attribute_fn real = REAL(g_get_attribute, "libcuda.so.1", "cuDeviceGetAttribute");
@@ -219,19 +248,19 @@ GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice 
     if (s == NULL)
         return r;
     char pci[32];
-    const char *caller = object_of(__builtin_return_address(0));
-    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci), caller);
+    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci), asking_library());
     return r;
 }
 
-GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
+GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags,
+                                         int *status)
 {
     get_proc_v1_fn real = REAL(g_get_proc_v1, "libcuda.so.1", "cuGetProcAddress");
     if (real == NULL)
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
-    gdu_CUresult r = real(symbol, pfn, version, flags);
+    gdu_CUresult r = real(symbol, pfn, version, flags, status);
     if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
-        *pfn = substitute(symbol, *pfn);
+        *pfn = substitute(symbol, *pfn, version);
     return r;
 }
 
@@ -243,7 +272,7 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int 
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
     gdu_CUresult r = real(symbol, pfn, version, flags, status);
     if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
-        *pfn = substitute(symbol, *pfn);
+        *pfn = substitute(symbol, *pfn, version);
     return r;
 }
 

@@ -6,5 +6,7 @@ int gdunlock_probe_ask(int (*get)(int *, int, int), int *value);
 
 int gdunlock_probe_ask(int (*get)(int *, int, int), int *value)
 {
-    return get(value, 116, 0);
+    /* Not a tail call: this library must be on the stack when it asks. */
+    volatile int r = get(value, 116, 0);
+    return r;
 }

@@ -43,6 +43,9 @@ run_in() {
   # shellcheck disable=SC2046
   env $(setup_env "$setup") GDUNLOCK_REPORT="$O/$setup-$name-report-%p.json" "$@" \
     >"$O/$setup-$name.out" 2>"$O/$setup-$name.err"
+  local rc=$?
+  [ $rc = 0 ] || echo "EXIT $rc" >>"$O/$setup-$name.err"
+  return $rc
 }
 routes() { grep '^ROUTE' "$O/$1-routes.out" | cut -d' ' -f2- | tr '\n' ';'; }
 
@@ -128,13 +131,19 @@ else
 fi
 if [ -n "${FST_DIR:-}" ] && [ -d "$FST_DIR/fastsafetensors" ]; then
   for s in plain geforce unlocked; do
-    run_in "$s" fst env PYTHONPATH="$FST_DIR${PYTHONPATH:+:$PYTHONPATH}" python3 -c 'from fastsafetensors import cpp; print("FST_GDS_SUPPORTED", cpp.is_gds_supported(0))'
+    # as fastsafetensors' GDS copier does it: its library functions loaded first
+    run_in "$s" fst env PYTHONPATH="$FST_DIR${PYTHONPATH:+:$PYTHONPATH}" LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      python3 -c 'import torch; torch.cuda.init()
+from fastsafetensors.copier.nogds import load_library_func
+load_library_func()
+from fastsafetensors import cpp
+print("FST_GDS_SUPPORTED", cpp.is_gds_supported(0))'
   done
   f="plain $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/plain-fst.out"), geforce $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/geforce-fst.out"), unlocked $(sed -n 's/^FST_GDS_SUPPORTED //p' "$O/unlocked-fst.out")"
   if [ "$f" = "plain 1, geforce 0, unlocked 1" ]; then
     pass attr-fastsafetensors "fastsafetensors' is_gds_supported(0) (its switch to the CPU path at 0): $f"
   else
-    fail attr-fastsafetensors "$f; $(tail -2 "$O/unlocked-fst.err" | tr '\n' ' ')"
+    fail attr-fastsafetensors "$f; $(tail -n 3 "$O/plain-fst.err" "$O/unlocked-fst.err" | tr '\n' ' ')"
   fi
 else
   skip attr-fastsafetensors "no fastsafetensors build (FST_DIR)"

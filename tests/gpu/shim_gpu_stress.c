@@ -85,7 +85,7 @@ static double now_ns(void)
 
 static unsigned overhead(unsigned n)
 {
-    unsigned errors = cycles(50); /* warm up */
+    unsigned errors = cycles(500); /* warm up */
     double t0 = now_ns();
     for (unsigned i = 0; i < n; i++) {
         gdu_CUdeviceptr p;

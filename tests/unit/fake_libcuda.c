@@ -229,3 +229,51 @@ gdu_CUresult cuMemSetAccess(gdu_CUdeviceptr p, size_t n, const gdu_CUmemAccessDe
 {
     return 0;
 }
+
+/* cuGetProcAddress as libcuda answers it: the four-argument export, the
+ * five-argument _v2, and asked for "cuGetProcAddress" from CUDA 12.0 on, the
+ * five-argument one under the old name (what NCCL and cudart then call with
+ * five arguments), handed out as libcuda's internal address, not its export.
+ * test_shim_interpose checks the shim keeps them apart. */
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags);
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+
+/* How often each was called (tests read them with dlsym). */
+unsigned fake_cuda_get_proc_calls[2];
+
+static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version, unsigned long long flags);
+static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+
+static void *lookup_proc(const char *symbol, int version)
+{
+    if (strcmp(symbol, "cuDeviceGetAttribute") == 0)
+        return (void *)cuDeviceGetAttribute;
+    if (strcmp(symbol, "cuGetProcAddress") == 0)
+        return version >= 12000 ? (void *)get_proc_v2 : (void *)get_proc_v1;
+    return NULL;
+}
+
+static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+    fake_cuda_get_proc_calls[0]++;
+    *pfn = lookup_proc(symbol, version);
+    return *pfn != NULL ? 0 : 500;
+}
+
+static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+{
+    fake_cuda_get_proc_calls[1]++;
+    *pfn = lookup_proc(symbol, version);
+    *status = *pfn != NULL ? 0 : 1;
+    return 0;
+}
+
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+    return get_proc_v1(symbol, pfn, version, flags);
+}
+
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+{
+    return get_proc_v2(symbol, pfn, version, flags, status);
+}

@@ -101,6 +101,35 @@ static void dlsym_hands_out_the_hooks(void **state)
     int v = -1;
     assert_int_equal(attr(&v, 116, 0), 0);
     assert_int_equal(v, 1); /* the fake's answer, untouched (no driver here: the shim does not act) */
+    /* cuGetProcAddress_v2 asked for "cuGetProcAddress" as of CUDA 12 hands
+     * back libcuda's five-argument function under the old name (NCCL and
+     * cudart call it so): the shim's stand-in for it must take five too. */
+    int (*gpa2)(const char *, void **, int, unsigned long long, int *);
+    *(void **)&gpa2 = dlsym(cuda, "cuGetProcAddress_v2");
+    assert_true(dladdr((void *)gpa2, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+    int (*gpa)(const char *, void **, int, unsigned long long, int *) = NULL;
+    int status = -1;
+    assert_int_equal(gpa2("cuGetProcAddress", (void **)&gpa, 12000, 0, &status), 0);
+    assert_int_equal(status, 0);
+    void *pfn = NULL;
+    status = -1;
+    assert_int_equal(gpa("cuDeviceGetAttribute", &pfn, 12000, 0, &status), 0);
+    assert_int_equal(status, 0); /* the fifth argument reached libcuda */
+    assert_ptr_equal(pfn, (void *)attr);
+    /* Each reached the function it stands for: the four-argument export
+     * stays four-argument. */
+    unsigned *calls = dlsym(cuda, "fake_cuda_get_proc_calls");
+    assert_non_null(calls);
+    unsigned v1 = calls[0], v2 = calls[1];
+    assert_int_equal(v2, 2);
+    int (*gpa1)(const char *, void **, int, unsigned long long);
+    *(void **)&gpa1 = dlsym(cuda, "cuGetProcAddress");
+    pfn = NULL;
+    assert_int_equal(gpa1("cuDeviceGetAttribute", &pfn, 11030, 0), 0);
+    assert_ptr_equal(pfn, (void *)attr);
+    assert_int_equal(calls[0], v1 + 1);
+    assert_int_equal(calls[1], v2);
     void *other = dlsym(cuda, "cuMemAlloc_v2");
     assert_true(dladdr(other, &info) != 0);
     assert_null(strstr(info.dli_fname, "libgdunlock.so")); /* every other name: the library's own */
