@@ -8,6 +8,7 @@
 #include "driverabi/nv_status.h"
 #include "driverabi/nvos.h"
 #include "shim/shim_decode.h"
+#include "shim/shim_pool.h"
 #include "shim/shim_state.h"
 
 #include <errno.h>
@@ -49,7 +50,7 @@ gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle)
 
 gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls)
 {
-    gdu_obj *o = calloc(1, sizeof *o);
+    gdu_obj *o = gdu_pool_alloc(sizeof *o);
     if (o == NULL) {
         gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
         return NULL;
@@ -61,7 +62,7 @@ gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_
     o->cls = cls;
     o->fd = -1;
     if (gdu_map_insert(&s->objects, &o->node) != 0) {
-        free(o);
+        gdu_pool_free(o, sizeof *o);
         gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
         return NULL;
     }
@@ -77,7 +78,7 @@ void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o)
     gdu_obj *p = o->parent != o->handle ? gdu_shim_obj(s, o->client, o->parent) : NULL;
     if (p != NULL && p->children > 0)
         p->children--;
-    free(o);
+    gdu_pool_free(o, sizeof *o);
 }
 
 static gdu_obj *device_of(gdu_shim *s, const gdu_obj *o)
@@ -125,9 +126,12 @@ static void list_add(obj_list *l, gdu_obj *o)
             return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        gdu_obj **items = realloc(l->items, cap * sizeof *items);
+        gdu_obj **items = gdu_pool_alloc(cap * sizeof *items);
         if (items == NULL)
             return; /* the object stays tracked; a stale entry is replaced when its handle returns */
+        if (l->n != 0)
+            memcpy(items, l->items, l->n * sizeof *items);
+        gdu_pool_free(l->items, l->cap * sizeof *items);
         l->items = items;
         l->cap = cap;
     }
@@ -197,7 +201,7 @@ static void mappings_of_client_visit(gdu_map_node *n, void *arg)
     struct client_mappings *cm = arg;
     if (((gdu_mapping *)n)->client == cm->client) {
         gdu_map_remove(&cm->s->mappings, n->key);
-        free(n);
+        gdu_pool_free(n, sizeof(gdu_mapping));
     }
 }
 
@@ -220,7 +224,7 @@ static void mappings_of_memory_visit(gdu_map_node *n, void *arg)
     gdu_mapping *m = (gdu_mapping *)n;
     if (m->client == mm->memory->client && m->memory == mm->memory->handle) {
         gdu_map_remove(&mm->s->mappings, n->key);
-        free(m);
+        gdu_pool_free(m, sizeof *m);
     }
 }
 
@@ -264,7 +268,7 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
     }
     for (size_t i = 0; i < dying.n; i++)
         gdu_shim_obj_remove(s, dying.items[i]);
-    free(dying.items);
+    gdu_pool_free(dying.items, dying.cap * sizeof *dying.items);
     if (handle == client) {
         struct client_mappings cm = {s, client};
         gdu_map_each(&s->mappings, mappings_of_client_visit, &cm);
@@ -525,12 +529,12 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
     gdu_mapping *map = (gdu_mapping *)gdu_map_remove(&s->mappings, m->base);
     if (map != NULL)
         mapping_gone(s, map); /* a stale one at the same address */
-    else if ((map = calloc(1, sizeof *map)) == NULL)
+    else if ((map = gdu_pool_alloc(sizeof *map)) == NULL)
         return;
     *map = (gdu_mapping){.node.key = m->base, .base = m->base, .length = m->length, .offset = m->offset,
                          .client = m->h_client, .memory = m->h_memory};
     if (gdu_map_insert(&s->mappings, &map->node) != 0) {
-        free(map);
+        gdu_pool_free(map, sizeof *map);
         return;
     }
     mem->n_mappings++;
@@ -554,7 +558,7 @@ static void forget_mapping(gdu_shim *s, gdu_mapping *map)
     s->freed[s->freed_next++ % GDU_SHIM_FREED_RING] =
         (gdu_freed_mapping){map->base, map->client, map->memory, sub != NULL ? sub->p2p : 0};
     mapping_gone(s, map);
-    free(map);
+    gdu_pool_free(map, sizeof *map);
 }
 
 static void range_mappings_visit(gdu_map_node *n, void *arg)
@@ -679,15 +683,16 @@ gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops)
 
 static void free_node(gdu_map_node *n, void *arg)
 {
-    free(n);
+    gdu_pool_free(n, *(const size_t *)arg);
 }
 
 void gdu_shim_free(gdu_shim *s)
 {
     if (s == NULL)
         return;
-    gdu_map_each(&s->objects, free_node, NULL);
-    gdu_map_each(&s->mappings, free_node, NULL);
+    size_t obj_size = sizeof(gdu_obj), mapping_size = sizeof(gdu_mapping);
+    gdu_map_each(&s->objects, free_node, &obj_size);
+    gdu_map_each(&s->mappings, free_node, &mapping_size);
     gdu_map_destroy(&s->objects);
     gdu_map_destroy(&s->mappings);
     pthread_mutex_destroy(&s->lock);

@@ -1,6 +1,6 @@
 #include "shim/shim_map.h"
 
-#include <stdlib.h>
+#include "shim/shim_pool.h"
 
 static size_t slot(const gdu_map *m, uint64_t key)
 {
@@ -24,7 +24,7 @@ gdu_map_node *gdu_map_find(const gdu_map *m, uint64_t key)
 static int grow(gdu_map *m)
 {
     size_t nb = m->nbuckets ? m->nbuckets * 2 : 64;
-    gdu_map_node **b = calloc(nb, sizeof *b);
+    gdu_map_node **b = gdu_pool_alloc(nb * sizeof *b);
     if (b == NULL)
         return -1;
     gdu_map old = *m;
@@ -40,7 +40,7 @@ static int grow(gdu_map *m)
             n = next;
         }
     }
-    free(old.buckets);
+    gdu_pool_free(old.buckets, old.nbuckets * sizeof *old.buckets);
     return 0;
 }
 
@@ -84,7 +84,7 @@ void gdu_map_each(gdu_map *m, void (*fn)(gdu_map_node *n, void *arg), void *arg)
 
 void gdu_map_destroy(gdu_map *m)
 {
-    free(m->buckets);
+    gdu_pool_free(m->buckets, m->nbuckets * sizeof *m->buckets);
     m->buckets = NULL;
     m->nbuckets = 0;
     m->count = 0;

@@ -28,3 +28,5 @@ set_tests_properties(test_shim_interpose PROPERTIES ENVIRONMENT "${GDU_SHIM_PREL
 if(GDUNLOCK_VALGRIND)
   set_tests_properties(test_shim_interpose-valgrind PROPERTIES ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV}")
 endif()
+# The ioctl path allocates nothing from malloc (signal handlers).
+gdunlock_unit_test(test_shim_nomalloc SOURCES test_shim_nomalloc.c LIBS gdu_fake_rm)
