@@ -26,14 +26,14 @@ bool gdu_shim_caller_is_rdma_network(const char *caller)
     return false;
 }
 
-static gdu_p2p_mode mode_by_pci(const gdu_shim *s, const char *pci)
+static gdu_tpp_mode mode_by_pci(const gdu_shim *s, const char *pci)
 {
     if (pci == NULL)
-        return GDU_P2P_NONE;
+        return GDU_TPP_NONE;
     for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
         if (s->gpus[i].seen && strcmp(s->gpus[i].pci, pci) == 0)
             return s->gpus[i].mode;
-    return GDU_P2P_NONE; /* not seen yet: unlocked at its first allocation */
+    return GDU_TPP_NONE; /* not seen yet: unlocked at its first allocation */
 }
 
 int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller)
@@ -42,9 +42,9 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
     if (value != 0)
         return value; /* a GPU with GPUDirect RDMA natively is left as it is */
     pthread_mutex_lock(&s->lock);
-    gdu_p2p_mode mode = mode_by_pci(s, pci);
+    gdu_tpp_mode mode = mode_by_pci(s, pci);
     bool unlockable = !s->passive && !s->refused && s->layout_known &&
-                      (mode == GDU_P2P_NONE || mode == GDU_P2P_UNLOCKED);
+                      (mode == GDU_TPP_NONE || mode == GDU_TPP_UNLOCKED);
     bool network = gdu_shim_caller_is_rdma_network(caller);
     bool answer = s->cfg.rdma_attr_answer && unlockable && !network;
     s->rdma_attr_asked++;

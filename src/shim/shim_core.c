@@ -1,5 +1,5 @@
 /* The shim core: the ioctl hook and the tracking of RM objects and UVM
- * mappings. What it does with them (the NV503C lifecycle) is in shim_p2p.c. */
+ * mappings. What it does with them (the NV503C lifecycle) is in shim_tpp.c. */
 #include "shim/shim_core.h"
 
 #include "driverabi/nv503c.h"
@@ -24,93 +24,6 @@ _Static_assert(sizeof(gdu_nvos64) <= GDU_MAX_RM_BLOCK && sizeof(gdu_nvos54) <= G
                "watched RM blocks fit the pre-call copy");
 /* How far up the object tree we look (RM nests a handful of levels). */
 #define GDU_MAX_DEPTH 16
-
-static uint64_t obj_key(uint32_t client, uint32_t handle)
-{
-    return (uint64_t)client << 32 | handle;
-}
-
-void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
-{
-    if (level > s->cfg.log_level || s->ops.log == NULL)
-        return;
-    char line[512];
-    int n = snprintf(line, sizeof line, "gdunlock: ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    s->ops.log(s->ops.ctx, level, line);
-}
-
-gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle)
-{
-    return (gdu_obj *)gdu_map_find(&s->objects, obj_key(client, handle));
-}
-
-gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls)
-{
-    gdu_obj *o = gdu_pool_alloc(sizeof *o);
-    if (o == NULL) {
-        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
-        return NULL;
-    }
-    o->node.key = obj_key(client, handle);
-    o->client = client;
-    o->handle = handle;
-    o->parent = parent;
-    o->cls = cls;
-    o->fd = -1;
-    if (gdu_map_insert(&s->objects, &o->node) != 0) {
-        gdu_pool_free(o, sizeof *o);
-        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
-        return NULL;
-    }
-    gdu_obj *p = parent != handle ? gdu_shim_obj(s, client, parent) : NULL;
-    if (p != NULL)
-        p->children++;
-    return o;
-}
-
-void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o)
-{
-    gdu_map_remove(&s->objects, o->node.key);
-    gdu_obj *p = o->parent != o->handle ? gdu_shim_obj(s, o->client, o->parent) : NULL;
-    if (p != NULL && p->children > 0)
-        p->children--;
-    gdu_pool_free(o, sizeof *o);
-}
-
-static gdu_obj *device_of(gdu_shim *s, const gdu_obj *o)
-{
-    for (int depth = 0; o != NULL && depth < GDU_MAX_DEPTH; depth++) {
-        if (o->cls == GDU_NV01_DEVICE_0)
-            return (gdu_obj *)o;
-        if (o->parent == o->handle)
-            return NULL;
-        o = gdu_shim_obj(s, o->client, o->parent);
-    }
-    return NULL;
-}
-
-/* The subdevice whose NV503C registers memory o: its own subdevice parent, or
- * its device's (first) subdevice. */
-gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *o)
-{
-    const gdu_obj *p = gdu_shim_obj(s, o->client, o->parent);
-    if (p != NULL && p->cls == GDU_NV20_SUBDEVICE_0)
-        return (gdu_obj *)p;
-    gdu_obj *dev = device_of(s, p);
-    return dev != NULL && dev->subdevice != 0 ? gdu_shim_obj(s, o->client, dev->subdevice) : NULL;
-}
-
-gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice)
-{
-    const gdu_obj *dev = device_of(s, subdevice);
-    unsigned slot = dev != NULL && dev->instance < GDU_SHIM_GPU_SLOTS - 1 ? dev->instance : GDU_SHIM_GPU_SLOTS - 1;
-    s->gpus[slot].seen = true;
-    return &s->gpus[slot];
-}
 
 /* ---- freeing ---- */
 
@@ -177,8 +90,8 @@ static void dependant_visit(gdu_map_node *n, void *arg)
     gdu_obj *o = (gdu_obj *)n;
     if (o->cls != GDU_NV50_THIRD_PARTY_P2P || o->client != sc->vaspace->client)
         return;
-    for (unsigned i = 0; i < o->n_p2p_vaspaces; i++)
-        if (o->p2p_vaspaces[i] == sc->vaspace->handle)
+    for (unsigned i = 0; i < o->n_tpp_vaspaces; i++)
+        if (o->tpp_vaspaces[i] == sc->vaspace->handle)
             list_add(sc->out, o);
 }
 
@@ -250,10 +163,10 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
     for (size_t i = 0; i < dying.n; i++) {
         gdu_obj *o = dying.items[i];
         if (o->cls == GDU_NV50_THIRD_PARTY_P2P) {
-            gdu_p2p_forget(s, o);
-        } else if (o->reg_p2p != 0 || o->n_mappings != 0) {
-            if (o->reg_p2p != 0)
-                gdu_p2p_registration_ended(s, o); /* RM drops it as it frees the memory */
+            gdu_tpp_forget(s, o);
+        } else if (o->reg_tpp != 0 || o->n_mappings != 0) {
+            if (o->reg_tpp != 0)
+                gdu_tpp_registration_ended(s, o); /* RM drops it as it frees the memory */
             if (o->n_mappings != 0) {
                 /* Freed while still mapped: forget its mappings, lest the handle,
                  * reused, be taken for what is mapped there. */
@@ -354,46 +267,17 @@ static void on_alloc(gdu_shim *s, int fd, const gdu_rm_call *c)
             if (parent->n_vaspaces < GDU_SHIM_MAX_VASPACES)
                 parent->vaspaces[parent->n_vaspaces++] = o->handle;
             gdu_obj *sub = parent->subdevice ? gdu_shim_obj(s, c->client, parent->subdevice) : NULL;
-            if (sub != NULL && sub->mode == GDU_P2P_UNLOCKED && !s->refused)
-                gdu_p2p_on_vaspace(s, sub, o->handle);
+            if (sub != NULL && sub->mode == GDU_TPP_UNLOCKED && !s->refused)
+                gdu_tpp_on_vaspace(s, sub, o->handle);
         }
         break;
     case GDU_NV50_THIRD_PARTY_P2P:
         if (parent != NULL && parent->cls == GDU_NV20_SUBDEVICE_0)
-            gdu_p2p_on_native(s, parent, o);
+            gdu_tpp_on_native(s, parent, o);
         break;
     default:
         break;
     }
-}
-
-/* Strict test mode: a call of libcuda's on the NV503C handle the shim freed
- * for it is answered here and never reaches RM. Returns true with *status
- * set when it is. */
-static bool answer_for_libcuda(gdu_shim *s, const gdu_rm_call *c, uint32_t *status)
-{
-    gdu_obj *o = gdu_shim_obj(s, c->client, c->handle);
-    if (o == NULL || !o->p2p_answered)
-        return false;
-    if (c->op == GDU_RM_OP_FREE) {
-        gdu_obj *sub = gdu_shim_obj(s, o->client, o->parent);
-        if (sub != NULL)
-            gdu_shim_gpu(s, sub)->answered_for_libcuda++;
-        gdu_p2p_forget(s, o);
-        gdu_shim_obj_remove(s, o);
-        *status = GDU_NV_OK;
-        return true;
-    }
-    if (c->op != GDU_RM_OP_CONTROL || (c->cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
-        return false;
-    unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
-    size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
-    if (want != 0 && read_params(s, c->params, 0, params, want, false) != 0)
-        return false; /* unreadable parameters: RM gives libcuda its answer */
-    *status = gdu_p2p_answer_control(s, o, c->cmd, want != 0 ? params : NULL, (uint32_t)want);
-    if (c->cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE && want >= sizeof(gdu_nv503c_register_va_space))
-        memcpy((void *)(uintptr_t)c->params, params, sizeof(gdu_nv503c_register_va_space)); /* the token */
-    return true;
 }
 
 static void rm_before(gdu_shim *s, const gdu_rm_call *c)
@@ -405,24 +289,24 @@ static void rm_before(gdu_shim *s, const gdu_rm_call *c)
          * where the shim's is libcuda's own re-made (test mode): then libcuda
          * gets the answer it would get anyway. */
         if (c->cls == GDU_NV50_THIRD_PARTY_P2P && (o = gdu_shim_obj(s, c->client, c->parent)) != NULL &&
-            o->cls == GDU_NV20_SUBDEVICE_0 && o->p2p_owned) {
-            gdu_obj *p2p = gdu_shim_obj(s, o->client, o->p2p);
-            if (p2p == NULL || !p2p->p2p_adopted)
-                gdu_p2p_before_native(s, o);
+            o->cls == GDU_NV20_SUBDEVICE_0 && o->tpp_owned) {
+            gdu_obj *tpp = gdu_shim_obj(s, o->client, o->tpp);
+            if (tpp == NULL || !tpp->tpp_adopted)
+                gdu_tpp_before_native(s, o);
         }
         break;
     case GDU_RM_OP_FREE:
         o = gdu_shim_obj(s, c->client, c->handle);
         if (o != NULL && o->reg_by_shim)
-            gdu_p2p_unregister(s, o);
+            gdu_tpp_unregister(s, o);
         break;
     case GDU_RM_OP_CONTROL:
         if ((c->cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P && (o = gdu_shim_obj(s, c->client, c->handle)) != NULL &&
-            o->cls == GDU_NV50_THIRD_PARTY_P2P && o->p2p_owned) {
+            o->cls == GDU_NV50_THIRD_PARTY_P2P && o->tpp_owned) {
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
             if (read_params(s, c->params, 0, params, want, false) == 0)
-                gdu_p2p_before_control(s, o, c->cmd, params, want);
+                gdu_testmode_before_control(s, o, c->cmd, params, want);
         }
         break;
     default:
@@ -447,7 +331,7 @@ static void rm_after(gdu_shim *s, int fd, const gdu_rm_call *c)
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
             if (o != NULL && o->cls == GDU_NV50_THIRD_PARTY_P2P && read_params(s, c->params, 0, params, want, true) == 0)
-                gdu_p2p_after_control(s, o, c->cmd, params, want);
+                gdu_tpp_after_control(s, o, c->cmd, params, want);
         }
         break;
     }
@@ -458,17 +342,17 @@ static int rm_ioctl(gdu_shim *s, int fd, unsigned long request, unsigned nr, siz
     gdu_rm_call c;
     /* The pre-call hooks only matter once the shim owns an NV503C (never in
      * native mode, which then costs no extra system call). */
-    bool before = __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0 &&
+    bool before = __atomic_load_n(&s->owned_tpp, __ATOMIC_RELAXED) != 0 &&
                   (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
-                   (nr == GDU_NV_ESC_RM_CONTROL && s->cfg.test_drop_native));
-    bool answerable = __atomic_load_n(&s->answered_p2p, __ATOMIC_RELAXED) != 0 &&
+                   (nr == GDU_NV_ESC_RM_CONTROL && s->testmode != NULL && s->testmode->sees_controls));
+    bool answerable = __atomic_load_n(&s->answered_tpp, __ATOMIC_RELAXED) != 0 &&
                       (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_CONTROL);
     if (before || answerable) {
         unsigned char block[GDU_MAX_RM_BLOCK];
         if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0 && gdu_rm_call_decode(nr, block, size, &c)) {
             uint32_t status;
             pthread_mutex_lock(&s->lock);
-            bool answered = answerable && answer_for_libcuda(s, &c, &status);
+            bool answered = answerable && gdu_testmode_answer(s, &c, &status);
             if (!answered && before)
                 rm_before(s, &c);
             pthread_mutex_unlock(&s->lock);
@@ -542,7 +426,7 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
         return; /* only video memory can be registered */
     gdu_obj *sub = gdu_shim_subdevice_of(s, mem);
     if (sub != NULL)
-        gdu_p2p_on_mapping(s, sub, mem, map);
+        gdu_tpp_on_mapping(s, sub, mem, map);
 }
 
 struct range_mappings {
@@ -556,7 +440,7 @@ static void forget_mapping(gdu_shim *s, gdu_mapping *map)
     gdu_obj *mem = gdu_shim_obj(s, map->client, map->memory);
     gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
     s->freed[s->freed_next++ % GDU_SHIM_FREED_RING] =
-        (gdu_freed_mapping){map->base, map->client, map->memory, sub != NULL ? sub->p2p : 0};
+        (gdu_freed_mapping){map->base, map->client, map->memory, sub != NULL ? sub->tpp : 0};
     mapping_gone(s, map);
     gdu_pool_free(map, sizeof *map);
 }
@@ -585,20 +469,20 @@ static void on_uvm_vaspace(gdu_shim *s, const gdu_uvm_register_gpu_vaspace_param
 {
     gdu_obj *v = gdu_shim_obj(s, p->hClient, p->hVaSpace);
     if (v != NULL && v->cls == GDU_FERMI_VASPACE_A)
-        gdu_p2p_on_uvm_vaspace(s, v);
+        gdu_tpp_on_uvm_vaspace(s, v);
 }
 
 static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
 {
     gdu_uvm_range range;
     bool unmap = request == GDU_UVM_FREE || request == GDU_UVM_UNMAP_EXTERNAL;
-    if (unmap && __atomic_load_n(&s->owned_p2p, __ATOMIC_RELAXED) != 0) {
+    if (unmap && __atomic_load_n(&s->owned_tpp, __ATOMIC_RELAXED) != 0) {
         unsigned char block[sizeof(gdu_uvm_unmap_external_params)];
         size_t size = gdu_uvm_watched_size(request, NULL);
         if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0) {
             gdu_uvm_range_decode(request, block, &range);
             pthread_mutex_lock(&s->lock);
-            gdu_p2p_unmapping(s, range.base, range.length);
+            gdu_tpp_unmapping(s, range.base, range.length);
             pthread_mutex_unlock(&s->lock);
         }
     }
@@ -669,6 +553,7 @@ gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops)
     s->cfg.driver_version = NULL; /* not kept: the caller's text */
     s->ops = *ops;
     s->pid = cfg->pid;
+    s->testmode = gdu_testmode_for(cfg);
     unsigned v[3];
     if (cfg->driver_version != NULL && gdu_nv_driver_version_parse(cfg->driver_version, v) == 0)
         snprintf(s->driver, sizeof s->driver, "%u.%u.%02u", v[0], v[1], v[2]);
@@ -738,7 +623,7 @@ void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out)
 int gdu_shim_probe_registered(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
 {
     pthread_mutex_lock(&s->lock);
-    int r = gdu_p2p_probe(s, gpu_va, status);
+    int r = gdu_testmode_probe(s, gpu_va, status);
     pthread_mutex_unlock(&s->lock);
     return r;
 }

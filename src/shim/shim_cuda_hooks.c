@@ -5,10 +5,10 @@
  *   registered (nvidia-fs pins it then) and listed in the report.
  * - cuDeviceGetAttribute, cuGetProcAddress, cuGetProcAddress_v2: the
  *   GPUDirect RDMA attribute of a GPU the shim unlocks (shim_attr.c).
- * - dlsym (x86-64): libcufile reaches libcuda, and kvikio, fastsafetensors
- *   and gdunlock itself reach libcufile, through dlopen + dlsym on a handle,
- *   which LD_PRELOAD alone does not interpose; for those few names dlsym
- *   hands out the shim's function, which calls the one dlsym found.
+ * - through dlsym on a handle (shim_dlsym.c): libcufile reaches libcuda, and
+ *   kvikio, fastsafetensors and gdunlock itself reach libcufile, through
+ *   dlopen + dlsym, which LD_PRELOAD alone does not interpose; for those few
+ *   names dlsym hands out the shim's function, which calls the one dlsym found.
  *
  * Each entry point calls the real function with the caller's arguments and
  * returns its result unchanged, but for the attribute's value. */
@@ -51,26 +51,6 @@ enum {
 };
 
 /* ---- dlsym ---- */
-
-GDU_HIDDEN void *(*gdu_real_dlsym)(void *, const char *);
-
-/* Called by the dlsym stub before its first use. */
-GDU_HIDDEN void *gdu_resolve_real_dlsym(void)
-{
-    void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (f == NULL)
-        f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n((void **)&gdu_real_dlsym, f, __ATOMIC_RELEASE);
-    return f;
-}
-
-void *gdu_preload_real_dlsym(void *handle, const char *name)
-{
-    void *(*f)(void *, const char *) = __atomic_load_n(&gdu_real_dlsym, __ATOMIC_ACQUIRE);
-    if (f == NULL)
-        *(void **)&f = gdu_resolve_real_dlsym();
-    return f != NULL ? f(handle, name) : NULL;
-}
 
 /* The file name of the object that holds address p ("" when unknown). */
 static const char *object_of(const void *p)
@@ -140,40 +120,6 @@ GDU_HIDDEN void *gdu_dlsym_handle(void *handle, const char *name)
     return s != NULL ? substitute(name, real, -1) : real;
 }
 
-#if defined(__x86_64__)
-/* dlsym itself: a tail jump keeps the caller's return address for libc's
- * dlsym, so RTLD_NEXT and RTLD_DEFAULT mean what they mean to the caller. */
-__asm__(".text\n"
-        ".globl dlsym\n"
-        ".type dlsym, @function\n"
-        "dlsym:\n"
-        "    .cfi_startproc\n"
-        "    endbr64\n"
-        "    movq gdu_real_dlsym(%rip), %rax\n"
-        "    testq %rax, %rax\n"
-        "    jnz 1f\n"
-        "    pushq %rdi\n"
-        "    .cfi_adjust_cfa_offset 8\n"
-        "    pushq %rsi\n"
-        "    .cfi_adjust_cfa_offset 8\n"
-        "    subq $8, %rsp\n"
-        "    .cfi_adjust_cfa_offset 8\n"
-        "    call gdu_resolve_real_dlsym\n"
-        "    addq $8, %rsp\n"
-        "    .cfi_adjust_cfa_offset -8\n"
-        "    popq %rsi\n"
-        "    .cfi_adjust_cfa_offset -8\n"
-        "    popq %rdi\n"
-        "    .cfi_adjust_cfa_offset -8\n"
-        "1:  cmpq $-1, %rdi\n"
-        "    je 2f\n"
-        "    testq %rdi, %rdi\n"
-        "    je 2f\n"
-        "    jmp gdu_dlsym_handle\n"
-        "2:  jmp *%rax\n"
-        "    .cfi_endproc\n"
-        ".size dlsym, .-dlsym\n");
-#endif
 
 /* ---- the real functions, where no route handed them to us ---- */
 

@@ -22,13 +22,13 @@ typedef struct {
 struct view_scan {
     gdu_shim *s;
     pin_view *v;
-    const gdu_obj *p2p; /* second pass: the object whose registrations are collected */
+    const gdu_obj *tpp; /* second pass: the object whose registrations are collected */
 };
 
 /* An NV503C that RM holds: not one freed by the shim whose calls it answers. */
 static bool held_by_rm(const gdu_obj *o)
 {
-    return o->cls == GDU_NV50_THIRD_PARTY_P2P && !o->p2p_answered;
+    return o->cls == GDU_NV50_THIRD_PARTY_P2P && !o->tpp_answered;
 }
 
 static void count_visit(gdu_map_node *n, void *arg)
@@ -37,7 +37,7 @@ static void count_visit(gdu_map_node *n, void *arg)
     const gdu_obj *o = (const gdu_obj *)n;
     if (held_by_rm(o))
         sc->v->cap_objects++;
-    else if (o->reg_p2p != 0)
+    else if (o->reg_tpp != 0)
         sc->v->cap_vidmem++;
 }
 
@@ -46,7 +46,7 @@ static void vidmem_visit(gdu_map_node *n, void *arg)
     struct view_scan *sc = arg;
     const gdu_obj *o = (const gdu_obj *)n;
     pin_view *v = sc->v;
-    if (o->reg_p2p == sc->p2p->handle && o->client == sc->p2p->client && v->n_vidmem < v->cap_vidmem)
+    if (o->reg_tpp == sc->tpp->handle && o->client == sc->tpp->client && v->n_vidmem < v->cap_vidmem)
         v->vidmem[v->n_vidmem++] =
             (gdu_pin_vidmem){.memory = o->handle, .address = o->reg_address, .size = o->reg_size, .offset = o->reg_offset};
 }
@@ -70,7 +70,7 @@ static void object_visit(gdu_map_node *n, void *arg)
     v->objects[v->n_objects++] = (gdu_pin_object){
         .gpu = sub != NULL ? slot_of(sc->s, sub) : GDU_SHIM_GPU_SLOTS - 1,
         .pid = sc->s->pid,
-        .n_vaspaces = o->n_p2p_vaspaces,
+        .n_vaspaces = o->n_tpp_vaspaces,
         .vidmem = v->vidmem + first,
         .n_vidmem = v->n_vidmem - first,
     };

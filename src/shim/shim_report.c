@@ -9,14 +9,14 @@
 
 #include <stdio.h>
 
-static const char *mode_name(gdu_p2p_mode m)
+static const char *mode_name(gdu_tpp_mode m)
 {
     switch (m) {
-    case GDU_P2P_NATIVE:
+    case GDU_TPP_NATIVE:
         return "native";
-    case GDU_P2P_UNLOCKED:
+    case GDU_TPP_UNLOCKED:
         return "unlocked";
-    case GDU_P2P_FAILED:
+    case GDU_TPP_FAILED:
         return "failed";
     default:
         return "idle";
@@ -39,7 +39,7 @@ static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_g
     gdu_jsonw_object_begin(w, NULL);
     rm_device(w, "rm_device", slot);
     gdu_jsonw_string(w, "pci", g->pci[0] ? g->pci : NULL);
-    gdu_jsonw_string(w, "mode", s->refused && g->mode != GDU_P2P_NATIVE ? "failed" : mode_name(g->mode));
+    gdu_jsonw_string(w, "mode", s->refused && g->mode != GDU_TPP_NATIVE ? "failed" : mode_name(g->mode));
     gdu_jsonw_string(w, "reason", reason);
     if (g->vaspace != 0)
         gdu_jsonw_uint(w, "va_space", g->vaspace);
@@ -102,14 +102,14 @@ static void cufile_json(gdu_jsonw *w, const gdu_shim *s)
 
 struct reg_scan {
     gdu_jsonw *w;
-    const gdu_obj *p2p;
+    const gdu_obj *tpp;
 };
 
 static void reg_visit(gdu_map_node *n, void *arg)
 {
     struct reg_scan *sc = arg;
     const gdu_obj *o = (const gdu_obj *)n;
-    if (o->reg_p2p != sc->p2p->handle || o->client != sc->p2p->client)
+    if (o->reg_tpp != sc->tpp->handle || o->client != sc->tpp->client)
         return;
     gdu_jsonw_object_begin(sc->w, NULL);
     gdu_jsonw_uint(sc->w, "memory", o->handle);
@@ -130,7 +130,7 @@ static void object_visit(gdu_map_node *n, void *arg)
 {
     struct object_scan *sc = arg;
     const gdu_obj *o = (const gdu_obj *)n;
-    if (o->cls != GDU_NV50_THIRD_PARTY_P2P || o->p2p_answered)
+    if (o->cls != GDU_NV50_THIRD_PARTY_P2P || o->tpp_answered)
         return;
     gdu_jsonw *w = sc->w;
     const gdu_obj *sub = gdu_shim_obj(sc->s, o->client, o->parent);
@@ -138,14 +138,14 @@ static void object_visit(gdu_map_node *n, void *arg)
     gdu_jsonw_uint(w, "client", o->client);
     gdu_jsonw_uint(w, "handle", o->handle);
     rm_device(w, "rm_device", sub != NULL ? (unsigned)(gdu_shim_gpu(sc->s, sub) - sc->s->gpus) : GDU_SHIM_GPU_SLOTS - 1);
-    gdu_jsonw_string(w, "owner", o->p2p_owned ? "shim" : "libcuda");
+    gdu_jsonw_string(w, "owner", o->tpp_owned ? "shim" : "libcuda");
     gdu_jsonw_array_begin(w, "va_spaces");
-    for (unsigned i = 0; i < o->n_p2p_vaspaces; i++) {
-        const gdu_obj *v = gdu_shim_obj(sc->s, o->client, o->p2p_vaspaces[i]);
+    for (unsigned i = 0; i < o->n_tpp_vaspaces; i++) {
+        const gdu_obj *v = gdu_shim_obj(sc->s, o->client, o->tpp_vaspaces[i]);
         gdu_jsonw_object_begin(w, NULL);
-        gdu_jsonw_uint(w, "handle", o->p2p_vaspaces[i]);
+        gdu_jsonw_uint(w, "handle", o->tpp_vaspaces[i]);
         gdu_jsonw_bool(w, "uvm", v != NULL && v->uvm_registered);
-        gdu_jsonw_string(w, "by", (o->p2p_vaspaces_by_shim >> i) & 1u ? "shim" : "libcuda");
+        gdu_jsonw_string(w, "by", (o->tpp_vaspaces_by_shim >> i) & 1u ? "shim" : "libcuda");
         gdu_jsonw_object_end(w);
     }
     gdu_jsonw_array_end(w);

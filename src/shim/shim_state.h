@@ -1,10 +1,11 @@
 /* The shim core's internal state, shared by its source files (shim_core.c:
- * ioctl hooks and object tracking; shim_p2p.c: the NV503C lifecycle;
+ * ioctl hooks and object tracking; shim_tpp.c: the NV503C lifecycle;
  * shim_report.c: the report). All of it is guarded by gdu_shim.lock. */
 #ifndef GDUNLOCK_SHIM_STATE_H
 #define GDUNLOCK_SHIM_STATE_H
 
 #include "driverabi/uvm_abi.h"
+#include "shim/shim_decode.h"
 #include "shim/shim_core.h"
 #include "shim/shim_map.h"
 
@@ -16,7 +17,7 @@
 #define GDU_SHIM_FREED_RING 64    /* recently freed mappings kept for probes */
 #define GDU_SHIM_CUFILE_BUFS 64   /* cuFile buffer registrations kept for the report */
 
-typedef enum { GDU_P2P_NONE = 0, GDU_P2P_NATIVE, GDU_P2P_UNLOCKED, GDU_P2P_FAILED } gdu_p2p_mode;
+typedef enum { GDU_TPP_NONE = 0, GDU_TPP_NATIVE, GDU_TPP_UNLOCKED, GDU_TPP_FAILED } gdu_tpp_mode;
 
 /* One tracked RM object; key = client << 32 | handle. */
 typedef struct gdu_obj {
@@ -33,26 +34,26 @@ typedef struct gdu_obj {
     uint32_t vaspaces[GDU_SHIM_MAX_VASPACES];
     unsigned n_vaspaces;
     /* subdevice: the NV503C in use there, and whose it is */
-    gdu_p2p_mode mode;
-    uint32_t p2p;
-    bool p2p_owned;
+    gdu_tpp_mode mode;
+    uint32_t tpp;
+    bool tpp_owned;
     /* NV503C: made by the shim under libcuda's handle (test mode), and the VA
      * spaces registered with it */
-    bool p2p_adopted;
+    bool tpp_adopted;
     /* NV503C: libcuda's, freed in RM by the shim (strict test mode); the shim
      * answers libcuda's calls on this handle itself */
-    bool p2p_answered;
-    uint32_t p2p_vaspaces[GDU_SHIM_MAX_VASPACES];
-    unsigned n_p2p_vaspaces;
-    uint64_t p2p_vaspace_tokens[GDU_SHIM_MAX_VASPACES]; /* RM's vaSpaceToken for each */
-    uint32_t p2p_vaspaces_by_shim; /* bit i: p2p_vaspaces[i] was registered by the shim */
-    uint32_t p2p_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
-    unsigned n_p2p_vaspaces_failed;
-    /* memory: where it is registered (reg_p2p == 0: nowhere we know of), by
+    bool tpp_answered;
+    uint32_t tpp_vaspaces[GDU_SHIM_MAX_VASPACES];
+    unsigned n_tpp_vaspaces;
+    uint64_t tpp_vaspace_tokens[GDU_SHIM_MAX_VASPACES]; /* RM's vaSpaceToken for each */
+    uint32_t tpp_vaspaces_by_shim; /* bit i: tpp_vaspaces[i] was registered by the shim */
+    uint32_t tpp_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
+    unsigned n_tpp_vaspaces_failed;
+    /* memory: where it is registered (reg_tpp == 0: nowhere we know of), by
      * whom, and whether it counts in the report (made on an NV503C of the
      * shim's own: by the shim, or in test mode by libcuda on the object that
      * replaced its own) */
-    uint32_t reg_p2p;
+    uint32_t reg_tpp;
     bool reg_by_shim;
     bool reg_counted;
     unsigned n_mappings; /* memory: its live UVM mappings */
@@ -68,7 +69,7 @@ typedef struct {
 
 typedef struct {
     uint64_t base;
-    uint32_t client, memory, p2p;
+    uint32_t client, memory, tpp;
 } gdu_freed_mapping;
 
 /* One buffer the program registered with cuFile, and what the kernel's
@@ -89,7 +90,7 @@ typedef struct {
 
 typedef struct {
     bool seen;
-    gdu_p2p_mode mode; /* the most telling one over the GPU's subdevices */
+    gdu_tpp_mode mode; /* the most telling one over the GPU's subdevices */
     char pci[32];      /* "0000:41:00.0", or "" when RM did not say */
     char reason[200];
     uint64_t objects_created, va_spaces_registered;
@@ -110,9 +111,12 @@ typedef struct {
     } fail[GDU_SHIM_FAIL_KINDS];
 } gdu_gpu_stats;
 
+typedef struct gdu_testmode gdu_testmode;
+
 struct gdu_shim {
     pthread_mutex_t lock;
     gdu_shim_config cfg;
+    const gdu_testmode *testmode; /* NULL outside the test modes */
     gdu_shim_ops ops;
     bool passive;          /* forked child: pass everything through */
     bool saw_client;       /* the process made an RM client */
@@ -127,8 +131,8 @@ struct gdu_shim {
     gdu_freed_mapping freed[GDU_SHIM_FREED_RING];
     unsigned freed_next;
     uint64_t clients;
-    unsigned owned_p2p; /* NV503C objects of the shim's own now (read without the lock) */
-    unsigned answered_p2p; /* libcuda NV503C handles the shim answers for (read without the lock) */
+    unsigned owned_tpp; /* NV503C objects of the shim's own now (read without the lock) */
+    unsigned answered_tpp; /* libcuda NV503C handles the shim answers for (read without the lock) */
     uint64_t rm_calls; /* the shim's own, fault injection counts these */
     gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
     unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
@@ -142,7 +146,8 @@ struct gdu_shim {
     char rdma_attr_kept_for[64];
 };
 
-/* shim_core.c */
+/* shim_objects.c: the record of RM objects, the per-GPU statistics, the log. */
+gdu_obj *gdu_shim_device_of(gdu_shim *s, const gdu_obj *o);
 gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle);
 gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls);
 void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
@@ -150,38 +155,66 @@ gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
 void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
 
-/* shim_p2p.c: the NV503C lifecycle on one subdevice. */
+/* shim_tpp.c: the NV503C lifecycle on one subdevice. */
 /* Registers the mapping's memory with the subdevice's NV503C, creating that
  * object (and registering the device's VA spaces) first where needed. */
-void gdu_p2p_on_mapping(gdu_shim *s, gdu_obj *subdevice, gdu_obj *memory, const gdu_mapping *m);
+void gdu_tpp_on_mapping(gdu_shim *s, gdu_obj *subdevice, gdu_obj *memory, const gdu_mapping *m);
 /* The process registered this VA space with UVM (UVM_REGISTER_GPU_VASPACE). */
-void gdu_p2p_on_uvm_vaspace(gdu_shim *s, gdu_obj *vaspace);
+void gdu_tpp_on_uvm_vaspace(gdu_shim *s, gdu_obj *vaspace);
 /* [base, base + length) of the process's GPU VA is about to be unmapped or
  * freed: the shim's registrations there end first. */
-void gdu_p2p_unmapping(gdu_shim *s, uint64_t base, uint64_t length);
+void gdu_tpp_unmapping(gdu_shim *s, uint64_t base, uint64_t length);
 /* A new VA space under a device whose subdevice has our NV503C. */
-void gdu_p2p_on_vaspace(gdu_shim *s, gdu_obj *subdevice, uint32_t vaspace);
+void gdu_tpp_on_vaspace(gdu_shim *s, gdu_obj *subdevice, uint32_t vaspace);
 /* libcuda made its own NV503C under subdevice (post-call). */
-void gdu_p2p_on_native(gdu_shim *s, gdu_obj *subdevice, gdu_obj *p2p);
+void gdu_tpp_on_native(gdu_shim *s, gdu_obj *subdevice, gdu_obj *tpp);
 /* libcuda is about to make an NV503C under subdevice (pre-call). */
-void gdu_p2p_before_native(gdu_shim *s, gdu_obj *subdevice);
+void gdu_tpp_before_native(gdu_shim *s, gdu_obj *subdevice);
 /* Ends the shim's registration of memory (pre-free / pre-unmap). */
-void gdu_p2p_unregister(gdu_shim *s, gdu_obj *memory);
+void gdu_tpp_unregister(gdu_shim *s, gdu_obj *memory);
 /* memory's registration is gone (RM dropped it, or it was unregistered): counts it. */
-void gdu_p2p_registration_ended(gdu_shim *s, gdu_obj *memory);
-/* libcuda is about to issue an NV503C control on a NV503C we own (test mode). */
-void gdu_p2p_before_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
+void gdu_tpp_registration_ended(gdu_shim *s, gdu_obj *memory);
 /* An NV503C control succeeded: follow the registrations it made or ended. */
-void gdu_p2p_after_control(gdu_shim *s, gdu_obj *p2p, uint32_t cmd, const void *params, size_t size);
-/* The NV503C p2p is gone (freed directly, with a parent, or with a VA space). */
-void gdu_p2p_forget(gdu_shim *s, gdu_obj *p2p);
-/* Strict test mode: answers libcuda's control cmd on its freed NV503C
- * stand_in (params: libcuda's block, already read; REGISTER_VA_SPACE gets the
- * token of the shim's own registration of that VA space). Returns the status. */
-uint32_t gdu_p2p_answer_control(gdu_shim *s, gdu_obj *stand_in, uint32_t cmd, void *params, uint32_t size);
+void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params, size_t size);
+/* The NV503C tpp is gone (freed directly, with a parent, or with a VA space). */
+void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp);
+/* The primitives of shim_tpp.c that the test modes use too. */
+uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
+                           void *params, uint32_t params_size);
+uint32_t gdu_tpp_own_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle);
+uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params, uint32_t size,
+                             bool counted);
+void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what);
+void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *reason);
+unsigned gdu_tpp_gpu_number(gdu_shim *s, const gdu_obj *sub);
+bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub);
+void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
+void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp);
+void gdu_tpp_remove_vaspace(gdu_obj *tpp, uint32_t vaspace);
+bool gdu_tpp_vaspace_by_shim(const gdu_obj *tpp, unsigned i);
+gdu_obj *gdu_tpp_registration_overlapping(gdu_shim *s, const gdu_obj *tpp, uint64_t address, uint64_t size,
+                                          bool by_shim_only);
+
+/* shim_testmode.c: the test modes (GDUNLOCK_TEST_DROP_NATIVE), one policy each. */
+struct gdu_testmode {
+    const char *name;
+    /* libcuda made its own NV503C under sub (post-call). */
+    void (*on_native)(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
+    /* libcuda's NV503C controls go to the shim's object: gdu_testmode_before_control. */
+    bool sees_controls;
+};
+/* The mode cfg asks for, or NULL. */
+const gdu_testmode *gdu_testmode_for(const gdu_shim_config *cfg);
+/* Strict mode: answers a call of libcuda's on the NV503C handle the shim freed
+ * for it (it never reaches RM). True with *status set when it is one. */
+bool gdu_testmode_answer(gdu_shim *s, const gdu_rm_call *c, uint32_t *status);
+/* Mode "1": libcuda is about to issue NV503C control cmd on the object that
+ * replaced its own; the shim steps aside so that libcuda gets its own answer. */
+void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params, size_t size);
+/* Test probe (see gdu_shim_probe_registered). */
+int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
+
 /* shim_pin.c: asks ops.bar1_bytes for every GPU whose PCI address is known. */
 void gdu_shim_fill_bar1(gdu_shim *s);
-/* Test probe (see gdu_shim_probe_registered). */
-int gdu_p2p_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 
 #endif

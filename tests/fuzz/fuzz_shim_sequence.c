@@ -56,7 +56,7 @@ static void side_free(side *x)
 static uint32_t op(side *x, unsigned kind, const uint8_t *o)
 {
     unsigned d = o[1] & 1, k = (o[1] >> 1) & 1;
-    uint32_t mem = 0x100 + o[2] % 32, p2p = 0x5c0000f0 + d;
+    uint32_t mem = 0x100 + o[2] % 32, tpp = 0x5c0000f0 + d;
     uint64_t base = VA(o[3] % 32), len = (1 + o[4] % 8) * 2 * MiB, off = (o[5] & 1) ? 0x1000 : 0;
     const lc_gpus *g = &x->g;
     switch (kind) {
@@ -70,23 +70,23 @@ static uint32_t op(side *x, unsigned kind, const uint8_t *o)
         return lc_free(x->s, g->client, g->device[d], mem);
     case 4: {
         gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-        return lc_alloc(x->s, g->client, g->subdevice[d], p2p, GDU_NV50_THIRD_PARTY_P2P, &ap);
+        return lc_alloc(x->s, g->client, g->subdevice[d], tpp, GDU_NV50_THIRD_PARTY_P2P, &ap);
     }
     case 5: {
         gdu_nv503c_register_vidmem r = {mem, base, len, 0};
-        return lc_control(x->s, g->client, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &r, sizeof r);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &r, sizeof r);
     }
     case 6: {
         gdu_nv503c_unregister_vidmem u = {mem};
-        return lc_control(x->s, g->client, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u);
     }
     case 7: {
         gdu_nv503c_register_va_space r = {.hVASpace = g->vaspace[d][k]};
-        return lc_control(x->s, g->client, p2p, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &r, sizeof r);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &r, sizeof r);
     }
     case 8: {
         gdu_nv503c_unregister_va_space u = {.hVASpace = g->vaspace[d][k]};
-        return lc_control(x->s, g->client, p2p, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u);
     }
     case 9:
         return lc_free(x->s, g->client, g->device[d], g->vaspace[d][k]);

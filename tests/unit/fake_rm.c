@@ -25,7 +25,7 @@ typedef struct {
 } fake_obj;
 
 typedef struct {
-    uint32_t client, p2p, memory;
+    uint32_t client, tpp, memory;
     uint64_t address, size, offset;
     bool live;
 } fake_reg;
@@ -123,11 +123,11 @@ static const fake_obj *device_of(fake_rm *f, const fake_obj *o)
     return NULL;
 }
 
-static void drop_regs(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t memory)
+static void drop_regs(fake_rm *f, uint32_t client, uint32_t tpp, uint32_t memory)
 {
     for (size_t i = 0; i < f->n_regs; i++) {
         fake_reg *r = &f->regs[i];
-        if (r->live && r->client == client && (p2p == 0 || r->p2p == p2p) && (memory == 0 || r->memory == memory))
+        if (r->live && r->client == client && (tpp == 0 || r->tpp == tpp) && (memory == 0 || r->memory == memory))
             r->live = false;
     }
 }
@@ -227,30 +227,30 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
 {
     if ((cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
         return GDU_NV_OK; /* every other control: not modelled, answered OK */
-    fake_obj *p2p = find(f, client, object);
-    if (p2p == NULL)
+    fake_obj *tpp = find(f, client, object);
+    if (tpp == NULL)
         return GDU_NV_ERR_OBJECT_NOT_FOUND;
-    if (p2p->cls != GDU_NV50_THIRD_PARTY_P2P)
+    if (tpp->cls != GDU_NV50_THIRD_PARTY_P2P)
         return 0x00000059; /* NV_ERR_OBJECT_TYPE_MISMATCH-like: not this class's control */
     switch (cmd) {
     case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE: {
         gdu_nv503c_register_va_space *p = params;
         if (size < sizeof *p)
             return GDU_NV_ERR_INVALID_ARGUMENT;
-        for (unsigned i = 0; i < p2p->n_vaspaces; i++)
-            if (p2p->vaspaces[i] == p->hVASpace)
+        for (unsigned i = 0; i < tpp->n_vaspaces; i++)
+            if (tpp->vaspaces[i] == p->hVASpace)
                 return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
-        if (p2p->n_vaspaces == FAKE_MAX_VAS)
+        if (tpp->n_vaspaces == FAKE_MAX_VAS)
             return 0x00000051; /* NV_ERR_INSUFFICIENT_RESOURCES */
-        p->vaSpaceToken = 0xfe00 + p2p->n_vaspaces;
-        p2p->vaspaces[p2p->n_vaspaces++] = p->hVASpace;
+        p->vaSpaceToken = 0xfe00 + tpp->n_vaspaces;
+        tpp->vaspaces[tpp->n_vaspaces++] = p->hVASpace;
         return GDU_NV_OK;
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE: {
         gdu_nv503c_unregister_va_space *p = params;
-        for (unsigned i = 0; i < p2p->n_vaspaces; i++)
-            if (p2p->vaspaces[i] == p->hVASpace) {
-                p2p->vaspaces[i] = p2p->vaspaces[--p2p->n_vaspaces];
+        for (unsigned i = 0; i < tpp->n_vaspaces; i++)
+            if (tpp->vaspaces[i] == p->hVASpace) {
+                tpp->vaspaces[i] = tpp->vaspaces[--tpp->n_vaspaces];
                 return GDU_NV_OK;
             }
         return GDU_NV_ERR_OBJECT_NOT_FOUND;
@@ -260,7 +260,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
         if (size < sizeof *p)
             return GDU_NV_ERR_INVALID_ARGUMENT;
         fake_obj *mem = find(f, client, p->hMemory);
-        fake_obj *sub = find(f, client, p2p->parent);
+        fake_obj *sub = find(f, client, tpp->parent);
         if (mem == NULL || sub == NULL || device_of(f, mem) != device_of(f, sub))
             return GDU_NV_ERR_OBJECT_NOT_FOUND;
         if (mem->cls != GDU_NV01_MEMORY_LOCAL_USER)
@@ -270,7 +270,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             return GDU_NV_ERR_INVALID_ARGUMENT;
         for (size_t i = 0; i < f->n_regs; i++) {
             fake_reg *r = &f->regs[i];
-            if (!r->live || r->client != client || r->p2p != object)
+            if (!r->live || r->client != client || r->tpp != object)
                 continue;
             if (r->memory == p->hMemory ||
                 (r->address < p->address + p->size && p->address < r->address + r->size))
@@ -287,7 +287,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
         gdu_nv503c_unregister_vidmem *p = params;
         for (size_t i = 0; i < f->n_regs; i++) {
             fake_reg *r = &f->regs[i];
-            if (r->live && r->client == client && r->p2p == object && r->memory == p->hMemory) {
+            if (r->live && r->client == client && r->tpp == object && r->memory == p->hMemory) {
                 r->live = false;
                 compact_regs(f);
                 return GDU_NV_OK;
@@ -486,18 +486,18 @@ bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory)
     return found;
 }
 
-bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t vaspace)
+bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t tpp, uint32_t vaspace)
 {
     bool found = false;
     pthread_mutex_lock(&f->lock);
-    fake_obj *o = find(f, client, p2p);
+    fake_obj *o = find(f, client, tpp);
     for (unsigned i = 0; o != NULL && i < o->n_vaspaces && !found; i++)
         found = o->vaspaces[i] == vaspace;
     pthread_mutex_unlock(&f->lock);
     return found;
 }
 
-uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub)
+uint32_t fake_rm_tpp_of(fake_rm *f, uint32_t client, uint32_t sub)
 {
     uint32_t h = 0;
     pthread_mutex_lock(&f->lock);
@@ -544,7 +544,7 @@ void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict 
         size_t first = n_vm;
         for (size_t k = 0; k < f->n_regs; k++) {
             const fake_reg *r = &f->regs[k];
-            if (r->live && r->client == o->client && r->p2p == o->handle)
+            if (r->live && r->client == o->client && r->tpp == o->handle)
                 vm[n_vm++] = (gdu_pin_vidmem){r->memory, r->address, r->size, r->offset};
         }
         objs[n_objs++] = (gdu_pin_object){.gpu = 0, .pid = FAKE_RM_PID, .n_vaspaces = o->n_vaspaces,
@@ -567,7 +567,7 @@ size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max)
         if (!r->live)
             continue;
         if (n < max)
-            out[n] = (fake_rm_reg){r->client, r->p2p, r->memory, r->address, r->size, r->offset};
+            out[n] = (fake_rm_reg){r->client, r->tpp, r->memory, r->address, r->size, r->offset};
         n++;
     }
     pthread_mutex_unlock(&f->lock);

@@ -43,16 +43,16 @@ unsigned fake_rm_count_class(fake_rm *f, uint32_t cls);
 unsigned fake_rm_registrations(fake_rm *f);
 /* Whether hMemory of client is registered with some NV503C. */
 bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory);
-/* Whether VA space v of client is registered with the NV503C p2p. */
-bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t p2p, uint32_t vaspace);
+/* Whether VA space v of client is registered with the NV503C tpp. */
+bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t tpp, uint32_t vaspace);
 /* RM_FREEs and NV503C controls addressed to handle of client that reached the fake. */
 unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle);
 /* The NV503C under subdevice sub of client (0: none). */
-uint32_t fake_rm_p2p_of(fake_rm *f, uint32_t client, uint32_t sub);
+uint32_t fake_rm_tpp_of(fake_rm *f, uint32_t client, uint32_t sub);
 
 /* One live vidmem registration. */
 typedef struct {
-    uint32_t client, p2p, memory;
+    uint32_t client, tpp, memory;
     uint64_t address, size, offset;
 } fake_rm_reg;
 

@@ -67,13 +67,13 @@ static void geforce_unlocked(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
-    uint32_t p2p = fake_rm_p2p_of(e->f, e->g.client, e->g.subdevice[0]);
-    assert_int_not_equal(p2p, 0);
-    assert_true(p2p >= 0xcaf40000); /* an RM-generated handle, never one of libcuda's */
+    uint32_t tpp = fake_rm_tpp_of(e->f, e->g.client, e->g.subdevice[0]);
+    assert_int_not_equal(tpp, 0);
+    assert_true(tpp >= 0xcaf40000); /* an RM-generated handle, never one of libcuda's */
     /* One VA space, the one registered with UVM: with both, RM's lookup
      * rejects every buffer (p2p.c:886-887). */
-    assert_true(fake_rm_vaspace_registered(e->f, e->g.client, p2p, e->g.vaspace[0][0]));
-    assert_false(fake_rm_vaspace_registered(e->f, e->g.client, p2p, e->g.vaspace[0][1]));
+    assert_true(fake_rm_vaspace_registered(e->f, e->g.client, tpp, e->g.vaspace[0][0]));
+    assert_false(fake_rm_vaspace_registered(e->f, e->g.client, tpp, e->g.vaspace[0][1]));
     assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
     /* What nvidia-fs will find: the whole buffer, and a piece of it. */
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
@@ -123,9 +123,9 @@ static void uvm_vaspace_chosen(void **state)
     lc_make_gpus(e->s, e->f, 0xc1d00001, 1, g);
     assert_int_equal(lc_uvm_register_vaspace(e->s, g->client, g->vaspace[0][1]), GDU_NV_OK);
     assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
-    uint32_t p2p = fake_rm_p2p_of(e->f, g->client, g->subdevice[0]);
-    assert_false(fake_rm_vaspace_registered(e->f, g->client, p2p, g->vaspace[0][0]));
-    assert_true(fake_rm_vaspace_registered(e->f, g->client, p2p, g->vaspace[0][1]));
+    uint32_t tpp = fake_rm_tpp_of(e->f, g->client, g->subdevice[0]);
+    assert_false(fake_rm_vaspace_registered(e->f, g->client, tpp, g->vaspace[0][0]));
+    assert_true(fake_rm_vaspace_registered(e->f, g->client, tpp, g->vaspace[0][1]));
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     env_free(e);
 }
@@ -152,7 +152,7 @@ static void vaspace_moves_to_uvms(void **state)
     lc_alloc(e->s, c, g->device[0], g->vaspace[0][1], GDU_FERMI_VASPACE_A, NULL);
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     assert_int_equal(lc_alloc(e->s, c, g->subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
-    uint32_t own = fake_rm_p2p_of(e->f, c, g->subdevice[0]);
+    uint32_t own = fake_rm_tpp_of(e->f, c, g->subdevice[0]);
     assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
     assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
     assert_false(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
@@ -220,10 +220,10 @@ static void duplicate_is_not_registered(void **state)
     json_decref(r);
 
     /* A registration the shim did not make, on its object, at VA(5). */
-    uint32_t p2p = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
+    uint32_t tpp = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
     assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a05, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     gdu_nv503c_register_vidmem foreign = {0x5c000a05, VA(5), 64 * MiB, 0};
-    gdu_nvos54 ctl = {.hClient = c, .hObject = p2p, .cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
+    gdu_nvos54 ctl = {.hClient = c, .hObject = tpp, .cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
                       .params = (uint64_t)(uintptr_t)&foreign, .paramsSize = sizeof foreign};
     fake_rm_ioctl(e->f, FAKE_CTL_FD, gdu_nv_ioctl_request(GDU_NV_ESC_RM_CONTROL, sizeof ctl), &ctl);
     assert_int_equal(ctl.status, 0);
@@ -263,7 +263,7 @@ static void handover_to_libcuda(void **state)
     /* libcuda makes its own later: it must get NV_OK, as without the shim. */
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     assert_int_equal(lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), GDU_NV_OK);
-    assert_int_equal(fake_rm_p2p_of(e->f, e->g.client, e->g.subdevice[0]), 0x5c0000f0);
+    assert_int_equal(fake_rm_tpp_of(e->f, e->g.client, e->g.subdevice[0]), 0x5c0000f0);
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.live, 0);
     assert_int_equal(t.failures, 0);
@@ -340,8 +340,8 @@ static void frees(void **state)
     assert_int_equal(t.objects_created, 2);
     assert_int_equal(fake_rm_registrations(e->f), 3);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
-    uint32_t p2p = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
-    assert_true(fake_rm_vaspace_registered(e->f, c, p2p, e->g.vaspace[0][1]));
+    uint32_t tpp = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
+    assert_true(fake_rm_vaspace_registered(e->f, c, tpp, e->g.vaspace[0][1]));
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     /* Freeing the device takes everything below it. */
     assert_int_equal(lc_free(e->s, c, c, e->g.device[0]), 0);
@@ -391,8 +391,8 @@ static void devices_and_clients(void **state)
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 1, 0x5c000a02, VA(2), 64 * MiB), 0);
     assert_int_equal(lc_alloc_mapped(e->s, &g2, 0, 0x5c000a01, VA(3), 64 * MiB), 0); /* same handle, other client */
     assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 3);
-    assert_int_not_equal(fake_rm_p2p_of(e->f, e->g.client, e->g.subdevice[1]), 0);
-    assert_int_not_equal(fake_rm_p2p_of(e->f, g2.client, g2.subdevice[0]), 0);
+    assert_int_not_equal(fake_rm_tpp_of(e->f, e->g.client, e->g.subdevice[1]), 0);
+    assert_int_not_equal(fake_rm_tpp_of(e->f, g2.client, g2.subdevice[0]), 0);
     assert_int_equal(fake_rm_registrations(e->f), 3);
     json_t *r = fake_rm_shim_report(e->s, false);
     assert_int_equal(json_array_size(json_object_get(r, "gpus")), 2); /* RM devices 0 and 1 */
@@ -464,7 +464,7 @@ static void test_mode_drop_native(void **state)
     uint32_t c = e->g.client, h = 0x5c0000f0;
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
-    assert_int_equal(fake_rm_p2p_of(e->f, c, e->g.subdevice[0]), h); /* re-created, same handle */
+    assert_int_equal(fake_rm_tpp_of(e->f, c, e->g.subdevice[0]), h); /* re-created, same handle */
     assert_int_equal(totals(e).objects_created, 1);
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
     assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
@@ -513,7 +513,7 @@ static void strict_mode_answers_for_libcuda(void **state)
     uint32_t c = e->g.client, h = 0x5c0000f0;
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
-    uint32_t own = fake_rm_p2p_of(e->f, c, e->g.subdevice[0]);
+    uint32_t own = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
     assert_true(own != 0 && own != h);
     assert_int_equal(fake_rm_calls_on(e->f, c, h), 1); /* the shim's free of it */
     assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][0]));
@@ -567,7 +567,7 @@ static void test_mode_steps_aside(void **state)
     /* A second NV503C: refused as natively, and the first one is kept. */
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h + 1, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x63);
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x19);
-    assert_int_equal(fake_rm_p2p_of(e->f, c, e->g.subdevice[0]), h);
+    assert_int_equal(fake_rm_tpp_of(e->f, c, e->g.subdevice[0]), h);
     /* The shim registers both VA spaces at the first mapping... */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     /* ...but libcuda unregistering them (never registered by it) gets 0x57, twice,

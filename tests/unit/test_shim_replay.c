@@ -304,10 +304,10 @@ static size_t differential(const trace *t, uint32_t client, const uint32_t subs[
     for (int i = 0; i < 2; i++) {
         /* The shim makes its object at a GPU's first mapping: a GPU the
          * program leaves alone may have none (where libcuda's holds nothing). */
-        uint32_t native_p2p = fake_rm_p2p_of(nx.f, client, subs[i]);
+        uint32_t native_tpp = fake_rm_tpp_of(nx.f, client, subs[i]);
         bool used = false;
         for (size_t k = 0; k < native.n_regs; k++)
-            used |= native.regs[k].p2p == native_p2p;
+            used |= native.regs[k].tpp == native_tpp;
         if (unlocked.n_vas[i] == 0 && !used)
             continue;
         if (native.n_vas[i] != 1 || unlocked.n_vas[i] != 1 || native.vas[i][0] != unlocked.vas[i][0])
