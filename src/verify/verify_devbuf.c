@@ -35,13 +35,17 @@ static int alloc_vmm(const gdu_cuda *cu, gdu_CUdevice dev, size_t size, gdu_veri
         snprintf(why, why_len, "the device does not support virtual memory management (cuMemCreate)");
         return -ENOTSUP;
     }
-    cu->cuDeviceGetAttribute(&rdma, GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED, dev);
+    /* The VMM-specific attribute, which the shim leaves as libcuda says: the
+     * general one reads 1 on a GPU the shim unlocks for storage, where
+     * cuMemCreate may still refuse the flag. */
+    cu->cuDeviceGetAttribute(&rdma, GDU_CU_ATTR_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
     gdu_CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = GDU_CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = GDU_CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = dev;
-    /* Asking for RDMA-capable memory where the device says it has none fails. */
+    /* Asking for RDMA-capable memory where the device says it has none fails;
+     * where it has, libcuda registers the memory with its ThirdPartyP2P object. */
     prop.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
     size_t gran = 0;
     gdu_CUresult r = cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
