@@ -49,3 +49,21 @@ endif()
 gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c
                    ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
                    LIBS gdu_probe gdu_p2p)
+
+# The SM kernels: the embedded PTX's header, kernel signatures and pattern;
+# with a CUDA toolkit here, ptxas compiles it for every target it knows and
+# the committed PTX is what p2p_kernels_gen.sh makes of p2p_kernels.cu.
+gdunlock_unit_test(test_p2p_kernels SOURCES test_p2p_kernels.c LIBS gdu_p2p)
+find_program(GDU_PTXAS ptxas PATHS /usr/local/cuda/bin)
+find_program(GDU_NVCC nvcc PATHS /usr/local/cuda/bin)
+if(GDU_PTXAS)
+  add_test(NAME test_p2p_ptx_ptxas COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_p2p_ptx.sh ptxas
+           ${GDU_PTXAS} ${CMAKE_SOURCE_DIR}/src/p2p/p2p_kernels.ptx)
+  set_tests_properties(test_p2p_ptx_ptxas PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+endif()
+if(GDU_NVCC)
+  add_test(NAME test_p2p_ptx_current COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_p2p_ptx.sh current
+           ${GDU_NVCC} ${CMAKE_SOURCE_DIR}/src/p2p/p2p_kernels_gen.sh
+           ${CMAKE_SOURCE_DIR}/src/p2p/p2p_kernels.ptx)
+  set_tests_properties(test_p2p_ptx_current PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+endif()
