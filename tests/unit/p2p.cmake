@@ -67,3 +67,36 @@ if(GDU_NVCC)
            ${CMAKE_SOURCE_DIR}/src/p2p/p2p_kernels.ptx)
   set_tests_properties(test_p2p_ptx_current PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
 endif()
+
+# The SM part of the command end to end on the fake GPUs: exit status,
+# route table and reasons. gdu_p2p_cli_case(NAME RC REGEX [VAR=value...] --
+# ARGS...): gdunlock p2p ARGS exits RC and its stdout matches REGEX (grep -E;
+# no single quotes in REGEX).
+if(TARGET gdunlock)
+  function(gdu_p2p_cli_case name rc regex)
+    cmake_parse_arguments(C "" "" "ENV;ARGS" ${ARGN})
+    add_test(NAME ${name} COMMAND sh -c "\"$0\" p2p \"$@\" >\"${CMAKE_CURRENT_BINARY_DIR}/${name}.out\"; \
+rc=$?; [ $rc -eq ${rc} ] || { echo \"exit $rc, expected ${rc}\"; cat \"${CMAKE_CURRENT_BINARY_DIR}/${name}.out\"; exit 1; }; \
+grep -Eq -- '${regex}' \"${CMAKE_CURRENT_BINARY_DIR}/${name}.out\" || { echo 'no match for: ${regex}'; cat \"${CMAKE_CURRENT_BINARY_DIR}/${name}.out\"; exit 1; }"
+             $<TARGET_FILE:gdunlock> ${C_ARGS})
+    set_tests_properties(${name} PROPERTIES LABELS unit
+                         ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR};${C_ENV}")
+  endfunction()
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm 0 "^1 -> 0   ok           ok           ok$"
+                   ARGS --size 1M --iters 2)
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm_json 0 "\"chase_hops\": 10000"
+                   ARGS --size 1M --iters 2 --json)
+  # An SM fault between GPUs is a finding with its reason (exit 0).
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm_fault 0
+                   "0 -> 1 SM write: \\[unknown\\] SM stores into the peer.s memory fault although peer access is enabled \\(cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS \\(700\\)\\)"
+                   ENV GDU_FAKE_P2P_SM_FAULT=1 ARGS --size 1M --iters 2)
+  # Wrong data through an SM route fails the run.
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm_corrupt 1 "0 -> 1 SM write: \\[unknown\\] SM stores into the peer.s memory completed with wrong data"
+                   ENV GDU_FAKE_P2P_SM_CORRUPT=1 ARGS --size 1M --iters 2)
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm_jit 1 "SM part: GPU 0: loading the SM kernels \\(PTX ISA 6.3, sm_75\\): CUDA_ERROR_INVALID_PTX"
+                   ENV GDU_FAKE_P2P_JIT_FAIL=1 ARGS --size 1M --iters 2)
+  gdu_p2p_cli_case(test_p2p_cli_fake_no_sm 0 "SM routes: not measured \\(--no-sm\\)"
+                   ARGS --size 1M --iters 2 --no-sm)
+  gdu_p2p_cli_case(test_p2p_cli_fake_sm_one_gpu 0 "^0 -> 0   ok           ok           ok$"
+                   ENV GDU_FAKE_P2P_GPUS=1 ARGS --size 1M --iters 2)
+endif()
