@@ -100,3 +100,8 @@ grep -Eq -- '${regex}' \"${CMAKE_CURRENT_BINARY_DIR}/${name}.out\" || { echo 'no
   gdu_p2p_cli_case(test_p2p_cli_fake_sm_one_gpu 0 "^0 -> 0   ok           ok           ok$"
                    ENV GDU_FAKE_P2P_GPUS=1 ARGS --size 1M --iters 2)
 endif()
+
+# The BAR1 window study's library code (RM mapping of video memory, the
+# I/O-memory probe, the smaps/CapEff parsers, refusal attribution) against
+# an in-process fake RM.
+gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
