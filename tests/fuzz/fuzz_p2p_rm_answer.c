@@ -5,6 +5,7 @@
  * and both renderers of the p2p report. Nothing may crash or read out of
  * bounds. */
 #include "cli/p2p_report.h"
+#include "fuzz_p2p_input.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"
 #include "p2p/rm_p2p_caps.h"
@@ -14,20 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const uint8_t *in;
-static size_t in_len, in_pos;
-
-/* The next n input bytes (zeros once the input runs out). */
-static void take(void *out, size_t n)
-{
-    size_t k = in_pos < in_len ? in_len - in_pos : 0;
-    if (k > n)
-        k = n;
-    memcpy(out, in + in_pos, k);
-    memset((uint8_t *)out + k, 0, n - k);
-    in_pos += k;
-}
 
 static int fuzz_ioctl(int fd, unsigned long request, void *arg)
 {
@@ -92,9 +79,7 @@ static void measured_routes(gdu_p2p_report *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    in = data;
-    in_len = size;
-    in_pos = 0;
+    input_start(data, size);
     gdu_p2p_report *r = calloc(1, sizeof *r);
     if (r == NULL)
         return 0;

@@ -6,25 +6,13 @@
  * text, then the rest feeds the card answer and the facts. */
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_escape.h"
+#include "fuzz_p2p_input.h"
 #include "p2p/p2p_window.h"
 #include "p2p/rm_bar1.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const uint8_t *in;
-static size_t in_len, in_pos;
-
-static void take(void *out, size_t n)
-{
-    size_t k = in_pos < in_len ? in_len - in_pos : 0;
-    if (k > n)
-        k = n;
-    memcpy(out, in + in_pos, k);
-    memset((uint8_t *)out + k, 0, n - k);
-    in_pos += k;
-}
 
 static int fuzz_ioctl(int fd, unsigned long request, void *arg)
 {
@@ -38,15 +26,12 @@ static int fuzz_ioctl(int fd, unsigned long request, void *arg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    in = data;
-    in_len = size;
-    in_pos = 0;
+    input_start(data, size);
     uint64_t addr;
     uint16_t text_len;
     take(&addr, sizeof addr);
     take(&text_len, sizeof text_len);
-    size_t left = in_pos < in_len ? in_len - in_pos : 0;
-    size_t n = text_len < left ? text_len : left;
+    size_t n = text_len < input_left() ? text_len : input_left();
     char *text = malloc(n + 1);
     if (text == NULL)
         return 0;
