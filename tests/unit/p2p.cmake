@@ -16,13 +16,17 @@ add_library(gdu_p2p_fake_cuda SHARED test_p2p_fake_libcuda.c
             ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c)
 set_target_properties(gdu_p2p_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_P2P_FAKE_CUDA_DIR})
+# A unit test (and its valgrind twin) that loads the fake GPUs.
+function(gdu_p2p_on_fake_cuda name)
+  add_dependencies(${name} gdu_p2p_fake_cuda)
+  foreach(t ${name} ${name}-valgrind)
+    if(TEST ${t})
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
+    endif()
+  endforeach()
+endfunction()
 gdunlock_unit_test(test_p2p_bench_fake SOURCES test_p2p_bench_fake.c LIBS gdu_p2p)
-add_dependencies(test_p2p_bench_fake gdu_p2p_fake_cuda)
-foreach(t test_p2p_bench_fake test_p2p_bench_fake-valgrind)
-  if(TEST ${t})
-    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
-  endif()
-endforeach()
+gdu_p2p_on_fake_cuda(test_p2p_bench_fake)
 
 # The command end to end on the fake GPUs (no RM here: its caps are reported missing).
 if(TARGET gdunlock)
@@ -105,3 +109,9 @@ endif()
 # I/O-memory probe, the smaps/CapEff parsers, refusal attribution) against
 # an in-process fake RM.
 gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
+
+# The BAR1 window feasibility program itself (tests/gpu/p2p_window.c,
+# compiled in) on the fake GPUs and a fake RM.
+gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
+                   LIBS gdu_p2p PkgConfig::JANSSON)
+gdu_p2p_on_fake_cuda(test_p2p_window_program)

@@ -223,7 +223,7 @@ static void test_sm_known(void **state)
 
 /* Peer SM access faults (the GMMU aperture lock): the run completes, the
  * fault is named on its route, nothing after it runs, the copy engine's
- * numbers stand. */
+ * numbers stand, and each GPU's own SM numbers (measured first) too. */
 static void test_sm_fault(void **state)
 {
     setenv("GDU_FAKE_P2P_SM_FAULT", "1", 1);
@@ -235,10 +235,15 @@ static void test_sm_fault(void **state)
     assert_string_equal(res->route_detail[W][0][1],
                         "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700)");
     assert_int_equal(res->route[R][0][1], GDU_P2P_ROUTE_NOT_RUN);
-    assert_int_equal(res->route[W][1][1], GDU_P2P_ROUTE_NOT_RUN);
+    assert_int_equal(res->route[W][1][0], GDU_P2P_ROUTE_NOT_RUN);
+    assert_int_equal(res->route[W][1][1], GDU_P2P_ROUTE_OK);
     assert_int_equal(res->route[GDU_P2P_ROUTE_CE][0][1], GDU_P2P_ROUTE_OK);
     assert_non_null(strstr(res->sm_error, "SM write 0 -> 1"));
-    assert_false(res->sm_write_gbps.cell[0][0].valid);
+    for (int i = 0; i < 2; i++) {
+        assert_float_equal(res->sm_write_gbps.cell[i][i].median, expect_sm_gbps(1500), 0.5);
+        assert_float_equal(res->sm_latency_us.cell[i][i].median, 0.5 + 3.0 / HOPS, 1e-3);
+    }
+    assert_false(res->sm_write_gbps.cell[0][1].valid);
     assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(400, 2), 0.1);
     assert_int_equal(res->buffers_corrupt, 0);
 }

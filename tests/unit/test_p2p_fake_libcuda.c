@@ -18,7 +18,9 @@
  * GDU_FAKE_P2P_SM_FAULT=1 (kernels touching a peer's memory fault, as under
  * the GMMU aperture lock), GDU_FAKE_P2P_SM_CORRUPT=1 (kernel stores into a
  * peer's memory damage one byte), GDU_FAKE_P2P_JIT_FAIL=1 (the PTX does not
- * load; the JIT log says why).
+ * load; the JIT log says why), GDU_FAKE_P2P_IOMEM_OK=1 (cuMemHostRegister with
+ * CU_MEMHOSTREGISTER_IOMEMORY accepts the range, which then counts as the
+ * registering GPU's memory; otherwise it answers CUDA_ERROR_INVALID_VALUE).
  * Symbols it lacks come from the weak stubs io.cmake generates. */
 #include "cuda/cuda_api.h"
 #include "p2p/p2p_sm_pattern.h"
@@ -311,6 +313,42 @@ gdu_CUresult cuModuleGetFunction(gdu_CUfunction *fn, gdu_CUmodule mod, const cha
     return GDU_CUDA_ERROR_NOT_FOUND;
 }
 
+static int owner_of(uintptr_t p, size_t n);
+
+gdu_CUresult cuMemcpyDtoD_v2(gdu_CUdeviceptr d, gdu_CUdeviceptr s, size_t n)
+{
+    if (current->lost)
+        return current->lost;
+    memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    return 0;
+}
+
+gdu_CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+    if (!(flags & GDU_CU_MEMHOSTREGISTER_IOMEMORY) || !env_int("GDU_FAKE_P2P_IOMEM_OK", 0))
+        return GDU_CUDA_ERROR_INVALID_VALUE;
+    struct alloc *a = realloc(allocs, (nallocs + 1) * sizeof *a);
+    if (a == NULL)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    allocs = a;
+    allocs[nallocs++] = (struct alloc){(uintptr_t)p, n, current->dev};
+    return 0;
+}
+gdu_CUresult cuMemHostUnregister(void *p)
+{
+    for (size_t k = 0; k < nallocs; k++)
+        if (allocs[k].base == (uintptr_t)p) {
+            allocs[k] = allocs[--nallocs];
+            return 0;
+        }
+    return GDU_CUDA_ERROR_INVALID_VALUE;
+}
+gdu_CUresult cuMemHostGetDevicePointer_v2(gdu_CUdeviceptr *d, void *p, unsigned flags)
+{
+    *d = (gdu_CUdeviceptr)(uintptr_t)p;
+    return owner_of((uintptr_t)p, 1) >= 0 ? 0 : GDU_CUDA_ERROR_INVALID_VALUE;
+}
+
 /* The GPU owning [p, p+n), or -1 when no device allocation holds it. */
 static int owner_of(uintptr_t p, size_t n)
 {
@@ -337,8 +375,13 @@ gdu_CUresult cuLaunchKernel(gdu_CUfunction f, unsigned gx, unsigned gy, unsigned
                             unsigned by, unsigned bz, unsigned shared, gdu_CUstream st,
                             void **params, void **extra)
 {
+    static struct CUstream_st legacy[MAX_DEV]; /* stream 0 of each context */
     if (current->lost)
         return current->lost;
+    if (st == NULL) {
+        st = &legacy[current->dev];
+        st->ctx = current;
+    }
     if (st->ctx != current || gx == 0 || bx == 0 || params == NULL || extra != NULL)
         return GDU_CUDA_ERROR_INVALID_VALUE;
     double us = LAUNCH_US;
