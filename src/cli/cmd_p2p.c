@@ -15,20 +15,21 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { DEFAULT_ITERS = 5, COPIES_PER_SAMPLE = 5, LATENCY_COPIES = 100 };
+enum { DEFAULT_ITERS = 5, COPIES_PER_SAMPLE = 5, LATENCY_COPIES = 100, CHASE_HOPS = 10000 };
 #define DEFAULT_SIZE (256ull << 20)
 
 struct options {
     const char *gpus;
     uint64_t size;
     unsigned iters;
-    int json, progress, no_bench;
+    int json, progress, no_bench, no_sm;
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--json] [--progress]\n"
+            "usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
+            "                    [--progress]\n"
             "\n"
             "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
             "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
@@ -37,16 +38,24 @@ static void usage(FILE *out)
             "disabled (staged through host memory) and enabled, laid out like CUDA's\n"
             "p2pBandwidthLatencyTest (rows = source, columns = destination, diagonal = within one\n"
             "GPU); each cell is the median of its samples, with the spread; copied data is checked.\n"
+            "Then the SM routes with peer access enabled: a copy kernel on the source GPU storing\n"
+            "into the destination (SM write) and on the destination loading from the source (SM\n"
+            "read), and pointer-chase latency of dependent loads; each route (copy engine, SM\n"
+            "write, SM read) is checked with a known pattern read back through the memory's owner,\n"
+            "and a route that faults or returns wrong data gets its reason. An SM fault stops the\n"
+            "SM part (the GPU context refuses further work); the copy-engine results stand.\n"
             "\n"
             "  --gpus LIST   CUDA ordinals to test, e.g. 0,1 (default: all, at most %d)\n"
             "  --size N      bytes per bandwidth copy (default 256M; 4K..64G)\n"
             "  --iters N     timed samples per cell (default %d; 1..1000)\n"
             "  --no-bench    capability only, no measurements\n"
+            "  --no-sm       copy engines only, no SM kernels\n"
             "  --json        machine-readable output\n"
             "  --progress    progress on stderr even when it is not a terminal\n"
             "\n"
-            "exit: 0 done (pairs without P2P included), 1 a measurement failed or copied data\n"
-            "was wrong, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
+            "exit: 0 done (pairs without P2P and SM faults between GPUs included, each with its\n"
+            "reason), 1 a measurement failed, copied data was wrong, or the SM kernels did not\n"
+            "load, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
             "74 the report could not be written\n",
             GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
@@ -56,8 +65,9 @@ static int parse(int argc, char **argv, struct options *o)
     static const struct option longopts[] = {
         {"gpus", required_argument, NULL, 'g'}, {"size", required_argument, NULL, 's'},
         {"iters", required_argument, NULL, 'i'}, {"no-bench", no_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},        {"progress", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"no-sm", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
+        {"progress", no_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     *o = (struct options){.size = DEFAULT_SIZE, .iters = DEFAULT_ITERS};
     optind = 1;
@@ -97,6 +107,9 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         case 'n':
             o->no_bench = 1;
+            break;
+        case 'S':
+            o->no_sm = 1;
             break;
         case 'j':
             o->json = 1;
@@ -214,20 +227,20 @@ static int run(const struct options *o, gdu_p2p_report *r)
     int tty = isatty(STDERR_FILENO);
     r->bench = (gdu_p2p_bench_config){
         .bytes = o->size, .iters = o->iters, .reps = COPIES_PER_SAMPLE,
-        .latency_reps = LATENCY_COPIES, .progress = (tty || o->progress) ? show_progress : NULL,
-        .progress_user = &tty};
+        .latency_reps = LATENCY_COPIES, .sm = !o->no_sm, .chase_hops = CHASE_HOPS,
+        .progress = (tty || o->progress) ? show_progress : NULL, .progress_user = &tty};
     int status = GDU_EXIT_OK;
     if (!o->no_bench) {
         if (gdu_p2p_bench_run(cu, ordinals, n, &r->bench, &r->results, why, sizeof why) == 0) {
             r->measured = 1;
-            if (r->results.buffers_corrupt != 0)
-                status = GDU_EXIT_FAILED;
         } else {
             snprintf(r->bench_error, sizeof r->bench_error, "%s", why);
             status = GDU_EXIT_FAILED;
         }
     }
     gdu_p2p_decide(r);
+    if (gdu_p2p_measurement_failed(r))
+        status = GDU_EXIT_FAILED;
     if (output(r, o->json) != 0) {
         fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
         return GDU_EXIT_IOERR;

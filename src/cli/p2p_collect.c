@@ -71,14 +71,60 @@ void gdu_p2p_collect_rm(gdu_p2p_report *r)
     gdu_rm_client_close(&client);
 }
 
+static int route_failed(gdu_p2p_route_state s)
+{
+    return s == GDU_P2P_ROUTE_FAULT || s == GDU_P2P_ROUTE_WRONG;
+}
+
+/* Each route's reason; a pair whose copy engines work while its SM routes
+ * fail gets a warning, since NCCL's P2P transport uses SM loads and stores. */
+static void decide_routes(gdu_p2p_report *r, int i, int j)
+{
+    gdu_p2p_pair_report *p = &r->pair[i][j];
+    const gdu_p2p_results *res = &r->results;
+    int sm_failed = 0;
+    for (int k = 0; k < GDU_P2P_ROUTES; k++) {
+        gdu_p2p_route_state st = res->route[k][i][j];
+        gdu_p2p_route_reason(&p->facts, i == j, (gdu_p2p_route)k, st, &p->route[k]);
+        sm_failed |= k != GDU_P2P_ROUTE_CE && route_failed(st);
+    }
+    if (i != j && sm_failed && p->verdict.cause == GDU_P2P_CAUSE_NONE)
+        snprintf(p->verdict.warning, sizeof p->verdict.warning,
+                 "copy-engine P2P works but SM loads/stores of the peer's memory do not (see the "
+                 "routes): NCCL's P2P transport uses them; run NCCL with NCCL_P2P_DISABLE=1");
+}
+
+int gdu_p2p_measurement_failed(const gdu_p2p_report *r)
+{
+    const gdu_p2p_results *res = &r->results;
+    if (!r->measured)
+        return 0;
+    if (res->buffers_corrupt != 0)
+        return 1;
+    int faulted = 0;
+    for (int k = 0; k < GDU_P2P_ROUTES; k++)
+        for (int i = 0; i < res->n; i++)
+            for (int j = 0; j < res->n; j++) {
+                gdu_p2p_route_state st = res->route[k][i][j];
+                if (st == GDU_P2P_ROUTE_WRONG || (i == j && st == GDU_P2P_ROUTE_FAULT))
+                    return 1;
+                faulted |= st == GDU_P2P_ROUTE_FAULT;
+            }
+    /* An SM error without a faulted route: the kernels never ran. */
+    return res->sm_run && res->sm_error[0] != '\0' && !faulted;
+}
+
 void gdu_p2p_decide(gdu_p2p_report *r)
 {
     for (int i = 0; i < r->n; i++)
         for (int j = 0; j < r->n; j++) {
             gdu_p2p_pair_report *p = &r->pair[i][j];
             gdu_p2p_facts *f = &p->facts;
-            if (i == j)
+            if (i == j) {
+                if (r->measured)
+                    decide_routes(r, i, j);
                 continue;
+            }
             f->cuda_can_access = p->cuda.can_access ? GDU_TRI_YES : GDU_TRI_NO;
             f->rm_caps_known = p->rm_known;
             f->rm = p->rm;
@@ -99,5 +145,7 @@ void gdu_p2p_decide(gdu_p2p_report *r)
                                                                            : GDU_TRI_NO;
             }
             gdu_p2p_reason(f, &p->verdict);
+            if (r->measured)
+                decide_routes(r, i, j);
         }
 }

@@ -14,7 +14,12 @@ int gdu_p2p_collect_cuda(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordin
 void gdu_p2p_collect_rm(gdu_p2p_report *r);
 
 /* Fills each pair's facts from the report (and the measurements, once made)
- * and computes its verdict. */
+ * and computes its verdict and each route's reason. */
 void gdu_p2p_decide(gdu_p2p_report *r);
+
+/* True when a measurement failed: copied data was wrong on any route, an SM
+ * kernel faulted inside one GPU, or the SM kernels did not load. An SM
+ * fault between GPUs is a finding with its reason, like a refused pair. */
+int gdu_p2p_measurement_failed(const gdu_p2p_report *r);
 
 #endif

@@ -109,18 +109,61 @@ static json_t *pairs(const gdu_p2p_report *r)
     return a;
 }
 
+static json_t *route_json(const gdu_p2p_report *r, int k, int i, int j)
+{
+    const gdu_p2p_results *res = &r->results;
+    const gdu_p2p_verdict *v = &r->pair[i][j].route[k];
+    gdu_p2p_route_state st = res->route[k][i][j];
+    json_t *o = json_pack("{s:s, s:s}", "state", gdu_p2p_route_state_id(st), "detail",
+                          res->route_detail[k][i][j]);
+    if (st != GDU_P2P_ROUTE_NOT_RUN) {
+        json_object_set_new(o, "cause", json_string(gdu_p2p_cause_id(v->cause)));
+        json_object_set_new(o, "reason", json_string(v->reason));
+        json_object_set_new(o, "fix", json_string(v->fix));
+    }
+    return o;
+}
+
+/* Every ordered pair, the diagonal included: each route's check and reason. */
+static json_t *routes(const gdu_p2p_report *r)
+{
+    const gdu_p2p_results *res = &r->results;
+    json_t *a = json_array();
+    for (int i = 0; i < res->n; i++)
+        for (int j = 0; j < res->n; j++) {
+            json_t *o = json_pack("{s:i, s:i}", "src", res->ordinals[i], "dst", res->ordinals[j]);
+            for (int k = 0; k < GDU_P2P_ROUTES; k++)
+                json_object_set_new(o, gdu_p2p_route_id((gdu_p2p_route)k), route_json(r, k, i, j));
+            json_array_append_new(a, o);
+        }
+    return a;
+}
+
+static json_t *sm(const gdu_p2p_results *res)
+{
+    if (!res->sm_run)
+        return json_null();
+    return json_pack("{s:s?, s:I, s:I, s:I, s:{s:o, s:o}, s:{s:o}}", "error",
+                     res->sm_error[0] ? res->sm_error : NULL, "check_bytes",
+                     (json_int_t)res->sm_check_bytes, "chase_nodes", (json_int_t)res->chase_nodes,
+                     "chase_hops", (json_int_t)res->chase_hops, "bandwidth_gbps", "write",
+                     matrix(&res->sm_write_gbps), "read", matrix(&res->sm_read_gbps), "latency_us",
+                     "chase", matrix(&res->sm_latency_us));
+}
+
 static json_t *measurements(const gdu_p2p_report *r)
 {
     const gdu_p2p_results *res = &r->results;
     return json_pack(
-        "{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:s?}, s:{s:I, s:I, s:b}}", "bandwidth_gbps",
+        "{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:s?}, s:{s:I, s:I, s:b}, s:o, s:o}",
+        "bandwidth_gbps",
         "unidirectional", by_mode(res->uni_gbps), "bidirectional", by_mode(res->bidi_gbps),
         "latency_us", "gpu_timed", by_mode(res->lat_gpu_us), "cpu_timed",
         by_mode(res->lat_cpu_us), "peer_access", "can_access", int_matrix(res->can_access, res->n),
         "enabled", int_matrix(res->peer_enabled, res->n), "enable_error",
         res->enable_error[0] ? res->enable_error : NULL, "verification", "buffers_checked",
         (json_int_t)res->buffers_checked, "buffers_corrupt", (json_int_t)res->buffers_corrupt,
-        "ok", res->buffers_corrupt == 0);
+        "ok", res->buffers_corrupt == 0, "sm", sm(res), "routes", routes(r));
 }
 
 json_t *gdu_p2p_report_json(const gdu_p2p_report *r)

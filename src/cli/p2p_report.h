@@ -15,7 +15,8 @@ typedef struct gdu_p2p_pair_report {
     int rm_known;
     gdu_p2p_rm_caps rm;
     gdu_p2p_facts facts;
-    gdu_p2p_verdict verdict;
+    gdu_p2p_verdict verdict;                     /* off the diagonal */
+    gdu_p2p_verdict route[GDU_P2P_ROUTES];       /* each route's reason, once measured */
 } gdu_p2p_pair_report;
 
 typedef struct gdu_p2p_report {

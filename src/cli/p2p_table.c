@@ -169,6 +169,81 @@ static void print_measurements(FILE *out, const gdu_p2p_report *r)
         fprintf(out, "%u WRONG\n", res->buffers_corrupt);
 }
 
+static void print_sm_matrices(FILE *out, const gdu_p2p_results *res)
+{
+    char title[256];
+    gdu_p2p_print_matrix(out,
+                         "\nSM Write Bandwidth Matrix (GB/s, median; copy kernel on the source GPU "
+                         "storing into the destination)",
+                         &res->sm_write_gbps, res->ordinals, 2, 1);
+    gdu_p2p_print_matrix(out,
+                         "\nSM Read Bandwidth Matrix (GB/s, median; copy kernel on the destination "
+                         "GPU loading from the source)",
+                         &res->sm_read_gbps, res->ordinals, 2, 1);
+    snprintf(title, sizeof title,
+             "\nSM Pointer-Chase Latency Matrix (us per dependent 8-byte load, median; row = GPU "
+             "loading, column = GPU holding the chain of %llu nodes; %llu loads per sample)",
+             res->chase_nodes, res->chase_hops);
+    gdu_p2p_print_matrix(out, title, &res->sm_latency_us, res->ordinals, 3, 1);
+}
+
+static void print_routes(FILE *out, const gdu_p2p_report *r, int colour)
+{
+    const gdu_p2p_results *res = &r->results;
+    char size[32];
+    gdu_format_bytes(res->sm_check_bytes, size, sizeof size);
+    fprintf(out, "\nRoute checks (a known pattern through each route, read back through the "
+                 "memory's owner: SM routes %s each, copy engine = the P2P=Enabled copies)\n",
+            size);
+    fprintf(out, "%-8s", "pair");
+    for (int k = 0; k < GDU_P2P_ROUTES; k++)
+        fprintf(out, " %-*s", k + 1 < GDU_P2P_ROUTES ? 12 : 0, gdu_p2p_route_name((gdu_p2p_route)k));
+    fputc('\n', out);
+    for (int i = 0; i < res->n; i++)
+        for (int j = 0; j < res->n; j++) {
+            char pair[16];
+            snprintf(pair, sizeof pair, "%d -> %d", res->ordinals[i], res->ordinals[j]);
+            fprintf(out, "%-8s", pair);
+            for (int k = 0; k < GDU_P2P_ROUTES; k++) {
+                gdu_p2p_route_state st = res->route[k][i][j];
+                int bad = st == GDU_P2P_ROUTE_FAULT || st == GDU_P2P_ROUTE_WRONG;
+                const char *on = !colour ? "" : st == GDU_P2P_ROUTE_OK ? GREEN : bad ? RED : "";
+                fprintf(out, " %s%-*s%s", on, k + 1 < GDU_P2P_ROUTES ? 12 : 0,
+                        gdu_p2p_route_state_id(st), *on ? RESET : "");
+            }
+            fputc('\n', out);
+        }
+    /* Reasons: failed routes, and routes without peer access on a pair that has P2P
+     * (otherwise the pair's own refusal above says it). */
+    for (int i = 0; i < res->n; i++)
+        for (int j = 0; j < res->n; j++)
+            for (int k = 0; k < GDU_P2P_ROUTES; k++) {
+                gdu_p2p_route_state st = res->route[k][i][j];
+                const gdu_p2p_verdict *v = &r->pair[i][j].route[k];
+                int pair_ok = i == j || r->pair[i][j].verdict.cause == GDU_P2P_CAUSE_NONE;
+                if (!(st == GDU_P2P_ROUTE_FAULT || st == GDU_P2P_ROUTE_WRONG ||
+                      (st == GDU_P2P_ROUTE_NO_PEER && pair_ok)))
+                    continue;
+                const char *d = res->route_detail[k][i][j];
+                fprintf(out, "  %d -> %d %s: %s[%s]%s %s%s%s%s\n           fix: %s\n",
+                        res->ordinals[i], res->ordinals[j], gdu_p2p_route_name((gdu_p2p_route)k),
+                        colour ? RED : "", gdu_p2p_cause_id(v->cause), colour ? RESET : "",
+                        v->reason, d[0] ? " (" : "", d, d[0] ? ")" : "", v->fix);
+            }
+    if (res->sm_error[0])
+        fprintf(out, "  SM part: %s\n", res->sm_error);
+}
+
+static void print_sm(FILE *out, const gdu_p2p_report *r, int colour)
+{
+    if (!r->results.sm_run) {
+        fprintf(out, "\nSM routes: not measured (--no-sm)\n");
+        return;
+    }
+    print_sm_matrices(out, &r->results);
+    print_routes(out, r, colour);
+}
+
 void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
 {
     char size[32];
@@ -187,8 +262,10 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
                      "within GPU %d).\n", r->gpu[0].ordinal);
     else
         print_caps(out, r, colour);
-    if (r->measured)
+    if (r->measured) {
         print_measurements(out, r);
+        print_sm(out, r, colour);
+    }
     if (r->bench_error[0])
         fprintf(out, "\nMeasurement stopped: %s\n", r->bench_error);
 }

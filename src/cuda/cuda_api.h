@@ -14,6 +14,8 @@ typedef unsigned long long gdu_CUdeviceptr;
 typedef struct CUctx_st *gdu_CUcontext;
 typedef struct CUstream_st *gdu_CUstream;
 typedef struct CUevent_st *gdu_CUevent;
+typedef struct CUmod_st *gdu_CUmodule;
+typedef struct CUfunc_st *gdu_CUfunction;
 typedef unsigned long long gdu_CUmemGenericAllocationHandle;
 typedef void (*gdu_CUhostFn)(void *user_data);
 
@@ -27,6 +29,13 @@ enum {
     GDU_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     GDU_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
     GDU_CUDA_ERROR_NOT_READY = 600,
+    GDU_CUDA_ERROR_INVALID_PTX = 218,
+    GDU_CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+    GDU_CUDA_ERROR_NOT_FOUND = 500,
+    GDU_CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    GDU_CUDA_ERROR_LAUNCH_FAILED = 719,
+    GDU_CUDA_ERROR_NOT_PERMITTED = 800,
+    GDU_CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 /* Device attributes (CUdevice_attribute) we query. */
@@ -55,9 +64,17 @@ enum {
 enum {
     GDU_CU_MEMHOSTALLOC_PORTABLE = 0x01,
     GDU_CU_MEMHOSTREGISTER_PORTABLE = 0x01,
+    GDU_CU_MEMHOSTREGISTER_DEVICEMAP = 0x02,
+    GDU_CU_MEMHOSTREGISTER_IOMEMORY = 0x04, /* the range is MMIO (a PCIe BAR mapped for the CPU) */
     GDU_CU_STREAM_NON_BLOCKING = 0x1,
     GDU_CU_EVENT_DEFAULT = 0x0,
     GDU_CU_EVENT_DISABLE_TIMING = 0x2,
+};
+
+/* CUjit_option values for cuModuleLoadDataEx: where the JIT writes its error log. */
+enum {
+    GDU_CU_JIT_ERROR_LOG_BUFFER = 5,
+    GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 
 /* Virtual memory management (cuMemCreate and friends). */
@@ -129,6 +146,8 @@ _Static_assert(sizeof(gdu_CUmemAccessDesc) == 12, "CUmemAccessDesc size");
     X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                                \
     X(cuMemHostRegister, "cuMemHostRegister_v2", (void *p, size_t bytes, unsigned flags))       \
     X(cuMemHostUnregister, "cuMemHostUnregister", (void *p))                                    \
+    X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                                \
+      (gdu_CUdeviceptr * dptr, void *p, unsigned flags))                                        \
     X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (gdu_CUdeviceptr dst, const void *src, size_t bytes))        \
     X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, gdu_CUdeviceptr src, size_t bytes))              \
     X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", (gdu_CUdeviceptr dst, gdu_CUdeviceptr src, size_t bytes))        \
@@ -149,6 +168,15 @@ _Static_assert(sizeof(gdu_CUmemAccessDesc) == 12, "CUmemAccessDesc size");
     X(cuStreamQuery, "cuStreamQuery", (gdu_CUstream s))                                             \
     X(cuStreamWaitEvent, "cuStreamWaitEvent", (gdu_CUstream s, gdu_CUevent e, unsigned flags))      \
     X(cuLaunchHostFunc, "cuLaunchHostFunc", (gdu_CUstream s, gdu_CUhostFn fn, void *user_data))         \
+    X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                 \
+      (gdu_CUmodule * mod, const void *image, unsigned n_options, int *options, void **values))  \
+    X(cuModuleUnload, "cuModuleUnload", (gdu_CUmodule mod))                                     \
+    X(cuModuleGetFunction, "cuModuleGetFunction",                                               \
+      (gdu_CUfunction * fn, gdu_CUmodule mod, const char *name))                                \
+    X(cuLaunchKernel, "cuLaunchKernel",                                                         \
+      (gdu_CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,  \
+       unsigned block_y, unsigned block_z, unsigned shared_bytes, gdu_CUstream s,               \
+       void **params, void **extra))                                                            \
     X(cuEventCreate, "cuEventCreate", (gdu_CUevent * e, unsigned flags))                            \
     X(cuEventDestroy, "cuEventDestroy_v2", (gdu_CUevent e))                                         \
     X(cuEventRecord, "cuEventRecord", (gdu_CUevent e, gdu_CUstream s))                                  \

@@ -1,4 +1,4 @@
-#include "p2p/p2p_bench.h"
+#include "p2p/p2p_bench_priv.h"
 
 #include "p2p/p2p_pattern.h"
 
@@ -10,47 +10,11 @@
 
 enum { LATENCY_BYTES = 4 };
 
-/* What one GPU holds during the run, all in its primary context. */
-struct gpu_res {
-    gdu_CUdevice dev;
-    gdu_CUcontext ctx;
-    int retained;
-    gdu_CUstream stream[2];
-    gdu_CUevent start, stop, stop2;
-    gdu_CUdeviceptr src, dst, aux; /* src holds the GPU's pattern; dst/aux receive copies */
-};
-
-struct bench {
-    const gdu_cuda *cu;
-    const gdu_p2p_bench_config *cfg;
-    gdu_p2p_results *res;
-    int n;
-    struct gpu_res g[GDU_P2P_MAX_GPUS];
-    void *host; /* pinned staging buffer for the pattern upload and the checks */
-    double *samples;
-    unsigned done, total;
-    char *why;
-    size_t why_len;
-};
-
-static int fail(struct bench *b, const char *fn, gdu_CUresult r)
+int gdu_p2p_bench_fail(struct bench *b, const char *fn, gdu_CUresult r)
 {
     snprintf(b->why, b->why_len, "%s: %s", fn, gdu_cuda_result_name(r));
     return -1;
 }
-
-#define CU(b, fn, args)                                                                        \
-    do {                                                                                       \
-        gdu_CUresult r_ = (b)->cu->fn args;                                                    \
-        if (r_ != GDU_CUDA_SUCCESS)                                                            \
-            return fail((b), #fn, r_);                                                         \
-    } while (0)
-
-#define TRY(expr)                                                                              \
-    do {                                                                                       \
-        if ((expr) != 0)                                                                       \
-            return -1;                                                                         \
-    } while (0)
 
 static double now_s(void)
 {
@@ -59,18 +23,18 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint64_t seed_of(int gpu)
+uint64_t gdu_p2p_bench_seed(int gpu)
 {
     return 0x6764756e6c6f636bull + (uint64_t)gpu; /* "gdunlock" + index */
 }
 
-static int use(struct bench *b, int gpu)
+int gdu_p2p_bench_use(struct bench *b, int gpu)
 {
     CU(b, cuCtxSetCurrent, (b->g[gpu].ctx));
     return 0;
 }
 
-static void progress(struct bench *b, const char *phase)
+void gdu_p2p_bench_progress(struct bench *b, const char *phase)
 {
     if (b->cfg->progress != NULL)
         b->cfg->progress(b->cfg->progress_user, phase, b->done, b->total);
@@ -96,7 +60,7 @@ static int setup(struct bench *b, const int *ordinals)
         CU(b, cuDeviceGet, (&g->dev, ordinals[i]));
         CU(b, cuDevicePrimaryCtxRetain, (&g->ctx, g->dev));
         g->retained = 1;
-        TRY(use(b, i));
+        TRY(gdu_p2p_bench_use(b, i));
         for (int k = 0; k < 2; k++)
             CU(b, cuStreamCreate, (&g->stream[k], GDU_CU_STREAM_NON_BLOCKING));
         CU(b, cuEventCreate, (&g->start, GDU_CU_EVENT_DEFAULT));
@@ -106,11 +70,11 @@ static int setup(struct bench *b, const int *ordinals)
         CU(b, cuMemAlloc, (&g->dst, bytes));
         CU(b, cuMemAlloc, (&g->aux, bytes));
     }
-    TRY(use(b, 0));
+    TRY(gdu_p2p_bench_use(b, 0));
     CU(b, cuMemHostAlloc, (&b->host, bytes, GDU_CU_MEMHOSTALLOC_PORTABLE));
     for (int i = 0; i < b->n; i++) {
-        gdu_p2p_pattern_fill(b->host, bytes, seed_of(i));
-        TRY(use(b, i));
+        gdu_p2p_pattern_fill(b->host, bytes, gdu_p2p_bench_seed(i));
+        TRY(gdu_p2p_bench_use(b, i));
         CU(b, cuMemcpyHtoD, (b->g[i].src, b->host, bytes));
     }
     for (int i = 0; i < b->n; i++)
@@ -130,6 +94,7 @@ static void teardown(struct bench *b)
             continue;
         cu->cuCtxSetCurrent(g->ctx);
         cu->cuCtxSynchronize();
+        gdu_p2p_bench_sm_release(b, i);
         for (int j = 0; j < b->n; j++)
             if (b->res->peer_enabled[i][j])
                 cu->cuCtxDisablePeerAccess(b->g[j].ctx);
@@ -155,9 +120,9 @@ static void teardown(struct bench *b)
     cu->cuCtxSetCurrent(NULL);
 }
 
-static int clear(struct bench *b, int gpu, gdu_CUdeviceptr p)
+int gdu_p2p_bench_clear(struct bench *b, int gpu, gdu_CUdeviceptr p)
 {
-    TRY(use(b, gpu));
+    TRY(gdu_p2p_bench_use(b, gpu));
     CU(b, cuMemsetD8, (p, 0, b->cfg->bytes));
     CU(b, cuCtxSynchronize, ());
     return 0;
@@ -166,17 +131,17 @@ static int clear(struct bench *b, int gpu, gdu_CUdeviceptr p)
 /* Reads back a buffer of GPU gpu and compares it with source GPU src's pattern. */
 static int check(struct bench *b, int gpu, gdu_CUdeviceptr p, int src, int mode, int row, int col)
 {
-    TRY(use(b, gpu));
+    TRY(gdu_p2p_bench_use(b, gpu));
     CU(b, cuMemcpyDtoH, (b->host, p, b->cfg->bytes));
     b->res->buffers_checked++;
-    if (gdu_p2p_pattern_check(b->host, b->cfg->bytes, seed_of(src)) != SIZE_MAX) {
+    if (gdu_p2p_pattern_check(b->host, b->cfg->bytes, gdu_p2p_bench_seed(src)) != SIZE_MAX) {
         b->res->buffers_corrupt++;
         b->res->corrupt[mode][row][col] = 1;
     }
     return 0;
 }
 
-static int elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, double *ms)
+int gdu_p2p_bench_elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, double *ms)
 {
     float f = 0;
     CU(b, cuEventSynchronize, (stop));
@@ -191,17 +156,17 @@ static int timed_copies(struct bench *b, int i, int j, size_t bytes, unsigned re
 {
     struct gpu_res *s = &b->g[i], *d = &b->g[j];
     gdu_CUstream st = s->stream[0];
-    TRY(use(b, i));
+    TRY(gdu_p2p_bench_use(b, i));
     CU(b, cuEventRecord, (s->start, st));
     for (unsigned r = 0; r < reps; r++)
         TRY(copy(b, i, j, d->dst, s->src, bytes, st));
     CU(b, cuEventRecord, (s->stop, st));
-    return elapsed_ms(b, s->start, s->stop, ms);
+    return gdu_p2p_bench_elapsed_ms(b, s->start, s->stop, ms);
 }
 
 static int warm_up(struct bench *b, int i, int j, size_t bytes)
 {
-    TRY(use(b, i));
+    TRY(gdu_p2p_bench_use(b, i));
     TRY(copy(b, i, j, b->g[j].dst, b->g[i].src, bytes, b->g[i].stream[0]));
     CU(b, cuStreamSynchronize, (b->g[i].stream[0]));
     return 0;
@@ -210,7 +175,7 @@ static int warm_up(struct bench *b, int i, int j, size_t bytes)
 static int unidirectional(struct bench *b, int mode, int i, int j)
 {
     size_t bytes = b->cfg->bytes;
-    TRY(clear(b, j, b->g[j].dst));
+    TRY(gdu_p2p_bench_clear(b, j, b->g[j].dst));
     TRY(warm_up(b, i, j, bytes));
     for (unsigned it = 0; it < b->cfg->iters; it++) {
         double ms;
@@ -233,26 +198,26 @@ static int bidirectional(struct bench *b, int mode, int i, int j)
     gdu_CUdeviceptr dst_a = o->dst;                       /* copy A: i -> j */
     gdu_CUdeviceptr dst_b = i == j ? a->aux : a->dst;     /* copy B: j -> i */
     gdu_CUdeviceptr src_b = o->src;
-    TRY(clear(b, j, dst_a));
-    TRY(clear(b, i, dst_b));
+    TRY(gdu_p2p_bench_clear(b, j, dst_a));
+    TRY(gdu_p2p_bench_clear(b, i, dst_b));
     for (unsigned it = 0; it <= b->cfg->iters; it++) { /* round 0 warms up */
         unsigned reps = it == 0 ? 1 : b->cfg->reps;
-        TRY(use(b, i));
+        TRY(gdu_p2p_bench_use(b, i));
         CU(b, cuEventRecord, (a->start, sa));
-        TRY(use(b, gb));
+        TRY(gdu_p2p_bench_use(b, gb));
         CU(b, cuStreamWaitEvent, (sb, a->start, 0));
-        TRY(use(b, i));
+        TRY(gdu_p2p_bench_use(b, i));
         for (unsigned r = 0; r < reps; r++)
             TRY(copy(b, i, j, dst_a, a->src, bytes, sa));
-        TRY(use(b, gb));
+        TRY(gdu_p2p_bench_use(b, gb));
         for (unsigned r = 0; r < reps; r++)
             TRY(copy(b, gb, i, dst_b, src_b, bytes, sb));
         CU(b, cuEventRecord, (b->g[gb].stop2, sb));
-        TRY(use(b, i));
+        TRY(gdu_p2p_bench_use(b, i));
         CU(b, cuStreamWaitEvent, (sa, b->g[gb].stop2, 0));
         CU(b, cuEventRecord, (a->stop, sa));
         double ms;
-        TRY(elapsed_ms(b, a->start, a->stop, &ms));
+        TRY(gdu_p2p_bench_elapsed_ms(b, a->start, a->stop, &ms));
         if (it == 0)
             continue;
         b->samples[it - 1] = 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9;
@@ -293,7 +258,7 @@ static int set_peer_access(struct bench *b, int enable)
         for (int j = 0; j < b->n; j++) {
             if (i == j || !res->can_access[i][j])
                 continue;
-            TRY(use(b, i));
+            TRY(gdu_p2p_bench_use(b, i));
             if (!enable) {
                 if (res->peer_enabled[i][j])
                     CU(b, cuCtxDisablePeerAccess, (b->g[j].ctx));
@@ -324,10 +289,22 @@ static int run_mode(struct bench *b, int mode)
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < b->n; i++)
             for (int j = 0; j < b->n; j++) {
-                progress(b, phases[mode][k]);
+                gdu_p2p_bench_progress(b, phases[mode][k]);
                 TRY(steps[k](b, mode, i, j));
             }
     return 0;
+}
+
+/* The copy engine's route check: the peer-enabled copies' data (within a
+ * GPU: its own copies), where peer access was enabled that way. */
+static void copy_engine_routes(gdu_p2p_results *res)
+{
+    for (int i = 0; i < res->n; i++)
+        for (int j = 0; j < res->n; j++)
+            res->route[GDU_P2P_ROUTE_CE][i][j] =
+                i != j && !res->peer_enabled[i][j]           ? GDU_P2P_ROUTE_NO_PEER
+                : res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_P2P_ROUTE_WRONG
+                                                             : GDU_P2P_ROUTE_OK;
 }
 
 static void init_matrices(gdu_p2p_results *res, int n)
@@ -335,6 +312,7 @@ static void init_matrices(gdu_p2p_results *res, int n)
     gdu_p2p_matrix *all[] = {
         &res->uni_gbps[0], &res->uni_gbps[1], &res->bidi_gbps[0], &res->bidi_gbps[1],
         &res->lat_gpu_us[0], &res->lat_gpu_us[1], &res->lat_cpu_us[0], &res->lat_cpu_us[1],
+        &res->sm_write_gbps, &res->sm_read_gbps, &res->sm_latency_us,
     };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         all[k]->n = n;
@@ -345,7 +323,8 @@ int gdu_p2p_bench_run(const gdu_cuda *cu, const int *ordinals, int n,
                       size_t why_len)
 {
     if (n < 1 || n > GDU_P2P_MAX_GPUS || cfg->iters == 0 || cfg->reps == 0 ||
-        cfg->latency_reps == 0 || cfg->bytes < LATENCY_BYTES) {
+        cfg->latency_reps == 0 || cfg->bytes < LATENCY_BYTES ||
+        (cfg->sm && (cfg->chase_hops == 0 || cfg->bytes < 4096))) {
         snprintf(why, why_len, "invalid benchmark configuration");
         return -1;
     }
@@ -363,7 +342,9 @@ int gdu_p2p_bench_run(const gdu_cuda *cu, const int *ordinals, int n,
         return -1;
     }
     *b = (struct bench){.cu = cu, .cfg = cfg, .res = res, .n = n, .samples = samples,
-                        .total = (unsigned)(GDU_P2P_MODES * 3 * n * n), .why = why,
+                        .total = (unsigned)(GDU_P2P_MODES * 3 * n * n) +
+                                 (cfg->sm ? gdu_p2p_bench_sm_steps(n) : 0),
+                        .why = why,
                         .why_len = why_len};
     int rc = setup(b, ordinals);
     if (rc == 0)
@@ -373,6 +354,11 @@ int gdu_p2p_bench_run(const gdu_cuda *cu, const int *ordinals, int n,
     if (rc == 0)
         rc = run_mode(b, GDU_P2P_MODE_ENABLED);
     if (rc == 0)
+        copy_engine_routes(res);
+    if (rc == 0 && cfg->sm)
+        rc = gdu_p2p_bench_sm(b);
+    /* After an SM fault the contexts refuse all work; teardown is best effort. */
+    if (rc == 0 && !b->context_lost)
         rc = set_peer_access(b, 0);
     teardown(b);
     free(samples);

@@ -117,6 +117,28 @@ static void working_warnings(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
                  "the IOMMU translates peer DMA: if copies fail or corrupt data, boot with iommu=pt");
 }
 
+/* Transfers completed with wrong data; subject says which ("peer copies
+ * over NVLink"). ACS and the IOMMU are the system causes that do this. */
+static void wrong_data(const gdu_p2p_facts *f, gdu_p2p_verdict *v, const char *subject)
+{
+    if (f->acs_redirect == GDU_TRI_YES)
+        set(v, GDU_P2P_CAUSE_ACS,
+            "disable ACS in the BIOS, or clear the ACS control bits of the bridges between the "
+            "GPUs (setpci), then re-run",
+            "%s completed with wrong data: ACS redirects P2P requests and the root complex does "
+            "not forward them", subject);
+    else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
+        set(v, GDU_P2P_CAUSE_IOMMU,
+            "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
+            "%s completed with wrong data: the IOMMU translates device DMA and the peer's BAR is "
+            "not mapped for it", subject);
+    else
+        set(v, GDU_P2P_CAUSE_UNKNOWN,
+            "check ACS and the IOMMU with 'gdunlock doctor' (run as root to read ACS); keep peer "
+            "access disabled until then",
+            "%s completed with wrong data", subject);
+}
+
 /* P2P is advertised but using it failed or corrupted data. */
 static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_link link)
 {
@@ -130,22 +152,9 @@ static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_lin
     }
     if (f->data_corrupt != GDU_TRI_YES)
         return 0;
-    if (f->acs_redirect == GDU_TRI_YES)
-        set(v, GDU_P2P_CAUSE_ACS,
-            "disable ACS in the BIOS, or clear the ACS control bits of the bridges between the "
-            "GPUs (setpci), then re-run",
-            "peer copies over %s completed with wrong data: ACS redirects P2P requests and the "
-            "root complex does not forward them", path);
-    else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
-        set(v, GDU_P2P_CAUSE_IOMMU,
-            "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
-            "peer copies over %s completed with wrong data: the IOMMU translates device DMA and "
-            "the peer's BAR is not mapped for it", path);
-    else
-        set(v, GDU_P2P_CAUSE_UNKNOWN,
-            "check ACS and the IOMMU with 'gdunlock doctor' (run as root to read ACS); keep peer "
-            "access disabled until then",
-            "peer copies over %s completed with wrong data", path);
+    char subject[96];
+    snprintf(subject, sizeof subject, "peer copies over %s", path);
+    wrong_data(f, v, subject);
     return 1;
 }
 
@@ -268,4 +277,82 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         refused_by_rm(f, v);
     else
         refused_without_rm(f, v);
+}
+
+static const char *route_subject(gdu_p2p_route route)
+{
+    return route == GDU_P2P_ROUTE_SM_WRITE  ? "SM stores into the peer's memory"
+           : route == GDU_P2P_ROUTE_SM_READ ? "SM loads from the peer's memory"
+                                            : "copy-engine peer copies";
+}
+
+#define FIX_GPU_HEALTH                                                                         \
+    "not a P2P matter: check the GPU's health (nvidia-smi -q for ECC errors, Xid lines in "    \
+    "dmesg) and the driver installation"
+
+/* An SM route faulted though peer access is enabled for it. */
+static void sm_fault(const gdu_p2p_facts *f, gdu_p2p_verdict *v, const char *subject)
+{
+    if (f->geforce == GDU_TRI_YES)
+        set(v, GDU_P2P_CAUSE_GMMU_APERTURE,
+            FIX_PATCHED_DRIVER " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
+            "%s fault while peer access is enabled: on GeForce the GMMU refuses the PEER aperture "
+            "that peer mappings use", subject);
+    else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
+        set(v, GDU_P2P_CAUSE_IOMMU,
+            "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
+            "%s fault: the IOMMU translates device DMA and the peer's BAR is not mapped for this GPU",
+            subject);
+    else if (f->acs_redirect == GDU_TRI_YES)
+        set(v, GDU_P2P_CAUSE_ACS, "disable ACS in the BIOS or on the bridges between the GPUs",
+            "%s fault: ACS redirects P2P requests on the path", subject);
+    else
+        set(v, GDU_P2P_CAUSE_UNKNOWN,
+            "keep this pair on copy-engine copies (cudaMemcpyPeer) and NCCL off its P2P transport "
+            "(NCCL_P2P_DISABLE=1) until the cause is known; 'gdunlock doctor' shows the path",
+            "%s fault although peer access is enabled", subject);
+}
+
+void gdu_p2p_route_reason(const gdu_p2p_facts *f, int within_gpu, gdu_p2p_route route,
+                          gdu_p2p_route_state state, gdu_p2p_verdict *v)
+{
+    const char *subject = route_subject(route);
+    memset(v, 0, sizeof *v);
+    switch (state) {
+    case GDU_P2P_ROUTE_OK:
+        v->cause = GDU_P2P_CAUSE_NONE;
+        snprintf(v->reason, sizeof v->reason, "the data read back is what was written");
+        return;
+    case GDU_P2P_ROUTE_NO_PEER: {
+        gdu_p2p_verdict pair;
+        gdu_p2p_reason(f, &pair);
+        if (pair.cause == GDU_P2P_CAUSE_NONE) {
+            set(v, GDU_P2P_CAUSE_UNKNOWN, "run 'gdunlock doctor' for the full picture",
+                "%s need peer access, which was not enabled in this direction", subject);
+            return;
+        }
+        *v = pair;
+        snprintf(v->reason, sizeof v->reason, "%s need peer access, which this pair lacks: %.300s",
+                 subject, pair.reason);
+        return;
+    }
+    case GDU_P2P_ROUTE_WRONG:
+        if (within_gpu)
+            set(v, GDU_P2P_CAUSE_UNKNOWN, FIX_GPU_HEALTH, "%s",
+                "copies within one GPU completed with wrong data");
+        else
+            wrong_data(f, v, subject);
+        return;
+    case GDU_P2P_ROUTE_FAULT:
+        if (within_gpu)
+            set(v, GDU_P2P_CAUSE_UNKNOWN, FIX_GPU_HEALTH, "%s",
+                "the SM kernel faulted within one GPU");
+        else
+            sm_fault(f, v, subject);
+        return;
+    case GDU_P2P_ROUTE_NOT_RUN:
+    default:
+        set(v, GDU_P2P_CAUSE_UNKNOWN, "", "%s", "not measured");
+        return;
+    }
 }

@@ -7,6 +7,7 @@
 #define GDUNLOCK_P2P_P2P_REASON_H
 
 #include "p2p/p2p_caps.h"
+#include "p2p/p2p_route.h"
 
 #include <stdint.h>
 
@@ -72,6 +73,15 @@ typedef struct gdu_p2p_verdict {
 } gdu_p2p_verdict;
 
 void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);
+
+/* Why one route (p2p_route.h) came out as it did, from the pair's facts:
+ * cause NONE for OK; for NO_PEER the pair's own refusal; for FAULT and WRONG
+ * the lock or system cause the facts point to (on GeForce an SM fault where
+ * the copy engine works is the GMMU's PEER-aperture lock). within_gpu: the
+ * route ran inside one GPU (the diagonal), where P2P facts do not apply.
+ * NOT_RUN gets cause UNKNOWN and "not measured". */
+void gdu_p2p_route_reason(const gdu_p2p_facts *facts, int within_gpu, gdu_p2p_route route,
+                          gdu_p2p_route_state state, gdu_p2p_verdict *verdict);
 
 /* "sku_lock", "rebar", ... stable ids for JSON and fixtures; "none" for NONE. */
 const char *gdu_p2p_cause_id(gdu_p2p_cause cause);

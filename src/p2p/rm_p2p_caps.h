@@ -1,26 +1,18 @@
-/* A minimal RM client of our own on /dev/nvidiactl: one NV01_ROOT_CLIENT, the
- * NV0000 controls that list attached GPUs, map them to PCI addresses and
- * report P2P caps for a GPU pair, then the client is freed. All controls used
- * are non-privileged. The ioctl function is injectable for tests. */
+/* Through our own RM client (rm_client.h): the NV0000 controls that list
+ * attached GPUs, map them to PCI addresses and report P2P caps for a GPU
+ * pair. All controls used are non-privileged. */
 #ifndef GDUNLOCK_P2P_RM_P2P_CAPS_H
 #define GDUNLOCK_P2P_RM_P2P_CAPS_H
 
 #include "driverabi/ctrl0000_gpu.h"
 #include "p2p/p2p_caps.h"
+#include "p2p/rm_client.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* The most GPUs the RM lists. */
 #define GDU_RM_MAX_GPUS GDU_NV0000_GPU_MAX_ATTACHED_GPUS
-
-typedef int (*gdu_rm_ioctl_fn)(int fd, unsigned long request, void *arg);
-
-typedef struct gdu_rm_client {
-    int fd;
-    uint32_t hclient;
-    gdu_rm_ioctl_fn ioctl_fn;
-} gdu_rm_client;
 
 /* One GPU the RM has attached (GPUs are attached while a process, e.g. our
  * own CUDA context, has them open, or under persistence mode). */
@@ -30,15 +22,6 @@ typedef struct gdu_rm_gpu {
     uint16_t bus;
     uint16_t device;
 } gdu_rm_gpu;
-
-/* Opens ctl_path (NULL: /dev/nvidiactl) and allocates a root client. ioctl_fn
- * NULL uses the real ioctl. Returns 0, or -errno with the cause in why
- * (-EIO when the RM refused, with the NV_STATUS by name). */
-int gdu_rm_client_open(gdu_rm_client *client, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn,
-                       char *why, size_t why_len);
-
-/* Frees the client and closes the file. Safe on a client that failed to open. */
-void gdu_rm_client_close(gdu_rm_client *client);
 
 /* The attached GPUs with their PCI addresses, into out[0..cap); *count is how
  * many were stored. Returns 0 or -errno with why. */

@@ -1,8 +1,11 @@
 /* What the RM answers is input from outside: arbitrary bytes as the answers
  * to our RM client's controls (attached GPU ids, PCI info, P2P caps V2), then
- * as the facts of a GPU pair, through the caps decoder, the reason logic and
- * both renderers of the p2p report. Nothing may crash or read out of bounds. */
+ * as the facts of a GPU pair and the outcome of its measured routes (any
+ * state value, any detail text), through the caps decoder, the reason logic
+ * and both renderers of the p2p report. Nothing may crash or read out of
+ * bounds. */
 #include "cli/p2p_report.h"
+#include "fuzz_p2p_input.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"
 #include "p2p/rm_p2p_caps.h"
@@ -12,20 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const uint8_t *in;
-static size_t in_len, in_pos;
-
-/* The next n input bytes (zeros once the input runs out). */
-static void take(void *out, size_t n)
-{
-    size_t k = in_pos < in_len ? in_len - in_pos : 0;
-    if (k > n)
-        k = n;
-    memcpy(out, in + in_pos, k);
-    memset((uint8_t *)out + k, 0, n - k);
-    in_pos += k;
-}
 
 static int fuzz_ioctl(int fd, unsigned long request, void *arg)
 {
@@ -53,11 +42,44 @@ static gdu_tri tri(void)
     return (gdu_tri)(b % 3) - 1;
 }
 
+/* The measured part: SM matrices, route states (also out of range) and
+ * details, the SM error, and each route's reason. */
+static void measured_routes(gdu_p2p_report *r)
+{
+    uint8_t b;
+    take(&b, 1);
+    r->measured = b & 1;
+    gdu_p2p_results *res = &r->results;
+    res->n = 2;
+    res->sm_run = (b >> 1) & 1;
+    take(&res->chase_nodes, sizeof res->chase_nodes);
+    take(&res->sm_check_bytes, sizeof res->sm_check_bytes);
+    gdu_p2p_matrix *m[] = {&res->sm_write_gbps, &res->sm_read_gbps, &res->sm_latency_us};
+    for (size_t k = 0; k < 3; k++) {
+        m[k]->n = 2;
+        take(m[k]->cell[0], 2 * sizeof m[k]->cell[0][0]);
+    }
+    take(res->sm_error, sizeof res->sm_error);
+    res->sm_error[sizeof res->sm_error - 1] = '\0';
+    for (int k = 0; k < GDU_P2P_ROUTES; k++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                uint8_t st;
+                take(&st, 1);
+                res->route[k][i][j] = (gdu_p2p_route_state)(st % 7);
+                char *d = res->route_detail[k][i][j];
+                take(d, 8);
+                d[8] = '\0';
+                if (i == j)
+                    gdu_p2p_facts_init(&r->pair[i][j].facts);
+                gdu_p2p_route_reason(&r->pair[i][j].facts, i == j, (gdu_p2p_route)k,
+                                     res->route[k][i][j], &r->pair[i][j].route[k]);
+            }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    in = data;
-    in_len = size;
-    in_pos = 0;
+    input_start(data, size);
     gdu_p2p_report *r = calloc(1, sizeof *r);
     if (r == NULL)
         return 0;
@@ -101,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         take(&f->cc_major, sizeof f->cc_major);
         gdu_p2p_reason(f, &p->verdict);
     }
+    measured_routes(r);
     FILE *sink = fopen("/dev/null", "w");
     if (sink != NULL) {
         gdu_p2p_print_report(sink, r, 1);

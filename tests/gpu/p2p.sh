@@ -2,11 +2,19 @@
 # GPU checks of `gdunlock p2p` (run by tests/gpu/run.sh on the accelerator
 # machine from a carried build folder):
 #   - --help, and the capability view alone (--no-bench --json);
-#   - one GPU: the "no pair" message, exit 0, the diagonal measured; SKIP the rest;
+#   - one GPU: the "no pair" message, exit 0, the diagonal measured: copy
+#     engine, SM write/read kernels, pointer chase, each route's pattern check
+#     (p2p_check.py); SKIP the pairs;
 #   - two GPUs: a full run (JSON and table into $OUT/p2p/), the RM's P2P caps
 #     against CUDA's answer and nvidia-smi topo, copied data verified, P2P
-#     enabled vs disabled bandwidth and latency, and our enabled bandwidth
-#     within 5 % of PyTorch's own peer tensor copy (p2p_torch.py) in the same run.
+#     enabled vs disabled bandwidth and latency, our enabled bandwidth within
+#     5 % of PyTorch's own peer tensor copy (p2p_torch.py) in the same run, and
+#     the SM matrices and route checks of every pair;
+#   - the userspace BAR1 window study (p2p_window): steps 1 and 2 on one GPU,
+#     step 3 on two (SKIP with one, or when step 2 is refused);
+#   - NCCL all-reduce through torch.distributed, sums compared exactly
+#     (p2p_nccl.py): one rank on one GPU, two ranks (and the NCCL_P2P_DISABLE=1
+#     control) on two.
 # Leaves $OUT/p2p/result.md (command, date, machine, numbers) for bench/results/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +49,55 @@ if [ $rc -ne 0 ] || [ "$ngpu" -lt 1 ]; then
 fi
 echo "PASS p2p-caps: exit 0, $ngpu GPU(s) described"
 
+# The BAR1 window study and the NCCL check, for both machine sizes; then result.md.
+window_and_nccl() {
+  "$build/bin/p2p_window" --out "$out/window.json" >"$out/window.txt" 2>"$out/window.err"
+  rc=$?
+  cat "$out/window.txt"
+  [ $rc -eq 0 ] || echo "FAIL p2p-window: exit $rc: $(tail -2 "$out/window.err" | tr '\n' ' ')"
+  timeout 300 python3 "$here/p2p_nccl.py" --timeout 120 --out "$out/nccl.json" \
+    >"$out/nccl.txt" 2>"$out/nccl.err"
+  rc=$?
+  cat "$out/nccl.txt"
+  [ $rc -eq 0 ] || echo "FAIL p2p-nccl: exit $rc: $(tail -2 "$out/nccl.err" | tr '\n' ' ')"
+  if [ "$ngpu" -ge 2 ]; then
+    NCCL_P2P_DISABLE=1 timeout 300 python3 "$here/p2p_nccl.py" --timeout 120 --label p2p-disabled \
+      --out "$out/nccl-p2p-disabled.json" >"$out/nccl-p2p-disabled.txt" 2>"$out/nccl-p2p-disabled.err"
+    cat "$out/nccl-p2p-disabled.txt"
+  fi
+}
+
+# result.md: command, date, machine, the table, every check line.
+result_md() {
+  local cmd=$1 start=$2 table=$3 checks=$4
+  {
+    echo "# gdunlock p2p on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
+    echo
+    echo "- command: \`$cmd\` (and \`--json\`), \`build/bin/p2p_window --out window.json\`, \`python3 tests/gpu/p2p_nccl.py\`"
+    echo "- date: $start"
+    echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "- user: $(id -un) (CAP_SYS_ADMIN matters to step 2 of the window study)"
+    echo
+    echo '```'
+    cat "$table"
+    echo '```'
+    echo
+    echo '```'
+    cat "$checks" "$out/window.txt" "$out/nccl.txt" 2>/dev/null
+    [ -f "$out/nccl-p2p-disabled.txt" ] && cat "$out/nccl-p2p-disabled.txt"
+    echo '```'
+    echo
+    echo "BAR1 window record (\`p2p_window --out\`):"
+    echo
+    echo '```json'
+    cat "$out/window.json" 2>/dev/null
+    echo '```'
+  } >"$out/result.md"
+}
+
 if [ "$ngpu" -eq 1 ]; then
+  cmd="gdunlock p2p --size 64M --iters 3"
+  start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   "$bin" p2p --size 64M --iters 3 >"$out/one-gpu.txt" 2>"$out/one-gpu.err"
   rc=$?
   if [ $rc -eq 0 ] && grep -q "Only one GPU: there is no pair" "$out/one-gpu.txt"; then
@@ -49,7 +105,13 @@ if [ "$ngpu" -eq 1 ]; then
   else
     echo "FAIL p2p-one-gpu: exit $rc; see $out/one-gpu.txt"
   fi
-  echo "SKIP p2p-pairs: one GPU (needs nvidia-h200-x2)"
+  "$bin" p2p --size 64M --iters 3 --json >"$out/one-gpu.json" 2>"$out/one-gpu-json.err"
+  rc=$?
+  [ $rc -eq 0 ] && echo "PASS p2p-one-gpu-json: $cmd --json exit 0" \
+                || echo "FAIL p2p-one-gpu-json: exit $rc: $(tail -2 "$out/one-gpu-json.err" | tr '\n' ' ')"
+  python3 "$here/p2p_check.py" "$out/one-gpu.json" | tee "$out/checks.txt"
+  window_and_nccl
+  result_md "$cmd" "$start" "$out/one-gpu.txt" "$out/checks.txt"
   exit 0
 fi
 
@@ -70,20 +132,7 @@ else
 fi
 nvidia-smi topo -m >"$out/topo.txt" 2>&1 || : >"$out/topo.txt"
 python3 "$here/p2p_check.py" "$out/p2p.json" "$torch_json" "$out/topo.txt" | tee "$out/checks.txt"
-
-{
-  echo "# gdunlock p2p on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
-  echo
-  echo "- command: \`$cmd\` (and \`--json\`), then \`python3 tests/gpu/p2p_torch.py --size $bytes --iters $iters\`"
-  echo "- date: $start"
-  echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
-  echo
-  echo '```'
-  cat "$out/p2p.txt"
-  echo '```'
-  echo
-  echo '```'
-  cat "$out/checks.txt"
-  echo '```'
-} >"$out/result.md"
+window_and_nccl
+result_md "$cmd; python3 tests/gpu/p2p_torch.py --size $bytes --iters $iters" "$start" \
+  "$out/p2p.txt" "$out/checks.txt"
 exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Judges one `gdunlock p2p --json` run (and PyTorch's numbers from
 p2p_torch.py, and `nvidia-smi topo -m` when given): prints PASS/FAIL/SKIP
-lines for tests/gpu/run.sh. Usage: p2p_check.py OURS.json [TORCH.json] [TOPO.txt]"""
+lines for tests/gpu/run.sh, the SM rows and route checks included.
+Usage: p2p_check.py OURS.json [TORCH.json] [TOPO.txt]"""
 import json
 import sys
 
@@ -13,6 +14,50 @@ def out(kind, name, text):
 def cell(m, i, j):
     v = m["median"][i][j]
     return v if v is not None else float("nan")
+
+
+def route_line(r, name):
+    """PASS for a route whose pattern came back, SKIP where the pair has no
+    peer access that way (with the reason), FAIL for a fault or wrong data."""
+    st = r[name]
+    where = f"{r['src']}->{r['dst']}"
+    if st["state"] == "ok":
+        return "PASS", f"{name} {where}: ok"
+    text = f"{name} {where}: {st['state']}"
+    if st.get("cause"):
+        text += f" [{st['cause']}] {st.get('reason', '')}"
+    if st.get("detail"):
+        text += f" ({st['detail']})"
+    return ("SKIP" if st["state"] == "no_peer" else "FAIL"), text
+
+
+def sm_checks(ours, m, n):
+    """The SM rows (the diagonal on one GPU, every pair on more) and each
+    route's pattern check."""
+    sm = m.get("sm")
+    if sm is None:
+        out("SKIP", "p2p-sm", "SM part not run (--no-sm)")
+        return
+    if sm.get("error"):
+        out("FAIL", "p2p-sm-error", sm["error"])
+    bw = sm["bandwidth_gbps"]
+    lat = sm["latency_us"]["chase"]
+    for i in range(n):
+        for j in range(n):
+            w, r, c = cell(bw["write"], i, j), cell(bw["read"], i, j), cell(lat, i, j)
+            ok = w > 0 and r > 0 and c > 0
+            name = "p2p-sm-diagonal" if i == j and n == 1 else f"p2p-sm-{i}to{j}"
+            ce = cell(m["bandwidth_gbps"]["unidirectional"]["p2p_enabled"], i, j)
+            out("PASS" if ok else "FAIL", name,
+                f"SM write {w:.1f} GB/s, SM read {r:.1f} GB/s (copy engine {ce:.1f} GB/s), "
+                f"pointer chase {c:.3f} us per load ({sm['chase_nodes']} nodes, "
+                f"{sm['chase_hops']} loads per sample)")
+    for r in m["routes"]:
+        kinds = [route_line(r, k) for k in ("copy_engine", "sm_write", "sm_read")]
+        worst = "FAIL" if any(k == "FAIL" for k, _ in kinds) else \
+                "SKIP" if any(k == "SKIP" for k, _ in kinds) else "PASS"
+        out(worst, f"p2p-routes-{r['src']}to{r['dst']}",
+            "; ".join(t for _, t in kinds) + f" ({sm['check_bytes']} bytes per SM check)")
 
 
 def main():
@@ -29,6 +74,7 @@ def main():
         f"{ver['buffers_checked']} buffers compared with their source pattern, {ver['buffers_corrupt']} wrong")
     diag = cell(m["bandwidth_gbps"]["unidirectional"]["p2p_enabled"], 0, 0)
     out("PASS" if diag > 0 else "FAIL", "p2p-diagonal", f"copy within GPU 0: {diag:.1f} GB/s")
+    sm_checks(ours, m, n)
     if n < 2:
         out("SKIP", "p2p-pairs", "one GPU: no pair (needs nvidia-h200-x2)")
         return

@@ -38,6 +38,22 @@ _Static_assert((int)GDU_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED == (int)CUDA_ERROR_PE
 _Static_assert((int)GDU_CUDA_ERROR_NOT_READY == (int)CUDA_ERROR_NOT_READY, "");
 _Static_assert((int)GDU_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "");
 _Static_assert((int)GDU_CU_EVENT_DISABLE_TIMING == (int)CU_EVENT_DISABLE_TIMING, "");
+_Static_assert((int)GDU_CU_MEMHOSTREGISTER_DEVICEMAP == (int)CU_MEMHOSTREGISTER_DEVICEMAP, "");
+_Static_assert((int)GDU_CU_MEMHOSTREGISTER_IOMEMORY == (int)CU_MEMHOSTREGISTER_IOMEMORY, "");
+_Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER == (int)CU_JIT_ERROR_LOG_BUFFER, "");
+_Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == (int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, "");
+_Static_assert(sizeof(CUjit_option) == sizeof(int), "cuModuleLoadDataEx options are passed as int");
+_Static_assert((int)GDU_CUDA_ERROR_INVALID_PTX == (int)CUDA_ERROR_INVALID_PTX, "");
+_Static_assert((int)GDU_CUDA_ERROR_UNSUPPORTED_PTX_VERSION == (int)CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "");
+_Static_assert((int)GDU_CUDA_ERROR_NOT_FOUND == (int)CUDA_ERROR_NOT_FOUND, "");
+_Static_assert((int)GDU_CUDA_ERROR_ILLEGAL_ADDRESS == (int)CUDA_ERROR_ILLEGAL_ADDRESS, "");
+_Static_assert((int)GDU_CUDA_ERROR_LAUNCH_FAILED == (int)CUDA_ERROR_LAUNCH_FAILED, "");
+_Static_assert((int)GDU_CUDA_ERROR_NOT_PERMITTED == (int)CUDA_ERROR_NOT_PERMITTED, "");
+_Static_assert((int)GDU_CUDA_ERROR_NOT_SUPPORTED == (int)CUDA_ERROR_NOT_SUPPORTED, "");
+/* Our handle types name the same structs as cuda.h's. */
+_Static_assert(__builtin_types_compatible_p(gdu_CUmodule, CUmodule), "CUmodule");
+_Static_assert(__builtin_types_compatible_p(gdu_CUfunction, CUfunction), "CUfunction");
+_Static_assert(__builtin_types_compatible_p(gdu_CUstream, CUstream), "CUstream");
 
 static void loader_reports_missing_driver_or_loads(void **state)
 {

@@ -196,6 +196,107 @@ static void test_json(void **state)
     free(r);
 }
 
+/* Two GPUs with the SM part measured: 0 -> 1 SM write faulted, the rest ok. */
+static gdu_p2p_report *with_sm(void)
+{
+    gdu_p2p_report *r = two_gpus();
+    gdu_p2p_results *res = &r->results;
+    res->sm_run = 1;
+    res->sm_check_bytes = 1 << 20;
+    res->chase_nodes = 1 << 20;
+    res->chase_hops = 10000;
+    gdu_p2p_matrix *all[] = {&res->sm_write_gbps, &res->sm_read_gbps, &res->sm_latency_us};
+    for (size_t k = 0; k < 3; k++) {
+        all[k]->n = 2;
+        all[k]->cell[0][0] = stat3(1500.0 + (double)k, 1400, 1600);
+    }
+    res->sm_latency_us.cell[1][0] = stat3(1.2345, 1.2, 1.3);
+    for (int k = 0; k < GDU_P2P_ROUTES; k++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                res->route[k][i][j] = GDU_P2P_ROUTE_OK;
+    res->route[GDU_P2P_ROUTE_SM_WRITE][0][1] = GDU_P2P_ROUTE_FAULT;
+    snprintf(res->route_detail[GDU_P2P_ROUTE_SM_WRITE][0][1], sizeof res->route_detail[0][0][0],
+             "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+    res->route[GDU_P2P_ROUTE_SM_READ][1][1] = GDU_P2P_ROUTE_NOT_RUN;
+    snprintf(res->sm_error, sizeof res->sm_error, "stopped at the fault of SM write 0 -> 1");
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            r->pair[i][j].facts.cuda_can_access = GDU_TRI_YES;
+            gdu_p2p_facts_init(&r->pair[i][i].facts);
+            for (int k = 0; k < GDU_P2P_ROUTES; k++)
+                gdu_p2p_route_reason(&r->pair[i][j].facts, i == j, (gdu_p2p_route)k,
+                                     res->route[k][i][j], &r->pair[i][j].route[k]);
+        }
+    return r;
+}
+
+static void test_report_sm(void **state)
+{
+    gdu_p2p_report *r = with_sm();
+    char *t = render_report(r);
+    assert_non_null(strstr(t, "\nSM Write Bandwidth Matrix (GB/s, median; copy kernel on the source "
+                              "GPU storing into the destination)\n   D\\D         0         1\n"
+                              "     0   1500.00         -\n"));
+    assert_non_null(strstr(t, "SM Read Bandwidth Matrix (GB/s, median; copy kernel on the "
+                              "destination GPU loading from the source)\n"));
+    assert_non_null(strstr(t, "column = GPU holding the chain of 1048576 nodes; 10000 loads per "
+                              "sample)\n   D\\D         0         1\n     0  1502.000         -\n"
+                              "     1     1.234         -\n"));
+    assert_non_null(strstr(t, "SM routes 1.00 MiB each"));
+    assert_non_null(strstr(t, "pair     copy engine  SM write     SM read\n"
+                              "0 -> 0   ok           ok           ok\n"
+                              "0 -> 1   ok           fault        ok\n"
+                              "1 -> 0   ok           ok           ok\n"
+                              "1 -> 1   ok           ok           not_run\n"));
+    /* GeForce facts: the fault is the GMMU aperture lock, with the detail. */
+    assert_non_null(strstr(t, "  0 -> 1 SM write: [gmmu_aperture] SM stores into the peer's memory "
+                              "fault while peer access is enabled"));
+    assert_non_null(strstr(t, "(cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700))\n"
+                              "           fix: install an open kernel module"));
+    assert_non_null(strstr(t, "  SM part: stopped at the fault of SM write 0 -> 1\n"));
+    assert_null(strstr(t, "1 -> 1 SM read:")); /* not run: no reason line */
+    free(t);
+    r->results.sm_run = 0;
+    t = render_report(r);
+    assert_non_null(strstr(t, "SM routes: not measured (--no-sm)"));
+    assert_null(strstr(t, "SM Write Bandwidth"));
+    free(t);
+    free(r);
+}
+
+static void test_json_sm(void **state)
+{
+    gdu_p2p_report *r = with_sm();
+    json_t *doc = gdu_p2p_report_json(r);
+    json_t *m = json_object_get(doc, "measured");
+    json_t *sm = json_object_get(m, "sm");
+    assert_int_equal(json_integer_value(json_object_get(sm, "chase_nodes")), 1 << 20);
+    assert_int_equal(json_integer_value(json_object_get(sm, "check_bytes")), 1 << 20);
+    assert_string_equal(json_string_value(json_object_get(sm, "error")),
+                        "stopped at the fault of SM write 0 -> 1");
+    json_t *w = json_object_get(json_object_get(json_object_get(sm, "bandwidth_gbps"), "write"), "median");
+    assert_float_equal(json_real_value(json_array_get(json_array_get(w, 0), 0)), 1500.0, 1e-9);
+    assert_true(json_is_null(json_array_get(json_array_get(w, 0), 1)));
+    json_t *routes = json_object_get(m, "routes");
+    assert_int_equal(json_array_size(routes), 4); /* every ordered pair and the diagonal */
+    json_t *p01 = json_array_get(routes, 1);
+    assert_int_equal(json_integer_value(json_object_get(p01, "dst")), 1);
+    json_t *smw = json_object_get(p01, "sm_write");
+    assert_string_equal(json_string_value(json_object_get(smw, "state")), "fault");
+    assert_string_equal(json_string_value(json_object_get(smw, "cause")), "gmmu_aperture");
+    assert_non_null(strstr(json_string_value(json_object_get(smw, "detail")), "ILLEGAL_ADDRESS"));
+    json_t *nr = json_object_get(json_array_get(routes, 3), "sm_read");
+    assert_string_equal(json_string_value(json_object_get(nr, "state")), "not_run");
+    assert_null(json_object_get(nr, "cause"));
+    json_decref(doc);
+    r->results.sm_run = 0;
+    doc = gdu_p2p_report_json(r);
+    assert_true(json_is_null(json_object_get(json_object_get(doc, "measured"), "sm")));
+    json_decref(doc);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +304,8 @@ int main(void)
         cmocka_unit_test(test_report_refused_pair),
         cmocka_unit_test(test_report_one_gpu),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_report_sm),
+        cmocka_unit_test(test_json_sm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,6 +108,38 @@ static void expect_has(const char *file, const char *what, const char *text, jso
         fail_msg("%s: %s '%s' lacks '%s'", file, what, text, w);
 }
 
+static gdu_p2p_route_state route_state(const char *file, const char *id)
+{
+    for (int s = GDU_P2P_ROUTE_NOT_RUN; s <= GDU_P2P_ROUTE_NO_PEER; s++)
+        if (id != NULL && strcmp(gdu_p2p_route_state_id((gdu_p2p_route_state)s), id) == 0)
+            return (gdu_p2p_route_state)s;
+    fail_msg("%s: unknown route state %s", file, id ? id : "(none)");
+    return GDU_P2P_ROUTE_NOT_RUN;
+}
+
+/* "routes": {"sm_write": {"state": "fault", "expect": {"cause": ..., ...}}, ...}:
+ * each route's own reason from the same facts. */
+static void check_routes(const char *file, const gdu_p2p_facts *f, json_t *routes)
+{
+    for (int r = 0; r < GDU_P2P_ROUTES; r++) {
+        json_t *route = json_object_get(routes, gdu_p2p_route_id((gdu_p2p_route)r));
+        if (route == NULL)
+            continue;
+        gdu_p2p_route_state st = route_state(file, json_string_value(json_object_get(route, "state")));
+        gdu_p2p_verdict v;
+        gdu_p2p_route_reason(f, 0, (gdu_p2p_route)r, st, &v);
+        json_t *e = json_object_get(route, "expect");
+        const char *cause = json_string_value(json_object_get(e, "cause"));
+        if (strcmp(gdu_p2p_cause_id(v.cause), cause) != 0)
+            fail_msg("%s: route %s: cause %s, expected %s (reason: %s)", file,
+                     gdu_p2p_route_id((gdu_p2p_route)r), gdu_p2p_cause_id(v.cause), cause, v.reason);
+        expect_has(file, gdu_p2p_route_id((gdu_p2p_route)r), v.reason, json_object_get(e, "reason_has"));
+        expect_has(file, "route fix", v.fix, json_object_get(e, "fix_has"));
+        if (v.cause != GDU_P2P_CAUSE_NONE && st != GDU_P2P_ROUTE_NOT_RUN)
+            assert_true(strlen(v.fix) > 10);
+    }
+}
+
 static void check_fixture(const char *file)
 {
     char path[512];
@@ -134,6 +166,7 @@ static void check_fixture(const char *file)
     /* Every refusal says what to do. */
     if (v.cause != GDU_P2P_CAUSE_NONE)
         assert_true(strlen(v.fix) > 10);
+    check_routes(file, &f, json_object_get(doc, "routes"));
     json_decref(doc);
 }
 
@@ -192,6 +225,30 @@ static void test_cuda_yes_rm_silent(void **state)
     assert_int_equal(v.link, GDU_P2P_LINK_UNKNOWN);
 }
 
+/* Inside one GPU the P2P facts say nothing: the GPU's health is the question. */
+static void test_route_within_gpu(void **state)
+{
+    gdu_p2p_facts f;
+    gdu_p2p_verdict v;
+    gdu_p2p_facts_init(&f);
+    f.geforce = GDU_TRI_YES;
+    gdu_p2p_route_reason(&f, 1, GDU_P2P_ROUTE_SM_WRITE, GDU_P2P_ROUTE_FAULT, &v);
+    assert_int_equal(v.cause, GDU_P2P_CAUSE_UNKNOWN);
+    assert_non_null(strstr(v.reason, "within one GPU"));
+    assert_non_null(strstr(v.fix, "Xid"));
+    gdu_p2p_route_reason(&f, 1, GDU_P2P_ROUTE_SM_READ, GDU_P2P_ROUTE_WRONG, &v);
+    assert_non_null(strstr(v.reason, "within one GPU completed with wrong data"));
+    /* No peer access in this direction though the pair has P2P. */
+    f.cuda_can_access = GDU_TRI_YES;
+    gdu_p2p_route_reason(&f, 0, GDU_P2P_ROUTE_SM_READ, GDU_P2P_ROUTE_NO_PEER, &v);
+    assert_int_equal(v.cause, GDU_P2P_CAUSE_UNKNOWN);
+    assert_non_null(strstr(v.reason, "not enabled in this direction"));
+    assert_string_equal(gdu_p2p_route_id(GDU_P2P_ROUTE_SM_READ), "sm_read");
+    assert_string_equal(gdu_p2p_route_id((gdu_p2p_route)9), "unknown");
+    assert_string_equal(gdu_p2p_route_state_id(GDU_P2P_ROUTE_NO_PEER), "no_peer");
+    assert_string_equal(gdu_p2p_route_state_id((gdu_p2p_route_state)9), "unknown");
+}
+
 static void test_names(void **state)
 {
     assert_string_equal(gdu_p2p_cause_id(GDU_P2P_CAUSE_REBAR), "rebar");
@@ -205,7 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fixture), cmocka_unit_test(test_nothing_known),
         cmocka_unit_test(test_rm_only),       cmocka_unit_test(test_cuda_yes_rm_silent),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_names),         cmocka_unit_test(test_route_within_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
