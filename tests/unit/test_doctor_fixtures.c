@@ -345,7 +345,13 @@ static void h200_capture_replays(void **state)
     assert_true(has_reason(&t->r, "error 5027"));
     finding(&t->r, "storage.udev", GDU_ST_FAIL);
     finding(&t->r, "storage.block", GDU_ST_FAIL);
+    /* the capture's empty slaves/ folder holds git's .keep: not a disk */
+    assert_true(has_reason(&t->r, "not on NVMe (vda)"));
     finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL);
+    /* /etc/cufile.json -> /etc/alternatives/cufile.json -> /usr/local/cuda-13.0/gds/cufile.json,
+     * absolute links: read from the capture, not from this machine's /etc */
+    const gdu_finding *config = finding(&t->r, "cufile.config", GDU_ST_OK);
+    assert_true(has_evidence(config, "allow_compat_mode: true"));
     assert_int_equal(t->r.n_pairs, 1);
     assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
     done(t);
