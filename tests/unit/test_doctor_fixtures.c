@@ -331,6 +331,7 @@ static void h200_capture_replays(void **state)
         skip();
     run_t *t = fixture("h200-vm", "/root");
     assert_true(t->r.driver_present);
+    assert_true(has_evidence(finding(&t->r, "capture.live", GDU_ST_OK), "captured as user 0"));
     assert_string_equal(t->r.driver_version, "580.159.04");
     assert_int_equal(t->r.open_module, 1);
     assert_int_equal(t->r.n_gpus, 2);

@@ -89,11 +89,45 @@ static void rejects_foreign_json(void **state)
     json_t *j = json_pack("{s:s}", "format", "something-else");
     assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), -EINVAL);
     json_decref(j);
-    j = json_pack("{s:s, s:[s, i], s:{s:s}}", "format", "gdunlock-live/1", "paths", "x", 3, "cuda",
-                  "gpus", "nope");
-    assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), 0); /* wrong shapes are ignored */
-    assert_int_equal(l.n_gpus, 0);
-    json_decref(j);
+    /* every field with its type, or the file is refused, naming the field */
+    gdu_live a;
+    memset(&a, 0, sizeof a);
+    a.n_gpus = 1;
+    a.n_pairs = 1;
+    a.pairs[0].rm_known = true;
+    static const struct {
+        const char *pointer, *value, *why;
+    } wrong[] = {
+        {"euid", "\"0\"", "euid is a string, expected an integer"},
+        {"cuda", "[]", "cuda is an array, expected an object"},
+        {"cuda.gpus", "\"nope\"", "cuda.gpus is a string, expected an array"},
+        {"cuda.gpus.0.total_mem", "1.5", "cuda.gpus[0].total_mem is a number with a fraction"},
+        {"cuda.gpus.0.cc", "[9, \"0\"]", "cuda.gpus[0].cc[1] is a string, expected an integer"},
+        {"cuda.pairs.0.rm.status", "{}", "cuda.pairs[0].rm.status is an object, expected an array"},
+        {"cufile.found", "null", "cufile.found is null, expected a boolean"},
+        {"cufile.found", NULL, "cufile.found is missing"},
+        {"paths", "[3]", "paths[0] is an integer, expected an object"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        j = gdu_live_to_json(&a);
+        json_t *parent = j;
+        char key[64];
+        snprintf(key, sizeof key, "%s", wrong[i].pointer);
+        char *save = NULL, *part = strtok_r(key, ".", &save), *next;
+        while ((next = strtok_r(NULL, ".", &save)) != NULL) {
+            parent = json_is_array(parent) ? json_array_get(parent, (size_t)atoi(part))
+                                           : json_object_get(parent, part);
+            part = next;
+        }
+        if (wrong[i].value == NULL)
+            json_object_del(parent, part);
+        else
+            json_object_set_new(parent, part, json_loads(wrong[i].value, JSON_DECODE_ANY, NULL));
+        assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), -EINVAL);
+        if (strstr(why, wrong[i].why) == NULL)
+            fail_msg("%s: '%s', expected '%s'", wrong[i].pointer, why, wrong[i].why);
+        json_decref(j);
+    }
 }
 
 static void probes_a_path(void **state)
@@ -174,7 +208,7 @@ static void capture_copies_what_was_read(void **state)
     gdu_pci_free(&replay_pci);
     gdu_pci_free(&live_pci);
     gdu_live back;
-    assert_int_equal(gdu_live_load(dir, &back, why, sizeof why), 0);
+    assert_int_equal(gdu_live_load(&replay, &back, why, sizeof why), 0);
     assert_int_equal(back.origin, GDU_LIVE_CAPTURED);
     gdu_sysroot_free(&replay);
     gdu_sysroot_free(&sr);
@@ -185,9 +219,33 @@ static void capture_copies_what_was_read(void **state)
 static void live_load_without_file_is_absent(void **state)
 {
     gdu_live l;
-    char why[64];
-    assert_int_equal(gdu_live_load("/nonexistent-dir", &l, why, sizeof why), 0);
+    char why[256], dir[] = "/tmp/gdu-live-load-XXXXXX", path[PATH_MAX];
+    gdu_sysroot sr;
+    assert_int_equal(gdu_sysroot_init(&sr, "/nonexistent-dir"), 0);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), 0);
     assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    gdu_sysroot_free(&sr);
+    /* a FIFO (which would block a plain open) and garbage: refused, with the reason */
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(gdu_sysroot_init(&sr, dir), 0);
+    snprintf(path, sizeof path, "%s/" GDU_LIVE_FILE, dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(20);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(why, "not a regular file"));
+    assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"format\": \"gdunlock-live/1\", \"euid\": ", f);
+    fclose(f);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, GDU_LIVE_FILE ": line 1"));
+    assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    unlink(path);
+    rmdir(dir);
+    gdu_sysroot_free(&sr);
 }
 
 int main(void)
