@@ -34,7 +34,8 @@ static void usage(FILE *out)
             "  -h, --help      this text\n"
             "\n"
             "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
-            "12 impossible, 69 no NVIDIA driver, 64 bad arguments, 66 PATH missing\n");
+            "12 impossible, 13 unknown (evidence missing: the reasons say what to capture or run),\n"
+            "69 no NVIDIA driver, 64 bad arguments, 66 PATH missing\n");
 }
 
 static int exit_code(const gdu_report *r)
@@ -45,6 +46,7 @@ static int exit_code(const gdu_report *r)
     case GDU_GDS_DIRECT: return GDU_DOCTOR_EXIT_DIRECT;
     case GDU_GDS_DIRECT_GDUNLOCK: return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
     case GDU_GDS_COMPAT: return GDU_DOCTOR_EXIT_COMPAT;
+    case GDU_GDS_UNKNOWN: return GDU_DOCTOR_EXIT_UNKNOWN;
     default: return GDU_DOCTOR_EXIT_IMPOSSIBLE;
     }
 }
