@@ -35,7 +35,9 @@ static void usage(FILE *out)
             "\n"
             "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
             "12 impossible, 13 unknown (evidence missing: the reasons say what to capture or run),\n"
-            "69 no NVIDIA driver, 64 bad arguments, 66 PATH missing\n");
+            "69 no NVIDIA driver, 64 bad arguments (or a --capture DIR that is not empty),\n"
+            "66 PATH or sysroot missing or --capture DIR cannot be created, 74 the report or\n"
+            "the capture could not be written\n");
 }
 
 static int exit_code(const gdu_report *r)
@@ -108,12 +110,13 @@ int gdu_cmd_doctor(int argc, char **argv)
         return GDU_EXIT_USAGE;
     }
     gdu_sysroot sr;
+    char why[512];
     if (gdu_sysroot_init(&sr, sysroot) != 0) {
         fprintf(stderr, "gdunlock doctor: --sysroot path too long\n");
         return GDU_EXIT_USAGE;
     }
-    if (sysroot != NULL && access(sysroot, R_OK | X_OK) != 0) {
-        fprintf(stderr, "gdunlock doctor: --sysroot %s: %s\n", sysroot, strerror(errno));
+    if (gdu_sysroot_check(&sr, why, sizeof why) != 0) {
+        fprintf(stderr, "gdunlock doctor: --sysroot %s\n", why);
         return GDU_EXIT_NOINPUT;
     }
     char path[PATH_MAX];
@@ -123,6 +126,12 @@ int gdu_cmd_doctor(int argc, char **argv)
         if (rc != 0)
             return rc;
         target = path;
+    }
+    /* The capture's folder first: a bad one fails before anything is probed. */
+    int prepared = capture != NULL ? gdu_capture_prepare(capture, why, sizeof why) : 0;
+    if (prepared != 0) {
+        fprintf(stderr, "gdunlock doctor: --capture %s\n", why);
+        return prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT;
     }
     gdu_system *sys = malloc(sizeof *sys);
     if (sys == NULL) {
@@ -144,6 +153,8 @@ int gdu_cmd_doctor(int argc, char **argv)
         rc = gdu_doctor_print_json(stdout, &report, source, code);
     else
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
+    if (rc != 0)
+        fprintf(stderr, "gdunlock doctor: could not write the report\n");
     if (capture != NULL) {
         /* topo reads a little more (every mount's block devices, NIC names):
          * let it read now so that the capture replays topo too. */
@@ -152,7 +163,6 @@ int gdu_cmd_doctor(int argc, char **argv)
             gdu_topo_build(sys, topo);
         free(topo);
         gdu_capture_stats st;
-        char why[512];
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
             fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
             rc = -1;
@@ -166,9 +176,5 @@ int gdu_cmd_doctor(int argc, char **argv)
     gdu_system_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
-    if (rc != 0) {
-        fprintf(stderr, "gdunlock doctor: could not write the report\n");
-        return GDU_EXIT_IOERR;
-    }
-    return code;
+    return rc != 0 ? GDU_EXIT_IOERR : code;
 }

@@ -4,7 +4,6 @@
 #include "cli/exit_codes.h"
 #include "probe/topo_matrix.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +77,9 @@ int gdu_cmd_topo(int argc, char **argv)
         return GDU_EXIT_USAGE;
     }
     gdu_sysroot sr;
-    if (gdu_sysroot_init(&sr, sysroot) != 0 || (sysroot && access(sysroot, R_OK | X_OK) != 0)) {
-        fprintf(stderr, "gdunlock topo: --sysroot %s: %s\n", sysroot ? sysroot : "",
-                strerror(errno ? errno : ENAMETOOLONG));
+    char why[512] = "path too long";
+    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0) {
+        fprintf(stderr, "gdunlock topo: --sysroot %s\n", why);
         return GDU_EXIT_NOINPUT;
     }
     gdu_system *sys = malloc(sizeof *sys);

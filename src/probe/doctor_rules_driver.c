@@ -232,6 +232,11 @@ void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, si
                                         "no NVIDIA GPU found on the PCI bus");
         if (sys->pci_error[0])
             gdu_finding_evidence(f, "%s", sys->pci_error);
+    } else if (sys->pci_error[0]) {
+        gdu_finding *f = gdu_report_add(r, "pcie.scan", "pcie", GDU_ST_FAIL,
+                                        "the PCI devices could not be read; the GPUs are the "
+                                        "driver's list, without PCIe paths");
+        gdu_finding_evidence(f, "%s", sys->pci_error);
     }
     for (size_t i = 0; i < n_gpus; i++)
         gpu_findings(&gpus[i], r);

@@ -27,6 +27,29 @@ int gdu_sysroot_init(gdu_sysroot *sr, const char *root)
     return 0;
 }
 
+int gdu_sysroot_check(const gdu_sysroot *sr, char *why, size_t why_len)
+{
+    struct stat st;
+    if (gdu_sysroot_is_live(sr))
+        return 0;
+    if (stat(sr->root, &st) != 0) {
+        int e = errno;
+        snprintf(why, why_len, "%s: %s", sr->root, strerror(e));
+        return -e;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_len, "%s is not a directory: give the folder 'gdunlock doctor --capture "
+                               "DIR' wrote", sr->root);
+        return -ENOTDIR;
+    }
+    if (access(sr->root, R_OK | X_OK) != 0) {
+        int e = errno;
+        snprintf(why, why_len, "%s: %s", sr->root, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 void gdu_sysroot_free(gdu_sysroot *sr)
 {
     for (size_t i = 0; i < sr->n_recorded; i++)

@@ -16,6 +16,9 @@ typedef struct gdu_sysroot {
 
 /* root NULL or "/" means the live machine. Returns 0 or -ENAMETOOLONG. */
 int gdu_sysroot_init(gdu_sysroot *sr, const char *root);
+/* A sysroot must be a readable directory. Returns 0 (always, live) or -errno
+ * with the reason ("... is not a directory") in why. */
+int gdu_sysroot_check(const gdu_sysroot *sr, char *why, size_t why_len);
 void gdu_sysroot_free(gdu_sysroot *sr);
 bool gdu_sysroot_is_live(const gdu_sysroot *sr);
 

@@ -7,16 +7,22 @@
 # stream counts. Usage: nonsense.sh path/to/gdunlock
 set -uo pipefail
 bin=$1
+fixtures=$(cd "$(dirname "$0")/../fixtures/doctor" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 : >"$work/empty"
 printf 'not a safetensors file' >"$work/junk"
-documented=" 0 1 2 10 11 12 64 66 69 70 74 "
+mkfifo "$work/fifo"
+touch "$work/not-empty-dir-file"
+documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-check() { # expected-codes... -- args...
-  local want=() args=()
+# check [-m TEXT] expected-codes... -- args...: -m: the messages (stderr and
+# stdout) must contain TEXT.
+check() {
+  local want=() args=() says=""
+  if [ "$1" = "-m" ]; then says=$2; shift 2; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
@@ -35,6 +41,8 @@ check() { # expected-codes... -- args...
     why="exit $rc with no message"
   elif grep -qiE 'AddressSanitizer|runtime error:|LeakSanitizer' "$work/err"; then
     why="sanitizer report"
+  elif [ -n "$says" ] && ! grep -qF -- "$says" "$work/err" "$work/out"; then
+    why="the message does not say '$says'"
   fi
   if [ -n "$why" ]; then
     fail=$((fail + 1))
@@ -57,13 +65,30 @@ check 64 -- run
 check 66 -- run -- /no/such/program
 check 0 10 11 12 69 -- doctor
 check 0 10 11 12 66 69 -- doctor /no/such/path
-check 0 10 11 12 69 -- doctor /dev/zero
+check 0 10 11 12 13 69 -- doctor /dev/zero
+check 0 10 11 12 13 69 -- doctor "$work/fifo"
 check 64 -- doctor --sysroot
-check 0 10 11 12 66 69 -- doctor --sysroot /no/such/dir
-check 0 10 11 12 66 69 -- doctor --sysroot "$work/empty"
-check 0 10 11 12 69 -- doctor --sysroot "$work"
+check 66 -- doctor --sysroot /no/such/dir
+check -m "is not a directory" 66 -- doctor --sysroot "$work/empty"
+check 0 10 11 12 13 69 -- doctor --sysroot "$work"
+check -m "cannot create /proc/gdu-x" 66 -- doctor --capture /proc/gdu-x
+check -m "is not empty" 64 -- doctor --capture "$work"
 check 0 69 -- topo
-check 0 66 69 -- topo --sysroot /no/such/dir
+check 66 -- topo --sysroot /no/such/dir
+check -m "is not a directory" 66 -- topo --sysroot "$work/empty"
+# A capture with a FIFO where doctor reads a file, and a link to this
+# machine's own files: doctor neither blocks nor leaves the capture.
+cp -a "$fixtures/l40s-nvfs" "$work/sysroot"
+rm "$work/sysroot/proc/driver/nvidia/version" "$work/sysroot/etc/cufile.json"
+mkfifo "$work/sysroot/proc/driver/nvidia/version"
+ln -s /etc/passwd "$work/sysroot/etc/cufile.json"
+check -m "no cufile.json at /etc/cufile.json" 0 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
+mkfifo "$work/sysroot/sys/bus/pci/devices/0000:00:01.0/label"
+check -m "0000:00:01.0/label is not a plain file" 13 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
+check 0 -- topo --sysroot "$work/sysroot"
+rm "$work/sysroot/gdunlock-live.json"
+mkfifo "$work/sysroot/gdunlock-live.json"
+check -m "gdunlock-live.json: not a regular file" 13 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
 check 64 -- verify
 check 66 69 -- verify /no/such/dir/file
 check 64 66 69 -- verify "$work"
