@@ -103,6 +103,19 @@ check 66 69 -- bench -f /no/such/file
 check 64 66 69 -- bench -f /dev/zero -s 1M
 check 64 66 69 -- bench -f "$work/empty"
 check 64 66 69 -- bench -D "$work/empty"
+# A file that is not a bench file is someone's data: never overwritten without --force.
+printf 'precious data\n' >"$work/precious"
+check -m "pass --force" 64 -- bench -f "$work/precious" --create -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" -x write -s 4K -i 4K --paths host --rounds 1
+if [ "$(cat "$work/precious")" = "precious data" ]; then
+  pass=$((pass + 1)); echo "ok   bench left the file it refused as it was"
+else
+  fail=$((fail + 1)); echo "FAIL bench overwrote $work/precious: $(head -c 40 "$work/precious" | od -c | head -1)"
+fi
+check 0 -- bench -f "$work/precious" --create --force -s 4K -i 4K --paths host --rounds 1
+check 0 -- bench -f "$work/precious" --create --seed 9 -s 8K -i 4K --paths host --rounds 1
+check -m "is a directory" 66 -- bench -f "$work" -s 4K
+check -m "not a regular file" 66 -- bench -f "$work/fifo" --create -s 4K
 check 64 -- bench -f "$work/x" -s -5
 check 64 -- bench -f "$work/x" -s 99999999999999999999
 check 64 -- bench -f "$work/x" -w 0
