@@ -148,13 +148,14 @@ int gdu_cmd_doctor(int argc, char **argv)
     char source[PATH_MAX + 16];
     snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
              sysroot ? sysroot : "");
-    int rc = 0;
-    if (json)
-        rc = gdu_doctor_print_json(stdout, &report, source, code);
-    else
+    /* A write error on stdout is main's to report (74). */
+    int rc = code;
+    if (!json) {
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
-    if (rc != 0)
-        fprintf(stderr, "gdunlock doctor: could not write the report\n");
+    } else if (gdu_doctor_print_json(stdout, &report, source, code) != 0 && !ferror(stdout)) {
+        fprintf(stderr, "gdunlock doctor: cannot build the JSON report\n");
+        rc = GDU_EXIT_SOFTWARE;
+    }
     if (capture != NULL) {
         /* topo reads a little more (every mount's block devices, NIC names):
          * let it read now so that the capture replays topo too. */
@@ -165,7 +166,7 @@ int gdu_cmd_doctor(int argc, char **argv)
         gdu_capture_stats st;
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
             fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
-            rc = -1;
+            rc = GDU_EXIT_IOERR;
         } else {
             fprintf(stderr, "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
                             "unreadable); replay with: gdunlock doctor --sysroot %s\n",
@@ -176,5 +177,5 @@ int gdu_cmd_doctor(int argc, char **argv)
     gdu_system_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
-    return rc != 0 ? GDU_EXIT_IOERR : code;
+    return rc;
 }

@@ -103,9 +103,13 @@ int gdu_cmd_topo(int argc, char **argv)
     }
     if (json) {
         json_t *j = gdu_topo_to_json(t);
-        if (j == NULL || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-            rc = GDU_EXIT_IOERR;
-        putchar('\n');
+        if (j == NULL) {
+            fprintf(stderr, "gdunlock topo: cannot build the JSON document\n");
+            rc = GDU_EXIT_SOFTWARE;
+        } else {
+            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* write errors: main's */
+            putchar('\n');
+        }
         json_decref(j);
     } else if (t->n_gpus > 0) {
         print_table(t);

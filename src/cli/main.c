@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ static void usage(FILE *out)
     fprintf(out, "\n'gdunlock <command> --help' describes a command's options.\n");
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -50,4 +51,22 @@ int main(int argc, char **argv)
     fprintf(stderr, "gdunlock: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return GDU_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    /* Every command's report goes to stdout; when it cannot be written (a
+     * full disk, /dev/full, a closed pipe with SIGPIPE ignored) the report is
+     * lost, and that is what the exit status says, whatever the command found. */
+    int err = fflush(stdout) != 0 ? errno : 0;
+    if (ferror(stdout) && err == 0)
+        err = EIO;
+    if (fclose(stdout) != 0 && err == 0)
+        err = errno;
+    if (err != 0) {
+        fprintf(stderr, "gdunlock: writing the output failed: %s\n", strerror(err));
+        return GDU_EXIT_IOERR;
+    }
+    return rc;
 }

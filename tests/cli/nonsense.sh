@@ -18,15 +18,16 @@ documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-# check [-m TEXT] expected-codes... -- args...: -m: the messages (stderr and
-# stdout) must contain TEXT.
+# check [-m TEXT] [-full] expected-codes... -- args...: -m: the messages
+# (stderr and stdout) must contain TEXT; -full: stdout is /dev/full.
 check() {
-  local want=() args=() says=""
+  local want=() args=() says="" out="$work/out"
   if [ "$1" = "-m" ]; then says=$2; shift 2; fi
+  if [ "$1" = "-full" ]; then out=/dev/full; : >"$work/out"; shift; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
-  timeout 60 "$bin" "${args[@]}" >"$work/out" 2>"$work/err" </dev/null
+  timeout 60 "$bin" "${args[@]}" >"$out" 2>"$work/err" </dev/null
   local rc=$?
   local why=""
   if [ $rc -eq 124 ]; then
@@ -126,6 +127,22 @@ check 64 -- p2p --gpus banana
 check 64 69 -- p2p --gpus 0,99
 check 64 -- p2p --size -1
 check 64 -- p2p --iters 0
+# Output that cannot be written (stdout on /dev/full) is an I/O error, 74,
+# for every command, whatever it found.
+printf '\x36\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
+check 0 -- load "$work/tiny.safetensors" --to host
+full="writing the output failed"
+check -m "$full" -full 74 -- --help
+check -m "$full" -full 74 -- doctor --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- doctor --json --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- topo --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- topo --json --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- load "$work/tiny.safetensors" --to host
+check -m "$full" -full 74 -- load "$work/tiny.safetensors" --to host --json
+check -m "$full" -full 74 -- run --json -- true
+check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1
+check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1 --json
+check -m "$full" -full 74 -- verify "$work/new" --no-shim --json
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
 check 64 66 -- load "$work"
