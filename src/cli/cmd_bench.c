@@ -1,6 +1,7 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
 #include "cli/bench.h"
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
@@ -66,8 +67,8 @@ static void usage(FILE *out)
 
 static int bad_arg(const char *what, const char *value)
 {
-    fprintf(stderr, "gdunlock bench: invalid %s '%s' (see gdunlock bench --help)\n", what, value);
-    return GDU_EXIT_USAGE;
+    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
+                        "invalid %s '%s' (see gdunlock bench --help)", what, value);
 }
 
 static int parse_paths(const char *list, unsigned *out)
@@ -177,15 +178,16 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
             break;
         case OPT_JSON: c->json = true; break;
         case OPT_PROGRESS: c->progress = true; break;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock bench --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
-    if ((c->file == NULL) == (dir == NULL)) {
-        fprintf(stderr, "gdunlock bench: give exactly one of -f FILE or -D DIR\n");
-        return GDU_EXIT_USAGE;
-    }
+    if ((c->file == NULL) == (dir == NULL))
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "give exactly one of -f FILE or -D DIR");
     if (dir != NULL) {
         snprintf(path_buf, path_len, "%s/gdunlock-bench.dat", dir);
         c->file = path_buf;
@@ -385,12 +387,11 @@ int gdu_cmd_bench(int argc, char **argv)
     char why[512] = "";
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
-        fprintf(stderr, "gdunlock bench: %s\n", why);
-        if (s == -EEXIST)
-            return GDU_EXIT_USAGE;
-        return s == -ENOENT || s == -EINVAL || s == -EACCES || s == -EISDIR || s == -ENOTDIR
-                   ? GDU_EXIT_NOINPUT
-                   : GDU_EXIT_IOERR;
+        int code = s == -EEXIST ? GDU_EXIT_USAGE
+                   : s == -ENOENT || s == -EINVAL || s == -EACCES || s == -EISDIR || s == -ENOTDIR
+                       ? GDU_EXIT_NOINPUT
+                       : GDU_EXIT_IOERR;
+        return gdu_cli_fail("bench", code, NULL, NULL, "%s", why);
     }
     bench_settle(false); /* --create's pages reach the disk before anything is timed */
     bench_gpu g;
@@ -400,8 +401,8 @@ int gdu_cmd_bench(int argc, char **argv)
     memset(res, 0, sizeof res);
     bench_lat lat = {malloc(plan.n * sizeof(double)), plan.n};
     if (plan.offset == NULL || lat.us == NULL) {
-        fprintf(stderr, "gdunlock bench: out of memory for %zu I/Os\n", plan.n);
-        return GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory for %zu I/Os",
+                            plan.n);
     }
     if (c.write && g.ok && bench_gpu_reset(&g, &c, why, sizeof why) != 0)
         snprintf(g.why, sizeof g.why, "%.250s", why), g.ok = false;

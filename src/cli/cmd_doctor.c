@@ -1,5 +1,6 @@
 /* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
  * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
@@ -58,19 +59,15 @@ static int target_path(const char *arg, bool live, char *out, size_t len)
 {
     if (live) {
         char real[PATH_MAX];
-        if (realpath(arg, real) == NULL) {
-            fprintf(stderr, "gdunlock doctor: %s: %s (name an existing file or directory)\n", arg,
-                    strerror(errno));
-            return GDU_EXIT_NOINPUT;
-        }
+        if (realpath(arg, real) == NULL)
+            return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL,
+                                "%s: %s (name an existing file or directory)", arg, strerror(errno));
         snprintf(out, len, "%s", real);
         return 0;
     }
-    if (arg[0] != '/') {
-        fprintf(stderr, "gdunlock doctor: with --sysroot, PATH must be absolute on the captured "
-                        "machine (got '%s')\n", arg);
-        return GDU_EXIT_USAGE;
-    }
+    if (arg[0] != '/')
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "with --sysroot, PATH must be "
+                            "absolute on the captured machine (got '%s')", arg);
     snprintf(out, len, "%s", arg);
     size_t n = strlen(out);
     while (n > 1 && out[n - 1] == '/')
@@ -96,29 +93,25 @@ int gdu_cmd_doctor(int argc, char **argv)
         case 'j': json = true; break;
         case 'p': progress = true; break;
         case 'h': usage(stdout); return GDU_EXIT_OK;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("doctor", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock doctor --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
     if (argc - optind > 1) {
-        fprintf(stderr, "gdunlock doctor: one PATH at most\n");
         usage(stderr);
-        return GDU_EXIT_USAGE;
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "one PATH at most");
     }
-    if (sysroot != NULL && capture != NULL) {
-        fprintf(stderr, "gdunlock doctor: --capture records the live machine; it cannot be "
-                        "combined with --sysroot\n");
-        return GDU_EXIT_USAGE;
-    }
+    if (sysroot != NULL && capture != NULL)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--capture records the live "
+                            "machine; it cannot be combined with --sysroot");
     gdu_sysroot sr;
     char why[512];
-    if (gdu_sysroot_init(&sr, sysroot) != 0) {
-        fprintf(stderr, "gdunlock doctor: --sysroot path too long\n");
-        return GDU_EXIT_USAGE;
-    }
-    if (gdu_sysroot_check(&sr, why, sizeof why) != 0) {
-        fprintf(stderr, "gdunlock doctor: --sysroot %s\n", why);
-        return GDU_EXIT_NOINPUT;
-    }
+    if (gdu_sysroot_init(&sr, sysroot) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
+    if (gdu_sysroot_check(&sr, why, sizeof why) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
     const char *target = NULL;
     if (optind < argc) {
@@ -129,15 +122,12 @@ int gdu_cmd_doctor(int argc, char **argv)
     }
     /* The capture's folder first: a bad one fails before anything is probed. */
     int prepared = capture != NULL ? gdu_capture_prepare(capture, why, sizeof why) : 0;
-    if (prepared != 0) {
-        fprintf(stderr, "gdunlock doctor: --capture %s\n", why);
-        return prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT;
-    }
+    if (prepared != 0)
+        return gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
+                            NULL, "--capture %s", why);
     gdu_system *sys = malloc(sizeof *sys);
-    if (sys == NULL) {
-        fprintf(stderr, "gdunlock doctor: out of memory\n");
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (sys == NULL)
+        return gdu_cli_fail("doctor", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     if (progress)
         fprintf(stderr, "doctor: probing driver, PCI devices, storage, IOMMU and CUDA...\n");
     gdu_system_probe(&sr, target ? &target : NULL, target ? 1 : 0, sys);

@@ -3,6 +3,7 @@
  * the shim did in each process of CMD that used a GPU, and exits with CMD's
  * exit status. Each such process writes its report into a private temporary
  * folder (GDUNLOCK_REPORT=<dir>/report-%p.json); they are merged here. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -71,10 +72,9 @@ static int parse(int argc, char **argv, struct run_options *o)
             o->report = optarg;
             break;
         case 'l':
-            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0) {
-                fprintf(stderr, "gdunlock run: --log '%s': give error, info or debug\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0)
+                return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--log '%s': give error, info or debug", optarg);
             o->log = optarg;
             break;
         case 'j':
@@ -87,16 +87,14 @@ static int parse(int argc, char **argv, struct run_options *o)
             usage(stdout);
             return -1;
         default:
-            fprintf(stderr, "gdunlock run: unknown or incomplete option '%s'\n\n", argv[optind - 1]);
             usage(stderr);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "unknown or incomplete option '%s'",
+                                argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "gdunlock run: no command given; write it after '--', e.g. "
-                        "gdunlock run -- python3 train.py\n");
-        return GDU_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "no command given; write it after "
+                            "'--', e.g. gdunlock run -- python3 train.py");
     return 0;
 }
 
@@ -355,19 +353,17 @@ int gdu_cmd_run(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? GDU_EXIT_OK : rc;
     char shim[PATH_MAX + 32] = "";
-    if (!find_shim(shim, sizeof shim)) {
-        fprintf(stderr, "gdunlock run: libgdunlock.so not found next to the gdunlock binary (%s); "
-                        "build it: cmake --build build --target gdu_shim\n", shim);
-        return GDU_EXIT_UNAVAILABLE;
-    }
+    if (!find_shim(shim, sizeof shim))
+        return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, NULL,
+                            "build it: cmake --build build --target gdu_shim",
+                            "libgdunlock.so not found next to the gdunlock binary (%s)", shim);
     const char *tmp = getenv("TMPDIR");
     char dir[PATH_MAX], pattern[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/gdunlock-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        fprintf(stderr, "gdunlock run: cannot create a folder for the shim's reports in %s: %s; set TMPDIR\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (mkdtemp(dir) == NULL)
+        return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder",
+                            "cannot create a folder for the shim's reports in %s: %s",
+                            tmp && *tmp ? tmp : "/tmp", strerror(errno));
     snprintf(pattern, sizeof pattern, "%s/report-%%p.json", dir);
     int exec_errno = 0;
     struct sigaction old[N_ENDING];
@@ -376,9 +372,10 @@ int gdu_cmd_run(int argc, char **argv)
     json_t *processes = collect_reports(dir);
     if (status < 0) {
         release_ending(old);
-        fprintf(stderr, "gdunlock run: cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
         json_decref(processes);
-        return exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT : GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("run", exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
+                                                                                 : GDU_EXIT_SOFTWARE,
+                            NULL, NULL, "cannot run '%s': %s", argv[optind], strerror(exec_errno));
     }
     int cmd_rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (ending_signal != 0) { /* as a shell reports a command a signal ended */

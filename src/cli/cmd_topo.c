@@ -1,5 +1,6 @@
 /* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
  * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "probe/topo_matrix.h"
@@ -69,26 +70,25 @@ int gdu_cmd_topo(int argc, char **argv)
         case 's': sysroot = optarg; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return GDU_EXIT_OK;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("topo", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock topo --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gdunlock topo: unexpected argument '%s'\n", argv[optind]);
-        return GDU_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gdu_cli_fail("topo", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
+                            argv[optind]);
     gdu_sysroot sr;
     char why[512] = "path too long";
-    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0) {
-        fprintf(stderr, "gdunlock topo: --sysroot %s\n", why);
-        return GDU_EXIT_NOINPUT;
-    }
+    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+        return gdu_cli_fail("topo", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     gdu_system *sys = malloc(sizeof *sys);
     gdu_topo *t = malloc(sizeof *t);
     if (sys == NULL || t == NULL) {
         free(sys);
         free(t);
-        fprintf(stderr, "gdunlock topo: out of memory\n");
-        return GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("topo", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     }
     gdu_system_probe(&sr, NULL, 0, sys);
     gdu_topo_build(sys, t);

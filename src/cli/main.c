@@ -1,4 +1,5 @@
 /* gdunlock: command-line entry point; dispatches to the subcommands. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -30,8 +31,19 @@ static void usage(FILE *out)
     fprintf(out, "\n'gdunlock <command> --help' describes a command's options.\n");
 }
 
+/* --json among a command's options (before "--", where run's CMD begins), as
+ * getopt_long takes it: the whole word or a prefix of it ("--js"). */
+static bool json_asked(int argc, char **argv)
+{
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strlen(argv[i]) >= 3 && strncmp("--json", argv[i], strlen(argv[i])) == 0)
+            return true;
+    return false;
+}
+
 static int dispatch(int argc, char **argv)
 {
+    gdu_cli_set_json(json_asked(argc, argv));
     if (argc < 2) {
         usage(stderr);
         return GDU_EXIT_USAGE;
@@ -50,6 +62,7 @@ static int dispatch(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "gdunlock: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
+    gdu_cli_error_doc(argv[1], GDU_EXIT_USAGE, NULL, "unknown command", "gdunlock --help lists them");
     return GDU_EXIT_USAGE;
 }
 

@@ -18,12 +18,15 @@ documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-# check [-m TEXT] [-full] expected-codes... -- args...: -m: the messages
-# (stderr and stdout) must contain TEXT; -full: stdout is /dev/full.
+# check [-m TEXT] [-full|-json] expected-codes... -- args...: -m: the
+# messages (stderr and stdout) must contain TEXT; -full: stdout is /dev/full;
+# -json: stdout must be one JSON document, and a failure's the error
+# document ({"command", "exit_code": the exit status, "error": {"code", "message"}}).
 check() {
-  local want=() args=() says="" out="$work/out"
+  local want=() args=() says="" out="$work/out" json=0
   if [ "$1" = "-m" ]; then says=$2; shift 2; fi
   if [ "$1" = "-full" ]; then out=/dev/full; : >"$work/out"; shift; fi
+  if [ "$1" = "-json" ]; then json=1; shift; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
@@ -44,6 +47,23 @@ check() {
     why="sanitizer report"
   elif [ -n "$says" ] && ! grep -qF -- "$says" "$work/err" "$work/out"; then
     why="the message does not say '$says'"
+  elif [ $json = 1 ] && ! json_why=$(python3 - "$work/out" $rc 2>&1 <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit("stdout is not one JSON document (%s)" % e)
+rc = int(sys.argv[2])
+if "exit_code" in doc and doc["exit_code"] != rc:
+    sys.exit("exit_code %s in the document, exit status %d" % (doc["exit_code"], rc))
+err = doc.get("error")
+if rc != 0 and "schema" not in doc and "verdict" not in doc and not (
+        isinstance(err, dict) and err.get("code") and err.get("message")
+        and doc.get("exit_code") == rc and "command" in doc):
+    sys.exit("not the error document: %s" % json.dumps(doc)[:200])
+PY
+  ); then
+    why=$json_why
   fi
   if [ -n "$why" ]; then
     fail=$((fail + 1))
@@ -143,6 +163,32 @@ check -m "$full" -full 74 -- run --json -- true
 check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1
 check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1 --json
 check -m "$full" -full 74 -- verify "$work/new" --no-shim --json
+# With --json, one JSON document on stdout, errors included.
+check -json 69 -- p2p --json
+check -json 64 -- p2p --json --gpus banana
+check -json 64 -- p2p --json --iters 0
+check -json 64 -- p2p --no-such-flag --json
+check -json 64 -- no-such-command --json
+check -json 66 -- doctor --json --sysroot /no/such/dir
+check -json 64 -- doctor --json --no-such-flag
+check -json 64 -- doctor --json /a /b
+check -json 66 -- doctor --json --capture /proc/gdu-x
+check -json 0 -- doctor --json --sysroot "$fixtures/l40s-nvfs" /data/model.safetensors
+check -json 13 -- doctor --json --sysroot "$fixtures/l40s-nvfs-missing-block" /data/model.safetensors
+check -json 66 -- topo --json --sysroot /no/such/dir
+check -json 64 -- topo --json extra
+check -json 0 -- topo --json --sysroot "$fixtures/l40s-nvfs"
+check -json 66 -- bench --json -f /no/such/file
+check -json 64 -- bench --json -f "$work/x" -s banana
+check -json 64 -- bench --json
+check -json 64 -- bench --json -f "$work/junk" --create -s 4K
+check -json 66 -- verify --json /no/such/dir/file
+check -json 64 -- verify --json "$work/new" --size banana
+check -json 64 -- verify --json
+check -json 69 -- verify --json --no-shim "$work/new"
+check -json 64 -- run --json
+check -json 64 -- run --json --log loud -- true
+check -json 66 -- run --json -- /no/such/program
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
 check 64 66 -- load "$work"
