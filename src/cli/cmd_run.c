@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,8 +258,11 @@ static json_t *collect_reports(const char *dir)
             continue;
         char path[PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* CMD's processes write here: only a regular file is read (a FIFO
+         * would block the load). */
+        struct stat st;
         if (strncmp(e->d_name, "report-", 7) == 0 && strstr(e->d_name, ".json") != NULL &&
-            strstr(e->d_name, ".tmp") == NULL) {
+            strstr(e->d_name, ".tmp") == NULL && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             json_error_t err;
             json_t *r = json_load_file(path, 0, &err);
             if (r != NULL)
