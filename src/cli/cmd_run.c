@@ -140,10 +140,12 @@ static void pass_on(int sig, siginfo_t *info, void *context)
 }
 
 /* Installs pass_on for each ending signal not ignored when we started (a
- * background job's SIGINT stays ignored, as CMD's does). */
+ * background job's SIGINT stays ignored, as CMD's does). Without SA_RESTART:
+ * once CMD has ended, a signal interrupts whatever would block in collecting
+ * the reports instead of being swallowed. */
 static void catch_ending(struct sigaction *old)
 {
-    struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART};
+    struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO};
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_ENDING; i++) {
         sigaction(ending_signals[i], NULL, &old[i]);
@@ -225,7 +227,9 @@ static int run_child(char **argv, const char *shim, const char *report_pattern, 
     sigprocmask(SIG_SETMASK, &mask, NULL);
     close(pipefd[1]);
     int e = 0;
-    ssize_t got = read(pipefd[0], &e, sizeof e);
+    ssize_t got;
+    while ((got = read(pipefd[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
     close(pipefd[0]);
     /* Waited for without reaping first, so that pass_on never signals a
      * reaped (and perhaps reused) pid. */
@@ -374,8 +378,10 @@ int gdu_cmd_run(int argc, char **argv)
     catch_ending(old);
     int status = run_child(argv + optind, shim, pattern, &o, &exec_errno);
     json_t *processes = collect_reports(dir);
+    /* The folder is gone: from here a signal may end gdunlock as it would
+     * any program (a stdout pipe nobody reads cannot keep it). */
+    release_ending(old);
     if (status < 0) {
-        release_ending(old);
         json_decref(processes);
         return gdu_cli_fail("run", exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
                                                                                  : GDU_EXIT_SOFTWARE,
@@ -401,6 +407,5 @@ int gdu_cmd_run(int argc, char **argv)
     }
     json_decref(doc);
     json_decref(processes);
-    release_ending(old);
     return cmd_rc;
 }

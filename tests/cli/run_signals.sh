@@ -69,6 +69,33 @@ else
 fi
 rm -rf "${TMPDIR:?}"/*
 
+# SIGTERM after CMD ended, while the report blocks on a stdout pipe nobody
+# reads (this shell holds it open both ways): the run ends, cleaning up.
+mkfifo "$work/stdout.fifo"
+exec 3<>"$work/stdout.fifo"
+"$bin" run --json -- sh -c 'python3 -c "import json; print(json.dumps([\"x\" * 1000] * 300))" \
+  >"${GDUNLOCK_REPORT%/*}/report-1.json"' >"$work/stdout.fifo" 2>"$work/err" &
+run=$!
+sleep 1
+kill -TERM $run
+for _ in $(seq 100); do kill -0 $run 2>/dev/null || break; sleep 0.05; done
+if kill -0 $run 2>/dev/null; then
+  bad "SIGTERM while stdout blocks: gdunlock run still runs"
+  kill -KILL $run
+  wait $run 2>/dev/null
+else
+  wait $run
+  code=$?
+  left=$(ls -A "$TMPDIR")
+  if [ -n "$left" ]; then
+    bad "SIGTERM while stdout blocks: left behind in TMPDIR: $left"
+  else
+    ok "SIGTERM while stdout blocks: ended (exit $code), nothing left: $(head -c 100 "$work/err" | tr '\n' ' ')"
+  fi
+fi
+exec 3<&-
+rm -rf "${TMPDIR:?}"/*
+
 # --report to a FIFO with no reader: an error, not a hang.
 mkfifo "$work/report.fifo"
 timeout 30 "$bin" run --report "$work/report.fifo" -- true >"$work/out" 2>"$work/err"
