@@ -32,6 +32,7 @@ typedef struct {
     uint64_t chunk;   /* engine chunk size (0: engine default) */
     unsigned staging; /* engine staging buffers per worker (0: default) */
     bool write, random, cold, create, verify, json, progress, vmm;
+    bool force; /* may overwrite a file that is not a bench file */
     int device;
     unsigned paths; /* bit per BENCH_* */
     uint32_t seed;
@@ -105,7 +106,10 @@ void bench_fill(void *buf, uint64_t file_offset, size_t n, uint32_t seed);
 /* Returns the file offset of the first wrong byte, or UINT64_MAX. */
 uint64_t bench_check(const void *buf, uint64_t file_offset, size_t n, uint32_t seed);
 /* Makes sure the file holds the pattern over [0, total): creates it with
- * --create, else checks its size and a sample. 0 or a negative errno (why). */
+ * --create, else checks its size and a sample. A file that is not empty and
+ * not a bench file is never overwritten (--create, -x write) without
+ * --force. 0 or a negative errno (why): -EEXIST refused, -EISDIR, -EINVAL
+ * not a regular file or not a bench file, -ENOENT. */
 int bench_prepare_file(const bench_config *c, char *why, size_t len);
 
 int bench_gpu_open(bench_gpu *g, const bench_config *c);

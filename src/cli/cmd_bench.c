@@ -1,6 +1,7 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
 #include "cli/bench.h"
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
@@ -43,6 +44,8 @@ static void usage(FILE *out)
             "                   every path and splits them)\n"
             "  --staging N      engine staging buffers per worker (default %u)\n"
             "  --create         create or rewrite FILE with the verifiable pattern\n"
+            "  --force          let --create or -x write overwrite a FILE that is not a\n"
+            "                   bench file (refused otherwise: it may be someone's data)\n"
             "  --rounds N       measure every path N times, alternating paths (the\n"
             "                   order reversed every other round); report each path's\n"
             "                   median round with the range (default 3, 1..9)\n"
@@ -55,7 +58,8 @@ static void usage(FILE *out)
             "are written back (and, cold and root, drops the page cache).\n"
             "\n"
             "exit: 0 all paths that could run ran and their data was right; 1 wrong data;\n"
-            "64 bad arguments; 66 file missing or not a bench file; 69 no GPU;\n"
+            "64 bad arguments (or FILE would be overwritten without --force); 66 file\n"
+            "missing, not a regular file or not a bench file; 69 no GPU;\n"
             "74 an I/O error.\n",
             gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20,
             GDU_IO_DEFAULT_STAGING);
@@ -63,8 +67,8 @@ static void usage(FILE *out)
 
 static int bad_arg(const char *what, const char *value)
 {
-    fprintf(stderr, "gdunlock bench: invalid %s '%s' (see gdunlock bench --help)\n", what, value);
-    return GDU_EXIT_USAGE;
+    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
+                        "invalid %s '%s' (see gdunlock bench --help)", what, value);
 }
 
 static int parse_paths(const char *list, unsigned *out)
@@ -87,7 +91,7 @@ static int parse_paths(const char *list, unsigned *out)
 }
 
 enum { OPT_MEM = 256, OPT_COLD, OPT_PATHS, OPT_CHUNK, OPT_STAGING, OPT_CREATE, OPT_NOVERIFY,
-       OPT_SEED, OPT_JSON, OPT_PROGRESS, OPT_ROUNDS };
+       OPT_SEED, OPT_JSON, OPT_PROGRESS, OPT_ROUNDS, OPT_FORCE };
 
 static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, size_t path_len)
 {
@@ -99,7 +103,7 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
         {"create", no_argument, NULL, OPT_CREATE}, {"no-verify", no_argument, NULL, OPT_NOVERIFY},
         {"seed", required_argument, NULL, OPT_SEED}, {"json", no_argument, NULL, OPT_JSON},
         {"progress", no_argument, NULL, OPT_PROGRESS}, {"rounds", required_argument, NULL, OPT_ROUNDS},
-        {NULL, 0, NULL, 0}};
+        {"force", no_argument, NULL, OPT_FORCE},   {NULL, 0, NULL, 0}};
     uint64_t v;
     const char *dir = NULL;
     int opt;
@@ -160,6 +164,7 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
             c->staging = (unsigned)v;
             break;
         case OPT_CREATE: c->create = true; break;
+        case OPT_FORCE: c->force = true; break;
         case OPT_NOVERIFY: c->verify = false; break;
         case OPT_SEED:
             if (gdu_parse_uint(optarg, 0, UINT32_MAX, &v) != 0)
@@ -173,15 +178,16 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
             break;
         case OPT_JSON: c->json = true; break;
         case OPT_PROGRESS: c->progress = true; break;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock bench --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
-    if ((c->file == NULL) == (dir == NULL)) {
-        fprintf(stderr, "gdunlock bench: give exactly one of -f FILE or -D DIR\n");
-        return GDU_EXIT_USAGE;
-    }
+    if ((c->file == NULL) == (dir == NULL))
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "give exactly one of -f FILE or -D DIR");
     if (dir != NULL) {
         snprintf(path_buf, path_len, "%s/gdunlock-bench.dat", dir);
         c->file = path_buf;
@@ -381,8 +387,11 @@ int gdu_cmd_bench(int argc, char **argv)
     char why[512] = "";
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
-        fprintf(stderr, "gdunlock bench: %s\n", why);
-        return s == -ENOENT || s == -EINVAL || s == -EACCES ? GDU_EXIT_NOINPUT : GDU_EXIT_IOERR;
+        int code = s == -EEXIST ? GDU_EXIT_USAGE
+                   : s == -ENOENT || s == -EINVAL || s == -EACCES || s == -EISDIR || s == -ENOTDIR
+                       ? GDU_EXIT_NOINPUT
+                       : GDU_EXIT_IOERR;
+        return gdu_cli_fail("bench", code, NULL, NULL, "%s", why);
     }
     bench_settle(false); /* --create's pages reach the disk before anything is timed */
     bench_gpu g;
@@ -392,8 +401,8 @@ int gdu_cmd_bench(int argc, char **argv)
     memset(res, 0, sizeof res);
     bench_lat lat = {malloc(plan.n * sizeof(double)), plan.n};
     if (plan.offset == NULL || lat.us == NULL) {
-        fprintf(stderr, "gdunlock bench: out of memory for %zu I/Os\n", plan.n);
-        return GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory for %zu I/Os",
+                            plan.n);
     }
     if (c.write && g.ok && bench_gpu_reset(&g, &c, why, sizeof why) != 0)
         snprintf(g.why, sizeof g.why, "%.250s", why), g.ok = false;

@@ -1,5 +1,6 @@
 /* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
  * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
@@ -34,7 +35,10 @@ static void usage(FILE *out)
             "  -h, --help      this text\n"
             "\n"
             "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
-            "12 impossible, 69 no NVIDIA driver, 64 bad arguments, 66 PATH missing\n");
+            "12 impossible, 13 unknown (evidence missing: the reasons say what to capture or run),\n"
+            "69 no NVIDIA driver, 64 bad arguments (or a --capture DIR that is not empty),\n"
+            "66 PATH or sysroot missing or --capture DIR cannot be created, 74 the report or\n"
+            "the capture could not be written\n");
 }
 
 static int exit_code(const gdu_report *r)
@@ -45,6 +49,7 @@ static int exit_code(const gdu_report *r)
     case GDU_GDS_DIRECT: return GDU_DOCTOR_EXIT_DIRECT;
     case GDU_GDS_DIRECT_GDUNLOCK: return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
     case GDU_GDS_COMPAT: return GDU_DOCTOR_EXIT_COMPAT;
+    case GDU_GDS_UNKNOWN: return GDU_DOCTOR_EXIT_UNKNOWN;
     default: return GDU_DOCTOR_EXIT_IMPOSSIBLE;
     }
 }
@@ -54,19 +59,15 @@ static int target_path(const char *arg, bool live, char *out, size_t len)
 {
     if (live) {
         char real[PATH_MAX];
-        if (realpath(arg, real) == NULL) {
-            fprintf(stderr, "gdunlock doctor: %s: %s (name an existing file or directory)\n", arg,
-                    strerror(errno));
-            return GDU_EXIT_NOINPUT;
-        }
+        if (realpath(arg, real) == NULL)
+            return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL,
+                                "%s: %s (name an existing file or directory)", arg, strerror(errno));
         snprintf(out, len, "%s", real);
         return 0;
     }
-    if (arg[0] != '/') {
-        fprintf(stderr, "gdunlock doctor: with --sysroot, PATH must be absolute on the captured "
-                        "machine (got '%s')\n", arg);
-        return GDU_EXIT_USAGE;
-    }
+    if (arg[0] != '/')
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "with --sysroot, PATH must be "
+                            "absolute on the captured machine (got '%s')", arg);
     snprintf(out, len, "%s", arg);
     size_t n = strlen(out);
     while (n > 1 && out[n - 1] == '/')
@@ -92,28 +93,25 @@ int gdu_cmd_doctor(int argc, char **argv)
         case 'j': json = true; break;
         case 'p': progress = true; break;
         case 'h': usage(stdout); return GDU_EXIT_OK;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("doctor", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock doctor --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
     if (argc - optind > 1) {
-        fprintf(stderr, "gdunlock doctor: one PATH at most\n");
         usage(stderr);
-        return GDU_EXIT_USAGE;
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "one PATH at most");
     }
-    if (sysroot != NULL && capture != NULL) {
-        fprintf(stderr, "gdunlock doctor: --capture records the live machine; it cannot be "
-                        "combined with --sysroot\n");
-        return GDU_EXIT_USAGE;
-    }
+    if (sysroot != NULL && capture != NULL)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--capture records the live "
+                            "machine; it cannot be combined with --sysroot");
     gdu_sysroot sr;
-    if (gdu_sysroot_init(&sr, sysroot) != 0) {
-        fprintf(stderr, "gdunlock doctor: --sysroot path too long\n");
-        return GDU_EXIT_USAGE;
-    }
-    if (sysroot != NULL && access(sysroot, R_OK | X_OK) != 0) {
-        fprintf(stderr, "gdunlock doctor: --sysroot %s: %s\n", sysroot, strerror(errno));
-        return GDU_EXIT_NOINPUT;
-    }
+    char why[512];
+    if (gdu_sysroot_init(&sr, sysroot) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
+    if (gdu_sysroot_check(&sr, why, sizeof why) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
     const char *target = NULL;
     if (optind < argc) {
@@ -122,11 +120,14 @@ int gdu_cmd_doctor(int argc, char **argv)
             return rc;
         target = path;
     }
+    /* The capture's folder first: a bad one fails before anything is probed. */
+    int prepared = capture != NULL ? gdu_capture_prepare(capture, why, sizeof why) : 0;
+    if (prepared != 0)
+        return gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
+                            NULL, "--capture %s", why);
     gdu_system *sys = malloc(sizeof *sys);
-    if (sys == NULL) {
-        fprintf(stderr, "gdunlock doctor: out of memory\n");
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (sys == NULL)
+        return gdu_cli_fail("doctor", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     if (progress)
         fprintf(stderr, "doctor: probing driver, PCI devices, storage, IOMMU and CUDA...\n");
     gdu_system_probe(&sr, target ? &target : NULL, target ? 1 : 0, sys);
@@ -137,11 +138,14 @@ int gdu_cmd_doctor(int argc, char **argv)
     char source[PATH_MAX + 16];
     snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
              sysroot ? sysroot : "");
-    int rc = 0;
-    if (json)
-        rc = gdu_doctor_print_json(stdout, &report, source, code);
-    else
+    /* A write error on stdout is main's to report (74). */
+    int rc = code;
+    if (!json) {
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
+    } else if (gdu_doctor_print_json(stdout, &report, source, code) != 0 && !ferror(stdout)) {
+        fprintf(stderr, "gdunlock doctor: cannot build the JSON report\n");
+        rc = GDU_EXIT_SOFTWARE;
+    }
     if (capture != NULL) {
         /* topo reads a little more (every mount's block devices, NIC names):
          * let it read now so that the capture replays topo too. */
@@ -150,10 +154,9 @@ int gdu_cmd_doctor(int argc, char **argv)
             gdu_topo_build(sys, topo);
         free(topo);
         gdu_capture_stats st;
-        char why[512];
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
             fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
-            rc = -1;
+            rc = GDU_EXIT_IOERR;
         } else {
             fprintf(stderr, "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
                             "unreadable); replay with: gdunlock doctor --sysroot %s\n",
@@ -164,9 +167,5 @@ int gdu_cmd_doctor(int argc, char **argv)
     gdu_system_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
-    if (rc != 0) {
-        fprintf(stderr, "gdunlock doctor: could not write the report\n");
-        return GDU_EXIT_IOERR;
-    }
-    return code;
+    return rc;
 }

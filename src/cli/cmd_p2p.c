@@ -1,5 +1,6 @@
 /* gdunlock p2p: GPU-to-GPU capability (CUDA and the RM's caps, with the
  * reason and fix where P2P is missing) and bandwidth/latency matrices. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/p2p_collect.h"
@@ -81,28 +82,22 @@ static int parse(int argc, char **argv, struct options *o)
              * the ordinals are checked against the devices in pick_gpus. */
             int ordinals[GDU_P2P_MAX_GPUS];
             size_t got;
-            if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0) {
-                fprintf(stderr, "gdunlock p2p: --gpus '%s': give up to %d comma-separated CUDA "
-                                "ordinals, e.g. 0,1\n", optarg, GDU_P2P_MAX_GPUS);
-                return GDU_EXIT_USAGE;
-            }
+            if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
+                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus '%s': give up to %d "
+                                    "comma-separated CUDA ordinals, e.g. 0,1", optarg, GDU_P2P_MAX_GPUS);
             o->gpus = optarg;
             break;
         }
         case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30)) {
-                fprintf(stderr, "gdunlock p2p: --size '%s': give a size from 4K to 64G "
-                                "(e.g. 256M)\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30))
+                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--size '%s': give a size from 4K to 64G (e.g. 256M)", optarg);
             o->size = v;
             break;
         case 'i':
-            if (gdu_parse_uint(optarg, 1, 1000, &v) != 0) {
-                fprintf(stderr, "gdunlock p2p: --iters '%s': give a count from 1 to 1000\n",
-                        optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (gdu_parse_uint(optarg, 1, 1000, &v) != 0)
+                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--iters '%s': give a count from 1 to 1000", optarg);
             o->iters = (unsigned)v;
             break;
         case 'n':
@@ -121,16 +116,14 @@ static int parse(int argc, char **argv, struct options *o)
             usage(stdout);
             return -1;
         default:
-            fprintf(stderr, "gdunlock p2p: unknown or incomplete option '%s'\n\n",
-                    argv[optind - 1]);
             usage(stderr);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gdunlock p2p: unexpected argument '%s'\n", argv[optind]);
-        return GDU_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
+                            argv[optind]);
     return 0;
 }
 
@@ -146,22 +139,17 @@ static int pick_gpus(const char *list, int count, int *ordinals, int *n)
     }
     size_t got = 0;
     int rc = gdu_parse_index_list(list, 1023, ordinals, GDU_P2P_MAX_GPUS, &got);
-    if (rc != 0) {
-        fprintf(stderr, "gdunlock p2p: --gpus '%s': give up to %d comma-separated CUDA "
-                        "ordinals, e.g. 0,1\n", list, GDU_P2P_MAX_GPUS);
-        return GDU_EXIT_USAGE;
-    }
+    if (rc != 0)
+        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus '%s': give up to %d "
+                            "comma-separated CUDA ordinals, e.g. 0,1", list, GDU_P2P_MAX_GPUS);
     for (size_t i = 0; i < got; i++) {
-        if (ordinals[i] >= count) {
-            fprintf(stderr, "gdunlock p2p: --gpus: there is no GPU %d (CUDA sees %d, "
-                            "ordinals 0..%d)\n", ordinals[i], count, count - 1);
-            return GDU_EXIT_USAGE;
-        }
+        if (ordinals[i] >= count)
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus: there is no GPU %d "
+                                "(CUDA sees %d, ordinals 0..%d)", ordinals[i], count, count - 1);
         for (size_t k = 0; k < i; k++)
-            if (ordinals[k] == ordinals[i]) {
-                fprintf(stderr, "gdunlock p2p: --gpus: GPU %d is listed twice\n", ordinals[i]);
-                return GDU_EXIT_USAGE;
-            }
+            if (ordinals[k] == ordinals[i])
+                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--gpus: GPU %d is listed twice", ordinals[i]);
     }
     *n = (int)got;
     return 0;
@@ -198,28 +186,23 @@ static int run(const struct options *o, gdu_p2p_report *r)
 {
     char why[256];
     const gdu_cuda *cu = gdu_cuda_load(why, sizeof why);
-    if (cu == NULL) {
-        fprintf(stderr, "gdunlock p2p: CUDA is not usable: %s\n"
-                        "  fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine "
-                        "with an NVIDIA GPU\n", why);
-        return GDU_EXIT_UNAVAILABLE;
-    }
+    if (cu == NULL)
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL,
+                            "install the NVIDIA driver (it provides libcuda.so.1) on a machine "
+                            "with an NVIDIA GPU", "CUDA is not usable: %s", why);
     int count = 0;
     gdu_CUresult cr = cu->cuDeviceGetCount(&count);
-    if (cr != GDU_CUDA_SUCCESS || count == 0) {
-        fprintf(stderr, "gdunlock p2p: no CUDA GPU visible (%s)\n"
-                        "  fix: check nvidia-smi and CUDA_VISIBLE_DEVICES\n",
-                cr != GDU_CUDA_SUCCESS ? gdu_cuda_result_name(cr) : "device count 0");
-        return GDU_EXIT_UNAVAILABLE;
-    }
+    if (cr != GDU_CUDA_SUCCESS || count == 0)
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL,
+                            "check nvidia-smi and CUDA_VISIBLE_DEVICES", "no CUDA GPU visible (%s)",
+                            cr != GDU_CUDA_SUCCESS ? gdu_cuda_result_name(cr) : "device count 0");
     int ordinals[GDU_P2P_MAX_GPUS], n = 0;
     int rc = pick_gpus(o->gpus, count, ordinals, &n);
     if (rc != 0)
         return rc;
-    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, sizeof why) != 0) {
-        fprintf(stderr, "gdunlock p2p: querying the GPUs failed: %s\n", why);
-        return GDU_EXIT_UNAVAILABLE;
-    }
+    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, sizeof why) != 0)
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL,
+                            "querying the GPUs failed: %s", why);
     if (n > 1)
         gdu_p2p_collect_rm(r);
     gdu_p2p_collect_platform(r, "/");
@@ -257,10 +240,8 @@ int gdu_cmd_p2p(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? GDU_EXIT_OK : rc;
     gdu_p2p_report *r = calloc(1, sizeof *r);
-    if (r == NULL) {
-        fprintf(stderr, "gdunlock p2p: out of memory\n");
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (r == NULL)
+        return gdu_cli_fail("p2p", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     time_t now = time(NULL);
     struct tm tm;
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));

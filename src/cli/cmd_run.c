@@ -3,6 +3,7 @@
  * the shim did in each process of CMD that used a GPU, and exits with CMD's
  * exit status. Each such process writes its report into a private temporary
  * folder (GDUNLOCK_REPORT=<dir>/report-%p.json); they are merged here. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,8 +48,12 @@ static void usage(FILE *out)
             "  --test-drop-native  test mode: replace libcuda's own ThirdPartyP2P objects by the\n"
             "                      shim's (reproduces the GeForce state on a datacenter GPU)\n"
             "\n"
-            "exit: CMD's exit status (128+N if a signal N ended it), 64 bad arguments, 66 CMD\n"
-            "cannot be run, 69 libgdunlock.so not found, 70 internal error\n");
+            "SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to gdunlock are passed on to CMD, which is\n"
+            "waited for (a terminal's ^C reaches CMD itself); if gdunlock is killed, CMD gets SIGTERM.\n"
+            "\n"
+            "exit: CMD's exit status (128+N if a signal N ended it or was passed on), 64 bad\n"
+            "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found, 70 internal error,\n"
+            "74 the report could not be written\n");
 }
 
 static int parse(int argc, char **argv, struct run_options *o)
@@ -66,10 +73,9 @@ static int parse(int argc, char **argv, struct run_options *o)
             o->report = optarg;
             break;
         case 'l':
-            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0) {
-                fprintf(stderr, "gdunlock run: --log '%s': give error, info or debug\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0)
+                return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--log '%s': give error, info or debug", optarg);
             o->log = optarg;
             break;
         case 'j':
@@ -82,16 +88,14 @@ static int parse(int argc, char **argv, struct run_options *o)
             usage(stdout);
             return -1;
         default:
-            fprintf(stderr, "gdunlock run: unknown or incomplete option '%s'\n\n", argv[optind - 1]);
             usage(stderr);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "unknown or incomplete option '%s'",
+                                argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "gdunlock run: no command given; write it after '--', e.g. "
-                        "gdunlock run -- python3 train.py\n");
-        return GDU_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "no command given; write it after "
+                            "'--', e.g. gdunlock run -- python3 train.py");
     return 0;
 }
 
@@ -112,6 +116,59 @@ static bool find_shim(char *path, size_t len)
     return access(path, R_OK) == 0;
 }
 
+/* The signals that end a run: passed on to CMD, which is waited for; then the
+ * reports are collected, the folder removed, and the exit is 128+N. */
+static const int ending_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+#define N_ENDING (sizeof ending_signals / sizeof ending_signals[0])
+
+static volatile sig_atomic_t child_pid;      /* CMD while it runs, else 0 */
+static volatile sig_atomic_t ending_signal;  /* the signal passed on, 0 none */
+
+static void pass_on(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    /* A terminal's ^C, ^\ and hangup reach CMD itself (it is in our process
+     * group), as with system(): only a signal a process sent is passed on. */
+    if (info->si_code == SI_KERNEL && sig != SIGTERM)
+        return;
+    if (child_pid > 0 && info->si_pid != child_pid) {
+        ending_signal = sig;
+        kill((pid_t)child_pid, sig);
+    } else if (child_pid == 0) {
+        ending_signal = sig; /* before CMD started, or after it ended: just remembered */
+    }
+}
+
+/* Installs pass_on for each ending signal not ignored when we started (a
+ * background job's SIGINT stays ignored, as CMD's does). Without SA_RESTART:
+ * once CMD has ended, a signal interrupts whatever would block in collecting
+ * the reports instead of being swallowed. */
+static void catch_ending(struct sigaction *old)
+{
+    struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_ENDING; i++) {
+        sigaction(ending_signals[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN)
+            sigaction(ending_signals[i], &sa, NULL);
+    }
+}
+
+static void release_ending(const struct sigaction *old)
+{
+    for (size_t i = 0; i < N_ENDING; i++)
+        sigaction(ending_signals[i], &old[i], NULL);
+}
+
+static void block_ending(int how, sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < N_ENDING; i++)
+        sigaddset(&set, ending_signals[i]);
+    sigprocmask(how, &set, old);
+}
+
 /* Runs argv with the shim preloaded; returns its wait status, or -1 with
  * *exec_errno set when it could not be started. */
 static int run_child(char **argv, const char *shim, const char *report_pattern, const struct run_options *o,
@@ -123,14 +180,30 @@ static int run_child(char **argv, const char *shim, const char *report_pattern, 
         return -1;
     }
     fflush(NULL);
+    /* Blocked around fork: a signal is passed on once CMD's pid is known. */
+    sigset_t mask;
+    block_ending(SIG_BLOCK, &mask);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         *exec_errno = errno;
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         close(pipefd[0]);
         close(pipefd[1]);
         return -1;
     }
     if (pid == 0) {
+        for (size_t i = 0; i < N_ENDING; i++) {
+            struct sigaction cur;
+            sigaction(ending_signals[i], NULL, &cur);
+            if (cur.sa_handler != SIG_IGN)
+                signal(ending_signals[i], SIG_DFL);
+        }
+        sigprocmask(SIG_SETMASK, &mask, NULL);
+        /* If gdunlock itself is killed (SIGKILL), CMD is not left behind. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127);
         close(pipefd[0]);
         char preload[PATH_MAX * 2];
         const char *old = getenv("LD_PRELOAD");
@@ -148,19 +221,27 @@ static int run_child(char **argv, const char *shim, const char *report_pattern, 
         (void)w;
         _exit(127);
     }
+    child_pid = pid;
+    if (ending_signal != 0) /* came before CMD started */
+        kill(pid, ending_signal);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     close(pipefd[1]);
-    /* Like system(): the terminal's ^C and ^\ are for CMD; we wait for it. */
-    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
     int e = 0;
-    ssize_t got = read(pipefd[0], &e, sizeof e);
+    ssize_t got;
+    while ((got = read(pipefd[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
     close(pipefd[0]);
+    /* Waited for without reaping first, so that pass_on never signals a
+     * reaped (and perhaps reused) pid. */
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    block_ending(SIG_BLOCK, &mask);
+    child_pid = 0;
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
     if (got == (ssize_t)sizeof e) {
         *exec_errno = e;
         return -1;
@@ -181,8 +262,11 @@ static json_t *collect_reports(const char *dir)
             continue;
         char path[PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* CMD's processes write here: only a regular file is read (a FIFO
+         * would block the load). */
+        struct stat st;
         if (strncmp(e->d_name, "report-", 7) == 0 && strstr(e->d_name, ".json") != NULL &&
-            strstr(e->d_name, ".tmp") == NULL) {
+            strstr(e->d_name, ".tmp") == NULL && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             json_error_t err;
             json_t *r = json_load_file(path, 0, &err);
             if (r != NULL)
@@ -195,6 +279,31 @@ static json_t *collect_reports(const char *dir)
     closedir(d);
     rmdir(dir);
     return all;
+}
+
+/* --report PATH: a file, or a pipe with a reader (--report >(jq .)); opened
+ * without blocking, so a FIFO nobody reads fails (ENXIO) instead of hanging.
+ * Returns 0 or -1 with errno. */
+static int write_report(const json_t *doc, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "w") : NULL;
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    int rc = json_dumpf(doc, f, JSON_INDENT(2));
+    fputc('\n', f);
+    int e = ferror(f) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && e == 0)
+        e = errno;
+    errno = e;
+    return rc == 0 && e == 0 ? 0 : -1;
 }
 
 static const char *mode_colour(const char *mode, bool colour)
@@ -252,32 +361,43 @@ int gdu_cmd_run(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? GDU_EXIT_OK : rc;
     char shim[PATH_MAX + 32] = "";
-    if (!find_shim(shim, sizeof shim)) {
-        fprintf(stderr, "gdunlock run: libgdunlock.so not found next to the gdunlock binary (%s); "
-                        "build it: cmake --build build --target gdu_shim\n", shim);
-        return GDU_EXIT_UNAVAILABLE;
-    }
+    if (!find_shim(shim, sizeof shim))
+        return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, NULL,
+                            "build it: cmake --build build --target gdu_shim",
+                            "libgdunlock.so not found next to the gdunlock binary (%s)", shim);
     const char *tmp = getenv("TMPDIR");
     char dir[PATH_MAX], pattern[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/gdunlock-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        fprintf(stderr, "gdunlock run: cannot create a folder for the shim's reports in %s: %s; set TMPDIR\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (mkdtemp(dir) == NULL)
+        return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder",
+                            "cannot create a folder for the shim's reports in %s: %s",
+                            tmp && *tmp ? tmp : "/tmp", strerror(errno));
     snprintf(pattern, sizeof pattern, "%s/report-%%p.json", dir);
     int exec_errno = 0;
+    struct sigaction old[N_ENDING];
+    catch_ending(old);
     int status = run_child(argv + optind, shim, pattern, &o, &exec_errno);
     json_t *processes = collect_reports(dir);
+    /* The folder is gone: from here a signal may end gdunlock as it would
+     * any program (a stdout pipe nobody reads cannot keep it). */
+    release_ending(old);
     if (status < 0) {
-        fprintf(stderr, "gdunlock run: cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
         json_decref(processes);
-        return exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT : GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("run", exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
+                                                                                 : GDU_EXIT_SOFTWARE,
+                            NULL, NULL, "cannot run '%s': %s", argv[optind], strerror(exec_errno));
     }
     int cmd_rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    if (ending_signal != 0) { /* as a shell reports a command a signal ended */
+        fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
+                argv[optind], cmd_rc);
+        cmd_rc = 128 + ending_signal;
+    }
     json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc, "processes", processes);
-    if (o.report != NULL && json_dump_file(doc, o.report, JSON_INDENT(2)) != 0)
+    if (o.report != NULL && write_report(doc, o.report) != 0) {
         fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report, strerror(errno));
+        cmd_rc = GDU_EXIT_IOERR;
+    }
     if (o.json) {
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);

@@ -1,10 +1,10 @@
 /* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
  * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "probe/topo_matrix.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,26 +70,25 @@ int gdu_cmd_topo(int argc, char **argv)
         case 's': sysroot = optarg; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return GDU_EXIT_OK;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        default:
+            usage(stderr);
+            gdu_cli_error_doc("topo", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock topo --help)", NULL);
+            return GDU_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gdunlock topo: unexpected argument '%s'\n", argv[optind]);
-        return GDU_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gdu_cli_fail("topo", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
+                            argv[optind]);
     gdu_sysroot sr;
-    if (gdu_sysroot_init(&sr, sysroot) != 0 || (sysroot && access(sysroot, R_OK | X_OK) != 0)) {
-        fprintf(stderr, "gdunlock topo: --sysroot %s: %s\n", sysroot ? sysroot : "",
-                strerror(errno ? errno : ENAMETOOLONG));
-        return GDU_EXIT_NOINPUT;
-    }
+    char why[512] = "path too long";
+    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+        return gdu_cli_fail("topo", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     gdu_system *sys = malloc(sizeof *sys);
     gdu_topo *t = malloc(sizeof *t);
     if (sys == NULL || t == NULL) {
         free(sys);
         free(t);
-        fprintf(stderr, "gdunlock topo: out of memory\n");
-        return GDU_EXIT_SOFTWARE;
+        return gdu_cli_fail("topo", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     }
     gdu_system_probe(&sr, NULL, 0, sys);
     gdu_topo_build(sys, t);
@@ -104,9 +103,13 @@ int gdu_cmd_topo(int argc, char **argv)
     }
     if (json) {
         json_t *j = gdu_topo_to_json(t);
-        if (j == NULL || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-            rc = GDU_EXIT_IOERR;
-        putchar('\n');
+        if (j == NULL) {
+            fprintf(stderr, "gdunlock topo: cannot build the JSON document\n");
+            rc = GDU_EXIT_SOFTWARE;
+        } else {
+            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* write errors: main's */
+            putchar('\n');
+        }
         json_decref(j);
     } else if (t->n_gpus > 0) {
         print_table(t);

@@ -2,6 +2,7 @@
  * (DIRECT, exit 0), correctly through the CPU (COMPAT, exit 2), or not
  * correctly (FAILED, exit 1). Arguments and output; the run itself, and the
  * re-run as a child with libgdunlock.so preloaded, are in src/verify/. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "util/units.h"
@@ -75,17 +76,15 @@ static int parse_args(int argc, char **argv, struct cli *c)
     while ((ch = getopt_long(argc, argv, "s:g:fkjh", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0) {
-                fprintf(stderr, "gdunlock verify: bad --size '%s': give a size such as 16MiB\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (gdu_parse_size(optarg, &v) != 0 || v == 0)
+                return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                                    "bad --size '%s': give a size such as 16MiB", optarg);
             c->opts.size = v;
             break;
         case 'g':
-            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0) {
-                fprintf(stderr, "gdunlock verify: bad --gpu '%s': give a device ordinal such as 0\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0)
+                return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                                    "bad --gpu '%s': give a device ordinal such as 0", optarg);
             c->opts.gpu = (int)v;
             break;
         case 'f':
@@ -108,13 +107,14 @@ static int parse_args(int argc, char **argv, struct cli *c)
             return GDU_EXIT_OK;
         default:
             usage(stderr);
+            gdu_cli_error_doc("verify", GDU_EXIT_USAGE, NULL, "unknown option or missing argument "
+                              "(see gdunlock verify --help)", NULL);
             return GDU_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "gdunlock verify: name exactly one file to write (PATH)\n\n");
         usage(stderr);
-        return GDU_EXIT_USAGE;
+        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL, "name exactly one file to write (PATH)");
     }
     c->opts.path = argv[optind];
     if (c->progress || isatty(STDERR_FILENO))
@@ -281,10 +281,8 @@ static void print_human(const json_t *doc)
 
 static int finish(const struct cli *c, json_t *doc)
 {
-    if (!doc) {
-        fprintf(stderr, "gdunlock verify: out of memory building the result\n");
-        return GDU_EXIT_SOFTWARE;
-    }
+    if (!doc)
+        return gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory building the result");
     if (!json_object_get(doc, "error")) {
         const char *verdict = json_string_value(json_object_get(doc, "verdict"));
         if (c->opts.progress && verdict && strcmp(verdict, "DIRECT") != 0)
@@ -293,21 +291,19 @@ static int finish(const struct cli *c, json_t *doc)
     }
     int code;
     const json_t *err = json_object_get(doc, "error");
-    if (err) {
+    if (err) { /* no verdict: the error document of every command */
         code = exit_for_errno((int)json_integer_value(json_object_get(doc, "errno")));
         if (json_is_true(json_object_get(doc, "crashed")))
             code = GDU_EXIT_FAILED;
-        if (!c->json)
-            fprintf(stderr, "gdunlock verify: %s\n", json_string_value(err));
+        gdu_cli_fail("verify", code, NULL, NULL, "%s", json_string_value(err));
     } else {
         code = (int)json_integer_value(json_object_get(doc, "exit_code"));
-    }
-    if (c->json) {
-        json_object_set_new(doc, "exit_code", json_integer(code));
-        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-        printf("\n");
-    } else if (!err) {
-        print_human(doc);
+        if (c->json) {
+            json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+            printf("\n");
+        } else {
+            print_human(doc);
+        }
     }
     json_decref(doc);
     return code;

@@ -37,8 +37,8 @@ static const char *status_tag(gdu_status s)
 
 static const char *verdict_color(gdu_gds_verdict v)
 {
-    static const char *const colors[] = {GREEN, GREEN, YELLOW, RED};
-    return (unsigned)v < 4 ? colors[v] : RED;
+    static const char *const colors[] = {GREEN, GREEN, YELLOW, RED, CYAN};
+    return (unsigned)v < 5 ? colors[v] : CYAN;
 }
 
 static void print_verdicts(FILE *out, const gdu_report *r, bool color)
@@ -56,12 +56,17 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
         "direct once the program runs under the shim: gdunlock run -- CMD",
         "cuFile works, but every read bounces through host memory",
         "cuFile cannot read this data; use plain reads and a copy to the GPU",
+        "doctor cannot tell: evidence it needs is missing; the reasons say what to capture or run",
     };
     fprintf(out, "  GPUDirect Storage (%s): %s%s%s (%s)\n", r->gds_target[0] ? r->gds_target : "-",
             paint(color, verdict_color(r->gds)), gdu_gds_verdict_text(r->gds), paint(color, RESET),
-            meaning[r->gds <= GDU_GDS_IMPOSSIBLE ? r->gds : GDU_GDS_IMPOSSIBLE]);
+            meaning[r->gds <= GDU_GDS_UNKNOWN ? r->gds : GDU_GDS_UNKNOWN]);
     for (size_t i = 0; i < r->n_reasons; i++)
-        fprintf(out, "    - %s%s\n", r->reasons[i].note ? "note: " : "", r->reasons[i].text);
+        fprintf(out, "    - %s%s\n",
+                r->reasons[i].note                        ? "note: "
+                : r->reasons[i].level == GDU_GDS_UNKNOWN ? "unknown: "
+                                                          : "",
+                r->reasons[i].text);
     if (r->n_reasons == 0)
         fprintf(out, "    - nothing stands in the way\n");
     for (size_t i = 0; i < r->n_pairs; i++) {

@@ -1,7 +1,9 @@
 #include "probe/capture.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,17 +31,22 @@ static int mkdir_p(const char *path)
     return 0;
 }
 
-/* Copies what a read gives (sysfs/procfs sizes are not real sizes). */
+/* Copies what a read gives (sysfs/procfs sizes are not real sizes). Returns
+ * 0, -errno of the source, or 1 when the copy could not be written. */
 static int copy_file(const char *src, const char *dst)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (in < 0)
         return -errno;
-    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int e = errno;
+    struct stat st;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(in);
-        return -e;
+        return -EINVAL;
+    }
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        close(in);
+        return 1;
     }
     char buf[8192];
     size_t total = 0;
@@ -56,13 +63,14 @@ static int copy_file(const char *src, const char *dst)
         if (n == 0)
             break;
         if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
+            rc = 1;
             break;
         }
         total += (size_t)n;
     }
     close(in);
-    close(out);
+    if (close(out) != 0)
+        rc = 1;
     return rc;
 }
 
@@ -131,6 +139,8 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
             mkdir_p(dst_parent);
             if (symlink(target, dst) == 0)
                 st->links++;
+            else if (errno != EEXIST)
+                st->unwritten++;
             resolve_relative(parent, target, resolved, sizeof resolved);
             snprintf(rest, sizeof rest, "%s%s", resolved, p);
             capture_path(dir, rest, st, hops + 1);
@@ -138,7 +148,7 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
         }
         if (S_ISDIR(sb.st_mode)) {
             if (mkdir_p(dst) != 0)
-                st->failed++;
+                st->unwritten++;
             continue;
         }
         if (*p != '\0') /* a file in the middle of a path */
@@ -146,12 +156,41 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
         struct stat existing;
         if (lstat(dst, &existing) == 0)
             return;
-        if (copy_file(cur, dst) == 0)
+        int rc = S_ISREG(sb.st_mode) ? copy_file(cur, dst) : -EINVAL; /* no FIFO, no device */
+        if (rc == 0)
             st->files++;
+        else if (rc > 0)
+            st->unwritten++;
         else
             st->failed++;
         return;
     }
+}
+
+int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
+{
+    int rc = mkdir_p(dir);
+    if (rc != 0) {
+        snprintf(why, why_len, "cannot create %s: %s", dir, strerror(-rc));
+        return rc;
+    }
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        rc = -errno;
+        snprintf(why, why_len, "%s: %s", dir, strerror(-rc));
+        return rc;
+    }
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            break;
+    closedir(d);
+    if (e != NULL) {
+        snprintf(why, why_len, "%s is not empty: a capture there would mix with what it holds "
+                               "(existing files are kept); name a new or empty folder", dir);
+        return -EEXIST;
+    }
+    return 0;
 }
 
 int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *dir,
@@ -173,11 +212,16 @@ int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *d
     char file[PATH_MAX + 64];
     snprintf(file, sizeof file, "%s/%s", root, GDU_LIVE_FILE);
     json_t *j = gdu_live_to_json(live);
-    if (j == NULL || json_dump_file(j, file, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
-        json_decref(j);
+    bool written = j != NULL && json_dump_file(j, file, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
+    json_decref(j);
+    if (stats->unwritten > 0) {
+        snprintf(why, why_len, "%zu files, folders or links could not be written into %s (disk "
+                               "full?): the capture is incomplete", stats->unwritten, dir);
+        return -EIO;
+    }
+    if (!written) {
         snprintf(why, why_len, "cannot write %s", file);
         return -EIO;
     }
-    json_decref(j);
     return 0;
 }

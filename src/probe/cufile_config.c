@@ -73,11 +73,16 @@ void gdu_cufile_config_probe(gdu_sysroot *sr, const char *env_path, gdu_cufile_c
     snprintf(out->path, sizeof out->path, "%s", path);
     char *text;
     long n = gdu_sysroot_read(sr, path, &text);
-    if (n < 0) {
-        snprintf(out->error, sizeof out->error, "%s", strerror((int)-n));
+    if (n == -ENOENT) {
+        snprintf(out->error, sizeof out->error, "%s", strerror(ENOENT));
         return;
     }
-    out->found = true;
+    out->found = true; /* there, but perhaps not readable: found, not parsed */
+    if (n < 0) {
+        snprintf(out->error, sizeof out->error, "cannot be read: %s",
+                 n == -EINVAL ? "not a regular file" : strerror((int)-n));
+        return;
+    }
     gdu_cufile_config_parse(text, out);
     free(text);
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 typedef struct gdu_cufile_config {
-    bool found;
+    bool found;               /* the file exists (readable or not) */
     bool parsed;
     char path[512];
     char error[256];          /* why it could not be read or parsed */

@@ -12,6 +12,7 @@ enum {
     GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK = 10,
     GDU_DOCTOR_EXIT_COMPAT = 11,
     GDU_DOCTOR_EXIT_IMPOSSIBLE = 12,
+    GDU_DOCTOR_EXIT_UNKNOWN = 13,
 };
 
 /* path: the file or directory the GDS verdict is about (as the examined

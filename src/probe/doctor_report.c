@@ -90,6 +90,32 @@ void gdu_report_note(gdu_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
+void gdu_report_unknown(gdu_report *r, gdu_gds_verdict could_be, const char *fmt, ...)
+{
+    size_t before = r->n_reasons;
+    va_list ap;
+    va_start(ap, fmt);
+    add_reason(r, GDU_GDS_UNKNOWN, false, fmt, ap);
+    va_end(ap);
+    if (r->n_reasons > before)
+        r->reasons[before].could_be = could_be;
+}
+
+void gdu_report_settle(gdu_report *r)
+{
+    bool unknown = false;
+    for (size_t i = 0; i < r->n_reasons; i++)
+        unknown |= !r->reasons[i].note && r->reasons[i].level == GDU_GDS_UNKNOWN &&
+                   r->reasons[i].could_be > r->gds;
+    for (size_t i = 0; i < r->n_reasons && !unknown; i++)
+        if (!r->reasons[i].note && r->reasons[i].level == GDU_GDS_UNKNOWN) {
+            r->reasons[i].note = true; /* the known causes are as bad already */
+            r->reasons[i].level = r->gds;
+        }
+    if (unknown)
+        r->gds = GDU_GDS_UNKNOWN;
+}
+
 const gdu_finding *gdu_report_find(const gdu_report *r, const char *id)
 {
     for (size_t i = 0; i < r->n_findings; i++)
@@ -106,15 +132,16 @@ const char *gdu_status_id(gdu_status s)
 
 const char *gdu_gds_verdict_id(gdu_gds_verdict v)
 {
-    static const char *const ids[] = {"direct", "direct_with_gdunlock", "compat_only", "impossible"};
-    return (unsigned)v < 4 ? ids[v] : "impossible";
+    static const char *const ids[] = {"direct", "direct_with_gdunlock", "compat_only", "impossible",
+                                      "unknown"};
+    return (unsigned)v < 5 ? ids[v] : "unknown";
 }
 
 const char *gdu_gds_verdict_text(gdu_gds_verdict v)
 {
     static const char *const text[] = {"direct", "direct with gdunlock", "compat only",
-                                       "impossible"};
-    return (unsigned)v < 4 ? text[v] : "impossible";
+                                       "impossible", "unknown"};
+    return (unsigned)v < 5 ? text[v] : "unknown";
 }
 
 const char *gdu_p2p_pair_class(const gdu_p2p_pair *p)
@@ -149,12 +176,14 @@ static json_t *finding_to_json(const gdu_finding *f)
 json_t *gdu_report_to_json(const gdu_report *r)
 {
     json_t *reasons = json_array(), *pairs = json_array(), *findings = json_array();
-    for (size_t i = 0; i < r->n_reasons; i++)
-        json_array_append_new(reasons, json_pack("{s:s, s:s}", "level",
-                                                 r->reasons[i].note
-                                                     ? "note"
-                                                     : gdu_gds_verdict_id(r->reasons[i].level),
-                                                 "text", r->reasons[i].text));
+    for (size_t i = 0; i < r->n_reasons; i++) {
+        const gdu_reason *x = &r->reasons[i];
+        json_t *o = json_pack("{s:s, s:s}", "level", x->note ? "note" : gdu_gds_verdict_id(x->level),
+                              "text", x->text);
+        if (!x->note && x->level == GDU_GDS_UNKNOWN)
+            json_object_set_new(o, "could_be", json_string(gdu_gds_verdict_id(x->could_be)));
+        json_array_append_new(reasons, o);
+    }
     for (size_t i = 0; i < r->n_pairs; i++) {
         const gdu_p2p_pair *p = &r->pairs[i];
         json_t *bridges = json_array();

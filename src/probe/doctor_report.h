@@ -25,16 +25,20 @@ typedef struct gdu_finding {
     char fix[512];
 } gdu_finding;
 
-/* Ordered from best to worst; the verdict is the worst level a cause demands. */
+/* DIRECT..IMPOSSIBLE are ordered from best to worst; the verdict is the worst
+ * level a cause demands. UNKNOWN is no level: evidence the verdict rests on
+ * is missing, and what it would say could be worse than the causes known. */
 typedef enum {
     GDU_GDS_DIRECT = 0,      /* cuFile can DMA straight to GPU memory now */
     GDU_GDS_DIRECT_GDUNLOCK, /* it can with the gdunlock shim (GeForce) */
     GDU_GDS_COMPAT,          /* cuFile works through its POSIX bounce path only */
     GDU_GDS_IMPOSSIBLE,      /* cuFile cannot read the file at all */
+    GDU_GDS_UNKNOWN,         /* doctor cannot tell: the reasons say what to capture or run */
 } gdu_gds_verdict;
 
 typedef struct gdu_reason {
-    gdu_gds_verdict level; /* the verdict this reason forces */
+    gdu_gds_verdict level; /* the verdict this reason forces (UNKNOWN: missing evidence) */
+    gdu_gds_verdict could_be; /* missing evidence: the worst verdict it could force */
     bool note;             /* a caveat that forces nothing */
     char text[320];
 } gdu_reason;
@@ -91,10 +95,18 @@ void gdu_report_reason(gdu_report *r, gdu_gds_verdict level, const char *fmt, ..
 /* Records a caveat next to the reasons (slower, smaller) without changing the verdict. */
 __attribute__((format(printf, 2, 3))) void gdu_report_note(gdu_report *r, const char *fmt, ...);
 
+/* Records missing evidence that could force at worst could_be; the text says
+ * what to capture or run. gdu_report_settle then decides: UNKNOWN when some
+ * missing evidence could make the verdict worse than the known causes do;
+ * otherwise it stays, and each such reason becomes a note. */
+__attribute__((format(printf, 3, 4)))
+void gdu_report_unknown(gdu_report *r, gdu_gds_verdict could_be, const char *fmt, ...);
+void gdu_report_settle(gdu_report *r);
+
 const gdu_finding *gdu_report_find(const gdu_report *r, const char *id);
 
 const char *gdu_status_id(gdu_status s);             /* "ok", "warn", "fail", "unknown" */
-const char *gdu_gds_verdict_id(gdu_gds_verdict v);   /* "direct", "direct_with_gdunlock", ... */
+const char *gdu_gds_verdict_id(gdu_gds_verdict v);   /* "direct", "direct_with_gdunlock", ..., "unknown" */
 const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */
 /* "NVLink", "BAR1", "PCIe", "staged only", or "unknown" when undetermined. */
 const char *gdu_p2p_pair_class(const gdu_p2p_pair *p);

@@ -95,10 +95,36 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
     gdu_finding_evidence(f, "RegistryDwords: \"%s\"", d->registry_dwords);
 }
 
+/* A replay's live answers: read, absent, or refused (with the field that was wrong). */
+static void capture_finding(const gdu_system *sys, gdu_report *r)
+{
+    gdu_finding *f;
+    if (sys->live.origin == GDU_LIVE_CAPTURED) {
+        f = gdu_report_add(r, "capture.live", "driver", GDU_ST_OK,
+                           "live answers read from " GDU_LIVE_FILE);
+        gdu_finding_evidence(f, "captured as user %d", sys->live.euid);
+        return;
+    }
+    if (sys->live_error[0]) {
+        f = gdu_report_add(r, "capture.live", "driver", GDU_ST_FAIL,
+                           GDU_LIVE_FILE " is unusable: its answers are not used");
+        gdu_finding_evidence(f, "%s", sys->live_error);
+    } else {
+        f = gdu_report_add(r, "capture.live", "driver", GDU_ST_UNKNOWN,
+                           "no " GDU_LIVE_FILE ": the running driver's answers are unknown");
+        gdu_finding_evidence(f, "CUDA's GPUs and peers, the RM's P2P caps, libcufile and O_DIRECT "
+                                "come only from the live machine");
+    }
+    gdu_finding_fix(f, "capture the machine again with 'gdunlock doctor --capture DIR [PATH]' "
+                       "(doctor writes " GDU_LIVE_FILE "; it is not meant to be edited)");
+}
+
 static void cuda_finding(const gdu_system *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
+    if (!gdu_sysroot_is_live(sys->sr))
+        capture_finding(sys, r);
     if (l->origin == GDU_LIVE_ABSENT) {
         f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_UNKNOWN,
                            "CUDA's view: not captured");
@@ -206,6 +232,11 @@ void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, si
                                         "no NVIDIA GPU found on the PCI bus");
         if (sys->pci_error[0])
             gdu_finding_evidence(f, "%s", sys->pci_error);
+    } else if (sys->pci_error[0]) {
+        gdu_finding *f = gdu_report_add(r, "pcie.scan", "pcie", GDU_ST_FAIL,
+                                        "the PCI devices could not be read; the GPUs are the "
+                                        "driver's list, without PCIe paths");
+        gdu_finding_evidence(f, "%s", sys->pci_error);
     }
     for (size_t i = 0; i < n_gpus; i++)
         gpu_findings(&gpus[i], r);

@@ -6,6 +6,7 @@
 #include "util/units.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* How a filesystem can take part in GDS. */
@@ -86,12 +87,29 @@ static void nvfs_findings(const gdu_system *sys, gdu_report *r)
     gdu_finding_evidence(f, "only GPUDirect RDMA with network cards needs it, not local NVMe");
 }
 
+/* How to get evidence doctor lacks: live it could not be read here; in a
+ * replay the capture does not hold it. */
+static const char *how_to_get(const gdu_system *sys)
+{
+    return gdu_sysroot_is_live(sys->sr) ? "run doctor as root, or check why it cannot be read"
+                                        : "capture the machine again with 'gdunlock doctor "
+                                          "--capture DIR [PATH]'";
+}
+
 static void cufile_findings(const gdu_system *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
     if (l->origin == GDU_LIVE_ABSENT) {
         f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN, "libcufile: not captured");
+        gdu_finding_evidence(f, "%s", sys->live_error[0] ? sys->live_error
+                                                         : "the sysroot has no " GDU_LIVE_FILE);
+        gdu_finding_fix(f, "%s", how_to_get(sys));
+        gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
+                           "whether libcufile is installed is not known (%s): %s",
+                           sys->live_error[0] ? GDU_LIVE_FILE " is unusable"
+                                              : "the capture has no " GDU_LIVE_FILE,
+                           how_to_get(sys));
     } else if (!l->cufile_found) {
         f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL, "libcufile is not installed");
         gdu_finding_evidence(f, "%s", l->cufile_why);
@@ -113,9 +131,14 @@ static void cufile_findings(const gdu_system *sys, gdu_report *r)
         return;
     }
     if (!c->parsed) {
-        f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_FAIL, "%s does not parse", c->path);
+        f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_FAIL, "%s cannot be used", c->path);
         gdu_finding_evidence(f, "%s", c->error);
         gdu_finding_fix(f, "repair the JSON in %s (// comments are allowed)", c->path);
+        /* Its settings (allow_compat_mode above all) decide the path; what
+         * cuFile makes of a file doctor cannot read is not known here. */
+        gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
+                           "%s cannot be used (%s): the settings cuFile takes from it are "
+                           "unknown; repair it", c->path, c->error);
         return;
     }
     f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_OK, "cufile.json in effect: %s", c->path);
@@ -151,6 +174,10 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
         gdu_report_reason(r, GDU_GDS_COMPAT,
                           "the IOMMU translates device DMA (groups of type DMA): nvidia-fs's "
                           "peer DMA needs it off or in passthrough");
+    } else if (st == GDU_ST_UNKNOWN) {
+        gdu_report_unknown(r, GDU_GDS_COMPAT,
+                           "the IOMMU's mode is unknown (no group's /sys/kernel/iommu_groups/N/type "
+                           "could be read): %s", how_to_get(sys));
     }
 }
 
@@ -158,22 +185,39 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
 static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
 {
     size_t geforce = 0, pro = 0;
+    int unknown = -1;
     for (size_t i = 0; i < n; i++) {
         geforce += gpus[i].geforce == GDU_TRI_YES;
         pro += gpus[i].geforce == GDU_TRI_NO;
+        if (gpus[i].geforce == GDU_TRI_UNKNOWN && unknown < 0)
+            unknown = gpus[i].index;
     }
-    if (pro > 0 || geforce == 0)
+    if (pro > 0 || n == 0)
         return;
+    /* The module's version when /proc/driver/nvidia/version is missing. */
+    const gdu_driver *d = &sys->driver;
+    int major = d->version.major > 0 ? d->version.major : atoi(d->module_version);
+    bool old = major > 0 && major < 555;
+    if (geforce == 0) {
+        gdu_report_unknown(r, major == 0 || old ? GDU_GDS_COMPAT : GDU_GDS_DIRECT_GDUNLOCK,
+                           "whether GPU%d is a GeForce (which needs the gdunlock shim) is unknown: "
+                           "neither CUDA's name nor the driver's Model is known; %s",
+                           unknown, how_to_get(sys));
+        return;
+    }
     gdu_report_reason(r, GDU_GDS_DIRECT_GDUNLOCK,
                       "GeForce GPU: libcuda does not create the ThirdPartyP2P object nvidia-fs "
                       "pins GPU memory through; the gdunlock shim creates it "
                       "('gdunlock run -- CMD')");
-    int major = sys->driver.version.major;
-    if (major > 0 && major < 555)
+    if (old)
         gdu_report_reason(r, GDU_GDS_COMPAT,
                           "driver %s is older than 555: the shim's pinning path is missing, so "
                           "a GeForce GPU stays on the compat path",
-                          sys->driver.version.version);
+                          d->version.version[0] ? d->version.version : d->module_version);
+    else if (major == 0)
+        gdu_report_unknown(r, GDU_GDS_COMPAT,
+                           "the driver's version is unknown, and a GeForce GPU needs 555 or newer "
+                           "for the shim's pinning path: %s", how_to_get(sys));
 }
 
 /* A small BAR1 window caps how much GPU memory can be pinned for DMA at once. */
@@ -226,10 +270,17 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
                               "ACS on a bridge between GPU%d and NVMe %s redirects peer "
                               "traffic to the root complex",
                               gpus[g].index, bdfs[k]);
+        else if (path.kind == GDU_PATH_UNKNOWN)
+            gdu_report_unknown(r, GDU_GDS_COMPAT,
+                               "the PCIe path between GPU%d and NVMe %s is unknown (not both are "
+                               "in the PCI tree): %s", gpus[g].index, bdfs[k][0] ? bdfs[k] : "(no PCI address)",
+                               how_to_get(sys));
         else if (acs == GDU_TRI_UNKNOWN)
-            gdu_report_note(r, "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
-                               "config space needs root (run doctor as root)",
-                            gpus[g].index, bdfs[k]);
+            gdu_report_unknown(r, GDU_GDS_COMPAT,
+                               "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
+                               "config space needs root (%s)", gpus[g].index, bdfs[k],
+                               gdu_sysroot_is_live(sys->sr) ? "run doctor as root"
+                                                            : "capture the machine as root");
         else if (path.kind == GDU_PATH_SYS)
             gdu_report_note(r, "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
                                "transfers cross the socket link and run slower",
@@ -259,6 +310,47 @@ static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, siz
     nvme_paths(sys, gpus, n, (const char(*)[16])bdfs, n_bdfs, r);
 }
 
+/* O_DIRECT on the path, tried live; in a replay, the capture's answer for it,
+ * or for another path on the same filesystem (it is a property of the
+ * filesystem). */
+static void o_direct_finding(const gdu_system *sys, const gdu_mount *m, const char *path,
+                             const gdu_live_path *lp, gdu_report *r)
+{
+    gdu_finding *f;
+    const gdu_live_path *same = NULL;
+    for (size_t i = 0; (lp == NULL || lp->o_direct < 0) && i < sys->live.n_paths; i++)
+        if (sys->live.paths[i].o_direct >= 0 &&
+            gdu_mount_for_path(&sys->mounts, sys->live.paths[i].path) == m)
+            same = &sys->live.paths[i];
+    if (same != NULL) {
+        f = gdu_report_add(r, "storage.o_direct", "storage",
+                           same->o_direct ? GDU_ST_OK : GDU_ST_FAIL, "O_DIRECT %s on %s",
+                           same->o_direct ? "opens work" : "is refused", m->mount_point);
+        gdu_finding_evidence(f, "tried on %s, on the same filesystem", same->path);
+        lp = same;
+    }
+    if (lp == NULL || lp->o_direct < 0) {
+        f = gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_UNKNOWN, "O_DIRECT: not tried");
+        if (lp != NULL && lp->o_direct_error[0])
+            gdu_finding_evidence(f, "the attempt failed: %s", lp->o_direct_error);
+        gdu_report_unknown(r, GDU_GDS_COMPAT, "whether %s takes O_DIRECT is unknown (%s): %s", path,
+                           lp != NULL && lp->o_direct_error[0] ? lp->o_direct_error
+                                                               : "not tried on this filesystem",
+                           how_to_get(sys));
+    } else if (lp->o_direct == 1) {
+        if (same == NULL)
+            gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_OK, "O_DIRECT opens work on %s",
+                           path);
+    } else {
+        if (same == NULL) {
+            f = gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_FAIL,
+                               "the filesystem refuses O_DIRECT");
+            gdu_finding_evidence(f, "open(O_DIRECT): %s", lp->o_direct_error);
+        }
+        gdu_report_reason(r, GDU_GDS_COMPAT, "O_DIRECT is refused on %s", path);
+    }
+}
+
 static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
                          const char *path, gdu_report *r)
 {
@@ -267,7 +359,11 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
     if (m == NULL) {
         f = gdu_report_add(r, "storage.filesystem", "storage", GDU_ST_UNKNOWN,
                            "no mount found for %s", path);
-        gdu_finding_evidence(f, "/proc/self/mountinfo has no entry covering it");
+        gdu_finding_evidence(f, sys->mounts.n ? "/proc/self/mountinfo has no entry covering it"
+                                              : "/proc/self/mountinfo is missing or empty");
+        gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
+                           "the filesystem under %s is unknown (no mount in /proc/self/mountinfo "
+                           "covers it): %s", path, how_to_get(sys));
         return;
     }
     char why[192];
@@ -284,8 +380,16 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
     if (lp != NULL && lp->fs_magic)
         gdu_finding_evidence(f, "statfs f_type 0x%llx", lp->fs_magic);
 
+    /* A block device (not tmpfs, NFS, ...): what lies under it, and udev's data for it. */
+    if (cls == FS_DIRECT_NETWORK || m->major == 0) {
+        o_direct_finding(sys, m, path, lp, r);
+        return;
+    }
     gdu_block_chain chain;
-    if (cls != FS_DIRECT_NETWORK && gdu_block_resolve(sys->sr, m->major, m->minor, &chain) == 0) {
+    char top[32];
+    snprintf(top, sizeof top, "%u:%u", m->major, m->minor);
+    if (gdu_block_resolve(sys->sr, m->major, m->minor, &chain) == 0) {
+        snprintf(top, sizeof top, "%s", chain.top);
         size_t nvme = 0;
         for (size_t i = 0; i < chain.n_disks; i++)
             nvme += gdu_disk_is_nvme(chain.disks[i]);
@@ -303,38 +407,36 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
         } else {
             nvme_paths(sys, gpus, n, (const char(*)[16])chain.disk_bdf, chain.n_disks, r);
         }
-        bool udev = gdu_udev_has_fs_usage(sys->sr, m->major, m->minor);
-        f = gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
-                           udev ? "udev identifies the volume (ID_FS_USAGE)"
-                                : "cuFile cannot identify the volume: no udev ID_FS_USAGE");
-        gdu_finding_evidence(f, "/run/udev/data/b%u:%u %s", m->major, m->minor,
-                             udev ? "has E:ID_FS_USAGE" : "is missing or lacks E:ID_FS_USAGE");
-        if (!udev) {
-            gdu_finding_evidence(f, "cuFileHandleRegister then fails with "
-                                    "CU_FILE_HANDLE_NOT_REGISTERED (5027), \"udev property not "
-                                    "found: ID_FS_USAGE\", even in compat mode");
-            gdu_finding_fix(f, "run systemd-udevd (or 'udevadm trigger --action=add "
-                               "/sys/class/block/%s') so that /run/udev/data is populated; in "
-                               "containers bind-mount /run/udev from the host",
-                            chain.top);
-            gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
-                              "cuFile cannot register files on this filesystem (error 5027): "
-                              "udev has no ID_FS_USAGE for %s (%u:%u)",
-                              chain.top, m->major, m->minor);
-        }
-    }
-    if (lp == NULL || lp->o_direct < 0) {
-        f = gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_UNKNOWN, "O_DIRECT: not tried");
-        if (lp != NULL && lp->o_direct_error[0])
-            gdu_finding_evidence(f, "the attempt failed: %s", lp->o_direct_error);
-    } else if (lp->o_direct == 1) {
-        gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_OK, "O_DIRECT opens work on %s", path);
     } else {
-        f = gdu_report_add(r, "storage.o_direct", "storage", GDU_ST_FAIL,
-                           "the filesystem refuses O_DIRECT");
-        gdu_finding_evidence(f, "open(O_DIRECT): %s", lp->o_direct_error);
-        gdu_report_reason(r, GDU_GDS_COMPAT, "O_DIRECT is refused on %s", path);
+        f = gdu_report_add(r, "storage.block", "storage", GDU_ST_UNKNOWN,
+                           "block device %u:%u: not found", m->major, m->minor);
+        gdu_finding_evidence(f, "/sys/dev/block/%u:%u is missing", m->major, m->minor);
+        gdu_finding_fix(f, "%s", how_to_get(sys));
+        gdu_report_unknown(r, GDU_GDS_COMPAT,
+                           "the block device %u:%u under %s is unknown (no /sys/dev/block/%u:%u): "
+                           "whether it is on NVMe, and the PCIe path to it, are not known; %s",
+                           m->major, m->minor, path, m->major, m->minor, how_to_get(sys));
     }
+    bool udev = gdu_udev_has_fs_usage(sys->sr, m->major, m->minor);
+    f = gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
+                       udev ? "udev identifies the volume (ID_FS_USAGE)"
+                            : "cuFile cannot identify the volume: no udev ID_FS_USAGE");
+    gdu_finding_evidence(f, "/run/udev/data/b%u:%u %s", m->major, m->minor,
+                         udev ? "has E:ID_FS_USAGE" : "is missing or lacks E:ID_FS_USAGE");
+    if (!udev) {
+        gdu_finding_evidence(f, "cuFileHandleRegister then fails with "
+                                "CU_FILE_HANDLE_NOT_REGISTERED (5027), \"udev property not "
+                                "found: ID_FS_USAGE\", even in compat mode");
+        gdu_finding_fix(f, "run systemd-udevd (or 'udevadm trigger --action=add "
+                           "/sys/class/block/%s') so that /run/udev/data is populated; in "
+                           "containers bind-mount /run/udev from the host",
+                        top);
+        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
+                          "cuFile cannot register files on this filesystem (error 5027): "
+                          "udev has no ID_FS_USAGE for %s (%u:%u)",
+                          top, m->major, m->minor);
+    }
+    o_direct_finding(sys, m, path, lp, r);
 }
 
 void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
@@ -361,4 +463,5 @@ void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_
                           "allow_compat_mode is false in %s: where direct is impossible cuFile "
                           "returns errors instead of falling back",
                           sys->cufile.path);
+    gdu_report_settle(r);
 }

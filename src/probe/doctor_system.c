@@ -17,7 +17,7 @@ void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
     if (gdu_sysroot_is_live(sr))
         gdu_live_collect(&out->live, paths, n_paths);
     else
-        gdu_live_load(sr->root, &out->live, out->live_error, sizeof out->live_error);
+        gdu_live_load(sr, &out->live, out->live_error, sizeof out->live_error);
     gdu_cufile_config_probe(sr, out->live.cufile_env_json, &out->cufile);
     char *text;
     long len = gdu_sysroot_read(sr, GDU_NVFS_STATS_PATH, &text);

@@ -170,8 +170,14 @@ void gdu_live_probe_path(const char *path, gdu_live_path *out)
         snprintf(out->o_direct_error, sizeof out->o_direct_error, "%s", strerror(errno));
         return;
     }
+    /* A FIFO would block the open, a device is no file on a filesystem. */
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        snprintf(out->o_direct_error, sizeof out->o_direct_error,
+                 "not tried: not a regular file or directory");
+        return;
+    }
     int fd = S_ISDIR(st.st_mode) ? open(path, O_TMPFILE | O_RDWR | O_DIRECT | O_CLOEXEC, 0600)
-                                 : open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+                                 : open(path, O_RDONLY | O_DIRECT | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
         out->o_direct = 1;
         close(fd);

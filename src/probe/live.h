@@ -6,6 +6,7 @@
 #define GDUNLOCK_PROBE_LIVE_H
 
 #include "p2p/p2p_caps.h"
+#include "probe/sysroot.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -72,10 +73,13 @@ void gdu_live_collect(gdu_live *out, const char *const *paths, size_t n_paths);
 void gdu_live_probe_path(const char *path, gdu_live_path *out);
 
 json_t *gdu_live_to_json(const gdu_live *live);
-/* Fills live from capture JSON. Returns 0 or -EINVAL with a reason. */
+/* Fills live from capture JSON: every field gdu_live_to_json writes, with its
+ * type. Returns 0 or -EINVAL with a reason naming the field. */
 int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_len);
-/* Reads DIR/gdunlock-live.json; a missing file gives origin ABSENT and 0. */
-int gdu_live_load(const char *dir, gdu_live *out, char *why, size_t why_len);
+/* Reads gdunlock-live.json at the sysroot's root; a missing file gives origin
+ * ABSENT and 0; an unusable one (not a regular file, not JSON, a field
+ * missing or of the wrong type) origin ABSENT and -EINVAL with the reason. */
+int gdu_live_load(gdu_sysroot *sr, gdu_live *out, char *why, size_t why_len);
 
 const gdu_live_gpu *gdu_live_gpu_by_bdf(const gdu_live *live, const char *bdf);
 const gdu_live_pair *gdu_live_pair_find(const gdu_live *live, int a, int b);

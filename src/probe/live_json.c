@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIVE_FORMAT "gdunlock-live/1"
@@ -47,6 +48,133 @@ json_t *gdu_live_to_json(const gdu_live *live)
                      "pairs", pairs, "rm_why", live->rm_why, "cufile", "found", live->cufile_found, "path",
                      live->cufile_path, "version", live->cufile_version, "why", live->cufile_why,
                      "env_json", live->cufile_env_json, "paths", paths);
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number with a fraction";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* The capture file holds what gdu_live_to_json writes, every field with its
+ * type; anything else is not read as a guess (a string "0" for an integer, a
+ * missing "found" read as false would each give a verdict on evidence that is
+ * not there). kind: 'o' object, 'a' array, 's' string, 'i' integer, 'b'
+ * boolean; an upper-case kind is optional. */
+typedef struct {
+    const char *key;
+    char kind;
+} live_field;
+
+static bool check_fields(const json_t *obj, const char *where, const live_field *fields, char *why,
+                         size_t why_len)
+{
+    if (!json_is_object(obj)) {
+        snprintf(why, why_len, "%s is %s, expected an object", where, type_name(obj));
+        return false;
+    }
+    for (const live_field *f = fields; f->key != NULL; f++) {
+        const json_t *v = json_object_get(obj, f->key);
+        char kind = (char)(f->kind | 0x20);
+        if (v == NULL) {
+            if (f->kind == kind) {
+                snprintf(why, why_len, "%s%s%s is missing", where, where[0] ? "." : "", f->key);
+                return false;
+            }
+            continue;
+        }
+        bool ok = kind == 'o' ? json_is_object(v) : kind == 'a' ? json_is_array(v)
+                  : kind == 's' ? json_is_string(v) : kind == 'i' ? json_is_integer(v)
+                                                                   : json_is_boolean(v);
+        if (!ok) {
+            const char *expected = kind == 'o' ? "an object" : kind == 'a' ? "an array"
+                                   : kind == 's' ? "a string" : kind == 'i' ? "an integer"
+                                                                            : "a boolean";
+            snprintf(why, why_len, "%s%s%s is %s, expected %s", where, where[0] ? "." : "", f->key,
+                     type_name(v), expected);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Every element of obj[key] (an array, already checked) is an object with fields. */
+static bool check_elements(const json_t *obj, const char *where, const char *key,
+                           const live_field *fields, char *why, size_t why_len)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(obj, key), i, v)
+    {
+        char at[96];
+        snprintf(at, sizeof at, "%s%s%s[%zu]", where, where[0] ? "." : "", key, i);
+        if (!check_fields(v, at, fields, why, why_len))
+            return false;
+    }
+    return true;
+}
+
+static bool check_integers(const json_t *array, const char *where, char *why, size_t why_len)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(array, i, v)
+        if (!json_is_integer(v)) {
+            snprintf(why, why_len, "%s[%zu] is %s, expected an integer", where, i, type_name(v));
+            return false;
+        }
+    return true;
+}
+
+static bool check_live(const json_t *root, char *why, size_t why_len)
+{
+    static const live_field top[] = {{"euid", 'i'}, {"cuda", 'o'}, {"cufile", 'o'}, {"paths", 'a'}, {0}};
+    static const live_field cuda[] = {{"ok", 'b'}, {"why", 's'}, {"driver_version", 'i'},
+                                      {"gpus", 'a'}, {"pairs", 'a'}, {"rm_why", 's'}, {0}};
+    static const live_field gpu[] = {{"ordinal", 'i'}, {"name", 's'}, {"pci", 's'},
+                                     {"total_mem", 'i'}, {"cc", 'a'}, {0}};
+    static const live_field pair[] = {{"a", 'i'}, {"b", 'i'}, {"can_access_peer", 'i'},
+                                      {"native_atomics", 'i'}, {"rm", 'O'}, {0}};
+    static const live_field rm[] = {{"caps", 'i'}, {"status", 'a'}, {0}};
+    static const live_field cufile[] = {{"found", 'b'}, {"path", 's'}, {"version", 's'},
+                                        {"why", 's'}, {"env_json", 's'}, {0}};
+    static const live_field path[] = {{"path", 's'}, {"o_direct", 'i'}, {"o_direct_error", 's'},
+                                      {"fs_magic", 'i'}, {0}};
+    const json_t *c = json_object_get(root, "cuda");
+    if (!check_fields(root, "", top, why, why_len) || !check_fields(c, "cuda", cuda, why, why_len) ||
+        !check_elements(c, "cuda", "gpus", gpu, why, why_len) ||
+        !check_elements(c, "cuda", "pairs", pair, why, why_len) ||
+        !check_fields(json_object_get(root, "cufile"), "cufile", cufile, why, why_len) ||
+        !check_elements(root, "", "paths", path, why, why_len))
+        return false;
+    size_t i;
+    const json_t *v;
+    char at[64];
+    json_array_foreach(json_object_get(c, "gpus"), i, v)
+    {
+        snprintf(at, sizeof at, "cuda.gpus[%zu].cc", i);
+        if (!check_integers(json_object_get(v, "cc"), at, why, why_len))
+            return false;
+    }
+    json_array_foreach(json_object_get(c, "pairs"), i, v)
+    {
+        const json_t *r = json_object_get(v, "rm");
+        snprintf(at, sizeof at, "cuda.pairs[%zu].rm", i);
+        if (r != NULL && !check_fields(r, at, rm, why, why_len))
+            return false;
+        snprintf(at, sizeof at, "cuda.pairs[%zu].rm.status", i);
+        if (r != NULL && !check_integers(json_object_get(r, "status"), at, why, why_len))
+            return false;
+    }
+    return true;
 }
 
 static void copy_string(const json_t *obj, const char *key, char *out, size_t len)
@@ -97,6 +225,8 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
                  LIVE_FORMAT);
         return -EINVAL;
     }
+    if (!check_live(root, why, why_len))
+        return -EINVAL;
     out->origin = GDU_LIVE_CAPTURED;
     out->euid = (int)get_int(root, "euid", -1);
     const json_t *cuda = json_object_get(root, "cuda");
@@ -149,23 +279,33 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
     return 0;
 }
 
-int gdu_live_load(const char *dir, gdu_live *out, char *why, size_t why_len)
+int gdu_live_load(gdu_sysroot *sr, gdu_live *out, char *why, size_t why_len)
 {
-    char path[PATH_MAX];
     memset(out, 0, sizeof *out);
     out->euid = -1;
-    snprintf(path, sizeof path, "%s/%s", dir, GDU_LIVE_FILE);
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (root == NULL) {
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            return 0; /* no capture file: the live answers stay unknown */
-        fclose(f);
-        snprintf(why, why_len, "%s: line %d: %s", path, err.line, err.text);
+    char *text;
+    long n = gdu_sysroot_read(sr, "/" GDU_LIVE_FILE, &text);
+    if (n == -ENOENT)
+        return 0; /* no capture file: the live answers stay unknown */
+    if (n < 0) {
+        snprintf(why, why_len, "%s: %s", GDU_LIVE_FILE,
+                 n == -EINVAL ? "not a regular file" : strerror((int)-n));
         return -EINVAL;
     }
-    int rc = gdu_live_from_json(root, out, why, why_len);
+    json_error_t err;
+    json_t *root = json_loadb(text, (size_t)n, JSON_REJECT_DUPLICATES, &err);
+    free(text);
+    if (root == NULL) {
+        snprintf(why, why_len, "%s: line %d: %s", GDU_LIVE_FILE, err.line, err.text);
+        return -EINVAL;
+    }
+    char inner[200] = "";
+    int rc = gdu_live_from_json(root, out, inner, sizeof inner);
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        out->euid = -1;
+        snprintf(why, why_len, "%s: %s", GDU_LIVE_FILE, inner);
+    }
     json_decref(root);
     return rc;
 }

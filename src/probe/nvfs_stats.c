@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct span {
@@ -412,11 +413,26 @@ int gdu_nvfs_stats_read(const char *path, gdu_nvfs_stats *out, char *why, size_t
     memset(out, 0, sizeof *out);
     out->stats_version = -1;
     out->peerdirect = out->io_stats = out->peer_stats = GDU_NVFS_UNKNOWN;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* The path may be anyone's (GDUNLOCK_NVFS_STATS): only a regular file is
+     * opened (procfs's is one), without blocking, so a FIFO cannot hang us. */
+    struct stat st;
+    int fd = -1, e = 0;
+    if (stat(path, &st) != 0)
+        e = errno;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+        e = errno;
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        fd = -1;
+        e = EINVAL;
+    }
     if (fd < 0) {
-        int e = errno;
         if (e == ENOENT)
             snprintf(why, why_len, "%s does not exist: nvidia-fs is not loaded", path);
+        else if (e == EINVAL)
+            snprintf(why, why_len, "%s is not a regular file: not read", path);
         else
             snprintf(why, why_len, "cannot open %s: %s", path, strerror(e));
         return -e;

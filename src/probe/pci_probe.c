@@ -154,6 +154,37 @@ static int cmp_bdf(const void *a, const void *b)
     return strcmp(((const gdu_pci_dev *)a)->bdf, ((const gdu_pci_dev *)b)->bdf);
 }
 
+/* libpci opens the device files itself, following links the host's way and
+ * blocking on a FIFO: in a sysroot, every device folder and every entry in
+ * it must resolve inside the capture and be a plain file or folder. Returns
+ * 0, or -errno with the first offending path in why. */
+static int check_confined(gdu_sysroot *sr, char *why, size_t why_len)
+{
+    char **devs;
+    long n = gdu_sysroot_list(sr, "/sys/bus/pci/devices", &devs);
+    int rc = gdu_sysroot_confined(sr, "/sys/bus/pci/devices");
+    char path[PATH_MAX] = "/sys/bus/pci/devices";
+    for (long i = 0; rc == 0 && i < n; i++) {
+        char dir[PATH_MAX], **entries;
+        snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%.200s", devs[i]);
+        snprintf(path, sizeof path, "%s", dir);
+        rc = gdu_sysroot_confined(sr, dir);
+        long k = rc == 0 ? gdu_sysroot_list(sr, dir, &entries) : 0;
+        for (long j = 0; rc == 0 && j < k; j++) {
+            snprintf(path, sizeof path, "%.300s/%.200s", dir, entries[j]);
+            rc = gdu_sysroot_confined(sr, path);
+        }
+        if (k > 0)
+            gdu_sysroot_free_names(entries, k);
+    }
+    if (n > 0)
+        gdu_sysroot_free_names(devs, n);
+    if (rc != 0)
+        snprintf(why, why_len, "the sysroot's %s %s; its PCI devices are not read", path,
+                 rc == -EXDEV ? "leads outside the sysroot" : "is not a plain file or folder");
+    return rc;
+}
+
 int gdu_pci_scan(gdu_sysroot *sr, gdu_pci *out, char *why, size_t why_len)
 {
     char sysfs[PATH_MAX];
@@ -161,6 +192,9 @@ int gdu_pci_scan(gdu_sysroot *sr, gdu_pci *out, char *why, size_t why_len)
     out->n = 0;
     if (!gdu_sysroot_exists(sr, "/sys/bus/pci/devices"))
         return 0;
+    int rc = check_confined(sr, why, why_len);
+    if (rc != 0)
+        return rc;
     if (gdu_sysroot_path(sr, "/sys/bus/pci", sysfs, sizeof sysfs) != 0) {
         snprintf(why, why_len, "sysroot path too long");
         return -ENAMETOOLONG;

@@ -27,6 +27,29 @@ int gdu_sysroot_init(gdu_sysroot *sr, const char *root)
     return 0;
 }
 
+int gdu_sysroot_check(const gdu_sysroot *sr, char *why, size_t why_len)
+{
+    struct stat st;
+    if (gdu_sysroot_is_live(sr))
+        return 0;
+    if (stat(sr->root, &st) != 0) {
+        int e = errno;
+        snprintf(why, why_len, "%s: %s", sr->root, strerror(e));
+        return -e;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_len, "%s is not a directory: give the folder 'gdunlock doctor --capture "
+                               "DIR' wrote", sr->root);
+        return -ENOTDIR;
+    }
+    if (access(sr->root, R_OK | X_OK) != 0) {
+        int e = errno;
+        snprintf(why, why_len, "%s: %s", sr->root, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 void gdu_sysroot_free(gdu_sysroot *sr)
 {
     for (size_t i = 0; i < sr->n_recorded; i++)
@@ -65,16 +88,102 @@ void gdu_sysroot_record(gdu_sysroot *sr, const char *path)
         sr->recorded[sr->n_recorded++] = copy;
 }
 
+/* Resolves path (absolute, as the examined machine names it) to the file to
+ * open on this one. Live: the path itself. In a sysroot, every symbolic link
+ * is followed the way the kernel would inside a chroot at the root: absolute
+ * targets start again at the root and ".." stops there, so that a captured
+ * link such as /etc/cufile.json -> /etc/alternatives/cufile.json never reaches
+ * this machine's own files. The last component is followed when follow_last.
+ * Returns 0 or -errno (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG). */
+static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, char *out, size_t len)
+{
+    if (gdu_sysroot_is_live(sr))
+        return snprintf(out, len, "%s", path) < (int)len ? 0 : -ENAMETOOLONG;
+    char todo[PATH_MAX], done[PATH_MAX] = "", full[PATH_MAX * 2];
+    if (snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
+        return -ENAMETOOLONG;
+    int hops = 0;
+    char *rest = todo;
+    for (;;) {
+        while (*rest == '/')
+            rest++;
+        if (*rest == '\0')
+            break;
+        char *end = strchr(rest, '/');
+        size_t n = end ? (size_t)(end - rest) : strlen(rest);
+        char *after = rest + n;
+        while (*after == '/')
+            after++;
+        bool last = *after == '\0';
+        if (n == 1 && rest[0] == '.') {
+            rest = after;
+            continue;
+        }
+        if (n == 2 && rest[0] == '.' && rest[1] == '.') {
+            char *slash = strrchr(done, '/');
+            if (slash != NULL)
+                *slash = '\0'; /* at the root, ".." is the root */
+            rest = after;
+            continue;
+        }
+        size_t used = strlen(done);
+        if (used + 1 + n >= sizeof done)
+            return -ENAMETOOLONG;
+        done[used] = '/';
+        memcpy(done + used + 1, rest, n);
+        done[used + 1 + n] = '\0';
+        snprintf(full, sizeof full, "%s%s", sr->root, done);
+        struct stat st;
+        if (lstat(full, &st) != 0)
+            return -errno;
+        if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
+            char target[PATH_MAX];
+            ssize_t t = readlink(full, target, sizeof target - 1);
+            if (t < 0)
+                return -errno;
+            target[t] = '\0';
+            if (++hops > 40)
+                return -ELOOP;
+            done[used] = '\0'; /* the link's own name goes; its target takes its place */
+            if (target[0] == '/')
+                done[0] = '\0';
+            char next[PATH_MAX];
+            if (snprintf(next, sizeof next, "%s/%s", target, after) >= (int)sizeof next)
+                return -ENAMETOOLONG;
+            snprintf(todo, sizeof todo, "%s", next);
+            rest = todo;
+            continue;
+        }
+        if (!last && !S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+        rest = after;
+    }
+    return snprintf(out, len, "%s%s", sr->root, done[0] ? done : "/") < (int)len ? 0 : -ENAMETOOLONG;
+}
+
 long gdu_sysroot_read(gdu_sysroot *sr, const char *path, char **text)
 {
     char full[PATH_MAX];
     *text = NULL;
     gdu_sysroot_record(sr, path);
-    if (gdu_sysroot_path(sr, path, full, sizeof full) != 0)
-        return -ENAMETOOLONG;
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    int rc = resolve(sr, path, true, full, sizeof full);
+    if (rc != 0)
+        return rc;
+    /* Only a regular file is read (procfs and sysfs files are regular): a FIFO
+     * would block the open and a device could do anything, so the type is
+     * checked first, and again on what was opened without blocking. */
+    struct stat st;
+    if (stat(full, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    int fd = open(full, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
     /* sysfs and procfs report sizes of 0 or 4096 whatever they hold: read to EOF. */
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap + 1);
@@ -137,15 +246,18 @@ bool gdu_sysroot_exists(gdu_sysroot *sr, const char *path)
     char full[PATH_MAX];
     struct stat st;
     gdu_sysroot_record(sr, path);
-    return gdu_sysroot_path(sr, path, full, sizeof full) == 0 && stat(full, &st) == 0;
+    return resolve(sr, path, true, full, sizeof full) == 0 && stat(full, &st) == 0;
 }
 
 int gdu_sysroot_readlink(gdu_sysroot *sr, const char *path, char *buf, size_t len)
 {
     char full[PATH_MAX];
     gdu_sysroot_record(sr, path);
-    if (len == 0 || gdu_sysroot_path(sr, path, full, sizeof full) != 0)
+    if (len == 0)
         return -ENAMETOOLONG;
+    int rc = resolve(sr, path, false, full, sizeof full);
+    if (rc != 0)
+        return rc;
     ssize_t n = readlink(full, buf, len - 1);
     if (n < 0)
         return -errno;
@@ -155,28 +267,22 @@ int gdu_sysroot_readlink(gdu_sysroot *sr, const char *path, char *buf, size_t le
 
 int gdu_sysroot_realpath(gdu_sysroot *sr, const char *path, char *buf, size_t len)
 {
-    char full[PATH_MAX], resolved[PATH_MAX];
+    char full[PATH_MAX];
     gdu_sysroot_record(sr, path);
-    if (gdu_sysroot_path(sr, path, full, sizeof full) != 0)
-        return -ENAMETOOLONG;
-    if (realpath(full, resolved) == NULL)
-        return -errno;
-    const char *inner = resolved;
-    if (sr->root[0] != '\0') {
-        /* The captured tree's links are relative (as sysfs makes them), so they
-         * resolve inside it; the root may itself sit behind a link. */
-        char root_real[PATH_MAX];
-        if (realpath(sr->root, root_real) == NULL)
+    int rc = resolve(sr, path, true, full, sizeof full);
+    if (rc != 0)
+        return rc;
+    if (gdu_sysroot_is_live(sr)) {
+        char real[PATH_MAX];
+        if (realpath(full, real) == NULL)
             return -errno;
-        size_t rl = strlen(root_real);
-        if (strncmp(resolved, root_real, rl) != 0 || (resolved[rl] != '/' && resolved[rl] != '\0'))
-            return -EXDEV;
-        inner = resolved[rl] ? resolved + rl : "/";
+        return snprintf(buf, len, "%s", real) < (int)len ? 0 : -ENAMETOOLONG;
     }
-    if (strlen(inner) >= len)
-        return -ENAMETOOLONG;
-    strcpy(buf, inner);
-    return 0;
+    struct stat st;
+    if (stat(full, &st) != 0)
+        return -errno;
+    const char *inner = full + strlen(sr->root);
+    return snprintf(buf, len, "%s", inner) < (int)len ? 0 : -ENAMETOOLONG;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -189,8 +295,9 @@ long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names)
     char full[PATH_MAX];
     *names = NULL;
     gdu_sysroot_record(sr, dir);
-    if (gdu_sysroot_path(sr, dir, full, sizeof full) != 0)
-        return -ENAMETOOLONG;
+    int rc = resolve(sr, dir, true, full, sizeof full);
+    if (rc != 0)
+        return rc;
     DIR *d = opendir(full);
     if (d == NULL)
         return -errno;
@@ -198,7 +305,9 @@ long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names)
     long n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        /* Kernel file systems have no dot files; a capture's are its own
+         * (the fixtures' .keep files that keep empty folders in git). */
+        if (e->d_name[0] == '.')
             continue;
         if (n == cap) {
             long ncap = cap ? cap * 2 : 16;
@@ -224,4 +333,22 @@ void gdu_sysroot_free_names(char **names, long n)
     for (long i = 0; i < n; i++)
         free(names[i]);
     free(names);
+}
+
+int gdu_sysroot_confined(gdu_sysroot *sr, const char *path)
+{
+    if (gdu_sysroot_is_live(sr))
+        return 0;
+    char inner[PATH_MAX], host[PATH_MAX * 2], host_real[PATH_MAX], inner_real[PATH_MAX];
+    int rc = resolve(sr, path, true, inner, sizeof inner);
+    if (snprintf(host, sizeof host, "%s%s", sr->root, path) >= (int)sizeof host)
+        return -ENAMETOOLONG;
+    bool host_ok = realpath(host, host_real) != NULL;
+    if (rc != 0)
+        return host_ok ? -EXDEV : 0; /* dangling inside; a file outside */
+    struct stat st;
+    if (stat(inner, &st) != 0 || !host_ok || realpath(inner, inner_real) == NULL ||
+        strcmp(inner_real, host_real) != 0)
+        return -EXDEV;
+    return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? 0 : -EINVAL;
 }

@@ -16,6 +16,9 @@ typedef struct gdu_sysroot {
 
 /* root NULL or "/" means the live machine. Returns 0 or -ENAMETOOLONG. */
 int gdu_sysroot_init(gdu_sysroot *sr, const char *root);
+/* A sysroot must be a readable directory. Returns 0 (always, live) or -errno
+ * with the reason ("... is not a directory") in why. */
+int gdu_sysroot_check(const gdu_sysroot *sr, char *why, size_t why_len);
 void gdu_sysroot_free(gdu_sysroot *sr);
 bool gdu_sysroot_is_live(const gdu_sysroot *sr);
 
@@ -25,8 +28,13 @@ int gdu_sysroot_path(const gdu_sysroot *sr, const char *path, char *out, size_t 
 /* Adds a path to the record (for files read by a library, e.g. libpci). */
 void gdu_sysroot_record(gdu_sysroot *sr, const char *path);
 
-/* Reads a whole file (up to 1 MiB) as a NUL-terminated string; the caller frees
- * *text. Returns the length read or -errno. */
+/* Symbolic links in a sysroot resolve inside it (absolute targets start at
+ * its root, ".." stops there), as in a chroot: a replay reads only the capture. */
+
+/* Reads a whole regular file (up to 1 MiB) as a NUL-terminated string; the
+ * caller frees *text. Returns the length read or -errno: -EISDIR for a
+ * directory, -EINVAL for anything else that is not a regular file (a FIFO, a
+ * device), which is never opened. */
 long gdu_sysroot_read(gdu_sysroot *sr, const char *path, char **text);
 
 /* Reads a file's first line into buf, trailing whitespace removed. Returns 0 or -errno. */
@@ -42,7 +50,13 @@ int gdu_sysroot_readlink(gdu_sysroot *sr, const char *path, char *buf, size_t le
  * inside the sysroot), without the root prefix. Returns 0 or -errno. */
 int gdu_sysroot_realpath(gdu_sysroot *sr, const char *path, char *buf, size_t len);
 
-/* Names in a directory, sorted, "." and ".." left out; the caller frees with
+/* For files a library opens by itself under a sysroot (libpci): 0 when path
+ * is absent, a regular file or a directory, and resolving it on this machine
+ * leads where resolving it inside the sysroot does; -EXDEV when it leads
+ * elsewhere (outside), -EINVAL when it is a FIFO, device or socket. 0 live. */
+int gdu_sysroot_confined(gdu_sysroot *sr, const char *path);
+
+/* Names in a directory, sorted, dot files left out; the caller frees with
  * gdu_sysroot_free_names. Returns the count or -errno. */
 long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names);
 void gdu_sysroot_free_names(char **names, long n);

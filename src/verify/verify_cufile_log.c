@@ -42,7 +42,17 @@ void gdu_verify_cufile_log_end(gdu_verify_cufile_log *log, char *out, size_t len
     out[0] = '\0';
     if (!log->path[0])
         return;
-    FILE *f = fopen(log->path, "r");
+    /* The user's log may be a terminal or a pipe (/dev/stderr): only a
+     * regular file is read back, opened without blocking. */
+    int fd = open(log->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (f == NULL && fd >= 0)
+        close(fd);
     if (f && fseeko(f, log->start, SEEK_SET) == 0) {
         char lines[LOG_TAIL_LINES][GDU_VERIFY_TEXT];
         size_t n = 0;

@@ -7,20 +7,30 @@
 # stream counts. Usage: nonsense.sh path/to/gdunlock
 set -uo pipefail
 bin=$1
+fixtures=$(cd "$(dirname "$0")/../fixtures/doctor" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 : >"$work/empty"
 printf 'not a safetensors file' >"$work/junk"
-documented=" 0 1 2 10 11 12 64 66 69 70 74 "
+mkfifo "$work/fifo"
+touch "$work/not-empty-dir-file"
+documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-check() { # expected-codes... -- args...
-  local want=() args=()
+# check [-m TEXT] [-full|-json] expected-codes... -- args...: -m: the
+# messages (stderr and stdout) must contain TEXT; -full: stdout is /dev/full;
+# -json: stdout must be one JSON document, and a failure's the error
+# document ({"command", "exit_code": the exit status, "error": {"code", "message"}}).
+check() {
+  local want=() args=() says="" out="$work/out" json=0
+  if [ "$1" = "-m" ]; then says=$2; shift 2; fi
+  if [ "$1" = "-full" ]; then out=/dev/full; : >"$work/out"; shift; fi
+  if [ "$1" = "-json" ]; then json=1; shift; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
-  timeout 60 "$bin" "${args[@]}" >"$work/out" 2>"$work/err" </dev/null
+  timeout 60 "$bin" "${args[@]}" >"$out" 2>"$work/err" </dev/null
   local rc=$?
   local why=""
   if [ $rc -eq 124 ]; then
@@ -35,6 +45,25 @@ check() { # expected-codes... -- args...
     why="exit $rc with no message"
   elif grep -qiE 'AddressSanitizer|runtime error:|LeakSanitizer' "$work/err"; then
     why="sanitizer report"
+  elif [ -n "$says" ] && ! grep -qF -- "$says" "$work/err" "$work/out"; then
+    why="the message does not say '$says'"
+  elif [ $json = 1 ] && ! json_why=$(python3 - "$work/out" $rc 2>&1 <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit("stdout is not one JSON document (%s)" % e)
+rc = int(sys.argv[2])
+if "exit_code" in doc and doc["exit_code"] != rc:
+    sys.exit("exit_code %s in the document, exit status %d" % (doc["exit_code"], rc))
+err = doc.get("error")
+if rc != 0 and "schema" not in doc and "verdict" not in doc and not (
+        isinstance(err, dict) and err.get("code") and err.get("message")
+        and doc.get("exit_code") == rc and "command" in doc):
+    sys.exit("not the error document: %s" % json.dumps(doc)[:200])
+PY
+  ); then
+    why=$json_why
   fi
   if [ -n "$why" ]; then
     fail=$((fail + 1))
@@ -55,15 +84,34 @@ for cmd in doctor topo verify bench p2p load run; do
 done
 check 64 -- run
 check 66 -- run -- /no/such/program
+# CMD leaves a FIFO where the shim's reports go: not read, removed with the folder.
+check 0 -- run -- sh -c 'mkfifo "${GDUNLOCK_REPORT%/*}/report-1.json"'
 check 0 10 11 12 69 -- doctor
 check 0 10 11 12 66 69 -- doctor /no/such/path
-check 0 10 11 12 69 -- doctor /dev/zero
+check 0 10 11 12 13 69 -- doctor /dev/zero
+check 0 10 11 12 13 69 -- doctor "$work/fifo"
 check 64 -- doctor --sysroot
-check 0 10 11 12 66 69 -- doctor --sysroot /no/such/dir
-check 0 10 11 12 66 69 -- doctor --sysroot "$work/empty"
-check 0 10 11 12 69 -- doctor --sysroot "$work"
+check 66 -- doctor --sysroot /no/such/dir
+check -m "is not a directory" 66 -- doctor --sysroot "$work/empty"
+check 0 10 11 12 13 69 -- doctor --sysroot "$work"
+check -m "cannot create /proc/gdu-x" 66 -- doctor --capture /proc/gdu-x
+check -m "is not empty" 64 -- doctor --capture "$work"
 check 0 69 -- topo
-check 0 66 69 -- topo --sysroot /no/such/dir
+check 66 -- topo --sysroot /no/such/dir
+check -m "is not a directory" 66 -- topo --sysroot "$work/empty"
+# A capture with a FIFO where doctor reads a file, and a link to this
+# machine's own files: doctor neither blocks nor leaves the capture.
+cp -a "$fixtures/l40s-nvfs" "$work/sysroot"
+rm "$work/sysroot/proc/driver/nvidia/version" "$work/sysroot/etc/cufile.json"
+mkfifo "$work/sysroot/proc/driver/nvidia/version"
+ln -s /etc/passwd "$work/sysroot/etc/cufile.json"
+check -m "no cufile.json at /etc/cufile.json" 0 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
+mkfifo "$work/sysroot/sys/bus/pci/devices/0000:00:01.0/label"
+check -m "0000:00:01.0/label is not a plain file" 13 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
+check 0 -- topo --sysroot "$work/sysroot"
+rm "$work/sysroot/gdunlock-live.json"
+mkfifo "$work/sysroot/gdunlock-live.json"
+check -m "gdunlock-live.json: not a regular file" 13 -- doctor --sysroot "$work/sysroot" /data/model.safetensors
 check 64 -- verify
 check 66 69 -- verify /no/such/dir/file
 check 64 66 69 -- verify "$work"
@@ -78,6 +126,19 @@ check 66 69 -- bench -f /no/such/file
 check 64 66 69 -- bench -f /dev/zero -s 1M
 check 64 66 69 -- bench -f "$work/empty"
 check 64 66 69 -- bench -D "$work/empty"
+# A file that is not a bench file is someone's data: never overwritten without --force.
+printf 'precious data\n' >"$work/precious"
+check -m "pass --force" 64 -- bench -f "$work/precious" --create -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" -x write -s 4K -i 4K --paths host --rounds 1
+if [ "$(cat "$work/precious")" = "precious data" ]; then
+  pass=$((pass + 1)); echo "ok   bench left the file it refused as it was"
+else
+  fail=$((fail + 1)); echo "FAIL bench overwrote $work/precious: $(head -c 40 "$work/precious" | od -c | head -1)"
+fi
+check 0 -- bench -f "$work/precious" --create --force -s 4K -i 4K --paths host --rounds 1
+check 0 -- bench -f "$work/precious" --create --seed 9 -s 8K -i 4K --paths host --rounds 1
+check -m "is a directory" 66 -- bench -f "$work" -s 4K
+check -m "not a regular file" 66 -- bench -f "$work/fifo" --create -s 4K
 check 64 -- bench -f "$work/x" -s -5
 check 64 -- bench -f "$work/x" -s 99999999999999999999
 check 64 -- bench -f "$work/x" -w 0
@@ -88,6 +149,48 @@ check 64 -- p2p --gpus banana
 check 64 69 -- p2p --gpus 0,99
 check 64 -- p2p --size -1
 check 64 -- p2p --iters 0
+# Output that cannot be written (stdout on /dev/full) is an I/O error, 74,
+# for every command, whatever it found.
+printf '\x36\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
+check 0 -- load "$work/tiny.safetensors" --to host
+full="writing the output failed"
+check -m "$full" -full 74 -- --help
+check -m "$full" -full 74 -- doctor --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- doctor --json --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- topo --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- topo --json --sysroot "$fixtures/l40s-nvfs"
+check -m "$full" -full 74 -- load "$work/tiny.safetensors" --to host
+check -m "$full" -full 74 -- load "$work/tiny.safetensors" --to host --json
+check -m "$full" -full 74 -- run --json -- true
+check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1
+check -m "$full" -full 74 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K --paths host --rounds 1 --json
+check -m "$full" -full 74 -- verify "$work/new" --no-shim --json
+# With --json, one JSON document on stdout, errors included.
+check -json 69 -- p2p --json
+check -json 64 -- p2p --json --gpus banana
+check -json 64 -- p2p --json --iters 0
+check -json 64 -- p2p --no-such-flag --json
+check -json 64 -- no-such-command --json
+check -json 66 -- doctor --json --sysroot /no/such/dir
+check -json 64 -- doctor --json --no-such-flag
+check -json 64 -- doctor --json /a /b
+check -json 66 -- doctor --json --capture /proc/gdu-x
+check -json 0 -- doctor --json --sysroot "$fixtures/l40s-nvfs" /data/model.safetensors
+check -json 13 -- doctor --json --sysroot "$fixtures/l40s-nvfs-missing-block" /data/model.safetensors
+check -json 66 -- topo --json --sysroot /no/such/dir
+check -json 64 -- topo --json extra
+check -json 0 -- topo --json --sysroot "$fixtures/l40s-nvfs"
+check -json 66 -- bench --json -f /no/such/file
+check -json 64 -- bench --json -f "$work/x" -s banana
+check -json 64 -- bench --json
+check -json 64 -- bench --json -f "$work/junk" --create -s 4K
+check -json 66 -- verify --json /no/such/dir/file
+check -json 64 -- verify --json "$work/new" --size banana
+check -json 64 -- verify --json
+check -json 69 -- verify --json --no-shim "$work/new"
+check -json 64 -- run --json
+check -json 64 -- run --json --log loud -- true
+check -json 66 -- run --json -- /no/such/program
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
 check 64 66 -- load "$work"

@@ -7,3 +7,11 @@ if(GDUNLOCK_SANITIZE)
   set_tests_properties(cli_nonsense PROPERTIES
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1")
 endif()
+# gdunlock run ended by signals: passed on to CMD, nothing left behind.
+add_test(NAME cli_run_signals COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/run_signals.sh $<TARGET_FILE:gdunlock>)
+set_tests_properties(cli_run_signals PROPERTIES LABELS unit TIMEOUT 300)
+add_dependencies(gdunlock gdu_shim)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(cli_run_signals PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()

@@ -35,6 +35,7 @@ static void usage_and_errors(void **state)
     assert_int_equal(gdu("doctor --help"), 0);
     assert_non_null(strstr(output, "usage: gdunlock doctor"));
     assert_non_null(strstr(output, "12 impossible"));
+    assert_non_null(strstr(output, "13 unknown"));
     assert_int_equal(gdu("doctor --bogus"), 64);
     assert_int_equal(gdu("doctor /a /b"), 64);
     assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs --capture /tmp/x"), 64);
@@ -57,6 +58,18 @@ static void verdict_exit_codes(void **state)
     assert_int_equal(gdu("doctor --sysroot " FIX "h200x2-vm-virtio /root"), 12);
     assert_non_null(strstr(output, "error 5027"));
     assert_non_null(strstr(output, "P2P GPU0<->GPU1: NVLink"));
+    /* evidence missing from the capture: unknown, never the optimistic verdict */
+    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs-missing-block /data/model.safetensors"), 13);
+    assert_non_null(strstr(output, "GPUDirect Storage (/data/model.safetensors): unknown (doctor cannot tell"));
+    assert_non_null(strstr(output, "- unknown: the block device 259:1"));
+    assert_null(strstr(output, "nothing stands in the way"));
+    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-missing-live /data/model.safetensors"), 13);
+    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-live-garbage /data/model.safetensors"), 13);
+    assert_non_null(strstr(output, "gdunlock-live.json is unusable"));
+    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs-bad-cufile-json"), 13);
+    assert_int_equal(gdu("doctor --json --sysroot " FIX "h200x2-vm-missing-mountinfo /root"), 13);
+    assert_non_null(strstr(output, "\"verdict\": \"unknown\""));
+    assert_non_null(strstr(output, "\"exit_code\": 13"));
 }
 
 static void no_driver_exits_69(void **state)

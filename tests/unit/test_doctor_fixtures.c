@@ -192,9 +192,104 @@ static void tmpfs_and_nfs_compat_only(void **state)
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
     assert_true(has_reason(&t->r, "NFS over TCP"));
     done(t);
+    /* not probed on the captured machine, but another path of its filesystem was */
     t = fixture("rtx3060-tmpfs-nfs", "/data/sub/dir");
     assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
-    finding(&t->r, "storage.o_direct", GDU_ST_UNKNOWN); /* not probed on the captured machine */
+    assert_true(has_evidence(finding(&t->r, "storage.o_direct", GDU_ST_OK),
+                             "tried on /data/model.safetensors, on the same filesystem"));
+    done(t);
+}
+
+static const gdu_reason *unknown_reason(const gdu_report *r, const char *text)
+{
+    for (size_t i = 0; i < r->n_reasons; i++)
+        if (strstr(r->reasons[i].text, text)) {
+            if (r->reasons[i].note || r->reasons[i].level != GDU_GDS_UNKNOWN)
+                fail_msg("reason '%s' does not make the verdict unknown", r->reasons[i].text);
+            return &r->reasons[i];
+        }
+    fail_msg("no reason '%s'", text);
+    return NULL;
+}
+
+/* The fixtures of make-fixtures.py's missing_evidence(): one per verdict,
+ * with evidence that verdict rests on removed. Each says "unknown" and what
+ * to capture, never the complete capture's verdict. */
+static void missing_evidence_is_unknown(void **state)
+{
+    /* direct (l40s-nvfs) without the block device under /data */
+    run_t *t = fixture("l40s-nvfs-missing-block", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_UNKNOWN);
+    const gdu_reason *why = unknown_reason(&t->r, "block device 259:1 under /data/model.safetensors");
+    assert_int_equal(why->could_be, GDU_GDS_COMPAT);
+    assert_non_null(strstr(why->text, "gdunlock doctor --capture DIR"));
+    finding(&t->r, "storage.block", GDU_ST_UNKNOWN);
+    finding(&t->r, "storage.udev", GDU_ST_OK); /* what is there is still read */
+    done(t);
+
+    /* direct with gdunlock (rtx3060-nvfs-rebar) without usable live answers */
+    static const char *const no_live[] = {"rtx3060-missing-live", "rtx3060-live-garbage",
+                                          "rtx3060-live-wrong-types"};
+    static const gdu_status capture_status[] = {GDU_ST_UNKNOWN, GDU_ST_FAIL, GDU_ST_FAIL};
+    static const char *const capture_why[] = {"come only from the live machine",
+                                              "gdunlock-live.json: line 1",
+                                              "cufile.found is a string, expected a boolean"};
+    for (size_t i = 0; i < 3; i++) {
+        t = fixture(no_live[i], "/data/model.safetensors");
+        if (t->r.gds != GDU_GDS_UNKNOWN)
+            fail_msg("%s: verdict %s", no_live[i], gdu_gds_verdict_id(t->r.gds));
+        assert_int_equal(unknown_reason(&t->r, "whether libcufile is installed")->could_be,
+                         GDU_GDS_IMPOSSIBLE);
+        unknown_reason(&t->r, "takes O_DIRECT");
+        const gdu_finding *f = finding(&t->r, "capture.live", capture_status[i]);
+        if (!has_evidence(f, capture_why[i]))
+            fail_msg("%s: capture.live lacks '%s'", no_live[i], capture_why[i]);
+        finding(&t->r, "cufile.library", GDU_ST_UNKNOWN);
+        done(t);
+    }
+
+    /* compat only (rtx3060-no-nvfs) with a cufile.json that does not parse:
+     * its allow_compat_mode may be false, which makes it impossible */
+    t = fixture("rtx3060-no-nvfs-bad-cufile-json", "/data/model.safetensors");
+    assert_int_equal(t->r.gds, GDU_GDS_UNKNOWN);
+    assert_true(has_reason(&t->r, "nvidia-fs is not loaded"));
+    assert_int_equal(unknown_reason(&t->r, "/etc/cufile.json cannot be used")->could_be,
+                     GDU_GDS_IMPOSSIBLE);
+    assert_true(has_evidence(finding(&t->r, "cufile.config", GDU_ST_FAIL), "not valid JSON"));
+    done(t);
+
+    /* impossible (h200x2-vm-virtio /root) without mountinfo: the filesystem,
+     * its disk and udev's data for it are all unknown */
+    t = fixture("h200x2-vm-missing-mountinfo", "/root");
+    assert_int_equal(t->r.gds, GDU_GDS_UNKNOWN);
+    unknown_reason(&t->r, "the filesystem under /root is unknown");
+    assert_true(has_evidence(finding(&t->r, "storage.filesystem", GDU_ST_UNKNOWN),
+                             "mountinfo is missing or empty"));
+    done(t);
+
+    /* evidence missing that could not make things worse: a note, the verdict stays */
+    t = fixture("rtx3060-no-nvfs", "/data/sub/dir");
+    t->sys.live.n_paths = 0;
+    gdu_report_free(&t->r);
+    gdu_doctor_diagnose(&t->sys, "/data/sub/dir", &t->r);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    for (size_t i = 0; i < t->r.n_reasons; i++)
+        if (strstr(t->r.reasons[i].text, "takes O_DIRECT"))
+            assert_true(t->r.reasons[i].note);
+    finding(&t->r, "storage.o_direct", GDU_ST_UNKNOWN);
+    json_t *j = gdu_report_to_json(&t->r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "gds"), "verdict")),
+                        "compat_only");
+    json_decref(j);
+    done(t);
+    t = fixture("l40s-nvfs-missing-block", "/data/model.safetensors");
+    j = gdu_report_to_json(&t->r);
+    json_t *gds = json_object_get(j, "gds");
+    assert_string_equal(json_string_value(json_object_get(gds, "verdict")), "unknown");
+    json_t *reason = json_array_get(json_object_get(gds, "reasons"), 0);
+    assert_string_equal(json_string_value(json_object_get(reason, "level")), "unknown");
+    assert_string_equal(json_string_value(json_object_get(reason, "could_be")), "compat_only");
+    json_decref(j);
     done(t);
 }
 
@@ -331,6 +426,7 @@ static void h200_capture_replays(void **state)
         skip();
     run_t *t = fixture("h200-vm", "/root");
     assert_true(t->r.driver_present);
+    assert_true(has_evidence(finding(&t->r, "capture.live", GDU_ST_OK), "captured as user 0"));
     assert_string_equal(t->r.driver_version, "580.159.04");
     assert_int_equal(t->r.open_module, 1);
     assert_int_equal(t->r.n_gpus, 2);
@@ -345,7 +441,13 @@ static void h200_capture_replays(void **state)
     assert_true(has_reason(&t->r, "error 5027"));
     finding(&t->r, "storage.udev", GDU_ST_FAIL);
     finding(&t->r, "storage.block", GDU_ST_FAIL);
+    /* the capture's empty slaves/ folder holds git's .keep: not a disk */
+    assert_true(has_reason(&t->r, "not on NVMe (vda)"));
     finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL);
+    /* /etc/cufile.json -> /etc/alternatives/cufile.json -> /usr/local/cuda-13.0/gds/cufile.json,
+     * absolute links: read from the capture, not from this machine's /etc */
+    const gdu_finding *config = finding(&t->r, "cufile.config", GDU_ST_OK);
+    assert_true(has_evidence(config, "allow_compat_mode: true"));
     assert_int_equal(t->r.n_pairs, 1);
     assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
     done(t);
@@ -413,6 +515,7 @@ int main(void)
         cmocka_unit_test(iommu_dma_forces_compat),
         cmocka_unit_test(nvme_on_other_socket),
         cmocka_unit_test(tmpfs_and_nfs_compat_only),
+        cmocka_unit_test(missing_evidence_is_unknown),
         cmocka_unit_test(proprietary_old_driver),
         cmocka_unit_test(datacenter_gpu_goes_direct),
         cmocka_unit_test(lvm_over_md_over_nvme),

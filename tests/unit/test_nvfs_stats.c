@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -211,6 +213,22 @@ static void test_missing_file(void **state)
     assert_non_null(strstr(why, "nvidia-fs is not loaded"));
 }
 
+/* GDUNLOCK_NVFS_STATS may name anything: a FIFO is not opened (it would block). */
+static void test_fifo_not_opened(void **state)
+{
+    char dir[] = "/tmp/gdu-nvfs-XXXXXX", path[64], why[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/stats", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(20);
+    gdu_nvfs_stats st;
+    assert_int_equal(gdu_nvfs_stats_read(path, &st, why, sizeof why), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(why, "is not a regular file"));
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_not_stats(void **state)
 {
     gdu_nvfs_stats st;
@@ -275,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_delta_shadow_and_reset),
         cmocka_unit_test(test_delta_gpu_appears),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_fifo_not_opened),
         cmocka_unit_test(test_not_stats),
         cmocka_unit_test(test_length_bound),
         cmocka_unit_test(test_hostile_text),

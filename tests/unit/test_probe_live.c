@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -89,11 +91,45 @@ static void rejects_foreign_json(void **state)
     json_t *j = json_pack("{s:s}", "format", "something-else");
     assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), -EINVAL);
     json_decref(j);
-    j = json_pack("{s:s, s:[s, i], s:{s:s}}", "format", "gdunlock-live/1", "paths", "x", 3, "cuda",
-                  "gpus", "nope");
-    assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), 0); /* wrong shapes are ignored */
-    assert_int_equal(l.n_gpus, 0);
-    json_decref(j);
+    /* every field with its type, or the file is refused, naming the field */
+    gdu_live a;
+    memset(&a, 0, sizeof a);
+    a.n_gpus = 1;
+    a.n_pairs = 1;
+    a.pairs[0].rm_known = true;
+    static const struct {
+        const char *pointer, *value, *why;
+    } wrong[] = {
+        {"euid", "\"0\"", "euid is a string, expected an integer"},
+        {"cuda", "[]", "cuda is an array, expected an object"},
+        {"cuda.gpus", "\"nope\"", "cuda.gpus is a string, expected an array"},
+        {"cuda.gpus.0.total_mem", "1.5", "cuda.gpus[0].total_mem is a number with a fraction"},
+        {"cuda.gpus.0.cc", "[9, \"0\"]", "cuda.gpus[0].cc[1] is a string, expected an integer"},
+        {"cuda.pairs.0.rm.status", "{}", "cuda.pairs[0].rm.status is an object, expected an array"},
+        {"cufile.found", "null", "cufile.found is null, expected a boolean"},
+        {"cufile.found", NULL, "cufile.found is missing"},
+        {"paths", "[3]", "paths[0] is an integer, expected an object"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        j = gdu_live_to_json(&a);
+        json_t *parent = j;
+        char key[64];
+        snprintf(key, sizeof key, "%s", wrong[i].pointer);
+        char *save = NULL, *part = strtok_r(key, ".", &save), *next;
+        while ((next = strtok_r(NULL, ".", &save)) != NULL) {
+            parent = json_is_array(parent) ? json_array_get(parent, (size_t)atoi(part))
+                                           : json_object_get(parent, part);
+            part = next;
+        }
+        if (wrong[i].value == NULL)
+            json_object_del(parent, part);
+        else
+            json_object_set_new(parent, part, json_loads(wrong[i].value, JSON_DECODE_ANY, NULL));
+        assert_int_equal(gdu_live_from_json(j, &l, why, sizeof why), -EINVAL);
+        if (strstr(why, wrong[i].why) == NULL)
+            fail_msg("%s: '%s', expected '%s'", wrong[i].pointer, why, wrong[i].why);
+        json_decref(j);
+    }
 }
 
 static void probes_a_path(void **state)
@@ -131,6 +167,17 @@ static void capture_copies_what_was_read(void **state)
         gdu_sysroot_free_names(names, n);
     }
     gdu_sysroot_exists(&sr, "/proc/driver/nvidia-fs/no-such-file");
+    /* a FIFO doctor was given: not opened, neither to try O_DIRECT nor to copy it */
+    char fifo_dir[] = "/tmp/gdu-fifo-XXXXXX", fifo[64];
+    assert_non_null(mkdtemp(fifo_dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", fifo_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    gdu_live_path fifo_answer;
+    gdu_live_probe_path(fifo, &fifo_answer);
+    assert_int_equal(fifo_answer.o_direct, -1);
+    assert_non_null(strstr(fifo_answer.o_direct_error, "not a regular file"));
+    gdu_sysroot_record(&sr, fifo);
     gdu_pci live_pci;
     char pci_why[256];
     assert_int_equal(gdu_pci_scan(&sr, &live_pci, pci_why, sizeof pci_why), 0);
@@ -173,10 +220,56 @@ static void capture_copies_what_was_read(void **state)
     }
     gdu_pci_free(&replay_pci);
     gdu_pci_free(&live_pci);
+    alarm(0);
+    snprintf(path, sizeof path, "%s%s", dir, fifo);
+    assert_int_not_equal(access(path, F_OK), 0); /* the FIFO was not copied */
+    unlink(fifo);
+    rmdir(fifo_dir);
     gdu_live back;
-    assert_int_equal(gdu_live_load(dir, &back, why, sizeof why), 0);
+    assert_int_equal(gdu_live_load(&replay, &back, why, sizeof why), 0);
     assert_int_equal(back.origin, GDU_LIVE_CAPTURED);
     gdu_sysroot_free(&replay);
+    gdu_sysroot_free(&sr);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
+/* A capture that cannot be written in full fails (disk full here: a file size
+ * limit); one into a folder that holds anything is refused beforehand. */
+static void capture_write_errors_fail(void **state)
+{
+    char dir[] = "/tmp/gdu-capture-full-XXXXXX", why[512], path[PATH_MAX + 16];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(gdu_capture_prepare(dir, why, sizeof why), 0); /* empty: fine */
+    snprintf(path, sizeof path, "%s/old", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(gdu_capture_prepare(dir, why, sizeof why), -EEXIST);
+    assert_non_null(strstr(why, "is not empty"));
+    unlink(path);
+    assert_int_equal(gdu_capture_prepare("/proc/gdu-no-such/capture", why, sizeof why), -ENOENT);
+    assert_non_null(strstr(why, "cannot create /proc/gdu-no-such/capture"));
+
+    gdu_sysroot sr;
+    gdu_sysroot_init(&sr, NULL);
+    char *text;
+    assert_true(gdu_sysroot_read(&sr, "/proc/self/mountinfo", &text) > 64);
+    free(text);
+    gdu_live live;
+    memset(&live, 0, sizeof live);
+    struct rlimit old, small = {.rlim_cur = 64};
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small.rlim_max = old.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    gdu_capture_stats st;
+    int rc = gdu_capture_write(&sr, &live, dir, &st, why, sizeof why);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(rc, -EIO);
+    assert_true(st.unwritten >= 1);
+    assert_non_null(strstr(why, "could not be written"));
     gdu_sysroot_free(&sr);
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     assert_int_equal(system(path), 0);
@@ -185,9 +278,33 @@ static void capture_copies_what_was_read(void **state)
 static void live_load_without_file_is_absent(void **state)
 {
     gdu_live l;
-    char why[64];
-    assert_int_equal(gdu_live_load("/nonexistent-dir", &l, why, sizeof why), 0);
+    char why[256], dir[] = "/tmp/gdu-live-load-XXXXXX", path[PATH_MAX];
+    gdu_sysroot sr;
+    assert_int_equal(gdu_sysroot_init(&sr, "/nonexistent-dir"), 0);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), 0);
     assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    gdu_sysroot_free(&sr);
+    /* a FIFO (which would block a plain open) and garbage: refused, with the reason */
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(gdu_sysroot_init(&sr, dir), 0);
+    snprintf(path, sizeof path, "%s/" GDU_LIVE_FILE, dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(20);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(why, "not a regular file"));
+    assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"format\": \"gdunlock-live/1\", \"euid\": ", f);
+    fclose(f);
+    assert_int_equal(gdu_live_load(&sr, &l, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, GDU_LIVE_FILE ": line 1"));
+    assert_int_equal(l.origin, GDU_LIVE_ABSENT);
+    unlink(path);
+    rmdir(dir);
+    gdu_sysroot_free(&sr);
 }
 
 int main(void)
@@ -198,6 +315,7 @@ int main(void)
         cmocka_unit_test(rejects_foreign_json),
         cmocka_unit_test(probes_a_path),
         cmocka_unit_test(capture_copies_what_was_read),
+        cmocka_unit_test(capture_write_errors_fail),
         cmocka_unit_test(live_load_without_file_is_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

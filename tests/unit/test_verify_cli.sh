@@ -57,6 +57,23 @@ has userlog '"log": "fake-cufile ERROR'
 lacks userlog 'an old line'
 [ -s "$work/user-cufile.log" ] || bad "userlog: the user's cuFile log was removed"
 
+# A FIFO as the stats file or as the user's cuFile log: neither is opened by
+# verify, which would block. This shell holds the log's FIFO open both ways
+# (as a pipe's reader would), so cuFile's writes go through and a reader
+# opening it would wait for more forever.
+mkfifo "$work/stats.fifo" "$work/log.fifo"
+exec 3<>"$work/log.fifo"
+GDUNLOCK_NVFS_STATS=$work/stats.fifo CUFILE_LOGFILE_PATH=$work/log.fifo FAKE_CUFILE=5027 \
+  timeout 60 "$bin" verify "$work/fifo.bin" --size 1MiB --no-shim --json >"$work/fifo.json" 2>"$work/fifo.err"
+rc=$?
+log=""
+while read -r -t 1 -u 3 line; do log+=$line; done
+exec 3<&-
+[ $rc -eq 2 ] || bad "fifo: exit $rc, expected 2: $(cat "$work/fifo.err")"
+has fifo 'stats.fifo is not a regular file'
+[[ "$log" == *"fake-cufile ERROR"* ]] || bad "fifo: cuFile's log did not reach the user's pipe ('$log')"
+rm -f "$work/stats.fifo" "$work/log.fifo" "$work/fifo.bin"
+
 # cuFile in compatibility mode moves the data itself.
 FAKE_CUFILE=compat run compat 2
 has compat '"id": "cufile-compat-mode"'
