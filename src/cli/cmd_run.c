@@ -6,6 +6,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "util/units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -318,6 +319,28 @@ static long long num(const json_t *o, const char *key)
     return (long long)json_integer_value(json_object_get(o, key));
 }
 
+/* What nvidia-fs's lookup (the shim's model of it) finds for each buffer the
+ * program gave cuFile. */
+static void print_cufile_buffers(FILE *out, const json_t *cf)
+{
+    if (num(cf, "registered") <= 0)
+        return;
+    fprintf(out, "  cuFile buffers: %lld registered, %lld found by nvidia-fs's lookup (model)%s\n", num(cf, "registered"),
+            num(cf, "found"), num(cf, "not_listed") > 0 ? "; the oldest not listed" : "");
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(cf, "buffers"), i, b)
+    {
+        char size[32];
+        gdu_format_bytes((uint64_t)num(b, "size"), size, sizeof size);
+        const char *verdict = json_string_value(json_object_get(b, "kernel_lookup"));
+        const char *why = json_string_value(json_object_get(b, "why"));
+        fprintf(out, "    0x%llx %-9s %s%s%s\n", (unsigned long long)num(b, "address"), size, verdict ? verdict : "?",
+                verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? ": " : "",
+                verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? why : "");
+    }
+}
+
 static void print_table(FILE *out, const json_t *processes, bool colour)
 {
     size_t i, j;
@@ -348,7 +371,16 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
             const json_t *count;
             json_object_foreach((json_t *)json_object_get(g, "failures_by_status"), key, count)
                 fprintf(out, "       %lld x %s\n", (long long)json_integer_value(count), key);
+            const json_t *vas = json_object_get(g, "va_space");
+            const char *src = json_string_value(json_object_get(g, "va_space_source"));
+            if (json_is_integer(vas))
+                fprintf(out, "       VA space 0x%llx (%s)\n", (unsigned long long)json_integer_value(vas),
+                        src == NULL              ? "?"
+                        : strcmp(src, "uvm") == 0 ? "the one registered with UVM"
+                        : strcmp(src, "libcuda") == 0 ? "libcuda's own"
+                                                      : "the device's first; no UVM registration seen");
         }
+        print_cufile_buffers(out, json_object_get(p, "cufile_buffers"));
     }
     if (json_array_size(processes) == 0)
         fprintf(out, "gdunlock: the command made no GPU (RM) calls; no shim report\n");

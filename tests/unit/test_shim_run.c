@@ -83,6 +83,20 @@ static void report_table(void **state)
     assert_non_null(strstr(err, "1 x NV_ERR_GENERIC (0xffff)"));
 }
 
+/* The report as libgdunlock.so writes it (tests/fixtures/verify): the VA
+ * space and the kernel lookup's verdict on each cuFile buffer are shown. */
+static void report_table_lookup(void **state)
+{
+    assert_int_equal(gdunlock_run("-- sh -c 'cp " GDUNLOCK_FIXTURES "/verify/shim-report-gdunlock.json "
+                                  "\"$(dirname \"$GDUNLOCK_REPORT\")/report-$$.json\"'"),
+                     0);
+    const char *err = slurp(err_path);
+    assert_non_null(strstr(err, "VA space 0x5c000009 (the one registered with UVM)"));
+    assert_non_null(strstr(err, "cuFile buffers: 2 registered, 1 found by nvidia-fs's lookup (model)"));
+    assert_non_null(strstr(err, " found\n"));
+    assert_non_null(strstr(err, "bar1-full: refused (-ENOMEM)"));
+}
+
 static void report_json(void **state)
 {
     char report[] = "/tmp/gdu-test-run-report-XXXXXX";
@@ -124,6 +138,7 @@ int main(void)
         cmocka_unit_test(exit_status_passes_through),
         cmocka_unit_test(errors),
         cmocka_unit_test(report_table),
+        cmocka_unit_test(report_table_lookup),
         cmocka_unit_test(report_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
