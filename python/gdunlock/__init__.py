@@ -10,20 +10,23 @@ extension).
 The library is found through $GDUNLOCK_LOAD_LIB, $BUILD/lib, or the build/
 folder next to this package's repository.
 """
-from ._lib import GdunlockError
+import ctypes
+
+from ._lib import GdunlockError, library_path
+from ._version import __version__
 from .checkpoint import Checkpoint, TensorInfo, parse_device
 
-__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "parse_device",
-           "release_engines"]
+__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "__version__", "library_path",
+           "load_safetensors", "parse_device", "release_engines"]
 
 
-def load_safetensors(path, device=0, verify=False):
+def load_safetensors(path, device=0, verify=False, lenient=False):
     """Loads a .safetensors file or a sharded checkpoint's index JSON and
     returns {name: torch.Tensor}. All tensors of one file share its memory
     (a few allocations of whole tensors), freed when the last of them dies."""
     from .torch_bridge import to_torch
 
-    with Checkpoint(path) as ckpt:
+    with Checkpoint(path, lenient=lenient) as ckpt:
         ckpt.load(device)
         if verify:
             ckpt.verify()
@@ -32,7 +35,9 @@ def load_safetensors(path, device=0, verify=False):
 
 def release_engines():
     """Frees the I/O engines the loads of this process keep (worker threads,
-    pinned staging buffers); the next load creates them again."""
-    from ._lib import lib
+    pinned staging buffers); the next load creates them again. Raises
+    GdunlockError (GDU_ST_ERR_BUSY) while a load runs."""
+    from ._lib import StError, check, lib
 
-    lib().gdu_st_engines_release()
+    err = StError()
+    check(lib().gdu_st_engines_release(ctypes.byref(err)), err)

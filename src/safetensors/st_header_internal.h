@@ -14,8 +14,10 @@ struct gdu_st_header {
     uint64_t *shapes; /* all tensors' dims, back to back */
     struct {
         const char *key, *value;
+        size_t value_len;
     } *metadata;
     size_t metadata_count;
+    int has_metadata; /* __metadata__ present and not null */
     uint64_t data_offset, data_size, data_span, hole_bytes, trailing_bytes;
 };
 
