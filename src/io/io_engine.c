@@ -331,19 +331,24 @@ static int choose_backend(gdu_io_engine *e, char *why, size_t len)
         return 0;
     }
     r = gdu_io_cufile_engine_init(e, e->cufile_why, sizeof e->cufile_why);
+    char ring[GDU_IO_WHY] = "";
     if (want == GDU_IO_BACKEND_CUFILE) {
+        if (r == 0 && (r = gdu_io_cufile_ring_init(e, ring, sizeof ring)) != 0)
+            snprintf(e->cufile_why, sizeof e->cufile_why, "%s", ring);
         if (r != 0) {
             snprintf(why, len, "cufile unavailable: %s", e->cufile_why);
             return r;
         }
         e->backend = GDU_IO_BACKEND_CUFILE;
-        snprintf(e->reason, sizeof e->reason, "cufile: requested (%s)",
-                 e->nvfs_loaded ? "nvidia-fs loaded" : "compat mode, nvidia-fs not loaded");
+        snprintf(e->reason, sizeof e->reason, "cufile: requested (%s); %s",
+                 e->nvfs_loaded ? "nvidia-fs loaded" : "compat mode, nvidia-fs not loaded", ring);
         return 0;
     }
+    if (r == 0 && e->nvfs_loaded && (r = gdu_io_cufile_ring_init(e, ring, sizeof ring)) != 0)
+        snprintf(e->cufile_why, sizeof e->cufile_why, "%s", ring);
     if (r == 0 && e->nvfs_loaded) {
         e->backend = GDU_IO_BACKEND_CUFILE;
-        snprintf(e->reason, sizeof e->reason, "cufile: nvidia-fs loaded");
+        snprintf(e->reason, sizeof e->reason, "cufile: nvidia-fs loaded; %s", ring);
     } else {
         e->backend = GDU_IO_BACKEND_PIPELINE;
         snprintf(e->reason, sizeof e->reason, "pipeline: cufile unavailable: %s",

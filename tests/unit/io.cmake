@@ -53,6 +53,12 @@ add_dependencies(test_io_cufile_fake gdu_fake_cuda gdu_fake_cufile)
 gdu_io_test_env(test_io_cufile_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
   "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0"
   "GDUNLOCK_NVFS_PROC=${CMAKE_BINARY_DIR}/fake-cufile")
+# Its ring of registered buffers under a simulated small BAR1.
+gdunlock_unit_test(test_io_cufile_ring SOURCES test_io_cufile_ring.c LIBS gdu_io ${CMAKE_DL_LIBS})
+add_dependencies(test_io_cufile_ring gdu_fake_cuda gdu_fake_cufile)
+gdu_io_test_env(test_io_cufile_ring "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
+  "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0"
+  "GDUNLOCK_NVFS_PROC=${CMAKE_BINARY_DIR}/fake-cufile")
 
 # gdunlock bench end to end on the fake GPU: every path runs or says why,
 # reads and writes, VMM memory, random order, O_DIRECT; data verified (exit 0).
