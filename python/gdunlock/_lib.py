@@ -176,6 +176,18 @@ def check(status, err):
         raise GdunlockError(name, err.message.decode(errors="replace"))
 
 
+def check_regular_file(path):
+    """Raises GdunlockError unless path is a regular file: the engine's open
+    would block forever on a FIFO without a writer (os.stat does not)."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise GdunlockError("GDU_ST_ERR_OPEN", f"{path}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise GdunlockError("GDU_ST_ERR_OPEN", f"{path}: not a regular file")
+
+
 def library_path():
     """The path of the library in use (opened on first use)."""
     return lib()._name

@@ -8,8 +8,13 @@ _saved = []  # (module, attribute, original)
 
 
 def _replacements():
-    import safetensors
-    import safetensors.torch
+    try:
+        import safetensors
+        import safetensors.torch
+    except ImportError as e:
+        from ._lib import GdunlockError
+        raise GdunlockError("GDU_ST_ERR_NO_SAFETENSORS", f"patch() replaces safetensors' "
+                            f"functions, and safetensors does not import: {e}") from None
 
     from . import load_file, safe_open
     return {id(safetensors.safe_open): (safetensors.safe_open, safe_open),

@@ -6,7 +6,7 @@ import math
 import threading
 
 from ._lib import (IO_OP_READ, IO_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check,
-                   lib)
+                   check_regular_file, lib)
 
 
 class SliceError(GdunlockError, IndexError):
@@ -63,6 +63,7 @@ class RangeReader:
     def _file(self, path):
         f = self._files.get(path)
         if f is None:
+            check_regular_file(path)
             f = ctypes.c_void_p()
             why = ctypes.create_string_buffer(512)
             rc = self._lib.gdu_io_open(self._engine, path.encode(), IO_READ, ctypes.byref(f), why,
