@@ -119,9 +119,10 @@ int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out);
  * __metadata__ null or a string -> string map, extra fields in a tensor entry
  * ignored, an entry also as a [dtype, shape, data_offsets] list; and, as the
  * format's specification says (the crate keeps the last), no duplicate keys.
- * Known differences, from the JSON parser (jansson): object keys holding a
- * NUL byte (\u0000) and integers above 2^63-1 are refused, "-0" is read as
- * the integer 0.
+ * The JSON is read as serde_json reads it (src/safetensors/st_json.h):
+ * names and metadata may hold \u0000 (hence the lengths below), integers
+ * up to 2^64-1, "-0" and "1.0" are floats (no size or offset), nesting
+ * deeper than 127 is an error.
  *
  * GDU_ST_LENIENT reads damaged files the format forbids: holes, trailing
  * bytes and empty tensors anywhere are accepted and reported (hole and
@@ -132,7 +133,8 @@ int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out);
 /* ---- One file's header ------------------------------------------------- */
 
 typedef struct gdu_st_tensor_info {
-    const char *name;      /* UTF-8, NUL-terminated (names with NUL bytes are rejected) */
+    const char *name;      /* UTF-8, NUL-terminated; may hold NUL (\u0000): see name_len */
+    size_t name_len;       /* bytes of name */
     gdu_st_dtype dtype;
     uint32_t ndim;         /* 0 for a scalar */
     const uint64_t *shape; /* ndim entries */
@@ -168,10 +170,11 @@ uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *header);
 size_t gdu_st_header_metadata_count(const gdu_st_header *header);
 /* Whether the header has a __metadata__ object (0 when absent or null). */
 int gdu_st_header_has_metadata(const gdu_st_header *header);
-/* The index-th __metadata__ entry; returns 0, or -1 past the end. The value
- * may hold NUL bytes (\u0000): value_len (may be NULL) gets its length. */
+/* The index-th __metadata__ entry; returns 0, or -1 past the end. Key and
+ * value may hold NUL bytes (\u0000): key_len and value_len (either may be
+ * NULL) get their lengths. */
 int gdu_st_header_metadata(const gdu_st_header *header, size_t index, const char **key,
-                           const char **value, size_t *value_len);
+                           size_t *key_len, const char **value, size_t *value_len);
 
 /* ---- Sharded checkpoints ---------------------------------------------- */
 
@@ -201,7 +204,8 @@ typedef struct gdu_st_load_options {
 } gdu_st_load_options;
 
 typedef struct gdu_st_tensor {
-    const char *name;
+    const char *name;     /* NUL-terminated; may hold NUL: name_len */
+    size_t name_len;
     gdu_st_dtype dtype;
     uint32_t ndim;
     const uint64_t *shape;
@@ -255,8 +259,9 @@ void gdu_st_model_free(gdu_st_model *model);
 
 size_t gdu_st_model_tensor_count(const gdu_st_model *model);
 const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *model, size_t index);
-/* Index of the tensor with that name, or -1. */
+/* Index of the tensor with that name, or -1; _n for names holding NUL. */
 long gdu_st_model_find(const gdu_st_model *model, const char *name);
+long gdu_st_model_find_n(const gdu_st_model *model, const char *name, size_t len);
 size_t gdu_st_model_file_count(const gdu_st_model *model);
 const char *gdu_st_model_file_path(const gdu_st_model *model, size_t index);
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *model, size_t index);

@@ -59,7 +59,8 @@ class StError(ctypes.Structure):
 
 
 class StTensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_uint32),
+    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t),
+                ("dtype", ctypes.c_int), ("ndim", ctypes.c_uint32),
                 ("shape", ctypes.POINTER(ctypes.c_uint64)), ("nbytes", ctypes.c_uint64),
                 ("address", ctypes.c_uint64), ("device", ctypes.c_int32),
                 ("file", ctypes.c_uint32), ("file_offset", ctypes.c_uint64)]
@@ -122,7 +123,7 @@ def _declare(lib):
         "gdu_st_tensor_struct_size": (sz, []),
         "gdu_st_header_metadata_count": (sz, [p]),
         "gdu_st_header_has_metadata": (i, [p]),
-        "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_char_p),
+        "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz),
                                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz)]),
         "gdu_st_header_data_offset": (u64, [p]),
         "gdu_st_header_data_span": (u64, [p]),

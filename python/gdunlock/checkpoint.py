@@ -8,6 +8,11 @@ from collections import namedtuple
 from ._lib import (LENIENT, StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check,
                    lib)
 
+def _text(address, length):
+    """UTF-8 bytes at address (NUL bytes included) as str."""
+    return ctypes.string_at(address, length).decode() if length else ""
+
+
 TensorInfo = namedtuple("TensorInfo", "name dtype shape nbytes address device file file_offset")
 
 
@@ -82,7 +87,7 @@ class Checkpoint:
     def tensor(self, index):
         self._require_open()
         t = self._lib.gdu_st_model_tensor(self._model, index).contents
-        return TensorInfo(t.name.decode(), self._lib.gdu_st_dtype_name(t.dtype).decode(),
+        return TensorInfo(_text(t.name, t.name_len), self._lib.gdu_st_dtype_name(t.dtype).decode(),
                           tuple(t.shape[d] for d in range(t.ndim)), t.nbytes, t.address,
                           t.device, t.file, t.file_offset)
 
@@ -107,12 +112,12 @@ class Checkpoint:
         if not self._lib.gdu_st_header_has_metadata(header):
             return None
         out = {}
-        key, value, length = ctypes.c_char_p(), ctypes.c_void_p(), ctypes.c_size_t()
+        key, value = ctypes.c_void_p(), ctypes.c_void_p()
+        key_len, value_len = ctypes.c_size_t(), ctypes.c_size_t()
         for i in range(self._lib.gdu_st_header_metadata_count(header)):
-            self._lib.gdu_st_header_metadata(header, i, ctypes.byref(key), ctypes.byref(value),
-                                             ctypes.byref(length))
-            text = ctypes.string_at(value.value, length.value) if length.value else b""
-            out[key.value.decode()] = text.decode()
+            self._lib.gdu_st_header_metadata(header, i, ctypes.byref(key), ctypes.byref(key_len),
+                                             ctypes.byref(value), ctypes.byref(value_len))
+            out[_text(key.value, key_len.value)] = _text(value.value, value_len.value)
         return out
 
     def load(self, device=0):

@@ -83,15 +83,17 @@ int load_exit_code(gdu_st_status status)
     }
 }
 
-/* Writes s escaped to out (when out is not NULL); returns the bytes written. */
-static size_t escape(FILE *out, const char *s)
+/* Writes the len bytes of s escaped to out (when out is not NULL); returns
+ * the bytes written. */
+static size_t escape(FILE *out, const char *s, size_t len)
 {
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    for (; p < end; p++) {
         char buf[8];
         const char *piece = buf;
         /* C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8. */
-        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+        if (p[0] == 0xc2 && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x9f) {
             snprintf(buf, sizeof buf, "\\u%04x", p[1]);
             p++;
         } else if (*p < 0x20 || *p == 0x7f) {
@@ -109,12 +111,12 @@ static size_t escape(FILE *out, const char *s)
     return n;
 }
 
-void load_put_escaped(FILE *out, const char *s) { escape(out, s); }
+void load_put_escaped(FILE *out, const char *s) { escape(out, s, strlen(s)); }
 
-/* An escaped string padded to width bytes (as printf's %-Ns). */
-static void put_padded(FILE *out, const char *s, size_t width)
+/* A name (len bytes, NUL bytes included) escaped, padded to width bytes. */
+static void put_padded(FILE *out, const char *s, size_t len, size_t width)
 {
-    for (size_t used = escape(out, s); used < width; used++)
+    for (size_t used = escape(out, s, len); used < width; used++)
         fputc(' ', out);
 }
 
@@ -157,7 +159,7 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
             snprintf(device, sizeof device, "host");
         else
             snprintf(device, sizeof device, "%d", t->device);
-        put_padded(out, t->name, 48);
+        put_padded(out, t->name, t->name_len, 48);
         fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n",
                 gdu_st_dtype_name(t->dtype), shape, device, t->address, t->nbytes);
     }
@@ -230,8 +232,8 @@ static json_t *tensor_json(const gdu_st_tensor *t)
     json_t *shape = json_array();
     for (uint32_t d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-    return json_pack("{s:s, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, "dtype",
-                     gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
+    return json_pack("{s:s%, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, t->name_len,
+                     "dtype", gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
                      "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes,
                      "file", (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
 }

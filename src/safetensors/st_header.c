@@ -5,9 +5,9 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_pread.h"
 #include "safetensors/st_header_internal.h"
+#include "safetensors/st_json.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,98 +24,73 @@ static uint64_t load_le64(const unsigned char *p)
     return v;
 }
 
-/* A JSON integer >= 0 (reals, negatives and other types are refused). */
-static int json_to_u64(const json_t *v, uint64_t *out)
+/* A JSON unsigned integer, as serde reads a usize (not "-0", "1.0", "1e3"). */
+static int json_to_u64(const st_json *v, uint64_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
+    if (v == NULL || v->kind != ST_JSON_NUMBER || !v->is_u64)
         return -1;
-    *out = (uint64_t)json_integer_value(v);
+    *out = v->u64;
     return 0;
 }
 
-/* serde_json refuses values nested deeper than this many arrays/objects
- * (its recursion limit of 128, the outermost object counted); jansson's own
- * limit is higher, so the reference's is applied here. */
-#define SERDE_MAX_DEPTH 127
-
-static int too_deep(const json_t *v, int depth)
+static gdu_st_status parse_metadata(gdu_st_header *h, const st_json *meta, gdu_st_error *err)
 {
-    if (!json_is_object(v) && !json_is_array(v))
-        return 0;
-    if (depth > SERDE_MAX_DEPTH)
-        return 1;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (too_deep(json_array_get(v, i), depth + 1))
-                return 1;
-        return 0;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)v, key, value)
-        if (too_deep(value, depth + 1))
-            return 1;
-    return 0;
-}
-
-static gdu_st_status parse_metadata(gdu_st_header *h, json_t *meta, gdu_st_error *err)
-{
-    if (json_is_null(meta)) /* the reference's Option: null means none */
+    if (meta->kind == ST_JSON_NULL) /* the reference's Option: null means none */
         return GDU_ST_OK;
-    if (!json_is_object(meta))
+    if (meta->kind != ST_JSON_OBJECT)
         return st_fail(err, GDU_ST_ERR_METADATA, "__metadata__ is not a JSON object");
-    size_t n = json_object_size(meta);
+    size_t n = meta->count;
     h->has_metadata = 1;
     h->metadata = calloc(n ? n : 1, sizeof *h->metadata);
     if (h->metadata == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu metadata entries", n);
-    const char *key;
-    json_t *value;
-    json_object_foreach(meta, key, value) {
-        if (!json_is_string(value))
+    for (size_t i = 0; i < n; i++) {
+        const st_json *key = st_json_key(meta, i), *value = st_json_value(meta, i);
+        if (value->kind != ST_JSON_STRING)
             return st_fail(err, GDU_ST_ERR_METADATA,
-                           "__metadata__ entry " NAME_FMT " is not a string", key);
-        h->metadata[h->metadata_count].key = key;
-        h->metadata[h->metadata_count].value = json_string_value(value);
-        h->metadata[h->metadata_count].value_len = json_string_length(value);
+                           "__metadata__ entry " NAME_FMT " is not a string", key->str);
+        h->metadata[i].key = key->str;
+        h->metadata[i].key_len = key->len;
+        h->metadata[i].value = value->str;
+        h->metadata[i].value_len = value->len;
         h->metadata_count++;
     }
     return GDU_ST_OK;
 }
 
-/* The dtype's name: a string, or serde's other form of a unit enum variant,
- * an object {"F32": null}. NULL for anything else. */
-static const char *dtype_name(const json_t *dtype)
+/* The dtype's name (a string node): a string, or serde's other form of a
+ * unit enum variant, an object {"F32": null}. NULL for anything else. */
+static const st_json *dtype_name(const st_json *dtype)
 {
-    if (json_is_string(dtype))
-        return json_string_value(dtype);
-    if (json_is_object(dtype) && json_object_size(dtype) == 1) {
-        const char *key;
-        json_t *value;
-        json_object_foreach((json_t *)dtype, key, value)
-            return json_is_null(value) ? key : NULL;
-    }
+    if (dtype == NULL)
+        return NULL;
+    if (dtype->kind == ST_JSON_STRING)
+        return dtype;
+    if (dtype->kind == ST_JSON_OBJECT && dtype->count == 1 &&
+        st_json_value(dtype, 0)->kind == ST_JSON_NULL)
+        return st_json_key(dtype, 0);
     return NULL;
 }
 
 /* The entry's three fields, from {dtype, shape, data_offsets} (other fields
  * ignored) or, as serde also reads a struct, a [dtype, shape, data_offsets]
  * list. */
-static int entry_fields(json_t *entry, json_t **dtype, json_t **shape, json_t **offsets)
+static int entry_fields(const st_json *entry, const st_json **dtype, const st_json **shape,
+                        const st_json **offsets)
 {
-    if (json_is_array(entry)) {
-        if (json_array_size(entry) != 3)
+    if (entry->kind == ST_JSON_ARRAY) {
+        if (entry->count != 3)
             return -1;
-        *dtype = json_array_get(entry, 0);
-        *shape = json_array_get(entry, 1);
-        *offsets = json_array_get(entry, 2);
+        *dtype = &entry->items[0];
+        *shape = &entry->items[1];
+        *offsets = &entry->items[2];
         return 0;
     }
-    if (!json_is_object(entry))
+    if (entry->kind != ST_JSON_OBJECT)
         return -1;
-    *dtype = json_object_get(entry, "dtype");
-    *shape = json_object_get(entry, "shape");
-    *offsets = json_object_get(entry, "data_offsets");
+    *dtype = st_json_get(entry, "dtype");
+    *shape = st_json_get(entry, "shape");
+    *offsets = st_json_get(entry, "data_offsets");
     return 0;
 }
 
@@ -144,28 +119,30 @@ static int shape_bits(const uint64_t *shape, size_t ndim, unsigned bits_per, uns
     return 0;
 }
 
-/* Fills one tensor from its JSON entry; shape_store has room for its dims. */
-static gdu_st_status parse_tensor(const char *name, json_t *entry, uint64_t data_size,
+static gdu_st_status parse_tensor(const st_json *key, const st_json *entry, uint64_t data_size,
                                   unsigned flags, gdu_st_tensor_info *t, uint64_t *shape_store,
                                   gdu_st_error *err)
 {
-    json_t *dtype = NULL, *shape = NULL, *offsets = NULL;
+    const char *name = key->str;
+    const st_json *dtype = NULL, *shape = NULL, *offsets = NULL;
     if (entry_fields(entry, &dtype, &shape, &offsets) != 0)
         return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY, "tensor " NAME_FMT " is not a JSON object",
                        name);
-    const char *dname = dtype_name(dtype);
-    if (dname == NULL || !json_is_array(shape) || !json_is_array(offsets))
+    const st_json *dname = dtype_name(dtype);
+    if (dname == NULL || shape == NULL || shape->kind != ST_JSON_ARRAY || offsets == NULL ||
+        offsets->kind != ST_JSON_ARRAY)
         return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY,
                        "tensor " NAME_FMT " lacks a string \"dtype\", a list \"shape\" or a "
                        "list \"data_offsets\"", name);
     t->name = name;
-    if (gdu_st_dtype_from_name(dname, &t->dtype) != 0)
+    t->name_len = key->len;
+    if (strlen(dname->str) != dname->len || gdu_st_dtype_from_name(dname->str, &t->dtype) != 0)
         return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'",
-                       name, dname);
+                       name, dname->str);
 
-    size_t ndim = json_array_size(shape);
+    size_t ndim = shape->count;
     for (size_t d = 0; d < ndim; d++)
-        if (json_to_u64(json_array_get(shape, d), &shape_store[d]) != 0)
+        if (json_to_u64(&shape->items[d], &shape_store[d]) != 0)
             return st_fail(err, GDU_ST_ERR_SHAPE,
                            "tensor " NAME_FMT ": shape entry %zu is not a non-negative integer",
                            name, d);
@@ -180,8 +157,8 @@ static gdu_st_status parse_tensor(const char *name, json_t *entry, uint64_t data
                        "tensor " NAME_FMT ": %llu bits of %s elements do not fill whole bytes",
                        name, (unsigned long long)bits, gdu_st_dtype_name(t->dtype));
 
-    if (json_array_size(offsets) != 2 || json_to_u64(json_array_get(offsets, 0), &t->begin) != 0 ||
-        json_to_u64(json_array_get(offsets, 1), &t->end) != 0 || t->begin > t->end)
+    if (offsets->count != 2 || json_to_u64(&offsets->items[0], &t->begin) != 0 ||
+        json_to_u64(&offsets->items[1], &t->end) != 0 || t->begin > t->end)
         return st_fail(err, GDU_ST_ERR_OFFSETS,
                        "tensor " NAME_FMT ": data_offsets is not [begin, end] with "
                        "0 <= begin <= end", name);
@@ -282,28 +259,29 @@ static gdu_st_status check_layout(gdu_st_header *h, unsigned flags, gdu_st_error
     return GDU_ST_OK;
 }
 
-static size_t entry_dims(json_t *value)
+static size_t entry_dims(const st_json *value)
 {
-    json_t *dtype = NULL, *shape = NULL, *offsets = NULL;
-    if (entry_fields(value, &dtype, &shape, &offsets) != 0 || !json_is_array(shape))
+    const st_json *dtype = NULL, *shape = NULL, *offsets = NULL;
+    if (entry_fields(value, &dtype, &shape, &offsets) != 0 || shape == NULL ||
+        shape->kind != ST_JSON_ARRAY)
         return 0;
-    return json_array_size(shape);
+    return shape->count;
 }
 
-static gdu_st_status parse_object(gdu_st_header *h, unsigned flags, gdu_st_error *err)
+static int is_metadata_key(const st_json *key)
 {
-    if (too_deep(h->root, 1))
-        return st_fail(err, GDU_ST_ERR_HEADER_JSON,
-                       "header JSON nests arrays and objects deeper than %d levels (the "
-                       "reference parser's limit)", SERDE_MAX_DEPTH);
-    const char *key;
-    json_t *value;
+    return key->len == 12 && memcmp(key->str, "__metadata__", 12) == 0;
+}
+
+static gdu_st_status parse_object(gdu_st_header *h, const st_json *root, unsigned flags,
+                                  gdu_st_error *err)
+{
     size_t tensors = 0, dims = 0;
-    json_object_foreach(h->root, key, value) {
-        if (strcmp(key, "__metadata__") == 0)
+    for (size_t i = 0; i < root->count; i++) {
+        if (is_metadata_key(st_json_key(root, i)))
             continue;
         tensors++;
-        dims += entry_dims(value);
+        dims += entry_dims(st_json_value(root, i));
     }
     h->tensors = calloc(tensors ? tensors : 1, sizeof *h->tensors);
     h->shapes = calloc(dims ? dims : 1, sizeof *h->shapes);
@@ -311,17 +289,18 @@ static gdu_st_status parse_object(gdu_st_header *h, unsigned flags, gdu_st_error
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", tensors);
 
     size_t dims_used = 0;
-    json_object_foreach(h->root, key, value) {
+    for (size_t i = 0; i < root->count; i++) {
+        const st_json *key = st_json_key(root, i), *value = st_json_value(root, i);
         gdu_st_status s;
-        if (strcmp(key, "__metadata__") == 0)
+        if (is_metadata_key(key)) {
             s = parse_metadata(h, value, err);
-        else
-            s = parse_tensor(key, value, h->data_size, flags, &h->tensors[h->tensor_count++],
-                             h->shapes + dims_used, err);
+        } else {
+            gdu_st_tensor_info *t = &h->tensors[h->tensor_count++];
+            s = parse_tensor(key, value, h->data_size, flags, t, h->shapes + dims_used, err);
+            dims_used += t->ndim;
+        }
         if (s != GDU_ST_OK)
             return s;
-        if (strcmp(key, "__metadata__") != 0)
-            dims_used += h->tensors[h->tensor_count - 1].ndim;
     }
     return check_layout(h, flags, err);
 }
@@ -372,17 +351,16 @@ gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t 
     h->data_offset = 8 + n;
     h->data_size = file_size - h->data_offset;
 
-    json_error_t jerr;
-    /* JSON_ALLOW_NUL: serde_json takes \u0000 in strings (metadata values). */
-    h->root = json_loadb((const char *)bytes + 8, (size_t)n,
-                         JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (h->root == NULL)
-        s = st_fail(err, GDU_ST_ERR_HEADER_JSON, "header JSON, byte %d: %s", jerr.position,
-                    jerr.text);
-    else if (!json_is_object(h->root))
+    char why[160] = "";
+    size_t where = 0;
+    h->doc = st_json_parse((const char *)bytes + 8, (size_t)n, why, sizeof why, &where);
+    const st_json *root = h->doc ? st_json_root(h->doc) : NULL;
+    if (root == NULL)
+        s = st_fail(err, GDU_ST_ERR_HEADER_JSON, "header JSON, byte %zu: %s", where, why);
+    else if (root->kind != ST_JSON_OBJECT)
         s = st_fail(err, GDU_ST_ERR_HEADER_NOT_OBJECT, "header JSON is not an object");
     else
-        s = parse_object(h, flags, err);
+        s = parse_object(h, root, flags, err);
     if (s != GDU_ST_OK) {
         gdu_st_header_free(h);
         return s;
@@ -436,7 +414,7 @@ void gdu_st_header_free(gdu_st_header *h)
 {
     if (h == NULL)
         return;
-    json_decref(h->root);
+    st_json_free(h->doc);
     free(h->tensors);
     free(h->shapes);
     free(h->metadata);
@@ -459,11 +437,13 @@ size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h->metadata
 int gdu_st_header_has_metadata(const gdu_st_header *h) { return h->has_metadata; }
 
 int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key,
-                           const char **value, size_t *value_len)
+                           size_t *key_len, const char **value, size_t *value_len)
 {
     if (index >= h->metadata_count)
         return -1;
     *key = h->metadata[index].key;
+    if (key_len != NULL)
+        *key_len = h->metadata[index].key_len;
     *value = h->metadata[index].value;
     if (value_len != NULL)
         *value_len = h->metadata[index].value_len;

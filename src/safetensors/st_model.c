@@ -172,17 +172,18 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
         const gdu_st_header *h = m->files[f].header;
         for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
             const gdu_st_tensor_info *info = gdu_st_header_tensor(h, i);
-            json_t *prev = json_object_get(m->by_name, info->name);
+            json_t *prev = json_object_getn(m->by_name, info->name, info->name_len);
             if (prev != NULL)
                 return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR,
                                "tensor '%.80s' is in both %s and %s", info->name,
                                m->files[m->tensors[json_integer_value(prev)].file].path,
                                m->files[f].path);
-            if (json_object_set_new(m->by_name, info->name,
-                                    json_integer((json_int_t)m->tensor_count)) != 0)
+            if (json_object_setn_new_nocheck(m->by_name, info->name, info->name_len,
+                                             json_integer((json_int_t)m->tensor_count)) != 0)
                 return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
             gdu_st_tensor *t = &m->tensors[m->tensor_count++];
             t->name = info->name;
+            t->name_len = info->name_len;
             t->dtype = info->dtype;
             t->ndim = info->ndim;
             t->shape = info->shape;
@@ -270,10 +271,15 @@ const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
     return index < m->tensor_count ? &m->tensors[index] : NULL;
 }
 
+long gdu_st_model_find_n(const gdu_st_model *m, const char *name, size_t len)
+{
+    json_t *v = name ? json_object_getn(m->by_name, name, len) : NULL;
+    return v ? (long)json_integer_value(v) : -1;
+}
+
 long gdu_st_model_find(const gdu_st_model *m, const char *name)
 {
-    json_t *v = name ? json_object_get(m->by_name, name) : NULL;
-    return v ? (long)json_integer_value(v) : -1;
+    return name ? gdu_st_model_find_n(m, name, strlen(name)) : -1;
 }
 
 size_t gdu_st_model_file_count(const gdu_st_model *m) { return m->file_count; }

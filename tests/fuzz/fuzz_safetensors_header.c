@@ -20,7 +20,7 @@ static void check(const gdu_st_header *h, size_t size, int strict)
             elements *= t->shape[d];
         if (t->begin > t->end || t->end > span || span > data_size || t->ndim > size ||
             elements * gdu_st_dtype_bits(t->dtype) / 8 != t->end - t->begin ||
-            strlen(t->name) > size)
+            t->name_len > size || strlen(t->name) > t->name_len)
             abort();
         if (strict && t->begin != last_end) /* back to back from 0 */
             abort();
@@ -37,9 +37,10 @@ static void check(const gdu_st_header *h, size_t size, int strict)
     if (strict && (gdu_st_header_hole_bytes(h) != 0 || gdu_st_header_trailing_bytes(h) != 0))
         abort();
     const char *key, *value;
-    size_t len;
+    size_t key_len, len;
     for (size_t i = 0; i < gdu_st_header_metadata_count(h); i++)
-        if (gdu_st_header_metadata(h, i, &key, &value, &len) != 0 || strlen(key) + len > size)
+        if (gdu_st_header_metadata(h, i, &key, &key_len, &value, &len) != 0 ||
+            key_len + len > size || strlen(key) > key_len || strlen(value) > len)
             abort();
 }
 

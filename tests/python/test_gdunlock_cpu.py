@@ -95,6 +95,16 @@ class CheckpointTest(unittest.TestCase):
                 c.load("cpu")
                 c.verify()
 
+    def test_names_keep_nul_and_control_characters(self):
+        path = os.path.join(FIX, "control.safetensors")
+        ref = reference(path)
+        with gdunlock.Checkpoint(path) as c:
+            self.assertEqual({t.name for t in c.tensors()}, set(ref))
+            self.assertIn("nul\x00byte", ref)
+            c.load("cpu")
+            for i, t in enumerate(c.tensors()):
+                self.assertEqual(c.host_bytes(i), ref[t.name][2])
+
     def test_metadata_none_when_absent(self):
         with gdunlock.Checkpoint(os.path.join(FIX, "empty.safetensors")) as c:
             self.assertIsNone(c.metadata_or_none())

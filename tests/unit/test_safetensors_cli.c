@@ -39,7 +39,7 @@ static json_t *run_json(const char *args, int want_status)
     static char out[1 << 16];
     assert_int_equal(run(args, out, sizeof out), want_status);
     json_error_t e;
-    json_t *doc = json_loads(out, 0, &e);
+    json_t *doc = json_loads(out, JSON_ALLOW_NUL, &e);
     if (doc == NULL)
         fail_msg("not JSON (%s): %s", e.text, out);
     return doc;
@@ -120,13 +120,16 @@ static void test_control_characters_escaped(void **state)
     assert_null(strstr(out, "\xc2\x9b"));
     assert_non_null(strstr(out, "evil\\x1b[31mred\\x07"));
     assert_non_null(strstr(out, "c1\\u009bname"));
+    assert_non_null(strstr(out, "nul\\x00byte")); /* the whole name, NUL and all */
     json_t *doc = run_json("--to host --list --json " FIX "control.safetensors", 0);
     json_t *table = json_object_get(doc, "tensor_table");
     int exact = 0;
-    for (size_t i = 0; i < json_array_size(table); i++)
-        exact += strcmp(json_string_value(json_object_get(json_array_get(table, i), "name")),
-                        "evil\033[31mred\a") == 0;
-    assert_int_equal(exact, 1);
+    for (size_t i = 0; i < json_array_size(table); i++) {
+        json_t *name = json_object_get(json_array_get(table, i), "name");
+        exact += strcmp(json_string_value(name), "evil\033[31mred\a") == 0;
+        exact += json_string_length(name) == 8 && memcmp(json_string_value(name), "nul\0byte", 8) == 0;
+    }
+    assert_int_equal(exact, 2);
     json_decref(doc);
 }
 
