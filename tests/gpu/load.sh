@@ -61,6 +61,7 @@ udev_entry() {
   majmin=$(findmnt -no MAJ:MIN -T "$work" 2>/dev/null | head -1 | tr -d ' ')
   fstype=$(findmnt -no FSTYPE -T "$work" 2>/dev/null | head -1)
   uuid=$(findmnt -no UUID -T "$work" 2>/dev/null | head -1)
+  [ -n "$uuid" ] || uuid=$(blkid -s UUID -o value "$(findmnt -no SOURCE -T "$work" | head -1)" 2>/dev/null)
   case "$majmin" in ''|0:*) echo "# no block device under $work ($fstype): cuFile cannot use it"; return 1 ;; esac
   f=/run/udev/data/b$majmin
   if [ -e "$f" ]; then
@@ -119,10 +120,7 @@ echo "# load_api.py took $(( $(date +%s) - t )) s"
 
 # 5. The cuFile ring under a simulated 256 MiB BAR1, in compat mode.
 shard=$(ls "$work"/sharded/model-0000*.safetensors 2>/dev/null | head -1)
-if ! "$py" -c "import ctypes.util, sys; sys.exit(0 if ctypes.util.find_library('cufile') else 1)" &&
-   [ -z "${GDUNLOCK_LIBCUFILE:-}" ]; then
-  echo "SKIP load-ring: no libcufile on this machine"
-elif [ "$udev_ok" != 1 ]; then
+if [ "$udev_ok" != 1 ]; then
   echo "SKIP load-ring: no udev entry for the file system under $work (cuFile compat mode refuses it)"
 elif [ -z "$shard" ]; then
   echo "FAIL load-ring: no shard in $work/sharded"
@@ -140,7 +138,9 @@ except ValueError:
     print(f"FAIL load-ring: exit {rc}, no JSON ({open(path.replace('.json', '.log')).read()[-300:]})")
     sys.exit(0)
 if "error" in d:
-    print(f"FAIL load-ring: exit {rc}: {d['error'].get('code')}: {d['error'].get('message')}")
+    msg = d["error"].get("message", "")
+    missing = "cufile unavailable" in msg and ("libcufile" in msg or "not found" in msg)
+    print(f"{'SKIP' if missing else 'FAIL'} load-ring: exit {rc}: {d['error'].get('code')}: {msg}")
     sys.exit(0)
 reason, size = d.get("reason", ""), d.get("tensor_bytes", 0)
 m = re.search(r"ring of (\d+) x (\d+) KiB registered buffers \((\d+) MiB of a (\d+) MiB BAR1 budget",
