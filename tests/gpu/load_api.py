@@ -29,6 +29,7 @@ results = []
 
 
 def report(verdict, check, evidence):
+    evidence = " ".join(str(evidence).split())  # one line each, for run.sh and the tables
     line = f"{verdict} {check}: {evidence}"
     print(line, flush=True)
     results.append({"verdict": verdict, "check": check, "evidence": evidence})

@@ -130,6 +130,7 @@ def bench_ceiling(a, env):
 
 
 def report(verdict, check, evidence, out):
+    evidence = " ".join(str(evidence).split())  # one line each, for run.sh and the tables
     line = f"{verdict} {check}: {evidence}"
     print(line, flush=True)
     out.append({"verdict": verdict, "check": check, "evidence": evidence})
@@ -148,7 +149,8 @@ def main():
         return one(a.one, a.path, a.fastsafetensors)
 
     env = dict(os.environ)
-    checks, results = [], {"runs": [], "checks": checks}
+    checks = []
+    results = {"runs": [], "checks": checks}
     loaders = ["gdunlock-load", "gdunlock-safe-open", "gdunlock-iterator", "gdunlock-cli",
                "safetensors"]
     ok, fst = fastsafetensors_available(a, env)
