@@ -69,9 +69,10 @@ udev_entry() {
     return 0
   fi
   if mkdir -p /run/udev/data 2>/dev/null &&
-     printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\nE:ID_FS_UUID=%s\n' "$fstype" "$uuid" >"$f" 2>/dev/null; then
+     { printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\n' "$fstype"
+       [ -z "$uuid" ] || printf 'E:ID_FS_UUID=%s\n' "$uuid"; } >"$f" 2>/dev/null; then
     udev_made=$f
-    echo "# wrote the udev entry $f (ID_FS_USAGE=filesystem, ID_FS_TYPE=$fstype, ID_FS_UUID=$uuid) for cuFile compat mode; removed at exit"
+    echo "# wrote the udev entry $f (ID_FS_USAGE=filesystem, ID_FS_TYPE=$fstype, ID_FS_UUID=${uuid:-unknown, left out}) for cuFile compat mode; removed at exit"
     return 0
   fi
   echo "# cannot write $f (not root?): cuFile will refuse files with 5027"
