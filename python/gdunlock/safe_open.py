@@ -272,9 +272,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
             if 0 <= j < len(other) - 1 and other[j + 1] == name:
                 self._order = other
                 self._pos = {k: n for n, k in enumerate(other)}
-                dropped += self._ahead.values()
-                self._ahead, self._ahead_bytes = {}, 0
-                i, self._tail = j + 1, j + 1
+                i = self._next = self._tail = j + 1  # a hit in that order; what was
+                # read ahead in the other stays for the keys it holds
         read = self._ahead.pop(name, None)
         if read is not None:
             self._ahead_bytes -= read.info.nbytes
@@ -294,6 +293,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
     def _fill(self):
         while self._tail < len(self._order) and self._ahead_bytes < self._window:
             name = self._order[self._tail]
+            if name in self._ahead:  # read ahead already, in the other order
+                self._tail += 1
+                continue
             try:
                 self._ahead[name] = self._submit(name)
             except GdunlockError as e:

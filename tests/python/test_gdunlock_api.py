@@ -331,6 +331,15 @@ class SafeOpenTest(unittest.TestCase):
                     self.assertEqual(self.raw(f.get_tensor(k)), tensors[k][2])
                 stats = f.stats()
                 self.assertEqual(stats["bytes_read"], sum(len(v[2]) for v in tensors.values()))
+            # In file order (offset_keys, not sorted order in this file) it
+            # follows that order and reads ahead as well.
+            ref = file_bytes(SMALL)
+            with gdunlock.safe_open(SMALL, "pt") as f:
+                self.assertNotEqual(f.offset_keys(), f.keys())
+                for k in f.offset_keys():
+                    self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2])
+                self.assertGreater(f._window, 0)
+                self.assertEqual(f.stats()["bytes_read"], sum(len(v[2]) for v in ref.values()))
             # Random order and several threads: every tensor right.
             with gdunlock.safe_open(path, "pt") as f:
                 keys = f.keys()
