@@ -85,9 +85,12 @@ int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len);
 const char *gdu_io_backend_name(gdu_io_backend b); /* "auto", "cufile", "pipeline", "host" */
 int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL */
 
-/* Creates an engine: loads libcuda (not for HOST), starts the workers and
- * allocates their staging buffers. Returns 0 or a negative errno (-ENODEV
- * when CUDA or the device is unavailable, -ENOMEM, -EINVAL) with why. */
+/* Creates an engine: loads libcuda (not for HOST) and starts the workers,
+ * which create their streams and allocate each staging buffer on their own
+ * threads when they first need it (so the first chunks move while the rest
+ * is being pinned; a chunk that finds no staging fails with -ENOMEM and the
+ * cause). Returns 0 or a negative errno (-ENODEV when CUDA or the device is
+ * unavailable, -ENOMEM, -EINVAL) with why. */
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
 
 /* Waits for queued work, stops the workers, frees everything. Close the

@@ -19,6 +19,8 @@
 #ifndef GDUNLOCK_SAFETENSORS_H
 #define GDUNLOCK_SAFETENSORS_H
 
+#include "gdunlock/io.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,18 +35,20 @@ typedef enum gdu_st_status {
     GDU_ST_ERR_OPEN,             /* the file cannot be opened or is not a regular file */
     GDU_ST_ERR_IO,               /* reading the file failed or was short */
     GDU_ST_ERR_TOO_SMALL,        /* fewer than 8 bytes: no header length */
-    GDU_ST_ERR_HEADER_LENGTH,    /* header length 0, > 100 MB, or past the end of the file */
-    GDU_ST_ERR_HEADER_JSON,      /* the header is not valid UTF-8 JSON, or has duplicate keys */
+    GDU_ST_ERR_HEADER_LENGTH,    /* header length > 100 MB, or past the end of the file */
+    GDU_ST_ERR_HEADER_JSON,      /* the header is not valid UTF-8 JSON (or empty), has duplicate
+                                  * keys, or nests deeper than serde_json's limit */
     GDU_ST_ERR_HEADER_NOT_OBJECT,/* the header JSON is not an object */
     GDU_ST_ERR_TENSOR_ENTRY,     /* a tensor entry is not {dtype, shape, data_offsets} */
     GDU_ST_ERR_DTYPE,            /* unknown dtype name */
-    GDU_ST_ERR_SHAPE,            /* shape not a list of non-negative integers, or too many dims */
+    GDU_ST_ERR_SHAPE,            /* shape not a list of non-negative integers */
     GDU_ST_ERR_OVERFLOW,         /* shape product x dtype size overflows 64 bits */
-    GDU_ST_ERR_OFFSETS,          /* data_offsets not [begin, end] with begin <= end */
+    GDU_ST_ERR_OFFSETS,          /* data_offsets not [begin, end] with begin <= end, or (strict)
+                                  * an empty tensor placed inside another's bytes */
     GDU_ST_ERR_SIZE_MISMATCH,    /* end - begin differs from shape x dtype size */
     GDU_ST_ERR_OUT_OF_RANGE,     /* a tensor's bytes lie past the end of the file */
     GDU_ST_ERR_OVERLAP,          /* two tensors share bytes */
-    GDU_ST_ERR_METADATA,         /* __metadata__ is not a string -> string object */
+    GDU_ST_ERR_METADATA,         /* __metadata__ is not null or a string -> string object */
     GDU_ST_ERR_INDEX,            /* the sharded index is malformed or inconsistent */
     GDU_ST_ERR_PATH_ESCAPE,      /* a shard name is absolute or contains ".." */
     GDU_ST_ERR_DUPLICATE_TENSOR, /* the same tensor name in two shards */
@@ -52,6 +56,10 @@ typedef enum gdu_st_status {
     GDU_ST_ERR_DEVICE_MEMORY,    /* device or pinned allocation failed */
     GDU_ST_ERR_ENGINE,           /* the I/O engine failed to move the data */
     GDU_ST_ERR_VERIFY_MISMATCH,  /* loaded bytes differ from the file */
+    GDU_ST_ERR_HOLE,             /* (strict) bytes before or between tensors belong to none */
+    GDU_ST_ERR_TRAILING,         /* (strict) bytes after the last tensor */
+    GDU_ST_ERR_SETTINGS,         /* a GDUNLOCK_IO_* setting is invalid */
+    GDU_ST_ERR_BUSY,             /* the engines are in use by a load or an open reader */
     GDU_ST_STATUS_COUNT
 } gdu_st_status;
 
@@ -97,14 +105,36 @@ unsigned gdu_st_dtype_bits(gdu_st_dtype dtype);
 /* Looks a format name up; returns 0 and sets *out, or -1. */
 int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out);
 
-/* Header limits (the reference implementation's bound, and a rank bound). */
+/* The reference implementation's bound on the header length. There is no
+ * bound on the number of dimensions (the reference has none). */
 #define GDU_ST_MAX_HEADER_BYTES 100000000ull
-#define GDU_ST_MAX_DIMS 64
+
+/* Parsing flags.
+ *
+ * Strict (0, the default) accepts exactly the files the reference
+ * implementation (huggingface/safetensors, safetensors/src/tensor.rs)
+ * accepts: tensors cover the data section from byte 0 to the end of the file
+ * one after the other (no holes, no trailing bytes), shape products are
+ * checked for overflow dimension by dimension, any number of dimensions,
+ * __metadata__ null or a string -> string map, extra fields in a tensor entry
+ * ignored, an entry also as a [dtype, shape, data_offsets] list; and, as the
+ * format's specification says (the crate keeps the last), no duplicate keys.
+ * The JSON is read as serde_json reads it (src/safetensors/st_json.h):
+ * names and metadata may hold \u0000 (hence the lengths below), integers
+ * up to 2^64-1, "-0" and "1.0" are floats (no size or offset), nesting
+ * deeper than 127 is an error.
+ *
+ * GDU_ST_LENIENT reads damaged files the format forbids: holes, trailing
+ * bytes and empty tensors anywhere are accepted and reported (hole and
+ * trailing byte counts), and a zero dimension makes a shape empty however
+ * large the others are. Overlapping tensors are refused either way. */
+#define GDU_ST_LENIENT 1u
 
 /* ---- One file's header ------------------------------------------------- */
 
 typedef struct gdu_st_tensor_info {
-    const char *name;      /* UTF-8, NUL-terminated (names with NUL bytes are rejected) */
+    const char *name;      /* UTF-8, NUL-terminated; may hold NUL (\u0000): see name_len */
+    size_t name_len;       /* bytes of name */
     gdu_st_dtype dtype;
     uint32_t ndim;         /* 0 for a scalar */
     const uint64_t *shape; /* ndim entries */
@@ -114,12 +144,16 @@ typedef struct gdu_st_tensor_info {
 typedef struct gdu_st_header gdu_st_header;
 
 /* Parses a whole safetensors file image (or at least its first
- * 8 + header-length bytes) of total size file_size. Tensors come out sorted by
- * begin offset. */
+ * 8 + header-length bytes) of total size file_size, strictly. Tensors come
+ * out sorted by begin offset. */
 gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_size,
                                   gdu_st_header **out, gdu_st_error *err);
-/* Reads and parses the header of an open file (pread, any position). */
-gdu_st_status gdu_st_header_read_fd(int fd, gdu_st_header **out, gdu_st_error *err);
+/* The same with flags (GDU_ST_LENIENT). */
+gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t file_size,
+                                        unsigned flags, gdu_st_header **out, gdu_st_error *err);
+/* Reads and parses the header of an open regular file (pread, any position). */
+gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
+                                    gdu_st_error *err);
 void gdu_st_header_free(gdu_st_header *header);
 
 size_t gdu_st_header_tensor_count(const gdu_st_header *header);
@@ -128,15 +162,19 @@ const gdu_st_tensor_info *gdu_st_header_tensor(const gdu_st_header *header, size
 uint64_t gdu_st_header_data_offset(const gdu_st_header *header);
 /* Bytes of the data section that tensors reach (the largest end offset). */
 uint64_t gdu_st_header_data_span(const gdu_st_header *header);
-/* Bytes inside the span that no tensor covers (0 for files the reference
- * writer made; the format forbids holes, we accept and report them). */
+/* Bytes inside the span that no tensor covers (always 0 when strict; the
+ * format forbids holes, GDU_ST_LENIENT accepts and reports them). */
 uint64_t gdu_st_header_hole_bytes(const gdu_st_header *header);
-/* Bytes after the span up to the end of the file (0 for well-formed files). */
+/* Bytes after the span up to the end of the file (always 0 when strict). */
 uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *header);
 size_t gdu_st_header_metadata_count(const gdu_st_header *header);
-/* The index-th __metadata__ entry; returns 0, or -1 past the end. */
+/* Whether the header has a __metadata__ object (0 when absent or null). */
+int gdu_st_header_has_metadata(const gdu_st_header *header);
+/* The index-th __metadata__ entry; returns 0, or -1 past the end. Key and
+ * value may hold NUL bytes (\u0000): key_len and value_len (either may be
+ * NULL) get their lengths. */
 int gdu_st_header_metadata(const gdu_st_header *header, size_t index, const char **key,
-                           const char **value);
+                           size_t *key_len, const char **value, size_t *value_len);
 
 /* ---- Sharded checkpoints ---------------------------------------------- */
 
@@ -166,7 +204,8 @@ typedef struct gdu_st_load_options {
 } gdu_st_load_options;
 
 typedef struct gdu_st_tensor {
-    const char *name;
+    const char *name;     /* NUL-terminated; may hold NUL: name_len */
+    size_t name_len;
     gdu_st_dtype dtype;
     uint32_t ndim;
     const uint64_t *shape;
@@ -180,9 +219,15 @@ typedef struct gdu_st_tensor {
 typedef struct gdu_st_model gdu_st_model;
 
 /* Opens a .safetensors file, or a sharded checkpoint's index JSON (any file
- * whose name ends in ".json"), and parses and validates every header. No
- * tensor data is read. */
+ * whose name ends in ".json"), and parses and validates every header
+ * strictly. No tensor data is read. Only regular files are opened (a FIFO or
+ * a device is refused without blocking). Every shard must resolve (symbolic
+ * links followed) inside the index's folder or, for the Hugging Face cache
+ * layout (.../snapshots/REV/), inside that cache repository's blobs/ folder. */
 gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err);
+/* The same with parsing flags (GDU_ST_LENIENT). */
+gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model **out,
+                                gdu_st_error *err);
 
 /* Allocates memory (one block per file) and streams each file's data section
  * into it with the I/O engine. The engines (one per GPU, one for host memory)
@@ -191,9 +236,18 @@ gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *er
 gdu_st_status gdu_st_load(gdu_st_model *model, const gdu_st_load_options *options,
                           gdu_st_error *err);
 
-/* Destroys the kept engines (their threads and pinned staging buffers). No
- * load may be running; the next load creates them again. */
-void gdu_st_engines_release(void);
+/* Destroys the kept engines (their threads and pinned staging buffers); the
+ * next load creates them again. Refuses with GDU_ST_ERR_BUSY while a load
+ * runs or an engine is leased (gdu_st_engine_acquire). */
+gdu_st_status gdu_st_engines_release(gdu_st_error *err);
+
+/* Leases the kept engine for host memory (host != 0) or for GPU device, for
+ * callers that read ranges themselves through include/gdunlock/io.h (the
+ * Python module's safe_open). Every lease is given back with
+ * gdu_st_engine_return; gdu_st_engines_release refuses while one is out. */
+gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out,
+                                    gdu_st_error *err);
+void gdu_st_engine_return(gdu_io_engine *engine);
 
 /* Reads every loaded tensor back to the host and compares it with the file.
  * GDU_ST_ERR_VERIFY_MISMATCH names the first tensor that differs. */
@@ -205,8 +259,9 @@ void gdu_st_model_free(gdu_st_model *model);
 
 size_t gdu_st_model_tensor_count(const gdu_st_model *model);
 const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *model, size_t index);
-/* Index of the tensor with that name, or -1. */
+/* Index of the tensor with that name, or -1; _n for names holding NUL. */
 long gdu_st_model_find(const gdu_st_model *model, const char *name);
+long gdu_st_model_find_n(const gdu_st_model *model, const char *name, size_t len);
 size_t gdu_st_model_file_count(const gdu_st_model *model);
 const char *gdu_st_model_file_path(const gdu_st_model *model, size_t index);
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *model, size_t index);
@@ -243,6 +298,9 @@ void *gdu_st_model_dlpack(gdu_st_model *model, size_t index);
 
 /* sizeof(gdu_st_tensor), for bindings that mirror the struct (ctypes). */
 size_t gdu_st_tensor_struct_size(void);
+
+/* The library's version ("0.1.0"), for bindings that check they match. */
+const char *gdu_st_version(void);
 
 #ifdef __cplusplus
 }

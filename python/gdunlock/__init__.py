@@ -1,38 +1,64 @@
 """gdunlock: safetensors checkpoints into GPU memory through the gdunlock I/O
-engine, from Python (ctypes over build/lib/libgdunlock-load.so; no compiled
-extension).
+engine, from Python (ctypes over libgdunlock-load.so; no compiled extension).
 
     import gdunlock
     tensors = gdunlock.load_safetensors("model.safetensors", device=0)
     tensors = gdunlock.load_safetensors("model.safetensors.index.json", device=[0, 1])
-    tensors = gdunlock.load_safetensors("model.safetensors", device="cpu")
 
-The library is found through $GDUNLOCK_LOAD_LIB, $BUILD/lib, or the build/
-folder next to this package's repository.
+    with gdunlock.safe_open("model.safetensors", framework="pt", device=0) as f:
+        w = f.get_tensor("lm_head.weight")
+        shard = f.get_slice("embed.weight")[rank * n:(rank + 1) * n]
+
+    for name, tensor in gdunlock.weights_iterator(files, device=0, rank=r, world_size=w):
+        ...
+
+    gdunlock.patch()   # safetensors.safe_open / load_file (and transformers) through gdunlock
+
+`import gdunlock` needs only the Python standard library and the shared
+library (see _lib.py for where it is looked for); tensors need torch.
 """
-from ._lib import GdunlockError
+import ctypes
+
+from ._lib import GdunlockError, library_path
+from ._version import __version__
 from .checkpoint import Checkpoint, TensorInfo, parse_device
+from .iterator import weights_iterator
+from .patching import patch, unpatch
+from .reader import SliceError
+from .safe_open import safe_open
 
-__all__ = ["Checkpoint", "GdunlockError", "TensorInfo", "load_safetensors", "parse_device",
-           "release_engines"]
+__all__ = ["Checkpoint", "GdunlockError", "SliceError", "TensorInfo", "__version__",
+           "library_path", "load_file", "load_safetensors", "parse_device", "patch",
+           "release_engines", "safe_open", "unpatch", "weights_iterator"]
 
 
-def load_safetensors(path, device=0, verify=False):
+def load_safetensors(path, device=0, verify=False, lenient=False):
     """Loads a .safetensors file or a sharded checkpoint's index JSON and
     returns {name: torch.Tensor}. All tensors of one file share its memory
     (a few allocations of whole tensors), freed when the last of them dies."""
     from .torch_bridge import to_torch
 
-    with Checkpoint(path) as ckpt:
+    with Checkpoint(path, lenient=lenient) as ckpt:
         ckpt.load(device)
         if verify:
             ckpt.verify()
         return {info.name: to_torch(ckpt, i, info) for i, info in enumerate(ckpt.tensors())}
 
 
+def load_file(filename, device="cpu"):
+    """safetensors.torch.load_file's signature: {name: tensor} of one file,
+    each tensor its own allocation (read in batches through the engine)."""
+    with safe_open(filename, framework="pt", device=device) as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
 def release_engines():
     """Frees the I/O engines the loads of this process keep (worker threads,
-    pinned staging buffers); the next load creates them again."""
-    from ._lib import lib
+    pinned staging buffers); the next load creates them again. Raises
+    GdunlockError (GDU_ST_ERR_BUSY) while a load runs or a safe_open or
+    weights_iterator is open."""
+    from ._lib import StError, check, lib
 
-    lib().gdu_st_engines_release()
+    err = StError()
+    check(lib().gdu_st_engines_release(ctypes.byref(err)), err)
+

@@ -1,7 +1,15 @@
 """ctypes bindings of libgdunlock-load.so (include/gdunlock/safetensors.h and
-the engine calls of include/gdunlock/io.h that the benchmarks use)."""
+the engine calls of include/gdunlock/io.h that the readers and benchmarks use).
+
+Where the library comes from, first match wins: $GDUNLOCK_LOAD_LIB (the only
+candidate when set); $BUILD/lib; a copy installed inside this package
+(gdunlock/_native/, put there by `pip install ./python` from a built tree);
+the build/ folder of the source tree this package sits in; sys.prefix/lib
+(`cmake --install build --prefix PREFIX` into the environment); the dynamic
+loader's search path."""
 import ctypes
 import os
+import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY_NAME = "libgdunlock-load.so"
@@ -24,8 +32,10 @@ def _candidates():
     build = os.environ.get("BUILD")
     if build:
         yield os.path.join(build, "lib", LIBRARY_NAME)
+    yield os.path.join(_HERE, "_native", LIBRARY_NAME)
     root = os.path.dirname(os.path.dirname(_HERE))
     yield os.path.join(root, "build", "lib", LIBRARY_NAME)
+    yield os.path.join(sys.prefix, "lib", LIBRARY_NAME)
     yield LIBRARY_NAME  # the dynamic loader's search path
 
 
@@ -49,7 +59,8 @@ class StError(ctypes.Structure):
 
 
 class StTensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_uint32),
+    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t),
+                ("dtype", ctypes.c_int), ("ndim", ctypes.c_uint32),
                 ("shape", ctypes.POINTER(ctypes.c_uint64)), ("nbytes", ctypes.c_uint64),
                 ("address", ctypes.c_uint64), ("device", ctypes.c_int32),
                 ("file", ctypes.c_uint32), ("file_offset", ctypes.c_uint64)]
@@ -70,6 +81,11 @@ class StLoadStats(ctypes.Structure):
                 ("transfer_seconds", ctypes.c_double)]
 
 
+class IoExtent(ctypes.Structure):
+    _fields_ = [("offset", ctypes.c_uint64), ("length", ctypes.c_uint64),
+                ("mem", ctypes.c_void_p), ("done", ctypes.c_uint64), ("status", ctypes.c_int)]
+
+
 class IoOptions(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("direct", ctypes.c_int), ("device", ctypes.c_int),
                 ("workers", ctypes.c_uint), ("chunk_size", ctypes.c_size_t),
@@ -79,6 +95,8 @@ class IoOptions(ctypes.Structure):
 TARGET_GPU, TARGET_HOST = 0, 1
 IO_BACKEND_HOST = 3
 IO_READ = 1
+IO_OP_READ = 0
+LENIENT = 1
 
 
 def _declare(lib):
@@ -87,9 +105,12 @@ def _declare(lib):
     table = {
         "gdu_st_status_name": (ctypes.c_char_p, [i]),
         "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
-        "gdu_st_open": (i, [ctypes.c_char_p, ctypes.POINTER(p), err]),
+        "gdu_st_open_flags": (i, [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(p), err]),
         "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
-        "gdu_st_engines_release": (None, []),
+        "gdu_st_engines_release": (i, [err]),
+        "gdu_st_engine_acquire": (i, [i, i, ctypes.POINTER(p), err]),
+        "gdu_st_engine_return": (None, [p]),
+        "gdu_st_version": (ctypes.c_char_p, []),
         "gdu_st_verify": (i, [p, err]),
         "gdu_st_model_free": (None, [p]),
         "gdu_st_model_tensor_count": (sz, [p]),
@@ -101,8 +122,9 @@ def _declare(lib):
         "gdu_st_model_dlpack": (p, [p, sz]),
         "gdu_st_tensor_struct_size": (sz, []),
         "gdu_st_header_metadata_count": (sz, [p]),
-        "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_char_p),
-                                       ctypes.POINTER(ctypes.c_char_p)]),
+        "gdu_st_header_has_metadata": (i, [p]),
+        "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz),
+                                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz)]),
         "gdu_st_header_data_offset": (u64, [p]),
         "gdu_st_header_data_span": (u64, [p]),
         "gdu_io_options_default": (None, [ctypes.POINTER(IoOptions)]),
@@ -114,6 +136,9 @@ def _declare(lib):
         "gdu_io_close": (None, [p]),
         "gdu_io_file_reason": (ctypes.c_char_p, [p]),
         "gdu_io_read": (i, [p, u64, u64, p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
+        "gdu_io_submit": (i, [p, i, ctypes.POINTER(IoExtent), sz, p, p, ctypes.POINTER(p)]),
+        "gdu_io_wait": (i, [p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
+        "gdu_io_file_backend": (i, [p]),
     }
     for name, (restype, argtypes) in table.items():
         try:
@@ -126,6 +151,11 @@ def _declare(lib):
     if lib.gdu_st_tensor_struct_size() != ctypes.sizeof(StTensor):
         raise GdunlockError("GDU_ST_ERR_ABI", "gdu_st_tensor layout differs from the library's: "
                             "rebuild the library or update python/gdunlock")
+    from ._version import __version__
+    if lib.gdu_st_version().decode() != __version__:
+        raise GdunlockError("GDU_ST_ERR_ABI", f"{lib._name} is version "
+                            f"{lib.gdu_st_version().decode()}, this module {__version__}: "
+                            f"rebuild or reinstall one of them")
     return lib
 
 
@@ -145,3 +175,20 @@ def check(status, err):
     if status != 0:
         name = lib().gdu_st_status_name(status).decode()
         raise GdunlockError(name, err.message.decode(errors="replace"))
+
+
+def check_regular_file(path):
+    """Raises GdunlockError unless path is a regular file: the engine's open
+    would block forever on a FIFO without a writer (os.stat does not)."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise GdunlockError("GDU_ST_ERR_OPEN", f"{path}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise GdunlockError("GDU_ST_ERR_OPEN", f"{path}: not a regular file")
+
+
+def library_path():
+    """The path of the library in use (opened on first use)."""
+    return lib()._name

@@ -2,20 +2,34 @@
 loading into GPU or host memory, verification, and raw access to the loaded
 bytes (no torch needed)."""
 import ctypes
+import os
 from collections import namedtuple
 
-from ._lib import StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check, lib
+from ._lib import (LENIENT, StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check,
+                   lib)
+
+def _text(address, length):
+    """UTF-8 bytes at address (NUL bytes included) as str."""
+    return ctypes.string_at(address, length).decode() if length else ""
+
 
 TensorInfo = namedtuple("TensorInfo", "name dtype shape nbytes address device file file_offset")
 
 
 def parse_device(device):
     """device -> (target, [gpu ordinals]). Accepts 0, "cuda", "cuda:1",
-    torch.device, "cpu", or a list of GPU ordinals (files placed round-robin)."""
+    torch.device, "cpu", or a list of GPUs (files placed round-robin; "cpu"
+    has no place in such a list)."""
     if isinstance(device, (list, tuple)):
-        gpus = [parse_device(d)[1][0] for d in device]
-        if not gpus:
+        if not device:
             raise ValueError("empty device list")
+        gpus = []
+        for d in device:
+            target, ordinals = parse_device(d)
+            if target != TARGET_GPU:
+                raise ValueError(f"a device list names GPUs only, not {d!r} (load into host "
+                                 f"memory with device='cpu' alone)")
+            gpus += ordinals
         return TARGET_GPU, gpus
     if hasattr(device, "type") and hasattr(device, "index"):  # torch.device
         device = device.type if device.index is None else f"{device.type}:{device.index}"
@@ -32,15 +46,18 @@ def parse_device(device):
 
 
 class Checkpoint:
-    """Opens (and validates) a .safetensors file or a sharded index JSON."""
+    """Opens (and validates) a .safetensors file or a sharded index JSON.
+    Validation is the reference implementation's (no holes, no trailing
+    bytes, ...); lenient=True also reads damaged files the format forbids."""
 
-    def __init__(self, path):
+    def __init__(self, path, lenient=False):
         self._model = ctypes.c_void_p()
         self._lib = lib()
-        self.path = str(path)
+        self.path = os.fspath(path)
+        self.lenient = bool(lenient)
         err = StError()
-        check(self._lib.gdu_st_open(self.path.encode(), ctypes.byref(self._model),
-                                    ctypes.byref(err)), err)
+        check(self._lib.gdu_st_open_flags(self.path.encode(), LENIENT if lenient else 0,
+                                          ctypes.byref(self._model), ctypes.byref(err)), err)
         self.loaded = False
 
     def close(self):
@@ -70,7 +87,7 @@ class Checkpoint:
     def tensor(self, index):
         self._require_open()
         t = self._lib.gdu_st_model_tensor(self._model, index).contents
-        return TensorInfo(t.name.decode(), self._lib.gdu_st_dtype_name(t.dtype).decode(),
+        return TensorInfo(_text(t.name, t.name_len), self._lib.gdu_st_dtype_name(t.dtype).decode(),
                           tuple(t.shape[d] for d in range(t.ndim)), t.nbytes, t.address,
                           t.device, t.file, t.file_offset)
 
@@ -84,14 +101,23 @@ class Checkpoint:
         return [self._lib.gdu_st_model_file_path(self._model, i).decode() for i in range(n)]
 
     def metadata(self, file=0):
-        """The __metadata__ map of one file."""
+        """The __metadata__ map of one file ({} when it has none)."""
+        return self.metadata_or_none(file) or {}
+
+    def metadata_or_none(self, file=0):
+        """The __metadata__ map of one file, None when absent or null (as
+        safetensors' safe_open.metadata() answers)."""
         self._require_open()
         header = self._lib.gdu_st_model_file_header(self._model, file)
+        if not self._lib.gdu_st_header_has_metadata(header):
+            return None
         out = {}
-        key, value = ctypes.c_char_p(), ctypes.c_char_p()
+        key, value = ctypes.c_void_p(), ctypes.c_void_p()
+        key_len, value_len = ctypes.c_size_t(), ctypes.c_size_t()
         for i in range(self._lib.gdu_st_header_metadata_count(header)):
-            self._lib.gdu_st_header_metadata(header, i, ctypes.byref(key), ctypes.byref(value))
-            out[key.value.decode()] = value.value.decode()
+            self._lib.gdu_st_header_metadata(header, i, ctypes.byref(key), ctypes.byref(key_len),
+                                             ctypes.byref(value), ctypes.byref(value_len))
+            out[_text(key.value, key_len.value)] = _text(value.value, value_len.value)
         return out
 
     def load(self, device=0):

@@ -4,7 +4,7 @@ host=True), through one engine kept across reads as the loader keeps its own."""
 import ctypes
 import time
 
-from ._lib import IO_BACKEND_HOST, IO_READ, GdunlockError, IoOptions, lib
+from ._lib import IO_BACKEND_HOST, IO_READ, GdunlockError, IoOptions, check_regular_file, lib
 
 
 class Engine:
@@ -40,6 +40,7 @@ class Engine:
     def read(self, path, offset, length, address):
         """Reads file bytes [offset, offset+length) to address; returns
         (seconds for open + read, the file's path reason)."""
+        check_regular_file(str(path))
         why = ctypes.create_string_buffer(512)
         f, done = ctypes.c_void_p(), ctypes.c_uint64()
         t0 = time.perf_counter()

@@ -50,20 +50,29 @@ def _bytes_tensor(ptr):
         raise
 
 
-def to_torch(checkpoint, index, info):
-    """The tensor `index` of a loaded checkpoint as a torch.Tensor."""
-    raw = _bytes_tensor(checkpoint.dlpack(index))
-    dtype = torch_dtype(info.dtype)
-    shape = list(info.shape)
-    if info.dtype == "F4":  # torch packs two fp4 values per element
+def typed_view(raw, dtype_name, shape):
+    """A 1-D uint8 tensor of a tensor's bytes viewed as its dtype and shape;
+    raw itself for a dtype torch lacks (F6_*, or one this torch is too old
+    for), and for F4 whose last dimension is odd (torch packs two per byte)."""
+    dtype = torch_dtype(dtype_name)
+    shape = list(shape)
+    if dtype_name == "F4":
         if not shape or shape[-1] % 2:
             return raw
         shape[-1] //= 2
     if dtype is None:
         return raw
-    typed = raw.view(dtype).reshape(shape)
+    return raw.view(dtype).reshape(shape)
+
+
+def to_torch(checkpoint, index, info):
+    """The tensor `index` of a loaded checkpoint as a torch.Tensor."""
+    raw = _bytes_tensor(checkpoint.dlpack(index))
+    typed = typed_view(raw, info.dtype, info.shape)
+    if typed is raw:
+        return raw
     # The reference writer keeps every tensor aligned to its element size;
     # a file that does not gets an aligned copy, since kernels may assume it.
-    if info.address % raw.new_empty(0).view(dtype).element_size():
+    if info.address % typed.element_size():
         return typed.clone()
     return typed

@@ -20,25 +20,29 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: gdunlock load FILE|INDEX [--gpu I | --gpu I,J,... | --to host] [--verify]\n"
-            "                     [--list] [--json] [--progress]\n"
+            "                     [--lenient] [--list] [--json] [--progress]\n"
             "\n"
             "Loads a .safetensors file, or a sharded checkpoint through its\n"
             "model.safetensors.index.json, into GPU memory with the gdunlock I/O engine\n"
             "(tensors keep their file alignment; a file's memory is allocated in segments\n"
             "while the first are being read), after checking every\n"
-            "header: length, JSON, dtypes, shapes against byte ranges, ranges inside the\n"
-            "file, no overlaps, shard names inside the index's folder.\n"
+            "header as the reference implementation does: length, JSON, dtypes, shapes\n"
+            "against byte ranges, tensors covering the data section back to back (no\n"
+            "holes, overlaps or trailing bytes), shards inside the index's folder.\n"
             "\n"
             "  --gpu LIST     GPU ordinal(s); several place the files round-robin (default 0)\n"
             "  --to host      load into pinned host memory instead (no GPU needed)\n"
             "  --verify       read everything back and compare it with the file\n"
+            "  --lenient      also read damaged files the format forbids (holes, trailing\n"
+            "                bytes, misplaced empty tensors); the report counts those bytes\n"
             "  --list         also print the tensor table (name, dtype, shape, device, address)\n"
             "  --json         machine-readable output on stdout\n"
             "  --progress     progress on stderr even when it is not a terminal\n"
             "\n"
             "The engine's GDUNLOCK_IO_* variables (backend, workers, chunk, direct) apply.\n"
             "Exit: 0 loaded (and verified), 1 GPU memory short or verify mismatch,\n"
-            "64 bad arguments, 66 missing or malformed checkpoint, 69 no CUDA/GPU, 74 I/O error.\n");
+            "64 bad arguments (a bad GDUNLOCK_IO_* value too), 66 missing or malformed\n"
+            "checkpoint, 69 no CUDA/GPU, 74 I/O error.\n");
 }
 
 typedef struct {
@@ -46,7 +50,7 @@ typedef struct {
     int gpus[MAX_GPUS];
     size_t gpu_count;
     gdu_st_target target;
-    int verify, json, list, progress;
+    int verify, json, list, progress, lenient;
 } load_args;
 
 /* Returns -1 to continue, else the exit status. */
@@ -56,6 +60,7 @@ static int parse_args(int argc, char **argv, load_args *a)
         {"gpu", required_argument, NULL, 'g'}, {"to", required_argument, NULL, 't'},
         {"verify", no_argument, NULL, 'v'},    {"json", no_argument, NULL, 'j'},
         {"list", no_argument, NULL, 'l'},      {"progress", no_argument, NULL, 'p'},
+        {"lenient", no_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -86,6 +91,7 @@ static int parse_args(int argc, char **argv, load_args *a)
         case 'j': a->json = 1; break;
         case 'l': a->list = 1; break;
         case 'p': a->progress = 1; break;
+        case 'L': a->lenient = 1; break;
         case 'h': usage(stdout); return GDU_EXIT_OK;
         default: usage(stderr); return GDU_EXIT_USAGE;
         }
@@ -112,8 +118,9 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 
 static int fail(const load_args *a, const gdu_st_error *err)
 {
-    fprintf(stderr, "gdunlock load: %s: %s\n  fix: %s\n", gdu_st_status_name(err->code),
-            err->message, load_fix_hint(err->code));
+    fprintf(stderr, "gdunlock load: %s: ", gdu_st_status_name(err->code));
+    load_put_escaped(stderr, err->message);
+    fprintf(stderr, "\n  fix: %s\n", load_fix_hint(err->code));
     if (a->json) {
         json_t *doc = load_error_json(err);
         if (doc != NULL)
@@ -134,11 +141,12 @@ int gdu_cmd_load(int argc, char **argv)
     gdu_st_error err;
     gdu_st_model *model = NULL;
     double t0 = load_now_seconds();
-    if (gdu_st_open(a.path, &model, &err) != GDU_ST_OK)
+    if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
         return fail(&a, &err);
     load_result r = {
         .path = a.path, .model = model, .target = a.target, .gpus = a.gpus,
         .gpu_count = a.gpu_count, .open_seconds = load_now_seconds() - t0, .verified = -1,
+        .lenient = a.lenient,
     };
     load_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
     gdu_st_load_options o = {
@@ -148,7 +156,7 @@ int gdu_cmd_load(int argc, char **argv)
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
         rc = fail(&a, &err);
         gdu_st_model_free(model);
-        gdu_st_engines_release();
+        gdu_st_engines_release(NULL);
         load_stages_end(&r.stages);
         return rc;
     }
@@ -171,11 +179,13 @@ int gdu_cmd_load(int argc, char **argv)
         int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
         load_print_human(stdout, &r, colour, a.list);
     }
-    if (r.verified == 1)
-        fprintf(stderr, "gdunlock load: %s\n  fix: %s\n", r.verify_error.message,
-                load_fix_hint(r.verify_error.code));
+    if (r.verified == 1) {
+        fputs("gdunlock load: ", stderr);
+        load_put_escaped(stderr, r.verify_error.message);
+        fprintf(stderr, "\n  fix: %s\n", load_fix_hint(r.verify_error.code));
+    }
     gdu_st_model_free(model);
-    gdu_st_engines_release();
+    gdu_st_engines_release(NULL);
     load_stages_end(&r.stages);
     return rc;
 }

@@ -15,6 +15,15 @@ const char *load_fix_hint(gdu_st_status status)
     case GDU_ST_ERR_HEADER_JSON:
     case GDU_ST_ERR_HEADER_NOT_OBJECT:
         return "this is not a safetensors file, or it is damaged: download or save it again";
+    case GDU_ST_ERR_HOLE:
+    case GDU_ST_ERR_TRAILING:
+        return "the file has bytes that belong to no tensor, which the format forbids (a "
+               "damaged or polyglot file): re-save it with the safetensors library, or read "
+               "it anyway with --lenient";
+    case GDU_ST_ERR_SETTINGS:
+        return "fix or unset the GDUNLOCK_IO_* variable named above";
+    case GDU_ST_ERR_BUSY:
+        return "release the engines after the loads that use them have finished";
     case GDU_ST_ERR_DTYPE:
         return "the file uses a dtype this gdunlock does not know: a newer format revision?";
     case GDU_ST_ERR_TENSOR_ENTRY:
@@ -55,8 +64,11 @@ int load_exit_code(gdu_st_status status)
     switch (status) {
     case GDU_ST_OK:
         return GDU_EXIT_OK;
+    case GDU_ST_ERR_SETTINGS:
+        return GDU_EXIT_USAGE;
     case GDU_ST_ERR_INVALID_ARGUMENT:
     case GDU_ST_ERR_NOMEM:
+    case GDU_ST_ERR_BUSY:
         return GDU_EXIT_SOFTWARE;
     case GDU_ST_ERR_NO_CUDA:
         return GDU_EXIT_UNAVAILABLE;
@@ -69,6 +81,43 @@ int load_exit_code(gdu_st_status status)
     default: /* missing, unreadable or malformed checkpoint */
         return GDU_EXIT_NOINPUT;
     }
+}
+
+/* Writes the len bytes of s escaped to out (when out is not NULL); returns
+ * the bytes written. */
+static size_t escape(FILE *out, const char *s, size_t len)
+{
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    for (; p < end; p++) {
+        char buf[8];
+        const char *piece = buf;
+        /* C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8. */
+        if (p[0] == 0xc2 && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x9f) {
+            snprintf(buf, sizeof buf, "\\u%04x", p[1]);
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            snprintf(buf, sizeof buf, "\\x%02x", *p);
+        } else if (*p == '\\') {
+            piece = "\\\\";
+        } else {
+            buf[0] = (char)*p;
+            buf[1] = '\0';
+        }
+        n += strlen(piece);
+        if (out != NULL)
+            fputs(piece, out);
+    }
+    return n;
+}
+
+void load_put_escaped(FILE *out, const char *s) { escape(out, s, strlen(s)); }
+
+/* A name (len bytes, NUL bytes included) escaped, padded to width bytes. */
+static void put_padded(FILE *out, const char *s, size_t len, size_t width)
+{
+    for (size_t used = escape(out, s, len); used < width; used++)
+        fputc(' ', out);
 }
 
 static double gbps(const gdu_st_load_stats *s)
@@ -110,7 +159,8 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
             snprintf(device, sizeof device, "host");
         else
             snprintf(device, sizeof device, "%d", t->device);
-        fprintf(out, "%-48s %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n", t->name,
+        put_padded(out, t->name, t->name_len, 48);
+        fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n",
                 gdu_st_dtype_name(t->dtype), shape, device, t->address, t->nbytes);
     }
 }
@@ -134,7 +184,9 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     gdu_format_bytes(s.tensor_bytes, size, sizeof size);
     gdu_format_bytes(s.read_bytes, read, sizeof read);
     format_placement(r, s.memory, placement, sizeof placement);
-    fprintf(out, "gdunlock load: %s\n", r->path);
+    fputs("gdunlock load: ", out);
+    load_put_escaped(out, r->path);
+    fputs(r->lenient ? " (lenient)\n" : "\n", out);
     fprintf(out, "  files        %" PRIu64 "\n", s.files);
     fprintf(out, "  tensors      %" PRIu64 "\n", s.tensors);
     fprintf(out, "  bytes        %s of tensors (%s read)\n", size, read);
@@ -145,24 +197,31 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     fprintf(out, "  throughput   %.2f GB/s\n", gbps(&s));
     size_t misaligned = count_misaligned(r->model);
     if (misaligned)
-        fprintf(out, "  note         %zu tensors are not aligned to their element size (not as "
+        fprintf(out, "  note         %zu %s not aligned to %s element size (not as "
                 "the safetensors writer lays them out): some GPU kernels need aligned data\n",
-                misaligned);
+                misaligned, misaligned == 1 ? "tensor is" : "tensors are",
+                misaligned == 1 ? "its" : "their");
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
-        if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h))
-            fprintf(out, "  note         %s: %" PRIu64 " bytes between tensors and %" PRIu64
-                    " after them belong to no tensor (the format forbids it; loaded anyway)\n",
-                    gdu_st_model_file_path(r->model, f), gdu_st_header_hole_bytes(h),
+        if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h)) {
+            fputs("  note         ", out);
+            load_put_escaped(out, gdu_st_model_file_path(r->model, f));
+            fprintf(out, ": %" PRIu64 " bytes between tensors and %" PRIu64
+                    " after them belong to no tensor (the format forbids it; loaded with "
+                    "--lenient)\n", gdu_st_header_hole_bytes(h),
                     gdu_st_header_trailing_bytes(h));
+        }
     }
     if (r->verified >= 0) {
         const char *on = colour ? (r->verified ? "\033[31m" : "\033[32m") : "";
         const char *off = colour ? "\033[0m" : "";
         if (r->verified == 0)
             fprintf(out, "  verify       %sOK%s: every loaded byte equals the file\n", on, off);
-        else
-            fprintf(out, "  verify       %sFAILED%s: %s\n", on, off, r->verify_error.message);
+        else {
+            fprintf(out, "  verify       %sFAILED%s: ", on, off);
+            load_put_escaped(out, r->verify_error.message);
+            fputc('\n', out);
+        }
     }
     if (list)
         print_tensor_table(out, r->model);
@@ -173,8 +232,8 @@ static json_t *tensor_json(const gdu_st_tensor *t)
     json_t *shape = json_array();
     for (uint32_t d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-    return json_pack("{s:s, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, "dtype",
-                     gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
+    return json_pack("{s:s%, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, t->name_len,
+                     "dtype", gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
                      "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes,
                      "file", (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
 }
@@ -207,6 +266,8 @@ json_t *load_to_json(const load_result *r, int list)
         "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds, "open_seconds",
         r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend, "reason",
         s.reason, "verify", verify);
+    if (doc != NULL)
+        json_object_set_new(doc, "lenient", json_boolean(r->lenient));
     if (doc != NULL)
         json_object_set_new(doc, "misaligned_tensors", json_integer((json_int_t)count_misaligned(r->model)));
     /* Where the process's time went; alloc, engine and transfer overlap

@@ -18,6 +18,7 @@ typedef struct load_result {
     double open_seconds;
     load_stages stages;
     int verified;          /* -1: not asked, 0: equal to the file, 1: failed */
+    int lenient;           /* opened with GDU_ST_LENIENT */
     gdu_st_error verify_error;
 } load_result;
 
@@ -28,6 +29,11 @@ const char *load_fix_hint(gdu_st_status status);
 int load_exit_code(gdu_st_status status);
 
 void load_print_human(FILE *out, const load_result *r, int colour, int list);
+
+/* Writes s with control characters (C0, DEL, C1) and backslashes escaped
+ * (\x1b, \\), so that names and paths from a file cannot drive the
+ * terminal; JSON output keeps them exact. */
+void load_put_escaped(FILE *out, const char *s);
 json_t *load_to_json(const load_result *r, int list);
 json_t *load_error_json(const gdu_st_error *err);
 

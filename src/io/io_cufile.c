@@ -1,8 +1,19 @@
 /* cuFile backend: the driver opened once per engine, nvidia-fs detected from
  * the driver properties, files registered by descriptor, and chunks moved
- * straight between the file and caller (device) memory. */
+ * between the file and caller (device) memory through a bounded ring of
+ * registered device buffers.
+ *
+ * Why a ring: nvidia-fs pins a registered buffer through BAR1 (the kernel's
+ * persistent pin, src/pinmodel/pin_model.h). A GeForce without Resizable BAR
+ * has 256 MiB of BAR1, about 220 MiB pinnable: a checkpoint's destination
+ * cannot be registered, and must never be. The engine registers at most the
+ * budget, in buffers of its chunk size, reads into them and copies on to the
+ * destination on the GPU (device to device, far faster than the storage). */
 #include "io/io_internal.h"
+#include "pinmodel/pin_model.h"
+#include "util/units.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+typedef struct {
+    gdu_CUdeviceptr buf;
+    gdu_CUstream stream; /* the copies between this buffer and caller memory */
+    bool registered;
+} ring_slot;
+
+struct gdu_io_ring {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t slot_bytes;
+    size_t n;
+    ring_slot *slots;
+    size_t *free; /* indexes of idle slots, free_n of them */
+    size_t free_n;
+    uint64_t registered;
+    char note[GDU_IO_WHY]; /* what it registered and why that much */
+};
 
 static const char *nvfs_proc_dir(void)
 {
@@ -62,11 +91,180 @@ int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len)
     return r;
 }
 
+static void ring_fini(gdu_io_engine *e)
+{
+    struct gdu_io_ring *g = e->ring;
+    if (g == NULL)
+        return;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->slots[i].registered)
+            e->cf->cuFileBufDeregister((const void *)(uintptr_t)g->slots[i].buf);
+        if (g->slots[i].stream != NULL)
+            e->cu->cuStreamDestroy(g->slots[i].stream);
+        if (g->slots[i].buf != 0)
+            e->cu->cuMemFree(g->slots[i].buf);
+    }
+    pthread_cond_destroy(&g->cond);
+    pthread_mutex_destroy(&g->lock);
+    free(g->slots);
+    free(g->free);
+    free(g);
+    e->ring = NULL;
+}
+
 void gdu_io_cufile_engine_fini(gdu_io_engine *e)
 {
+    ring_fini(e);
     if (e->cufile_open)
         e->cf->cuFileDriverClose();
     e->cufile_open = false;
+}
+
+/* BAR1 of the engine's GPU: $GDUNLOCK_TEST_BAR1, else the second memory BAR
+ * (the first is BAR0's registers) in sysfs; 0 unknown, -1 a bad setting.
+ * src says where it came from. */
+static int64_t bar1_bytes(gdu_io_engine *e, char *src, size_t len)
+{
+    const char *test = getenv("GDUNLOCK_TEST_BAR1");
+    uint64_t v = 0;
+    if (test != NULL && *test) {
+        if (gdu_parse_size(test, &v) != 0 || v == 0 || v > INT64_MAX)
+            return -1;
+        snprintf(src, len, "GDUNLOCK_TEST_BAR1=%s", test);
+        return (int64_t)v;
+    }
+    char id[32] = "", path[96];
+    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->dev) != GDU_CUDA_SUCCESS)
+        return 0;
+    for (char *p = id; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/resource", id);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    unsigned long long start, end, flags;
+    int seen = 0;
+    for (int bar = 0; bar < 6 && fscanf(f, "%llx %llx %llx", &start, &end, &flags) == 3; bar++) {
+        if (end > start && ++seen == 2) {
+            v = end - start + 1;
+            break;
+        }
+    }
+    fclose(f);
+    snprintf(src, len, "%s", path);
+    return (int64_t)v;
+}
+
+/* One buffer of the ring, allocated, given a stream and registered. */
+static int ring_slot_init(gdu_io_engine *e, ring_slot *s, size_t bytes, char *why, size_t len)
+{
+    char text[128];
+    gdu_CUresult r = e->cu->cuMemAlloc(&s->buf, bytes);
+    if (r != GDU_CUDA_SUCCESS) {
+        s->buf = 0;
+        snprintf(why, len, "cuMemAlloc of a %zu-byte cuFile buffer: %s", bytes,
+                 gdu_cuda_result_name(r));
+        return -ENOMEM;
+    }
+    r = e->cu->cuStreamCreate(&s->stream, 0);
+    if (r != GDU_CUDA_SUCCESS) {
+        s->stream = NULL;
+        snprintf(why, len, "cuStreamCreate: %s", gdu_cuda_result_name(r));
+        return -EIO;
+    }
+    gdu_CUfileError st = e->cf->cuFileBufRegister((const void *)(uintptr_t)s->buf, bytes, 0);
+    if (st.err != GDU_CU_FILE_SUCCESS) {
+        snprintf(why, len, "cuFileBufRegister of %zu bytes: %s", bytes,
+                 gdu_cufile_status_text(st, text, sizeof text));
+        return -ENOTSUP;
+    }
+    s->registered = true;
+    return 0;
+}
+
+int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
+{
+    char src[160] = "", why[GDU_IO_WHY] = "";
+    int64_t bar1 = bar1_bytes(e, src, sizeof src);
+    if (bar1 < 0) {
+        snprintf(note, len, "GDUNLOCK_TEST_BAR1=%s is invalid: expected a size such as 256M",
+                 getenv("GDUNLOCK_TEST_BAR1"));
+        return -EINVAL;
+    }
+    /* Unknown: as small as a GeForce without Resizable BAR. */
+    uint64_t assumed = bar1 > 0 ? (uint64_t)bar1 : (uint64_t)256 << 20;
+    uint64_t budget = gdu_pin_bar1_budget(assumed, 0);
+    size_t slot = (e->opt.chunk_size + GDU_PIN_PAGE - 1) / GDU_PIN_PAGE * GDU_PIN_PAGE;
+    size_t n = e->opt.workers;
+    if (n > budget / slot)
+        n = (size_t)(budget / slot);
+    if (n == 0) {
+        snprintf(note, len, "BAR1 budget of %" PRIu64 " bytes (BAR1 %" PRIu64 " bytes, %s) holds "
+                 "no %zu-byte cuFile buffer", budget, assumed, bar1 > 0 ? src : "unknown", slot);
+        return -ENOSPC;
+    }
+    struct gdu_io_ring *g = calloc(1, sizeof *g);
+    if (g == NULL || (g->slots = calloc(n, sizeof *g->slots)) == NULL ||
+        (g->free = calloc(n, sizeof *g->free)) == NULL) {
+        if (g != NULL)
+            free(g->slots);
+        free(g);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->slot_bytes = slot;
+    e->ring = g;
+    gdu_CUcontext prev = NULL;
+    int r = gdu_io_cuda_enter(e, &prev, why, sizeof why);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        g->n++;
+        r = ring_slot_init(e, &g->slots[i], slot, why, sizeof why);
+        if (r == 0) {
+            g->free[g->free_n++] = i;
+            g->registered += slot;
+        }
+    }
+    if (r != 0) {
+        snprintf(note, len, "%s", why);
+        ring_fini(e);
+    } else {
+        snprintf(g->note, sizeof g->note, "ring of %zu x %zu KiB registered buffers (%" PRIu64
+                 " MiB of a %" PRIu64 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.100s)", n,
+                 slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
+                 bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
+        snprintf(note, len, "%s", g->note);
+    }
+    e->cu->cuCtxSetCurrent(prev);
+    return r;
+}
+
+const char *gdu_io_cufile_ring_note(const gdu_io_engine *e)
+{
+    return e->ring != NULL ? e->ring->note : "";
+}
+
+uint64_t gdu_io_cufile_ring_registered(const gdu_io_engine *e)
+{
+    return e->ring != NULL ? e->ring->registered : 0;
+}
+
+static size_t ring_take(struct gdu_io_ring *g)
+{
+    pthread_mutex_lock(&g->lock);
+    while (g->free_n == 0)
+        pthread_cond_wait(&g->cond, &g->lock);
+    size_t i = g->free[--g->free_n];
+    pthread_mutex_unlock(&g->lock);
+    return i;
+}
+
+static void ring_give(struct gdu_io_ring *g, size_t i)
+{
+    pthread_mutex_lock(&g->lock);
+    g->free[g->free_n++] = i;
+    pthread_cond_signal(&g->cond);
+    pthread_mutex_unlock(&g->lock);
 }
 
 int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t len)
@@ -103,39 +301,86 @@ void gdu_io_cufile_deregister(gdu_io_file *f)
     f->cf_handle = NULL;
 }
 
+/* One cuFileRead/cuFileWrite of n bytes at off through the ring buffer,
+ * retried on EINTR; bytes moved, or a negative errno with why. */
+static ssize_t ring_io(gdu_io_file *f, gdu_io_op op, gdu_CUdeviceptr buf, size_t n, uint64_t off,
+                       char *why, size_t len)
+{
+    const gdu_cufile *cf = f->engine->cf;
+    for (;;) {
+        ssize_t r = op == GDU_IO_OP_READ
+                        ? cf->cuFileRead(f->cf_handle, (void *)(uintptr_t)buf, n, (off_t)off, 0)
+                        : cf->cuFileWrite(f->cf_handle, (const void *)(uintptr_t)buf, n,
+                                          (off_t)off, 0);
+        if (r >= 0)
+            return r;
+        const char *what = op == GDU_IO_OP_READ ? "cuFileRead" : "cuFileWrite";
+        if (r == -1) {
+            int err = errno;
+            if (err == EINTR)
+                continue;
+            snprintf(why, len, "%s at offset %" PRIu64 ": %s", what, off, strerror(err));
+            return err > 0 ? -err : -EIO;
+        }
+        snprintf(why, len, "%s at offset %" PRIu64 ": %s", what, off,
+                 gdu_cufile_error_name((int)r));
+        return -EIO;
+    }
+}
+
+/* A device-to-device copy on the slot's stream, waited for. */
+static int ring_copy(gdu_io_engine *e, ring_slot *s, gdu_CUdeviceptr dst, gdu_CUdeviceptr src,
+                     size_t n, char *why, size_t len)
+{
+    gdu_CUresult r = e->cu->cuMemcpyDtoDAsync(dst, src, n, s->stream);
+    if (r == GDU_CUDA_SUCCESS)
+        r = e->cu->cuStreamSynchronize(s->stream);
+    if (r == GDU_CUDA_SUCCESS)
+        return 0;
+    snprintf(why, len, "copy between a cuFile buffer and caller memory: %s",
+             gdu_cuda_result_name(r));
+    return -EIO;
+}
+
 int gdu_io_cufile_chunk(gdu_io_file *f, gdu_io_op op, const gdu_io_chunk *c, uint64_t *good,
                         char *why, size_t len)
 {
-    const gdu_cufile *cf = f->engine->cf;
+    gdu_io_engine *e = f->engine;
+    struct gdu_io_ring *g = e->ring;
+    size_t i = ring_take(g);
+    ring_slot *s = &g->slots[i];
+    gdu_CUdeviceptr mem = (gdu_CUdeviceptr)(uintptr_t)c->mem;
     uint64_t got = 0;
+    int rc = 0;
     *good = 0;
-    while (got < c->length) {
-        size_t n = (size_t)(c->length - got);
-        ssize_t r = op == GDU_IO_OP_READ
-                        ? cf->cuFileRead(f->cf_handle, c->mem, n, (off_t)(c->offset + got), (off_t)got)
-                        : cf->cuFileWrite(f->cf_handle, c->mem, n, (off_t)(c->offset + got), (off_t)got);
-        if (r < 0) {
-            const char *what = op == GDU_IO_OP_READ ? "cuFileRead" : "cuFileWrite";
-            if (r == -1) {
-                int err = errno;
-                if (err == EINTR)
-                    continue;
-                snprintf(why, len, "%s at offset %" PRIu64 ": %s", what, c->offset + got, strerror(err));
-                return err > 0 ? -err : -EIO;
+    while (rc == 0 && got < c->length) {
+        size_t n = c->length - got < g->slot_bytes ? (size_t)(c->length - got) : g->slot_bytes;
+        if (op == GDU_IO_OP_READ) {
+            ssize_t r = ring_io(f, op, s->buf, n, c->offset + got, why, len);
+            if (r <= 0) {
+                rc = (int)r;
+                break; /* 0: end of file */
             }
-            snprintf(why, len, "%s at offset %" PRIu64 ": %s", what, c->offset + got,
-                     gdu_cufile_error_name((int)r));
-            return -EIO;
-        }
-        if (r == 0) {
-            if (op == GDU_IO_OP_WRITE) {
-                snprintf(why, len, "cuFileWrite at offset %" PRIu64 " made no progress", c->offset + got);
-                return -EIO;
+            rc = ring_copy(e, s, mem + got, s->buf, (size_t)r, why, len);
+            got += rc == 0 ? (uint64_t)r : 0;
+        } else {
+            rc = ring_copy(e, s, s->buf, mem + got, n, why, len);
+            for (size_t put = 0; rc == 0 && put < n;) {
+                ssize_t r = ring_io(f, op, s->buf + put, n - put, c->offset + got + put, why, len);
+                if (r == 0) {
+                    snprintf(why, len, "cuFileWrite at offset %" PRIu64 " made no progress",
+                             c->offset + got + put);
+                    r = -EIO;
+                }
+                if (r < 0)
+                    rc = (int)r;
+                else
+                    put += (size_t)r;
             }
-            break;
+            got += rc == 0 ? n : 0;
         }
-        got += (uint64_t)r;
         *good = got;
     }
-    return 0;
+    ring_give(g, i);
+    return rc;
 }

@@ -57,7 +57,7 @@ void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *
 static void slot_finish(gdu_io_worker *w, unsigned i)
 {
     gdu_io_engine *e = w->engine;
-    gdu_io_slot *s = &w->slots[i];
+    gdu_io_slot *s = &w->slots_of[i];
     gdu_io_chunk *c = s->chunk;
     if (c == NULL)
         return;
@@ -90,7 +90,7 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
 {
     gdu_io_engine *e = w->engine;
     gdu_io_file *f = c->req->file;
-    gdu_io_slot *s = &w->slots[i];
+    gdu_io_slot *s = &w->slots_of[i];
     char why[GDU_IO_WHY] = "";
     bool whole = atomic_load(&f->direct_reads); /* O_DIRECT: one read per chunk */
     uint64_t piece = e->read_piece, end = c->offset + c->length;
@@ -127,6 +127,27 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     gdu_io_chunk_done(c, done, r, why);
 }
 
+/* Allocates slot i's staging buffer on first use. A slot after the first
+ * that cannot be allocated leaves the worker with the slots before it (and
+ * *i moves to slot 0); slot 0 failing fails the chunk (why), and is tried
+ * again with the next one. */
+static int slot_ready(gdu_io_worker *w, unsigned *i, char *why, size_t len)
+{
+    gdu_io_engine *e = w->engine;
+    gdu_io_slot *s = &w->slots_of[*i];
+    if (s->buf == NULL)
+        s->buf = e->mover->staging_alloc(e, e->opt.chunk_size, why, len);
+    if (s->buf != NULL)
+        return 0;
+    if (*i == 0)
+        return -ENOMEM;
+    w->slots = *i;
+    *i = 0;
+    w->next_slot = 1 % w->slots;
+    slot_finish(w, 0);
+    return slot_ready(w, i, why, len);
+}
+
 /* Starts one chunk: file read into a staging slot then asynchronous copies
  * to caller memory, or (writes) an asynchronous copy into the slot. */
 static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
@@ -134,6 +155,10 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
     gdu_io_engine *e = w->engine;
     gdu_io_file *f = c->req->file;
     char why[GDU_IO_WHY] = "";
+    if (w->init_status != 0) {
+        gdu_io_chunk_done(c, 0, w->init_status, w->init_why);
+        return;
+    }
     if (f->backend == GDU_IO_BACKEND_CUFILE) {
         uint64_t good = 0;
         int r = gdu_io_cufile_chunk(f, c->req->op, c, &good, why, sizeof why);
@@ -141,15 +166,20 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
         return;
     }
     unsigned i = w->next_slot;
-    w->next_slot = (i + 1) % e->opt.staging_per_worker;
+    w->next_slot = (i + 1) % w->slots;
     slot_finish(w, i);
+    int r = slot_ready(w, &i, why, sizeof why);
+    if (r != 0) {
+        gdu_io_chunk_done(c, 0, r, why);
+        return;
+    }
     if (c->req->op == GDU_IO_OP_READ) {
         read_chunk(w, i, c);
         return;
     }
-    gdu_io_slot *s = &w->slots[i];
-    int r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset),
-                               c->mem, (size_t)c->length, why, sizeof why);
+    gdu_io_slot *s = &w->slots_of[i];
+    r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset),
+                           c->mem, (size_t)c->length, why, sizeof why);
     if (r != 0)
         gdu_io_chunk_done(c, 0, r, why);
     else
@@ -158,8 +188,8 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
 
 static bool has_inflight(const gdu_io_worker *w)
 {
-    for (unsigned i = 0; i < w->engine->opt.staging_per_worker; i++)
-        if (w->slots[i].chunk != NULL)
+    for (unsigned i = 0; i < w->slots; i++)
+        if (w->slots_of[i].chunk != NULL)
             return true;
     return false;
 }
@@ -167,7 +197,7 @@ static bool has_inflight(const gdu_io_worker *w)
 /* Completes every in-flight slot, oldest first. */
 static void drain(gdu_io_worker *w)
 {
-    unsigned k = w->engine->opt.staging_per_worker;
+    unsigned k = w->slots;
     for (unsigned j = 0; j < k; j++)
         slot_finish(w, (w->next_slot + j) % k);
 }
@@ -177,10 +207,10 @@ static void drain(gdu_io_worker *w)
 static void reap_ready(gdu_io_worker *w)
 {
     gdu_io_engine *e = w->engine;
-    unsigned k = e->opt.staging_per_worker;
+    unsigned k = w->slots;
     for (unsigned j = 0; j < k; j++) {
         unsigned i = (w->next_slot + j) % k;
-        if (w->slots[i].chunk != NULL && e->mover->ready(w->mctx, i))
+        if (w->slots_of[i].chunk != NULL && e->mover->ready(w->mctx, i))
             slot_finish(w, i);
     }
 }
@@ -190,6 +220,9 @@ static void *worker_main(void *arg)
     gdu_io_worker *w = arg;
     gdu_io_engine *e = w->engine;
     int enter = e->mover->thread_enter(e);
+    if (enter == 0)
+        w->init_status = e->mover->worker_init(e, e->opt.staging_per_worker, &w->mctx,
+                                               w->init_why, sizeof w->init_why);
     for (;;) {
         pthread_mutex_lock(&e->qlock);
         while (e->qhead == NULL && !e->stopping) {
@@ -298,19 +331,24 @@ static int choose_backend(gdu_io_engine *e, char *why, size_t len)
         return 0;
     }
     r = gdu_io_cufile_engine_init(e, e->cufile_why, sizeof e->cufile_why);
+    char ring[GDU_IO_WHY] = "";
     if (want == GDU_IO_BACKEND_CUFILE) {
+        if (r == 0 && (r = gdu_io_cufile_ring_init(e, ring, sizeof ring)) != 0)
+            snprintf(e->cufile_why, sizeof e->cufile_why, "%s", ring);
         if (r != 0) {
             snprintf(why, len, "cufile unavailable: %s", e->cufile_why);
             return r;
         }
         e->backend = GDU_IO_BACKEND_CUFILE;
-        snprintf(e->reason, sizeof e->reason, "cufile: requested (%s)",
-                 e->nvfs_loaded ? "nvidia-fs loaded" : "compat mode, nvidia-fs not loaded");
+        snprintf(e->reason, sizeof e->reason, "cufile: requested (%s); %s",
+                 e->nvfs_loaded ? "nvidia-fs loaded" : "compat mode, nvidia-fs not loaded", ring);
         return 0;
     }
+    if (r == 0 && e->nvfs_loaded && (r = gdu_io_cufile_ring_init(e, ring, sizeof ring)) != 0)
+        snprintf(e->cufile_why, sizeof e->cufile_why, "%s", ring);
     if (r == 0 && e->nvfs_loaded) {
         e->backend = GDU_IO_BACKEND_CUFILE;
-        snprintf(e->reason, sizeof e->reason, "cufile: nvidia-fs loaded");
+        snprintf(e->reason, sizeof e->reason, "cufile: nvidia-fs loaded; %s", ring);
     } else {
         e->backend = GDU_IO_BACKEND_PIPELINE;
         snprintf(e->reason, sizeof e->reason, "pipeline: cufile unavailable: %s",
@@ -320,26 +358,16 @@ static int choose_backend(gdu_io_engine *e, char *why, size_t len)
     return 0;
 }
 
+/* Starts the worker threads; each sets itself up (worker_main). */
 static int start_workers(gdu_io_engine *e, char *why, size_t len)
 {
-    unsigned n = e->opt.workers, k = e->opt.staging_per_worker;
+    unsigned n = e->opt.workers;
     e->workers = calloc(n, sizeof *e->workers);
     if (e->workers == NULL)
         return -ENOMEM;
-    bool staged = e->opt.backend != GDU_IO_BACKEND_CUFILE;
-    if (staged) {
-        e->staging = e->mover->staging_alloc(e, (size_t)n * k * e->opt.chunk_size, why, len);
-        if (e->staging == NULL)
-            return -ENOMEM;
-    }
     for (unsigned i = 0; i < n; i++) {
-        gdu_io_worker *w = &e->workers[i];
-        w->engine = e;
-        for (unsigned j = 0; staged && j < k; j++)
-            w->slots[j].buf = (char *)e->staging + ((size_t)i * k + j) * e->opt.chunk_size;
-        int r = e->mover->worker_init(e, k, &w->mctx, why, len);
-        if (r != 0)
-            return r;
+        e->workers[i].engine = e;
+        e->workers[i].slots = e->opt.staging_per_worker;
     }
     for (unsigned i = 0; i < n; i++) {
         int r = pthread_create(&e->workers[i].thread, NULL, worker_main, &e->workers[i]);
@@ -408,15 +436,17 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
     bool entered = e->cu != NULL && gdu_io_cuda_enter(e, &prev, why, sizeof why) == 0;
     if (e->workers != NULL) {
         for (unsigned i = 0; i < e->opt.workers; i++) {
-            if (e->workers[i].started)
-                pthread_join(e->workers[i].thread, NULL);
-            if (e->workers[i].mctx != NULL)
-                e->mover->worker_fini(e, e->workers[i].mctx);
+            gdu_io_worker *w = &e->workers[i];
+            if (w->started)
+                pthread_join(w->thread, NULL);
+            if (w->mctx != NULL)
+                e->mover->worker_fini(e, w->mctx);
+            for (unsigned j = 0; j < GDU_IO_MAX_STAGING; j++)
+                if (w->slots_of[j].buf != NULL)
+                    e->mover->staging_free(e, w->slots_of[j].buf);
         }
         free(e->workers);
     }
-    if (e->staging != NULL)
-        e->mover->staging_free(e, e->staging);
     gdu_io_cufile_engine_fini(e);
     if (entered)
         e->cu->cuCtxSetCurrent(prev);

@@ -142,8 +142,8 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
         int r = gdu_io_cufile_register(f, path, cwhy, sizeof cwhy);
         if (r == 0) {
             f->backend = GDU_IO_BACKEND_CUFILE;
-            snprintf(f->reason, sizeof f->reason, "cufile: file registered (%s)",
-                     f->dfd >= 0 ? "O_DIRECT" : "buffered descriptor");
+            snprintf(f->reason, sizeof f->reason, "cufile: file registered (%s); %s",
+                     f->dfd >= 0 ? "O_DIRECT" : "buffered descriptor", gdu_io_cufile_ring_note(e));
             *out = f;
             return 0;
         }

@@ -107,13 +107,21 @@ typedef struct {
     uint64_t good;       /* reads: bytes being copied to caller memory */
 } gdu_io_slot;
 
+/* A worker creates its own streams and events and allocates each staging
+ * slot when it first uses it, on its own thread: an engine is ready at once
+ * and the first chunks move while the other slots are still being pinned
+ * (creating the engine with all of them took 0.04-0.10 s of a fresh
+ * process's first load on the H200 machine). */
 typedef struct {
     gdu_io_engine *engine;
     pthread_t thread;
     bool started;
     void *mctx;
+    int init_status;           /* worker_init's result, 0 once it succeeded */
+    char init_why[GDU_IO_WHY];
+    unsigned slots;            /* slots in use: staging_per_worker, fewer if pinning ran short */
     unsigned next_slot;
-    gdu_io_slot slots[GDU_IO_MAX_STAGING];
+    gdu_io_slot slots_of[GDU_IO_MAX_STAGING];
 } gdu_io_worker;
 
 struct gdu_io_engine {
@@ -133,12 +141,12 @@ struct gdu_io_engine {
     bool cufile_open;
     bool nvfs_loaded;
     char cufile_why[GDU_IO_WHY];
+    struct gdu_io_ring *ring; /* the CUFILE backend's registered buffers (io_cufile.c) */
     /* work queue */
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     gdu_io_chunk *qhead, *qtail;
     bool stopping;
-    void *staging; /* one allocation carved into the workers' slots */
     gdu_io_worker *workers;
 };
 
@@ -169,6 +177,16 @@ int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len);
  * hundreds of milliseconds and without nvidia-fs could only give compat mode. */
 bool gdu_io_nvfs_present(void);
 void gdu_io_cufile_engine_fini(gdu_io_engine *e);
+/* Registers the CUFILE backend's ring of device buffers, at most the BAR1
+ * budget of the kernel's pin (pin_model.h) for this GPU: the BAR1 size from
+ * sysfs or $GDUNLOCK_TEST_BAR1 (a test setting that simulates a small BAR1,
+ * e.g. 256M). Writes what it registered into note. -ENOSPC when not even
+ * one buffer fits. */
+int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len);
+/* The ring's description for reasons ("" without a ring). */
+const char *gdu_io_cufile_ring_note(const gdu_io_engine *e);
+/* Bytes the ring registered with cuFileBufRegister (0 without a ring). */
+uint64_t gdu_io_cufile_ring_registered(const gdu_io_engine *e);
 int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t len);
 void gdu_io_cufile_deregister(gdu_io_file *f);
 int gdu_io_cufile_chunk(gdu_io_file *f, gdu_io_op op, const gdu_io_chunk *c, uint64_t *good,

@@ -7,6 +7,10 @@
 #define ENGINE_SLOTS (1 + 1024)
 
 static gdu_io_engine *engines[ENGINE_SLOTS];
+/* Leases out (loads running, readers open): release waits for none of them,
+ * it refuses, since a destroyed engine under a running load would leave its
+ * requests unserved forever. */
+static size_t leases;
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_error *err)
@@ -17,7 +21,7 @@ static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_er
     o.backend = host ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_AUTO;
     char why[256] = "";
     if (gdu_io_options_from_env(&o, why, sizeof why) != 0)
-        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "I/O engine settings: %s", why);
+        return st_fail(err, GDU_ST_ERR_SETTINGS, "I/O engine settings: %s", why);
     if (gdu_io_engine_create(&o, out, why, sizeof why) == 0)
         return GDU_ST_OK;
     if (host)
@@ -27,6 +31,7 @@ static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_er
 
 gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_error *err)
 {
+    *out = NULL;
     if (!host && (device < 0 || device >= ENGINE_SLOTS - 1))
         return st_fail(err, GDU_ST_ERR_NO_CUDA, "GPU %d: no such GPU ordinal", device);
     size_t slot = host ? 0 : 1 + (size_t)device;
@@ -34,17 +39,45 @@ gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_er
     gdu_st_status s = GDU_ST_OK;
     if (engines[slot] == NULL)
         s = create(host, device, &engines[slot], err);
-    *out = engines[slot];
+    if (s == GDU_ST_OK) {
+        *out = engines[slot];
+        leases++;
+    }
     pthread_mutex_unlock(&engines_lock);
     return s;
 }
 
-void gdu_st_engines_release(void)
+gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out,
+                                    gdu_st_error *err)
+{
+    if (out == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    gdu_st_status s = st_engine_get(host != 0, device, out, err);
+    return s == GDU_ST_OK ? st_ok(err) : s;
+}
+
+void gdu_st_engine_return(gdu_io_engine *engine)
+{
+    if (engine == NULL)
+        return;
+    pthread_mutex_lock(&engines_lock);
+    if (leases > 0)
+        leases--;
+    pthread_mutex_unlock(&engines_lock);
+}
+
+gdu_st_status gdu_st_engines_release(gdu_st_error *err)
 {
     pthread_mutex_lock(&engines_lock);
-    for (size_t i = 0; i < ENGINE_SLOTS; i++) {
+    size_t busy = leases;
+    for (size_t i = 0; busy == 0 && i < ENGINE_SLOTS; i++) {
         gdu_io_engine_destroy(engines[i]);
         engines[i] = NULL;
     }
     pthread_mutex_unlock(&engines_lock);
+    if (busy != 0)
+        return st_fail(err, GDU_ST_ERR_BUSY,
+                       "%zu load(s) or open reader(s) still use the I/O engines: release them "
+                       "after those finish (close every safe_open)", busy);
+    return st_ok(err);
 }

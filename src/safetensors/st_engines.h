@@ -8,7 +8,8 @@
 #include "gdunlock/io.h"
 #include "gdunlock/safetensors.h"
 
-/* The engine for host memory (host != 0) or for GPU device. Thread-safe. */
+/* Leases the engine for host memory (host != 0) or for GPU device, creating
+ * it on first use. Thread-safe. Give it back with gdu_st_engine_return. */
 gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_error *err);
 
 #endif

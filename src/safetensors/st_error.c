@@ -30,6 +30,10 @@ static const char *const status_names[GDU_ST_STATUS_COUNT] = {
     [GDU_ST_ERR_DEVICE_MEMORY] = "GDU_ST_ERR_DEVICE_MEMORY",
     [GDU_ST_ERR_ENGINE] = "GDU_ST_ERR_ENGINE",
     [GDU_ST_ERR_VERIFY_MISMATCH] = "GDU_ST_ERR_VERIFY_MISMATCH",
+    [GDU_ST_ERR_HOLE] = "GDU_ST_ERR_HOLE",
+    [GDU_ST_ERR_TRAILING] = "GDU_ST_ERR_TRAILING",
+    [GDU_ST_ERR_SETTINGS] = "GDU_ST_ERR_SETTINGS",
+    [GDU_ST_ERR_BUSY] = "GDU_ST_ERR_BUSY",
 };
 
 const char *gdu_st_status_name(gdu_st_status status)

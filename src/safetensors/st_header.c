@@ -5,9 +5,9 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_pread.h"
 #include "safetensors/st_header_internal.h"
+#include "safetensors/st_json.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,89 +24,141 @@ static uint64_t load_le64(const unsigned char *p)
     return v;
 }
 
-/* A JSON integer >= 0 (reals, negatives and other types are refused). */
-static int json_to_u64(const json_t *v, uint64_t *out)
+/* A JSON unsigned integer, as serde reads a usize (not "-0", "1.0", "1e3"). */
+static int json_to_u64(const st_json *v, uint64_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
+    if (v == NULL || v->kind != ST_JSON_NUMBER || !v->is_u64)
         return -1;
-    *out = (uint64_t)json_integer_value(v);
+    *out = v->u64;
     return 0;
 }
 
-static gdu_st_status parse_metadata(gdu_st_header *h, json_t *meta, gdu_st_error *err)
+static gdu_st_status parse_metadata(gdu_st_header *h, const st_json *meta, gdu_st_error *err)
 {
-    if (!json_is_object(meta))
+    if (meta->kind == ST_JSON_NULL) /* the reference's Option: null means none */
+        return GDU_ST_OK;
+    if (meta->kind != ST_JSON_OBJECT)
         return st_fail(err, GDU_ST_ERR_METADATA, "__metadata__ is not a JSON object");
-    size_t n = json_object_size(meta);
+    size_t n = meta->count;
+    h->has_metadata = 1;
     h->metadata = calloc(n ? n : 1, sizeof *h->metadata);
     if (h->metadata == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu metadata entries", n);
-    const char *key;
-    json_t *value;
-    json_object_foreach(meta, key, value) {
-        if (!json_is_string(value))
+    for (size_t i = 0; i < n; i++) {
+        const st_json *key = st_json_key(meta, i), *value = st_json_value(meta, i);
+        if (value->kind != ST_JSON_STRING)
             return st_fail(err, GDU_ST_ERR_METADATA,
-                           "__metadata__ entry " NAME_FMT " is not a string", key);
-        h->metadata[h->metadata_count].key = key;
-        h->metadata[h->metadata_count].value = json_string_value(value);
+                           "__metadata__ entry " NAME_FMT " is not a string", key->str);
+        h->metadata[i].key = key->str;
+        h->metadata[i].key_len = key->len;
+        h->metadata[i].value = value->str;
+        h->metadata[i].value_len = value->len;
         h->metadata_count++;
     }
     return GDU_ST_OK;
 }
 
-/* Fills one tensor from its JSON entry; shape_store has room for its dims. */
-static gdu_st_status parse_tensor(const char *name, json_t *entry, uint64_t data_size,
-                                  gdu_st_tensor_info *t, uint64_t *shape_store,
-                                  gdu_st_error *err)
+/* The dtype's name (a string node): a string, or serde's other form of a
+ * unit enum variant, an object {"F32": null}. NULL for anything else. */
+static const st_json *dtype_name(const st_json *dtype)
 {
-    if (!json_is_object(entry))
-        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY, "tensor " NAME_FMT " is not a JSON object",
-                       name);
-    json_t *dtype = json_object_get(entry, "dtype");
-    json_t *shape = json_object_get(entry, "shape");
-    json_t *offsets = json_object_get(entry, "data_offsets");
-    if (!json_is_string(dtype) || !json_is_array(shape) || !json_is_array(offsets))
-        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY,
-                       "tensor " NAME_FMT " lacks a string \"dtype\", a list \"shape\" or a "
-                       "list \"data_offsets\"", name);
-    t->name = name;
-    if (gdu_st_dtype_from_name(json_string_value(dtype), &t->dtype) != 0)
-        return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'",
-                       name, json_string_value(dtype));
+    if (dtype == NULL)
+        return NULL;
+    if (dtype->kind == ST_JSON_STRING)
+        return dtype;
+    if (dtype->kind == ST_JSON_OBJECT && dtype->count == 1 &&
+        st_json_value(dtype, 0)->kind == ST_JSON_NULL)
+        return st_json_key(dtype, 0);
+    return NULL;
+}
 
-    size_t ndim = json_array_size(shape);
-    if (ndim > GDU_ST_MAX_DIMS)
-        return st_fail(err, GDU_ST_ERR_SHAPE, "tensor " NAME_FMT ": %zu dimensions (at most %d)",
-                       name, ndim, GDU_ST_MAX_DIMS);
+/* The entry's three fields, from {dtype, shape, data_offsets} (other fields
+ * ignored) or, as serde also reads a struct, a [dtype, shape, data_offsets]
+ * list. */
+static int entry_fields(const st_json *entry, const st_json **dtype, const st_json **shape,
+                        const st_json **offsets)
+{
+    if (entry->kind == ST_JSON_ARRAY) {
+        if (entry->count != 3)
+            return -1;
+        *dtype = &entry->items[0];
+        *shape = &entry->items[1];
+        *offsets = &entry->items[2];
+        return 0;
+    }
+    if (entry->kind != ST_JSON_OBJECT)
+        return -1;
+    *dtype = st_json_get(entry, "dtype");
+    *shape = st_json_get(entry, "shape");
+    *offsets = st_json_get(entry, "data_offsets");
+    return 0;
+}
+
+/* Elements of the shape x bits per element, or -1 on overflow. Strict: as
+ * the reference, a running product checked at each dimension (so [2^63, 4,
+ * 0] overflows before the 0 is reached). Lenient: a zero dimension empties
+ * the tensor whatever the others are. */
+static int shape_bits(const uint64_t *shape, size_t ndim, unsigned bits_per, unsigned flags,
+                      uint64_t *bits)
+{
     uint64_t elements = 1;
     int overflow = 0;
     for (size_t d = 0; d < ndim; d++) {
-        if (json_to_u64(json_array_get(shape, d), &shape_store[d]) != 0)
-            return st_fail(err, GDU_ST_ERR_SHAPE,
-                           "tensor " NAME_FMT ": shape entry %zu is not a non-negative integer",
-                           name, d);
-        overflow |= __builtin_mul_overflow(elements, shape_store[d], &elements);
+        overflow |= __builtin_mul_overflow(elements, shape[d], &elements);
+        if (overflow && !(flags & GDU_ST_LENIENT))
+            return -1;
     }
-    t->ndim = (uint32_t)ndim;
-    t->shape = shape_store;
-    /* A zero dimension makes the tensor empty whatever the others say. */
-    for (size_t d = 0; d < ndim; d++) {
-        if (shape_store[d] == 0) {
+    for (size_t d = 0; (flags & GDU_ST_LENIENT) && d < ndim; d++) {
+        if (shape[d] == 0) {
             elements = 0;
             overflow = 0;
         }
     }
+    if (overflow || __builtin_mul_overflow(elements, (uint64_t)bits_per, bits))
+        return -1;
+    return 0;
+}
+
+static gdu_st_status parse_tensor(const st_json *key, const st_json *entry, uint64_t data_size,
+                                  unsigned flags, gdu_st_tensor_info *t, uint64_t *shape_store,
+                                  gdu_st_error *err)
+{
+    const char *name = key->str;
+    const st_json *dtype = NULL, *shape = NULL, *offsets = NULL;
+    if (entry_fields(entry, &dtype, &shape, &offsets) != 0)
+        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY, "tensor " NAME_FMT " is not a JSON object",
+                       name);
+    const st_json *dname = dtype_name(dtype);
+    if (dname == NULL || shape == NULL || shape->kind != ST_JSON_ARRAY || offsets == NULL ||
+        offsets->kind != ST_JSON_ARRAY)
+        return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY,
+                       "tensor " NAME_FMT " lacks a string \"dtype\", a list \"shape\" or a "
+                       "list \"data_offsets\"", name);
+    t->name = name;
+    t->name_len = key->len;
+    if (strlen(dname->str) != dname->len || gdu_st_dtype_from_name(dname->str, &t->dtype) != 0)
+        return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'",
+                       name, dname->str);
+
+    size_t ndim = shape->count;
+    for (size_t d = 0; d < ndim; d++)
+        if (json_to_u64(&shape->items[d], &shape_store[d]) != 0)
+            return st_fail(err, GDU_ST_ERR_SHAPE,
+                           "tensor " NAME_FMT ": shape entry %zu is not a non-negative integer",
+                           name, d);
+    t->ndim = (uint32_t)ndim;
+    t->shape = shape_store;
     uint64_t bits;
-    if (overflow || __builtin_mul_overflow(elements, (uint64_t)gdu_st_dtype_bits(t->dtype), &bits))
+    if (shape_bits(shape_store, ndim, gdu_st_dtype_bits(t->dtype), flags, &bits) != 0)
         return st_fail(err, GDU_ST_ERR_OVERFLOW,
                        "tensor " NAME_FMT ": shape x dtype size overflows 64 bits", name);
     if (bits % 8 != 0)
         return st_fail(err, GDU_ST_ERR_SIZE_MISMATCH,
-                       "tensor " NAME_FMT ": %llu %s elements do not fill whole bytes", name,
-                       (unsigned long long)elements, gdu_st_dtype_name(t->dtype));
+                       "tensor " NAME_FMT ": %llu bits of %s elements do not fill whole bytes",
+                       name, (unsigned long long)bits, gdu_st_dtype_name(t->dtype));
 
-    if (json_array_size(offsets) != 2 || json_to_u64(json_array_get(offsets, 0), &t->begin) != 0 ||
-        json_to_u64(json_array_get(offsets, 1), &t->end) != 0 || t->begin > t->end)
+    if (offsets->count != 2 || json_to_u64(&offsets->items[0], &t->begin) != 0 ||
+        json_to_u64(&offsets->items[1], &t->end) != 0 || t->begin > t->end)
         return st_fail(err, GDU_ST_ERR_OFFSETS,
                        "tensor " NAME_FMT ": data_offsets is not [begin, end] with "
                        "0 <= begin <= end", name);
@@ -134,11 +186,59 @@ static int by_offsets(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+static gdu_st_status overlap(const gdu_st_tensor_info *a, const gdu_st_tensor_info *b,
+                             gdu_st_error *err)
+{
+    return st_fail(err, GDU_ST_ERR_OVERLAP,
+                   "tensors " NAME_FMT " [%llu, %llu) and " NAME_FMT " [%llu, %llu) overlap",
+                   a->name, (unsigned long long)a->begin, (unsigned long long)a->end, b->name,
+                   (unsigned long long)b->begin, (unsigned long long)b->end);
+}
+
+/* Strict layout, the reference's: sorted by offsets, every tensor starts
+ * where the previous one ended (the first at 0), and the last ends at the
+ * end of the file. */
+static gdu_st_status check_layout_strict(gdu_st_header *h, gdu_st_error *err)
+{
+    uint64_t next = 0;
+    const gdu_st_tensor_info *last = NULL;
+    for (size_t i = 0; i < h->tensor_count; i++) {
+        const gdu_st_tensor_info *t = &h->tensors[i];
+        if (t->begin > next)
+            return st_fail(err, GDU_ST_ERR_HOLE,
+                           "tensor " NAME_FMT " starts at byte %llu of the data section but %s "
+                           "at %llu: %llu bytes belong to no tensor (the format forbids holes)",
+                           t->name, (unsigned long long)t->begin,
+                           last ? "the tensor before it ends" : "the data starts",
+                           (unsigned long long)next, (unsigned long long)(t->begin - next));
+        if (t->begin < next && t->begin == t->end)
+            return st_fail(err, GDU_ST_ERR_OFFSETS,
+                           "empty tensor " NAME_FMT " sits at byte %llu, inside " NAME_FMT
+                           " [%llu, %llu): tensors must follow one another", t->name,
+                           (unsigned long long)t->begin, last->name,
+                           (unsigned long long)last->begin, (unsigned long long)last->end);
+        if (t->begin < next)
+            return overlap(last, t, err);
+        next = t->end;
+        last = t;
+    }
+    if (next != h->data_size)
+        return st_fail(err, GDU_ST_ERR_TRAILING,
+                       "%llu bytes after the last tensor's end (byte %llu of the data section) "
+                       "belong to no tensor (the format forbids them)",
+                       (unsigned long long)(h->data_size - next), (unsigned long long)next);
+    h->data_span = next;
+    return GDU_ST_OK;
+}
+
 /* Sorts by offsets, refuses shared bytes and measures span, holes and tail.
- * Empty tensors share no bytes, so they may sit anywhere in the span. */
-static gdu_st_status check_layout(gdu_st_header *h, gdu_st_error *err)
+ * Lenient: empty tensors share no bytes, so they may sit anywhere in the
+ * span, and holes and trailing bytes are counted. */
+static gdu_st_status check_layout(gdu_st_header *h, unsigned flags, gdu_st_error *err)
 {
     qsort(h->tensors, h->tensor_count, sizeof *h->tensors, by_offsets);
+    if (!(flags & GDU_ST_LENIENT))
+        return check_layout_strict(h, err);
     uint64_t covered = 0, span = 0;
     const gdu_st_tensor_info *last = NULL;
     for (size_t i = 0; i < h->tensor_count; i++) {
@@ -146,11 +246,7 @@ static gdu_st_status check_layout(gdu_st_header *h, gdu_st_error *err)
         if (t->begin == t->end)
             continue;
         if (last != NULL && t->begin < last->end)
-            return st_fail(err, GDU_ST_ERR_OVERLAP,
-                           "tensors " NAME_FMT " [%llu, %llu) and " NAME_FMT
-                           " [%llu, %llu) overlap", last->name,
-                           (unsigned long long)last->begin, (unsigned long long)last->end,
-                           t->name, (unsigned long long)t->begin, (unsigned long long)t->end);
+            return overlap(last, t, err);
         covered += t->end - t->begin;
         last = t;
     }
@@ -163,18 +259,29 @@ static gdu_st_status check_layout(gdu_st_header *h, gdu_st_error *err)
     return GDU_ST_OK;
 }
 
-static gdu_st_status parse_object(gdu_st_header *h, gdu_st_error *err)
+static size_t entry_dims(const st_json *value)
 {
-    const char *key;
-    json_t *value;
+    const st_json *dtype = NULL, *shape = NULL, *offsets = NULL;
+    if (entry_fields(value, &dtype, &shape, &offsets) != 0 || shape == NULL ||
+        shape->kind != ST_JSON_ARRAY)
+        return 0;
+    return shape->count;
+}
+
+static int is_metadata_key(const st_json *key)
+{
+    return key->len == 12 && memcmp(key->str, "__metadata__", 12) == 0;
+}
+
+static gdu_st_status parse_object(gdu_st_header *h, const st_json *root, unsigned flags,
+                                  gdu_st_error *err)
+{
     size_t tensors = 0, dims = 0;
-    json_object_foreach(h->root, key, value) {
-        if (strcmp(key, "__metadata__") == 0)
+    for (size_t i = 0; i < root->count; i++) {
+        if (is_metadata_key(st_json_key(root, i)))
             continue;
         tensors++;
-        json_t *shape = json_is_object(value) ? json_object_get(value, "shape") : NULL;
-        size_t n = json_is_array(shape) ? json_array_size(shape) : 0;
-        dims += n <= GDU_ST_MAX_DIMS ? n : 0;
+        dims += entry_dims(st_json_value(root, i));
     }
     h->tensors = calloc(tensors ? tensors : 1, sizeof *h->tensors);
     h->shapes = calloc(dims ? dims : 1, sizeof *h->shapes);
@@ -182,23 +289,43 @@ static gdu_st_status parse_object(gdu_st_header *h, gdu_st_error *err)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", tensors);
 
     size_t dims_used = 0;
-    json_object_foreach(h->root, key, value) {
+    for (size_t i = 0; i < root->count; i++) {
+        const st_json *key = st_json_key(root, i), *value = st_json_value(root, i);
         gdu_st_status s;
-        if (strcmp(key, "__metadata__") == 0)
+        if (is_metadata_key(key)) {
             s = parse_metadata(h, value, err);
-        else
-            s = parse_tensor(key, value, h->data_size, &h->tensors[h->tensor_count++],
-                             h->shapes + dims_used, err);
+        } else {
+            gdu_st_tensor_info *t = &h->tensors[h->tensor_count++];
+            s = parse_tensor(key, value, h->data_size, flags, t, h->shapes + dims_used, err);
+            dims_used += t->ndim;
+        }
         if (s != GDU_ST_OK)
             return s;
-        if (strcmp(key, "__metadata__") != 0)
-            dims_used += h->tensors[h->tensor_count - 1].ndim;
     }
-    return check_layout(h, err);
+    return check_layout(h, flags, err);
 }
 
-gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_size,
-                                  gdu_st_header **out, gdu_st_error *err)
+/* The header length field against its bounds; names which one it breaks. */
+static gdu_st_status check_length(uint64_t n, uint64_t file_size, gdu_st_error *err)
+{
+    if (n == 0)
+        return st_fail(err, GDU_ST_ERR_HEADER_JSON,
+                       "header length 0: the header is empty, not a JSON object (not a "
+                       "safetensors file?)");
+    if (n > GDU_ST_MAX_HEADER_BYTES)
+        return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
+                       "header length %llu is over the limit of %llu bytes (not a safetensors "
+                       "file?)", (unsigned long long)n, GDU_ST_MAX_HEADER_BYTES);
+    if (n > file_size - 8)
+        return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
+                       "header length %llu passes the end of the %llu-byte file (truncated, or "
+                       "not a safetensors file?)", (unsigned long long)n,
+                       (unsigned long long)file_size);
+    return GDU_ST_OK;
+}
+
+gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t file_size,
+                                        unsigned flags, gdu_st_header **out, gdu_st_error *err)
 {
     if (out == NULL || (bytes == NULL && len > 0))
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
@@ -210,11 +337,9 @@ gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_s
                        "%llu bytes: a safetensors file starts with an 8-byte header length",
                        (unsigned long long)file_size);
     uint64_t n = load_le64(bytes);
-    if (n == 0 || n > GDU_ST_MAX_HEADER_BYTES || n > file_size - 8)
-        return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
-                       "header length %llu is 0, over %llu, or past the end of the %llu-byte "
-                       "file (not a safetensors file?)", (unsigned long long)n,
-                       GDU_ST_MAX_HEADER_BYTES, (unsigned long long)file_size);
+    gdu_st_status s = check_length(n, file_size, err);
+    if (s != GDU_ST_OK)
+        return s;
     if (n > len - 8)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
                        "image of %zu bytes holds only part of the %llu-byte header", len,
@@ -226,16 +351,16 @@ gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_s
     h->data_offset = 8 + n;
     h->data_size = file_size - h->data_offset;
 
-    json_error_t jerr;
-    h->root = json_loadb((const char *)bytes + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
-    gdu_st_status s;
-    if (h->root == NULL)
-        s = st_fail(err, GDU_ST_ERR_HEADER_JSON, "header JSON, byte %d: %s", jerr.position,
-                    jerr.text);
-    else if (!json_is_object(h->root))
+    char why[160] = "";
+    size_t where = 0;
+    h->doc = st_json_parse((const char *)bytes + 8, (size_t)n, why, sizeof why, &where);
+    const st_json *root = h->doc ? st_json_root(h->doc) : NULL;
+    if (root == NULL)
+        s = st_fail(err, GDU_ST_ERR_HEADER_JSON, "header JSON, byte %zu: %s", where, why);
+    else if (root->kind != ST_JSON_OBJECT)
         s = st_fail(err, GDU_ST_ERR_HEADER_NOT_OBJECT, "header JSON is not an object");
     else
-        s = parse_object(h, err);
+        s = parse_object(h, root, flags, err);
     if (s != GDU_ST_OK) {
         gdu_st_header_free(h);
         return s;
@@ -244,7 +369,14 @@ gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_s
     return st_ok(err);
 }
 
-gdu_st_status gdu_st_header_read_fd(int fd, gdu_st_header **out, gdu_st_error *err)
+gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_size,
+                                  gdu_st_header **out, gdu_st_error *err)
+{
+    return gdu_st_header_parse_flags(bytes, len, file_size, 0, out, err);
+}
+
+gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
+                                    gdu_st_error *err)
 {
     if (out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
@@ -257,13 +389,13 @@ gdu_st_status gdu_st_header_read_fd(int fd, gdu_st_header **out, gdu_st_error *e
     uint64_t size = (uint64_t)st.st_size;
     unsigned char prefix[8];
     if (size < 8)
-        return gdu_st_header_parse(prefix, 0, size, out, err);
+        return gdu_st_header_parse_flags(prefix, 0, size, flags, out, err);
     int rc = st_pread_full(fd, prefix, 8, 0);
     if (rc != 0)
         return st_fail(err, GDU_ST_ERR_IO, "reading the header length: %s", strerror(-rc));
     uint64_t n = load_le64(prefix);
-    if (n == 0 || n > GDU_ST_MAX_HEADER_BYTES || n > size - 8)
-        return gdu_st_header_parse(prefix, 8, size, out, err);
+    if (check_length(n, size, NULL) != GDU_ST_OK)
+        return gdu_st_header_parse_flags(prefix, 8, size, flags, out, err);
     unsigned char *image = malloc(8 + (size_t)n);
     if (image == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for a %llu-byte header",
@@ -272,7 +404,8 @@ gdu_st_status gdu_st_header_read_fd(int fd, gdu_st_header **out, gdu_st_error *e
     rc = st_pread_full(fd, image + 8, (size_t)n, 8);
     gdu_st_status s = rc != 0 ? st_fail(err, GDU_ST_ERR_IO, "reading the header: %s",
                                         strerror(-rc))
-                              : gdu_st_header_parse(image, 8 + (size_t)n, size, out, err);
+                              : gdu_st_header_parse_flags(image, 8 + (size_t)n, size, flags,
+                                                          out, err);
     free(image);
     return s;
 }
@@ -281,7 +414,7 @@ void gdu_st_header_free(gdu_st_header *h)
 {
     if (h == NULL)
         return;
-    json_decref(h->root);
+    st_json_free(h->doc);
     free(h->tensors);
     free(h->shapes);
     free(h->metadata);
@@ -301,12 +434,18 @@ uint64_t gdu_st_header_hole_bytes(const gdu_st_header *h) { return h->hole_bytes
 uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *h) { return h->trailing_bytes; }
 size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h->metadata_count; }
 
+int gdu_st_header_has_metadata(const gdu_st_header *h) { return h->has_metadata; }
+
 int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key,
-                           const char **value)
+                           size_t *key_len, const char **value, size_t *value_len)
 {
     if (index >= h->metadata_count)
         return -1;
     *key = h->metadata[index].key;
+    if (key_len != NULL)
+        *key_len = h->metadata[index].key_len;
     *value = h->metadata[index].value;
+    if (value_len != NULL)
+        *value_len = h->metadata[index].value_len;
     return 0;
 }

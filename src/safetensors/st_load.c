@@ -86,8 +86,8 @@ static gdu_st_status add_segment(gdu_st_model *m, size_t f, gdu_io_file *io, uin
  * (boundaries at tensor starts), submitting each segment's reads at once
  * (appended to pieces[*n_pieces...]). */
 static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
-                                gdu_io_file **io, load_piece *pieces, size_t *n_pieces,
-                                double *first_submit, gdu_st_error *err)
+                                gdu_io_engine **leased, gdu_io_file **io, load_piece *pieces,
+                                size_t *n_pieces, double *first_submit, gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
@@ -97,13 +97,15 @@ static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
         return s;
     if (span == 0)
         return st_block_add_segment(file->block, 0, err);
-    /* Host memory (pinned or not) is filled by one HOST engine for all files. */
+    /* Host memory (pinned or not) is filled by one HOST engine for all files.
+     * The lease keeps gdu_st_engines_release from destroying it under us. */
     gdu_io_engine *engine = NULL;
     double t = now_seconds();
     s = st_engine_get(host, device, &engine, err);
     m->stats.engine_seconds += now_seconds() - t;
     if (s != GDU_ST_OK)
         return s;
+    *leased = engine;
     char why[256] = "";
     if (gdu_io_open(engine, file->path, GDU_IO_READ, io, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, why);
@@ -181,13 +183,15 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
         max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
     }
     gdu_io_file **ios = calloc(m->file_count ? m->file_count : 1, sizeof *ios);
+    gdu_io_engine **leased = calloc(m->file_count ? m->file_count : 1, sizeof *leased);
     load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
     size_t n_pieces = 0;
-    gdu_st_status s = ios && pieces ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    gdu_st_status s = ios && leased && pieces ? GDU_ST_OK
+                                              : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     double first_submit = 0;
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &ios[f], pieces, &n_pieces,
-                       &first_submit, err);
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &leased[f], &ios[f], pieces,
+                       &n_pieces, &first_submit, err);
     /* Every submitted request is waited on, also after a failure. */
     uint64_t done = 0;
     for (size_t i = 0; i < n_pieces; i++) {
@@ -206,7 +210,10 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
         m->stats.transfer_seconds = now_seconds() - first_submit;
     for (size_t f = 0; ios != NULL && f < m->file_count; f++)
         gdu_io_close(ios[f]);
+    for (size_t f = 0; leased != NULL && f < m->file_count; f++)
+        gdu_st_engine_return(leased[f]);
     free(ios);
+    free(leased);
     free(pieces);
     if (s != GDU_ST_OK) {
         for (size_t f = 0; f < m->file_count; f++) {

@@ -2,6 +2,7 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_index.h"
 #include "safetensors/st_model_internal.h"
+#include "safetensors/st_pread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +17,13 @@
 static gdu_st_status read_small_file(const char *path, char **out, size_t *len,
                                      gdu_st_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = st_open_regular(path);
     if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(errno));
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
     struct stat st;
     gdu_st_status s = GDU_ST_OK;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: not a regular file", path);
+    if (fstat(fd, &st) != 0)
+        s = st_fail(err, GDU_ST_ERR_IO, "%s: fstat: %s", path, strerror(errno));
     else if ((uint64_t)st.st_size > GDU_ST_MAX_HEADER_BYTES)
         s = st_fail(err, GDU_ST_ERR_INDEX, "%s: %lld bytes, too large for an index", path,
                     (long long)st.st_size);
@@ -49,15 +50,57 @@ static gdu_st_status read_small_file(const char *path, char **out, size_t *len,
     return GDU_ST_OK;
 }
 
-static gdu_st_status open_file(const char *path, gdu_st_header **out, gdu_st_error *err)
+static gdu_st_status open_file(const char *path, unsigned flags, gdu_st_header **out,
+                               gdu_st_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = st_open_regular(path);
     if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(errno));
-    gdu_st_status s = gdu_st_header_read_fd(fd, out, err);
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
+    gdu_st_status s = gdu_st_header_read_fd(fd, flags, out, err);
     close(fd);
     if (s != GDU_ST_OK)
         st_prefix(err, path);
+    return s;
+}
+
+/* Whether resolved path p lies under resolved folder dir. */
+static int lies_under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/';
+    return strncmp(p, dir, n) == 0 && p[n] == '/';
+}
+
+/* A shard must resolve (symbolic links followed) inside the index's folder,
+ * or inside the blobs/ folder of a Hugging Face cache repository whose
+ * snapshots/REV/ folder holds the index (there every file is a link to
+ * ../../blobs/HASH). */
+static gdu_st_status check_inside(const char *dir, const char *path, const char *name,
+                                  gdu_st_error *err)
+{
+    char *root = realpath(dir, NULL), *real = realpath(path, NULL);
+    gdu_st_status s = GDU_ST_OK;
+    if (root == NULL || real == NULL) {
+        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", root ? path : dir, strerror(errno));
+    } else if (!lies_under(real, root)) {
+        int inside = 0;
+        char *rev = strrchr(root, '/');
+        if (rev != NULL && rev != root) {
+            *rev = '\0';
+            char *snapshots = strrchr(root, '/');
+            if (snapshots != NULL && strcmp(snapshots, "/snapshots") == 0) {
+                strcpy(snapshots, "/blobs"); /* shorter than what it replaces */
+                inside = lies_under(real, root);
+            }
+        }
+        if (!inside)
+            s = st_fail(err, GDU_ST_ERR_PATH_ESCAPE,
+                        "shard '%.120s' resolves to %.200s, outside the index's folder: shards "
+                        "must lie under it", name, real);
+    }
+    free(root);
+    free(real);
     return s;
 }
 
@@ -91,19 +134,27 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *ind
         return s;
     }
     const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path) : 1;
+    int dir_len = slash ? (slash == path ? 1 : (int)(slash - path)) : 1;
     const char *dir = slash ? path : ".";
     m->files = calloc(index->shard_count, sizeof *m->files);
     if (m->files == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < index->shard_count; i++) {
-        if (asprintf(&m->files[i].path, "%.*s/%s", dir_len, dir, index->shards[i]) < 0) {
+    char *folder = strndup(dir, (size_t)dir_len);
+    if (folder == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; s == GDU_ST_OK && i < index->shard_count; i++) {
+        if (asprintf(&m->files[i].path, "%s/%s", folder, index->shards[i]) < 0) {
             m->files[i].path = NULL;
-            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+            s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+            break;
         }
         m->file_count++;
+        s = check_inside(folder, m->files[i].path, index->shards[i], err);
     }
-    return GDU_ST_OK;
+    free(folder);
+    if (s != GDU_ST_OK)
+        st_prefix(err, path);
+    return s;
 }
 
 /* Builds the merged tensor table and the name lookup; refuses a name found in
@@ -121,17 +172,18 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
         const gdu_st_header *h = m->files[f].header;
         for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
             const gdu_st_tensor_info *info = gdu_st_header_tensor(h, i);
-            json_t *prev = json_object_get(m->by_name, info->name);
+            json_t *prev = json_object_getn(m->by_name, info->name, info->name_len);
             if (prev != NULL)
                 return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR,
                                "tensor '%.80s' is in both %s and %s", info->name,
                                m->files[m->tensors[json_integer_value(prev)].file].path,
                                m->files[f].path);
-            if (json_object_set_new(m->by_name, info->name,
-                                    json_integer((json_int_t)m->tensor_count)) != 0)
+            if (json_object_setn_new_nocheck(m->by_name, info->name, info->name_len,
+                                             json_integer((json_int_t)m->tensor_count)) != 0)
                 return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
             gdu_st_tensor *t = &m->tensors[m->tensor_count++];
             t->name = info->name;
+            t->name_len = info->name_len;
             t->dtype = info->dtype;
             t->ndim = info->ndim;
             t->shape = info->shape;
@@ -165,6 +217,12 @@ static gdu_st_status check_index(const gdu_st_model *m, const st_index *index, g
 
 gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err)
 {
+    return gdu_st_open_flags(path, 0, out, err);
+}
+
+gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model **out,
+                                gdu_st_error *err)
+{
     if (path == NULL || out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
@@ -174,7 +232,7 @@ gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *er
     st_index index = {0};
     gdu_st_status s = list_files(m, path, &index, err);
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = open_file(m->files[f].path, &m->files[f].header, err);
+        s = open_file(m->files[f].path, flags, &m->files[f].header, err);
     if (s == GDU_ST_OK) {
         s = build_table(m, err);
         if (s == GDU_ST_OK && index.root != NULL)
@@ -213,10 +271,15 @@ const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
     return index < m->tensor_count ? &m->tensors[index] : NULL;
 }
 
+long gdu_st_model_find_n(const gdu_st_model *m, const char *name, size_t len)
+{
+    json_t *v = name ? json_object_getn(m->by_name, name, len) : NULL;
+    return v ? (long)json_integer_value(v) : -1;
+}
+
 long gdu_st_model_find(const gdu_st_model *m, const char *name)
 {
-    json_t *v = name ? json_object_get(m->by_name, name) : NULL;
-    return v ? (long)json_integer_value(v) : -1;
+    return name ? gdu_st_model_find_n(m, name, strlen(name)) : -1;
 }
 
 size_t gdu_st_model_file_count(const gdu_st_model *m) { return m->file_count; }
@@ -234,3 +297,5 @@ const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t inde
 gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
 
 size_t gdu_st_tensor_struct_size(void) { return sizeof(gdu_st_tensor); }
+
+const char *gdu_st_version(void) { return GDUNLOCK_VERSION; }

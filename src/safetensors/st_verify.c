@@ -5,8 +5,6 @@
 #include "safetensors/st_pread.h"
 #include "safetensors/st_model_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,9 +56,9 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
     const st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
     uint64_t base = gdu_st_header_data_offset(file->header);
-    int fd = open(file->path, O_RDONLY | O_CLOEXEC);
+    int fd = st_open_regular(file->path);
     if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, strerror(errno));
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, st_open_error(fd));
     gdu_st_status s = GDU_ST_OK;
     for (uint64_t pos = 0, n = 0; s == GDU_ST_OK && pos < span; pos += n) {
         /* Up to a chunk, within one of the block's segments. */

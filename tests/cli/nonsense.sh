@@ -151,7 +151,7 @@ check 64 -- p2p --size -1
 check 64 -- p2p --iters 0
 # Output that cannot be written (stdout on /dev/full) is an I/O error, 74,
 # for every command, whatever it found.
-printf '\x36\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
+printf '\x37\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
 check 0 -- load "$work/tiny.safetensors" --to host
 full="writing the output failed"
 check -m "$full" -full 74 -- --help

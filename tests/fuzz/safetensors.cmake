@@ -2,7 +2,8 @@
 # libFuzzer's coverage instrumentation reaches them.
 set(GDU_ST_PARSER_SOURCES
     ${CMAKE_SOURCE_DIR}/src/safetensors/st_header.c ${CMAKE_SOURCE_DIR}/src/safetensors/st_dtype.c
-    ${CMAKE_SOURCE_DIR}/src/safetensors/st_error.c ${CMAKE_SOURCE_DIR}/src/safetensors/st_pread.c)
+    ${CMAKE_SOURCE_DIR}/src/safetensors/st_error.c ${CMAKE_SOURCE_DIR}/src/safetensors/st_pread.c
+    ${CMAKE_SOURCE_DIR}/src/safetensors/st_json.c)
 gdunlock_fuzz_target(fuzz_safetensors_header
                      SOURCES fuzz_safetensors_header.c ${GDU_ST_PARSER_SOURCES}
                      LIBS PkgConfig::JANSSON)

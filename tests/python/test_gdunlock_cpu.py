@@ -1,37 +1,24 @@
 """CPU tests of the Python module (python/gdunlock) over the fixtures:
 header table, host loads byte-exact against the file, named errors, device
-parsing, and (where torch is installed) torch tensors through DLPack."""
+parsing, strict and lenient opening, FIFOs, releasing the engines under a
+running load, and (where torch is installed) torch tensors through DLPack."""
 import json
 import os
-import struct
+import re
+import signal
 import sys
+import tempfile
+import threading
+import time
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _fixtures import FIX, ROOT, SHARDED, SMALL, reference, torch  # noqa: E402
+
 import gdunlock  # noqa: E402
 
-FIX = os.path.join(ROOT, "tests", "fixtures", "safetensors")
-SMALL = os.path.join(FIX, "small.safetensors")
-SHARDED = os.path.join(FIX, "sharded", "model.safetensors.index.json")
-
-try:
-    import torch
+if torch is not None:
     from gdunlock import torch_bridge
-except ImportError:
-    torch = None
-
-
-def reference(path):
-    """{name: (dtype, shape, bytes)} read with the stdlib alone."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    return {k: (v["dtype"], tuple(v["shape"]),
-                data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
-            for k, v in header.items()}
 
 
 class CheckpointTest(unittest.TestCase):
@@ -92,6 +79,124 @@ class CheckpointTest(unittest.TestCase):
         for bad in ("gpu", -1, True, [], "cuda:x", 1.0):
             with self.assertRaises(ValueError):
                 gdunlock.parse_device(bad)
+        # "cpu" is no GPU: a list of GPUs cannot hold it (it used to become GPU 0).
+        for bad in (["cpu"], [0, "cpu"], ["cpu", 1]):
+            with self.assertRaises(ValueError):
+                gdunlock.parse_device(bad)
+
+    def test_strict_and_lenient(self):
+        for name, code in (("hole", "GDU_ST_ERR_HOLE"), ("late_start", "GDU_ST_ERR_HOLE"),
+                           ("trailing", "GDU_ST_ERR_TRAILING")):
+            path = os.path.join(FIX, "hostile", name + ".safetensors")
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                gdunlock.Checkpoint(path)
+            self.assertEqual(ctx.exception.code, code)
+            with gdunlock.Checkpoint(path, lenient=True) as c:
+                c.load("cpu")
+                c.verify()
+
+    def test_names_keep_nul_and_control_characters(self):
+        path = os.path.join(FIX, "control.safetensors")
+        ref = reference(path)
+        with gdunlock.Checkpoint(path) as c:
+            self.assertEqual({t.name for t in c.tensors()}, set(ref))
+            self.assertIn("nul\x00byte", ref)
+            c.load("cpu")
+            for i, t in enumerate(c.tensors()):
+                self.assertEqual(c.host_bytes(i), ref[t.name][2])
+
+    def test_metadata_none_when_absent(self):
+        with gdunlock.Checkpoint(os.path.join(FIX, "empty.safetensors")) as c:
+            self.assertIsNone(c.metadata_or_none())
+            self.assertEqual(c.metadata(), {})
+
+    def test_version_matches_the_library_and_cmake(self):
+        with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+            cmake = re.search(r"project\(gdunlock VERSION ([0-9.]+)", f.read()).group(1)
+        self.assertEqual(gdunlock.__version__, cmake)
+        self.assertTrue(os.path.exists(gdunlock.library_path()))
+
+
+class FifoTest(unittest.TestCase):
+    """A FIFO as the file, the index or a shard is refused at once (a plain
+    open blocks until a writer comes: forever)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        signal.signal(signal.SIGALRM, self._timeout)
+        signal.alarm(10)
+
+    def tearDown(self):
+        signal.alarm(0)
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        os.rmdir(self.dir)
+
+    @staticmethod
+    def _timeout(*_):
+        raise TimeoutError("opening a FIFO blocked")
+
+    def test_fifo_refused(self):
+        fifo = os.path.join(self.dir, "model.safetensors")
+        os.mkfifo(fifo)
+        index = os.path.join(self.dir, "model.safetensors.index.json")
+        with open(index, "w") as f:
+            json.dump({"weight_map": {"t": "model.safetensors"}}, f)
+        fifo_index = os.path.join(self.dir, "fifo.index.json")
+        os.mkfifo(fifo_index)
+        for path in (fifo, index, fifo_index):
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                gdunlock.Checkpoint(path)
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_OPEN")
+            self.assertIn("not a regular file", ctx.exception.message)
+        # The engine's own open (the range reader, the benchmarks' raw read).
+        from gdunlock import engine, reader
+        r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
+        try:
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                r.submit(fifo, [(0, 8, 1)])
+            self.assertIn("not a regular file", ctx.exception.message)
+        finally:
+            r.close()
+        with engine.Engine(host=True) as e:
+            with self.assertRaises(gdunlock.GdunlockError):
+                e.read(fifo, 0, 8, 1)
+
+
+class ReleaseTest(unittest.TestCase):
+    def test_release_while_another_thread_loads(self):
+        """release_engines() while loads run in another thread: refused with
+        GDU_ST_ERR_BUSY or done between loads, never a hang (it hung the load
+        in gdu_io_wait in 2 of 9 runs when it destroyed the engine under it)."""
+        stop, errors, loads = threading.Event(), [], [0]
+
+        def load_loop():
+            try:
+                while not stop.is_set():
+                    with gdunlock.Checkpoint(SHARDED) as c:
+                        c.load("cpu")
+                    loads[0] += 1
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        t = threading.Thread(target=load_loop, daemon=True)
+        t.start()
+        busy = released = 0
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            try:
+                gdunlock.release_engines()
+                released += 1
+            except gdunlock.GdunlockError as e:
+                self.assertEqual(e.code, "GDU_ST_ERR_BUSY")
+                busy += 1
+        stop.set()
+        t.join(timeout=30)
+        self.assertFalse(t.is_alive(), "a load hung after release_engines()")
+        self.assertEqual(errors, [])
+        self.assertGreater(loads[0], 0)
+        self.assertGreater(busy, 0)
+        gdunlock.release_engines()
 
 
 @unittest.skipIf(torch is None, "torch is not installed")

@@ -131,6 +131,10 @@ gdu_CUresult cuMemcpyDtoHAsync_v2(void *d, gdu_CUdeviceptr s, size_t n, gdu_CUst
 {
     return enqueue(st, d, (const void *)(uintptr_t)s, n, 0);
 }
+gdu_CUresult cuMemcpyDtoDAsync_v2(gdu_CUdeviceptr d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st)
+{
+    return enqueue(st, (void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, 0);
+}
 gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
 {
     return enqueue(&legacy, (void *)(uintptr_t)d, NULL, n, v);

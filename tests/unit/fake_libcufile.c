@@ -4,10 +4,14 @@
  *   FAKE_CUFILE_NVFS_MAJOR  nvidia-fs major version reported (0: compat mode)
  *   FAKE_CUFILE_REGISTER    a CUfileOpError cuFileHandleRegister returns (e.g. 5027)
  *   FAKE_CUFILE_FAIL_AT     a file offset whose read/write fails with CU_FILE_IO_ERROR
- * Reads and writes move at most 1 MiB per call, so callers must loop. */
+ *   FAKE_CUFILE_BAR1_LIMIT  bytes of buffers registered at once past which
+ *                           cuFileBufRegister fails, as pinning past BAR1 does
+ * Reads and writes move at most 1 MiB per call, so callers must loop.
+ * fake_cufile_registered() says what is registered now and at most. */
 #include "cuda/cufile_api.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -66,8 +70,52 @@ void cuFileHandleDeregister(gdu_CUfileHandle fh)
     close(((fake_handle *)fh)->fd);
     free(fh);
 }
-gdu_CUfileError cuFileBufRegister(const void *base, size_t n, int flags) { return status(0); }
-gdu_CUfileError cuFileBufDeregister(const void *base) { return status(0); }
+/* Registered buffers (base, bytes), for the BAR1 limit and the peak. */
+static struct { const void *base; size_t n; } bufs[256];
+static size_t registered, peak;
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void fake_cufile_registered(size_t *now, size_t *most)
+{
+    pthread_mutex_lock(&buf_lock);
+    *now = registered;
+    *most = peak;
+    peak = registered;
+    pthread_mutex_unlock(&buf_lock);
+}
+
+gdu_CUfileError cuFileBufRegister(const void *base, size_t n, int flags)
+{
+    long limit = env_long("FAKE_CUFILE_BAR1_LIMIT", -1);
+    pthread_mutex_lock(&buf_lock);
+    int err = 0;
+    size_t slot = 0;
+    while (slot < 256 && bufs[slot].base != NULL)
+        slot++;
+    if (slot == 256 || (limit >= 0 && registered + n > (size_t)limit))
+        err = GDU_CU_FILE_INTERNAL_ERROR;
+    else {
+        bufs[slot].base = base;
+        bufs[slot].n = n;
+        registered += n;
+        peak = registered > peak ? registered : peak;
+    }
+    pthread_mutex_unlock(&buf_lock);
+    return status(err);
+}
+
+gdu_CUfileError cuFileBufDeregister(const void *base)
+{
+    pthread_mutex_lock(&buf_lock);
+    for (size_t i = 0; i < 256; i++)
+        if (bufs[i].base == base && base != NULL) {
+            registered -= bufs[i].n;
+            bufs[i].base = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&buf_lock);
+    return status(0);
+}
 
 static int fails(off_t off, size_t n)
 {

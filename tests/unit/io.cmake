@@ -4,6 +4,7 @@ gdunlock_unit_test(test_io_options SOURCES test_io_options.c LIBS gdu_io)
 gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
 gdunlock_unit_test(test_io_dispatch SOURCES test_io_dispatch.c LIBS gdu_io)
+gdunlock_unit_test(test_io_staging SOURCES test_io_staging.c LIBS gdu_io)
 gdunlock_unit_test(test_io_bench_pattern
   SOURCES test_io_bench_pattern.c ${CMAKE_SOURCE_DIR}/src/cli/bench_pattern.c
           ${CMAKE_SOURCE_DIR}/src/cli/bench_time.c)
@@ -50,6 +51,12 @@ add_dependencies(test_io_cufile_fake gdu_fake_cuda gdu_fake_cufile)
 # GDUNLOCK_NVFS_PROC: an existing folder stands in for /proc/driver/nvidia-fs,
 # so that AUTO goes on to ask the fake libcufile.
 gdu_io_test_env(test_io_cufile_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
+  "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0"
+  "GDUNLOCK_NVFS_PROC=${CMAKE_BINARY_DIR}/fake-cufile")
+# Its ring of registered buffers under a simulated small BAR1.
+gdunlock_unit_test(test_io_cufile_ring SOURCES test_io_cufile_ring.c LIBS gdu_io ${CMAKE_DL_LIBS})
+add_dependencies(test_io_cufile_ring gdu_fake_cuda gdu_fake_cufile)
+gdu_io_test_env(test_io_cufile_ring "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}"
   "GDUNLOCK_LIBCUFILE=${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0"
   "GDUNLOCK_NVFS_PROC=${CMAKE_BINARY_DIR}/fake-cufile")
 

@@ -8,6 +8,9 @@ add_dependencies(test_safetensors_cli gdunlock)
 
 # The Python module's CPU tests (ctypes over libgdunlock-load.so). Not in
 # sanitizer builds: an ASan library cannot be loaded into a plain python3.
+# The torch parts run where a Python with torch is found (Debian's
+# python3-torch is for /usr/bin/python3, which may not be the python3 on
+# PATH): then a second run with that one.
 find_program(GDU_PYTHON3 python3)
 if(GDU_PYTHON3 AND NOT GDUNLOCK_SANITIZE)
   add_test(NAME test_safetensors_python
@@ -15,4 +18,20 @@ if(GDU_PYTHON3 AND NOT GDUNLOCK_SANITIZE)
   set_tests_properties(test_safetensors_python PROPERTIES
                        ENVIRONMENT "BUILD=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1"
                        LABELS unit)
+  foreach(candidate ${GDU_PYTHON3} /usr/bin/python3)
+    if(NOT GDU_TORCH_PYTHON AND EXISTS ${candidate})
+      execute_process(COMMAND ${candidate} -c "import torch" RESULT_VARIABLE rc
+                      OUTPUT_QUIET ERROR_QUIET)
+      if(rc EQUAL 0)
+        set(GDU_TORCH_PYTHON ${candidate})
+      endif()
+    endif()
+  endforeach()
+  if(GDU_TORCH_PYTHON AND NOT GDU_TORCH_PYTHON STREQUAL GDU_PYTHON3)
+    add_test(NAME test_safetensors_python_torch
+             COMMAND ${GDU_TORCH_PYTHON} -m unittest discover -s ${CMAKE_SOURCE_DIR}/tests/python -v)
+    set_tests_properties(test_safetensors_python_torch PROPERTIES
+                         ENVIRONMENT "BUILD=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1"
+                         LABELS unit)
+  endif()
 endif()

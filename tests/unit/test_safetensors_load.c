@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -82,8 +83,8 @@ static void test_engines_released_and_recreated(void **state)
 {
     gdu_st_model *m = load_host(FIX "small.safetensors");
     gdu_st_model_free(m);
-    gdu_st_engines_release();
-    gdu_st_engines_release(); /* twice is harmless */
+    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK);
+    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK); /* twice is harmless */
     m = load_host(FIX "small.safetensors");
     expect_byte_exact(m);
     gdu_st_model_free(m);
@@ -293,6 +294,94 @@ static void test_segments_at_tensor_boundaries(void **state)
     unlink(path);
 }
 
+/* A load blocked in its progress callback (so: running, its requests
+ * queued) while another thread asks to release the engines. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int in_callback, go_on;
+} gate;
+
+static void blocking_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    gate *g = ctx;
+    pthread_mutex_lock(&g->lock);
+    g->in_callback = 1;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->go_on)
+        pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+typedef struct {
+    gate *g;
+    gdu_st_status status;
+    gdu_st_model *model;
+} load_job;
+
+static void *load_thread(void *arg)
+{
+    load_job *job = arg;
+    gdu_st_load_options o = host;
+    o.progress = blocking_progress;
+    o.progress_ctx = job->g;
+    gdu_st_error err;
+    job->status = gdu_st_open(FIX "sharded/model.safetensors.index.json", &job->model, &err);
+    if (job->status == GDU_ST_OK)
+        job->status = gdu_st_load(job->model, &o, &err);
+    return NULL;
+}
+
+/* Releasing the engines while a load uses them is refused (the load would
+ * otherwise wait forever on an engine that no longer runs), and works once
+ * the load has finished; a lease from gdu_st_engine_acquire counts too. */
+static void test_release_refused_while_loading(void **state)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    load_job job = {&g, GDU_ST_ERR_INVALID_ARGUMENT, NULL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, load_thread, &job), 0);
+    pthread_mutex_lock(&g.lock);
+    while (!g.in_callback)
+        pthread_cond_wait(&g.cond, &g.lock);
+    pthread_mutex_unlock(&g.lock);
+    gdu_st_error err;
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_ERR_BUSY);
+    assert_non_null(strstr(err.message, "still use"));
+    pthread_mutex_lock(&g.lock);
+    g.go_on = 1;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    pthread_join(t, NULL);
+    assert_int_equal(job.status, GDU_ST_OK);
+    expect_byte_exact(job.model);
+    gdu_st_model_free(job.model);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
+
+    gdu_io_engine *e = NULL;
+    assert_int_equal(gdu_st_engine_acquire(1, 0, &e, &err), GDU_ST_OK);
+    assert_non_null(e);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_ERR_BUSY);
+    gdu_st_engine_return(e);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
+}
+
+/* A bad GDUNLOCK_IO_* value is a settings error (exit 64 in the CLI), not
+ * an internal one. */
+static void test_bad_engine_setting(void **state)
+{
+    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK);
+    setenv("GDUNLOCK_IO_WORKERS", "many", 1);
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(FIX "small.safetensors", &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_load(m, &host, &err), GDU_ST_ERR_SETTINGS);
+    assert_non_null(strstr(err.message, "GDUNLOCK_IO_WORKERS=many"));
+    unsetenv("GDUNLOCK_IO_WORKERS");
+    gdu_st_model_free(m);
+    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,8 +392,10 @@ int main(void)
         cmocka_unit_test(test_dlpack_outlives_model),
         cmocka_unit_test(test_multi_piece_progress_and_shrink),
         cmocka_unit_test(test_segments_at_tensor_boundaries),
+        cmocka_unit_test(test_release_refused_while_loading),
+        cmocka_unit_test(test_bad_engine_setting),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    gdu_st_engines_release();
+    gdu_st_engines_release(NULL);
     return failed;
 }

@@ -9,6 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -119,6 +123,162 @@ static void test_hostile_files(void **state)
     assert_int_equal(gdu_st_open(NULL, &m, NULL), GDU_ST_ERR_INVALID_ARGUMENT);
 }
 
+static void test_damaged_files_strict_and_lenient(void **state)
+{
+    const char *damaged[] = {FIX "hostile/hole.safetensors", FIX "hostile/late_start.safetensors",
+                             FIX "hostile/trailing.safetensors"};
+    const gdu_st_status want[] = {GDU_ST_ERR_HOLE, GDU_ST_ERR_HOLE, GDU_ST_ERR_TRAILING};
+    for (size_t i = 0; i < 3; i++) {
+        expect_open(damaged[i], want[i]);
+        gdu_st_model *m = NULL;
+        gdu_st_error err;
+        assert_int_equal(gdu_st_open_flags(damaged[i], GDU_ST_LENIENT, &m, &err), GDU_ST_OK);
+        const gdu_st_header *h = gdu_st_model_file_header(m, 0);
+        assert_true(gdu_st_header_hole_bytes(h) + gdu_st_header_trailing_bytes(h) > 0);
+        gdu_st_model_free(m);
+    }
+    /* Overlaps stay refused when lenient. */
+    gdu_st_model *m = NULL;
+    assert_int_equal(gdu_st_open_flags(FIX "hostile/overlap.safetensors", GDU_ST_LENIENT, &m, NULL),
+                     GDU_ST_ERR_OVERLAP);
+}
+
+/* A scratch folder under /tmp for links and FIFOs. */
+static char *scratch(void)
+{
+    char *dir = strdup("/tmp/gdu_st_open_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/* rm -r dir (links are removed, not followed). */
+static void remove_tree(char *dir)
+{
+    assert_int_equal(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+    free(dir);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs in a child with an alarm, so a blocking open fails the test instead
+ * of hanging it: returns the status gdu_st_open gave, or -1 on a timeout. */
+static int open_status_with_timeout(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(5);
+        gdu_st_model *m = NULL;
+        gdu_st_status s = gdu_st_open(path, &m, NULL);
+        gdu_st_model_free(m);
+        _exit((int)s);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_fifo_is_refused_without_blocking(void **state)
+{
+    char *dir = scratch();
+    char fifo[256], index[256], shard_index[256];
+    snprintf(fifo, sizeof fifo, "%s/model.safetensors", dir);
+    snprintf(index, sizeof index, "%s/fifo.index.json", dir);
+    snprintf(shard_index, sizeof shard_index, "%s/model.safetensors.index.json", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkfifo(index, 0600), 0);
+    write_text(shard_index, "{\"weight_map\":{\"t\":\"model.safetensors\"}}");
+    /* The file itself, an index that is a FIFO, and a shard that is one. */
+    assert_int_equal(open_status_with_timeout(fifo), GDU_ST_ERR_OPEN);
+    assert_int_equal(open_status_with_timeout(index), GDU_ST_ERR_OPEN);
+    assert_int_equal(open_status_with_timeout(shard_index), GDU_ST_ERR_OPEN);
+    gdu_st_error err;
+    gdu_st_model *m = NULL;
+    assert_int_equal(gdu_st_open(shard_index, &m, &err), GDU_ST_ERR_OPEN);
+    assert_non_null(strstr(err.message, "not a regular file"));
+    remove_tree(dir);
+}
+
+static void test_shard_links_must_stay_inside(void **state)
+{
+    char *dir = scratch();
+    char path[512], target[512], index[512];
+    /* A link to a file outside the index's folder is refused... */
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    assert_int_equal(symlink(FIX "small.safetensors", path), 0);
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    write_text(index, "{\"weight_map\":{\"scale\":\"model.safetensors\"}}");
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(index, &m, &err), GDU_ST_ERR_PATH_ESCAPE);
+    assert_non_null(strstr(err.message, "outside the index's folder"));
+    /* ...and so is a file reached through a linked folder. */
+    unlink(path);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    assert_int_equal(symlink(GDUNLOCK_FIXTURES "/safetensors", path), 0);
+    write_text(index, "{\"weight_map\":{\"scale\":\"sub/small.safetensors\"}}");
+    assert_int_equal(gdu_st_open(index, &m, &err), GDU_ST_ERR_PATH_ESCAPE);
+    unlink(path);
+    /* A link inside the folder is fine. */
+    snprintf(target, sizeof target, "%s/real.safetensors", dir);
+    copy_file(FIX "small.safetensors", target);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    assert_int_equal(symlink("real.safetensors", path), 0);
+    write_text(index, "{\"weight_map\":{\"scale\":\"model.safetensors\"}}");
+    m = open_ok(index);
+    gdu_st_model_free(m);
+    remove_tree(dir);
+}
+
+/* The Hugging Face cache: snapshots/REV/ holds links to ../../blobs/HASH. */
+static void test_hugging_face_cache_layout(void **state)
+{
+    char *dir = scratch();
+    char p[512], q[512];
+    const char *folders[] = {"blobs", "snapshots", "snapshots/rev1"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, folders[i]);
+        assert_int_equal(mkdir(p, 0700), 0);
+    }
+    /* The shard's blob: a copy of the sharded fixture's second file. */
+    snprintf(p, sizeof p, "%s/blobs/abc123", dir);
+    copy_file(FIX "sharded/model-00002-of-00002.safetensors", p);
+    snprintf(p, sizeof p, "%s/blobs/idx456", dir);
+    write_text(p, "{\"weight_map\":{\"scale\":\"model-00002-of-00002.safetensors\"}}");
+    snprintf(p, sizeof p, "%s/snapshots/rev1/model-00002-of-00002.safetensors", dir);
+    assert_int_equal(symlink("../../blobs/abc123", p), 0);
+    snprintf(q, sizeof q, "%s/snapshots/rev1/model.safetensors.index.json", dir);
+    assert_int_equal(symlink("../../blobs/idx456", q), 0);
+    gdu_st_model *m = open_ok(q);
+    assert_true(gdu_st_model_find(m, "scale") >= 0);
+    gdu_st_model_free(m);
+    remove_tree(dir);
+}
+
 static void index_status(const char *json, gdu_st_status want, size_t shards_want)
 {
     char **shards = NULL;
@@ -157,6 +317,10 @@ int main(void)
         cmocka_unit_test(test_single_file),     cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_refused_indexes), cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_index_names),
+        cmocka_unit_test(test_damaged_files_strict_and_lenient),
+        cmocka_unit_test(test_fifo_is_refused_without_blocking),
+        cmocka_unit_test(test_shard_links_must_stay_inside),
+        cmocka_unit_test(test_hugging_face_cache_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

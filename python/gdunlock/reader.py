@@ -1,0 +1,219 @@
+"""Reading byte ranges of checkpoint files through the process's kept I/O
+engines (a lease each, given back on close), and the byte ranges a basic
+index of a tensor needs. No torch here: memory is an address."""
+import ctypes
+import math
+import threading
+
+from ._lib import (IO_OP_READ, IO_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check,
+                   check_regular_file, lib)
+
+
+class SliceError(GdunlockError, IndexError):
+    """An index a tensor cannot take (out of range, a step <= 0, more
+    indices than dimensions): a GdunlockError that is also an IndexError."""
+
+    def __init__(self, message):
+        super().__init__("GDU_ST_ERR_SLICE", message)
+
+
+class Pending:
+    """One submitted read; wait() exactly once (close() of its reader waits
+    for those left). It holds the destination (keep) until then: memory
+    freed under a running read would be written after its reuse."""
+
+    def __init__(self, reader, extents, request, nbytes, keep):
+        self._reader, self._extents, self._request, self.nbytes = reader, extents, request, nbytes
+        self._keep = keep
+
+    def wait(self):
+        if self._request is None:
+            return
+        why = ctypes.create_string_buffer(512)
+        done = ctypes.c_uint64()
+        request, self._request = self._request, None
+        rc = self._reader._lib.gdu_io_wait(request, ctypes.byref(done), why, len(why))
+        self._reader._forget(self)
+        self._keep = None
+        if rc != 0:
+            raise GdunlockError("GDU_ST_ERR_ENGINE", why.value.decode(errors="replace"))
+        if done.value != self.nbytes:
+            raise GdunlockError("GDU_ST_ERR_IO", f"read {done.value} of {self.nbytes} bytes "
+                                f"(file truncated while loading?)")
+
+
+class RangeReader:
+    """Reads file ranges into memory of one target: host memory
+    (target=TARGET_HOST) or GPU `device`'s memory."""
+
+    def __init__(self, target, device):
+        self._lib = lib()
+        self.host = target == TARGET_HOST
+        self.device = device
+        self._engine = ctypes.c_void_p()
+        err = StError()
+        check(self._lib.gdu_st_engine_acquire(1 if self.host else 0, 0 if self.host else device,
+                                              ctypes.byref(self._engine), ctypes.byref(err)), err)
+        self._files = {}
+        self._pending = set()
+        self._lock = threading.Lock()
+        self.bytes_read = 0
+        self.requests = 0
+
+    def _file(self, path):
+        f = self._files.get(path)
+        if f is None:
+            check_regular_file(path)
+            f = ctypes.c_void_p()
+            why = ctypes.create_string_buffer(512)
+            rc = self._lib.gdu_io_open(self._engine, path.encode(), IO_READ, ctypes.byref(f), why,
+                                       len(why))
+            if rc != 0:
+                raise GdunlockError("GDU_ST_ERR_OPEN", why.value.decode(errors="replace"))
+            self._files[path] = f
+        return f
+
+    def submit(self, path, runs, keep=None):
+        """Queues reads of runs [(file offset, length, address)] from path;
+        keep (the object owning that memory) is held until the read is
+        waited for."""
+        n = len(runs)
+        extents = (IoExtent * max(n, 1))()
+        total = 0
+        for i, (offset, length, address) in enumerate(runs):
+            extents[i].offset, extents[i].length, extents[i].mem = offset, length, address
+            total += length
+        request = ctypes.c_void_p()
+        with self._lock:
+            if self._engine is None:
+                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
+            f = self._file(path)
+            rc = self._lib.gdu_io_submit(f, IO_OP_READ, extents, n, None, None,
+                                         ctypes.byref(request))
+            if rc != 0:
+                raise GdunlockError("GDU_ST_ERR_ENGINE", f"{path}: the engine refused the read "
+                                    f"({n} ranges, {total} bytes)")
+            pending = Pending(self, extents, request, total, keep)
+            self._pending.add(pending)
+            self.bytes_read += total
+            self.requests += 1
+        return pending
+
+    def _forget(self, pending):
+        with self._lock:
+            self._pending.discard(pending)
+
+    def close(self):
+        """Waits for every read still out, closes the files, returns the lease."""
+        with self._lock:
+            pending = list(self._pending)
+        for p in pending:
+            try:
+                p.wait()
+            except GdunlockError:
+                pass
+        with self._lock:
+            for f in self._files.values():
+                self._lib.gdu_io_close(f)
+            self._files = {}
+            if self._engine:
+                self._lib.gdu_st_engine_return(self._engine)
+            self._engine = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def _normalize(index, ndim):
+    """index -> one entry per dimension (an int or a slice), with None
+    (a new axis) kept where it stands and Ellipsis expanded. Raises
+    TypeError for advanced indexing (lists, tensors, masks)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    ellipses = sum(1 for i in index if i is Ellipsis)
+    if ellipses > 1:
+        raise SliceError("an index can only have a single ellipsis ('...')")
+    real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if real > ndim:
+        raise SliceError(f"too many indices for a tensor of {ndim} dimensions: {real}")
+    seq = []
+    for i in index:
+        if i is None or isinstance(i, slice):
+            seq.append(i)
+        elif i is Ellipsis:
+            seq += [slice(None)] * (ndim - real)
+        elif isinstance(i, bool) or not hasattr(i, "__index__") or getattr(i, "ndim", 0) != 0:
+            raise TypeError("advanced index")
+        else:
+            try:
+                seq.append(i.__index__())
+            except TypeError:  # a float tensor, a bool tensor...
+                raise TypeError("advanced index") from None
+    if not ellipses:
+        seq += [slice(None)] * (ndim - real)
+    return seq
+
+
+def plan_slice(shape, bits, index):
+    """The reads a basic index of a tensor needs.
+
+    shape: the tensor's dimensions; bits: bits per element (a multiple of 8);
+    index: what tensor[index] takes (ints, slices with a positive step,
+    Ellipsis, None). Returns (runs, box_shape, post): runs are (byte offset
+    within the tensor, length) of the smallest box of elements holding the
+    result, in row-major order, box_shape that box's dimensions, and post the
+    index that turns the box (viewed as box_shape) into the result. Raises
+    SliceError for an index out of range and TypeError for advanced
+    indexing (lists, tensors, masks), which the callers read whole."""
+    ndim = len(shape)
+    lo, hi, post = [], [], []
+    for item in _normalize(index, ndim):
+        if item is None:
+            post.append(None)
+            continue
+        d = len(lo)
+        n = shape[d]
+        if isinstance(item, int):
+            i = item + n if item < 0 else item
+            if not 0 <= i < n:
+                raise SliceError(f"index {item} is out of bounds for dimension {d} with size {n}")
+            lo.append(i)
+            hi.append(i + 1)
+            post.append(0)
+            continue
+        for part in (item.start, item.stop, item.step):
+            if part is not None and not (hasattr(part, "__index__") and not isinstance(part, bool)):
+                raise TypeError("slice bounds must be integers")
+        if item.step is not None and item.step.__index__() <= 0:
+            raise SliceError("step must be greater than zero")
+        start, stop, step = slice(*(None if p is None else p.__index__()
+                                    for p in (item.start, item.stop, item.step))).indices(n)
+        count = len(range(start, stop, step))
+        if count == 0:
+            lo.append(min(start, n))
+            hi.append(min(start, n))
+            post.append(slice(0, 0))
+        else:
+            lo.append(start)
+            hi.append(start + (count - 1) * step + 1)
+            post.append(slice(0, hi[-1] - lo[-1], step))
+    box = [h - l for l, h in zip(lo, hi)]
+    esize = bits // 8
+    if any(b == 0 for b in box):
+        return [], box, tuple(post)
+    # The trailing dimensions the box covers whole are contiguous with the
+    # last partial one: each run spans them.
+    k = ndim - 1
+    while k >= 0 and lo[k] == 0 and hi[k] == shape[k]:
+        k -= 1
+    if k < 0:
+        return [(0, math.prod(shape) * esize)], box, tuple(post)
+    strides = [math.prod(shape[d + 1:]) * esize for d in range(ndim)]
+    run = box[k] * strides[k]
+    offsets = [lo[k] * strides[k]]
+    for d in range(k - 1, -1, -1):
+        offsets = [(lo[d] + i) * strides[d] + o for i in range(box[d]) for o in offsets]
+    return [(o, run) for o in offsets], box, tuple(post)

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""GPU checks of gdunlock's ecosystem API (issue 12), one PASS/FAIL/SKIP line
+each; a library this machine lacks is a SKIP with the reason:
+
+  load-api-transformers  a small model built from a config (no download),
+                         save_pretrained(max_shard_size=...), from_pretrained
+                         unpatched and under gdunlock.patch(): identical
+                         logits, both times printed
+  load-api-dtypes        safe_open get_tensor / get_slice / get_shape /
+                         get_dtype equal to safetensors' own safe_open for
+                         every dtype the library writes, scalars and empty
+                         tensors included
+  load-api-tp-slices     every rank of 2-, 4- and 8-way splits on both
+                         dimensions equal torch.chunk of the whole tensor and
+                         read exactly their bytes (counted by the reader)
+  load-api-iterator      weights_iterator with rank/world_size equal to
+                         torch.chunk, within its memory budget
+
+    python3 load_api.py --dir WORKDIR --out OUT
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+results = []
+
+
+def report(verdict, check, evidence):
+    evidence = " ".join(str(evidence).split())  # one line each, for run.sh and the tables
+    line = f"{verdict} {check}: {evidence}"
+    print(line, flush=True)
+    results.append({"verdict": verdict, "check": check, "evidence": evidence})
+
+
+def raw(t):
+    """A tensor's bytes as a flat uint8 tensor on the CPU."""
+    import torch
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.contiguous().reshape(-1).view(torch.uint8).cpu()
+
+
+def same(a, b):
+    import torch
+    return a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape) and torch.equal(raw(a), raw(b))
+
+
+def check_transformers(work):
+    try:
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, LlamaConfig
+    except Exception as e:  # noqa: BLE001
+        return report("SKIP", "load-api-transformers", f"transformers unavailable: {e}")
+    import gdunlock
+    folder = os.path.join(work, "tiny-llama")
+    cfg = LlamaConfig(vocab_size=1024, hidden_size=256, intermediate_size=688,
+                      num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=256, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    model.save_pretrained(folder, max_shard_size="2MB", safe_serialization=True)
+    shards = sorted(f for f in os.listdir(folder) if f.endswith(".safetensors"))
+    del model
+    ids = torch.arange(1, 33, device="cuda:0")[None]
+
+    def load():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        try:
+            m = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
+                                                     device_map="cuda:0")
+        except (ImportError, ValueError):  # no accelerate: load on the CPU, then move
+            m = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16)
+            m = m.to("cuda:0")
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        with torch.no_grad():
+            logits = m(ids).logits.float()
+        return seconds, logits
+
+    t_plain, plain = load()
+    opened = gdunlock.safe_open.opened
+    replaced = gdunlock.patch()
+    try:
+        t_ours, ours = load()
+    finally:
+        gdunlock.unpatch()
+    through = gdunlock.safe_open.opened - opened
+    ok = torch.equal(plain, ours) and through > 0
+    report("PASS" if ok else "FAIL", "load-api-transformers",
+           f"transformers {transformers.__version__}, {len(shards)} shards: logits identical "
+           f"{torch.equal(plain, ours)} (max |diff| {(plain - ours).abs().max().item():.3g}); "
+           f"from_pretrained {t_plain:.3f} s unpatched, {t_ours:.3f} s under gdunlock.patch() "
+           f"({replaced} names replaced, {through} files opened through gdunlock.safe_open)")
+
+
+def dtype_tensors():
+    import torch
+    names = ["bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+             "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3fn", "float8_e5m2",
+             "float8_e8m0fnu", "complex64"]
+    g = torch.Generator().manual_seed(3)
+    out, missing = {}, []
+    for n in names:
+        dt = getattr(torch, n, None)
+        if dt is None:
+            missing.append(n)
+            continue
+        base = torch.randint(0, 120, (6, 10), generator=g, dtype=torch.int64)
+        if dt == torch.complex64:
+            full = torch.complex(base.float(), -base.float())
+        elif dt == torch.bool:
+            full = base % 2 == 1
+        else:
+            full = base.to(torch.float32).to(dt) if dt.is_floating_point else base.to(dt)
+        out[f"{n}.matrix"] = full
+        out[f"{n}.scalar"] = full[1, 2].clone()
+        out[f"{n}.empty"] = full[:0, :3].clone()
+        out[f"{n}.vector"] = full[2].clone()
+    return out, missing
+
+
+def check_dtypes(work):
+    try:
+        import torch
+        from safetensors import safe_open as st_open
+        from safetensors.torch import save_file
+    except Exception as e:  # noqa: BLE001
+        return report("SKIP", "load-api-dtypes", f"safetensors unavailable: {e}")
+    import gdunlock
+    tensors, missing = dtype_tensors()
+    path = os.path.join(work, "dtypes.safetensors")
+    try:
+        save_file(tensors, path)
+    except Exception as e:  # noqa: BLE001 (a dtype this safetensors cannot write)
+        return report("FAIL", "load-api-dtypes", f"save_file: {e}")
+    bad, checked, dtypes = [], 0, set()
+    index_cases = [(slice(1, 4),), (slice(None), slice(2, 9, 3)), (-1,), (Ellipsis, 0),
+                   (slice(None), slice(None)), (slice(5, 2),)]
+    with st_open(path, framework="pt", device="cuda:0") as ref, \
+            gdunlock.safe_open(path, framework="pt", device="cuda:0") as ours:
+        if ours.keys() != sorted(ref.keys()):
+            bad.append(f"keys {ours.keys()[:3]} vs {sorted(ref.keys())[:3]}")
+        if ours.metadata() != ref.metadata():
+            bad.append(f"metadata {ours.metadata()} vs {ref.metadata()}")
+        for k in ref.keys():
+            a, b = ours.get_tensor(k), ref.get_tensor(k)
+            dtypes.add(ref.get_slice(k).get_dtype())
+            checked += 1
+            if not same(a, b) or a.device != b.device:
+                bad.append(f"{k}: get_tensor {a.dtype}{tuple(a.shape)}@{a.device} vs "
+                           f"{b.dtype}{tuple(b.shape)}@{b.device}")
+            sa, sb = ours.get_slice(k), ref.get_slice(k)
+            if sa.get_shape() != list(sb.get_shape()) or sa.get_dtype() != sb.get_dtype():
+                bad.append(f"{k}: get_shape/get_dtype {sa.get_shape()} {sa.get_dtype()} vs "
+                           f"{sb.get_shape()} {sb.get_dtype()}")
+            for index in index_cases if k.endswith(".matrix") else [(Ellipsis,)]:
+                try:
+                    want = sb[index]
+                except Exception as e:  # noqa: BLE001
+                    want = e
+                try:
+                    got = sa[index]
+                except Exception as e:  # noqa: BLE001
+                    got = e
+                checked += 1
+                if isinstance(want, Exception) != isinstance(got, Exception) or \
+                        (not isinstance(want, Exception) and not same(got.to(want.device), want)):
+                    bad.append(f"{k}[{index}]: {got!r:.60} vs {want!r:.60}")
+    report("PASS" if not bad else "FAIL", "load-api-dtypes",
+           f"{checked} tensors and slices of {len(dtypes)} dtypes ({', '.join(sorted(dtypes))}) "
+           f"equal to safetensors' safe_open on cuda:0, scalars and empty tensors included"
+           + (f"; this torch lacks {missing}" if missing else "")
+           + (f"; DIFFER: {bad[:4]}" if bad else ""))
+
+
+def check_tp_slices(work):
+    import torch
+    from safetensors.torch import save_file
+
+    import gdunlock
+    path = os.path.join(work, "tp.safetensors")
+    g = torch.Generator().manual_seed(5)
+    full = {"col": torch.randn(4096, 1024, generator=g).to(torch.bfloat16),
+            "row": torch.randn(1024, 4096, generator=g).to(torch.bfloat16),
+            "odd": torch.randn(1000, 24, generator=g)}
+    save_file(full, path)
+    bad, cases = [], 0
+    with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
+        for world in (2, 4, 8):
+            for name, t in full.items():
+                for dim in (0, 1):
+                    parts = torch.chunk(t, world, dim)
+                    total = 0
+                    for rank in range(world):
+                        index = gdunlock.iterator.rank_index(list(t.shape), dim, rank, world)
+                        before = f.stats()["bytes_read"]
+                        got = f.get_slice(name)[index]
+                        read = f.stats()["bytes_read"] - before
+                        total += read
+                        cases += 1
+                        want = parts[rank] if rank < len(parts) else t.narrow(dim, 0, 0)
+                        expect = want.numel() * want.element_size()
+                        if not same(got.cpu(), want) or read != expect:
+                            bad.append(f"{name} {world}-way dim {dim} rank {rank}: equal "
+                                       f"{same(got.cpu(), want)}, read {read} of {expect} bytes")
+                    if total != t.numel() * t.element_size():
+                        bad.append(f"{name} {world}-way dim {dim}: ranks read {total} bytes")
+    report("PASS" if not bad else "FAIL", "load-api-tp-slices",
+           f"{cases} rank slices (2-, 4-, 8-way, both dimensions, 3 tensors) equal torch.chunk of "
+           f"the whole tensor, each reading exactly its bytes" + (f"; BAD: {bad[:4]}" if bad else ""))
+    return path, full
+
+
+def check_iterator(path, full):
+    import torch
+
+    import gdunlock
+    bad = []
+    for world in (2, 4):
+        for rank in range(world):
+            got = {}
+            for name, t in gdunlock.weights_iterator(path, device=0, rank=rank, world_size=world,
+                                                     shard={"^col$": 0, "^row$": 1},
+                                                     memory_budget=4 << 20):
+                got[name] = t
+            for name, dim in (("col", 0), ("row", 1), ("odd", None)):
+                want = full[name] if dim is None else torch.chunk(full[name], world, dim)[rank]
+                if not same(got[name].cpu(), want):
+                    bad.append(f"{name} rank {rank}/{world}")
+    report("PASS" if not bad else "FAIL", "load-api-iterator",
+           "weights_iterator(rank, world_size, shard) parts equal torch.chunk for 2 and 4 ranks "
+           "with a 4 MiB read-ahead budget" + (f"; BAD: {bad}" if bad else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            report("SKIP", "load-api", "no CUDA GPU visible to torch")
+            return
+    except ImportError as e:
+        report("SKIP", "load-api", f"torch unavailable: {e}")
+        return
+    work = a.dir or tempfile.mkdtemp(prefix="gdu-load-api-")
+    os.makedirs(work, exist_ok=True)
+    for fn in (check_transformers, check_dtypes):
+        try:
+            fn(work)
+        except Exception as e:  # noqa: BLE001
+            report("FAIL", fn.__name__.replace("check_", "load-api-"), f"{type(e).__name__}: {e}")
+    try:
+        path, full = check_tp_slices(work)
+        check_iterator(path, full)
+    except Exception as e:  # noqa: BLE001
+        report("FAIL", "load-api-slices", f"{type(e).__name__}: {e}")
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "load_api.json"), "w") as f:
+        json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,426 @@
+"""CPU tests of the ecosystem API: safe_open (keys, metadata, get_tensor,
+get_slice), weights_iterator (ranks, budget), patch(), the byte ranges a
+slice reads, and the engine-backed range reader. The torch parts need torch
+(skipped without it); the rest runs on the standard library alone."""
+import ctypes
+import itertools
+import json
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import types
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _fixtures import FIX, ROOT, SHARDED, SMALL, torch  # noqa: E402
+from _fixtures import reference as _reference  # noqa: E402
+
+import gdunlock  # noqa: E402
+from gdunlock import iterator, reader  # noqa: E402
+
+
+def file_bytes(path):
+    """{name: (dtype, shape as a list, bytes)}."""
+    return {k: (d, list(s), b) for k, (d, s, b) in _reference(path).items()}
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype, shape, bytes)}, written as the reference does."""
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        dtype, shape, data = tensors[name]
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset,
+                                                                          offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+class PlanSliceTest(unittest.TestCase):
+    """plan_slice's reads hold the index's elements and only the smallest
+    box around them, for random basic indexes."""
+
+    def covered(self, shape, index):
+        """The flat element indexes tensor[index] takes (pure Python)."""
+        items = reader._normalize(index, len(shape))
+        per_dim, d = [], 0
+        for item in items:
+            if item is None:
+                continue
+            n = shape[d]
+            if isinstance(item, int):
+                per_dim.append([item + n if item < 0 else item])
+            else:
+                per_dim.append(list(range(*item.indices(n))))
+            d += 1
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        return {sum(i * s for i, s in zip(combo, strides))
+                for combo in itertools.product(*per_dim)}
+
+    def test_random_indexes(self):
+        rng = random.Random(7)
+        for shape in ([5], [4, 6], [3, 4, 5], [2, 0, 3], [7, 1, 3], [2, 3, 4, 5]):
+            for _ in range(200):
+                index = []
+                for _ in range(rng.randint(0, len(shape))):
+                    r = rng.random()
+                    if r < 0.25:
+                        index.append(rng.randint(0, 1))
+                    elif r < 0.3:
+                        index.append(None)
+                    else:
+                        index.append(slice(rng.choice([None, -3, 0, 1, 2]),
+                                           rng.choice([None, -1, 1, 3, 9]),
+                                           rng.choice([None, 1, 2])))
+                index = tuple(index)
+                try:
+                    runs, box, post = reader.plan_slice(shape, 32, index)
+                except gdunlock.SliceError:  # an int into a dimension too small
+                    continue
+                read = set()
+                for offset, length in runs:
+                    self.assertEqual(offset % 4, 0)
+                    read |= set(range(offset // 4, (offset + length) // 4))
+                need = self.covered(shape, index)
+                self.assertTrue(need <= read, (shape, index))
+                self.assertEqual(len(read), math.prod(box), (shape, index))
+                self.assertEqual(sum(n for _, n in runs), 4 * math.prod(box))
+
+    def test_tensor_parallel_splits_read_only_their_bytes(self):
+        shape = [8, 12]
+        for world in (2, 4, 8):
+            for dim in (0, 1):
+                total = 0
+                for rank in range(world):
+                    index = iterator.rank_index(shape, dim, rank, world)
+                    runs, box, _ = reader.plan_slice(shape, 16, index)
+                    total += sum(n for _, n in runs)
+                    # Rows: one run; columns: one run per row.
+                    self.assertEqual(len(runs), (1 if dim == 0 else shape[0]) if runs else 0)
+                self.assertEqual(total, 8 * 12 * 2)
+
+    def test_refused_indexes(self):
+        for index in (5, -6, (0, 0), (slice(None), slice(None, None, -1)),
+                      (Ellipsis, Ellipsis)):
+            with self.assertRaises(gdunlock.SliceError):
+                reader.plan_slice([5], 8, index)
+        with self.assertRaises(IndexError):  # SliceError is also an IndexError
+            reader.plan_slice([5], 8, 7)
+        for index in ([0, 1], (slice(None), [1]), 1.5):
+            with self.assertRaises(TypeError):
+                reader.plan_slice([5, 2], 8, index)
+        self.assertEqual(reader.plan_slice([], 32, ())[0], [(0, 4)])
+        self.assertEqual(reader.plan_slice([], 32, Ellipsis)[0], [(0, 4)])
+
+    def test_rank_index_is_torch_chunk(self):
+        for n in (0, 1, 5, 8, 9):
+            for world in (1, 2, 3, 4, 8):
+                parts = [reader.plan_slice([n], 8, iterator.rank_index([n], 0, r, world))[1][0]
+                         for r in range(world)]
+                size = math.ceil(n / world) if n else 0
+                want = [max(0, min(size, n - r * size)) for r in range(world)]
+                self.assertEqual(parts, want, (n, world))
+
+
+class RangeReaderTest(unittest.TestCase):
+    def test_host_reads_are_byte_exact_and_counted(self):
+        ref = file_bytes(SMALL)
+        with gdunlock.Checkpoint(SMALL) as c:
+            infos = c.tensors()
+        r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
+        try:
+            pending = []
+            for t in infos:
+                buf = ctypes.create_string_buffer(max(t.nbytes, 1))
+                p = r.submit(SMALL, [(t.file_offset, t.nbytes, ctypes.addressof(buf))]
+                             if t.nbytes else [])
+                pending.append((t, buf, p))
+            for t, buf, p in pending:
+                p.wait()
+                self.assertEqual(buf.raw[:t.nbytes], ref[t.name][2], t.name)
+            self.assertEqual(r.bytes_read, sum(t.nbytes for t in infos))
+            # The lease keeps release_engines from pulling the engine away.
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                gdunlock.release_engines()
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_BUSY")
+        finally:
+            r.close()
+        gdunlock.release_engines()
+
+    def test_short_file_is_an_error(self):
+        r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
+        try:
+            buf = ctypes.create_string_buffer(64)
+            size = os.path.getsize(SMALL)
+            p = r.submit(SMALL, [(size - 8, 64, ctypes.addressof(buf))])
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                p.wait()
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_IO")
+        finally:
+            r.close()
+
+
+def _can_build_wheels():
+    try:
+        import setuptools  # noqa: F401
+        import wheel  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@unittest.skipIf(not _can_build_wheels(), "no setuptools/wheel in this Python")
+class InstallTest(unittest.TestCase):
+    """pip install ./python gives a package that works away from the tree,
+    with the library packed into it."""
+
+    def test_installed_package_finds_its_library(self):
+        with tempfile.TemporaryDirectory() as target:
+            src = os.path.join(target, "src")
+            shutil.copytree(os.path.join(ROOT, "python"), src,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "_native",
+                                                          "__pycache__"))
+            env = dict(os.environ, GDUNLOCK_BUILD=os.environ.get("BUILD", ""))
+            env.pop("GDUNLOCK_LOAD_LIB", None)
+            out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                                  "--no-deps", "--no-index", "--target",
+                                  os.path.join(target, "site"), src],
+                                 capture_output=True, text=True, env=env)
+            self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
+            env.pop("BUILD", None)
+            env.pop("GDUNLOCK_BUILD", None)
+            env["PYTHONPATH"] = os.path.join(target, "site")
+            probe = ("import gdunlock; c = gdunlock.Checkpoint(%r); c.load('cpu'); "
+                     "print(gdunlock.__version__, gdunlock.library_path(), len(c))" % SMALL)
+            out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                 env=env, cwd=target)
+            self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+            version, path, count = out.stdout.split()
+            self.assertEqual(version, gdunlock.__version__)
+            self.assertTrue(path.startswith(os.path.join(target, "site", "gdunlock", "_native")))
+            self.assertEqual(count, "12")
+
+
+class PatchTest(unittest.TestCase):
+    """patch() replaces safetensors' functions and every name bound to them
+    (a stand-in safetensors here; tests/gpu/load_api.py uses the real one
+    with transformers)."""
+
+    def setUp(self):
+        self.saved = {k: sys.modules.get(k) for k in ("safetensors", "safetensors.torch",
+                                                      "consumer_mod")}
+        st = types.ModuleType("safetensors")
+        st_torch = types.ModuleType("safetensors.torch")
+        st.safe_open = lambda *a, **k: "original safe_open"
+        st_torch.load_file = lambda *a, **k: "original load_file"
+        st.torch = st_torch
+        consumer = types.ModuleType("consumer_mod")
+        consumer.safe_open = st.safe_open  # as `from safetensors import safe_open`
+        consumer.safe_load_file = st_torch.load_file
+        sys.modules.update({"safetensors": st, "safetensors.torch": st_torch,
+                            "consumer_mod": consumer})
+        self.st, self.consumer = st, consumer
+
+    def tearDown(self):
+        gdunlock.unpatch()
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+    def test_patch_and_unpatch(self):
+        original = self.st.safe_open
+        self.assertEqual(gdunlock.patch(), 4)
+        self.assertIs(self.st.safe_open, gdunlock.safe_open)
+        self.assertIs(self.consumer.safe_open, gdunlock.safe_open)
+        self.assertIs(self.consumer.safe_load_file, gdunlock.load_file)
+        self.assertIs(self.st.torch.load_file, gdunlock.load_file)
+        self.assertEqual(gdunlock.patch(), 0)  # idempotent
+        gdunlock.unpatch()
+        self.assertIs(self.st.safe_open, original)
+        self.assertIs(self.consumer.safe_open, original)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class SafeOpenTest(unittest.TestCase):
+    def raw(self, t):
+        return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+    def test_interface_matches_the_file(self):
+        ref = file_bytes(SMALL)
+        with gdunlock.safe_open(SMALL, framework="pt", device="cpu") as f:
+            self.assertEqual(f.keys(), sorted(ref))
+            self.assertEqual(f.metadata(), {"format": "pt", "source": "make_fixtures.py"})
+            self.assertEqual(len(f.offset_keys()), len(ref))
+            for k in f.keys():
+                t = f.get_tensor(k)
+                self.assertEqual(t.device.type, "cpu")
+                self.assertEqual(self.raw(t), ref[k][2], k)
+                if gdunlock.torch_bridge.torch_dtype(ref[k][0]) is not None and ref[k][0] != "F4":
+                    self.assertEqual(list(t.shape), ref[k][1], k)
+            self.assertEqual(f.get_slice("scale").get_shape(), [])
+            self.assertEqual(f.get_slice("scale").get_dtype(), "F64")
+            # Each key read once (read ahead, never twice).
+            self.assertEqual(f.stats()["bytes_read"], sum(len(v[2]) for v in ref.values()))
+        with gdunlock.safe_open(os.path.join(FIX, "empty.safetensors"), "pt") as f:
+            self.assertIsNone(f.metadata())
+            self.assertEqual(f.keys(), [])
+
+    def test_errors_are_gdunlock_errors(self):
+        with self.assertRaises(gdunlock.GdunlockError):
+            gdunlock.safe_open(SMALL, framework="np")
+        with self.assertRaises(gdunlock.GdunlockError) as ctx:
+            gdunlock.safe_open(os.path.join(FIX, "hostile/hole.safetensors"), "pt")
+        self.assertEqual(ctx.exception.code, "GDU_ST_ERR_HOLE")
+        with gdunlock.safe_open(os.path.join(FIX, "hostile/hole.safetensors"), "pt",
+                                lenient=True) as f:
+            self.assertEqual(self.raw(f.get_tensor("b")),
+                             file_bytes(os.path.join(FIX, "hostile/hole.safetensors"))["b"][2])
+        f = gdunlock.safe_open(SMALL, "pt")
+        with self.assertRaises(gdunlock.GdunlockError) as ctx:
+            f.get_tensor("nope")
+        self.assertEqual(ctx.exception.code, "GDU_ST_ERR_NOT_FOUND")
+        with self.assertRaises(gdunlock.SliceError):
+            f.get_slice("model.embed_tokens.weight")[64]
+        f.close()
+        with self.assertRaises(gdunlock.GdunlockError):
+            f.keys()
+        with self.assertRaises(gdunlock.GdunlockError) as ctx:
+            gdunlock.safe_open(SMALL, "pt", device=999).get_tensor("scale")
+        self.assertIn(ctx.exception.code, ("GDU_ST_ERR_NO_CUDA", "GDU_ST_ERR_ENGINE"))
+
+    def test_slices_equal_indexing_the_whole(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.safetensors")
+            values = {"w": torch.arange(6 * 10 * 4, dtype=torch.int32).reshape(6, 10, 4),
+                      "b": torch.arange(7, dtype=torch.int16), "s": torch.tensor(3.5)}
+            write_safetensors(path, {k: ({torch.int32: "I32", torch.int16: "I16",
+                                          torch.float32: "F32"}[v.dtype], list(v.shape),
+                                         self.raw(v)) for k, v in values.items()})
+            indexes = [(slice(1, 4),), (slice(None), slice(2, 8, 3)), (Ellipsis, 1),
+                       (-1, None, slice(None, None, 2)), (slice(5, 2),), (Ellipsis,),
+                       ([0, 2],), (torch.tensor([1, 0]),)]
+            with gdunlock.safe_open(path, "pt") as f:
+                s = f.get_slice("w")
+                for index in indexes:
+                    self.assertTrue(torch.equal(s[index], values["w"][index]), index)
+                self.assertTrue(torch.equal(f.get_slice("b")[2:5], values["b"][2:5]))
+                self.assertTrue(torch.equal(f.get_slice("s")[...], values["s"]))
+                before = f.stats()["bytes_read"]
+                f.get_slice("w")[2:3]
+                self.assertEqual(f.stats()["bytes_read"] - before, 10 * 4 * 4)
+
+    def test_read_ahead_and_threads(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            tensors = {f"t{i:03d}": ("U8", [1000 + i], bytes([i % 251]) * (1000 + i))
+                       for i in range(120)}
+            write_safetensors(path, tensors)
+            with gdunlock.safe_open(path, "pt", readahead=20000) as f:
+                for k in f.keys():
+                    self.assertEqual(self.raw(f.get_tensor(k)), tensors[k][2])
+                stats = f.stats()
+                self.assertEqual(stats["bytes_read"], sum(len(v[2]) for v in tensors.values()))
+            # In file order (offset_keys, not sorted order in this file) it
+            # follows that order and reads ahead as well.
+            ref = file_bytes(SMALL)
+            with gdunlock.safe_open(SMALL, "pt") as f:
+                self.assertNotEqual(f.offset_keys(), f.keys())
+                for k in f.offset_keys():
+                    self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2])
+                self.assertGreater(f._window, 0)
+                self.assertEqual(f.stats()["bytes_read"], sum(len(v[2]) for v in ref.values()))
+            # Random order and several threads: every tensor right.
+            with gdunlock.safe_open(path, "pt") as f:
+                keys = f.keys()
+                random.Random(3).shuffle(keys)
+                bad = []
+
+                def work(part):
+                    for k in part:
+                        if self.raw(f.get_tensor(k)) != tensors[k][2]:
+                            bad.append(k)
+                threads = [threading.Thread(target=work, args=(keys[i::4],)) for i in range(4)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                self.assertEqual(bad, [])
+
+    def test_load_file(self):
+        ref = file_bytes(SMALL)
+        got = gdunlock.load_file(SMALL)
+        self.assertEqual(set(got), set(ref))
+        for k, t in got.items():
+            self.assertEqual(self.raw(t), ref[k][2])
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class WeightsIteratorTest(unittest.TestCase):
+    def raw(self, t):
+        return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+    def test_whole_tensors_once_each(self):
+        ref = {}
+        for f in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+            ref.update(file_bytes(os.path.join(FIX, "sharded", f)))
+        for source in (SHARDED, os.path.join(FIX, "sharded")):
+            seen = dict(gdunlock.weights_iterator(source, device="cpu", memory_budget=1))
+            self.assertEqual(set(seen), set(ref))
+            for k, t in seen.items():
+                self.assertEqual(self.raw(t), ref[k][2], k)
+
+    def test_ranks_get_torch_chunk(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "tp.safetensors")
+            w = torch.arange(8 * 12, dtype=torch.float32).reshape(8, 12)
+            v = torch.arange(10, dtype=torch.int64)
+            write_safetensors(path, {"w": ("F32", [8, 12], self.raw(w)),
+                                     "v": ("I64", [10], self.raw(v)),
+                                     "n": ("F32", [3], self.raw(torch.ones(3)))})
+            for world in (2, 4, 8):
+                for dim in (0, 1):
+                    for rank in range(world):
+                        got = dict(gdunlock.weights_iterator(
+                            path, device="cpu", rank=rank, world_size=world,
+                            shard=lambda name, shape: dim if name == "w" else
+                            (0 if name == "v" else None)))
+                        want_w = torch.chunk(w, world, dim)
+                        want_v = torch.chunk(v, world, 0)
+                        if rank < len(want_w):
+                            self.assertTrue(torch.equal(got["w"], want_w[rank]))
+                        else:
+                            self.assertEqual(got["w"].numel(), 0)
+                        if rank < len(want_v):
+                            self.assertTrue(torch.equal(got["v"], want_v[rank]))
+                        self.assertTrue(torch.equal(got["n"], torch.ones(3)))
+        with self.assertRaises(ValueError):
+            list(gdunlock.weights_iterator(SMALL, device="cpu", rank=2, world_size=2))
+
+    def test_budget_bounds_what_is_read_ahead(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            write_safetensors(path, {f"t{i:02d}": ("U8", [4096], bytes([i]) * 4096)
+                                     for i in range(40)})
+            it = gdunlock.weights_iterator(path, device="cpu", memory_budget=3 * 4096)
+            name, t = next(it)
+            self.assertEqual(name, "t00")
+            frame = it.gi_frame.f_locals
+            self.assertLessEqual(frame["ahead"], 3 * 4096)
+            self.assertLess(frame["next_item"], 6)
+            rest = list(it)
+            self.assertEqual(len(rest), 39)
+
+
+if __name__ == "__main__":
+    unittest.main()
