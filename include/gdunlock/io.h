@@ -93,6 +93,13 @@ int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL
  * unavailable, -ENOMEM, -EINVAL) with why. */
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
 
+/* Has every worker set itself up and pin all its staging now, each on its own
+ * thread, and waits for them (what the first chunks otherwise do): for a
+ * caller that times the engine's throughput apart from its start, such as
+ * `gdunlock bench`. Call it while no I/O is queued. Returns 0, or -ENOMEM
+ * (the workers keep the staging they got) or a worker's set-up error, with why. */
+int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len);
+
 /* Waits for queued work, stops the workers, frees everything. Close the
  * engine's files first. NULL is a no-op. */
 void gdu_io_engine_destroy(gdu_io_engine *e);

@@ -215,6 +215,36 @@ static void reap_ready(gdu_io_worker *w)
     }
 }
 
+/* On the worker's thread: every staging slot it has not yet, now (a
+ * prestage round). Under e->qlock, which it drops while it allocates. */
+static void prestage_worker(gdu_io_worker *w)
+{
+    gdu_io_engine *e = w->engine;
+    unsigned round = e->prestage_round;
+    pthread_mutex_unlock(&e->qlock);
+    char why[GDU_IO_WHY] = "";
+    int status = w->init_status;
+    if (status != 0)
+        snprintf(why, sizeof why, "%s", w->init_why);
+    for (unsigned j = 0; status == 0 && e->opt.backend != GDU_IO_BACKEND_CUFILE && j < w->slots; j++) {
+        if (w->slots_of[j].buf == NULL)
+            w->slots_of[j].buf = e->mover->staging_alloc(e, e->opt.chunk_size, why, sizeof why);
+        if (w->slots_of[j].buf == NULL) {
+            status = -ENOMEM;
+            if (j > 0) /* the worker goes on with the slots it has */
+                w->slots = j;
+        }
+    }
+    pthread_mutex_lock(&e->qlock);
+    w->prestaged = round;
+    if (status != 0 && e->prestage_status == 0) {
+        e->prestage_status = status;
+        snprintf(e->prestage_why, sizeof e->prestage_why, "%s", why);
+    }
+    if (--e->prestage_left == 0)
+        pthread_cond_broadcast(&e->prestage_cond);
+}
+
 static void *worker_main(void *arg)
 {
     gdu_io_worker *w = arg;
@@ -223,9 +253,15 @@ static void *worker_main(void *arg)
     if (enter == 0)
         w->init_status = e->mover->worker_init(e, e->opt.staging_per_worker, &w->mctx,
                                                w->init_why, sizeof w->init_why);
+    else
+        snprintf(w->init_why, sizeof w->init_why, "worker thread could not make the CUDA context current");
     for (;;) {
         pthread_mutex_lock(&e->qlock);
         while (e->qhead == NULL && !e->stopping) {
+            if (w->prestaged != e->prestage_round) {
+                prestage_worker(w);
+                continue;
+            }
             if (has_inflight(w)) {
                 pthread_mutex_unlock(&e->qlock);
                 drain(w);
@@ -399,6 +435,7 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     e->sys = default_sys;
     pthread_mutex_init(&e->qlock, NULL);
     pthread_cond_init(&e->qcond, NULL);
+    pthread_cond_init(&e->prestage_cond, NULL);
     int r = fill_options(&e->opt, why, why_len);
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)
@@ -421,6 +458,22 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     }
     *out = e;
     return 0;
+}
+
+int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
+{
+    pthread_mutex_lock(&e->qlock);
+    e->prestage_round++;
+    e->prestage_left = e->opt.workers;
+    e->prestage_status = 0;
+    pthread_cond_broadcast(&e->qcond);
+    while (e->prestage_left != 0)
+        pthread_cond_wait(&e->prestage_cond, &e->qlock);
+    int status = e->prestage_status;
+    if (status != 0)
+        snprintf(why, why_len, "%s", e->prestage_why);
+    pthread_mutex_unlock(&e->qlock);
+    return status;
 }
 
 void gdu_io_engine_destroy(gdu_io_engine *e)
@@ -453,6 +506,7 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
     if (e->ctx_retained)
         e->cu->cuDevicePrimaryCtxRelease(e->dev);
     pthread_cond_destroy(&e->qcond);
+    pthread_cond_destroy(&e->prestage_cond);
     pthread_mutex_destroy(&e->qlock);
     free(e);
 }

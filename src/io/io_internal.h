@@ -120,6 +120,7 @@ typedef struct {
     int init_status;           /* worker_init's result, 0 once it succeeded */
     char init_why[GDU_IO_WHY];
     unsigned slots;            /* slots in use: staging_per_worker, fewer if pinning ran short */
+    unsigned prestaged;        /* the engine's prestage round this worker has done */
     unsigned next_slot;
     gdu_io_slot slots_of[GDU_IO_MAX_STAGING];
 } gdu_io_worker;
@@ -147,6 +148,12 @@ struct gdu_io_engine {
     pthread_cond_t qcond;
     gdu_io_chunk *qhead, *qtail;
     bool stopping;
+    /* gdu_io_engine_prestage: its round, the workers yet to do it, the
+     * first failure (under qlock) */
+    unsigned prestage_round, prestage_left;
+    int prestage_status;
+    char prestage_why[GDU_IO_WHY];
+    pthread_cond_t prestage_cond;
     gdu_io_worker *workers;
 };
 
