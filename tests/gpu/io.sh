@@ -139,7 +139,11 @@ check cold 'p["engine"] >= 0.9 * p["host"]' "io-cold-engine-vs-host"
 run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 -x write --chunk 16M --create --paths engine,host,h2d
 check write 'p["engine"] >= 0.9 * p["host"]' "io-write-engine-vs-host"
 
-# 5. sweep: workers x chunk, engine only (warm, then cold)
+# 5. sweep: workers x chunk, engine only (warm, then cold); GDU_IO_SWEEP=0 leaves it out
+if [ "${GDU_IO_SWEEP:-1}" = 0 ]; then
+  echo "INFO io-sweep: left out (GDU_IO_SWEEP=0)"
+  exit 0
+fi
 : >"$OUT/io-sweep.jsonl"
 t0=$SECONDS
 root=$(cd "$here/../.." && pwd)

@@ -50,4 +50,35 @@ PY
 )
   echo "${line%% *} shim-cufile-verify-$mode: ${line#* }"
 done
+
+# gdunlock load through cuFile's ring of registered buffers (a simulated
+# 256 MiB BAR1) under the strict shim: every buffer of the ring found by the
+# lookup, within the budget the lookup's model gives.
+ring="$dir/gdunlock-ring.safetensors"
+python3 -c "import torch; from safetensors.torch import save_file; save_file({'w%d' % i: torch.arange(8 << 20, dtype=torch.float32) + i for i in range(16)}, '$ring')" 2>"$O/ring-make.err"
+if [ -f "$ring" ]; then
+  GDUNLOCK_IO_BACKEND=cufile GDUNLOCK_TEST_BAR1=256M timeout 300 "$BUILD/bin/gdunlock" run --report "$O/ring-run.json" -- \
+    env GDUNLOCK_TEST_DROP_NATIVE=strict "$BUILD/bin/gdunlock" load --gpu 0 --verify --json "$ring" \
+    >"$O/ring-load.json" 2>"$O/ring-run.err"
+  rc=$?
+  rm -f "$ring"
+  python3 - "$O/ring-run.json" "$rc" <<'PY'
+import json, sys
+rc = int(sys.argv[2])
+try:
+    run = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("FAIL shim-cufile-load-ring: exit %d, no run report (%s)" % (rc, e)); sys.exit()
+procs = run.get("processes", [])
+cf = [p.get("cufile_buffers", {}) for p in procs]
+reg = sum(c.get("registered", 0) for c in cf)
+found = sum(c.get("found", 0) for c in cf)
+modes = sorted({g["mode"] for p in procs for g in p["gpus"]})
+why = [b["why"] for c in cf for b in c.get("buffers", []) if b.get("kernel_lookup") != "found"][:1]
+ok = rc == 0 and reg >= 2 and found == reg and "unlocked" in modes
+print(("PASS" if ok else "FAIL") + " shim-cufile-load-ring: gdunlock load (cuFile ring, GDUNLOCK_TEST_BAR1=256M) under the strict shim: exit %d, modes %s, %d cuFile buffers registered, %d found by the lookup%s" % (rc, modes, reg, found, ": " + why[0] if why else ""))
+PY
+else
+  echo "SKIP shim-cufile-load-ring: could not make the checkpoint: $(tail -1 "$O/ring-make.err")"
+fi
 exit 0
