@@ -137,6 +137,10 @@ else
 fi
 check 0 -- bench -f "$work/precious" --create --force -s 4K -i 4K --paths host --rounds 1
 check 0 -- bench -f "$work/precious" --create --seed 9 -s 8K -i 4K --paths host --rounds 1
+# --no-verify reads any file as it is (a checkpoint's host ceiling); without it a foreign file is refused.
+head -c 65536 /dev/urandom >"$work/foreign"
+check -m "not a bench file" 66 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1
+check 0 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1 --no-verify
 check -m "is a directory" 66 -- bench -f "$work" -s 4K
 check -m "not a regular file" 66 -- bench -f "$work/fifo" --create -s 4K
 check 64 -- bench -f "$work/x" -s -5

@@ -44,7 +44,7 @@ static void prepare_creates_checks_and_refuses(void **state)
     assert_non_null(mkdtemp(dir));
     char path[64];
     snprintf(path, sizeof path, "%s/b.dat", dir);
-    bench_config c = {.file = path, .total = 1 << 20, .seed = 4};
+    bench_config c = {.file = path, .total = 1 << 20, .seed = 4, .verify = true};
     char why[512] = "";
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), -ENOENT);
     assert_non_null(strstr(why, "--create"));
@@ -57,6 +57,9 @@ static void prepare_creates_checks_and_refuses(void **state)
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, "differs from the pattern"));
     assert_int_equal(bench_file_verify(&c, why, sizeof why), 0);
+    c.verify = false; /* --no-verify: read as it is */
+    assert_int_equal(bench_prepare_file(&c, why, sizeof why), 0);
+    c.verify = true;
     c.seed = 4;
     c.total = 2 << 20; /* larger than the file */
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), -EINVAL);
