@@ -5,6 +5,8 @@ AutoModel.from_pretrained(folder) loads through the engine unchanged."""
 import sys
 
 _saved = []  # (module, attribute, original)
+_OPTIONS = {"backend"}  # safetensors' safe_open options gdunlock accepts (and reads its own way)
+fallbacks = []  # the options that sent a call to safetensors' own function
 
 
 def _replacements():
@@ -17,8 +19,24 @@ def _replacements():
                             f"functions, and safetensors does not import: {e}") from None
 
     from . import load_file, safe_open
-    return {id(safetensors.safe_open): (safetensors.safe_open, safe_open),
-            id(safetensors.torch.load_file): (safetensors.torch.load_file, load_file)}
+    original_open, original_load = safetensors.safe_open, safetensors.torch.load_file
+
+    def safe_open_dropin(filename, framework="pt", device="cpu", **options):
+        """gdunlock's safe_open, or safetensors' own where the caller asks for
+        an option gdunlock does not have (a drop-in never breaks a caller)."""
+        if set(options) - _OPTIONS:
+            fallbacks.append(sorted(set(options) - _OPTIONS))
+            return original_open(filename, framework=framework, device=device, **options)
+        return safe_open(filename, framework=framework, device=device, **options)
+
+    def load_file_dropin(filename, device="cpu", **options):
+        if options:
+            fallbacks.append(sorted(options))
+            return original_load(filename, device=device, **options)
+        return load_file(filename, device=device)
+
+    return {id(original_open): (original_open, safe_open_dropin),
+            id(original_load): (original_load, load_file_dropin)}
 
 
 def patch():

@@ -153,7 +153,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
     opened = 0  # files opened by this process (patch() checks count on it)
 
     def __init__(self, filename, framework="pt", device="cpu", lenient=False,
-                 readahead=DEFAULT_READAHEAD):
+                 readahead=DEFAULT_READAHEAD, backend=None):
+        # backend: safetensors' choice of how to read the file (transformers
+        # passes it); gdunlock always reads through its own engine.
         if framework not in _FRAMEWORKS:
             raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
                                 f"returns torch tensors ('pt')")

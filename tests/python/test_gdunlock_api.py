@@ -241,11 +241,21 @@ class PatchTest(unittest.TestCase):
     def test_patch_and_unpatch(self):
         original = self.st.safe_open
         self.assertEqual(gdunlock.patch(), 4)
-        self.assertIs(self.st.safe_open, gdunlock.safe_open)
-        self.assertIs(self.consumer.safe_open, gdunlock.safe_open)
-        self.assertIs(self.consumer.safe_load_file, gdunlock.load_file)
-        self.assertIs(self.st.torch.load_file, gdunlock.load_file)
+        dropin = self.st.safe_open
+        self.assertIsNot(dropin, original)
+        self.assertIs(self.consumer.safe_open, dropin)
+        self.assertIs(self.consumer.safe_load_file, self.st.torch.load_file)
         self.assertEqual(gdunlock.patch(), 0)  # idempotent
+        # An option gdunlock has not: safetensors' own function answers.
+        from gdunlock import patching
+        self.assertEqual(dropin("x.safetensors", framework="pt", device="cpu", mystery=1),
+                         "original safe_open")
+        self.assertEqual(patching.fallbacks[-1], ["mystery"])
+        self.assertEqual(self.st.torch.load_file("x.safetensors", device="cpu", mystery=1),
+                         "original load_file")
+        # backend= (transformers passes it) goes to gdunlock: here the file is missing.
+        with self.assertRaises(gdunlock.GdunlockError):
+            dropin("/no/such.safetensors", framework="pt", device="cpu", backend="mmap")
         gdunlock.unpatch()
         self.assertIs(self.st.safe_open, original)
         self.assertIs(self.consumer.safe_open, original)
