@@ -18,12 +18,13 @@
 
 #define DRIVER "580.159.04\n"
 
-static trace g_gpu0, g_gpu1, g_torch;
+static trace g_gpu0, g_gpu1, g_torch, g_load, g_verify;
 
 static int load_traces(void **state)
 {
     if (trace_load("rm-traces/workload-gpu0.jsonl", &g_gpu0) != 0 ||
-        trace_load("rm-traces/workload-gpu1.jsonl", &g_gpu1) != 0 || trace_load("rm-traces/torch.jsonl", &g_torch) != 0)
+        trace_load("rm-traces/workload-gpu1.jsonl", &g_gpu1) != 0 || trace_load("rm-traces/torch.jsonl", &g_torch) != 0 ||
+        trace_load("rm-traces/load.jsonl", &g_load) != 0 || trace_load("rm-traces/verify.jsonl", &g_verify) != 0)
         return -1;
     return 0;
 }
@@ -33,6 +34,8 @@ static int free_traces(void **state)
     trace_free(&g_gpu0);
     trace_free(&g_gpu1);
     trace_free(&g_torch);
+    trace_free(&g_load);
+    trace_free(&g_verify);
     return 0;
 }
 
@@ -358,6 +361,18 @@ static void differential_torch(void **state)
         differential(&g_torch, 0xc1d00042, g_workload_subs, 623, mode, 3); /* the three tensors mapped */
 }
 
+/* gdunlock load and gdunlock verify as recorded on the H200 (tools/rm-recorder):
+ * every buffer they allocate that libcuda registers (load's memory segment;
+ * verify's cuMemAlloc and RDMA-capable VMM buffers) is found unlocked as
+ * natively, stopped at the first unregistration (all of them live). */
+static void differential_load_and_verify(void **state)
+{
+    for (int mode = 0; mode <= DROP_STRICT; mode++) {
+        differential(&g_load, 0xc1d0001b, g_workload_subs, 483, mode, 1);
+        differential(&g_verify, 0xc1d0001f, g_workload_subs, 1039, mode, 5);
+    }
+}
+
 /* The VMM buffer (PTR vmm in workload-gpu*.marks): libcuda never registers
  * it, so natively nvidia-fs cannot pin it; unlocked it can. */
 static void vmm_found_unlocked(void **state)
@@ -423,7 +438,7 @@ int main(void)
         cmocka_unit_test(strict_gpu0),        cmocka_unit_test(strict_gpu1),
         cmocka_unit_test(every_shim_call_failing), cmocka_unit_test(unknown_layout),
         cmocka_unit_test(differential_workload), cmocka_unit_test(differential_torch),
-        cmocka_unit_test(vmm_found_unlocked),
+        cmocka_unit_test(vmm_found_unlocked), cmocka_unit_test(differential_load_and_verify),
     };
     return cmocka_run_group_tests(tests, load_traces, free_traces);
 }
