@@ -283,82 +283,107 @@ static bool holds(const snapshot *sn, const fake_rm_reg *r)
     return false;
 }
 
-/* The same recorded program natively and unlocked (mode: GeForce replay,
- * test mode, strict test mode), both stopped before call seq: every
- * registration libcuda holds natively RM holds identically unlocked
+/* One recorded program and the calls it is stopped before (in order), with
+ * the registrations libcuda holds natively at each. */
+typedef struct {
+    const trace *t;
+    uint32_t client;
+    long seq[2];
+    size_t native_regs[2];
+    int n;
+} diff_case;
+
+static const uint32_t g_workload_subs[2] = {0x5c000003, 0x5c00000c};
+
+/* The same recorded program natively and unlocked (GeForce replay, test
+ * mode, strict test mode), each run once through its stops: at every stop
+ * every registration libcuda holds natively RM holds identically unlocked
  * (memory, address, size, offset); each GPU's NV503C holds the same one VA
  * space; and the kernel's lookup finds every natively registered buffer, as
  * the same memory, both in the fake's state and in the shim's own account of
- * it. Returns the unlocked run's registrations that native lacks. */
-static size_t differential(const trace *t, uint32_t client, const uint32_t subs[2], long seq, int mode,
-                           size_t native_regs)
+ * it. extra[mode][k]: the unlocked run's registrations that native lacks. */
+static void differential(const diff_case *dc, size_t extra[3][2])
 {
-    static snapshot native, unlocked;
-    run nx, ux;
+    static snapshot native[2], unlocked;
+    uint32_t native_tpp[2][2];
+    run nx;
     size_t at = 0;
     run_start(&nx, DRIVER, false, DROP_NONE, 0);
-    run_to(&nx, t, &at, seq);
-    snap(&nx, client, subs, &native);
-    at = 0;
-    run_start(&ux, DRIVER, mode == 0, mode, 0);
-    run_to(&ux, t, &at, seq);
-    snap(&ux, client, subs, &unlocked);
-    assert_int_equal(native.n_regs, native_regs);
-    for (int i = 0; i < 2; i++) {
-        /* The shim makes its object at a GPU's first mapping: a GPU the
-         * program leaves alone may have none (where libcuda's holds nothing). */
-        uint32_t native_tpp = fake_rm_tpp_of(nx.f, client, subs[i]);
-        bool used = false;
-        for (size_t k = 0; k < native.n_regs; k++)
-            used |= native.regs[k].tpp == native_tpp;
-        if (unlocked.n_vas[i] == 0 && !used)
-            continue;
-        if (native.n_vas[i] != 1 || unlocked.n_vas[i] != 1 || native.vas[i][0] != unlocked.vas[i][0])
-            fail_msg("seq %ld mode %d GPU %d: VA spaces native %u (0x%x) unlocked %u (0x%x)", seq, mode, i,
-                     native.n_vas[i], native.vas[i][0], unlocked.n_vas[i], unlocked.vas[i][0]);
+    for (int k = 0; k < dc->n; k++) {
+        run_to(&nx, dc->t, &at, dc->seq[k]);
+        snap(&nx, dc->client, g_workload_subs, &native[k]);
+        assert_int_equal(native[k].n_regs, dc->native_regs[k]);
+        for (int i = 0; i < 2; i++)
+            native_tpp[k][i] = fake_rm_tpp_of(nx.f, dc->client, g_workload_subs[i]);
+        for (size_t i = 0; i < native[k].n_regs; i++) {
+            gdu_pin_verdict v;
+            fake_rm_pin_lookup(nx.f, native[k].regs[i].address, native[k].regs[i].size, &v);
+            assert_int_equal(v.rule, GDU_PIN_FOUND);
+        }
     }
-    for (size_t i = 0; i < native.n_regs; i++) {
-        const fake_rm_reg *r = &native.regs[i];
-        if (!holds(&unlocked, r))
-            fail_msg("seq %ld mode %d: libcuda's registration of 0x%x at 0x%llx+0x%llx is missing unlocked", seq, mode,
-                     r->memory, (unsigned long long)r->address, (unsigned long long)r->size);
-        gdu_pin_verdict v;
-        fake_rm_pin_lookup(nx.f, r->address, r->size, &v);
-        assert_int_equal(v.rule, GDU_PIN_FOUND);
-        fake_rm_pin_lookup(ux.f, r->address, r->size, &v);
-        if (v.rule != GDU_PIN_FOUND || v.memory != r->memory)
-            fail_msg("seq %ld mode %d: the kernel would not find 0x%llx+0x%llx: %s", seq, mode,
-                     (unsigned long long)r->address, (unsigned long long)r->size, gdu_pin_rule_name(v.rule));
-        int err;
-        assert_int_equal(gdu_shim_pin_lookup(ux.s, r->address, r->size, &err, NULL, 0), GDU_PIN_FOUND);
-    }
-    size_t extra = unlocked.n_regs - native.n_regs;
     run_end(&nx);
-    run_end(&ux);
-    return extra;
+    for (int mode = 0; mode <= DROP_STRICT; mode++) {
+        run ux;
+        at = 0;
+        run_start(&ux, DRIVER, mode == 0, mode, 0);
+        for (int k = 0; k < dc->n; k++) {
+            long seq = dc->seq[k];
+            const snapshot *nat = &native[k];
+            run_to(&ux, dc->t, &at, seq);
+            snap(&ux, dc->client, g_workload_subs, &unlocked);
+            for (int i = 0; i < 2; i++) {
+                /* The shim makes its object at a GPU's first mapping: a GPU the
+                 * program leaves alone may have none (where libcuda's holds nothing). */
+                bool used = false;
+                for (size_t j = 0; j < nat->n_regs; j++)
+                    used |= nat->regs[j].tpp == native_tpp[k][i];
+                if (unlocked.n_vas[i] == 0 && !used)
+                    continue;
+                if (nat->n_vas[i] != 1 || unlocked.n_vas[i] != 1 || nat->vas[i][0] != unlocked.vas[i][0])
+                    fail_msg("seq %ld mode %d GPU %d: VA spaces native %u (0x%x) unlocked %u (0x%x)", seq, mode, i,
+                             nat->n_vas[i], nat->vas[i][0], unlocked.n_vas[i], unlocked.vas[i][0]);
+            }
+            for (size_t i = 0; i < nat->n_regs; i++) {
+                const fake_rm_reg *r = &nat->regs[i];
+                if (!holds(&unlocked, r))
+                    fail_msg("seq %ld mode %d: libcuda's registration of 0x%x at 0x%llx+0x%llx is missing unlocked",
+                             seq, mode, r->memory, (unsigned long long)r->address, (unsigned long long)r->size);
+                gdu_pin_verdict v;
+                fake_rm_pin_lookup(ux.f, r->address, r->size, &v);
+                if (v.rule != GDU_PIN_FOUND || v.memory != r->memory)
+                    fail_msg("seq %ld mode %d: the kernel would not find 0x%llx+0x%llx: %s", seq, mode,
+                             (unsigned long long)r->address, (unsigned long long)r->size, gdu_pin_rule_name(v.rule));
+                int err;
+                assert_int_equal(gdu_shim_pin_lookup(ux.s, r->address, r->size, &err, NULL, 0), GDU_PIN_FOUND);
+            }
+            if (extra != NULL)
+                extra[mode][k] = unlocked.n_regs - nat->n_regs;
+        }
+        run_end(&ux);
+    }
 }
-
-static const uint32_t g_workload_subs[2] = {0x5c000003, 0x5c00000c};
 
 static void differential_workload(void **state)
 {
     const trace *traces[] = {&g_gpu0, &g_gpu1};
     const uint32_t clients[] = {0xc1d00034, 0xc1d0003a};
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
+        /* After the four cuMemAlloc buffers are mapped, and with the VMM
+         * buffer mapped after they were freed. */
+        diff_case dc = {traces[k], clients[k], {568, 583}, {4, 0}, 2};
+        size_t extra[3][2];
+        differential(&dc, extra);
         for (int mode = 0; mode <= DROP_STRICT; mode++) {
-            /* After the four cuMemAlloc buffers are mapped, and with the VMM
-             * buffer mapped after they were freed. */
-            size_t extra = differential(traces[k], clients[k], g_workload_subs, 568, mode, 4);
-            assert_true(extra > 0); /* libcuda's internal device memory, which it never registers */
-            size_t extra_vmm = differential(traces[k], clients[k], g_workload_subs, 583, mode, 0);
-            assert_int_equal(extra_vmm, extra + 1); /* the same internal memory, plus the VMM buffer */
+            assert_true(extra[mode][0] > 0); /* libcuda's internal device memory, which it never registers */
+            assert_int_equal(extra[mode][1], extra[mode][0] + 1); /* the same, plus the VMM buffer */
         }
+    }
 }
 
 static void differential_torch(void **state)
 {
-    for (int mode = 0; mode <= DROP_STRICT; mode++)
-        differential(&g_torch, 0xc1d00042, g_workload_subs, 623, mode, 3); /* the three tensors mapped */
+    diff_case dc = {&g_torch, 0xc1d00042, {623}, {3}, 1}; /* the three tensors mapped */
+    differential(&dc, NULL);
 }
 
 /* gdunlock load and gdunlock verify as recorded on the H200 (tools/rm-recorder):
@@ -367,10 +392,10 @@ static void differential_torch(void **state)
  * natively, stopped at the first unregistration (all of them live). */
 static void differential_load_and_verify(void **state)
 {
-    for (int mode = 0; mode <= DROP_STRICT; mode++) {
-        differential(&g_load, 0xc1d0001b, g_workload_subs, 483, mode, 1);
-        differential(&g_verify, 0xc1d0001f, g_workload_subs, 1039, mode, 5);
-    }
+    diff_case load = {&g_load, 0xc1d0001b, {483}, {1}, 1};
+    diff_case verify = {&g_verify, 0xc1d0001f, {1039}, {5}, 1};
+    differential(&load, NULL);
+    differential(&verify, NULL);
 }
 
 /* The VMM buffer (PTR vmm in workload-gpu*.marks): libcuda never registers
