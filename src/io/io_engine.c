@@ -496,7 +496,7 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
                 e->mover->worker_fini(e, w->mctx);
             for (unsigned j = 0; j < GDU_IO_MAX_STAGING; j++)
                 if (w->slots_of[j].buf != NULL)
-                    e->mover->staging_free(e, w->slots_of[j].buf);
+                    e->mover->staging_free(e, w->slots_of[j].buf, e->opt.chunk_size);
         }
         free(e->workers);
     }

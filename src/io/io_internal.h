@@ -47,7 +47,7 @@ typedef struct {
     int (*thread_enter)(gdu_io_engine *e);
     /* Staging memory: 4096-aligned, page-locked where that matters. */
     void *(*staging_alloc)(gdu_io_engine *e, size_t bytes, char *why, size_t len);
-    void (*staging_free)(gdu_io_engine *e, void *p);
+    void (*staging_free)(gdu_io_engine *e, void *p, size_t bytes);
     int (*to_mem)(void *wctx, unsigned slot, void *mem, const void *staging, size_t n, char *why,
                   size_t len);
     int (*from_mem)(void *wctx, unsigned slot, void *staging, const void *mem, size_t n,

@@ -25,7 +25,7 @@ static void *host_staging_alloc(gdu_io_engine *e, size_t bytes, char *why, size_
     return p;
 }
 
-static void host_staging_free(gdu_io_engine *e, void *p) { free(p); }
+static void host_staging_free(gdu_io_engine *e, void *p, size_t bytes) { free(p); }
 
 static int host_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
                        char *why, size_t len)

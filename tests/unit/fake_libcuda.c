@@ -3,12 +3,16 @@
  * deferred until an event or stream after them is waited on, and cuEventQuery
  * reports "not ready" every other time: a pipeline that reuses a staging
  * buffer before its copy completed copies the wrong bytes, which the tests
- * then see. Every other symbol of GDU_CUDA_FUNCTIONS is a generated weak stub
+ * then see. Asynchronous copies need page-locked host memory (cuMemHostAlloc
+ * or cuMemHostRegister): libcuda would run them synchronously from pageable
+ * memory, here they fail (CUDA_ERROR_INVALID_VALUE), so staging that is not
+ * pinned is seen too. Every other symbol of GDU_CUDA_FUNCTIONS is a generated weak stub
  * returning CUDA_ERROR_NOT_SUPPORTED. Built into its own folder, never into
  * build/lib, so that it cannot shadow the real driver. */
 #include "cuda/cuda_api.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,12 +88,71 @@ gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n)
     return m ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
 }
 gdu_CUresult cuMemFree_v2(gdu_CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+/* Page-locked host ranges, as libcuda tracks them. */
+#define MAX_PINNED 4096
+static struct { char *p; size_t n; bool allocated; } pinned[MAX_PINNED];
+
+static gdu_CUresult pin(void *p, size_t n, bool allocated)
+{
+    pthread_mutex_lock(&lock);
+    gdu_CUresult r = GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < MAX_PINNED; i++)
+        if (pinned[i].p == NULL) {
+            pinned[i].p = p;
+            pinned[i].n = n;
+            pinned[i].allocated = allocated;
+            r = 0;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Forgets the range starting at p, made the way `allocated` says. */
+static gdu_CUresult unpin(void *p, bool allocated)
+{
+    pthread_mutex_lock(&lock);
+    gdu_CUresult r = GDU_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    for (size_t i = 0; i < MAX_PINNED; i++)
+        if (pinned[i].p == p && pinned[i].allocated == allocated) {
+            pinned[i].p = NULL;
+            r = 0;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Under lock. */
+static bool is_pinned(const void *p, size_t n)
+{
+    const char *c = p;
+    for (size_t i = 0; i < MAX_PINNED; i++)
+        if (pinned[i].p != NULL && c >= pinned[i].p && n <= pinned[i].n &&
+            (size_t)(c - pinned[i].p) <= pinned[i].n - n)
+            return true;
+    return false;
+}
+
 gdu_CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
     *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
-    return *p ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    if (*p == NULL)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    gdu_CUresult r = pin(*p, n, true);
+    if (r != 0)
+        free(*p);
+    return r;
 }
-gdu_CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+gdu_CUresult cuMemFreeHost(void *p)
+{
+    gdu_CUresult r = unpin(p, true);
+    if (r == 0)
+        free(p);
+    return r;
+}
+gdu_CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) { return pin(p, n, false); }
+gdu_CUresult cuMemHostUnregister(void *p) { return unpin(p, false); }
 gdu_CUresult cuMemcpyHtoD_v2(gdu_CUdeviceptr d, const void *s, size_t n)
 {
     flush_legacy();
@@ -104,9 +167,13 @@ gdu_CUresult cuMemcpyDtoH_v2(void *d, gdu_CUdeviceptr s, size_t n)
 }
 
 static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, size_t n,
-                            unsigned char value)
+                            unsigned char value, const void *host)
 {
     pthread_mutex_lock(&lock);
+    if (host != NULL && !is_pinned(host, n)) {
+        pthread_mutex_unlock(&lock);
+        return GDU_CUDA_ERROR_INVALID_VALUE;
+    }
     if (s != &legacy && !(s->flags & GDU_CU_STREAM_NON_BLOCKING))
         flush(&legacy, legacy.n); /* a blocking stream waits for the legacy stream */
     if (s->n == s->cap) {
@@ -125,19 +192,19 @@ static gdu_CUresult enqueue(struct CUstream_st *s, void *dst, const void *src, s
 }
 gdu_CUresult cuMemcpyHtoDAsync_v2(gdu_CUdeviceptr d, const void *s, size_t n, gdu_CUstream st)
 {
-    return enqueue(st, (void *)(uintptr_t)d, s, n, 0);
+    return enqueue(st, (void *)(uintptr_t)d, s, n, 0, s);
 }
 gdu_CUresult cuMemcpyDtoHAsync_v2(void *d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st)
 {
-    return enqueue(st, d, (const void *)(uintptr_t)s, n, 0);
+    return enqueue(st, d, (const void *)(uintptr_t)s, n, 0, d);
 }
 gdu_CUresult cuMemcpyDtoDAsync_v2(gdu_CUdeviceptr d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st)
 {
-    return enqueue(st, (void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, 0);
+    return enqueue(st, (void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, 0, NULL);
 }
 gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
 {
-    return enqueue(&legacy, (void *)(uintptr_t)d, NULL, n, v);
+    return enqueue(&legacy, (void *)(uintptr_t)d, NULL, n, v, NULL);
 }
 gdu_CUresult cuCtxSynchronize(void)
 {
