@@ -35,3 +35,10 @@ if(GDU_PYTHON3 AND NOT GDUNLOCK_SANITIZE)
                          LABELS unit)
   endif()
 endif()
+
+# libgdunlock-load.so exports exactly the public API (its explicit map).
+add_test(NAME test_load_exports
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.sh $<TARGET_FILE:gdu_safetensors_shared>
+                 ${CMAKE_SOURCE_DIR}/include/gdunlock/safetensors.h
+                 ${CMAKE_SOURCE_DIR}/include/gdunlock/io.h)
+set_tests_properties(test_load_exports PROPERTIES LABELS unit)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# check_exports.sh LIB HEADER...: LIB's dynamic symbols are exactly the
+# gdu_* functions the public HEADERs declare: nothing internal leaks out (a
+# wildcard in the export map would), nothing public is missing.
+set -euo pipefail
+lib=$1
+shift
+exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort -u)
+declared=$(grep -ohE '\bgdu_[a-z0-9_]+[[:space:]]*\(' "$@" | sed 's/[[:space:]]*($//' | sort -u)
+extra=$(comm -23 <(echo "$exported") <(echo "$declared"))
+missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
+[ -z "$extra" ] || echo "FAIL: $lib exports what no public header declares:" $extra
+[ -z "$missing" ] || echo "FAIL: $lib lacks what its headers declare:" $missing
+[ -z "$extra$missing" ] && echo "PASS: $lib exports the $(echo "$declared" | wc -l) functions of $*"
+[ -z "$extra$missing" ]
