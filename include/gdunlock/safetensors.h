@@ -296,8 +296,11 @@ gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *model);
  * before loading, for a bad index, or when out of memory. */
 void *gdu_st_model_dlpack(gdu_st_model *model, size_t index);
 
-/* sizeof(gdu_st_tensor), for bindings that mirror the struct (ctypes). */
-size_t gdu_st_tensor_struct_size(void);
+/* JSON: the size and every field's offset and size of each struct a binding
+ * mirrors (the ones of this header and io.h the Python module passes), the
+ * constants it passes and the status names by value, as this library was
+ * compiled; NULL when out of memory. The string lives for the process. */
+const char *gdu_st_abi_layout(void);
 
 /* The library's version ("0.1.0"), for bindings that check they match. */
 const char *gdu_st_version(void);

@@ -8,6 +8,7 @@ the build/ folder of the source tree this package sits in; sys.prefix/lib
 (`cmake --install build --prefix PREFIX` into the environment); the dynamic
 loader's search path."""
 import ctypes
+import json
 import os
 import sys
 
@@ -98,6 +99,26 @@ IO_READ = 1
 IO_OP_READ = 0
 LENIENT = 1
 
+# Checked against the library's gdu_st_abi_layout() when it loads: each
+# mirror field by field (name, offset, size), each constant by value.
+MIRRORS = {"gdu_st_error": StError, "gdu_st_tensor": StTensor,
+           "gdu_st_load_options": StLoadOptions, "gdu_st_load_stats": StLoadStats,
+           "gdu_io_extent": IoExtent, "gdu_io_options": IoOptions}
+CONSTANTS = {"GDU_ST_TARGET_GPU": TARGET_GPU, "GDU_ST_TARGET_HOST": TARGET_HOST,
+             "GDU_ST_LENIENT": LENIENT, "GDU_IO_BACKEND_HOST": IO_BACKEND_HOST,
+             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ}
+# GdunlockError codes that only this module raises; every other code is a
+# status name of the library (gdu_st_status_name).
+MODULE_CODES = {
+    "GDU_ST_ERR_NO_LIBRARY": "libgdunlock-load.so cannot be found or loaded",
+    "GDU_ST_ERR_ABI": "the library does not match this module",
+    "GDU_ST_ERR_SLICE": "a slice that safetensors' get_slice would refuse",
+    "GDU_ST_ERR_NO_SAFETENSORS": "patch() needs the safetensors package",
+    "GDU_ST_ERR_NO_TORCH": "tensors need torch",
+    "GDU_ST_ERR_FRAMEWORK": "a framework other than PyTorch",
+    "GDU_ST_ERR_NOT_FOUND": "safe_open has no tensor of that name",
+}
+
 
 def _declare(lib):
     p, i, u64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t
@@ -120,7 +141,7 @@ def _declare(lib):
         "gdu_st_model_file_header": (p, [p, sz]),
         "gdu_st_model_stats": (StLoadStats, [p]),
         "gdu_st_model_dlpack": (p, [p, sz]),
-        "gdu_st_tensor_struct_size": (sz, []),
+        "gdu_st_abi_layout": (ctypes.c_char_p, []),
         "gdu_st_header_metadata_count": (sz, [p]),
         "gdu_st_header_has_metadata": (i, [p]),
         "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz),
@@ -148,15 +169,46 @@ def _declare(lib):
                                 f"this module; rebuild it") from None
         fn.restype = restype
         fn.argtypes = argtypes
-    if lib.gdu_st_tensor_struct_size() != ctypes.sizeof(StTensor):
-        raise GdunlockError("GDU_ST_ERR_ABI", "gdu_st_tensor layout differs from the library's: "
-                            "rebuild the library or update python/gdunlock")
+    problems = layout_problems(lib.gdu_st_abi_layout())
+    if problems:
+        raise GdunlockError("GDU_ST_ERR_ABI", f"{lib._name} was built from other headers than "
+                            f"this module mirrors: " + "; ".join(problems) +
+                            " (rebuild the library or update python/gdunlock)")
     from ._version import __version__
     if lib.gdu_st_version().decode() != __version__:
         raise GdunlockError("GDU_ST_ERR_ABI", f"{lib._name} is version "
                             f"{lib.gdu_st_version().decode()}, this module {__version__}: "
                             f"rebuild or reinstall one of them")
     return lib
+
+
+def layout_problems(layout_json):
+    """What differs between the mirrors and the library's layout (a list)."""
+    if not layout_json:
+        return ["the library gave no layout (out of memory)"]
+    layout = json.loads(layout_json)
+    problems = []
+    for cname, mirror in MIRRORS.items():
+        c = layout["structs"].get(cname)
+        if c is None:
+            problems.append(f"the library describes no {cname}")
+            continue
+        ours = [(name, getattr(mirror, name).offset, getattr(mirror, name).size)
+                for name, _ in mirror._fields_]
+        theirs = [tuple(f) for f in c["fields"]]
+        if ours != theirs:
+            diff = next((f"{o} here, {t} there" for o, t in zip(ours, theirs) if o != t),
+                        f"{len(ours)} fields here, {len(theirs)} there")
+            problems.append(f"{cname} fields (name, offset, size) differ: {diff}")
+        if ctypes.sizeof(mirror) != c["size"]:
+            problems.append(f"sizeof {cname} {ctypes.sizeof(mirror)} here, {c['size']} there")
+    for name, value in CONSTANTS.items():
+        if layout["constants"].get(name) != value:
+            problems.append(f"{name} is {value} here, {layout['constants'].get(name)} there")
+    clash = sorted(set(MODULE_CODES) & set(layout["statuses"]))
+    if clash:
+        problems.append(f"codes both the module's and the library's: {clash}")
+    return problems
 
 
 _lib = None

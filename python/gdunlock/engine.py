@@ -20,11 +20,11 @@ class Engine:
         if host:
             opts.backend = IO_BACKEND_HOST
         if self._lib.gdu_io_options_from_env(ctypes.byref(opts), why, len(why)) != 0:
-            raise GdunlockError("GDU_IO_EINVAL", why.value.decode())
+            raise GdunlockError("GDU_ST_ERR_SETTINGS", why.value.decode())
         rc = self._lib.gdu_io_engine_create(ctypes.byref(opts), ctypes.byref(self._engine), why,
                                             len(why))
         if rc != 0:
-            raise GdunlockError(f"engine error {rc}", why.value.decode())
+            raise GdunlockError("GDU_ST_ERR_ENGINE", f"{why.value.decode()} (errno {-rc})")
 
     def close(self):
         if self._engine:
@@ -47,7 +47,7 @@ class Engine:
         rc = self._lib.gdu_io_open(self._engine, str(path).encode(), IO_READ, ctypes.byref(f),
                                    why, len(why))
         if rc != 0:
-            raise GdunlockError(f"engine error {rc}", why.value.decode())
+            raise GdunlockError("GDU_ST_ERR_ENGINE", f"{why.value.decode()} (errno {-rc})")
         reason = self._lib.gdu_io_file_reason(f).decode(errors="replace")
         rc = self._lib.gdu_io_read(f, offset, length, ctypes.c_void_p(address), ctypes.byref(done),
                                    why, len(why))

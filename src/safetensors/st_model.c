@@ -296,6 +296,5 @@ const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t inde
 
 gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
 
-size_t gdu_st_tensor_struct_size(void) { return sizeof(gdu_st_tensor); }
 
 const char *gdu_st_version(void) { return GDUNLOCK_VERSION; }
