@@ -54,6 +54,7 @@ class Engine:
         self._lib.gdu_io_close(f)
         seconds = time.perf_counter() - t0
         if rc != 0 or done.value != length:
-            raise GdunlockError(f"engine error {rc}", f"read {done.value} of {length}: "
-                                f"{why.value.decode()}")
+            raise GdunlockError("GDU_ST_ERR_ENGINE" if rc != 0 else "GDU_ST_ERR_IO",
+                                f"read {done.value} of {length} bytes of {path}: "
+                                f"{why.value.decode() or 'the file is shorter'}")
         return seconds, reason
