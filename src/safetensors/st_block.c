@@ -126,17 +126,6 @@ gdu_st_status st_block_add_segment(st_block *b, uint64_t end, gdu_st_error *err)
     return GDU_ST_OK;
 }
 
-gdu_st_status st_block_alloc(st_mem_kind kind, int device, uint64_t size, st_block **out,
-                             gdu_st_error *err)
-{
-    gdu_st_status s = st_block_create(kind, device, size, out, err);
-    if (s == GDU_ST_OK && (s = st_block_add_segment(*out, size, err)) != GDU_ST_OK) {
-        st_block_release(*out);
-        *out = NULL;
-    }
-    return s;
-}
-
 uint64_t st_block_address(const st_block *b, uint64_t pos, uint64_t *contiguous)
 {
     size_t lo = 0, hi = b->n_segments;

@@ -46,9 +46,6 @@ gdu_st_status st_block_create(st_mem_kind kind, int device, uint64_t size, st_bl
                               gdu_st_error *err);
 /* Allocates the next segment, [end of the last segment, end). */
 gdu_st_status st_block_add_segment(st_block *block, uint64_t end, gdu_st_error *err);
-/* A block with one segment for all size bytes (at least 1). */
-gdu_st_status st_block_alloc(st_mem_kind kind, int device, uint64_t size, st_block **out,
-                             gdu_st_error *err);
 /* Address of data-section byte pos, and how many bytes from there are
  * contiguous in memory (to the end of its segment); 0 if pos is not allocated. */
 uint64_t st_block_address(const st_block *block, uint64_t pos, uint64_t *contiguous);
