@@ -135,7 +135,10 @@ static void resolve_name(gdu_sysroot *sr, const char *name, gdu_block_chain *out
         free(slaves);
     if (out->n_disks >= GDU_MAX_DISKS)
         return;
-    snprintf(out->disks[out->n_disks], sizeof out->disks[0], "%.31s", name);
+    /* name may be out->top: copied through a local, never onto itself. */
+    char disk[sizeof out->disks[0]];
+    snprintf(disk, sizeof disk, "%.31s", name);
+    memcpy(out->disks[out->n_disks], disk, sizeof disk);
     snprintf(path, sizeof path, "/sys/class/block/%s", name);
     out->disk_bdf[out->n_disks][0] = '\0';
     if (gdu_sysroot_realpath(sr, path, real, sizeof real) == 0)

@@ -163,13 +163,13 @@ static int parse_string(parser *ps, st_json *out)
         }
         if (e != 'u')
             return fail(ps, "invalid escape");
-        uint32_t v;
+        uint32_t v = 0; /* hex4 sets it unless it fails */
         if (hex4(ps, &v) != 0)
             return -1;
         if (v >= 0xdc00 && v <= 0xdfff)
             return fail(ps, "lone trailing surrogate in hex escape");
         if (v >= 0xd800 && v <= 0xdbff) {
-            uint32_t lo;
+            uint32_t lo = 0;
             if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
                 return fail(ps, "lone leading surrogate in hex escape");
             ps->p += 2;

@@ -25,7 +25,7 @@ typedef struct {
 
 static void put(const char *dir, const char *path, const char *text)
 {
-    char full[PATH_MAX], cmd[PATH_MAX * 2];
+    char full[PATH_MAX + 64], cmd[PATH_MAX * 2 + 128];
     snprintf(full, sizeof full, "%s%s", dir, path);
     snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", full);
     assert_int_equal(system(cmd), 0);
@@ -37,7 +37,7 @@ static void put(const char *dir, const char *path, const char *text)
 
 static void link_at(const char *dir, const char *path, const char *target)
 {
-    char full[PATH_MAX], cmd[PATH_MAX * 2];
+    char full[PATH_MAX + 64], cmd[PATH_MAX * 2 + 128];
     snprintf(full, sizeof full, "%s%s", dir, path);
     snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", full);
     assert_int_equal(system(cmd), 0);
