@@ -42,10 +42,11 @@ typedef enum {
     GDU_IO_DIRECT_OFF, /* always buffered */
 } gdu_io_direct;
 
-/* Tunables. Zero means "default" for every numeric field. Environment
- * overrides (applied by gdu_io_options_from_env): GDUNLOCK_IO_BACKEND
- * (auto|cufile|pipeline|host), GDUNLOCK_IO_WORKERS, GDUNLOCK_IO_CHUNK (a size:
- * 4M, 1MiB...), GDUNLOCK_IO_STAGING, GDUNLOCK_IO_DIRECT (auto|on|off). */
+/* Tunables. Zero means "default" for every numeric field. The environment
+ * gives the process's defaults (gdu_io_options_default), never more: a value
+ * the caller sets wins. GDUNLOCK_IO_BACKEND (auto|cufile|pipeline),
+ * GDUNLOCK_IO_WORKERS, GDUNLOCK_IO_CHUNK (a size: 4M, 1MiB...),
+ * GDUNLOCK_IO_STAGING, GDUNLOCK_IO_DIRECT (auto|on|off). */
 typedef struct {
     gdu_io_backend backend;
     gdu_io_direct direct;
@@ -74,13 +75,12 @@ unsigned gdu_io_default_workers(void);
 #define GDU_IO_MAX_CHUNK (1u << 30)
 #define GDU_IO_ALIGN 4096u
 
-/* Fills o with the defaults (backend AUTO, device 0). */
-void gdu_io_options_default(gdu_io_options *o);
-
-/* Applies the GDUNLOCK_IO_* environment variables to o. Returns 0, or -EINVAL
- * with the offending variable named in why (o is then unchanged). A backend
- * override may not switch between device memory and host memory. */
-int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len);
+/* Fills o with the process's defaults: the built-in ones (backend AUTO,
+ * device 0, the values above) with the GDUNLOCK_IO_* variables over them, as
+ * they were at the first call (read once per process). Returns 0, or -EINVAL
+ * with the invalid variable named in why (o then holds the built-in
+ * defaults). Set the fields you mean after it: yours win. */
+int gdu_io_options_default(gdu_io_options *o, char *why, size_t why_len);
 
 const char *gdu_io_backend_name(gdu_io_backend b); /* "auto", "cufile", "pipeline", "host" */
 int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL */

@@ -8,19 +8,18 @@ from ._lib import IO_BACKEND_HOST, IO_READ, GdunlockError, IoOptions, check_regu
 
 
 class Engine:
-    """An engine for GPU `device` (or host memory), GDUNLOCK_IO_* applied."""
+    """An engine for GPU `device` (or host memory), GDUNLOCK_IO_* as its defaults."""
 
     def __init__(self, device=0, host=False):
         self._lib = lib()
         self._engine = ctypes.c_void_p()
         why = ctypes.create_string_buffer(512)
         opts = IoOptions()
-        self._lib.gdu_io_options_default(ctypes.byref(opts))
+        if self._lib.gdu_io_options_default(ctypes.byref(opts), why, len(why)) != 0:
+            raise GdunlockError("GDU_ST_ERR_SETTINGS", why.value.decode())
         opts.device = device
         if host:
             opts.backend = IO_BACKEND_HOST
-        if self._lib.gdu_io_options_from_env(ctypes.byref(opts), why, len(why)) != 0:
-            raise GdunlockError("GDU_ST_ERR_SETTINGS", why.value.decode())
         rc = self._lib.gdu_io_engine_create(ctypes.byref(opts), ctypes.byref(self._engine), why,
                                             len(why))
         if rc != 0:

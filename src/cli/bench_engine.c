@@ -24,8 +24,7 @@ static void on_complete(void *user, int status, uint64_t bytes)
 /* Makes an engine for the path, or says in r why this path cannot run here. */
 static gdu_io_engine *make_engine(const bench_config *c, int path, bench_result *r)
 {
-    gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options o = {0}; /* every field set here: the bench's plan, not the environment */
     o.backend = path == BENCH_ENGINE ? GDU_IO_BACKEND_PIPELINE : GDU_IO_BACKEND_CUFILE;
     o.device = c->device;
     o.workers = c->workers;

@@ -290,18 +290,18 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Zero fields take the process's defaults; what the caller set stays. */
 static int fill_options(gdu_io_options *o, char *why, size_t len)
 {
     gdu_io_options d;
-    gdu_io_options_default(&d);
+    int r = gdu_io_options_default(&d, why, len);
+    if (r != 0)
+        return r;
     if (o->workers == 0)
         o->workers = d.workers;
     if (o->staging_per_worker == 0)
         o->staging_per_worker = d.staging_per_worker;
-    int r = gdu_io_options_from_env(o, why, len);
-    if (r != 0)
-        return r;
-    if (o->chunk_size == 0) /* after the environment: GDUNLOCK_IO_DIRECT picks the default too */
+    if (o->chunk_size == 0) /* the direct mode in force picks it */
         o->chunk_size = o->direct == GDU_IO_DIRECT_ON ? GDU_IO_DEFAULT_DIRECT_CHUNK : d.chunk_size;
     if (o->workers > GDU_IO_MAX_WORKERS || o->staging_per_worker > GDU_IO_MAX_STAGING ||
         o->chunk_size % GDU_IO_ALIGN != 0 || o->chunk_size > GDU_IO_MAX_CHUNK ||
@@ -431,7 +431,7 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     if (o != NULL)
         e->opt = *o;
     else
-        gdu_io_options_default(&e->opt);
+        gdu_io_options_default(&e->opt, NULL, 0); /* fill_options reports a bad setting */
     e->sys = default_sys;
     pthread_mutex_init(&e->qlock, NULL);
     pthread_cond_init(&e->qcond, NULL);

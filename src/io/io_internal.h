@@ -56,6 +56,11 @@ typedef struct {
     bool (*ready)(void *wctx, unsigned slot);
 } gdu_io_mover;
 
+/* Applies the GDUNLOCK_IO_* variables as they are now to o: 0, or -EINVAL
+ * naming the variable in why (o unchanged). gdu_io_options_default calls it
+ * once per process; tests and the fuzzer call it directly. */
+int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len);
+
 extern const gdu_io_mover gdu_io_mover_host;
 extern const gdu_io_mover gdu_io_mover_cuda;
 

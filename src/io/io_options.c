@@ -1,8 +1,10 @@
-/* Engine tunables: defaults, names, and the GDUNLOCK_IO_* environment overrides. */
-#include "gdunlock/io.h"
+/* Engine tunables: built-in defaults, the GDUNLOCK_IO_* environment as the
+ * process's defaults (read once, as kvikio reads its settings), names. */
+#include "io/io_internal.h"
 #include "util/units.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ unsigned gdu_io_default_workers(void)
     return n > (long)GDU_IO_MAX_DEFAULT_WORKERS ? GDU_IO_MAX_DEFAULT_WORKERS : (unsigned)n;
 }
 
-void gdu_io_options_default(gdu_io_options *o)
+static void builtin_defaults(gdu_io_options *o)
 {
     memset(o, 0, sizeof *o);
     o->backend = GDU_IO_BACKEND_AUTO;
@@ -66,7 +68,7 @@ static int bad(char *why, size_t len, const char *var, const char *value, const 
     return -EINVAL;
 }
 
-int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len)
+int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len)
 {
     gdu_io_options n = *o;
     const char *v;
@@ -74,13 +76,12 @@ int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len)
         gdu_io_backend b;
         if (gdu_io_backend_parse(v, &b) != 0)
             return bad(why, why_len, "GDUNLOCK_IO_BACKEND", v, "auto, cufile, pipeline or host");
-        /* HOST takes host pointers, the others device pointers: switching
-         * between them would misread every address the caller passes. */
-        if ((b == GDU_IO_BACKEND_HOST) != (o->backend == GDU_IO_BACKEND_HOST))
+        /* HOST takes host pointers, the others device pointers: which one
+         * is the caller's to say, by the memory it passes. */
+        if (b == GDU_IO_BACKEND_HOST)
             return bad(why, why_len, "GDUNLOCK_IO_BACKEND", v,
-                       o->backend == GDU_IO_BACKEND_HOST
-                           ? "host (this caller passes host memory)"
-                           : "auto, cufile or pipeline (this caller passes device memory)");
+                       "auto, cufile or pipeline (host memory is the caller's choice, not a "
+                       "setting)");
         n.backend = b;
     }
     uint64_t x;
@@ -106,4 +107,35 @@ int gdu_io_options_from_env(gdu_io_options *o, char *why, size_t why_len)
     }
     *o = n;
     return 0;
+}
+
+static struct {
+    pthread_once_t once;
+    gdu_io_options options;
+    int status;
+    char why[GDU_IO_WHY];
+} process_defaults = {PTHREAD_ONCE_INIT};
+
+static void read_process_defaults(void)
+{
+    gdu_io_options o;
+    builtin_defaults(&o);
+    process_defaults.status =
+        gdu_io_options_parse_env(&o, process_defaults.why, sizeof process_defaults.why);
+    const char *chunk = getenv("GDUNLOCK_IO_CHUNK");
+    if (process_defaults.status == 0 && o.direct == GDU_IO_DIRECT_ON && (chunk == NULL || !*chunk))
+        o.chunk_size = GDU_IO_DEFAULT_DIRECT_CHUNK; /* O_DIRECT's own default chunk */
+    if (process_defaults.status == 0)
+        process_defaults.options = o;
+    else
+        builtin_defaults(&process_defaults.options);
+}
+
+int gdu_io_options_default(gdu_io_options *o, char *why, size_t why_len)
+{
+    pthread_once(&process_defaults.once, read_process_defaults);
+    *o = process_defaults.options;
+    if (process_defaults.status != 0 && why != NULL && why_len > 0)
+        snprintf(why, why_len, "%s", process_defaults.why);
+    return process_defaults.status;
 }

@@ -16,12 +16,12 @@ static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_error *err)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
-    o.device = host ? 0 : device;
-    o.backend = host ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_AUTO;
     char why[256] = "";
-    if (gdu_io_options_from_env(&o, why, sizeof why) != 0)
+    if (gdu_io_options_default(&o, why, sizeof why) != 0)
         return st_fail(err, GDU_ST_ERR_SETTINGS, "I/O engine settings: %s", why);
+    o.device = host ? 0 : device;
+    if (host)
+        o.backend = GDU_IO_BACKEND_HOST;
     if (gdu_io_engine_create(&o, out, why, sizeof why) == 0)
         return GDU_ST_OK;
     if (host)

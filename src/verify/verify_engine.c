@@ -60,11 +60,15 @@ void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu,
 {
     char why[GDU_VERIFY_TEXT] = "";
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    int rc = gdu_io_options_default(&o, why, sizeof why);
+    if (rc != 0) {
+        gdu_verify_call_set(&ev->engine, false, rc, "the I/O engine's settings: %s", why);
+        return;
+    }
     o.backend = GDU_IO_BACKEND_PIPELINE;
     o.device = opts->gpu;
     gdu_io_engine *e = NULL;
-    int rc = gdu_io_engine_create(&o, &e, why, sizeof why);
+    rc = gdu_io_engine_create(&o, &e, why, sizeof why);
     if (rc != 0) {
         gdu_verify_call_set(&ev->engine, false, rc, "creating the I/O engine: %s", why);
         return;

@@ -31,7 +31,7 @@ static uint8_t pattern(uint64_t x) { return (uint8_t)(((x + 17) * 0x9E3779B97F4A
 static gdu_io_engine *engine(gdu_io_backend b, gdu_io_direct direct, char *why, size_t len)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options_default(&o, NULL, 0);
     o.backend = b;
     o.direct = direct;
     o.device = gpu;

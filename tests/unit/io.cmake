@@ -127,3 +127,16 @@ if(TARGET gdunlock)
     set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit)
   endforeach()
 endif()
+
+# The GDUNLOCK_IO_* defaults in processes that start with them set (they are
+# read once per process, so each case runs on its own).
+add_executable(test_io_env_defaults test_io_env_defaults.c)
+target_link_libraries(test_io_env_defaults PRIVATE gdu_safetensors)
+target_compile_definitions(test_io_env_defaults PRIVATE GDUNLOCK_FIXTURES="${GDUNLOCK_FIXTURES}")
+function(io_env_case name)
+  add_test(NAME test_io_env_defaults-${name} COMMAND test_io_env_defaults ${name})
+  set_tests_properties(test_io_env_defaults-${name} PROPERTIES ENVIRONMENT "${ARGN}" LABELS unit)
+endfunction()
+io_env_case(direct-chunk GDUNLOCK_IO_DIRECT=on)
+io_env_case(direct-and-chunk GDUNLOCK_IO_DIRECT=on GDUNLOCK_IO_CHUNK=1M)
+io_env_case(invalid GDUNLOCK_IO_WORKERS=many)

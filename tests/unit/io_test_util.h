@@ -66,7 +66,7 @@ static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsi
                                             gdu_io_direct direct)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options_default(&o, NULL, 0);
     o.backend = GDU_IO_BACKEND_HOST;
     o.workers = workers;
     o.chunk_size = chunk;

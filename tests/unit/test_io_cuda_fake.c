@@ -42,7 +42,7 @@ static int teardown(void **state)
 static gdu_io_engine *pipeline_engine(gdu_io_direct direct)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options_default(&o, NULL, 0);
     o.backend = GDU_IO_BACKEND_PIPELINE;
     o.workers = 3;
     o.chunk_size = CHUNK;

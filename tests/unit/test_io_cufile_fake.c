@@ -51,7 +51,7 @@ static int reset_env(void **state)
 static gdu_io_engine *make(gdu_io_backend b, int expect)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options_default(&o, NULL, 0);
     o.backend = b;
     o.workers = 3;
     o.chunk_size = 1u << 20;

@@ -55,7 +55,7 @@ static int reset_env(void **state)
 static int make(gdu_io_backend b, gdu_io_engine **e, char *why, size_t len)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    gdu_io_options_default(&o, NULL, 0);
     o.backend = b;
     o.workers = 8;
     o.chunk_size = 1u << 20;

@@ -1,6 +1,7 @@
-/* Tunables: defaults, GDUNLOCK_IO_* environment overrides and their
- * validation, backend names, and what an engine reports when CUDA is absent. */
-#include "gdunlock/io.h"
+/* Tunables: the environment as defaults read once, explicit values winning,
+ * GDUNLOCK_IO_* validation, backend names, and what an engine reports when
+ * CUDA is absent. */
+#include "io/io_internal.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -20,21 +21,52 @@ static int clear_env(void **state)
     return 0;
 }
 
-static void defaults(void **state)
+/* The process's defaults were read once, at the first call (main set
+ * GDUNLOCK_IO_WORKERS=5 and GDUNLOCK_IO_CHUNK=8K before it). */
+static void environment_is_a_default_read_once(void **state)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
     assert_int_equal(o.backend, GDU_IO_BACKEND_AUTO);
-    assert_in_range(o.workers, 2, GDU_IO_MAX_DEFAULT_WORKERS);
     assert_int_equal(o.direct, GDU_IO_DIRECT_AUTO);
-    assert_int_equal(o.workers, gdu_io_default_workers());
-    assert_int_equal(o.chunk_size, GDU_IO_DEFAULT_CHUNK);
+    assert_int_equal(o.workers, 5);
+    assert_int_equal(o.chunk_size, 8192);
     assert_int_equal(o.staging_per_worker, GDU_IO_DEFAULT_STAGING);
-    assert_int_equal(gdu_io_options_from_env(&o, NULL, 0), 0);
-    assert_int_equal(o.workers, gdu_io_default_workers());
+    setenv("GDUNLOCK_IO_WORKERS", "7", 1);
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
+    assert_int_equal(o.workers, 5);
 }
 
-static void env_overrides_apply(void **state)
+/* What the caller sets wins; what it leaves zero takes the default. */
+static void explicit_options_win(void **state)
+{
+    gdu_io_options o;
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
+    o.backend = GDU_IO_BACKEND_HOST;
+    o.workers = 3;
+    o.chunk_size = 0;
+    gdu_io_engine *e = NULL;
+    char why[256] = "";
+    assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), 0);
+    assert_int_equal(gdu_io_engine_options(e)->workers, 3);
+    assert_int_equal(gdu_io_engine_options(e)->chunk_size, 8192);
+    gdu_io_engine_destroy(e);
+    o.workers = 0;
+    assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), 0);
+    assert_int_equal(gdu_io_engine_options(e)->workers, 5);
+    gdu_io_engine_destroy(e);
+}
+
+static void builtin_defaults_without_environment(void **state)
+{
+    gdu_io_options o;
+    memset(&o, 0, sizeof o);
+    assert_int_equal(gdu_io_options_parse_env(&o, NULL, 0), 0);
+    assert_int_equal(o.workers, 0); /* nothing set: nothing applied */
+    assert_in_range(gdu_io_default_workers(), 2, GDU_IO_MAX_DEFAULT_WORKERS);
+}
+
+static void env_values_parse(void **state)
 {
     setenv("GDUNLOCK_IO_BACKEND", "pipeline", 1);
     setenv("GDUNLOCK_IO_WORKERS", "3", 1);
@@ -42,9 +74,9 @@ static void env_overrides_apply(void **state)
     setenv("GDUNLOCK_IO_STAGING", "2", 1);
     setenv("GDUNLOCK_IO_DIRECT", "off", 1);
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    memset(&o, 0, sizeof o);
     char why[256] = "";
-    assert_int_equal(gdu_io_options_from_env(&o, why, sizeof why), 0);
+    assert_int_equal(gdu_io_options_parse_env(&o, why, sizeof why), 0);
     assert_int_equal(o.backend, GDU_IO_BACKEND_PIPELINE);
     assert_int_equal(o.workers, 3);
     assert_int_equal(o.chunk_size, 8192);
@@ -57,11 +89,11 @@ static void expect_rejected(const char *var, const char *value, gdu_io_backend b
     clear_env(NULL);
     setenv(var, value, 1);
     gdu_io_options o, before;
-    gdu_io_options_default(&o);
+    memset(&o, 0, sizeof o);
     o.backend = backend;
     before = o;
     char why[256] = "";
-    assert_int_equal(gdu_io_options_from_env(&o, why, sizeof why), -EINVAL);
+    assert_int_equal(gdu_io_options_parse_env(&o, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, var));
     assert_memory_equal(&o, &before, sizeof o); /* unchanged on error */
 }
@@ -75,9 +107,9 @@ static void env_overrides_are_validated(void **state)
     expect_rejected("GDUNLOCK_IO_STAGING", "17", GDU_IO_BACKEND_AUTO);
     expect_rejected("GDUNLOCK_IO_DIRECT", "maybe", GDU_IO_BACKEND_AUTO);
     expect_rejected("GDUNLOCK_IO_BACKEND", "nvme", GDU_IO_BACKEND_AUTO);
-    /* Never reinterpret device pointers as host ones or the reverse. */
+    /* Host memory is the caller's to say: a setting would reinterpret every
+     * device pointer as a host one. */
     expect_rejected("GDUNLOCK_IO_BACKEND", "host", GDU_IO_BACKEND_AUTO);
-    expect_rejected("GDUNLOCK_IO_BACKEND", "pipeline", GDU_IO_BACKEND_HOST);
 }
 
 static void backend_names_round_trip(void **state)
@@ -91,16 +123,14 @@ static void backend_names_round_trip(void **state)
     assert_int_equal(gdu_io_backend_parse("gds", &back), -EINVAL);
 }
 
-static void engine_says_why_and_env_reaches_it(void **state)
+static void engine_says_why(void **state)
 {
     gdu_io_options o;
-    gdu_io_options_default(&o);
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
     o.backend = GDU_IO_BACKEND_HOST;
-    setenv("GDUNLOCK_IO_WORKERS", "5", 1);
     gdu_io_engine *e = NULL;
     char why[256] = "";
     assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), 0);
-    assert_int_equal(gdu_io_engine_options(e)->workers, 5);
     assert_int_equal(gdu_io_engine_backend(e), GDU_IO_BACKEND_HOST);
     assert_non_null(strstr(gdu_io_engine_reason(e), "host"));
     gdu_io_engine_destroy(e);
@@ -109,7 +139,7 @@ static void engine_says_why_and_env_reaches_it(void **state)
     assert_null(e);
     assert_non_null(strstr(why, "chunk"));
     /* Device memory: either CUDA works here or the reason says why not. */
-    gdu_io_options_default(&o);
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
     o.backend = GDU_IO_BACKEND_PIPELINE;
     int r = gdu_io_engine_create(&o, &e, why, sizeof why);
     if (r == 0)
@@ -122,12 +152,17 @@ static void engine_says_why_and_env_reaches_it(void **state)
 
 int main(void)
 {
+    /* Set before the first gdu_io_options_default: the process's defaults. */
+    setenv("GDUNLOCK_IO_WORKERS", "5", 1);
+    setenv("GDUNLOCK_IO_CHUNK", "8K", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(defaults, clear_env),
-        cmocka_unit_test_setup(env_overrides_apply, clear_env),
+        cmocka_unit_test(environment_is_a_default_read_once),
+        cmocka_unit_test(explicit_options_win),
+        cmocka_unit_test_setup(builtin_defaults_without_environment, clear_env),
+        cmocka_unit_test_setup(env_values_parse, clear_env),
         cmocka_unit_test_setup(env_overrides_are_validated, clear_env),
         cmocka_unit_test_setup(backend_names_round_trip, clear_env),
-        cmocka_unit_test_setup_teardown(engine_says_why_and_env_reaches_it, clear_env, clear_env),
+        cmocka_unit_test_setup_teardown(engine_says_why, clear_env, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

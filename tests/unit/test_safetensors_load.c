@@ -366,22 +366,6 @@ static void test_release_refused_while_loading(void **state)
     assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
 }
 
-/* A bad GDUNLOCK_IO_* value is a settings error (exit 64 in the CLI), not
- * an internal one. */
-static void test_bad_engine_setting(void **state)
-{
-    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK);
-    setenv("GDUNLOCK_IO_WORKERS", "many", 1);
-    gdu_st_model *m = NULL;
-    gdu_st_error err;
-    assert_int_equal(gdu_st_open(FIX "small.safetensors", &m, &err), GDU_ST_OK);
-    assert_int_equal(gdu_st_load(m, &host, &err), GDU_ST_ERR_SETTINGS);
-    assert_non_null(strstr(err.message, "GDUNLOCK_IO_WORKERS=many"));
-    unsetenv("GDUNLOCK_IO_WORKERS");
-    gdu_st_model_free(m);
-    assert_int_equal(gdu_st_engines_release(NULL), GDU_ST_OK);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,7 +377,6 @@ int main(void)
         cmocka_unit_test(test_multi_piece_progress_and_shrink),
         cmocka_unit_test(test_segments_at_tensor_boundaries),
         cmocka_unit_test(test_release_refused_while_loading),
-        cmocka_unit_test(test_bad_engine_setting),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     gdu_st_engines_release(NULL);
