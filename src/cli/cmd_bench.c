@@ -1,6 +1,7 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
-#include "cli/bench.h"
+#include "bench/bench.h"
+#include "cli/bench_render.h"
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -334,11 +335,6 @@ static void run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan
         percentiles(r, lat, c);
 }
 
-static double run_gbps(const bench_result *r)
-{
-    return r->ran && r->status == 0 && r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0;
-}
-
 /* The path's result over its rounds: the median round (the lower middle one
  * for an even count), every round's GB/s and their range; a round that
  * could not run or failed is the result instead. The data check is the
@@ -358,7 +354,7 @@ static void combine_rounds(const bench_result *runs, unsigned rounds, bench_resu
     if (n == 0)
         return;
     for (unsigned i = 1; i < n; i++) /* insertion sort by GB/s */
-        for (unsigned j = i; j > 0 && run_gbps(&runs[order[j]]) < run_gbps(&runs[order[j - 1]]); j--) {
+        for (unsigned j = i; j > 0 && bench_gbps(&runs[order[j]]) < bench_gbps(&runs[order[j - 1]]); j--) {
             unsigned t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
@@ -369,9 +365,9 @@ static void combine_rounds(const bench_result *runs, unsigned rounds, bench_resu
         snprintf(out->note, sizeof out->note, "%s", runs[0].note);
     out->rounds = n;
     for (unsigned i = 0; i < n; i++)
-        out->round_gbps[i] = run_gbps(&runs[i]);
-    out->gbps_min = run_gbps(&runs[order[0]]);
-    out->gbps_max = run_gbps(&runs[order[n - 1]]);
+        out->round_gbps[i] = bench_gbps(&runs[i]);
+    out->gbps_min = bench_gbps(&runs[order[0]]);
+    out->gbps_max = bench_gbps(&runs[order[n - 1]]);
 }
 
 int gdu_cmd_bench(int argc, char **argv)

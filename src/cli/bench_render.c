@@ -1,5 +1,5 @@
 /* gdunlock bench output: the human table and the --json document. */
-#include "cli/bench.h"
+#include "cli/bench_render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -8,25 +8,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-const char *const bench_path_names[BENCH_NPATHS] = {"direct", "cufile-compat", "engine", "naive",
-                                                     "host",   "h2d",           "host-uring"};
-
 static const char *label(const bench_config *c, int path)
 {
     return c->write && path == BENCH_H2D ? "d2h" : bench_path_names[path];
-}
-
-static double gbps(const bench_result *r)
-{
-    return r->ran && r->status == 0 && r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0;
-}
-
-double bench_ceiling(const bench_result *r)
-{
-    double host = gbps(&r[BENCH_HOST]), copy = gbps(&r[BENCH_H2D]);
-    if (host > 0 && copy > 0)
-        return host < copy ? host : copy;
-    return host > 0 ? host : copy;
 }
 
 static bool use_color(void)
@@ -56,7 +40,7 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
                    label(c, p), "-", "-", "-", "-", "-", "-", "-", x->note, off);
             continue;
         }
-        double v = gbps(x);
+        double v = bench_gbps(x);
         char ratio[16] = "-";
         if (ceil > 0)
             snprintf(ratio, sizeof ratio, "%.2f", v / ceil);
@@ -107,14 +91,14 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         bool ok = x->ran && x->status == 0;
         json_t *o = json_pack("{s:s, s:b, s:s}", "path", label(c, p), "ran", ok, "note", x->note);
         if (ok) {
-            json_object_set_new(o, "gbps", json_real(gbps(x)));
+            json_object_set_new(o, "gbps", json_real(bench_gbps(x)));
             json_t *all = json_array();
             for (unsigned i = 0; i < x->rounds; i++)
                 json_array_append_new(all, json_real(x->round_gbps[i]));
             json_object_set_new(o, "gbps_rounds", all);
             json_object_set_new(o, "gbps_min", json_real(x->gbps_min));
             json_object_set_new(o, "gbps_max", json_real(x->gbps_max));
-            json_object_set_new(o, "spread", json_real(gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / gbps(x) : 0));
+            json_object_set_new(o, "spread", json_real(bench_gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / bench_gbps(x) : 0));
             json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
             json_object_set_new(o, "seconds", json_real(x->seconds));
             json_object_set_new(o, "cpu_percent",
@@ -122,7 +106,7 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
             json_object_set_new(o, "p50_us", json_real(x->p50_us));
             json_object_set_new(o, "p99_us", json_real(x->p99_us));
             double ceil = bench_ceiling(r);
-            json_object_set_new(o, "ratio_to_ceiling", ceil > 0 ? json_real(gbps(x) / ceil) : json_null());
+            json_object_set_new(o, "ratio_to_ceiling", ceil > 0 ? json_real(bench_gbps(x) / ceil) : json_null());
             json_object_set_new(o, "verified", x->verified < 0 ? json_null() : json_boolean(x->verified));
         } else if (x->status != 0) {
             json_object_set_new(o, "errno", json_integer(-x->status));

@@ -1,7 +1,7 @@
 /* The baseline paths of gdunlock bench: h2d (copy ceiling), host (storage
  * ceiling at the same parallelism) and naive (one thread, pageable buffer,
  * synchronous copy). Each times only its transfer loop. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 #include "util/units.h"
 
 #include <errno.h>

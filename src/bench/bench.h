@@ -1,8 +1,8 @@
-/* gdunlock bench: shared configuration, results and helpers of the bench_*.c
- * files. Each path moves the same bytes of the same file with the same I/O
- * size and order; only how they move differs. */
-#ifndef GDUNLOCK_CLI_BENCH_H
-#define GDUNLOCK_CLI_BENCH_H
+/* The bench harness behind gdunlock bench: configuration, results and the
+ * helpers of the bench_*.c files. Each path moves the same bytes of the same
+ * file with the same I/O size and order; only how they move differs. */
+#ifndef GDUNLOCK_BENCH_BENCH_H
+#define GDUNLOCK_BENCH_BENCH_H
 
 #include "cuda/cuda_api.h"
 
@@ -143,10 +143,8 @@ void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, b
 void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
                       int path, bench_result *r);
 
-/* Output */
-void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_result *r);
-int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_result *r, int argc,
-                     char **argv);
+/* A path's GB/s (0 when it did not run or failed). */
+double bench_gbps(const bench_result *r);
 /* The ceiling: min(host, h2d) of those that ran (0 if neither). host-uring
  * is reported beside host, not part of the ceiling. */
 double bench_ceiling(const bench_result *r);

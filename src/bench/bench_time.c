@@ -1,5 +1,5 @@
 /* Clocks and the progress line of gdunlock bench. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <stdio.h>
 #include <sys/resource.h>

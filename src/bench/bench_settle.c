@@ -3,7 +3,7 @@
  * run's dirty pages being written back (dirty_ratio throttling on writes,
  * a busy disk on cold reads): on the H200 machine that alone moved the
  * engine/host ratio from 1.12 to 0.65 depending on which ran first. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <stdio.h>
 #include <string.h>

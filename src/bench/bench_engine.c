@@ -2,7 +2,7 @@
  * (cuFile with nvidia-fs) and cufile-compat (cuFile without it). Requests of
  * -i bytes are kept in flight; a request's latency runs from submission to
  * its completion callback. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 #include "gdunlock/io.h"
 
 #include <errno.h>

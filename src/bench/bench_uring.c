@@ -1,7 +1,7 @@
 /* host-uring: the host path's reads (or writes) issued through one io_uring
  * at the same parallelism (queue depth = workers) instead of one thread per
  * outstanding I/O, to measure which of the two an engine should use. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* The bench's GPU: context, the device buffer mirroring the file range
  * (cuMemAlloc or VMM), and checking that buffer against the pattern. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /* The bench's verifiable file pattern: creating the test file, and checking
  * memory or the file against it. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
