@@ -143,6 +143,20 @@ void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, b
 void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
                       int path, bench_result *r);
 
+/* A whole run: the GPU opened, every requested path run c->rounds times
+ * (the paths alternating, the order reversed every other round), each
+ * path's result its median round. */
+typedef struct {
+    bench_gpu gpu;
+    bench_result res[BENCH_NPATHS];
+    bool needed_gpu; /* a GPU path was asked for where there is no GPU */
+} bench_run;
+
+/* Runs the paths over the prepared file (bench_prepare_file). 0, or -ENOMEM
+ * with why when the I/O plan does not fit in memory. */
+int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len);
+void bench_run_free(bench_run *run);
+
 /* A path's GB/s (0 when it did not run or failed). */
 double bench_gbps(const bench_result *r);
 /* The ceiling: min(host, h2d) of those that ran (0 if neither). host-uring
