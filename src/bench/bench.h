@@ -31,7 +31,11 @@ typedef struct {
     unsigned workers;
     uint64_t chunk;   /* engine chunk size (0: engine default) */
     unsigned staging; /* engine staging buffers per worker (0: default) */
-    bool write, random, cold, create, verify, json, progress, vmm;
+    bool write, random, cold, create, verify, json, vmm;
+    /* Called with a path's bytes done of total, at most every half second
+     * and once more (final) when the path ends; NULL: no progress. */
+    void (*progress)(void *user, const char *path, uint64_t done, uint64_t total, bool final);
+    void *progress_user;
     bool force; /* may overwrite a file that is not a bench file */
     int device;
     unsigned paths; /* bit per BENCH_* */
@@ -127,7 +131,7 @@ int bench_file_verify(const bench_config *c, char *why, size_t len);
  * one's writeback. */
 void bench_settle(bool drop_caches);
 
-/* Progress on stderr, when enabled: "bench: engine 3.00/8.00 GiB". */
+/* Progress through c->progress, when set. */
 void bench_progress(const bench_config *c, const char *path, uint64_t done, bool final);
 
 /* The path runners. Each fills r (bytes, note, status) and the latencies. */

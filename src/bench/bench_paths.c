@@ -182,7 +182,7 @@ static void run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, b
         if (pthread_create(&th[started], NULL, host_worker, &s) != 0)
             break;
     /* Progress from this thread while the workers run. */
-    while (started > 0 && c->progress && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
+    while (started > 0 && c->progress != NULL && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
         bench_progress(c, "host", atomic_load(&s.bytes), false);
         usleep(100000);
     }

@@ -80,8 +80,7 @@ static int write_pattern(const bench_config *c, char *why, size_t len)
             }
             put += (size_t)w;
         }
-        if (c->progress)
-            bench_progress(c, "create", off + n, off + n >= c->total);
+        bench_progress(c, "create", off + n, off + n >= c->total);
     }
     if (r == 0 && fsync(fd) != 0) {
         r = -errno;

@@ -1,7 +1,6 @@
-/* Clocks and the progress line of gdunlock bench. */
+/* Clocks and the pace of the progress reports of gdunlock bench. */
 #include "bench/bench.h"
 
-#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,13 +23,11 @@ double bench_cpu_seconds(void)
 void bench_progress(const bench_config *c, const char *path, uint64_t done, bool final)
 {
     static double last;
-    if (!c->progress)
+    if (c->progress == NULL)
         return;
     double now = bench_now();
     if (!final && now - last < 0.5)
         return;
     last = now;
-    fprintf(stderr, "\rbench: %-13s %8.2f / %.2f GiB%s", path, (double)done / (1u << 30),
-            (double)c->total / (1u << 30), final ? "\n" : "");
-    fflush(stderr);
+    c->progress(c->progress_user, path, done, c->total, final);
 }
