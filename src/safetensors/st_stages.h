@@ -2,25 +2,25 @@
  * loader's own stages: process start to main, loading libcuda (cuInit), and
  * creating each target GPU's primary context, which the load command does up
  * front so that the loader's allocation time is the allocation alone. */
-#ifndef GDUNLOCK_CLI_LOAD_STAGES_H
-#define GDUNLOCK_CLI_LOAD_STAGES_H
+#ifndef GDUNLOCK_SAFETENSORS_ST_STAGES_H
+#define GDUNLOCK_SAFETENSORS_ST_STAGES_H
 
 #include <stddef.h>
 
-typedef struct load_stages {
+typedef struct st_stages {
     double process_start_seconds; /* process start to this command (10 ms resolution; <0 unknown) */
     double cuda_init_seconds;     /* dlopen libcuda + cuInit (0 for --to host) */
     double context_seconds;       /* primary contexts of the target GPUs */
-    int contexts;                 /* how many were retained (released by load_stages_end) */
+    int contexts;                 /* how many were retained (released by st_stages_end) */
     int gpus[64];
-} load_stages;
+} st_stages;
 
-double load_now_seconds(void);
+double st_now_seconds(void);
 
 /* Measures process age, then (for GPU targets) loads libcuda and retains the
  * primary context of each GPU. Failures are left for the loader to report. */
-void load_stages_begin(load_stages *st, int gpu_target, const int *gpus, size_t gpu_count);
-/* Releases the contexts load_stages_begin retained. */
-void load_stages_end(load_stages *st);
+void st_stages_begin(st_stages *st, int gpu_target, const int *gpus, size_t gpu_count);
+/* Releases the contexts st_stages_begin retained. */
+void st_stages_end(st_stages *st);
 
 #endif

@@ -1,4 +1,4 @@
-#include "cli/load_stages.h"
+#include "safetensors/st_stages.h"
 #include "cuda/cuda_api.h"
 
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double load_now_seconds(void)
+double st_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -44,16 +44,16 @@ static double process_age(void)
     return age < 0 ? 0 : age;
 }
 
-void load_stages_begin(load_stages *st, int gpu_target, const int *gpus, size_t gpu_count)
+void st_stages_begin(st_stages *st, int gpu_target, const int *gpus, size_t gpu_count)
 {
     memset(st, 0, sizeof *st);
     st->process_start_seconds = process_age();
     if (!gpu_target)
         return;
-    double t = load_now_seconds();
+    double t = st_now_seconds();
     const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
-    st->cuda_init_seconds = load_now_seconds() - t;
-    t = load_now_seconds();
+    st->cuda_init_seconds = st_now_seconds() - t;
+    t = st_now_seconds();
     for (size_t i = 0; cu != NULL && i < gpu_count && st->contexts < 64; i++) {
         gdu_CUdevice dev;
         gdu_CUcontext ctx;
@@ -61,10 +61,10 @@ void load_stages_begin(load_stages *st, int gpu_target, const int *gpus, size_t 
             cu->cuDevicePrimaryCtxRetain(&ctx, dev) == GDU_CUDA_SUCCESS)
             st->gpus[st->contexts++] = gpus[i];
     }
-    st->context_seconds = load_now_seconds() - t;
+    st->context_seconds = st_now_seconds() - t;
 }
 
-void load_stages_end(load_stages *st)
+void st_stages_end(st_stages *st)
 {
     const gdu_cuda *cu = st->contexts > 0 ? gdu_cuda_load(NULL, 0) : NULL;
     for (int i = 0; cu != NULL && i < st->contexts; i++) {
