@@ -8,11 +8,9 @@
 
 #include "p2p/p2p_caps.h"
 #include "p2p/p2p_route.h"
+#include "util/tri.h"
 
 #include <stdint.h>
-
-/* A fact that may not be known. */
-typedef enum gdu_tri { GDU_TRI_UNKNOWN = -1, GDU_TRI_NO = 0, GDU_TRI_YES = 1 } gdu_tri;
 
 /* PCIe distance between the two GPUs, as nvidia-smi topo names it. */
 typedef enum gdu_p2p_topo {
