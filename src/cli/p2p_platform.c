@@ -54,9 +54,9 @@ void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
                 continue;
             gdu_p2p_facts *f = &r->pair[i][j].facts;
             gdu_pcie_path path;
-            gdu_system_path(sys, bdf[i], bdf[j], &path);
+            gdu_pci_path(&sys->pci, bdf[i], bdf[j], &path);
             f->topo = gdu_p2p_topo_of_path(path.kind);
-            f->acs_redirect = gdu_path_acs_redirect(sys, &path, NULL, 0);
+            f->acs_redirect = gdu_pci_path_acs_redirect(&sys->pci, &path, NULL, 0);
             gdu_p2p_iommu a = iommu_of(&sr, dev[i], iommu.mode);
             gdu_p2p_iommu b = iommu_of(&sr, dev[j], iommu.mode);
             f->iommu = a == GDU_P2P_IOMMU_TRANSLATED || b == GDU_P2P_IOMMU_TRANSLATED

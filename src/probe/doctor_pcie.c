@@ -5,31 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, char *redirecting,
-                              size_t len)
-{
-    gdu_tri answer = GDU_TRI_NO;
-    if (len)
-        redirecting[0] = '\0';
-    /* Through a host bridge the traffic reaches the root complex anyway; ACS
-     * only matters where a switch could turn it around. */
-    if (path->kind != GDU_PATH_PIX && path->kind != GDU_PATH_PXB)
-        return GDU_TRI_NO;
-    for (size_t i = 0; i < path->n_bridges; i++) {
-        const gdu_pci_dev *b = gdu_pci_find(&sys->pci, path->bridges[i]);
-        if (b == NULL || b->acs == GDU_CFG_UNKNOWN) {
-            answer = answer == GDU_TRI_YES ? GDU_TRI_YES : GDU_TRI_UNKNOWN;
-        } else if (gdu_pci_acs_redirects(b)) {
-            size_t used = len ? strlen(redirecting) : 0;
-            size_t need = (used ? 1 : 0) + strlen(b->bdf) + 1;
-            if (used + need <= len) /* whole addresses only */
-                snprintf(redirecting + used, len - used, "%s%s", used ? " " : "", b->bdf);
-            answer = GDU_TRI_YES;
-        }
-    }
-    return answer;
-}
-
 void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, gdu_finding *f)
 {
     char bits[128];
@@ -50,7 +25,7 @@ gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, c
                          const gdu_pcie_path *path)
 {
     char redirecting[GDU_PATH_MAX_BRIDGES * 16];
-    gdu_tri acs = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
+    gdu_tri acs = gdu_pci_path_acs_redirect(&sys->pci, path, redirecting, sizeof redirecting);
     gdu_status st = acs == GDU_TRI_YES ? GDU_ST_FAIL
                     : path->kind == GDU_PATH_SYS ? GDU_ST_WARN
                     : acs == GDU_TRI_UNKNOWN || path->kind == GDU_PATH_UNKNOWN ? GDU_ST_UNKNOWN

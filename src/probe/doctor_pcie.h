@@ -1,15 +1,9 @@
-/* ACS state of the bridges on a PCIe path, shared by the GDS and P2P rules. */
+/* ACS state of the bridges on a PCIe path as findings, shared by the GDS and P2P rules. */
 #ifndef GDUNLOCK_PROBE_DOCTOR_PCIE_H
 #define GDUNLOCK_PROBE_DOCTOR_PCIE_H
 
 #include "probe/doctor_report.h"
 #include "probe/doctor_system.h"
-
-/* YES when a switch port on a PIX/PXB path redirects P2P requests (the BDFs
- * of those that do, space-separated, in redirecting), UNKNOWN when some bridge's extended config was
- * unreadable, else NO (always NO through a host bridge). */
-gdu_tri gdu_path_acs_redirect(const gdu_system *sys, const gdu_pcie_path *path, char *redirecting,
-                              size_t len);
 
 /* Adds one evidence line per bridge: "0000:00:01.0 ACS: ReqRedir CmpltRedir". */
 void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, gdu_finding *f);

@@ -243,7 +243,7 @@ static int nearest_gpu(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
     int idx = -1;
     for (size_t i = 0; i < n; i++) {
         gdu_pcie_path p;
-        gdu_system_path(sys, gpus[i].bdf, bdf, &p);
+        gdu_pci_path(&sys->pci, gpus[i].bdf, bdf, &p);
         if (idx < 0 || p.kind < best->kind) {
             *best = p;
             idx = (int)i;

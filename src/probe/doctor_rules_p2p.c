@@ -33,7 +33,7 @@ static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu
     f->vram_bytes[0] = a->memory;
     f->vram_bytes[1] = b->memory;
     char redirecting[GDU_PATH_MAX_BRIDGES * 16];
-    f->acs_redirect = gdu_path_acs_redirect(sys, path, redirecting, sizeof redirecting);
+    f->acs_redirect = gdu_pci_path_acs_redirect(&sys->pci, path, redirecting, sizeof redirecting);
     f->iommu = gdu_p2p_iommu_of_mode(sys->iommu.mode);
     f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
                  : a->geforce == GDU_TRI_NO && b->geforce == GDU_TRI_NO ? GDU_TRI_NO
@@ -171,7 +171,7 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
             gdu_p2p_facts facts;
             p->a = gpus[i].index;
             p->b = gpus[j].index;
-            gdu_system_path(sys, gpus[i].bdf, gpus[j].bdf, &p->path);
+            gdu_pci_path(&sys->pci, gpus[i].bdf, gpus[j].bdf, &p->path);
             gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
             if (facts.cuda_can_access == GDU_TRI_UNKNOWN && !facts.rm_caps_known)
                 undetermined(sys, p);

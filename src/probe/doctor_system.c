@@ -81,17 +81,6 @@ size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap)
     return n;
 }
 
-void gdu_system_path(const gdu_system *s, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out)
-{
-    const gdu_pci_dev *a = gdu_pci_find(&s->pci, bdf_a), *b = gdu_pci_find(&s->pci, bdf_b);
-    if (a == NULL || b == NULL) {
-        memset(out, 0, sizeof *out);
-        out->kind = GDU_PATH_UNKNOWN;
-        return;
-    }
-    gdu_pcie_path_classify(a->path, a->numa_node, b->path, b->numa_node, out);
-}
-
 gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b)
 {
     if (a->cuda == NULL || b->cuda == NULL)

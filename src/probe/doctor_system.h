@@ -61,7 +61,4 @@ typedef enum {
 } gdu_nvlink_answer;
 gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b);
 
-/* The PCIe path between two PCI functions by address (UNKNOWN when either is missing). */
-void gdu_system_path(const gdu_system *s, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out);
-
 #endif

@@ -121,7 +121,7 @@ void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
                 snprintf(t->cell[r][c], sizeof t->cell[r][c], "NV");
                 continue;
             }
-            gdu_system_path(sys, t->cols[r].bdf, t->cols[c].bdf, &path);
+            gdu_pci_path(&sys->pci, t->cols[r].bdf, t->cols[c].bdf, &path);
             snprintf(t->cell[r][c], sizeof t->cell[r][c], "%s", gdu_path_kind_name(path.kind));
         }
 }

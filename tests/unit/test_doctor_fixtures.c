@@ -149,10 +149,10 @@ static void acs_redirect_forces_compat(void **state)
     assert_non_null(strstr(f->fix, "setpci -s 0000:02:08.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:02:10.0"));
     /* callers that want only the answer pass no buffer */
     gdu_pcie_path path;
-    gdu_system_path(&t->sys, "0000:03:00.0", "0000:04:00.0", &path);
-    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, NULL, 0), GDU_TRI_YES);
+    gdu_pci_path(&t->sys.pci, "0000:03:00.0", "0000:04:00.0", &path);
+    assert_int_equal(gdu_pci_path_acs_redirect(&t->sys.pci, &path, NULL, 0), GDU_TRI_YES);
     char one[16];
-    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, one, sizeof one), GDU_TRI_YES);
+    assert_int_equal(gdu_pci_path_acs_redirect(&t->sys.pci, &path, one, sizeof one), GDU_TRI_YES);
     assert_string_equal(one, "0000:02:08.0");
     done(t);
 }
