@@ -3,8 +3,8 @@
  * whether the IOMMU translates the GPUs' DMA. */
 #include "cli/p2p_report.h"
 
-#include "probe/doctor_pcie.h"
-#include "probe/doctor_system.h"
+#include "doctor/doctor_pcie.h"
+#include "doctor/doctor_system.h"
 #include "probe/p2p_terms.h"
 
 #include <stdio.h>

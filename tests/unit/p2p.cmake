@@ -52,7 +52,7 @@ endif()
 # Platform facts through doctor's probes, from doctor's fixture sysroots.
 gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c
                    ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
-                   LIBS gdu_probe gdu_p2p)
+                   LIBS gdu_doctor gdu_p2p)
 
 # The SM kernels: the embedded PTX's header, kernel signatures and pattern;
 # with a CUDA toolkit here, ptxas compiles it for every target it knows and

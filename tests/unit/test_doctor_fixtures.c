@@ -1,8 +1,8 @@
 /* doctor's verdicts, reasons and fixes on the fixture sysroots of
  * tests/fixtures/doctor (built by make-fixtures.py to the real formats). */
-#include "probe/doctor.h"
-#include "probe/doctor_pcie.h"
-#include "probe/topo_matrix.h"
+#include "doctor/doctor.h"
+#include "doctor/doctor_pcie.h"
+#include "doctor/topo_matrix.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

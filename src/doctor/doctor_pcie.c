@@ -1,6 +1,6 @@
-#include "probe/doctor_pcie.h"
+#include "doctor/doctor_pcie.h"
 
-#include "probe/doctor.h"
+#include "doctor/doctor.h"
 
 #include <stdio.h>
 #include <string.h>

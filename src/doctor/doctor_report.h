@@ -1,7 +1,7 @@
 /* What doctor concluded: findings (one checked fact each, with evidence and a
  * fix), the GPUDirect Storage verdict and one P2P verdict per GPU pair. */
-#ifndef GDUNLOCK_PROBE_DOCTOR_REPORT_H
-#define GDUNLOCK_PROBE_DOCTOR_REPORT_H
+#ifndef GDUNLOCK_DOCTOR_DOCTOR_REPORT_H
+#define GDUNLOCK_DOCTOR_DOCTOR_REPORT_H
 
 #include "p2p/p2p_reason.h"
 #include "probe/topo_path.h"

@@ -1,7 +1,7 @@
 /* Findings and the verdict for GPUDirect Storage: nvidia-fs, libcufile,
  * cufile.json, the GPU kind, the IOMMU, and the storage under the path. */
-#include "probe/doctor.h"
-#include "probe/doctor_pcie.h"
+#include "doctor/doctor.h"
+#include "doctor/doctor_pcie.h"
 
 #include "util/units.h"
 

@@ -1,10 +1,10 @@
 /* The topology matrix of `gdunlock topo`: each GPU against every GPU, NVMe
  * controller and network card, as nvidia-smi topo -m labels the paths (X,
  * NV, PIX, PXB, PHB, NODE, SYS), and the mount points on each NVMe drive. */
-#ifndef GDUNLOCK_PROBE_TOPO_MATRIX_H
-#define GDUNLOCK_PROBE_TOPO_MATRIX_H
+#ifndef GDUNLOCK_DOCTOR_TOPO_MATRIX_H
+#define GDUNLOCK_DOCTOR_TOPO_MATRIX_H
 
-#include "probe/doctor_system.h"
+#include "doctor/doctor_system.h"
 
 #include <jansson.h>
 

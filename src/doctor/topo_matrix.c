@@ -1,4 +1,4 @@
-#include "probe/topo_matrix.h"
+#include "doctor/topo_matrix.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "probe/doctor_system.h"
+#include "doctor/doctor_system.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Everything doctor and topo look at, probed once: driver, PCI devices, NVMe,
  * mounts, IOMMU, cufile.json, nvidia-fs stats and the live-driver answers. */
-#ifndef GDUNLOCK_PROBE_DOCTOR_SYSTEM_H
-#define GDUNLOCK_PROBE_DOCTOR_SYSTEM_H
+#ifndef GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
+#define GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
 
 #include "p2p/p2p_reason.h"
 #include "probe/cufile_config.h"

@@ -1,5 +1,5 @@
 /* Findings about the NVIDIA driver, CUDA and each GPU. */
-#include "probe/doctor.h"
+#include "doctor/doctor.h"
 
 #include "util/units.h"
 

@@ -1,4 +1,4 @@
-#include "probe/doctor_report.h"
+#include "doctor/doctor_report.h"
 
 #include <stdarg.h>
 #include <stdio.h>

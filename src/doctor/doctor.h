@@ -1,10 +1,10 @@
 /* gdunlock doctor's reasoning: from a probed system (live or replayed from a
  * capture) to findings and verdicts. */
-#ifndef GDUNLOCK_PROBE_DOCTOR_H
-#define GDUNLOCK_PROBE_DOCTOR_H
+#ifndef GDUNLOCK_DOCTOR_DOCTOR_H
+#define GDUNLOCK_DOCTOR_DOCTOR_H
 
-#include "probe/doctor_report.h"
-#include "probe/doctor_system.h"
+#include "doctor/doctor_report.h"
+#include "doctor/doctor_system.h"
 
 /* Doctor's exit statuses (see README "doctor"). */
 enum {

@@ -1,4 +1,4 @@
-#include "probe/doctor.h"
+#include "doctor/doctor.h"
 
 #include <stdio.h>
 

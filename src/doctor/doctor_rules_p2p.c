@@ -1,7 +1,7 @@
 /* Per GPU pair: the P2P verdict (from the p2p layer's reasoning over the
  * facts doctor gathers) and a finding with the evidence. */
-#include "probe/doctor.h"
-#include "probe/doctor_pcie.h"
+#include "doctor/doctor.h"
+#include "doctor/doctor_pcie.h"
 #include "probe/p2p_terms.h"
 
 #include <stdio.h>
