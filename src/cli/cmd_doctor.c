@@ -4,7 +4,7 @@
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
-#include "probe/capture.h"
+#include "doctor/capture.h"
 #include "doctor/doctor.h"
 #include "doctor/topo_matrix.h"
 

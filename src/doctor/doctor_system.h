@@ -7,7 +7,7 @@
 #include "probe/cufile_config.h"
 #include "probe/driver_probe.h"
 #include "probe/iommu_probe.h"
-#include "probe/live.h"
+#include "doctor/live.h"
 #include "probe/nvfs_stats.h"
 #include "probe/pci_probe.h"
 #include "probe/storage_probe.h"

@@ -1,4 +1,4 @@
-#include "probe/live.h"
+#include "doctor/live.h"
 
 #include "cuda/cuda_api.h"
 #include "cuda/cufile_api.h"

@@ -2,8 +2,8 @@
  * their peers, the RM's P2P caps, libcufile found by the loader, O_DIRECT on a
  * named path). On the live machine they are collected; with --sysroot they
  * come from the capture file gdunlock-live.json inside the captured tree. */
-#ifndef GDUNLOCK_PROBE_LIVE_H
-#define GDUNLOCK_PROBE_LIVE_H
+#ifndef GDUNLOCK_DOCTOR_LIVE_H
+#define GDUNLOCK_DOCTOR_LIVE_H
 
 #include "p2p/p2p_caps.h"
 #include "probe/sysroot.h"

@@ -1,5 +1,5 @@
 /* gdunlock-live.json: the live answers of a captured machine. */
-#include "probe/live.h"
+#include "doctor/live.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-#include "probe/capture.h"
+#include "doctor/capture.h"
 
 #include <dirent.h>
 #include <errno.h>
