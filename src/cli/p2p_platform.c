@@ -5,7 +5,7 @@
 
 #include "doctor/doctor_pcie.h"
 #include "doctor/doctor_system.h"
-#include "probe/p2p_terms.h"
+#include "p2p/p2p_terms.h"
 
 #include <stdio.h>
 #include <stdlib.h>

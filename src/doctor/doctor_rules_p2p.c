@@ -2,7 +2,7 @@
  * facts doctor gathers) and a finding with the evidence. */
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
-#include "probe/p2p_terms.h"
+#include "p2p/p2p_terms.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "probe/p2p_terms.h"
+#include "p2p/p2p_terms.h"
 
 gdu_p2p_topo gdu_p2p_topo_of_path(gdu_path_kind k)
 {

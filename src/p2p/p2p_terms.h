@@ -1,7 +1,7 @@
-/* Doctor's probe answers (PCIe path class, IOMMU mode) in the p2p layer's
- * terms, for doctor's P2P rules and the p2p command alike. */
-#ifndef GDUNLOCK_PROBE_P2P_TERMS_H
-#define GDUNLOCK_PROBE_P2P_TERMS_H
+/* The probes' answers (PCIe path class, IOMMU mode) in the p2p layer's
+ * terms, for the P2P facts of doctor and of the p2p command alike. */
+#ifndef GDUNLOCK_P2P_P2P_TERMS_H
+#define GDUNLOCK_P2P_P2P_TERMS_H
 
 #include "p2p/p2p_reason.h"
 #include "probe/iommu_probe.h"
