@@ -2,6 +2,7 @@
  * pair, the RM's P2P caps through our own RM client, and the verdicts. */
 #include "cli/p2p_collect.h"
 
+#include "p2p/p2p_facts.h"
 #include "p2p/rm_p2p_caps.h"
 
 #include <stdio.h>
@@ -125,19 +126,11 @@ void gdu_p2p_decide(gdu_p2p_report *r)
                     decide_routes(r, i, j);
                 continue;
             }
-            f->cuda_can_access = p->cuda.can_access ? GDU_TRI_YES : GDU_TRI_NO;
-            f->rm_caps_known = p->rm_known;
-            f->rm = p->rm;
-            f->bar1_bytes[0] = r->bar1_bytes[i];
-            f->bar1_bytes[1] = r->bar1_bytes[j];
-            f->vram_bytes[0] = r->gpu[i].memory_bytes;
-            f->vram_bytes[1] = r->gpu[j].memory_bytes;
-            f->geforce = gdu_p2p_name_is_geforce(r->gpu[i].name) ||
-                                 gdu_p2p_name_is_geforce(r->gpu[j].name)
-                             ? GDU_TRI_YES
-                             : GDU_TRI_NO;
-            f->cc_major = r->gpu[i].cc_major < r->gpu[j].cc_major ? r->gpu[i].cc_major
-                                                                  : r->gpu[j].cc_major;
+            const gdu_p2p_gpu_facts a = {r->gpu[i].name, r->gpu[i].memory_bytes, r->gpu[i].cc_major};
+            const gdu_p2p_gpu_facts b = {r->gpu[j].name, r->gpu[j].memory_bytes, r->gpu[j].cc_major};
+            const gdu_p2p_answers answers = {gdu_tri_of(p->cuda.can_access),
+                                             gdu_tri_of(p->cuda.native_atomics), p->rm_known, p->rm};
+            gdu_p2p_facts_answers(&a, &b, &answers, f);
             if (r->measured) {
                 const gdu_p2p_results *res = &r->results;
                 f->enable_failed = res->enable_failed[i][j] ? GDU_TRI_YES : GDU_TRI_NO;

@@ -2,6 +2,7 @@
  * are arrays of rows (source GPU) of columns (destination GPU), null where
  * nothing was measured. */
 #include "cli/p2p_report.h"
+#include "probe/driver_probe.h"
 
 #include <jansson.h>
 
@@ -53,7 +54,7 @@ static json_t *gpus(const gdu_p2p_report *r)
                               g->name, "pci_bus_id", g->pci_bus_id, "memory_bytes",
                               (json_int_t)g->memory_bytes, "compute_capability",
                               json_sprintf("%d.%d", g->cc_major, g->cc_minor), "geforce",
-                              gdu_p2p_name_is_geforce(g->name));
+                              gdu_gpu_name_geforce(g->name) == GDU_TRI_YES);
         json_object_set_new(o, "bar1_bytes",
                             r->bar1_bytes[i] ? json_integer((json_int_t)r->bar1_bytes[i])
                                              : json_null());

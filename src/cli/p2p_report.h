@@ -45,8 +45,9 @@ void gdu_p2p_print_matrix(FILE *out, const char *title, const gdu_p2p_matrix *m,
                           const int *ordinals, int decimals, int spread);
 
 /* Platform facts for each pair (BAR1 sizes, PCIe path class, ACS on that
- * path, IOMMU) from doctor's probes, read through sysroot ("/" = this
- * machine). What cannot be read stays unknown. */
+ * path, the IOMMU as each GPU's group sees it) from the p2p layer's
+ * gatherer, read through sysroot ("/" = this machine). What cannot be read
+ * stays unknown. */
 void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot);
 
 /* The report as a JSON document (jansson); NULL on out of memory. The caller

@@ -1,8 +1,9 @@
-/* Per GPU pair: the P2P verdict (from the p2p layer's reasoning over the
- * facts doctor gathers) and a finding with the evidence. */
+/* Per GPU pair: the P2P verdict (the p2p layer's reasoning over the facts
+ * its gatherer takes from doctor's system view) and a finding with the
+ * evidence. */
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
-#include "p2p/p2p_terms.h"
+#include "p2p/p2p_facts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +18,19 @@ static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view 
 }
 
 static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
-                         const gdu_pcie_path *path, gdu_p2p_facts *f)
+                         gdu_pcie_path *path, gdu_p2p_facts *f)
 {
     gdu_p2p_facts_init(f);
+    const gdu_p2p_platform platform = {sys->sr, &sys->pci, sys->iommu.mode};
+    gdu_p2p_facts_platform(&platform, a->bdf, b->bdf, f, path);
     const gdu_live_pair *lp = live_pair(sys, a, b);
-    if (lp != NULL) {
-        f->cuda_can_access = lp->can_access < 0 ? GDU_TRI_UNKNOWN : lp->can_access ? GDU_TRI_YES
-                                                                                  : GDU_TRI_NO;
-        f->rm_caps_known = lp->rm_known;
-        f->rm = lp->rm;
-    }
-    f->topo = gdu_p2p_topo_of_path(path->kind);
-    f->bar1_bytes[0] = a->bar1;
-    f->bar1_bytes[1] = b->bar1;
-    f->vram_bytes[0] = a->memory;
-    f->vram_bytes[1] = b->memory;
-    char redirecting[GDU_PATH_MAX_BRIDGES * 16];
-    f->acs_redirect = gdu_pci_path_acs_redirect(&sys->pci, path, redirecting, sizeof redirecting);
-    f->iommu = gdu_p2p_iommu_of_mode(sys->iommu.mode);
-    f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
-                 : a->geforce == GDU_TRI_NO && b->geforce == GDU_TRI_NO ? GDU_TRI_NO
-                                                                        : GDU_TRI_UNKNOWN;
-    if (a->cuda && b->cuda)
-        f->cc_major = a->cuda->cc_major < b->cuda->cc_major ? a->cuda->cc_major : b->cuda->cc_major;
+    gdu_p2p_answers answers = {GDU_TRI_UNKNOWN, GDU_TRI_UNKNOWN, 0, {0}};
+    if (lp != NULL)
+        answers = (gdu_p2p_answers){gdu_tri_of(lp->can_access), gdu_tri_of(lp->native_atomics),
+                                    lp->rm_known, lp->rm};
+    const gdu_p2p_gpu_facts ga = {a->name, a->memory, a->cuda ? a->cuda->cc_major : 0};
+    const gdu_p2p_gpu_facts gb = {b->name, b->memory, b->cuda ? b->cuda->cc_major : 0};
+    gdu_p2p_facts_answers(&ga, &gb, &answers, f);
 }
 
 /* Which of the four driver locks of the BAR1/mailbox analysis a cause is. */
@@ -78,19 +69,6 @@ static void regkey_evidence(const gdu_system *sys, gdu_finding *f)
         if (gdu_registry_dword(sys->driver.registry_dwords, keys[i], &v) == 0)
             gdu_finding_evidence(f, "NVreg_RegistryDwords sets %s=0x%lx", keys[i], v);
     }
-}
-
-/* Without the RM's answer the p2p layer cannot name the link; CUDA's native
- * peer atomics still tell NVLink from PCIe. */
-static void infer_nvlink(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
-                         gdu_p2p_verdict *v)
-{
-    if (v->link != GDU_P2P_LINK_UNKNOWN || gdu_system_nvlink(sys, a, b) != GDU_NVLINK_INFERRED)
-        return;
-    v->link = GDU_P2P_LINK_NVLINK;
-    snprintf(v->reason, sizeof v->reason,
-             "P2P over NVLink (inferred: the RM's caps are unavailable, but CUDA reports native "
-             "peer atomics, which it offers over NVLink only)");
 }
 
 /* The stock driver binds BAR1 P2P for Hopper and Blackwell only; on those a
@@ -171,13 +149,11 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
             gdu_p2p_facts facts;
             p->a = gpus[i].index;
             p->b = gpus[j].index;
-            gdu_pci_path(&sys->pci, gpus[i].bdf, gpus[j].bdf, &p->path);
             gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
             if (facts.cuda_can_access == GDU_TRI_UNKNOWN && !facts.rm_caps_known)
                 undetermined(sys, p);
             else
                 gdu_p2p_reason(&facts, &p->verdict);
-            infer_nvlink(sys, &gpus[i], &gpus[j], &p->verdict);
             pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
         }
 }

@@ -33,14 +33,6 @@ void gdu_system_free(gdu_system *s)
     gdu_mounts_free(&s->mounts);
 }
 
-/* GeForce / TITAN from a marketing name; UNKNOWN for "". */
-static gdu_tri name_is_geforce(const char *name)
-{
-    if (name == NULL || name[0] == '\0')
-        return GDU_TRI_UNKNOWN;
-    return strstr(name, "GeForce") || strstr(name, "TITAN") ? GDU_TRI_YES : GDU_TRI_NO;
-}
-
 static void fill_view(const gdu_system *s, gdu_gpu_view *v)
 {
     for (size_t i = 0; i < s->driver.n_gpus; i++)
@@ -48,7 +40,7 @@ static void fill_view(const gdu_system *s, gdu_gpu_view *v)
             v->info = &s->driver.gpus[i];
     v->cuda = gdu_live_gpu_by_bdf(&s->live, v->bdf);
     v->name = v->cuda && v->cuda->name[0] ? v->cuda->name : v->info ? v->info->model : "";
-    v->geforce = name_is_geforce(v->name);
+    v->geforce = gdu_gpu_name_geforce(v->name);
     int index;
     v->bar1 = v->pci ? gdu_pci_nvidia_bar1(v->pci, &index) : 0;
     v->rebar_max = v->pci && index >= 0 ? v->pci->rebar_max[index] : 0;

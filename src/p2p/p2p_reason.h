@@ -31,6 +31,7 @@ typedef enum gdu_p2p_iommu {
 
 typedef struct gdu_p2p_facts {
     gdu_tri cuda_can_access;  /* cuDeviceCanAccessPeer(src, dst) */
+    gdu_tri native_atomics;   /* CUDA's native peer atomics, which it offers over NVLink only */
     int rm_caps_known;        /* rm holds the RM's answer */
     gdu_p2p_rm_caps rm;
     gdu_tri enable_failed;    /* cuCtxEnablePeerAccess or the first peer copy failed */

@@ -49,10 +49,10 @@ if(TARGET gdunlock)
   set_tests_properties(test_p2p_cli_fake_corrupt PROPERTIES WILL_FAIL TRUE)
 endif()
 
-# Platform facts through doctor's probes, from doctor's fixture sysroots.
+# Platform facts through the p2p gatherer, from doctor's fixture sysroots.
 gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c
                    ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
-                   LIBS gdu_doctor gdu_p2p)
+                   LIBS gdu_p2p)
 
 # The SM kernels: the embedded PTX's header, kernel signatures and pattern;
 # with a CUDA toolkit here, ptxas compiles it for every target it knows and
@@ -115,3 +115,8 @@ gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
 gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
                    LIBS gdu_p2p PkgConfig::JANSSON)
 gdu_p2p_on_fake_cuda(test_p2p_window_program)
+
+# doctor and gdunlock p2p give the same P2P verdict on every fixture sysroot.
+gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c
+                   ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
+                   LIBS gdu_doctor gdu_p2p)

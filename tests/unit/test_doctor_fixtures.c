@@ -373,6 +373,20 @@ static void rtx4090_patched_bar1(void **state)
     done(t);
 }
 
+/* The IOMMU translates (DMA-FQ) but the GPUs' own groups are identity: the
+ * pair's peer DMA is not translated, so no IOMMU warning (the system-wide
+ * mode said "translated"). */
+static void rtx4090_gpus_identity_no_iommu_warning(void **state)
+{
+    run_t *t = fixture("rtx4090x2-patched-gpus-identity", NULL);
+    assert_int_equal(t->sys.iommu.mode, GDU_IOMMU_TRANSLATED);
+    assert_int_equal(t->r.n_pairs, 1);
+    assert_int_equal(t->r.pairs[0].verdict.link, GDU_P2P_LINK_PCIE_BAR1);
+    assert_string_equal(t->r.pairs[0].verdict.warning, "");
+    finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK);
+    done(t);
+}
+
 static void h200_vm_cufile_5027(void **state)
 {
     run_t *t = fixture("h200x2-vm-virtio", "/root");
@@ -521,6 +535,7 @@ int main(void)
         cmocka_unit_test(lvm_over_md_over_nvme),
         cmocka_unit_test(rtx4090_stock_sku_lock),
         cmocka_unit_test(rtx4090_patched_bar1),
+        cmocka_unit_test(rtx4090_gpus_identity_no_iommu_warning),
         cmocka_unit_test(h200_vm_cufile_5027),
         cmocka_unit_test(h200_capture_replays),
         cmocka_unit_test(no_driver_says_so),
