@@ -3,8 +3,8 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/p2p_collect.h"
-#include "cli/p2p_report.h"
+#include "p2p/p2p_collect.h"
+#include "p2p/p2p_report.h"
 #include "util/units.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
  * verdict doctor reaches and the one the p2p command reaches on the same
  * machine (CUDA's and the RM's answers as the fixture recorded them, the
  * platform read from its tree) agree: link, cause, reason, fix, warning. */
-#include "cli/p2p_collect.h"
-#include "cli/p2p_report.h"
+#include "p2p/p2p_collect.h"
+#include "p2p/p2p_report.h"
 #include "doctor/doctor.h"
 
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* The platform facts behind each pair's P2P verdict, through the p2p
  * layer's gatherer over the PCI tree and the IOMMU read through sysroot. */
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 
 #include "p2p/p2p_facts.h"
 

@@ -1,7 +1,7 @@
 /* Human output of `gdunlock p2p`: GPU list, capability per ordered pair with
  * the reason and fix where P2P is missing, then the measured matrices in
  * p2pBandwidthLatencyTest's layout (rows = source "D\D", columns = destination). */
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 
 #include "util/units.h"
 

@@ -1,8 +1,8 @@
-/* The capability half of `gdunlock p2p`, apart from printing. */
-#ifndef GDUNLOCK_CLI_P2P_COLLECT_H
-#define GDUNLOCK_CLI_P2P_COLLECT_H
+/* The capability half of `gdunlock p2p`: CUDA's and the RM's answers and the verdicts. */
+#ifndef GDUNLOCK_P2P_P2P_COLLECT_H
+#define GDUNLOCK_P2P_P2P_COLLECT_H
 
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 
 /* GPU descriptions and CUDA pair attributes for the given ordinals; initialises
  * every pair's facts. Returns 0 or -1 with why. */

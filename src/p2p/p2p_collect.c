@@ -1,6 +1,6 @@
 /* Gathers the capability part of the p2p report: CUDA's view of each GPU and
  * pair, the RM's P2P caps through our own RM client, and the verdicts. */
-#include "cli/p2p_collect.h"
+#include "p2p/p2p_collect.h"
 
 #include "p2p/p2p_facts.h"
 #include "p2p/rm_p2p_caps.h"

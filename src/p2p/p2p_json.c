@@ -1,7 +1,7 @@
 /* `gdunlock p2p --json`: the report as one JSON document (jansson). Matrices
  * are arrays of rows (source GPU) of columns (destination GPU), null where
  * nothing was measured. */
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 #include "probe/driver_probe.h"
 
 #include <jansson.h>

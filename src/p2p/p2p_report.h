@@ -1,7 +1,9 @@
-/* Everything `gdunlock p2p` found, shared by its collector (cmd_p2p.c), the
- * platform facts (p2p_platform.c) and its two renderers (p2p_table.c, p2p_json.c). */
-#ifndef GDUNLOCK_CLI_P2P_REPORT_H
-#define GDUNLOCK_CLI_P2P_REPORT_H
+/* Everything `gdunlock p2p` found, shared by its collector (p2p_collect.c),
+ * the platform facts (p2p_platform.c) and its two forms, the tables in
+ * p2pBandwidthLatencyTest's layout (p2p_table.c) and the JSON document
+ * (p2p_json.c), which the CLI writes. */
+#ifndef GDUNLOCK_P2P_P2P_REPORT_H
+#define GDUNLOCK_P2P_P2P_REPORT_H
 
 #include "p2p/p2p_bench.h"
 #include "p2p/p2p_gpus.h"
