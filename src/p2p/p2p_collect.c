@@ -142,3 +142,23 @@ void gdu_p2p_decide(gdu_p2p_report *r)
                 decide_routes(r, i, j);
         }
 }
+
+int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
+                    int measure, char *why, size_t why_len)
+{
+    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, why_len) != 0)
+        return -1;
+    if (n > 1)
+        gdu_p2p_collect_rm(r);
+    gdu_p2p_collect_platform(r, "/");
+    char bench_why[256];
+    if (measure) {
+        if (gdu_p2p_bench_run(cu, ordinals, n, &r->bench, &r->results, bench_why,
+                              sizeof bench_why) == 0)
+            r->measured = 1;
+        else
+            snprintf(r->bench_error, sizeof r->bench_error, "%s", bench_why);
+    }
+    gdu_p2p_decide(r);
+    return 0;
+}

@@ -4,6 +4,14 @@
 
 #include "p2p/p2p_report.h"
 
+/* The whole report for the given CUDA ordinals: CUDA's answers, the RM's
+ * caps (two GPUs or more), the platform facts of this machine, the
+ * measurements of r->bench when measure is set (a failed run leaves its
+ * cause in r->bench_error), and the verdicts. Returns 0, or -1 with why
+ * when querying the GPUs failed. */
+int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
+                    int measure, char *why, size_t why_len);
+
 /* GPU descriptions and CUDA pair attributes for the given ordinals; initialises
  * every pair's facts. Returns 0 or -1 with why. */
 int gdu_p2p_collect_cuda(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
