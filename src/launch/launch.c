@@ -42,7 +42,7 @@ bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len)
         return false;
     }
     exe[n] = '\0';
-    return gdu_launch_find_shim_in(exe, NULL, shim, len);
+    return gdu_launch_find_shim_in(exe, GDUNLOCK_LIBDIR, shim, len);
 }
 
 bool gdu_launch_shim_preloaded(void)

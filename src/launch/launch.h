@@ -15,7 +15,8 @@
  * looked in ("A or B") in shim. */
 bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, size_t len);
 
-/* The same for the running executable, whose path goes into exe. */
+/* The same for the running executable, whose path goes into exe, and the
+ * install libdir CMake compiled in (GDUNLOCK_LIBDIR). */
 bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len);
 
 /* Whether libgdunlock.so is in LD_PRELOAD. */
