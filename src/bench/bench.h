@@ -5,6 +5,7 @@
 #define GDUNLOCK_BENCH_BENCH_H
 
 #include "cuda/cuda_api.h"
+#include "cuda/cuda_ctx.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -76,7 +77,7 @@ static inline bool bench_failed(const bench_result *r)
 typedef struct {
     const gdu_cuda *cu;
     gdu_CUdevice dev;
-    gdu_CUcontext ctx;
+    gdu_cuda_ctx primary; /* retained and current */
     char name[128];
     gdu_CUdeviceptr buf;
     size_t buf_size;

@@ -59,10 +59,10 @@ int bench_gpu_open(bench_gpu *g, const bench_config *c)
     if (r != GDU_CUDA_SUCCESS)
         return fail(g, "no such GPU (cuDeviceGet)", r);
     g->cu->cuDeviceGetName(g->name, sizeof g->name, g->dev);
-    if ((r = g->cu->cuDevicePrimaryCtxRetain(&g->ctx, g->dev)) != GDU_CUDA_SUCCESS)
-        return fail(g, "cuDevicePrimaryCtxRetain", r);
-    if ((r = g->cu->cuCtxSetCurrent(g->ctx)) != GDU_CUDA_SUCCESS)
-        return fail(g, "cuCtxSetCurrent", r);
+    /* Current for good: every path runs on this thread's context. */
+    if (gdu_cuda_ctx_enter(g->cu, c->device, &g->primary, NULL, g->why, sizeof g->why) !=
+        GDU_CUDA_SUCCESS)
+        return -ENODEV;
     int err;
     if (c->vmm) {
         err = alloc_vmm(g, c->total);
@@ -78,7 +78,7 @@ int bench_gpu_open(bench_gpu *g, const bench_config *c)
 
 void bench_gpu_close(bench_gpu *g)
 {
-    if (g->cu == NULL || g->ctx == NULL)
+    if (g->cu == NULL || g->primary.ctx == NULL)
         return;
     if (g->vmm_handle != 0) {
         if (g->buf != 0) {
@@ -89,8 +89,7 @@ void bench_gpu_close(bench_gpu *g)
     } else if (g->buf != 0) {
         g->cu->cuMemFree(g->buf);
     }
-    g->cu->cuDevicePrimaryCtxRelease(g->dev);
-    g->ctx = NULL;
+    gdu_cuda_ctx_release(g->cu, &g->primary);
 }
 
 int bench_gpu_reset(bench_gpu *g, const bench_config *c, char *why, size_t len)

@@ -1,6 +1,7 @@
 #include "doctor/live.h"
 
 #include "cuda/cuda_api.h"
+#include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
 #include "p2p/rm_p2p_caps.h"
 
@@ -46,12 +47,9 @@ static const gdu_rm_gpu *rm_gpu_of(const gdu_live *out, int ordinal, const gdu_r
  * attached, so each GPU's primary context is held meanwhile. */
 static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
 {
-    gdu_CUcontext ctx;
-    gdu_CUdevice dev;
-    bool held[GDU_LIVE_MAX_GPUS] = {false};
+    gdu_cuda_ctx held[GDU_LIVE_MAX_GPUS];
     for (size_t i = 0; i < out->n_gpus; i++)
-        held[i] = cu->cuDeviceGet(&dev, out->gpus[i].ordinal) == GDU_CUDA_SUCCESS &&
-                  cu->cuDevicePrimaryCtxRetain(&ctx, dev) == GDU_CUDA_SUCCESS;
+        gdu_cuda_ctx_retain(cu, out->gpus[i].ordinal, &held[i], NULL, 0);
     gdu_rm_client client;
     gdu_rm_gpu rm[GDU_LIVE_MAX_GPUS];
     size_t n_rm = 0;
@@ -72,8 +70,7 @@ static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
         gdu_rm_client_close(&client);
     }
     for (size_t i = 0; i < out->n_gpus; i++)
-        if (held[i] && cu->cuDeviceGet(&dev, out->gpus[i].ordinal) == GDU_CUDA_SUCCESS)
-            cu->cuDevicePrimaryCtxRelease(dev);
+        gdu_cuda_ctx_release(cu, &held[i]);
 }
 
 static void collect_cuda(gdu_live *out)

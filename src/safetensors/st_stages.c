@@ -54,23 +54,16 @@ void st_stages_begin(st_stages *st, int gpu_target, const int *gpus, size_t gpu_
     const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
     st->cuda_init_seconds = st_now_seconds() - t;
     t = st_now_seconds();
-    for (size_t i = 0; cu != NULL && i < gpu_count && st->contexts < 64; i++) {
-        gdu_CUdevice dev;
-        gdu_CUcontext ctx;
-        if (cu->cuDeviceGet(&dev, gpus[i]) == GDU_CUDA_SUCCESS &&
-            cu->cuDevicePrimaryCtxRetain(&ctx, dev) == GDU_CUDA_SUCCESS)
-            st->gpus[st->contexts++] = gpus[i];
-    }
+    for (size_t i = 0; cu != NULL && i < gpu_count && st->contexts < 64; i++)
+        if (gdu_cuda_ctx_retain(cu, gpus[i], &st->held[st->contexts], NULL, 0) == GDU_CUDA_SUCCESS)
+            st->contexts++;
     st->context_seconds = st_now_seconds() - t;
 }
 
 void st_stages_end(st_stages *st)
 {
     const gdu_cuda *cu = st->contexts > 0 ? gdu_cuda_load(NULL, 0) : NULL;
-    for (int i = 0; cu != NULL && i < st->contexts; i++) {
-        gdu_CUdevice dev;
-        if (cu->cuDeviceGet(&dev, st->gpus[i]) == GDU_CUDA_SUCCESS)
-            cu->cuDevicePrimaryCtxRelease(dev);
-    }
+    for (int i = 0; cu != NULL && i < st->contexts; i++)
+        gdu_cuda_ctx_release(cu, &st->held[i]);
     st->contexts = 0;
 }

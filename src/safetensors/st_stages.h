@@ -5,6 +5,8 @@
 #ifndef GDUNLOCK_SAFETENSORS_ST_STAGES_H
 #define GDUNLOCK_SAFETENSORS_ST_STAGES_H
 
+#include "cuda/cuda_ctx.h"
+
 #include <stddef.h>
 
 typedef struct st_stages {
@@ -12,7 +14,7 @@ typedef struct st_stages {
     double cuda_init_seconds;     /* dlopen libcuda + cuInit (0 for --to host) */
     double context_seconds;       /* primary contexts of the target GPUs */
     int contexts;                 /* how many were retained (released by st_stages_end) */
-    int gpus[64];
+    gdu_cuda_ctx held[64];
 } st_stages;
 
 double st_now_seconds(void);

@@ -39,6 +39,9 @@ function(gdu_io_test_env name)
   endforeach()
 endfunction()
 gdu_io_test_env(test_io_cuda_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
+gdunlock_unit_test(test_cuda_ctx SOURCES test_cuda_ctx.c LIBS gdu_cuda)
+add_dependencies(test_cuda_ctx gdu_fake_cuda)
+gdu_io_test_env(test_cuda_ctx "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
 
 # The cuFile backend against a fake libcufile (tests/unit/fake_libcufile.c).
 add_library(gdu_fake_cufile SHARED fake_libcufile.c)
