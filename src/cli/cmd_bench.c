@@ -1,6 +1,7 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
-#include "cli/bench.h"
+#include "bench/bench.h"
+#include "cli/bench_render.h"
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -8,7 +9,6 @@
 #include "util/units.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +94,8 @@ static int parse_paths(const char *list, unsigned *out)
 enum { OPT_MEM = 256, OPT_COLD, OPT_PATHS, OPT_CHUNK, OPT_STAGING, OPT_CREATE, OPT_NOVERIFY,
        OPT_SEED, OPT_JSON, OPT_PROGRESS, OPT_ROUNDS, OPT_FORCE };
 
-static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, size_t path_len)
+static int parse_args(int argc, char **argv, bench_config *c, bool *progress, char *path_buf,
+                      size_t path_len)
 {
     static const struct option longs[] = {
         {"help", no_argument, NULL, 'h'},         {"mem", required_argument, NULL, OPT_MEM},
@@ -178,7 +179,7 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
             c->rounds = (unsigned)v;
             break;
         case OPT_JSON: c->json = true; break;
-        case OPT_PROGRESS: c->progress = true; break;
+        case OPT_PROGRESS: *progress = true; break;
         default:
             usage(stderr);
             gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock bench --help)", NULL);
@@ -200,178 +201,12 @@ static int parse_args(int argc, char **argv, bench_config *c, char *path_buf, si
     return 0;
 }
 
-static bench_plan make_plan(const bench_config *c)
+/* "bench: engine     3.00 / 8.00 GiB", rewritten in place. */
+static void show_progress(void *user, const char *path, uint64_t done, uint64_t total, bool final)
 {
-    bench_plan p;
-    p.n = (size_t)((c->total + c->io_size - 1) / c->io_size);
-    p.offset = malloc(p.n * sizeof *p.offset);
-    if (p.offset == NULL)
-        return p;
-    for (size_t i = 0; i < p.n; i++)
-        p.offset[i] = (uint64_t)i * c->io_size;
-    uint64_t s = 0x2545F4914F6CDD1Dull ^ c->seed;
-    for (size_t i = p.n; c->random && i > 1; i--) { /* Fisher-Yates */
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        size_t j = (size_t)(s % i);
-        uint64_t t = p.offset[i - 1];
-        p.offset[i - 1] = p.offset[j];
-        p.offset[j] = t;
-    }
-    return p;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void percentiles(bench_result *r, const bench_lat *lat, const bench_config *c)
-{
-    size_t n = (size_t)((r->bytes + c->io_size - 1) / c->io_size);
-    if (n == 0 || n > lat->n)
-        n = lat->n;
-    double *s = malloc(n * sizeof *s);
-    if (s == NULL)
-        return;
-    memcpy(s, lat->us, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    r->p50_us = s[n / 2];
-    size_t k = (size_t)((double)n * 0.99 + 0.999999);
-    r->p99_us = s[k > 0 ? k - 1 : 0];
-    free(s);
-}
-
-/* Untimed preparation before one path: reads start from a clean device
- * buffer and (cold) an empty page cache; writes from an empty file; cold
- * reads and writes from a storage with no writeback in progress. */
-static int before_path(const bench_config *c, bench_gpu *g, int path, char *why, size_t len)
-{
-    int fd = open(c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, len, "cannot open %s: %s", c->file, strerror(errno));
-        return -errno;
-    }
-    if (c->write && path != BENCH_H2D && ftruncate(fd, 0) != 0) {
-        int err = errno;
-        snprintf(why, len, "cannot truncate %s: %s", c->file, strerror(err));
-        close(fd);
-        return -err;
-    }
-    if (c->cold) {
-        fdatasync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    }
-    close(fd);
-    if (c->cold || c->write)
-        bench_settle(c->cold);
-    if (!c->write && !bench_is_host(path) && path != BENCH_H2D && g->ok)
-        return bench_gpu_reset(g, c, why, len);
-    return 0;
-}
-
-/* Untimed: data written reaches the disk before the next path; then the
- * data a path moved is checked against the pattern. */
-static void after_path(const bench_config *c, bench_gpu *g, int path, bool verify, bench_result *r)
-{
-    if (c->write && path != BENCH_H2D) {
-        int fd = open(c->file, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            fdatasync(fd);
-            close(fd);
-        }
-    }
-    if (!verify || bench_is_host(path) || path == BENCH_H2D || r->status != 0 || !r->ran)
-        return;
-    char why[256] = "";
-    int ok = c->write ? bench_file_verify(c, why, sizeof why) : bench_gpu_verify(g, c, why, sizeof why);
-    r->verified = ok == 1;
-    if (ok != 1) {
-        size_t used = strlen(r->note);
-        snprintf(r->note + used, sizeof r->note - used, "%sVERIFY: %s", used ? "; " : "", why);
-    }
-}
-
-/* Warm runs read a page-cache-resident file: read it once, untimed. */
-static void warm_page_cache(const bench_config *c)
-{
-    int fd = open(c->file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    size_t n = 16u << 20;
-    char *buf = malloc(n);
-    for (uint64_t off = 0; buf != NULL && off < c->total; off += n)
-        if (pread(fd, buf, n, (off_t)off) <= 0)
-            break;
-    free(buf);
-    close(fd);
-}
-
-/* One timed run of one path, with its untimed preparation and check. */
-static void run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan, bench_lat *lat,
-                     int p, bool verify, bench_result *r)
-{
-    char why[512] = "";
-    int s = before_path(c, g, p, why, sizeof why);
-    if (s != 0) {
-        r->status = s;
-        snprintf(r->note, sizeof r->note, "%.300s", why);
-        return;
-    }
-    memset(lat->us, 0, plan->n * sizeof(double));
-    if (p == BENCH_H2D)
-        bench_run_h2d(c, g, plan, lat, r);
-    else if (p == BENCH_HOST)
-        bench_run_host(c, g, plan, lat, r);
-    else if (p == BENCH_HOST_URING)
-        bench_run_host_uring(c, g, plan, lat, r);
-    else if (p == BENCH_NAIVE)
-        bench_run_naive(c, g, plan, lat, r);
-    else
-        bench_run_engine(c, g, plan, lat, p, r);
-    after_path(c, g, p, verify, r);
-    if (r->ran && r->bytes > 0)
-        percentiles(r, lat, c);
-}
-
-static double run_gbps(const bench_result *r)
-{
-    return r->ran && r->status == 0 && r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0;
-}
-
-/* The path's result over its rounds: the median round (the lower middle one
- * for an even count), every round's GB/s and their range; a round that
- * could not run or failed is the result instead. The data check is the
- * first round's. */
-static void combine_rounds(const bench_result *runs, unsigned rounds, bench_result *out)
-{
-    unsigned n = 0, order[BENCH_MAX_ROUNDS];
-    for (unsigned i = 0; i < rounds; i++) {
-        if (!runs[i].requested)
-            break; /* not repeated: it could not run or failed in round 0 */
-        if (!runs[i].ran || runs[i].status != 0) {
-            *out = runs[i];
-            return;
-        }
-        order[n++] = i;
-    }
-    if (n == 0)
-        return;
-    for (unsigned i = 1; i < n; i++) /* insertion sort by GB/s */
-        for (unsigned j = i; j > 0 && run_gbps(&runs[order[j]]) < run_gbps(&runs[order[j - 1]]); j--) {
-            unsigned t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    *out = runs[order[(n - 1) / 2]];
-    out->verified = runs[0].verified;
-    if (runs[0].verified == 0)
-        snprintf(out->note, sizeof out->note, "%s", runs[0].note);
-    out->rounds = n;
-    for (unsigned i = 0; i < n; i++)
-        out->round_gbps[i] = run_gbps(&runs[i]);
-    out->gbps_min = run_gbps(&runs[order[0]]);
-    out->gbps_max = run_gbps(&runs[order[n - 1]]);
+    fprintf(stderr, "\rbench: %-13s %8.2f / %.2f GiB%s", path, (double)done / (1u << 30),
+            (double)total / (1u << 30), final ? "\n" : "");
+    fflush(stderr);
 }
 
 int gdu_cmd_bench(int argc, char **argv)
@@ -380,11 +215,12 @@ int gdu_cmd_bench(int argc, char **argv)
                       .staging = GDU_IO_DEFAULT_STAGING, .rounds = 3,
                       .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];
-    int rc = parse_args(argc, argv, &c, path_buf, sizeof path_buf);
+    bool progress = false;
+    int rc = parse_args(argc, argv, &c, &progress, path_buf, sizeof path_buf);
     if (rc != 0)
         return rc < 0 ? GDU_EXIT_OK : rc;
-    if (!c.progress)
-        c.progress = isatty(STDERR_FILENO);
+    if (progress || isatty(STDERR_FILENO))
+        c.progress = show_progress;
     char why[512] = "";
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
@@ -394,63 +230,14 @@ int gdu_cmd_bench(int argc, char **argv)
                        : GDU_EXIT_IOERR;
         return gdu_cli_fail("bench", code, NULL, NULL, "%s", why);
     }
-    bench_settle(false); /* --create's pages reach the disk before anything is timed */
-    bench_gpu g;
-    bench_gpu_open(&g, &c);
-    bench_plan plan = make_plan(&c);
-    bench_result res[BENCH_NPATHS];
-    memset(res, 0, sizeof res);
-    bench_lat lat = {malloc(plan.n * sizeof(double)), plan.n};
-    if (plan.offset == NULL || lat.us == NULL) {
-        return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory for %zu I/Os",
-                            plan.n);
-    }
-    if (c.write && g.ok && bench_gpu_reset(&g, &c, why, sizeof why) != 0)
-        snprintf(g.why, sizeof g.why, "%.250s", why), g.ok = false;
-    if (!c.write && !c.cold)
-        warm_page_cache(&c);
-    /* Ceilings first. Writes truncate the file before each path, so the
-     * cuFile paths (which may turn out unable to run) go first there. Odd
-     * rounds run the order backwards, so that no path is always the one
-     * that runs first (or right after another) and each path's median
-     * round is compared with the others'. */
-    static const int read_order[] = {BENCH_H2D,    BENCH_HOST,   BENCH_HOST_URING, BENCH_NAIVE,
-                                     BENCH_ENGINE, BENCH_DIRECT, BENCH_COMPAT};
-    static const int write_order[] = {BENCH_DIRECT, BENCH_COMPAT, BENCH_H2D,   BENCH_HOST,
-                                      BENCH_HOST_URING, BENCH_NAIVE, BENCH_ENGINE};
-    const int *order = c.write ? write_order : read_order;
-    static bench_result runs[BENCH_NPATHS][BENCH_MAX_ROUNDS];
-    bool needed_gpu = false;
-    for (unsigned round = 0; round < c.rounds; round++) {
-        for (size_t k = 0; k < BENCH_NPATHS; k++) {
-            int p = order[round % 2 ? BENCH_NPATHS - 1 - k : k];
-            res[p].requested = (c.paths >> p) & 1;
-            res[p].verified = -1;
-            if (!res[p].requested)
-                continue;
-            if (!bench_is_host(p) && !g.ok) {
-                needed_gpu = true;
-                res[p].status = -ENODEV;
-                snprintf(res[p].note, sizeof res[p].note, "%s", g.why);
-                continue;
-            }
-            /* A path that could not run here or failed says so once. */
-            if (round > 0 && (!runs[p][0].ran || runs[p][0].status != 0))
-                continue;
-            bench_result *r = &runs[p][round];
-            memset(r, 0, sizeof *r);
-            r->requested = true;
-            r->verified = -1;
-            run_path(&c, &g, &plan, &lat, p, round == 0 && c.verify, r);
-        }
-    }
-    for (int p = 0; p < BENCH_NPATHS; p++)
-        if (res[p].requested && res[p].status != -ENODEV)
-            combine_rounds(runs[p], c.rounds, &res[p]);
+    bench_run run;
+    if (bench_run_paths(&c, &run, why, sizeof why) != 0)
+        return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "%s", why);
+    const bench_result *res = run.res;
     if (c.json)
-        bench_print_json(&c, &g, res, argc, argv);
+        bench_print_json(&c, &run.gpu, res, argc, argv);
     else
-        bench_print_table(&c, &g, res);
+        bench_print_table(&c, &run.gpu, res);
     rc = GDU_EXIT_OK;
     for (int p = 0; p < BENCH_NPATHS; p++) {
         if (res[p].verified == 0 && rc == GDU_EXIT_OK)
@@ -458,10 +245,8 @@ int gdu_cmd_bench(int argc, char **argv)
         if (bench_failed(&res[p]))
             rc = GDU_EXIT_IOERR;
     }
-    if (rc == GDU_EXIT_OK && needed_gpu)
+    if (rc == GDU_EXIT_OK && run.needed_gpu)
         rc = GDU_EXIT_UNAVAILABLE;
-    bench_gpu_close(&g);
-    free(plan.offset);
-    free(lat.us);
+    bench_run_free(&run);
     return rc;
 }

@@ -4,9 +4,9 @@
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
-#include "probe/capture.h"
-#include "probe/doctor.h"
-#include "probe/topo_matrix.h"
+#include "doctor/capture.h"
+#include "doctor/doctor.h"
+#include "doctor/topo_matrix.h"
 
 #include <errno.h>
 #include <getopt.h>

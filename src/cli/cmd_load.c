@@ -4,8 +4,8 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
-#include "cli/load_stages.h"
 #include "gdunlock/safetensors.h"
+#include "safetensors/st_stages.h"
 #include "util/units.h"
 
 #include <getopt.h>
@@ -140,15 +140,15 @@ int gdu_cmd_load(int argc, char **argv)
 
     gdu_st_error err;
     gdu_st_model *model = NULL;
-    double t0 = load_now_seconds();
+    double t0 = st_now_seconds();
     if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
         return fail(&a, &err);
     load_result r = {
         .path = a.path, .model = model, .target = a.target, .gpus = a.gpus,
-        .gpu_count = a.gpu_count, .open_seconds = load_now_seconds() - t0, .verified = -1,
+        .gpu_count = a.gpu_count, .open_seconds = st_now_seconds() - t0, .verified = -1,
         .lenient = a.lenient,
     };
-    load_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
+    st_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
     gdu_st_load_options o = {
         .target = a.target, .gpus = a.gpus, .gpu_count = a.gpu_count,
         .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
@@ -157,7 +157,7 @@ int gdu_cmd_load(int argc, char **argv)
         rc = fail(&a, &err);
         gdu_st_model_free(model);
         gdu_st_engines_release(NULL);
-        load_stages_end(&r.stages);
+        st_stages_end(&r.stages);
         return rc;
     }
     if (a.verify)
@@ -186,6 +186,6 @@ int gdu_cmd_load(int argc, char **argv)
     }
     gdu_st_model_free(model);
     gdu_st_engines_release(NULL);
-    load_stages_end(&r.stages);
+    st_stages_end(&r.stages);
     return rc;
 }

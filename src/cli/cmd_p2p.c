@@ -3,8 +3,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/p2p_collect.h"
-#include "cli/p2p_report.h"
+#include "p2p/p2p_collect.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -200,30 +199,15 @@ static int run(const struct options *o, gdu_p2p_report *r)
     int rc = pick_gpus(o->gpus, count, ordinals, &n);
     if (rc != 0)
         return rc;
-    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, sizeof why) != 0)
-        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL,
-                            "querying the GPUs failed: %s", why);
-    if (n > 1)
-        gdu_p2p_collect_rm(r);
-    gdu_p2p_collect_platform(r, "/");
-
     int tty = isatty(STDERR_FILENO);
     r->bench = (gdu_p2p_bench_config){
         .bytes = o->size, .iters = o->iters, .reps = COPIES_PER_SAMPLE,
         .latency_reps = LATENCY_COPIES, .sm = !o->no_sm, .chase_hops = CHASE_HOPS,
         .progress = (tty || o->progress) ? show_progress : NULL, .progress_user = &tty};
-    int status = GDU_EXIT_OK;
-    if (!o->no_bench) {
-        if (gdu_p2p_bench_run(cu, ordinals, n, &r->bench, &r->results, why, sizeof why) == 0) {
-            r->measured = 1;
-        } else {
-            snprintf(r->bench_error, sizeof r->bench_error, "%s", why);
-            status = GDU_EXIT_FAILED;
-        }
-    }
-    gdu_p2p_decide(r);
-    if (gdu_p2p_measurement_failed(r))
-        status = GDU_EXIT_FAILED;
+    if (gdu_p2p_collect(r, cu, ordinals, n, !o->no_bench, why, sizeof why) != 0)
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL,
+                            "querying the GPUs failed: %s", why);
+    int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
     if (output(r, o->json) != 0) {
         fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
         return GDU_EXIT_IOERR;

@@ -3,7 +3,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "probe/topo_matrix.h"
+#include "doctor/topo_matrix.h"
 
 #include <getopt.h>
 #include <stdio.h>

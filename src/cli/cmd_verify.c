@@ -5,6 +5,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "launch/launch.h"
 #include "util/units.h"
 #include "verify/verify.h"
 
@@ -323,30 +324,30 @@ int gdu_cmd_verify(int argc, char **argv)
     const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
     if (result_path) {
         /* We are the child: the parent adds the shim's report. */
-        shim.active = gdu_verify_shim_preloaded();
+        shim.active = gdu_launch_shim_preloaded();
         json_t *doc = gdu_verify_document(&c.opts, &shim, false);
         int ok = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
         json_decref(doc);
         return ok ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
     }
 
-    char shim_path[PATH_MAX + 32], exe[PATH_MAX];
+    char shim_path[PATH_MAX * 2 + 64], exe[PATH_MAX];
     const char *enabled = getenv("GDUNLOCK");
     if (c.no_shim) {
         snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
     } else if (enabled && strcmp(enabled, "0") == 0) {
         snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=0");
-    } else if (gdu_verify_shim_preloaded()) {
+    } else if (gdu_launch_shim_preloaded()) {
         shim.active = true;
         snprintf(shim.report_error, sizeof shim.report_error,
                  "the shim was preloaded by the caller; its report is written when this process exits%s%s",
                  getenv("GDUNLOCK_REPORT") ? ", to " : "", getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
-    } else if (gdu_verify_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
+    } else if (gdu_launch_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
         shim.active = true;
         return finish(&c, gdu_verify_run_child(argc, argv, exe, shim_path, &c.opts, &shim));
     } else {
         snprintf(shim.why_inactive, sizeof shim.why_inactive,
-                 "libgdunlock.so not found next to the gdunlock binary (../lib); build the shim target");
+                 "libgdunlock.so not found (looked for %.180s); build the shim target", shim_path);
     }
     return finish(&c, gdu_verify_document(&c.opts, &shim, true));
 }

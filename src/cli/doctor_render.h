@@ -3,7 +3,7 @@
 #ifndef GDUNLOCK_CLI_DOCTOR_RENDER_H
 #define GDUNLOCK_CLI_DOCTOR_RENDER_H
 
-#include "probe/doctor_report.h"
+#include "doctor/doctor_report.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #ifndef GDUNLOCK_CLI_LOAD_REPORT_H
 #define GDUNLOCK_CLI_LOAD_REPORT_H
 
-#include "cli/load_stages.h"
+#include "safetensors/st_stages.h"
 #include "gdunlock/safetensors.h"
 
 #include <jansson.h>
@@ -16,7 +16,7 @@ typedef struct load_result {
     const int *gpus;
     size_t gpu_count;
     double open_seconds;
-    load_stages stages;
+    st_stages stages;
     int verified;          /* -1: not asked, 0: equal to the file, 1: failed */
     int lenient;           /* opened with GDU_ST_LENIENT */
     gdu_st_error verify_error;

@@ -87,7 +87,7 @@ int gdu_io_cufile_engine_init(gdu_io_engine *e, char *why, size_t len)
         else
             snprintf(why, len, "nvidia-fs not loaded (cuFile compat mode only)");
     }
-    e->cu->cuCtxSetCurrent(prev);
+    gdu_cuda_ctx_restore(e->cu, prev);
     return r;
 }
 
@@ -134,7 +134,7 @@ static int64_t bar1_bytes(gdu_io_engine *e, char *src, size_t len)
         return (int64_t)v;
     }
     char id[32] = "", path[96];
-    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->dev) != GDU_CUDA_SUCCESS)
+    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->primary.dev) != GDU_CUDA_SUCCESS)
         return 0;
     for (char *p = id; *p; p++)
         *p = (char)tolower((unsigned char)*p);
@@ -235,7 +235,7 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
                  bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
         snprintf(note, len, "%s", g->note);
     }
-    e->cu->cuCtxSetCurrent(prev);
+    gdu_cuda_ctx_restore(e->cu, prev);
     return r;
 }
 
@@ -282,7 +282,7 @@ int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t l
     if (r != 0)
         return r;
     gdu_CUfileError st = e->cf->cuFileHandleRegister(&f->cf_handle, &d);
-    e->cu->cuCtxSetCurrent(prev);
+    gdu_cuda_ctx_restore(e->cu, prev);
     if (st.err == GDU_CU_FILE_SUCCESS)
         return 0;
     f->cf_handle = NULL;

@@ -30,14 +30,9 @@ int gdu_io_engine_direct_storage(const gdu_io_engine *e) { return e->cufile_open
 
 int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
 {
-    if (prev != NULL && e->cu->cuCtxGetCurrent(prev) != GDU_CUDA_SUCCESS)
-        *prev = NULL;
-    gdu_CUresult r = e->cu->cuCtxSetCurrent(e->ctx);
-    if (r != GDU_CUDA_SUCCESS) {
-        snprintf(why, len, "cuCtxSetCurrent: %s", gdu_cuda_result_name(r));
-        return -EIO;
-    }
-    return 0;
+    return gdu_cuda_ctx_make_current(e->cu, e->primary.ctx, prev, why, len) == GDU_CUDA_SUCCESS
+               ? 0
+               : -EIO;
 }
 
 void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
@@ -324,18 +319,18 @@ static int setup_cuda(gdu_io_engine *e, char *why, size_t len)
         snprintf(why, len, "CUDA unavailable: %s", cwhy);
         return -ENODEV;
     }
-    gdu_CUresult r = e->cu->cuDeviceGet(&e->dev, e->opt.device);
+    gdu_CUdevice dev;
+    gdu_CUresult r = e->cu->cuDeviceGet(&dev, e->opt.device);
     if (r != GDU_CUDA_SUCCESS) {
         snprintf(why, len, "GPU %d unavailable: %s", e->opt.device, gdu_cuda_result_name(r));
         return -ENODEV;
     }
-    r = e->cu->cuDevicePrimaryCtxRetain(&e->ctx, e->dev);
-    if (r != GDU_CUDA_SUCCESS) {
-        snprintf(why, len, "GPU %d: cuDevicePrimaryCtxRetain: %s", e->opt.device,
-                 gdu_cuda_result_name(r));
+    char retain_why[GDU_IO_WHY];
+    if (gdu_cuda_ctx_retain(e->cu, e->opt.device, &e->primary, retain_why, sizeof retain_why) !=
+        GDU_CUDA_SUCCESS) {
+        snprintf(why, len, "GPU %d: %s", e->opt.device, retain_why);
         return -ENODEV;
     }
-    e->ctx_retained = true;
     return 0;
 }
 
@@ -449,7 +444,7 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     if (r == 0)
         r = start_workers(e, why, why_len);
     if (entered)
-        e->cu->cuCtxSetCurrent(prev);
+        gdu_cuda_ctx_restore(e->cu, prev);
     if (r != 0) {
         if (why[0] == '\0')
             snprintf(why, why_len, "cannot create the I/O engine: %s", strerror(-r));
@@ -502,9 +497,9 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
     }
     gdu_io_cufile_engine_fini(e);
     if (entered)
-        e->cu->cuCtxSetCurrent(prev);
-    if (e->ctx_retained)
-        e->cu->cuDevicePrimaryCtxRelease(e->dev);
+        gdu_cuda_ctx_restore(e->cu, prev);
+    if (e->cu != NULL)
+        gdu_cuda_ctx_release(e->cu, &e->primary);
     pthread_cond_destroy(&e->qcond);
     pthread_cond_destroy(&e->prestage_cond);
     pthread_mutex_destroy(&e->qlock);

@@ -3,7 +3,7 @@
 #ifndef GDUNLOCK_IO_INTERNAL_H
 #define GDUNLOCK_IO_INTERNAL_H
 
-#include "cuda/cuda_api.h"
+#include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
 #include "gdunlock/io.h"
 
@@ -139,9 +139,7 @@ struct gdu_io_engine {
     size_t read_piece; /* buffered reads: bytes per piece of a chunk */
     /* CUDA (not for HOST) */
     const gdu_cuda *cu;
-    gdu_CUdevice dev;
-    gdu_CUcontext ctx;
-    bool ctx_retained;
+    gdu_cuda_ctx primary; /* the GPU's primary context, retained while the engine lives */
     /* cuFile, when open */
     const gdu_cufile *cf;
     bool cufile_open;

@@ -30,8 +30,9 @@ uint64_t gdu_p2p_bench_seed(int gpu)
 
 int gdu_p2p_bench_use(struct bench *b, int gpu)
 {
-    CU(b, cuCtxSetCurrent, (b->g[gpu].ctx));
-    return 0;
+    gdu_CUcontext ctx = b->g[gpu].primary.ctx;
+    return gdu_cuda_ctx_make_current(b->cu, ctx, NULL, b->why, b->why_len) == GDU_CUDA_SUCCESS ? 0
+                                                                                              : -1;
 }
 
 void gdu_p2p_bench_progress(struct bench *b, const char *phase)
@@ -48,7 +49,8 @@ static int copy(struct bench *b, int s, int d, gdu_CUdeviceptr dst, gdu_CUdevice
     if (s == d)
         CU(b, cuMemcpyDtoDAsync, (dst, src, bytes, st));
     else
-        CU(b, cuMemcpyPeerAsync, (dst, b->g[d].ctx, src, b->g[s].ctx, bytes, st));
+        CU(b, cuMemcpyPeerAsync,
+           (dst, b->g[d].primary.ctx, src, b->g[s].primary.ctx, bytes, st));
     return 0;
 }
 
@@ -57,9 +59,9 @@ static int setup(struct bench *b, const int *ordinals)
     size_t bytes = b->cfg->bytes;
     for (int i = 0; i < b->n; i++) {
         struct gpu_res *g = &b->g[i];
-        CU(b, cuDeviceGet, (&g->dev, ordinals[i]));
-        CU(b, cuDevicePrimaryCtxRetain, (&g->ctx, g->dev));
-        g->retained = 1;
+        if (gdu_cuda_ctx_retain(b->cu, ordinals[i], &g->primary, b->why, b->why_len) !=
+            GDU_CUDA_SUCCESS)
+            return -1;
         TRY(gdu_p2p_bench_use(b, i));
         for (int k = 0; k < 2; k++)
             CU(b, cuStreamCreate, (&g->stream[k], GDU_CU_STREAM_NON_BLOCKING));
@@ -80,7 +82,8 @@ static int setup(struct bench *b, const int *ordinals)
     for (int i = 0; i < b->n; i++)
         for (int j = 0; j < b->n; j++)
             if (i != j)
-                CU(b, cuDeviceCanAccessPeer, (&b->res->can_access[i][j], b->g[i].dev, b->g[j].dev));
+                CU(b, cuDeviceCanAccessPeer,
+                   (&b->res->can_access[i][j], b->g[i].primary.dev, b->g[j].primary.dev));
     return 0;
 }
 
@@ -90,14 +93,14 @@ static void teardown(struct bench *b)
     const gdu_cuda *cu = b->cu;
     for (int i = 0; i < b->n; i++) {
         struct gpu_res *g = &b->g[i];
-        if (!g->retained)
+        if (g->primary.ctx == NULL)
             continue;
-        cu->cuCtxSetCurrent(g->ctx);
+        gdu_cuda_ctx_make_current(cu, g->primary.ctx, NULL, NULL, 0);
         cu->cuCtxSynchronize();
         gdu_p2p_bench_sm_release(b, i);
         for (int j = 0; j < b->n; j++)
             if (b->res->peer_enabled[i][j])
-                cu->cuCtxDisablePeerAccess(b->g[j].ctx);
+                cu->cuCtxDisablePeerAccess(b->g[j].primary.ctx);
         gdu_CUdeviceptr *bufs[] = {&g->src, &g->dst, &g->aux};
         for (size_t k = 0; k < 3; k++)
             if (*bufs[k])
@@ -111,13 +114,12 @@ static void teardown(struct bench *b)
                 cu->cuStreamDestroy(g->stream[k]);
     }
     if (b->host != NULL) {
-        cu->cuCtxSetCurrent(b->g[0].ctx);
+        gdu_cuda_ctx_make_current(cu, b->g[0].primary.ctx, NULL, NULL, 0);
         cu->cuMemFreeHost(b->host);
     }
     for (int i = 0; i < b->n; i++)
-        if (b->g[i].retained)
-            b->cu->cuDevicePrimaryCtxRelease(b->g[i].dev);
-    cu->cuCtxSetCurrent(NULL);
+        gdu_cuda_ctx_release(cu, &b->g[i].primary);
+    gdu_cuda_ctx_restore(cu, NULL);
 }
 
 int gdu_p2p_bench_clear(struct bench *b, int gpu, gdu_CUdeviceptr p)
@@ -261,11 +263,11 @@ static int set_peer_access(struct bench *b, int enable)
             TRY(gdu_p2p_bench_use(b, i));
             if (!enable) {
                 if (res->peer_enabled[i][j])
-                    CU(b, cuCtxDisablePeerAccess, (b->g[j].ctx));
+                    CU(b, cuCtxDisablePeerAccess, (b->g[j].primary.ctx));
                 res->peer_enabled[i][j] = 0;
                 continue;
             }
-            gdu_CUresult r = b->cu->cuCtxEnablePeerAccess(b->g[j].ctx, 0);
+            gdu_CUresult r = b->cu->cuCtxEnablePeerAccess(b->g[j].primary.ctx, 0);
             if (r == GDU_CUDA_SUCCESS || r == GDU_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
                 res->peer_enabled[i][j] = 1;
             } else {

@@ -3,6 +3,7 @@
 #ifndef GDUNLOCK_P2P_P2P_BENCH_PRIV_H
 #define GDUNLOCK_P2P_P2P_BENCH_PRIV_H
 
+#include "cuda/cuda_ctx.h"
 #include "p2p/p2p_bench.h"
 #include "p2p/p2p_kernels.h"
 
@@ -11,9 +12,7 @@
 
 /* What one GPU holds during the run, all in its primary context. */
 struct gpu_res {
-    gdu_CUdevice dev;
-    gdu_CUcontext ctx;
-    int retained;
+    gdu_cuda_ctx primary; /* retained for the run */
     gdu_CUstream stream[2];
     gdu_CUevent start, stop, stop2;
     gdu_CUdeviceptr src, dst, aux; /* src holds the GPU's pattern; dst/aux receive copies */

@@ -99,6 +99,14 @@ static int fault(struct bench *b, int r, int i, int j, const char *fn, gdu_CUres
             return fault((b), (r), (i), (j), #fn, e_);                                         \
     } while (0)
 
+/* Makes a GPU's (retained) context current, a fault of route r if it fails. */
+#define USE(b, r, i, j, ctx)                                                                   \
+    do {                                                                                       \
+        gdu_CUresult e_ = gdu_cuda_ctx_make_current((b)->cu, (ctx), NULL, NULL, 0);            \
+        if (e_ != GDU_CUDA_SUCCESS)                                                            \
+            return fault((b), (r), (i), (j), "cuCtxSetCurrent", e_);                           \
+    } while (0)
+
 #define LAUNCH(b, r, i, j, call)                                                               \
     do {                                                                                       \
         gdu_CUresult e_ = (call);                                                              \
@@ -137,8 +145,9 @@ static int load_kernels(struct bench *b)
     for (int i = 0; i < b->n; i++) {
         struct gpu_res *g = &b->g[i];
         int sms = 0;
-        SM(b, -1, i, i, cuCtxSetCurrent, (g->ctx));
-        SM(b, -1, i, i, cuDeviceGetAttribute, (&sms, GDU_CU_ATTR_MULTIPROCESSOR_COUNT, g->dev));
+        USE(b, -1, i, i, g->primary.ctx);
+        SM(b, -1, i, i, cuDeviceGetAttribute,
+           (&sms, GDU_CU_ATTR_MULTIPROCESSOR_COUNT, g->primary.dev));
         char why[200];
         if (gdu_p2p_kernels_load(b->cu, sms, &g->kernels, why, sizeof why) != GDU_CUDA_SUCCESS) {
             snprintf(b->res->sm_error, sizeof b->res->sm_error, "GPU %d: %s", b->res->ordinals[i],
@@ -161,7 +170,7 @@ static int check_route(struct bench *b, gdu_p2p_route r, int i, int j)
     size_t size = res->sm_check_bytes;
     struct gpu_res *is = &b->g[g];
     gdu_CUdeviceptr out = b->g[j].aux; /* both routes write into the destination */
-    SM(b, r, i, j, cuCtxSetCurrent, (is->ctx));
+    USE(b, r, i, j, is->primary.ctx);
     if (r == GDU_P2P_ROUTE_SM_WRITE)
         LAUNCH(b, r, i, j, gdu_p2p_launch_fill(b->cu, &is->kernels, is->stream[0], out, size,
                                                sm_seed(i)));
@@ -169,7 +178,7 @@ static int check_route(struct bench *b, gdu_p2p_route r, int i, int j)
         LAUNCH(b, r, i, j, gdu_p2p_launch_copy(b->cu, &is->kernels, is->stream[0], out,
                                                b->g[i].src, size));
     SM(b, r, i, j, cuStreamSynchronize, (is->stream[0]));
-    SM(b, r, i, j, cuCtxSetCurrent, (b->g[j].ctx));
+    USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemcpyDtoH, (b->host, out, size));
     size_t bad = r == GDU_P2P_ROUTE_SM_WRITE
                      ? sm_pattern_check(b->host, size, sm_seed(i))
@@ -217,10 +226,10 @@ static int bandwidth(struct bench *b, gdu_p2p_route r, int i, int j)
     gdu_CUdeviceptr dst = b->g[j].dst, src = b->g[i].src;
     size_t bytes = sm_bytes(b);
     gdu_CUstream st = is->stream[0];
-    SM(b, r, i, j, cuCtxSetCurrent, (b->g[j].ctx));
+    USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemsetD8, (dst, 0, bytes));
     SM(b, r, i, j, cuCtxSynchronize, ());
-    SM(b, r, i, j, cuCtxSetCurrent, (is->ctx));
+    USE(b, r, i, j, is->primary.ctx);
     LAUNCH(b, r, i, j, gdu_p2p_launch_copy(b->cu, &is->kernels, st, dst, src, bytes));
     SM(b, r, i, j, cuStreamSynchronize, (st));
     for (unsigned it = 0; it < cfg->iters; it++) {
@@ -236,7 +245,7 @@ static int bandwidth(struct bench *b, gdu_p2p_route r, int i, int j)
     }
     gdu_p2p_matrix *m = r == GDU_P2P_ROUTE_SM_WRITE ? &res->sm_write_gbps : &res->sm_read_gbps;
     m->cell[i][j] = gdu_p2p_stat_of(b->samples, cfg->iters);
-    SM(b, r, i, j, cuCtxSetCurrent, (b->g[j].ctx));
+    USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemcpyDtoH, (b->host, dst, bytes));
     size_t bad = gdu_p2p_pattern_check(b->host, bytes, gdu_p2p_bench_seed(i));
     if (bad != SIZE_MAX && res->route[r][i][j] == GDU_P2P_ROUTE_OK) {
@@ -311,7 +320,7 @@ static int chase(struct bench *b, const struct chain *c, int i, int j)
     uint64_t total = (uint64_t)(cfg->iters + 1) * cfg->chase_hops;
     size_t start = (size_t)(((uint64_t)i * total) % c->nodes);
     uint64_t at = base + (uint64_t)c->order[start] * NODE_STRIDE;
-    SM(b, r, j, i, cuCtxSetCurrent, (is->ctx));
+    USE(b, r, j, i, is->primary.ctx);
     SM(b, r, j, i, cuMemcpyHtoD, (is->chase_state, &at, sizeof at));
     for (unsigned it = 0; it <= cfg->iters; it++) { /* round 0 warms up */
         float ms = 0;
@@ -346,7 +355,7 @@ static int upload_chain(struct bench *b, const struct chain *c, int j)
         uint64_t next = base + (uint64_t)c->next[k] * NODE_STRIDE;
         memcpy(h + k * NODE_STRIDE, &next, sizeof next);
     }
-    SM(b, -1, j, j, cuCtxSetCurrent, (b->g[j].ctx));
+    USE(b, -1, j, j, b->g[j].primary.ctx);
     SM(b, -1, j, j, cuMemcpyHtoD, (base, h, c->nodes * NODE_STRIDE));
     return GO;
 }

@@ -60,12 +60,3 @@ int gdu_p2p_cuda_pair_query(const gdu_cuda *cu, int src, int dst, gdu_p2p_cuda_p
           "cuDeviceGetP2PAttribute(CUDA_ARRAY_ACCESS_SUPPORTED)");
     return 0;
 }
-
-int gdu_p2p_name_is_geforce(const char *name)
-{
-    static const char *const consumer[] = {"GeForce", "TITAN", "Titan"};
-    for (size_t i = 0; i < sizeof consumer / sizeof consumer[0]; i++)
-        if (strstr(name, consumer[i]) != NULL)
-            return 1;
-    return 0;
-}

@@ -29,7 +29,4 @@ int gdu_p2p_gpu_query(const gdu_cuda *cu, int ordinal, gdu_p2p_gpu *out, char *w
 int gdu_p2p_cuda_pair_query(const gdu_cuda *cu, int src, int dst, gdu_p2p_cuda_pair *out,
                             char *why, size_t why_len);
 
-/* True for consumer boards (GeForce, TITAN), judged from the marketing name. */
-int gdu_p2p_name_is_geforce(const char *name);
-
 #endif

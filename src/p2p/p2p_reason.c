@@ -20,6 +20,7 @@ void gdu_p2p_facts_init(gdu_p2p_facts *facts)
 {
     memset(facts, 0, sizeof *facts);
     facts->cuda_can_access = GDU_TRI_UNKNOWN;
+    facts->native_atomics = GDU_TRI_UNKNOWN;
     facts->enable_failed = GDU_TRI_UNKNOWN;
     facts->data_corrupt = GDU_TRI_UNKNOWN;
     facts->acs_redirect = GDU_TRI_UNKNOWN;
@@ -267,6 +268,14 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         else
             snprintf(v->reason, sizeof v->reason, "P2P over %s", gdu_p2p_link_name(link));
         working_warnings(f, v);
+        /* Without the RM's answer CUDA's native peer atomics still tell NVLink from PCIe. */
+        if (!f->rm_caps_known && f->cuda_can_access == GDU_TRI_YES &&
+            f->native_atomics == GDU_TRI_YES) {
+            v->link = GDU_P2P_LINK_NVLINK;
+            snprintf(v->reason, sizeof v->reason,
+                     "P2P over NVLink (inferred: the RM's caps are unavailable, but CUDA reports "
+                     "native peer atomics, which it offers over NVLink only)");
+        }
         return;
     }
     if (rm_allows)

@@ -8,11 +8,9 @@
 
 #include "p2p/p2p_caps.h"
 #include "p2p/p2p_route.h"
+#include "util/tri.h"
 
 #include <stdint.h>
-
-/* A fact that may not be known. */
-typedef enum gdu_tri { GDU_TRI_UNKNOWN = -1, GDU_TRI_NO = 0, GDU_TRI_YES = 1 } gdu_tri;
 
 /* PCIe distance between the two GPUs, as nvidia-smi topo names it. */
 typedef enum gdu_p2p_topo {
@@ -33,6 +31,7 @@ typedef enum gdu_p2p_iommu {
 
 typedef struct gdu_p2p_facts {
     gdu_tri cuda_can_access;  /* cuDeviceCanAccessPeer(src, dst) */
+    gdu_tri native_atomics;   /* CUDA's native peer atomics, which it offers over NVLink only */
     int rm_caps_known;        /* rm holds the RM's answer */
     gdu_p2p_rm_caps rm;
     gdu_tri enable_failed;    /* cuCtxEnablePeerAccess or the first peer copy failed */

@@ -117,3 +117,14 @@ int gdu_registry_dword(const char *dwords, const char *key, unsigned long *value
     }
     return -ENOENT;
 }
+
+gdu_tri gdu_gpu_name_geforce(const char *name)
+{
+    static const char *const consumer[] = {"GeForce", "TITAN", "Titan"};
+    if (name == NULL || name[0] == '\0')
+        return GDU_TRI_UNKNOWN;
+    for (size_t i = 0; i < sizeof consumer / sizeof consumer[0]; i++)
+        if (strstr(name, consumer[i]) != NULL)
+            return GDU_TRI_YES;
+    return GDU_TRI_NO;
+}

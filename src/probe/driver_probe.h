@@ -6,6 +6,7 @@
 
 #include "probe/sysroot.h"
 #include "probe/text_parse.h"
+#include "util/tri.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,10 @@ typedef struct gdu_driver {
 } gdu_driver;
 
 void gdu_driver_probe(gdu_sysroot *sr, gdu_driver *out);
+
+/* Whether a GPU is a consumer board (GeForce, TITAN), judged from its
+ * marketing name ("NVIDIA GeForce RTX 4090"); UNKNOWN for NULL or "". */
+gdu_tri gdu_gpu_name_geforce(const char *name);
 
 /* The value of one key in an NVreg_RegistryDwords string ("K1=V1;K2=V2"),
  * decimal or 0x hex. Returns 0 or -ENOENT. */

@@ -309,3 +309,39 @@ const char *gdu_pci_acs_describe(uint16_t ctrl, char *buf, size_t len)
         snprintf(buf, len, "none");
     return buf;
 }
+
+void gdu_pci_path(const gdu_pci *pci, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out)
+{
+    const gdu_pci_dev *a = gdu_pci_find(pci, bdf_a), *b = gdu_pci_find(pci, bdf_b);
+    if (a == NULL || b == NULL) {
+        memset(out, 0, sizeof *out);
+        out->kind = GDU_PATH_UNKNOWN;
+        return;
+    }
+    gdu_pcie_path_classify(a->path, a->numa_node, b->path, b->numa_node, out);
+}
+
+gdu_tri gdu_pci_path_acs_redirect(const gdu_pci *pci, const gdu_pcie_path *path, char *redirecting,
+                                  size_t len)
+{
+    gdu_tri answer = GDU_TRI_NO;
+    if (len)
+        redirecting[0] = '\0';
+    /* Through a host bridge the traffic reaches the root complex anyway; ACS
+     * only matters where a switch could turn it around. */
+    if (path->kind != GDU_PATH_PIX && path->kind != GDU_PATH_PXB)
+        return GDU_TRI_NO;
+    for (size_t i = 0; i < path->n_bridges; i++) {
+        const gdu_pci_dev *b = gdu_pci_find(pci, path->bridges[i]);
+        if (b == NULL || b->acs == GDU_CFG_UNKNOWN) {
+            answer = answer == GDU_TRI_YES ? GDU_TRI_YES : GDU_TRI_UNKNOWN;
+        } else if (gdu_pci_acs_redirects(b)) {
+            size_t used = len ? strlen(redirecting) : 0;
+            size_t need = (used ? 1 : 0) + strlen(b->bdf) + 1;
+            if (used + need <= len) /* whole addresses only */
+                snprintf(redirecting + used, len - used, "%s%s", used ? " " : "", b->bdf);
+            answer = GDU_TRI_YES;
+        }
+    }
+    return answer;
+}

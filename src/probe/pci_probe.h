@@ -5,6 +5,8 @@
 #define GDUNLOCK_PROBE_PCI_PROBE_H
 
 #include "probe/sysroot.h"
+#include "probe/topo_path.h"
+#include "util/tri.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,5 +58,15 @@ uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index);
 bool gdu_pci_acs_redirects(const gdu_pci_dev *d);
 /* "SrcValid ReqRedir CmpltRedir" style list of the enabled ACS controls. */
 const char *gdu_pci_acs_describe(uint16_t ctrl, char *buf, size_t len);
+
+/* The PCIe path between two functions by address (UNKNOWN when either is missing). */
+void gdu_pci_path(const gdu_pci *pci, const char *bdf_a, const char *bdf_b, gdu_pcie_path *out);
+
+/* YES when a switch port on a PIX/PXB path redirects P2P requests (the BDFs
+ * of those that do, space-separated, in redirecting), UNKNOWN when some
+ * bridge's extended config was unreadable, else NO (always NO through a host
+ * bridge). */
+gdu_tri gdu_pci_path_acs_redirect(const gdu_pci *pci, const gdu_pcie_path *path, char *redirecting,
+                                  size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 #include "safetensors/st_block.h"
 #include "safetensors/st_error.h"
 #include "cuda/cuda_api.h"
+#include "cuda/cuda_ctx.h"
 
 #include <stdlib.h>
 
@@ -14,33 +15,15 @@ const char *st_mem_kind_name(st_mem_kind kind)
     return "unknown";
 }
 
-/* Makes the GPU's primary context current, remembering the caller's. */
-static gdu_st_status enter_primary(const gdu_cuda *cu, int ordinal, gdu_CUcontext *prev,
-                                   gdu_st_error *err)
+/* Makes the GPU's primary context current (retained), remembering the caller's. */
+static gdu_st_status enter_primary(const gdu_cuda *cu, int ordinal, gdu_cuda_ctx *c,
+                                   gdu_CUcontext *prev, gdu_st_error *err)
 {
-    gdu_CUdevice dev;
-    gdu_CUcontext ctx;
-    gdu_CUresult r = cu->cuDeviceGet(&dev, ordinal);
-    if (r == GDU_CUDA_SUCCESS)
-        r = cu->cuDevicePrimaryCtxRetain(&ctx, dev);
+    gdu_CUresult r = gdu_cuda_ctx_enter(cu, ordinal, c, prev, NULL, 0);
     if (r != GDU_CUDA_SUCCESS)
         return st_fail(err, GDU_ST_ERR_NO_CUDA, "GPU %d: %s (is there such a GPU?)", ordinal,
                        gdu_cuda_result_name(r));
-    cu->cuCtxGetCurrent(prev);
-    cu->cuCtxSetCurrent(ctx);
     return GDU_ST_OK;
-}
-
-/* Restores the caller's context and drops the retain of enter_primary,
- * unless keep is set (a live block keeps its context retained). */
-static void leave_primary(const gdu_cuda *cu, int ordinal, gdu_CUcontext prev, int keep)
-{
-    cu->cuCtxSetCurrent(prev);
-    if (!keep) {
-        gdu_CUdevice dev;
-        if (cu->cuDeviceGet(&dev, ordinal) == GDU_CUDA_SUCCESS)
-            cu->cuDevicePrimaryCtxRelease(dev);
-    }
 }
 
 gdu_st_status st_block_create(st_mem_kind kind, int device, uint64_t size, st_block **out,
@@ -103,16 +86,19 @@ gdu_st_status st_block_add_segment(st_block *b, uint64_t end, gdu_st_error *err)
     n = n ? n : 1;
     const gdu_cuda *cu = b->kind == ST_MEM_HOST ? NULL : gdu_cuda_load(NULL, 0);
     gdu_CUcontext prev = NULL;
+    gdu_cuda_ctx primary;
     if (cu != NULL) {
-        gdu_st_status s = enter_primary(cu, b->device, &prev, err);
+        gdu_st_status s = enter_primary(cu, b->device, &primary, &prev, err);
         if (s != GDU_ST_OK)
             return s;
     }
     uint64_t base = 0;
     gdu_CUresult r = allocate(b, cu, n, &base);
     /* The block keeps one retain of the context from its first segment on. */
-    if (cu != NULL)
-        leave_primary(cu, b->device, prev, r == GDU_CUDA_SUCCESS && b->cuda == NULL);
+    if (cu != NULL && r == GDU_CUDA_SUCCESS && b->cuda == NULL)
+        gdu_cuda_ctx_restore(cu, prev);
+    else if (cu != NULL)
+        gdu_cuda_ctx_leave(cu, &primary, prev);
     if (r != GDU_CUDA_SUCCESS && cu == NULL)
         return st_fail(err, GDU_ST_ERR_DEVICE_MEMORY, "out of host memory for %llu bytes",
                        (unsigned long long)n);
@@ -162,10 +148,11 @@ void st_block_release(st_block *b)
         return;
     const gdu_cuda *cu = b->cuda;
     gdu_CUcontext prev;
+    gdu_cuda_ctx primary;
     if (cu == NULL) {
         for (size_t i = 0; i < b->n_segments; i++)
             free((void *)(uintptr_t)b->segments[i].base);
-    } else if (enter_primary(cu, b->device, &prev, NULL) == GDU_ST_OK) {
+    } else if (enter_primary(cu, b->device, &primary, &prev, NULL) == GDU_ST_OK) {
         for (size_t i = 0; i < b->n_segments; i++) {
             if (b->kind == ST_MEM_DEVICE)
                 cu->cuMemFree(b->segments[i].base);
@@ -173,10 +160,9 @@ void st_block_release(st_block *b)
                 cu->cuMemFreeHost((void *)(uintptr_t)b->segments[i].base);
         }
         /* Drops both this call's retain and the one the block held. */
-        leave_primary(cu, b->device, prev, 0);
-        gdu_CUdevice dev;
-        if (cu->cuDeviceGet(&dev, b->device) == GDU_CUDA_SUCCESS)
-            cu->cuDevicePrimaryCtxRelease(dev);
+        gdu_cuda_ctx held = primary;
+        gdu_cuda_ctx_leave(cu, &primary, prev);
+        gdu_cuda_ctx_release(cu, &held);
     }
     free(b->segments);
     free(b);

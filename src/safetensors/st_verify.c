@@ -1,6 +1,6 @@
 /* --verify: reads every loaded block back to the host and compares it with
  * the file, chunk by chunk, naming the first tensor that differs. */
-#include "cuda/cuda_api.h"
+#include "cuda/cuda_ctx.h"
 #include "safetensors/st_error.h"
 #include "safetensors/st_pread.h"
 #include "safetensors/st_model_internal.h"
@@ -20,18 +20,13 @@ static gdu_st_status fetch(const st_block *b, uint64_t address, void *dst, size_
         return GDU_ST_OK;
     }
     const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
-    gdu_CUdevice dev;
-    gdu_CUcontext ctx, prev = NULL;
-    gdu_CUresult r = cu->cuDeviceGet(&dev, b->device);
-    if (r == GDU_CUDA_SUCCESS)
-        r = cu->cuDevicePrimaryCtxRetain(&ctx, dev);
+    gdu_cuda_ctx primary;
+    gdu_CUcontext prev = NULL;
+    gdu_CUresult r = gdu_cuda_ctx_enter(cu, b->device, &primary, &prev, NULL, 0);
     if (r != GDU_CUDA_SUCCESS)
         return st_fail(err, GDU_ST_ERR_NO_CUDA, "GPU %d: %s", b->device, gdu_cuda_result_name(r));
-    cu->cuCtxGetCurrent(&prev);
-    cu->cuCtxSetCurrent(ctx);
     r = cu->cuMemcpyDtoH(dst, address, n);
-    cu->cuCtxSetCurrent(prev);
-    cu->cuDevicePrimaryCtxRelease(dev);
+    gdu_cuda_ctx_leave(cu, &primary, prev);
     if (r != GDU_CUDA_SUCCESS)
         return st_fail(err, GDU_ST_ERR_ENGINE, "reading GPU %d memory back: %s", b->device,
                        gdu_cuda_result_name(r));

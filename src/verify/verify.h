@@ -170,15 +170,8 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
  * parent, which has the report). */
 json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim, bool shim_reasons);
 
-/* Whether libgdunlock.so is in LD_PRELOAD. */
-bool gdu_verify_shim_preloaded(void);
-
-/* <directory of the running executable>/../lib/libgdunlock.so when it
- * exists, into shim; the executable's own path into exe. */
-bool gdu_verify_find_shim(char *shim, size_t len, char *exe, size_t exe_len);
-
 /* Runs `exe verify ARGS` (argv[0] = "verify") as a child with shim_path
- * preloaded, waits, and returns the child's document with the shim's report
+ * preloaded (gdu_launch_find_shim, launch/launch.h), waits, and returns the child's document with the shim's report
  * and reasons added (shim filled in), or an {"error", "errno"} document
  * (with "crashed" when it died). If the child is killed, PATH is removed
  * when verify was allowed to overwrite it. */

@@ -2,7 +2,7 @@
  * GDS reasons for the file system verify wrote to (nvidia-fs not loaded, file
  * system or block device not supported, the cuFile 5027 udev case, ...),
  * probed live on PATH's directory and added to the verify document. */
-#include "probe/doctor.h"
+#include "doctor/doctor.h"
 #include "verify/verify.h"
 
 #include <limits.h>

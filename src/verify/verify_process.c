@@ -4,6 +4,7 @@
  * child with LD_PRELOAD, GDUNLOCK_REPORT and GDU_VERIFY_RESULT_ENV set; the
  * child writes its JSON document (gdu_verify_document) to that file, and the
  * parent adds the shim's reasons and report to it. */
+#include "launch/launch.h"
 #include "verify/verify.h"
 
 #include <errno.h>
@@ -31,28 +32,6 @@ json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shi
     return gdu_verify_to_json(&ev, &r);
 }
 
-bool gdu_verify_shim_preloaded(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "libgdunlock.so");
-}
-
-bool gdu_verify_find_shim(char *path, size_t len, char *exe, size_t exe_len)
-{
-    ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
-    if (n <= 0)
-        return false;
-    exe[n] = '\0';
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", exe);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return false;
-    *slash = '\0';
-    snprintf(path, len, "%s/../lib/libgdunlock.so", dir);
-    return access(path, R_OK) == 0;
-}
-
 /* Adds the shim's reasons and report to a document the child produced. */
 static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *report_path)
 {
@@ -70,7 +49,8 @@ static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *repor
     json_array_extend(json_object_get(doc, "reasons"), more);
     json_decref(more);
     json_t *s = gdu_verify_shim_json(shim);
-    json_t *report = report_path ? json_load_file(report_path, 0, NULL) : NULL;
+    char why[256];
+    json_t *report = report_path ? gdu_launch_load_report(report_path, why, sizeof why) : NULL;
     if (report)
         json_object_set_new(s, "report", report);
     json_object_set_new(doc, "shim", s);
@@ -92,11 +72,10 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
                              const gdu_verify_options *opts, gdu_verify_shim *shim)
 {
     bool removable = may_remove(opts);
-    const char *tmp = getenv("TMPDIR");
     char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/gdunlock-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return gdu_verify_error_json("cannot create a temporary directory for the shim report", -errno);
+    int made = gdu_launch_mkdtemp("verify", dir, sizeof dir);
+    if (made != 0)
+        return gdu_verify_error_json("cannot create a temporary directory for the shim report", made);
     snprintf(result, sizeof result, "%s/result.json", dir);
     snprintf(report, sizeof report, "%s/shim-report.json", dir);
     /* libcufile's log for the child, unless the user named one: here, so that
@@ -109,11 +88,7 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        char preload[PATH_MAX * 2];
-        const char *old = getenv("LD_PRELOAD");
-        snprintf(preload, sizeof preload, "%s%s%s", shim_path, old && *old ? ":" : "", old && *old ? old : "");
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("GDUNLOCK_REPORT", report, 1);
+        gdu_launch_preload(shim_path, report);
         setenv(GDU_VERIFY_RESULT_ENV, result, 1);
         if (cufile_log[0])
             setenv("CUFILE_LOGFILE_PATH", cufile_log, 1);

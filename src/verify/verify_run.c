@@ -4,6 +4,7 @@
  * registration (registration is what maps GPU memory through BAR1) and after
  * the last read, while the buffers are still registered, so that the deltas
  * cover exactly this run's mappings and Registered_MiB still shows them. */
+#include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
 #include "verify/verify_internal.h"
 
@@ -20,8 +21,7 @@
 struct run {
     const gdu_cuda *cu;
     const gdu_cufile *cf;
-    gdu_CUdevice dev;
-    bool ctx_retained;
+    gdu_cuda_ctx primary; /* retained and current for the whole run */
     int fd;
     void *host;
     gdu_verify_devbuf src[GDU_VERIFY_MEM_COUNT], dst[GDU_VERIFY_MEM_COUNT];
@@ -48,20 +48,14 @@ static int setup_cuda(struct run *run, gdu_verify_evidence *ev, char *why, size_
         snprintf(why, why_len, "%s", ev->cuda.text);
         return -ENODEV;
     }
-    r = cu->cuDeviceGet(&run->dev, ev->gpu);
-    gdu_CUcontext ctx = NULL;
-    if (r == GDU_CUDA_SUCCESS)
-        r = cu->cuDevicePrimaryCtxRetain(&ctx, run->dev);
-    run->ctx_retained = r == GDU_CUDA_SUCCESS;
-    if (r == GDU_CUDA_SUCCESS)
-        r = cu->cuCtxSetCurrent(ctx);
+    r = gdu_cuda_ctx_enter(cu, ev->gpu, &run->primary, NULL, NULL, 0);
     if (r != GDU_CUDA_SUCCESS) {
         gdu_verify_call_set(&ev->cuda, false, r, "GPU %d: context: %s", ev->gpu, gdu_cuda_result_name(r));
         snprintf(why, why_len, "%s", ev->cuda.text);
         return -ENODEV;
     }
-    cu->cuDeviceGetName(ev->gpu_name, (int)sizeof ev->gpu_name, run->dev);
-    cu->cuDeviceGetPCIBusId(ev->gpu_pci, (int)sizeof ev->gpu_pci, run->dev);
+    cu->cuDeviceGetName(ev->gpu_name, (int)sizeof ev->gpu_name, run->primary.dev);
+    cu->cuDeviceGetPCIBusId(ev->gpu_pci, (int)sizeof ev->gpu_pci, run->primary.dev);
     gdu_verify_call_set(&ev->cuda, true, 0, "GPU %d %s (%s)", ev->gpu, ev->gpu_name, ev->gpu_pci);
     return 0;
 }
@@ -103,9 +97,9 @@ static void allocate_buffers(struct run *run, gdu_verify_evidence *ev)
 {
     for (int m = 0; m < GDU_VERIFY_MEM_COUNT; m++) {
         char why[GDU_VERIFY_TEXT] = "";
-        int rc = gdu_verify_devbuf_alloc(run->cu, run->dev, (gdu_verify_mem)m, ev->size, &run->src[m], why, sizeof why);
+        int rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size, &run->src[m], why, sizeof why);
         if (rc == 0)
-            rc = gdu_verify_devbuf_alloc(run->cu, run->dev, (gdu_verify_mem)m, ev->size, &run->dst[m], why,
+            rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size, &run->dst[m], why,
                                          sizeof why);
         if (rc == 0)
             gdu_verify_call_set(&ev->buffers[m].alloc, true, 0, "2 x %llu bytes at 64 KiB aligned addresses",
@@ -255,8 +249,8 @@ static void run_cleanup(struct run *run, const gdu_verify_options *opts, const c
             unlink(path);
     }
     free(run->host);
-    if (run->ctx_retained)
-        run->cu->cuDevicePrimaryCtxRelease(run->dev);
+    if (run->cu != NULL)
+        gdu_cuda_ctx_release(run->cu, &run->primary);
 }
 
 /* Refuses what verify must not overwrite. */
@@ -316,11 +310,8 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
     struct run run = {.fd = -1};
     stage(opts, "loading CUDA and opening the GPU");
     rc = setup_cuda(&run, ev, why, why_len);
-    if (rc != 0) {
-        if (run.ctx_retained)
-            run.cu->cuDevicePrimaryCtxRelease(run.dev);
+    if (rc != 0)
         return rc;
-    }
     run.host = aligned_alloc(4096, ev->size);
     if (!run.host) {
         snprintf(why, why_len, "cannot allocate %llu bytes of host memory", (unsigned long long)ev->size);

@@ -8,6 +8,7 @@
  * "unregistered" counts are what verify reports, with the top-level
  * "cufile_buffers" (the kernel lookup's verdict on each buffer handed to
  * cuFile). */
+#include "launch/launch.h"
 #include "verify/verify.h"
 
 #include <ctype.h>
@@ -171,10 +172,10 @@ void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu
                  "the shim wrote no report (it writes one at exit once it has seen an NVIDIA GPU)");
         return;
     }
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
+    char why[160];
+    json_t *root = gdu_launch_load_report(path, why, sizeof why);
     if (!root) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path, err.text);
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path, why);
         return;
     }
     from_report(root, path, pci, gpu, out);

@@ -4,7 +4,7 @@
  * state value, any detail text), through the caps decoder, the reason logic
  * and both renderers of the p2p report. Nothing may crash or read out of
  * bounds. */
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 #include "fuzz_p2p_input.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"

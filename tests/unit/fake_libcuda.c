@@ -12,6 +12,7 @@
 #include "cuda/cuda_api.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,20 @@ gdu_CUresult cuDeviceGetName(char *name, int len, gdu_CUdevice d)
     return 0;
 }
 gdu_CUresult cuDeviceGetAttribute(int *v, int attr, gdu_CUdevice d) { *v = 1; return 0; }
-gdu_CUresult cuDevicePrimaryCtxRetain(gdu_CUcontext *c, gdu_CUdevice d) { *c = &primary; return 0; }
-gdu_CUresult cuDevicePrimaryCtxRelease_v2(gdu_CUdevice d) { return 0; }
+static atomic_int retains; /* primary-context retains not yet released */
+gdu_CUresult cuDevicePrimaryCtxRetain(gdu_CUcontext *c, gdu_CUdevice d)
+{
+    atomic_fetch_add(&retains, 1);
+    *c = &primary;
+    return 0;
+}
+gdu_CUresult cuDevicePrimaryCtxRelease_v2(gdu_CUdevice d)
+{
+    atomic_fetch_sub(&retains, 1);
+    return 0;
+}
+/* Not CUDA's: for tests of who retains what (found with dlsym). */
+int fake_cuda_primary_retains(void) { return atomic_load(&retains); }
 gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c) { current = c; return 0; }
 gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c) { *c = current; return 0; }
 

@@ -5,9 +5,7 @@ gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
 gdunlock_unit_test(test_io_dispatch SOURCES test_io_dispatch.c LIBS gdu_io)
 gdunlock_unit_test(test_io_staging SOURCES test_io_staging.c LIBS gdu_io)
-gdunlock_unit_test(test_io_bench_pattern
-  SOURCES test_io_bench_pattern.c ${CMAKE_SOURCE_DIR}/src/cli/bench_pattern.c
-          ${CMAKE_SOURCE_DIR}/src/cli/bench_time.c)
+gdunlock_unit_test(test_io_bench_pattern SOURCES test_io_bench_pattern.c LIBS gdu_bench)
 
 # A fake libcuda.so.1 (tests/unit/fake_libcuda.c) lets CI run the engine's
 # CUDA path and gdunlock bench. It lives in its own folder, reached only via
@@ -41,6 +39,9 @@ function(gdu_io_test_env name)
   endforeach()
 endfunction()
 gdu_io_test_env(test_io_cuda_fake "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
+gdunlock_unit_test(test_cuda_ctx SOURCES test_cuda_ctx.c LIBS gdu_cuda)
+add_dependencies(test_cuda_ctx gdu_fake_cuda)
+gdu_io_test_env(test_cuda_ctx "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
 
 # The cuFile backend against a fake libcufile (tests/unit/fake_libcufile.c).
 add_library(gdu_fake_cufile SHARED fake_libcufile.c)

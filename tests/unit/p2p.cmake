@@ -5,8 +5,7 @@ gdunlock_unit_test(test_p2p_caps SOURCES test_p2p_caps.c LIBS gdu_p2p)
 gdunlock_unit_test(test_p2p_rm SOURCES test_p2p_rm.c LIBS gdu_p2p PkgConfig::JANSSON)
 gdunlock_unit_test(test_p2p_stats SOURCES test_p2p_stats.c LIBS gdu_p2p)
 # The renderers live in the CLI; the test compiles them in.
-gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_table.c
-                   ${CMAKE_SOURCE_DIR}/src/cli/p2p_json.c LIBS gdu_p2p PkgConfig::JANSSON)
+gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c LIBS gdu_p2p PkgConfig::JANSSON)
 
 # A fake multi-GPU libcuda.so.1 with known bandwidths (test_p2p_fake_libcuda.c)
 # in its own folder, reached only through LD_LIBRARY_PATH; the symbols it
@@ -49,10 +48,8 @@ if(TARGET gdunlock)
   set_tests_properties(test_p2p_cli_fake_corrupt PROPERTIES WILL_FAIL TRUE)
 endif()
 
-# Platform facts through doctor's probes, from doctor's fixture sysroots.
-gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c
-                   ${CMAKE_SOURCE_DIR}/src/cli/p2p_platform.c ${CMAKE_SOURCE_DIR}/src/cli/p2p_collect.c
-                   LIBS gdu_probe gdu_p2p)
+# Platform facts through the p2p gatherer, from doctor's fixture sysroots.
+gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c LIBS gdu_p2p)
 
 # The SM kernels: the embedded PTX's header, kernel signatures and pattern;
 # with a CUDA toolkit here, ptxas compiles it for every target it knows and
@@ -115,3 +112,6 @@ gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
 gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
                    LIBS gdu_p2p PkgConfig::JANSSON)
 gdu_p2p_on_fake_cuda(test_p2p_window_program)
+
+# doctor and gdunlock p2p give the same P2P verdict on every fixture sysroot.
+gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c LIBS gdu_doctor gdu_p2p)

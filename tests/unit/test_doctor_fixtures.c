@@ -1,8 +1,8 @@
 /* doctor's verdicts, reasons and fixes on the fixture sysroots of
  * tests/fixtures/doctor (built by make-fixtures.py to the real formats). */
-#include "probe/doctor.h"
-#include "probe/doctor_pcie.h"
-#include "probe/topo_matrix.h"
+#include "doctor/doctor.h"
+#include "doctor/doctor_pcie.h"
+#include "doctor/topo_matrix.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,10 +149,10 @@ static void acs_redirect_forces_compat(void **state)
     assert_non_null(strstr(f->fix, "setpci -s 0000:02:08.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:02:10.0"));
     /* callers that want only the answer pass no buffer */
     gdu_pcie_path path;
-    gdu_system_path(&t->sys, "0000:03:00.0", "0000:04:00.0", &path);
-    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, NULL, 0), GDU_TRI_YES);
+    gdu_pci_path(&t->sys.pci, "0000:03:00.0", "0000:04:00.0", &path);
+    assert_int_equal(gdu_pci_path_acs_redirect(&t->sys.pci, &path, NULL, 0), GDU_TRI_YES);
     char one[16];
-    assert_int_equal(gdu_path_acs_redirect(&t->sys, &path, one, sizeof one), GDU_TRI_YES);
+    assert_int_equal(gdu_pci_path_acs_redirect(&t->sys.pci, &path, one, sizeof one), GDU_TRI_YES);
     assert_string_equal(one, "0000:02:08.0");
     done(t);
 }
@@ -373,6 +373,20 @@ static void rtx4090_patched_bar1(void **state)
     done(t);
 }
 
+/* The IOMMU translates (DMA-FQ) but the GPUs' own groups are identity: the
+ * pair's peer DMA is not translated, so no IOMMU warning (the system-wide
+ * mode said "translated"). */
+static void rtx4090_gpus_identity_no_iommu_warning(void **state)
+{
+    run_t *t = fixture("rtx4090x2-patched-gpus-identity", NULL);
+    assert_int_equal(t->sys.iommu.mode, GDU_IOMMU_TRANSLATED);
+    assert_int_equal(t->r.n_pairs, 1);
+    assert_int_equal(t->r.pairs[0].verdict.link, GDU_P2P_LINK_PCIE_BAR1);
+    assert_string_equal(t->r.pairs[0].verdict.warning, "");
+    finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK);
+    done(t);
+}
+
 static void h200_vm_cufile_5027(void **state)
 {
     run_t *t = fixture("h200x2-vm-virtio", "/root");
@@ -521,6 +535,7 @@ int main(void)
         cmocka_unit_test(lvm_over_md_over_nvme),
         cmocka_unit_test(rtx4090_stock_sku_lock),
         cmocka_unit_test(rtx4090_patched_bar1),
+        cmocka_unit_test(rtx4090_gpus_identity_no_iommu_warning),
         cmocka_unit_test(h200_vm_cufile_5027),
         cmocka_unit_test(h200_capture_replays),
         cmocka_unit_test(no_driver_says_so),

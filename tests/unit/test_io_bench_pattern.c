@@ -1,6 +1,6 @@
 /* gdunlock bench's verifiable pattern: filling and checking at any offset
  * and length, finding the first wrong byte, and preparing the bench file. */
-#include "cli/bench.h"
+#include "bench/bench.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

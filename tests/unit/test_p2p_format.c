@@ -1,6 +1,6 @@
 /* The p2p report's renderers: matrices in p2pBandwidthLatencyTest's layout,
  * the capability table with reasons, and the JSON document. */
-#include "cli/p2p_report.h"
+#include "p2p/p2p_report.h"
 
 #include <jansson.h>
 #include <setjmp.h>

@@ -1,8 +1,8 @@
 /* The p2p command's platform facts read through doctor's probes from its
  * fixture sysroots, and the verdicts they lead to together with the RM's
  * and CUDA's answers recorded in those fixtures. */
-#include "cli/p2p_collect.h"
-#include "cli/p2p_report.h"
+#include "p2p/p2p_collect.h"
+#include "p2p/p2p_report.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

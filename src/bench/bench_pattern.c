@@ -1,0 +1,249 @@
+/* The bench's verifiable file pattern: creating the test file, and checking
+ * memory or the file against it. */
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PIECE ((size_t)16 << 20)
+
+static uint8_t pattern_byte(uint64_t off, uint32_t seed)
+{
+    uint64_t w = bench_word(off / 8, seed);
+    return (uint8_t)(w >> (8 * (off % 8)));
+}
+
+void bench_fill(void *buf, uint64_t file_offset, size_t n, uint32_t seed)
+{
+    uint8_t *b = buf;
+    size_t i = 0;
+    for (; i < n && (file_offset + i) % 8 != 0; i++)
+        b[i] = pattern_byte(file_offset + i, seed);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = bench_word((file_offset + i) / 8, seed);
+        memcpy(b + i, &w, 8);
+    }
+    for (; i < n; i++)
+        b[i] = pattern_byte(file_offset + i, seed);
+}
+
+uint64_t bench_check(const void *buf, uint64_t file_offset, size_t n, uint32_t seed)
+{
+    const uint8_t *b = buf;
+    size_t i = 0;
+    for (; i < n && (file_offset + i) % 8 != 0; i++)
+        if (b[i] != pattern_byte(file_offset + i, seed))
+            return file_offset + i;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        if (w != bench_word((file_offset + i) / 8, seed))
+            for (size_t k = 0; k < 8; k++)
+                if (b[i + k] != pattern_byte(file_offset + i + k, seed))
+                    return file_offset + i + k;
+    }
+    for (; i < n; i++)
+        if (b[i] != pattern_byte(file_offset + i, seed))
+            return file_offset + i;
+    return UINT64_MAX;
+}
+
+static int write_pattern(const bench_config *c, char *why, size_t len)
+{
+    /* O_NONBLOCK: a FIFO put there since the check fails instead of blocking. */
+    int fd = open(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int err = errno;
+        snprintf(why, len, "cannot create %s: %s", c->file, strerror(err));
+        return -err;
+    }
+    uint8_t *buf = malloc(PIECE);
+    int r = buf ? 0 : -ENOMEM;
+    for (uint64_t off = 0; r == 0 && off < c->total; off += PIECE) {
+        size_t n = c->total - off < PIECE ? (size_t)(c->total - off) : PIECE;
+        bench_fill(buf, off, n, c->seed);
+        for (size_t put = 0; put < n;) {
+            ssize_t w = pwrite(fd, buf + put, n - put, (off_t)(off + put));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                r = w < 0 ? -errno : -EIO;
+                snprintf(why, len, "writing %s at offset %" PRIu64 ": %s", c->file, off + put,
+                         strerror(-r));
+                break;
+            }
+            put += (size_t)w;
+        }
+        bench_progress(c, "create", off + n, off + n >= c->total);
+    }
+    if (r == 0 && fsync(fd) != 0) {
+        r = -errno;
+        snprintf(why, len, "fsync %s: %s", c->file, strerror(-r));
+    }
+    free(buf);
+    close(fd);
+    return r;
+}
+
+/* The bench file for reading (never blocking, a FIFO put there since the
+ * check included). The descriptor, or -errno with why. */
+static int open_to_read(const bench_config *c, char *why, size_t len)
+{
+    int fd = open(c->file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        snprintf(why, len, "cannot open %s: %s", c->file, strerror(err));
+        return -err;
+    }
+    return fd;
+}
+
+/* Reads n bytes at off from the file and checks them. 1 right, 0 wrong, <0 error. */
+static int check_range(int fd, const bench_config *c, uint8_t *buf, uint64_t off, size_t n,
+                       char *why, size_t len)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = errno;
+            snprintf(why, len, "reading %s at %" PRIu64 ": %s", c->file, off + got, strerror(err));
+            return -err;
+        }
+        if (r == 0) {
+            snprintf(why, len, "%s ends at %" PRIu64 ", before %" PRIu64, c->file, off + got,
+                     c->total);
+            return 0;
+        }
+        got += (size_t)r;
+    }
+    uint64_t bad = bench_check(buf, off, n, c->seed);
+    if (bad != UINT64_MAX) {
+        snprintf(why, len, "%s differs from the pattern at offset %" PRIu64, c->file, bad);
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the file holds the bench pattern of some seed (its first word
+ * names the seed), so that bench may rewrite it: 1 yes, 0 no, <0 error. */
+static int is_bench_file(const bench_config *c, char *why, size_t len)
+{
+    int fd = open_to_read(c, why, len);
+    if (fd < 0)
+        return fd;
+    uint8_t buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    close(fd);
+    if (n < 8)
+        return 0;
+    uint64_t first;
+    memcpy(&first, buf, 8);
+    uint32_t seed = (uint32_t)(first >> 32);
+    return first == bench_word(0, seed) &&
+           bench_check(buf, 0, (size_t)n / 8 * 8, seed) == UINT64_MAX;
+}
+
+/* Refuses to overwrite a file that is not empty and not a bench file of any
+ * seed (someone's data) without --force. 0 allowed, else -EEXIST with why. */
+static int may_overwrite(const bench_config *c, const struct stat *st, const char *how, char *why,
+                         size_t len)
+{
+    if (st->st_size == 0 || c->force)
+        return 0;
+    int bench = is_bench_file(c, why, len);
+    if (bench < 0)
+        return bench;
+    if (bench == 1)
+        return 0;
+    snprintf(why, len, "%s exists and is not a bench file: %s would overwrite it; pass --force to "
+                       "allow that, or name a new file", c->file, how);
+    return -EEXIST;
+}
+
+static int rewrite(const bench_config *c, const struct stat *st, char *why, size_t len)
+{
+    int rc = may_overwrite(c, st, "--create", why, len);
+    return rc != 0 ? rc : write_pattern(c, why, len);
+}
+
+int bench_prepare_file(const bench_config *c, char *why, size_t len)
+{
+    struct stat st;
+    if (stat(c->file, &st) != 0) {
+        int err = errno;
+        if (err != ENOENT) {
+            snprintf(why, len, "cannot use %s: %s", c->file, strerror(err));
+            return -err;
+        }
+        if (!c->create) {
+            snprintf(why, len, "%s does not exist (add --create to make it)", c->file);
+            return -ENOENT;
+        }
+        return write_pattern(c, why, len);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s is a directory: name a file with -f, or use -D %s for "
+                           "%s/gdunlock-bench.dat", c->file, c->file, c->file);
+        return -EISDIR;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s is not a regular file (a device or a FIFO): bench uses regular "
+                           "files only", c->file);
+        return -EINVAL;
+    }
+    if (c->write) { /* every write path truncates and rewrites it */
+        int rc = may_overwrite(c, &st, "-x write", why, len);
+        if (rc != 0 || !c->create || (uint64_t)st.st_size >= c->total)
+            return rc;
+        return write_pattern(c, why, len);
+    }
+    if ((uint64_t)st.st_size < c->total) {
+        if (c->create)
+            return rewrite(c, &st, why, len);
+        snprintf(why, len, "%s has %" PRIu64 " bytes, fewer than -s %" PRIu64 " (add --create)",
+                 c->file, (uint64_t)st.st_size, c->total);
+        return -EINVAL;
+    }
+    if (!c->verify && !c->create)
+        return 0; /* --no-verify: any file of the size is read as it is */
+    int fd = open_to_read(c, why, len);
+    if (fd < 0)
+        return fd;
+    uint8_t buf[4096];
+    int ok = check_range(fd, c, buf, 0, sizeof buf < c->total ? sizeof buf : (size_t)c->total, why, len);
+    if (ok == 1 && c->total > sizeof buf)
+        ok = check_range(fd, c, buf, c->total - sizeof buf, sizeof buf, why, len);
+    close(fd);
+    if (ok == 1)
+        return 0;
+    if (c->create)
+        return rewrite(c, &st, why, len);
+    if (ok == 0)
+        snprintf(why + strlen(why), len - strlen(why),
+                 " (not a bench file of this seed; add --create to rewrite it)");
+    return ok < 0 ? ok : -EINVAL;
+}
+
+int bench_file_verify(const bench_config *c, char *why, size_t len)
+{
+    int fd = open_to_read(c, why, len);
+    if (fd < 0)
+        return fd;
+    uint8_t *buf = malloc(PIECE);
+    int ok = buf ? 1 : -ENOMEM;
+    for (uint64_t off = 0; ok == 1 && off < c->total; off += PIECE)
+        ok = check_range(fd, c, buf, off, c->total - off < PIECE ? (size_t)(c->total - off) : PIECE,
+                         why, len);
+    free(buf);
+    close(fd);
+    return ok;
+}

@@ -1,0 +1,33 @@
+/* Clocks and the pace of the progress reports of gdunlock bench. */
+#include "bench/bench.h"
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double bench_cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+void bench_progress(const bench_config *c, const char *path, uint64_t done, bool final)
+{
+    static double last;
+    if (c->progress == NULL)
+        return;
+    double now = bench_now();
+    if (!final && now - last < 0.5)
+        return;
+    last = now;
+    c->progress(c->progress_user, path, done, c->total, final);
+}

@@ -1,0 +1,34 @@
+#include "doctor/doctor.h"
+
+#include <stdio.h>
+
+void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *r)
+{
+    gdu_gpu_view gpus[GDU_MAX_GPUS];
+    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    gdu_report_init(r);
+    r->driver_present = sys->driver.loaded;
+    const gdu_driver *d = &sys->driver;
+    snprintf(r->driver_version, sizeof r->driver_version, "%s",
+             d->version.version[0] ? d->version.version : d->module_version);
+    r->open_module = d->version.version[0] ? d->version.open_module : -1;
+    for (size_t i = 0; i < n && r->n_gpus < sizeof r->gpus / sizeof r->gpus[0]; i++) {
+        gdu_report_gpu *g = &r->gpus[r->n_gpus++];
+        g->index = gpus[i].index;
+        snprintf(g->bdf, sizeof g->bdf, "%s", gpus[i].bdf);
+        snprintf(g->name, sizeof g->name, "%s", gpus[i].name);
+        g->geforce = gpus[i].geforce;
+        g->cuda_ordinal = gpus[i].cuda ? gpus[i].cuda->ordinal : -1;
+        g->bar1_bytes = gpus[i].bar1;
+        g->memory_bytes = gpus[i].memory;
+        if (gpus[i].pci) {
+            g->cur_gen = gpus[i].pci->cur_gen;
+            g->cur_width = gpus[i].pci->cur_width;
+            g->max_gen = gpus[i].pci->max_gen;
+            g->max_width = gpus[i].pci->max_width;
+        }
+    }
+    gdu_doctor_rules_driver(sys, gpus, n, r);
+    gdu_doctor_rules_gds(sys, gpus, n, path, r);
+    gdu_doctor_rules_p2p(sys, gpus, n, r);
+}

@@ -1,0 +1,91 @@
+#include "doctor/doctor_system.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_system *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sr = sr;
+    gdu_driver_probe(sr, &out->driver);
+    gdu_pci_scan(sr, &out->pci, out->pci_error, sizeof out->pci_error);
+    gdu_nvme_scan(sr, &out->nvme);
+    gdu_mounts_read(sr, &out->mounts);
+    gdu_iommu_probe(sr, &out->iommu);
+    if (gdu_sysroot_is_live(sr))
+        gdu_live_collect(&out->live, paths, n_paths);
+    else
+        gdu_live_load(sr, &out->live, out->live_error, sizeof out->live_error);
+    gdu_cufile_config_probe(sr, out->live.cufile_env_json, &out->cufile);
+    char *text;
+    long len = gdu_sysroot_read(sr, GDU_NVFS_STATS_PATH, &text);
+    if (len >= 0) {
+        out->nvfs_stats_parsed = gdu_nvfs_stats_parse(text, (size_t)len, &out->nvfs) == 0;
+        free(text);
+    }
+}
+
+void gdu_system_free(gdu_system *s)
+{
+    gdu_pci_free(&s->pci);
+    gdu_mounts_free(&s->mounts);
+}
+
+static void fill_view(const gdu_system *s, gdu_gpu_view *v)
+{
+    for (size_t i = 0; i < s->driver.n_gpus; i++)
+        if (strcasecmp(s->driver.gpus[i].bdf, v->bdf) == 0)
+            v->info = &s->driver.gpus[i];
+    v->cuda = gdu_live_gpu_by_bdf(&s->live, v->bdf);
+    v->name = v->cuda && v->cuda->name[0] ? v->cuda->name : v->info ? v->info->model : "";
+    v->geforce = gdu_gpu_name_geforce(v->name);
+    int index;
+    v->bar1 = v->pci ? gdu_pci_nvidia_bar1(v->pci, &index) : 0;
+    v->rebar_max = v->pci && index >= 0 ? v->pci->rebar_max[index] : 0;
+    v->memory = v->cuda ? v->cuda->total_mem : 0;
+}
+
+size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->pci.n && n < cap; i++) {
+        if (!gdu_pci_is_nvidia_gpu(&s->pci.devs[i]))
+            continue;
+        gdu_gpu_view *v = &out[n];
+        memset(v, 0, sizeof *v);
+        v->index = (int)n;
+        v->pci = &s->pci.devs[i];
+        snprintf(v->bdf, sizeof v->bdf, "%s", v->pci->bdf);
+        fill_view(s, v);
+        n++;
+    }
+    if (n == 0) /* no PCI view (e.g. an incomplete capture): the driver's list */
+        for (size_t i = 0; i < s->driver.n_gpus && n < cap; i++) {
+            gdu_gpu_view *v = &out[n];
+            memset(v, 0, sizeof *v);
+            v->index = (int)n;
+            snprintf(v->bdf, sizeof v->bdf, "%s", s->driver.gpus[i].bdf);
+            fill_view(s, v);
+            n++;
+        }
+    return n;
+}
+
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b)
+{
+    if (a->cuda == NULL || b->cuda == NULL)
+        return GDU_NVLINK_UNKNOWN;
+    const gdu_live_pair *p = gdu_live_pair_find(&s->live, a->cuda->ordinal, b->cuda->ordinal);
+    if (p == NULL)
+        return GDU_NVLINK_UNKNOWN;
+    if (p->rm_known) {
+        gdu_p2p_link link = gdu_p2p_caps_link(p->rm.caps);
+        return link == GDU_P2P_LINK_NVLINK || link == GDU_P2P_LINK_NVLINK_INDIRECT ? GDU_NVLINK_YES
+                                                                                   : GDU_NVLINK_NO;
+    }
+    if (p->can_access == 1 && p->native_atomics == 1)
+        return GDU_NVLINK_INFERRED;
+    return p->can_access < 0 ? GDU_NVLINK_UNKNOWN : GDU_NVLINK_NO;
+}

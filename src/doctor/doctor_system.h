@@ -1,0 +1,64 @@
+/* Everything doctor and topo look at, probed once: driver, PCI devices, NVMe,
+ * mounts, IOMMU, cufile.json, nvidia-fs stats and the live-driver answers. */
+#ifndef GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
+#define GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
+
+#include "p2p/p2p_reason.h"
+#include "probe/cufile_config.h"
+#include "probe/driver_probe.h"
+#include "probe/iommu_probe.h"
+#include "doctor/live.h"
+#include "probe/nvfs_stats.h"
+#include "probe/pci_probe.h"
+#include "probe/storage_probe.h"
+#include "probe/topo_path.h"
+#include "probe/sysroot.h"
+
+typedef struct gdu_system {
+    gdu_sysroot *sr;
+    gdu_driver driver;
+    gdu_pci pci;
+    char pci_error[256];       /* why the PCI scan failed, "" when it worked */
+    gdu_nvme_list nvme;
+    gdu_mounts mounts;
+    gdu_iommu iommu;
+    gdu_cufile_config cufile;
+    gdu_live live;
+    char live_error[256];      /* why the capture file could not be used */
+    bool nvfs_stats_parsed;
+    gdu_nvfs_stats nvfs;
+} gdu_system;
+
+/* One NVIDIA GPU as every source sees it; any of the pointers may be NULL. */
+typedef struct gdu_gpu_view {
+    int index;                      /* position in PCI order: "GPU0" */
+    char bdf[16];
+    const gdu_pci_dev *pci;
+    const gdu_driver_gpu *info;     /* /proc/driver/nvidia/gpus/<bdf>/information */
+    const gdu_live_gpu *cuda;
+    const char *name;               /* CUDA's name, else the driver's Model, else "" */
+    gdu_tri geforce;
+    uint64_t bar1;                  /* bytes, 0 unknown */
+    uint64_t rebar_max;             /* largest BAR1 the ReBAR capability offers; 0 none or unknown */
+    uint64_t memory;                /* bytes, 0 unknown */
+} gdu_gpu_view;
+
+/* paths: the files or directories named on the command line (O_DIRECT is
+ * tried on them live). Never fails; what could not be read is left empty. */
+void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_system *out);
+void gdu_system_free(gdu_system *s);
+
+/* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
+size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
+
+/* What the live answers say about NVLink between two GPUs. */
+typedef enum {
+    GDU_NVLINK_UNKNOWN = 0, /* no live answer for the pair */
+    GDU_NVLINK_NO,
+    GDU_NVLINK_YES,         /* the RM's P2P caps name NVLink (or NVSwitch) */
+    GDU_NVLINK_INFERRED,    /* no RM answer, but CUDA reports native peer atomics, which
+                               CUDA offers over NVLink only */
+} gdu_nvlink_answer;
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b);
+
+#endif

@@ -1,0 +1,150 @@
+#include "doctor/topo_matrix.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+static gdu_topo_col *add_col(gdu_topo *t, gdu_topo_kind kind, const gdu_pci_dev *d)
+{
+    if (t->n_cols >= GDU_TOPO_MAX_COLS)
+        return NULL;
+    gdu_topo_col *c = &t->cols[t->n_cols++];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    snprintf(c->bdf, sizeof c->bdf, "%s", d ? d->bdf : "");
+    c->numa_node = d ? d->numa_node : -1;
+    return c;
+}
+
+static void append_names(gdu_sysroot *sr, const char *dir, char *out, size_t len)
+{
+    char **names;
+    long n = gdu_sysroot_list(sr, dir, &names);
+    for (long i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        if (used < len)
+            snprintf(out + used, len - used, "%s%s", used ? "," : "", names[i]);
+    }
+    if (n > 0)
+        gdu_sysroot_free_names(names, n);
+}
+
+/* Interface names: the entries of <dev>/net, or of <dev>/virtio<N>/net for virtio-net. */
+static void nic_names(gdu_sysroot *sr, const char *bdf, char *out, size_t len)
+{
+    char dir[160], **children;
+    out[0] = '\0';
+    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/net", bdf);
+    append_names(sr, dir, out, len);
+    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", bdf);
+    long n = gdu_sysroot_list(sr, dir, &children);
+    for (long i = 0; i < n; i++)
+        if (strncmp(children[i], "virtio", 6) == 0) {
+            snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/%.32s/net", bdf, children[i]);
+            append_names(sr, dir, out, len);
+        }
+    if (n > 0)
+        gdu_sysroot_free_names(children, n);
+}
+
+/* The controller ("nvme0") whose namespaces include disk ("nvme0n1"). */
+static gdu_topo_col *nvme_col_of_disk(gdu_topo *t, const gdu_nvme_list *nvme, const char *disk)
+{
+    for (size_t i = 0; i < nvme->n; i++)
+        for (size_t k = 0; k < nvme->ctrl[i].n_ns; k++)
+            if (strcmp(nvme->ctrl[i].namespaces[k], disk) == 0)
+                for (size_t c = 0; c < t->n_cols; c++)
+                    if (t->cols[c].kind == GDU_TOPO_NVME &&
+                        strcmp(t->cols[c].name, nvme->ctrl[i].name) == 0)
+                        return &t->cols[c];
+    return NULL;
+}
+
+static void add_mounts(const gdu_system *sys, gdu_topo *t)
+{
+    for (size_t i = 0; i < sys->mounts.n; i++) {
+        const gdu_mount *m = &sys->mounts.m[i];
+        gdu_block_chain chain;
+        if (m->major == 0 || gdu_block_resolve(sys->sr, m->major, m->minor, &chain) != 0)
+            continue;
+        for (size_t d = 0; d < chain.n_disks; d++) {
+            gdu_topo_col *c = nvme_col_of_disk(t, &sys->nvme, chain.disks[d]);
+            if (c != NULL && c->n_mounts < GDU_TOPO_MAX_MOUNTS)
+                snprintf(c->mounts[c->n_mounts++], sizeof c->mounts[0], "%.100s (%.20s)",
+                         m->mount_point, m->fstype);
+        }
+    }
+}
+
+void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
+{
+    gdu_gpu_view gpus[GDU_MAX_GPUS];
+    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < n; i++) {
+        gdu_topo_col *c = add_col(t, GDU_TOPO_GPU, gpus[i].pci);
+        if (c == NULL)
+            break;
+        snprintf(c->name, sizeof c->name, "GPU%d", gpus[i].index);
+        snprintf(c->bdf, sizeof c->bdf, "%s", gpus[i].bdf);
+        snprintf(c->detail, sizeof c->detail, "%s", gpus[i].name);
+    }
+    t->n_gpus = t->n_cols;
+    for (size_t i = 0; i < sys->nvme.n; i++) {
+        const gdu_nvme *nv = &sys->nvme.ctrl[i];
+        gdu_topo_col *c = add_col(t, GDU_TOPO_NVME, gdu_pci_find(&sys->pci, nv->bdf));
+        if (c == NULL)
+            break;
+        snprintf(c->name, sizeof c->name, "%s", nv->name);
+        snprintf(c->bdf, sizeof c->bdf, "%s", nv->bdf);
+        snprintf(c->detail, sizeof c->detail, "%s", nv->model);
+    }
+    size_t nics = 0;
+    for (size_t i = 0; i < sys->pci.n; i++) {
+        const gdu_pci_dev *d = &sys->pci.devs[i];
+        if (!gdu_pci_is_nic(d))
+            continue;
+        gdu_topo_col *c = add_col(t, GDU_TOPO_NIC, d);
+        if (c == NULL)
+            break;
+        nic_names(sys->sr, d->bdf, c->detail, sizeof c->detail);
+        snprintf(c->name, sizeof c->name, "NIC%zu", nics++);
+    }
+    add_mounts(sys, t);
+    for (size_t r = 0; r < t->n_gpus; r++)
+        for (size_t c = 0; c < t->n_cols; c++) {
+            gdu_pcie_path path;
+            gdu_nvlink_answer nv = c < t->n_gpus && c != r
+                                       ? gdu_system_nvlink(sys, &gpus[r], &gpus[c])
+                                       : GDU_NVLINK_UNKNOWN;
+            if (nv == GDU_NVLINK_YES || nv == GDU_NVLINK_INFERRED) {
+                snprintf(t->cell[r][c], sizeof t->cell[r][c], "NV");
+                continue;
+            }
+            gdu_pci_path(&sys->pci, t->cols[r].bdf, t->cols[c].bdf, &path);
+            snprintf(t->cell[r][c], sizeof t->cell[r][c], "%s", gdu_path_kind_name(path.kind));
+        }
+}
+
+json_t *gdu_topo_to_json(const gdu_topo *t)
+{
+    static const char *const kinds[] = {"gpu", "nvme", "nic"};
+    json_t *cols = json_array(), *rows = json_array();
+    for (size_t c = 0; c < t->n_cols; c++) {
+        const gdu_topo_col *col = &t->cols[c];
+        json_t *mounts = json_array();
+        for (size_t m = 0; m < col->n_mounts; m++)
+            json_array_append_new(mounts, json_string(col->mounts[m]));
+        json_array_append_new(cols, json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "name", col->name,
+                                              "kind", kinds[col->kind], "pci", col->bdf, "numa_node",
+                                              col->numa_node, "detail", col->detail, "mounts",
+                                              mounts));
+    }
+    for (size_t r = 0; r < t->n_gpus; r++) {
+        json_t *cells = json_object();
+        for (size_t c = 0; c < t->n_cols; c++)
+            json_object_set_new(cells, t->cols[c].name, json_string(t->cell[r][c]));
+        json_array_append_new(rows, json_pack("{s:s, s:o}", "gpu", t->cols[r].name, "paths", cells));
+    }
+    return json_pack("{s:s, s:o, s:o}", "schema", "gdunlock-topo/1", "devices", cols, "matrix", rows);
+}

@@ -1,0 +1,86 @@
+/* Finding libgdunlock.so, preloading it into a child, and reading one of
+ * its reports. */
+#include "launch/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, size_t len)
+{
+    char dir[PATH_MAX], next_to[PATH_MAX + 32], installed[PATH_MAX + 32] = "";
+    snprintf(dir, sizeof dir, "%s", exe);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    snprintf(next_to, sizeof next_to, "%s/../lib/libgdunlock.so", slash != NULL ? dir : ".");
+    if (access(next_to, R_OK) == 0) {
+        snprintf(shim, len, "%s", next_to);
+        return true;
+    }
+    if (libdir != NULL && libdir[0] != '\0') {
+        snprintf(installed, sizeof installed, "%s/libgdunlock.so", libdir);
+        if (access(installed, R_OK) == 0) {
+            snprintf(shim, len, "%s", installed);
+            return true;
+        }
+    }
+    snprintf(shim, len, "%s%s%s", next_to, installed[0] ? " or " : "", installed);
+    return false;
+}
+
+bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
+    if (n <= 0) {
+        snprintf(shim, len, "(the path of this program is unknown)");
+        return false;
+    }
+    exe[n] = '\0';
+    return gdu_launch_find_shim_in(exe, GDUNLOCK_LIBDIR, shim, len);
+}
+
+bool gdu_launch_shim_preloaded(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "libgdunlock.so");
+}
+
+void gdu_launch_preload(const char *shim, const char *report)
+{
+    char preload[PATH_MAX * 2];
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("GDUNLOCK_REPORT", report, 1);
+}
+
+int gdu_launch_mkdtemp(const char *what, char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, len, "%s/gdunlock-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", what);
+    return mkdtemp(dir) != NULL ? 0 : -errno;
+}
+
+json_t *gdu_launch_load_report(const char *path, char *why, size_t len)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        snprintf(why, len, "%s", strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "not a regular file");
+        return NULL;
+    }
+    json_error_t err;
+    json_t *r = json_load_file(path, 0, &err);
+    if (r == NULL)
+        snprintf(why, len, "%s", err.text);
+    return r;
+}

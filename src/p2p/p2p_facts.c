@@ -1,0 +1,58 @@
+#include "p2p/p2p_facts.h"
+
+#include "p2p/p2p_terms.h"
+#include "probe/driver_probe.h"
+
+/* The IOMMU as one GPU's own group sees it; for a GPU without a group the
+ * system-wide mode only when there is no IOMMU at all, for one missing from
+ * the PCI tree nothing. */
+static gdu_p2p_iommu iommu_of(const gdu_p2p_platform *pl, const gdu_pci_dev *d)
+{
+    char type[32];
+    if (d == NULL)
+        return GDU_P2P_IOMMU_UNKNOWN;
+    if (d->iommu_group < 0)
+        return pl->iommu == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
+    if (gdu_iommu_group_type(pl->sr, d->iommu_group, type, sizeof type) != 0)
+        return GDU_P2P_IOMMU_UNKNOWN;
+    return gdu_p2p_iommu_of_mode(gdu_iommu_type_mode(type));
+}
+
+void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const char *bdf_b,
+                            gdu_p2p_facts *f, gdu_pcie_path *path)
+{
+    const gdu_pci_dev *a = gdu_pci_find(pl->pci, bdf_a), *b = gdu_pci_find(pl->pci, bdf_b);
+    gdu_pcie_path between;
+    gdu_pci_path(pl->pci, bdf_a, bdf_b, &between);
+    if (path != NULL)
+        *path = between;
+    int index;
+    f->bar1_bytes[0] = a ? gdu_pci_nvidia_bar1(a, &index) : 0;
+    f->bar1_bytes[1] = b ? gdu_pci_nvidia_bar1(b, &index) : 0;
+    f->topo = gdu_p2p_topo_of_path(between.kind);
+    f->acs_redirect = a && b ? gdu_pci_path_acs_redirect(pl->pci, &between, NULL, 0)
+                             : GDU_TRI_UNKNOWN;
+    gdu_p2p_iommu ia = iommu_of(pl, a), ib = iommu_of(pl, b);
+    f->iommu = ia == GDU_P2P_IOMMU_TRANSLATED || ib == GDU_P2P_IOMMU_TRANSLATED
+                   ? GDU_P2P_IOMMU_TRANSLATED
+               : ia == ib ? ia
+                          : GDU_P2P_IOMMU_UNKNOWN;
+}
+
+void gdu_p2p_facts_answers(const gdu_p2p_gpu_facts *a, const gdu_p2p_gpu_facts *b,
+                           const gdu_p2p_answers *ans, gdu_p2p_facts *f)
+{
+    f->cuda_can_access = ans->can_access;
+    f->native_atomics = ans->native_atomics;
+    f->rm_caps_known = ans->rm_known;
+    f->rm = ans->rm;
+    f->vram_bytes[0] = a->memory;
+    f->vram_bytes[1] = b->memory;
+    gdu_tri ga = gdu_gpu_name_geforce(a->name), gb = gdu_gpu_name_geforce(b->name);
+    f->geforce = ga == GDU_TRI_YES || gb == GDU_TRI_YES ? GDU_TRI_YES
+                 : ga == GDU_TRI_NO && gb == GDU_TRI_NO ? GDU_TRI_NO
+                                                        : GDU_TRI_UNKNOWN;
+    f->cc_major = a->cc_major == 0 || b->cc_major == 0 ? 0
+                  : a->cc_major < b->cc_major          ? a->cc_major
+                                                       : b->cc_major;
+}

@@ -1,0 +1,39 @@
+/* The platform facts behind each pair's P2P verdict, through the p2p
+ * layer's gatherer over the PCI tree and the IOMMU read through sysroot. */
+#include "p2p/p2p_report.h"
+
+#include "p2p/p2p_facts.h"
+
+#include <stdio.h>
+
+void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
+{
+    gdu_sysroot sr;
+    gdu_pci pci;
+    char why[256];
+    if (gdu_sysroot_init(&sr, sysroot) != 0)
+        return;
+    /* Only the PCI tree and the IOMMU: no live-driver queries. */
+    if (gdu_pci_scan(&sr, &pci, why, sizeof why) != 0) {
+        gdu_sysroot_free(&sr);
+        return;
+    }
+    gdu_iommu iommu;
+    gdu_iommu_probe(&sr, &iommu);
+    const gdu_p2p_platform platform = {&sr, &pci, iommu.mode};
+    char bdf[GDU_P2P_MAX_GPUS][16];
+    for (int i = 0; i < r->n; i++) {
+        snprintf(bdf[i], sizeof bdf[i], "%04x:%02x:%02x.0", r->gpu[i].domain & 0xffffu,
+                 r->gpu[i].bus & 0xffu, r->gpu[i].device & 0x1fu);
+        const gdu_pci_dev *dev = gdu_pci_find(&pci, bdf[i]);
+        int index;
+        if (dev != NULL)
+            r->bar1_bytes[i] = gdu_pci_nvidia_bar1(dev, &index);
+    }
+    for (int i = 0; i < r->n; i++)
+        for (int j = 0; j < r->n; j++)
+            if (i != j)
+                gdu_p2p_facts_platform(&platform, bdf[i], bdf[j], &r->pair[i][j].facts, NULL);
+    gdu_pci_free(&pci);
+    gdu_sysroot_free(&sr);
+}

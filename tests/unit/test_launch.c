@@ -1,0 +1,191 @@
+/* The shim-launch contract of gdunlock run and verify: finding
+ * libgdunlock.so next to the binary or in the install's library folder,
+ * preloading it ahead of what LD_PRELOAD held, and reading reports (a FIFO
+ * in a report's place is never opened). */
+#include "launch/launch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char top[512];
+
+static void path_of(char *out, size_t len, const char *rel)
+{
+    int n = snprintf(out, len, "%s/%s", top, rel);
+    assert_true(n > 0 && (size_t)n < len);
+}
+
+static void put(const char *rel, const char *text)
+{
+    char p[PATH_MAX];
+    path_of(p, sizeof p, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void dir(const char *rel)
+{
+    char p[PATH_MAX];
+    path_of(p, sizeof p, rel);
+    assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static int setup(void **state)
+{
+    snprintf(top, sizeof top, "%s/gdunlock-test-launch-XXXXXX",
+             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(top));
+    dir("build");
+    dir("build/bin");
+    dir("build/lib");
+    put("build/lib/libgdunlock.so", "");
+    dir("usr");
+    dir("usr/bin");
+    dir("usr/lib");
+    dir("usr/lib/x86_64-linux-gnu");
+    put("usr/lib/x86_64-linux-gnu/libgdunlock.so", "");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[sizeof top + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The build folder (and a PREFIX/lib install): ../lib next to the binary. */
+static void test_shim_next_to_binary(void **state)
+{
+    char exe[PATH_MAX], shim[2 * PATH_MAX], want[PATH_MAX];
+    path_of(exe, sizeof exe, "build/bin/gdunlock");
+    path_of(want, sizeof want, "build/bin/../lib/libgdunlock.so");
+    assert_true(gdu_launch_find_shim_in(exe, "/nonexistent", shim, sizeof shim));
+    assert_string_equal(shim, want);
+}
+
+/* An install whose library folder is not ../lib (Debian's multiarch one). */
+static void test_shim_in_install_libdir(void **state)
+{
+    char exe[PATH_MAX], shim[2 * PATH_MAX], libdir[PATH_MAX], want[PATH_MAX];
+    path_of(exe, sizeof exe, "usr/bin/gdunlock");
+    path_of(libdir, sizeof libdir, "usr/lib/x86_64-linux-gnu");
+    path_of(want, sizeof want, "usr/lib/x86_64-linux-gnu/libgdunlock.so");
+    assert_true(gdu_launch_find_shim_in(exe, libdir, shim, sizeof shim));
+    assert_string_equal(shim, want);
+}
+
+/* Nowhere: both places are named. */
+static void test_shim_missing_names_both(void **state)
+{
+    char exe[PATH_MAX], shim[2 * PATH_MAX];
+    path_of(exe, sizeof exe, "usr/bin/gdunlock");
+    assert_false(gdu_launch_find_shim_in(exe, "/nonexistent/lib", shim, sizeof shim));
+    assert_non_null(strstr(shim, "usr/bin/../lib/libgdunlock.so or /nonexistent/lib/libgdunlock.so"));
+    assert_false(gdu_launch_find_shim_in(exe, NULL, shim, sizeof shim));
+    assert_null(strstr(shim, " or "));
+}
+
+static void test_preload_goes_first(void **state)
+{
+    setenv("LD_PRELOAD", "libother.so", 1);
+    gdu_launch_preload("/x/libgdunlock.so", "/tmp/r-%p.json");
+    assert_string_equal(getenv("LD_PRELOAD"), "/x/libgdunlock.so:libother.so");
+    assert_string_equal(getenv("GDUNLOCK_REPORT"), "/tmp/r-%p.json");
+    assert_true(gdu_launch_shim_preloaded());
+    unsetenv("LD_PRELOAD");
+    gdu_launch_preload("/x/libgdunlock.so", "r.json");
+    assert_string_equal(getenv("LD_PRELOAD"), "/x/libgdunlock.so");
+    unsetenv("LD_PRELOAD");
+    unsetenv("GDUNLOCK_REPORT");
+    assert_false(gdu_launch_shim_preloaded());
+}
+
+static void test_load_report(void **state)
+{
+    char p[PATH_MAX], why[256];
+    put("report.json", "{\"pid\": 7, \"gpus\": []}");
+    path_of(p, sizeof p, "report.json");
+    json_t *r = gdu_launch_load_report(p, why, sizeof why);
+    assert_non_null(r);
+    assert_int_equal(json_integer_value(json_object_get(r, "pid")), 7);
+    json_decref(r);
+    put("garbage.json", "{\"pid\": ");
+    path_of(p, sizeof p, "garbage.json");
+    assert_null(gdu_launch_load_report(p, why, sizeof why));
+    /* A FIFO nobody writes: refused at once, not waited on. */
+    path_of(p, sizeof p, "fifo.json");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_null(gdu_launch_load_report(p, why, sizeof why));
+    assert_string_equal(why, "not a regular file");
+    path_of(p, sizeof p, "absent.json");
+    assert_null(gdu_launch_load_report(p, why, sizeof why));
+    assert_string_equal(why, strerror(ENOENT));
+}
+
+/* gdunlock run's launch: every readable report-*.json of the program's
+ * processes, the unreadable ones named, anything else left unread; the
+ * folder gone afterwards. The shim path is a file that is no library (the
+ * loader says so and goes on), so the program writes the reports itself. */
+static void test_run_collects_reports(void **state)
+{
+    char fake[PATH_MAX], why[256];
+    path_of(fake, sizeof fake, "build/lib/libgdunlock.so");
+    char *argv[] = {"/bin/sh", "-c",
+                    "r=$(printf %s \"$GDUNLOCK_REPORT\" | sed \"s/%p/$$/\"); d=${r%/*}; "
+                    "printf '{\"pid\": %d}' $$ >\"$r\"; printf '{' >\"$d/report-1.json\"; "
+                    "printf '{}' >\"$d/report-2.json.tmp\"; mkfifo \"$d/report-3.json\"; exit 3",
+                    NULL};
+    gdu_launch_options o = {0};
+    gdu_launch_result r;
+    assert_int_equal(gdu_launch_run(argv, fake, &o, &r, why, sizeof why), 0);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 3);
+    assert_int_equal(r.ending_signal, 0);
+    assert_int_equal(json_array_size(r.processes), 1);
+    assert_true(json_is_integer(json_object_get(json_array_get(r.processes, 0), "pid")));
+    assert_int_equal(json_array_size(r.unreadable), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(r.unreadable, 0), "file")),
+                        "report-1.json");
+    gdu_launch_result_free(&r);
+}
+
+static void test_run_cannot_start(void **state)
+{
+    char why[256];
+    char *argv[] = {"/nonexistent/program", NULL};
+    gdu_launch_options o = {0};
+    gdu_launch_result r;
+    assert_int_equal(gdu_launch_run(argv, "/nonexistent/libgdunlock.so", &o, &r, why, sizeof why), 0);
+    assert_int_equal(r.status, -1);
+    assert_int_equal(r.exec_errno, ENOENT);
+    assert_int_equal(json_array_size(r.processes), 0);
+    gdu_launch_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shim_next_to_binary),
+        cmocka_unit_test(test_shim_in_install_libdir),
+        cmocka_unit_test(test_shim_missing_names_both),
+        cmocka_unit_test(test_preload_goes_first),
+        cmocka_unit_test(test_load_report),
+        cmocka_unit_test(test_run_collects_reports),
+        cmocka_unit_test(test_run_cannot_start),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
