@@ -31,6 +31,7 @@ typedef struct {
     uint64_t io_size; /* bytes per I/O */
     unsigned workers;
     uint64_t chunk;   /* engine chunk size (0: engine default) */
+    uint64_t default_chunk; /* the chunk when none is given and O_DIRECT is off */
     unsigned staging; /* engine staging buffers per worker (0: default) */
     bool write, random, cold, create, verify, json, vmm;
     /* Called with a path's bytes done of total, at most every half second

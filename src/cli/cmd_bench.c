@@ -55,6 +55,9 @@ static void usage(FILE *out)
             "  --json           machine-readable output\n"
             "  --progress       progress on stderr even when it is not a terminal\n"
             "\n"
+            "GDUNLOCK_IO_WORKERS, GDUNLOCK_IO_CHUNK and GDUNLOCK_IO_STAGING set the defaults\n"
+            "of -w, --chunk and --staging (the options win).\n"
+            "\n"
             "Before each cold or write path the bench syncs and waits until dirty pages\n"
             "are written back (and, cold and root, drops the page cache).\n"
             "\n"
@@ -197,7 +200,7 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
     if (c->io_size > c->total)
         c->io_size = c->total;
     if (c->chunk == 0) /* the engine's own default for this mode */
-        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : GDU_IO_DEFAULT_CHUNK;
+        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c->default_chunk;
     return 0;
 }
 
@@ -211,8 +214,13 @@ static void show_progress(void *user, const char *path, uint64_t done, uint64_t 
 
 int gdu_cmd_bench(int argc, char **argv)
 {
-    bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = gdu_io_default_workers(),
-                      .staging = GDU_IO_DEFAULT_STAGING, .rounds = 3,
+    /* The engine's defaults, GDUNLOCK_IO_* included, until an option says otherwise. */
+    gdu_io_options d;
+    char why[512] = "";
+    if (gdu_io_options_default(&d, why, sizeof why) != 0)
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
+    bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = d.workers,
+                      .staging = d.staging_per_worker, .default_chunk = d.chunk_size, .rounds = 3,
                       .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];
     bool progress = false;
@@ -221,7 +229,6 @@ int gdu_cmd_bench(int argc, char **argv)
         return rc < 0 ? GDU_EXIT_OK : rc;
     if (progress || isatty(STDERR_FILENO))
         c.progress = show_progress;
-    char why[512] = "";
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
         int code = s == -EEXIST ? GDU_EXIT_USAGE

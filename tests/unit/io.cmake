@@ -112,6 +112,20 @@ if(TARGET gdunlock)
     PASS_REGULAR_EXPRESSION "\"path\": \"engine\",[^}]*\"gbps_rounds\": \\[[^],]+,[^],]+\\],[^}]*\"gbps_min\"[^}]*\"verified\": true"
     LABELS unit)
 
+  # GDUNLOCK_IO_WORKERS is bench's default; -w wins over it.
+  set(bench_small sh ${CMAKE_CURRENT_SOURCE_DIR}/io_bench_fake.sh $<TARGET_FILE:gdunlock>
+      ${CMAKE_CURRENT_BINARY_DIR} -s 4M -i 1M --create --paths host --json)
+  add_test(NAME test_io_bench_fake_env_default COMMAND ${bench_small})
+  add_test(NAME test_io_bench_fake_env_explicit COMMAND ${bench_small} -w 2)
+  foreach(t "env_default|5" "env_explicit|2")
+    string(REPLACE "|" ";" parts "${t}")
+    list(GET parts 0 name)
+    list(GET parts 1 workers)
+    set_tests_properties(test_io_bench_fake_${name} PROPERTIES
+      ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=/nonexistent/libcufile.so.0;GDUNLOCK_IO_WORKERS=5"
+      PASS_REGULAR_EXPRESSION "\"workers\": ${workers}[,\n ]" LABELS unit)
+  endforeach()
+
   # Argument and file errors: the documented exit codes, with no GPU needed.
   set(bin $<TARGET_FILE:gdunlock>)
   set(n 0)
