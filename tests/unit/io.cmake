@@ -24,6 +24,7 @@ foreach(sym ${GDU_CUDA_SYMBOLS})
 endforeach()
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c "${GDU_FAKE_STUBS}")
 add_library(gdu_fake_cuda SHARED fake_libcuda.c ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c)
+gdu_sees(gdu_fake_cuda cuda)
 target_link_libraries(gdu_fake_cuda PRIVATE Threads::Threads)
 set_target_properties(gdu_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_FAKE_CUDA_DIR})
@@ -45,6 +46,7 @@ gdu_io_test_env(test_cuda_ctx "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR}")
 
 # The cuFile backend against a fake libcufile (tests/unit/fake_libcufile.c).
 add_library(gdu_fake_cufile SHARED fake_libcufile.c)
+gdu_sees(gdu_fake_cufile cuda)
 set_target_properties(gdu_fake_cufile PROPERTIES OUTPUT_NAME cufile PREFIX lib SUFFIX .so.0
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake-cufile)
 gdunlock_unit_test(test_io_cufile_fake SOURCES test_io_cufile_fake.c LIBS gdu_io)

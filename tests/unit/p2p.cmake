@@ -13,6 +13,7 @@ gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c LIBS gdu_p2p PkgCon
 set(GDU_P2P_FAKE_CUDA_DIR ${CMAKE_BINARY_DIR}/fake-cuda-p2p)
 add_library(gdu_p2p_fake_cuda SHARED test_p2p_fake_libcuda.c
             ${CMAKE_CURRENT_BINARY_DIR}/fake_libcuda_stubs.c)
+gdu_sees(gdu_p2p_fake_cuda cuda p2p)
 set_target_properties(gdu_p2p_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_P2P_FAKE_CUDA_DIR})
 # A unit test (and its valgrind twin) that loads the fake GPUs.

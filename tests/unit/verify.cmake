@@ -2,6 +2,7 @@
 # is compiled in directly so that its tests do not depend on the rest of gdu_probe.
 gdunlock_unit_test(test_nvfs_stats
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nvfs_stats.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c)
+gdu_sees(test_nvfs_stats probe)
 
 # The verdict, shim-report, JSON and pattern code needs no GPU: compiled in
 # directly, without the run (CUDA/cuFile) and engine parts.
@@ -11,15 +12,18 @@ gdunlock_unit_test(test_verify_verdict
           ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c ${CMAKE_SOURCE_DIR}/src/verify/verify_pattern.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_evidence.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
   LIBS gdu_launch PkgConfig::JANSSON)
+gdu_sees(test_verify_verdict verify probe cuda)
 
 # gdunlock verify end to end without a GPU: fake libcuda.so.1 and libcufile
 # in their own folder (never build/lib, which is on the real binary's run path).
 set(GDU_VERIFY_FAKES ${CMAKE_BINARY_DIR}/tests/verify-fakes)
 add_library(test_verify_fake_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cuda.c
                                          ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cuda_defaults.c)
+gdu_sees(test_verify_fake_cuda cuda)
 set_target_properties(test_verify_fake_cuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_VERIFY_FAKES})
 add_library(test_verify_fake_cufile SHARED ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_fake_cufile.c)
+gdu_sees(test_verify_fake_cufile cuda)
 set_target_properties(test_verify_fake_cufile PROPERTIES OUTPUT_NAME fakecufile
                       LIBRARY_OUTPUT_DIRECTORY ${GDU_VERIFY_FAKES})
 if(GDUNLOCK_SANITIZE)
