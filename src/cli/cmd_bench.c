@@ -18,7 +18,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock bench (-f FILE | -D DIR) [options]\n"
+            "Usage: gdunlock bench (-f FILE | -D DIR) [options]\n"
             "\n"
             "Moves the same bytes of one file to (or from) GPU memory by every path and\n"
             "prints GB/s, the ratio to this machine's ceiling, CPU use and per-I/O latency.\n"

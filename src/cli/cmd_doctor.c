@@ -19,7 +19,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json] [--progress]\n"
+            "Usage: gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json] [--progress]\n"
             "\n"
             "Says whether GPUDirect Storage and GPU P2P can work on this machine, exactly\n"
             "why not, and the fix. With PATH, the storage verdict is about that file or\n"

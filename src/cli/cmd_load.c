@@ -19,7 +19,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock load FILE|INDEX [--gpu I | --gpu I,J,... | --to host] [--verify]\n"
+            "Usage: gdunlock load FILE|INDEX [--gpu I | --gpu I,J,... | --to host] [--verify]\n"
             "                     [--lenient] [--list] [--json] [--progress]\n"
             "\n"
             "Loads a .safetensors file, or a sharded checkpoint through its\n"

@@ -28,7 +28,7 @@ struct options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
+            "Usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
             "                    [--progress]\n"
             "\n"
             "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"

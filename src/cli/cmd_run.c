@@ -28,7 +28,7 @@ struct run_options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD [ARGS...]\n"
+            "Usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD [ARGS...]\n"
             "\n"
             "Runs CMD with the gdunlock shim (libgdunlock.so) preloaded: on every GPU where the\n"
             "driver gives CUDA no ThirdPartyP2P object (GeForce), the shim creates one and registers\n"

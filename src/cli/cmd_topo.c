@@ -14,7 +14,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock topo [--sysroot DIR] [--json]\n"
+            "Usage: gdunlock topo [--sysroot DIR] [--json]\n"
             "\n"
             "Shows how each GPU reaches every GPU, NVMe drive and network card:\n"
             "  X     itself               NV    NVLink\n"

@@ -28,7 +28,7 @@ struct cli {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
+            "Usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
             "                       [--progress]\n"
             "\n"
             "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"

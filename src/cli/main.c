@@ -25,7 +25,7 @@ static const struct command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: gdunlock <command> [options]\n\ncommands:\n");
+    fprintf(out, "Usage: gdunlock <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'gdunlock <command> --help' describes a command's options.\n");

@@ -33,7 +33,7 @@ static int gdu(const char *args)
 static void usage_and_errors(void **state)
 {
     assert_int_equal(gdu("doctor --help"), 0);
-    assert_non_null(strstr(output, "usage: gdunlock doctor"));
+    assert_non_null(strstr(output, "Usage: gdunlock doctor"));
     assert_non_null(strstr(output, "12 impossible"));
     assert_non_null(strstr(output, "13 unknown"));
     assert_int_equal(gdu("doctor --bogus"), 64);

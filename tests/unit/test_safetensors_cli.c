@@ -88,7 +88,7 @@ static void test_usage(void **state)
 {
     char out[4096];
     assert_int_equal(run("--help", out, sizeof out), 0);
-    assert_non_null(strstr(out, "usage: gdunlock load"));
+    assert_non_null(strstr(out, "Usage: gdunlock load"));
     assert_int_equal(run("", out, sizeof out), 64);
     assert_int_equal(run("--gpu x " FIX "small.safetensors", out, sizeof out), 64);
     assert_int_equal(run("--to disk " FIX "small.safetensors", out, sizeof out), 64);

@@ -70,7 +70,7 @@ static void errors(void **state)
     assert_int_equal(gdunlock_run("-- /nonexistent/program"), 66);
     assert_non_null(strstr(slurp(err_path), "cannot run '/nonexistent/program'"));
     assert_int_equal(gdunlock_run("--help"), 0);
-    assert_non_null(strstr(slurp(out_path), "usage: gdunlock run"));
+    assert_non_null(strstr(slurp(out_path), "Usage: gdunlock run"));
 }
 
 static void report_table(void **state)
