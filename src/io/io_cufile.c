@@ -184,7 +184,7 @@ static int ring_slot_init(gdu_io_engine *e, ring_slot *s, size_t bytes, char *wh
 
 int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
 {
-    char src[160] = "", why[GDU_IO_WHY] = "";
+    char src[96] = "", why[GDU_IO_WHY] = "";
     int64_t bar1 = bar1_bytes(e, src, sizeof src);
     if (bar1 < 0) {
         snprintf(note, len, "GDUNLOCK_TEST_BAR1=%s is invalid: expected a size such as 256M",
@@ -230,7 +230,7 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
         ring_fini(e);
     } else {
         snprintf(g->note, sizeof g->note, "ring of %zu x %zu KiB registered buffers (%" PRIu64
-                 " MiB of a %" PRIu64 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.100s)", n,
+                 " MiB of a %" PRIu64 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s)", n,
                  slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
                  bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
         snprintf(note, len, "%s", g->note);

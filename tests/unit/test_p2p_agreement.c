@@ -35,7 +35,7 @@ static gdu_p2p_report *p2p_report_of(const gdu_live *live, const char *sysroot)
         const gdu_live_gpu *g = &live->gpus[i];
         gdu_p2p_gpu *p = &r->gpu[i];
         p->ordinal = g->ordinal;
-        snprintf(p->name, sizeof p->name, "%s", g->name);
+        assert_true(snprintf(p->name, sizeof p->name, "%s", g->name) < (int)sizeof p->name);
         snprintf(p->pci_bus_id, sizeof p->pci_bus_id, "%s", g->bdf);
         assert_int_equal(sscanf(g->bdf, "%x:%x:%x", &p->domain, &p->bus, &p->device), 3);
         p->memory_bytes = g->total_mem;
