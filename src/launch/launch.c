@@ -13,18 +13,22 @@
 
 bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, size_t len)
 {
-    char dir[PATH_MAX], next_to[PATH_MAX + 32], installed[PATH_MAX + 32] = "";
+    char dir[PATH_MAX], next_to[PATH_MAX + 32], installed[2 * PATH_MAX + 32] = "";
     snprintf(dir, sizeof dir, "%s", exe);
     char *slash = strrchr(dir, '/');
     if (slash != NULL)
         *slash = '\0';
-    snprintf(next_to, sizeof next_to, "%s/../lib/libgdunlock.so", slash != NULL ? dir : ".");
+    const char *bin = slash != NULL ? dir : ".";
+    snprintf(next_to, sizeof next_to, "%s/../lib/libgdunlock.so", bin);
     if (access(next_to, R_OK) == 0) {
         snprintf(shim, len, "%s", next_to);
         return true;
     }
     if (libdir != NULL && libdir[0] != '\0') {
-        snprintf(installed, sizeof installed, "%s/libgdunlock.so", libdir);
+        if (libdir[0] == '/')
+            snprintf(installed, sizeof installed, "%s/libgdunlock.so", libdir);
+        else
+            snprintf(installed, sizeof installed, "%s/../%s/libgdunlock.so", bin, libdir);
         if (access(installed, R_OK) == 0) {
             snprintf(shim, len, "%s", installed);
             return true;
@@ -42,7 +46,7 @@ bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len)
         return false;
     }
     exe[n] = '\0';
-    return gdu_launch_find_shim_in(exe, GDUNLOCK_LIBDIR, shim, len);
+    return gdu_launch_find_shim_in(exe, GDUNLOCK_INSTALL_LIBDIR, shim, len);
 }
 
 bool gdu_launch_shim_preloaded(void)

@@ -10,13 +10,14 @@
 
 /* Where libgdunlock.so is for the executable at exe: <exe's folder>/../lib
  * (the build folder, or an install into PREFIX/bin and PREFIX/lib), else
- * libdir (the library folder the binary was installed with; NULL or ""
- * for none). Returns true with the path in shim; false with the places
- * looked in ("A or B") in shim. */
+ * libdir, the library folder the binary was installed with: relative to the
+ * prefix (<exe's folder>/../LIBDIR, so an installed tree can move) or
+ * absolute; NULL or "" for none. Returns true with the path in shim; false
+ * with the places looked in ("A or B") in shim. */
 bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, size_t len);
 
 /* The same for the running executable, whose path goes into exe, and the
- * install libdir CMake compiled in (GDUNLOCK_LIBDIR). */
+ * install libdir CMake compiled in (GDUNLOCK_INSTALL_LIBDIR). */
 bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len);
 
 /* Whether libgdunlock.so is in LD_PRELOAD. */

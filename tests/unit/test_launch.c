@@ -88,6 +88,18 @@ static void test_shim_in_install_libdir(void **state)
     assert_string_equal(shim, want);
 }
 
+/* A relative libdir is under the binary's prefix, wherever the tree was
+ * installed or moved to (cmake --install --prefix anywhere). */
+static void test_shim_in_relative_libdir(void **state)
+{
+    char exe[PATH_MAX], shim[2 * PATH_MAX], want[PATH_MAX];
+    path_of(exe, sizeof exe, "usr/bin/gdunlock");
+    path_of(want, sizeof want, "usr/bin/../lib/x86_64-linux-gnu/libgdunlock.so");
+    assert_true(gdu_launch_find_shim_in(exe, "lib/x86_64-linux-gnu", shim, sizeof shim));
+    assert_string_equal(shim, want);
+    assert_false(gdu_launch_find_shim_in(exe, "lib64", shim, sizeof shim));
+}
+
 /* Nowhere: both places are named. */
 static void test_shim_missing_names_both(void **state)
 {
@@ -181,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shim_next_to_binary),
         cmocka_unit_test(test_shim_in_install_libdir),
+        cmocka_unit_test(test_shim_in_relative_libdir),
         cmocka_unit_test(test_shim_missing_names_both),
         cmocka_unit_test(test_preload_goes_first),
         cmocka_unit_test(test_load_report),
