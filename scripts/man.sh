@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# man.sh GDUNLOCK OUTDIR: writes gdunlock.1 and gdunlock-COMMAND.1 for every
+# command into OUTDIR with help2man, from the program's own --help texts (the
+# one source: a page cannot drift from what the command prints).
+set -euo pipefail
+gdunlock=$(realpath "$1")
+out=$2
+mkdir -p "$out"
+version=$("$gdunlock" --version | awk '{print $2}')
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# "  NAME   what it does" lines of gdunlock --help.
+commands=$("$gdunlock" --help | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print} on && /^$/ {exit}')
+see_also=$(echo "$commands" | awk '{printf "%s\\fBgdunlock-%s\\fR(1)", (NR > 1 ? ", " : ""), $1}')
+printf '[SEE ALSO]\n%s\n' "$see_also" >"$work/see-also"
+help2man --no-info --no-discard-stderr --version-string="$version" \
+  --name="GPUDirect paths for NVIDIA GPUs, and what each delivers" \
+  --include="$work/see-also" -o "$out/gdunlock.1" "$gdunlock"
+while read -r name what; do
+  # help2man names a page after the program it runs: a gdunlock-NAME that
+  # is `gdunlock NAME`.
+  printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$gdunlock" "$name" >"$work/gdunlock-$name"
+  chmod +x "$work/gdunlock-$name"
+  printf '[SEE ALSO]\n\\fBgdunlock\\fR(1)\n' >"$work/see-also-$name"
+  help2man --no-info --no-discard-stderr --version-string="$version" --name="$what" \
+    --include="$work/see-also-$name" -o "$out/gdunlock-$name.1" "$work/gdunlock-$name"
+done <<<"$commands"
