@@ -29,7 +29,7 @@ typedef struct gdu_io_request gdu_io_request;
  * HOST, whose memory pointers mean host memory. */
 typedef enum {
     GDU_IO_BACKEND_AUTO = 0,
-    GDU_IO_BACKEND_CUFILE,   /* cuFile (GDS or its compat mode); device memory */
+    GDU_IO_BACKEND_CUFILE, /* cuFile (GDS or its compat mode); device memory */
     GDU_IO_BACKEND_PIPELINE, /* parallel pread/pwrite + pinned staging + async copies; device memory */
     GDU_IO_BACKEND_HOST,     /* the same pipeline into plain host memory (tests, ceilings) */
 } gdu_io_backend;
@@ -188,8 +188,8 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len);
  * with *done < length. */
 int gdu_io_read(gdu_io_file *f, uint64_t offset, uint64_t length, void *mem, uint64_t *done,
                 char *why, size_t why_len);
-int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem,
-                 uint64_t *done, char *why, size_t why_len);
+int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem, uint64_t *done,
+                 char *why, size_t why_len);
 
 /* Flushes written data to stable storage (fdatasync). 0 or a negative errno. */
 int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len);

@@ -30,36 +30,36 @@ extern "C" {
 
 typedef enum gdu_st_status {
     GDU_ST_OK = 0,
-    GDU_ST_ERR_INVALID_ARGUMENT, /* a NULL or out-of-range argument */
-    GDU_ST_ERR_NOMEM,            /* host memory allocation failed */
-    GDU_ST_ERR_OPEN,             /* the file cannot be opened or is not a regular file */
-    GDU_ST_ERR_IO,               /* reading the file failed or was short */
-    GDU_ST_ERR_TOO_SMALL,        /* fewer than 8 bytes: no header length */
-    GDU_ST_ERR_HEADER_LENGTH,    /* header length > 100 MB, or past the end of the file */
-    GDU_ST_ERR_HEADER_JSON,      /* the header is not valid UTF-8 JSON (or empty), has duplicate
+    GDU_ST_ERR_INVALID_ARGUMENT,  /* a NULL or out-of-range argument */
+    GDU_ST_ERR_NOMEM,             /* host memory allocation failed */
+    GDU_ST_ERR_OPEN,              /* the file cannot be opened or is not a regular file */
+    GDU_ST_ERR_IO,                /* reading the file failed or was short */
+    GDU_ST_ERR_TOO_SMALL,         /* fewer than 8 bytes: no header length */
+    GDU_ST_ERR_HEADER_LENGTH,     /* header length > 100 MB, or past the end of the file */
+    GDU_ST_ERR_HEADER_JSON,       /* the header is not valid UTF-8 JSON (or empty), has duplicate
                                   * keys, or nests deeper than serde_json's limit */
-    GDU_ST_ERR_HEADER_NOT_OBJECT,/* the header JSON is not an object */
-    GDU_ST_ERR_TENSOR_ENTRY,     /* a tensor entry is not {dtype, shape, data_offsets} */
-    GDU_ST_ERR_DTYPE,            /* unknown dtype name */
-    GDU_ST_ERR_SHAPE,            /* shape not a list of non-negative integers */
-    GDU_ST_ERR_OVERFLOW,         /* shape product x dtype size overflows 64 bits */
-    GDU_ST_ERR_OFFSETS,          /* data_offsets not [begin, end] with begin <= end, or (strict)
+    GDU_ST_ERR_HEADER_NOT_OBJECT, /* the header JSON is not an object */
+    GDU_ST_ERR_TENSOR_ENTRY,      /* a tensor entry is not {dtype, shape, data_offsets} */
+    GDU_ST_ERR_DTYPE,             /* unknown dtype name */
+    GDU_ST_ERR_SHAPE,             /* shape not a list of non-negative integers */
+    GDU_ST_ERR_OVERFLOW,          /* shape product x dtype size overflows 64 bits */
+    GDU_ST_ERR_OFFSETS,           /* data_offsets not [begin, end] with begin <= end, or (strict)
                                   * an empty tensor placed inside another's bytes */
-    GDU_ST_ERR_SIZE_MISMATCH,    /* end - begin differs from shape x dtype size */
-    GDU_ST_ERR_OUT_OF_RANGE,     /* a tensor's bytes lie past the end of the file */
-    GDU_ST_ERR_OVERLAP,          /* two tensors share bytes */
-    GDU_ST_ERR_METADATA,         /* __metadata__ is not null or a string -> string object */
-    GDU_ST_ERR_INDEX,            /* the sharded index is malformed or inconsistent */
-    GDU_ST_ERR_PATH_ESCAPE,      /* a shard name is absolute or contains ".." */
-    GDU_ST_ERR_DUPLICATE_TENSOR, /* the same tensor name in two shards */
-    GDU_ST_ERR_NO_CUDA,          /* libcuda, the driver or the GPU is not available */
-    GDU_ST_ERR_DEVICE_MEMORY,    /* device or pinned allocation failed */
-    GDU_ST_ERR_ENGINE,           /* the I/O engine failed to move the data */
-    GDU_ST_ERR_VERIFY_MISMATCH,  /* loaded bytes differ from the file */
-    GDU_ST_ERR_HOLE,             /* (strict) bytes before or between tensors belong to none */
-    GDU_ST_ERR_TRAILING,         /* (strict) bytes after the last tensor */
-    GDU_ST_ERR_SETTINGS,         /* a GDUNLOCK_IO_* setting is invalid */
-    GDU_ST_ERR_BUSY,             /* the engines are in use by a load or an open reader */
+    GDU_ST_ERR_SIZE_MISMATCH,     /* end - begin differs from shape x dtype size */
+    GDU_ST_ERR_OUT_OF_RANGE,      /* a tensor's bytes lie past the end of the file */
+    GDU_ST_ERR_OVERLAP,           /* two tensors share bytes */
+    GDU_ST_ERR_METADATA,          /* __metadata__ is not null or a string -> string object */
+    GDU_ST_ERR_INDEX,             /* the sharded index is malformed or inconsistent */
+    GDU_ST_ERR_PATH_ESCAPE,       /* a shard name is absolute or contains ".." */
+    GDU_ST_ERR_DUPLICATE_TENSOR,  /* the same tensor name in two shards */
+    GDU_ST_ERR_NO_CUDA,           /* libcuda, the driver or the GPU is not available */
+    GDU_ST_ERR_DEVICE_MEMORY,     /* device or pinned allocation failed */
+    GDU_ST_ERR_ENGINE,            /* the I/O engine failed to move the data */
+    GDU_ST_ERR_VERIFY_MISMATCH,   /* loaded bytes differ from the file */
+    GDU_ST_ERR_HOLE,              /* (strict) bytes before or between tensors belong to none */
+    GDU_ST_ERR_TRAILING,          /* (strict) bytes after the last tensor */
+    GDU_ST_ERR_SETTINGS,          /* a GDUNLOCK_IO_* setting is invalid */
+    GDU_ST_ERR_BUSY,              /* the engines are in use by a load or an open reader */
     GDU_ST_STATUS_COUNT
 } gdu_st_status;
 
@@ -74,7 +74,7 @@ const char *gdu_st_status_name(gdu_st_status status);
 /* The dtypes of the safetensors format (huggingface/safetensors main). */
 typedef enum gdu_st_dtype {
     GDU_ST_BOOL,
-    GDU_ST_F4,          /* float4 e2m1, two per byte */
+    GDU_ST_F4, /* float4 e2m1, two per byte */
     GDU_ST_F6_E2M3,
     GDU_ST_F6_E3M2,
     GDU_ST_U8,
@@ -133,8 +133,8 @@ int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out);
 /* ---- One file's header ------------------------------------------------- */
 
 typedef struct gdu_st_tensor_info {
-    const char *name;      /* UTF-8, NUL-terminated; may hold NUL (\u0000): see name_len */
-    size_t name_len;       /* bytes of name */
+    const char *name; /* UTF-8, NUL-terminated; may hold NUL (\u0000): see name_len */
+    size_t name_len;  /* bytes of name */
     gdu_st_dtype dtype;
     uint32_t ndim;         /* 0 for a scalar */
     const uint64_t *shape; /* ndim entries */
@@ -152,8 +152,7 @@ gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_s
 gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t file_size,
                                         unsigned flags, gdu_st_header **out, gdu_st_error *err);
 /* Reads and parses the header of an open regular file (pread, any position). */
-gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
-                                    gdu_st_error *err);
+gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out, gdu_st_error *err);
 void gdu_st_header_free(gdu_st_header *header);
 
 size_t gdu_st_header_tensor_count(const gdu_st_header *header);
@@ -182,9 +181,8 @@ int gdu_st_header_metadata(const gdu_st_header *header, size_t index, const char
  * of "weight_map", sorted by name (model-00001-of-... first), each checked to be a relative path
  * without "..". Returns them as a NULL-terminated malloc'd array of malloc'd
  * strings (free with gdu_st_string_list_free), and how many tensors it maps. */
-gdu_st_status gdu_st_index_parse(const void *json, size_t len, char ***shards,
-                                 size_t *shard_count, size_t *tensor_count,
-                                 gdu_st_error *err);
+gdu_st_status gdu_st_index_parse(const void *json, size_t len, char ***shards, size_t *shard_count,
+                                 size_t *tensor_count, gdu_st_error *err);
 void gdu_st_string_list_free(char **list);
 
 /* ---- Loading ----------------------------------------------------------- */
@@ -196,7 +194,7 @@ typedef enum gdu_st_target {
 
 typedef struct gdu_st_load_options {
     gdu_st_target target;
-    const int *gpus;  /* GPU ordinals; files are placed round-robin; NULL = {0} */
+    const int *gpus; /* GPU ordinals; files are placed round-robin; NULL = {0} */
     size_t gpu_count;
     /* Called from the loading thread as each 256 MiB piece lands (may be NULL). */
     void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
@@ -204,7 +202,7 @@ typedef struct gdu_st_load_options {
 } gdu_st_load_options;
 
 typedef struct gdu_st_tensor {
-    const char *name;     /* NUL-terminated; may hold NUL: name_len */
+    const char *name; /* NUL-terminated; may hold NUL: name_len */
     size_t name_len;
     gdu_st_dtype dtype;
     uint32_t ndim;
@@ -245,8 +243,7 @@ gdu_st_status gdu_st_engines_release(gdu_st_error *err);
  * callers that read ranges themselves through include/gdunlock/io.h (the
  * Python module's safe_open). Every lease is given back with
  * gdu_st_engine_return; gdu_st_engines_release refuses while one is out. */
-gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out,
-                                    gdu_st_error *err);
+gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out, gdu_st_error *err);
 void gdu_st_engine_return(gdu_io_engine *engine);
 
 /* Reads every loaded tensor back to the host and compares it with the file.

@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 enum {
-    BENCH_DIRECT, /* cuFile with nvidia-fs */
-    BENCH_COMPAT, /* cuFile in compat mode */
-    BENCH_ENGINE, /* the gdunlock engine, pipeline backend */
-    BENCH_NAIVE,  /* one thread: pread + cuMemcpyHtoD (write: cuMemcpyDtoH + pwrite) */
-    BENCH_HOST,   /* the same I/O into pinned host memory at the same parallelism */
-    BENCH_H2D,    /* pinned host -> device copies (write: device -> host) */
+    BENCH_DIRECT,     /* cuFile with nvidia-fs */
+    BENCH_COMPAT,     /* cuFile in compat mode */
+    BENCH_ENGINE,     /* the gdunlock engine, pipeline backend */
+    BENCH_NAIVE,      /* one thread: pread + cuMemcpyHtoD (write: cuMemcpyDtoH + pwrite) */
+    BENCH_HOST,       /* the same I/O into pinned host memory at the same parallelism */
+    BENCH_H2D,        /* pinned host -> device copies (write: device -> host) */
     BENCH_HOST_URING, /* host's I/O through one io_uring at the same queue depth */
     BENCH_NPATHS
 };
@@ -30,9 +30,9 @@ typedef struct {
     uint64_t total;   /* bytes moved per path */
     uint64_t io_size; /* bytes per I/O */
     unsigned workers;
-    uint64_t chunk;   /* engine chunk size (0: engine default) */
+    uint64_t chunk;         /* engine chunk size (0: engine default) */
     uint64_t default_chunk; /* the chunk when none is given and O_DIRECT is off */
-    unsigned staging; /* engine staging buffers per worker (0: default) */
+    unsigned staging;       /* engine staging buffers per worker (0: default) */
     bool write, random, cold, create, verify, json, vmm;
     /* Called with a path's bytes done of total, at most every half second
      * and once more (final) when the path ends; NULL: no progress. */
@@ -65,7 +65,10 @@ typedef struct {
 
 /* A path that could not run here (no GPU, no nvidia-fs, cuFile refusing the
  * file) is not a failure: its row says why. */
-static inline bool bench_is_host(int path) { return path == BENCH_HOST || path == BENCH_HOST_URING; }
+static inline bool bench_is_host(int path)
+{
+    return path == BENCH_HOST || path == BENCH_HOST_URING;
+}
 
 static inline bool bench_failed(const bench_result *r)
 {

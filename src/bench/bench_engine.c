@@ -51,7 +51,8 @@ static gdu_io_engine *make_engine(const bench_config *c, int path, bench_result 
     }
     int direct = gdu_io_engine_direct_storage(e);
     if (path == BENCH_DIRECT && !direct) {
-        snprintf(r->note, sizeof r->note, "not possible here: nvidia-fs not loaded (cuFile only in compat mode)");
+        snprintf(r->note, sizeof r->note,
+                 "not possible here: nvidia-fs not loaded (cuFile only in compat mode)");
         gdu_io_engine_destroy(e);
         return NULL;
     }
@@ -124,8 +125,8 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
         sl->x.mem = (void *)(uintptr_t)(g->buf + off);
         expected += sl->x.length;
         sl->submitted = bench_now();
-        s = gdu_io_submit(f, c->write ? GDU_IO_OP_WRITE : GDU_IO_OP_READ, &sl->x, 1, on_complete, sl,
-                          &sl->req);
+        s = gdu_io_submit(f, c->write ? GDU_IO_OP_WRITE : GDU_IO_OP_READ, &sl->x, 1, on_complete,
+                          sl, &sl->req);
         if (s != 0) { /* nothing queued: account it as retired with an error */
             status = s;
             snprintf(fail_why, sizeof fail_why, "submit refused: %s", strerror(-s));

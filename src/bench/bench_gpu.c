@@ -25,7 +25,8 @@ static int alloc_vmm(bench_gpu *g, size_t size)
     prop.location.type = GDU_CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = g->dev;
     size_t gran = 0;
-    gdu_CUresult r = cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    gdu_CUresult r =
+        cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r != GDU_CUDA_SUCCESS)
         return fail(g, "cuMemGetAllocationGranularity", r);
     size = (size + gran - 1) / gran * gran;

@@ -67,7 +67,9 @@ static void *pinned_alloc(bench_gpu *g, size_t n)
 {
     void *p = NULL;
     if (g->ok)
-        return g->cu->cuMemHostAlloc(&p, n, GDU_CU_MEMHOSTALLOC_PORTABLE) == GDU_CUDA_SUCCESS ? p : NULL;
+        return g->cu->cuMemHostAlloc(&p, n, GDU_CU_MEMHOSTALLOC_PORTABLE) == GDU_CUDA_SUCCESS
+                   ? p
+                   : NULL;
     return aligned_alloc(4096, (n + 4095) / 4096 * 4096);
 }
 
@@ -109,7 +111,8 @@ void bench_run_h2d(const bench_config *c, bench_gpu *g, const bench_plan *p, ben
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, "h2d", r->bytes, true);
     if (r->status == 0)
-        snprintf(r->note, sizeof r->note, "pinned %s copies, one stream", c->write ? "device->host" : "host->device");
+        snprintf(r->note, sizeof r->note, "pinned %s copies, one stream",
+                 c->write ? "device->host" : "host->device");
     pinned_free(g, host);
 }
 
@@ -182,7 +185,8 @@ static void run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, b
         if (pthread_create(&th[started], NULL, host_worker, &s) != 0)
             break;
     /* Progress from this thread while the workers run. */
-    while (started > 0 && c->progress != NULL && atomic_load(&s.next) < p->n && atomic_load(&s.status) == 0) {
+    while (started > 0 && c->progress != NULL && atomic_load(&s.next) < p->n &&
+           atomic_load(&s.status) == 0) {
         bench_progress(c, "host", atomic_load(&s.bytes), false);
         usleep(100000);
     }
@@ -204,16 +208,21 @@ static void run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, b
     close(s.fd);
     if (started == 0) {
         r->status = -ENOMEM;
-        snprintf(r->note, sizeof r->note, "cannot allocate %u pinned buffers or start threads", c->workers);
+        snprintf(r->note, sizeof r->note, "cannot allocate %u pinned buffers or start threads",
+                 c->workers);
     } else if (atomic_load(&s.status) != 0) {
-        io_failed(r, c->write ? "pwrite" : "pread", atomic_load(&s.status), atomic_load(&s.bad_offset));
+        io_failed(r, c->write ? "pwrite" : "pread", atomic_load(&s.status),
+                  atomic_load(&s.bad_offset));
     } else if (r->note[0] == '\0') {
         snprintf(r->note, sizeof r->note, "%u threads, %s, %s host memory", c->workers,
                  c->cold ? "O_DIRECT" : "buffered", g->ok ? "pinned" : "pageable (no GPU)");
     }
 }
 
-static double gbps(const bench_result *r) { return r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0; }
+static double gbps(const bench_result *r)
+{
+    return r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0;
+}
 
 /* The storage ceiling at the engine's parallelism: the same threads and
  * requests, each request read with one pread of -i bytes and, where the

@@ -164,8 +164,10 @@ static int may_overwrite(const bench_config *c, const struct stat *st, const cha
         return bench;
     if (bench == 1)
         return 0;
-    snprintf(why, len, "%s exists and is not a bench file: %s would overwrite it; pass --force to "
-                       "allow that, or name a new file", c->file, how);
+    snprintf(why, len,
+             "%s exists and is not a bench file: %s would overwrite it; pass --force to "
+             "allow that, or name a new file",
+             c->file, how);
     return -EEXIST;
 }
 
@@ -191,13 +193,17 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
         return write_pattern(c, why, len);
     }
     if (S_ISDIR(st.st_mode)) {
-        snprintf(why, len, "%s is a directory: name a file with -f, or use -D %s for "
-                           "%s/gdunlock-bench.dat", c->file, c->file, c->file);
+        snprintf(why, len,
+                 "%s is a directory: name a file with -f, or use -D %s for "
+                 "%s/gdunlock-bench.dat",
+                 c->file, c->file, c->file);
         return -EISDIR;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len, "%s is not a regular file (a device or a FIFO): bench uses regular "
-                           "files only", c->file);
+        snprintf(why, len,
+                 "%s is not a regular file (a device or a FIFO): bench uses regular "
+                 "files only",
+                 c->file);
         return -EINVAL;
     }
     if (c->write) { /* every write path truncates and rewrites it */
@@ -219,7 +225,8 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
     if (fd < 0)
         return fd;
     uint8_t buf[4096];
-    int ok = check_range(fd, c, buf, 0, sizeof buf < c->total ? sizeof buf : (size_t)c->total, why, len);
+    int ok =
+        check_range(fd, c, buf, 0, sizeof buf < c->total ? sizeof buf : (size_t)c->total, why, len);
     if (ok == 1 && c->total > sizeof buf)
         ok = check_range(fd, c, buf, c->total - sizeof buf, sizeof buf, why, len);
     close(fd);

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const bench_path_names[BENCH_NPATHS] = {"direct", "cufile-compat", "engine", "naive",
-                                                     "host",   "h2d",           "host-uring"};
+const char *const bench_path_names[BENCH_NPATHS] = {"direct", "cufile-compat", "engine",    "naive",
+                                                    "host",   "h2d",           "host-uring"};
 
 double bench_gbps(const bench_result *r)
 {
@@ -111,7 +111,8 @@ static void after_path(const bench_config *c, bench_gpu *g, int path, bool verif
     if (!verify || bench_is_host(path) || path == BENCH_H2D || r->status != 0 || !r->ran)
         return;
     char why[256] = "";
-    int ok = c->write ? bench_file_verify(c, why, sizeof why) : bench_gpu_verify(g, c, why, sizeof why);
+    int ok =
+        c->write ? bench_file_verify(c, why, sizeof why) : bench_gpu_verify(g, c, why, sizeof why);
     r->verified = ok == 1;
     if (ok != 1) {
         size_t used = strlen(r->note);
@@ -180,7 +181,8 @@ static void combine_rounds(const bench_result *runs, unsigned rounds, bench_resu
     if (n == 0)
         return;
     for (unsigned i = 1; i < n; i++) /* insertion sort by GB/s */
-        for (unsigned j = i; j > 0 && bench_gbps(&runs[order[j]]) < bench_gbps(&runs[order[j - 1]]); j--) {
+        for (unsigned j = i; j > 0 && bench_gbps(&runs[order[j]]) < bench_gbps(&runs[order[j - 1]]);
+             j--) {
             unsigned t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
@@ -223,8 +225,8 @@ int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len
      * round is compared with the others'. */
     static const int read_order[] = {BENCH_H2D,    BENCH_HOST,   BENCH_HOST_URING, BENCH_NAIVE,
                                      BENCH_ENGINE, BENCH_DIRECT, BENCH_COMPAT};
-    static const int write_order[] = {BENCH_DIRECT, BENCH_COMPAT, BENCH_H2D,   BENCH_HOST,
-                                      BENCH_HOST_URING, BENCH_NAIVE, BENCH_ENGINE};
+    static const int write_order[] = {BENCH_DIRECT,     BENCH_COMPAT, BENCH_H2D,   BENCH_HOST,
+                                      BENCH_HOST_URING, BENCH_NAIVE,  BENCH_ENGINE};
     const int *order = c->write ? write_order : read_order;
     static bench_result runs[BENCH_NPATHS][BENCH_MAX_ROUNDS];
     for (unsigned round = 0; round < c->rounds; round++) {

@@ -28,7 +28,8 @@ static long long unwritten_kib(void)
     long long sum = 0, v;
     int found = 0;
     while (fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "Dirty: %lld kB", &v) == 1 || sscanf(line, "Writeback: %lld kB", &v) == 1) {
+        if (sscanf(line, "Dirty: %lld kB", &v) == 1 ||
+            sscanf(line, "Writeback: %lld kB", &v) == 1) {
             sum += v;
             found++;
         }

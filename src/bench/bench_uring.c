@@ -51,7 +51,8 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
     void *mem = NULL;
     size_t bytes = (size_t)depth * c->io_size;
     if (fd >= 0)
-        mem = g->ok ? (g->cu->cuMemHostAlloc(&mem, bytes, GDU_CU_MEMHOSTALLOC_PORTABLE) == 0 ? mem : NULL)
+        mem = g->ok ? (g->cu->cuMemHostAlloc(&mem, bytes, GDU_CU_MEMHOSTALLOC_PORTABLE) == 0 ? mem
+                                                                                             : NULL)
                     : aligned_alloc(4096, bytes);
     ring_slot *slots = calloc(depth, sizeof *slots);
     if (fd < 0 || mem == NULL || slots == NULL) {
@@ -82,7 +83,8 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
         io_uring_cqe_seen(&ring, cqe);
         ring_slot *s = &slots[k];
         char *buf = (char *)mem + (size_t)k * c->io_size;
-        if (res == -EINTR || res == -EAGAIN || (res > 0 && s->done + (uint64_t)res < io_len(c, p->offset[s->io]))) {
+        if (res == -EINTR || res == -EAGAIN ||
+            (res > 0 && s->done + (uint64_t)res < io_len(c, p->offset[s->io]))) {
             s->done += res > 0 ? (uint64_t)res : 0; /* retry, or continue a partial transfer */
             prep(&ring, c, p, fd, buf, s, k);
             continue;
@@ -90,8 +92,9 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
         if (res <= 0) {
             if (r->status == 0) {
                 r->status = res < 0 ? res : -EIO;
-                snprintf(r->note, sizeof r->note, "%s at offset %" PRIu64 ": %s", c->write ? "write" : "read",
-                         p->offset[s->io] + s->done, strerror(-r->status));
+                snprintf(r->note, sizeof r->note, "%s at offset %" PRIu64 ": %s",
+                         c->write ? "write" : "read", p->offset[s->io] + s->done,
+                         strerror(-r->status));
             }
             inflight--;
             continue;
@@ -110,8 +113,9 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, "host-uring", r->bytes, true);
     if (r->status == 0)
-        snprintf(r->note, sizeof r->note, "one thread, io_uring queue depth %u, %s, %s host memory%s",
-                 depth, c->cold ? "O_DIRECT" : "buffered", g->ok ? "pinned" : "pageable (no GPU)",
+        snprintf(r->note, sizeof r->note,
+                 "one thread, io_uring queue depth %u, %s, %s host memory%s", depth,
+                 c->cold ? "O_DIRECT" : "buffered", g->ok ? "pinned" : "pageable (no GPU)",
                  c->cold ? ""
                          : "; a reference row, not the engine: buffered io_uring reads of cached "
                            "pages are copied inline in the submitting thread, so this is one "

@@ -27,7 +27,8 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
     printf("%s%s %s, %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d %s%s\n", bold,
            c->write ? "write" : "read", c->file, (double)c->total / (1u << 30),
            (unsigned long long)(c->io_size >> 10), c->workers, c->random ? "random" : "sequential",
-           c->cold ? "cold (O_DIRECT)" : "warm page cache", c->device, g->ok ? g->name : "(none)", off);
+           c->cold ? "cold (O_DIRECT)" : "warm page cache", c->device, g->ok ? g->name : "(none)",
+           off);
     double ceil = bench_ceiling(r);
     printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
            "CPU%", "p50 ms", "p99 ms", "data", "note", off);
@@ -49,8 +50,11 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
         printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s %s\n", label(c, p), v, range, ratio,
                x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
-               x->p99_us / 1e3, x->verified == 0 ? red : x->verified == 1 ? green : "", data, off,
-               x->note);
+               x->p99_us / 1e3,
+               x->verified == 0   ? red
+               : x->verified == 1 ? green
+                                  : "",
+               data, off, x->note);
     }
     if (ceil > 0)
         printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
@@ -63,7 +67,8 @@ static json_t *machine(const bench_gpu *g)
     struct utsname u;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    json_t *m = json_pack("{s:s, s:i}", "hostname", host, "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN));
+    json_t *m =
+        json_pack("{s:s, s:i}", "hostname", host, "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (uname(&u) == 0)
         json_object_set_new(m, "kernel", json_string(u.release));
     json_object_set_new(m, "gpu", g->ok ? json_string(g->name) : json_null());
@@ -79,9 +84,9 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
     json_t *params = json_pack(
         "{s:s, s:I, s:I, s:i, s:I, s:i, s:s, s:s, s:b, s:i, s:s}", "file", c->file, "total_bytes",
         (json_int_t)c->total, "io_bytes", (json_int_t)c->io_size, "workers", (int)c->workers,
-        "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging, "op", c->write ? "write" : "read",
-        "order", c->random ? "rand" : "seq", "cold", c->cold, "device", c->device, "mem",
-        c->vmm ? "vmm" : "cudamalloc");
+        "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging, "op",
+        c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold", c->cold, "device",
+        c->device, "mem", c->vmm ? "vmm" : "cudamalloc");
     json_object_set_new(params, "rounds", json_integer(c->rounds));
     json_t *paths = json_array();
     for (int p = 0; p < BENCH_NPATHS; p++) {
@@ -98,16 +103,21 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
             json_object_set_new(o, "gbps_rounds", all);
             json_object_set_new(o, "gbps_min", json_real(x->gbps_min));
             json_object_set_new(o, "gbps_max", json_real(x->gbps_max));
-            json_object_set_new(o, "spread", json_real(bench_gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / bench_gbps(x) : 0));
+            json_object_set_new(
+                o, "spread",
+                json_real(bench_gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / bench_gbps(x) : 0));
             json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
             json_object_set_new(o, "seconds", json_real(x->seconds));
-            json_object_set_new(o, "cpu_percent",
-                                json_real(x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0));
+            json_object_set_new(
+                o, "cpu_percent",
+                json_real(x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0));
             json_object_set_new(o, "p50_us", json_real(x->p50_us));
             json_object_set_new(o, "p99_us", json_real(x->p99_us));
             double ceil = bench_ceiling(r);
-            json_object_set_new(o, "ratio_to_ceiling", ceil > 0 ? json_real(bench_gbps(x) / ceil) : json_null());
-            json_object_set_new(o, "verified", x->verified < 0 ? json_null() : json_boolean(x->verified));
+            json_object_set_new(o, "ratio_to_ceiling",
+                                ceil > 0 ? json_real(bench_gbps(x) / ceil) : json_null());
+            json_object_set_new(o, "verified",
+                                x->verified < 0 ? json_null() : json_boolean(x->verified));
         } else if (x->status != 0) {
             json_object_set_new(o, "errno", json_integer(-x->status));
         }

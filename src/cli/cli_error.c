@@ -8,25 +8,25 @@
 
 static bool json_wanted;
 
-void gdu_cli_set_json(bool on)
-{
-    json_wanted = on;
-}
+void gdu_cli_set_json(bool on) { json_wanted = on; }
 
-bool gdu_cli_json(void)
-{
-    return json_wanted;
-}
+bool gdu_cli_json(void) { return json_wanted; }
 
 static const char *exit_name(int exit_code)
 {
     switch (exit_code) {
-    case GDU_EXIT_FAILED: return "failed";
-    case GDU_EXIT_USAGE: return "usage";
-    case GDU_EXIT_NOINPUT: return "no_input";
-    case GDU_EXIT_UNAVAILABLE: return "unavailable";
-    case GDU_EXIT_IOERR: return "io_error";
-    default: return "internal";
+    case GDU_EXIT_FAILED:
+        return "failed";
+    case GDU_EXIT_USAGE:
+        return "usage";
+    case GDU_EXIT_NOINPUT:
+        return "no_input";
+    case GDU_EXIT_UNAVAILABLE:
+        return "unavailable";
+    case GDU_EXIT_IOERR:
+        return "io_error";
+    default:
+        return "internal";
     }
 }
 

@@ -26,8 +26,8 @@ void gdu_cli_error_doc(const char *command, int exit_code, const char *code, con
 
 /* Reports a failure: "gdunlock COMMAND: MESSAGE" and "  fix: FIX" on stderr
  * and, with --json, the error document on stdout. Returns exit_code. */
-__attribute__((format(printf, 5, 6)))
-int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
-                 const char *fmt, ...);
+__attribute__((format(printf, 5, 6))) int gdu_cli_fail(const char *command, int exit_code,
+                                                       const char *code, const char *fix,
+                                                       const char *fmt, ...);
 
 #endif

@@ -94,30 +94,53 @@ static int parse_paths(const char *list, unsigned *out)
     return ok && *out ? 0 : -EINVAL;
 }
 
-enum { OPT_MEM = 256, OPT_COLD, OPT_PATHS, OPT_CHUNK, OPT_STAGING, OPT_CREATE, OPT_NOVERIFY,
-       OPT_SEED, OPT_JSON, OPT_PROGRESS, OPT_ROUNDS, OPT_FORCE };
+enum {
+    OPT_MEM = 256,
+    OPT_COLD,
+    OPT_PATHS,
+    OPT_CHUNK,
+    OPT_STAGING,
+    OPT_CREATE,
+    OPT_NOVERIFY,
+    OPT_SEED,
+    OPT_JSON,
+    OPT_PROGRESS,
+    OPT_ROUNDS,
+    OPT_FORCE
+};
 
 static int parse_args(int argc, char **argv, bench_config *c, bool *progress, char *path_buf,
                       size_t path_len)
 {
-    static const struct option longs[] = {
-        {"help", no_argument, NULL, 'h'},         {"mem", required_argument, NULL, OPT_MEM},
-        {"cold", no_argument, NULL, OPT_COLD},     {"paths", required_argument, NULL, OPT_PATHS},
-        {"chunk", required_argument, NULL, OPT_CHUNK},
-        {"staging", required_argument, NULL, OPT_STAGING},
-        {"create", no_argument, NULL, OPT_CREATE}, {"no-verify", no_argument, NULL, OPT_NOVERIFY},
-        {"seed", required_argument, NULL, OPT_SEED}, {"json", no_argument, NULL, OPT_JSON},
-        {"progress", no_argument, NULL, OPT_PROGRESS}, {"rounds", required_argument, NULL, OPT_ROUNDS},
-        {"force", no_argument, NULL, OPT_FORCE},   {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"help", no_argument, NULL, 'h'},
+                                          {"mem", required_argument, NULL, OPT_MEM},
+                                          {"cold", no_argument, NULL, OPT_COLD},
+                                          {"paths", required_argument, NULL, OPT_PATHS},
+                                          {"chunk", required_argument, NULL, OPT_CHUNK},
+                                          {"staging", required_argument, NULL, OPT_STAGING},
+                                          {"create", no_argument, NULL, OPT_CREATE},
+                                          {"no-verify", no_argument, NULL, OPT_NOVERIFY},
+                                          {"seed", required_argument, NULL, OPT_SEED},
+                                          {"json", no_argument, NULL, OPT_JSON},
+                                          {"progress", no_argument, NULL, OPT_PROGRESS},
+                                          {"rounds", required_argument, NULL, OPT_ROUNDS},
+                                          {"force", no_argument, NULL, OPT_FORCE},
+                                          {NULL, 0, NULL, 0}};
     uint64_t v;
     const char *dir = NULL;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "hf:D:s:i:w:x:m:d:", longs, NULL)) != -1) {
         switch (opt) {
-        case 'h': usage(stdout); return -1;
-        case 'f': c->file = optarg; break;
-        case 'D': dir = optarg; break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        case 'f':
+            c->file = optarg;
+            break;
+        case 'D':
+            dir = optarg;
+            break;
         case 's':
             if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096)
                 return bad_arg("-s size (a multiple of 4K)", optarg);
@@ -153,10 +176,13 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
                 return bad_arg("--mem (cudamalloc or vmm)", optarg);
             c->vmm = strcmp(optarg, "vmm") == 0;
             break;
-        case OPT_COLD: c->cold = true; break;
+        case OPT_COLD:
+            c->cold = true;
+            break;
         case OPT_PATHS:
             if (parse_paths(optarg, &c->paths) != 0)
-                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", optarg);
+                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)",
+                               optarg);
             break;
         case OPT_CHUNK:
             if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
@@ -168,9 +194,15 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
                 return bad_arg("--staging (1..16)", optarg);
             c->staging = (unsigned)v;
             break;
-        case OPT_CREATE: c->create = true; break;
-        case OPT_FORCE: c->force = true; break;
-        case OPT_NOVERIFY: c->verify = false; break;
+        case OPT_CREATE:
+            c->create = true;
+            break;
+        case OPT_FORCE:
+            c->force = true;
+            break;
+        case OPT_NOVERIFY:
+            c->verify = false;
+            break;
         case OPT_SEED:
             if (gdu_parse_uint(optarg, 0, UINT32_MAX, &v) != 0)
                 return bad_arg("--seed", optarg);
@@ -181,18 +213,25 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
                 return bad_arg("--rounds (1..9)", optarg);
             c->rounds = (unsigned)v;
             break;
-        case OPT_JSON: c->json = true; break;
-        case OPT_PROGRESS: *progress = true; break;
+        case OPT_JSON:
+            c->json = true;
+            break;
+        case OPT_PROGRESS:
+            *progress = true;
+            break;
         default:
             usage(stderr);
-            gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock bench --help)", NULL);
+            gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL,
+                              "unknown option or missing argument (see gdunlock bench --help)",
+                              NULL);
             return GDU_EXIT_USAGE;
         }
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
     if ((c->file == NULL) == (dir == NULL))
-        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "give exactly one of -f FILE or -D DIR");
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
+                            "give exactly one of -f FILE or -D DIR");
     if (dir != NULL) {
         snprintf(path_buf, path_len, "%s/gdunlock-bench.dat", dir);
         c->file = path_buf;
@@ -219,9 +258,15 @@ int gdu_cmd_bench(int argc, char **argv)
     char why[512] = "";
     if (gdu_io_options_default(&d, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
-    bench_config c = {.total = 1ull << 30, .io_size = 16u << 20, .workers = d.workers,
-                      .staging = d.staging_per_worker, .default_chunk = d.chunk_size, .rounds = 3,
-                      .verify = true, .seed = 1, .paths = (1u << BENCH_NPATHS) - 1};
+    bench_config c = {.total = 1ull << 30,
+                      .io_size = 16u << 20,
+                      .workers = d.workers,
+                      .staging = d.staging_per_worker,
+                      .default_chunk = d.chunk_size,
+                      .rounds = 3,
+                      .verify = true,
+                      .seed = 1,
+                      .paths = (1u << BENCH_NPATHS) - 1};
     char path_buf[4096];
     bool progress = false;
     int rc = parse_args(argc, argv, &c, &progress, path_buf, sizeof path_buf);

@@ -18,27 +18,28 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json] [--progress]\n"
-            "\n"
-            "Says whether GPUDirect Storage and GPU P2P can work on this machine, exactly\n"
-            "why not, and the fix. With PATH, the storage verdict is about that file or\n"
-            "directory (its filesystem, block devices, NVMe and PCIe path); without it,\n"
-            "about any NVMe drive.\n"
-            "\n"
-            "  --sysroot DIR   examine a captured machine: read /sys, /proc, /etc, /run under\n"
-            "                  DIR and the live-driver answers from DIR/gdunlock-live.json\n"
-            "  --capture DIR   also copy every file doctor read, and the live answers, into\n"
-            "                  DIR (attach it to a bug report; replay with --sysroot DIR)\n"
-            "  --json          machine-readable report (schema: docs/doctor-json.md)\n"
-            "  --progress      say what is being probed on stderr even when it is not a terminal\n"
-            "  -h, --help      this text\n"
-            "\n"
-            "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
-            "12 impossible, 13 unknown (evidence missing: the reasons say what to capture or run),\n"
-            "69 no NVIDIA driver, 64 bad arguments (or a --capture DIR that is not empty),\n"
-            "66 PATH or sysroot missing or --capture DIR cannot be created, 74 the report or\n"
-            "the capture could not be written\n");
+    fprintf(
+        out,
+        "Usage: gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json] [--progress]\n"
+        "\n"
+        "Says whether GPUDirect Storage and GPU P2P can work on this machine, exactly\n"
+        "why not, and the fix. With PATH, the storage verdict is about that file or\n"
+        "directory (its filesystem, block devices, NVMe and PCIe path); without it,\n"
+        "about any NVMe drive.\n"
+        "\n"
+        "  --sysroot DIR   examine a captured machine: read /sys, /proc, /etc, /run under\n"
+        "                  DIR and the live-driver answers from DIR/gdunlock-live.json\n"
+        "  --capture DIR   also copy every file doctor read, and the live answers, into\n"
+        "                  DIR (attach it to a bug report; replay with --sysroot DIR)\n"
+        "  --json          machine-readable report (schema: docs/doctor-json.md)\n"
+        "  --progress      say what is being probed on stderr even when it is not a terminal\n"
+        "  -h, --help      this text\n"
+        "\n"
+        "exit status: 0 direct GDS possible now, 10 direct with gdunlock, 11 compat only,\n"
+        "12 impossible, 13 unknown (evidence missing: the reasons say what to capture or run),\n"
+        "69 no NVIDIA driver, 64 bad arguments (or a --capture DIR that is not empty),\n"
+        "66 PATH or sysroot missing or --capture DIR cannot be created, 74 the report or\n"
+        "the capture could not be written\n");
 }
 
 static int exit_code(const gdu_report *r)
@@ -46,11 +47,16 @@ static int exit_code(const gdu_report *r)
     if (!r->driver_present)
         return GDU_EXIT_UNAVAILABLE;
     switch (r->gds) {
-    case GDU_GDS_DIRECT: return GDU_DOCTOR_EXIT_DIRECT;
-    case GDU_GDS_DIRECT_GDUNLOCK: return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
-    case GDU_GDS_COMPAT: return GDU_DOCTOR_EXIT_COMPAT;
-    case GDU_GDS_UNKNOWN: return GDU_DOCTOR_EXIT_UNKNOWN;
-    default: return GDU_DOCTOR_EXIT_IMPOSSIBLE;
+    case GDU_GDS_DIRECT:
+        return GDU_DOCTOR_EXIT_DIRECT;
+    case GDU_GDS_DIRECT_GDUNLOCK:
+        return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
+    case GDU_GDS_COMPAT:
+        return GDU_DOCTOR_EXIT_COMPAT;
+    case GDU_GDS_UNKNOWN:
+        return GDU_DOCTOR_EXIT_UNKNOWN;
+    default:
+        return GDU_DOCTOR_EXIT_IMPOSSIBLE;
     }
 }
 
@@ -61,13 +67,16 @@ static int target_path(const char *arg, bool live, char *out, size_t len)
         char real[PATH_MAX];
         if (realpath(arg, real) == NULL)
             return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL,
-                                "%s: %s (name an existing file or directory)", arg, strerror(errno));
+                                "%s: %s (name an existing file or directory)", arg,
+                                strerror(errno));
         snprintf(out, len, "%s", real);
         return 0;
     }
     if (arg[0] != '/')
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "with --sysroot, PATH must be "
-                            "absolute on the captured machine (got '%s')", arg);
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL,
+                            "with --sysroot, PATH must be "
+                            "absolute on the captured machine (got '%s')",
+                            arg);
     snprintf(out, len, "%s", arg);
     size_t n = strlen(out);
     while (n > 1 && out[n - 1] == '/')
@@ -88,14 +97,26 @@ int gdu_cmd_doctor(int argc, char **argv)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
-        case 's': sysroot = optarg; break;
-        case 'c': capture = optarg; break;
-        case 'j': json = true; break;
-        case 'p': progress = true; break;
-        case 'h': usage(stdout); return GDU_EXIT_OK;
+        case 's':
+            sysroot = optarg;
+            break;
+        case 'c':
+            capture = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'p':
+            progress = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return GDU_EXIT_OK;
         default:
             usage(stderr);
-            gdu_cli_error_doc("doctor", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock doctor --help)", NULL);
+            gdu_cli_error_doc("doctor", GDU_EXIT_USAGE, NULL,
+                              "unknown option or missing argument (see gdunlock doctor --help)",
+                              NULL);
             return GDU_EXIT_USAGE;
         }
     }
@@ -104,7 +125,8 @@ int gdu_cmd_doctor(int argc, char **argv)
         return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "one PATH at most");
     }
     if (sysroot != NULL && capture != NULL)
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--capture records the live "
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL,
+                            "--capture records the live "
                             "machine; it cannot be combined with --sysroot");
     gdu_sysroot sr;
     char why[512];
@@ -158,8 +180,9 @@ int gdu_cmd_doctor(int argc, char **argv)
             fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
             rc = GDU_EXIT_IOERR;
         } else {
-            fprintf(stderr, "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
-                            "unreadable); replay with: gdunlock doctor --sysroot %s\n",
+            fprintf(stderr,
+                    "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
+                    "unreadable); replay with: gdunlock doctor --sysroot %s\n",
                     st.files, st.links, capture, st.missing, st.failed, capture);
         }
     }

@@ -57,11 +57,15 @@ typedef struct {
 static int parse_args(int argc, char **argv, load_args *a)
 {
     static const struct option options[] = {
-        {"gpu", required_argument, NULL, 'g'}, {"to", required_argument, NULL, 't'},
-        {"verify", no_argument, NULL, 'v'},    {"json", no_argument, NULL, 'j'},
-        {"list", no_argument, NULL, 'l'},      {"progress", no_argument, NULL, 'p'},
+        {"gpu", required_argument, NULL, 'g'},
+        {"to", required_argument, NULL, 't'},
+        {"verify", no_argument, NULL, 'v'},
+        {"json", no_argument, NULL, 'j'},
+        {"list", no_argument, NULL, 'l'},
+        {"progress", no_argument, NULL, 'p'},
         {"lenient", no_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     a->gpu_count = 1;
@@ -72,8 +76,10 @@ static int parse_args(int argc, char **argv, load_args *a)
         case 'g':
             if (gdu_parse_index_list(optarg, 1023, a->gpus, MAX_GPUS, &a->gpu_count) != 0 ||
                 a->gpu_count == 0) {
-                fprintf(stderr, "gdunlock load: --gpu wants GPU ordinals like 0 or 0,1, not "
-                        "'%s'\n", optarg);
+                fprintf(stderr,
+                        "gdunlock load: --gpu wants GPU ordinals like 0 or 0,1, not "
+                        "'%s'\n",
+                        optarg);
                 return GDU_EXIT_USAGE;
             }
             break;
@@ -87,18 +93,32 @@ static int parse_args(int argc, char **argv, load_args *a)
                 return GDU_EXIT_USAGE;
             }
             break;
-        case 'v': a->verify = 1; break;
-        case 'j': a->json = 1; break;
-        case 'l': a->list = 1; break;
-        case 'p': a->progress = 1; break;
-        case 'L': a->lenient = 1; break;
-        case 'h': usage(stdout); return GDU_EXIT_OK;
-        default: usage(stderr); return GDU_EXIT_USAGE;
+        case 'v':
+            a->verify = 1;
+            break;
+        case 'j':
+            a->json = 1;
+            break;
+        case 'l':
+            a->list = 1;
+            break;
+        case 'p':
+            a->progress = 1;
+            break;
+        case 'L':
+            a->lenient = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return GDU_EXIT_OK;
+        default:
+            usage(stderr);
+            return GDU_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
         fprintf(stderr, "gdunlock load: name exactly one checkpoint (a .safetensors file or an "
-                "index .json)\n\n");
+                        "index .json)\n\n");
         usage(stderr);
         return GDU_EXIT_USAGE;
     }
@@ -144,13 +164,20 @@ int gdu_cmd_load(int argc, char **argv)
     if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
         return fail(&a, &err);
     load_result r = {
-        .path = a.path, .model = model, .target = a.target, .gpus = a.gpus,
-        .gpu_count = a.gpu_count, .open_seconds = st_now_seconds() - t0, .verified = -1,
+        .path = a.path,
+        .model = model,
+        .target = a.target,
+        .gpus = a.gpus,
+        .gpu_count = a.gpu_count,
+        .open_seconds = st_now_seconds() - t0,
+        .verified = -1,
         .lenient = a.lenient,
     };
     st_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
     gdu_st_load_options o = {
-        .target = a.target, .gpus = a.gpus, .gpu_count = a.gpu_count,
+        .target = a.target,
+        .gpus = a.gpus,
+        .gpu_count = a.gpu_count,
         .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
     };
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
@@ -168,7 +195,7 @@ int gdu_cmd_load(int argc, char **argv)
         json_t *doc = load_to_json(&r, a.list);
         if (doc == NULL) {
             fprintf(stderr, "gdunlock load: cannot express the result as JSON (a path that is "
-                    "not UTF-8?)\n");
+                            "not UTF-8?)\n");
             rc = GDU_EXIT_SOFTWARE;
         } else {
             json_dumpf(doc, stdout, JSON_INDENT(2));

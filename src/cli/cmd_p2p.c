@@ -27,46 +27,51 @@ struct options {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
-            "                    [--progress]\n"
-            "\n"
-            "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
-            "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
-            "PCIe mailbox, C2C) and, where P2P is missing, the reason and the fix. Then copy-engine\n"
-            "bandwidth (unidirectional and bidirectional) and latency matrices with peer access\n"
-            "disabled (staged through host memory) and enabled, laid out like CUDA's\n"
-            "p2pBandwidthLatencyTest (rows = source, columns = destination, diagonal = within one\n"
-            "GPU); each cell is the median of its samples, with the spread; copied data is checked.\n"
-            "Then the SM routes with peer access enabled: a copy kernel on the source GPU storing\n"
-            "into the destination (SM write) and on the destination loading from the source (SM\n"
-            "read), and pointer-chase latency of dependent loads; each route (copy engine, SM\n"
-            "write, SM read) is checked with a known pattern read back through the memory's owner,\n"
-            "and a route that faults or returns wrong data gets its reason. An SM fault stops the\n"
-            "SM part (the GPU context refuses further work); the copy-engine results stand.\n"
-            "\n"
-            "  --gpus LIST   CUDA ordinals to test, e.g. 0,1 (default: all, at most %d)\n"
-            "  --size N      bytes per bandwidth copy (default 256M; 4K..64G)\n"
-            "  --iters N     timed samples per cell (default %d; 1..1000)\n"
-            "  --no-bench    capability only, no measurements\n"
-            "  --no-sm       copy engines only, no SM kernels\n"
-            "  --json        machine-readable output\n"
-            "  --progress    progress on stderr even when it is not a terminal\n"
-            "\n"
-            "exit: 0 done (pairs without P2P and SM faults between GPUs included, each with its\n"
-            "reason), 1 a measurement failed, copied data was wrong, or the SM kernels did not\n"
-            "load, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
-            "74 the report could not be written\n",
-            GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
+    fprintf(
+        out,
+        "Usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
+        "                    [--progress]\n"
+        "\n"
+        "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
+        "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
+        "PCIe mailbox, C2C) and, where P2P is missing, the reason and the fix. Then copy-engine\n"
+        "bandwidth (unidirectional and bidirectional) and latency matrices with peer access\n"
+        "disabled (staged through host memory) and enabled, laid out like CUDA's\n"
+        "p2pBandwidthLatencyTest (rows = source, columns = destination, diagonal = within one\n"
+        "GPU); each cell is the median of its samples, with the spread; copied data is checked.\n"
+        "Then the SM routes with peer access enabled: a copy kernel on the source GPU storing\n"
+        "into the destination (SM write) and on the destination loading from the source (SM\n"
+        "read), and pointer-chase latency of dependent loads; each route (copy engine, SM\n"
+        "write, SM read) is checked with a known pattern read back through the memory's owner,\n"
+        "and a route that faults or returns wrong data gets its reason. An SM fault stops the\n"
+        "SM part (the GPU context refuses further work); the copy-engine results stand.\n"
+        "\n"
+        "  --gpus LIST   CUDA ordinals to test, e.g. 0,1 (default: all, at most %d)\n"
+        "  --size N      bytes per bandwidth copy (default 256M; 4K..64G)\n"
+        "  --iters N     timed samples per cell (default %d; 1..1000)\n"
+        "  --no-bench    capability only, no measurements\n"
+        "  --no-sm       copy engines only, no SM kernels\n"
+        "  --json        machine-readable output\n"
+        "  --progress    progress on stderr even when it is not a terminal\n"
+        "\n"
+        "exit: 0 done (pairs without P2P and SM faults between GPUs included, each with its\n"
+        "reason), 1 a measurement failed, copied data was wrong, or the SM kernels did not\n"
+        "load, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
+        "74 the report could not be written\n",
+        GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
 
 static int parse(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
-        {"gpus", required_argument, NULL, 'g'}, {"size", required_argument, NULL, 's'},
-        {"iters", required_argument, NULL, 'i'}, {"no-bench", no_argument, NULL, 'n'},
-        {"no-sm", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
-        {"progress", no_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+        {"gpus", required_argument, NULL, 'g'},
+        {"size", required_argument, NULL, 's'},
+        {"iters", required_argument, NULL, 'i'},
+        {"no-bench", no_argument, NULL, 'n'},
+        {"no-sm", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},
+        {"progress", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct options){.size = DEFAULT_SIZE, .iters = DEFAULT_ITERS};
@@ -82,8 +87,10 @@ static int parse(int argc, char **argv, struct options *o)
             int ordinals[GDU_P2P_MAX_GPUS];
             size_t got;
             if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus '%s': give up to %d "
-                                    "comma-separated CUDA ordinals, e.g. 0,1", optarg, GDU_P2P_MAX_GPUS);
+                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--gpus '%s': give up to %d "
+                                    "comma-separated CUDA ordinals, e.g. 0,1",
+                                    optarg, GDU_P2P_MAX_GPUS);
             o->gpus = optarg;
             break;
         }
@@ -139,12 +146,16 @@ static int pick_gpus(const char *list, int count, int *ordinals, int *n)
     size_t got = 0;
     int rc = gdu_parse_index_list(list, 1023, ordinals, GDU_P2P_MAX_GPUS, &got);
     if (rc != 0)
-        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus '%s': give up to %d "
-                            "comma-separated CUDA ordinals, e.g. 0,1", list, GDU_P2P_MAX_GPUS);
+        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                            "--gpus '%s': give up to %d "
+                            "comma-separated CUDA ordinals, e.g. 0,1",
+                            list, GDU_P2P_MAX_GPUS);
     for (size_t i = 0; i < got; i++) {
         if (ordinals[i] >= count)
-            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "--gpus: there is no GPU %d "
-                                "(CUDA sees %d, ordinals 0..%d)", ordinals[i], count, count - 1);
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--gpus: there is no GPU %d "
+                                "(CUDA sees %d, ordinals 0..%d)",
+                                ordinals[i], count, count - 1);
         for (size_t k = 0; k < i; k++)
             if (ordinals[k] == ordinals[i])
                 return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
@@ -188,7 +199,8 @@ static int run(const struct options *o, gdu_p2p_report *r)
     if (cu == NULL)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL,
                             "install the NVIDIA driver (it provides libcuda.so.1) on a machine "
-                            "with an NVIDIA GPU", "CUDA is not usable: %s", why);
+                            "with an NVIDIA GPU",
+                            "CUDA is not usable: %s", why);
     int count = 0;
     gdu_CUresult cr = cu->cuDeviceGetCount(&count);
     if (cr != GDU_CUDA_SUCCESS || count == 0)
@@ -200,13 +212,17 @@ static int run(const struct options *o, gdu_p2p_report *r)
     if (rc != 0)
         return rc;
     int tty = isatty(STDERR_FILENO);
-    r->bench = (gdu_p2p_bench_config){
-        .bytes = o->size, .iters = o->iters, .reps = COPIES_PER_SAMPLE,
-        .latency_reps = LATENCY_COPIES, .sm = !o->no_sm, .chase_hops = CHASE_HOPS,
-        .progress = (tty || o->progress) ? show_progress : NULL, .progress_user = &tty};
+    r->bench = (gdu_p2p_bench_config){.bytes = o->size,
+                                      .iters = o->iters,
+                                      .reps = COPIES_PER_SAMPLE,
+                                      .latency_reps = LATENCY_COPIES,
+                                      .sm = !o->no_sm,
+                                      .chase_hops = CHASE_HOPS,
+                                      .progress = (tty || o->progress) ? show_progress : NULL,
+                                      .progress_user = &tty};
     if (gdu_p2p_collect(r, cu, ordinals, n, !o->no_bench, why, sizeof why) != 0)
-        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL,
-                            "querying the GPUs failed: %s", why);
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "querying the GPUs failed: %s",
+                            why);
     int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
     if (output(r, o->json) != 0) {
         fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
@@ -231,7 +247,8 @@ int gdu_cmd_p2p(int argc, char **argv)
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     size_t len = (size_t)snprintf(r->command_line, sizeof r->command_line, "gdunlock");
     for (int i = 0; i < argc && len < sizeof r->command_line; i++)
-        len += (size_t)snprintf(r->command_line + len, sizeof r->command_line - len, " %s", argv[i]);
+        len +=
+            (size_t)snprintf(r->command_line + len, sizeof r->command_line - len, " %s", argv[i]);
     rc = run(&o, r);
     free(r);
     return rc;

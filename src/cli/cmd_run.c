@@ -27,28 +27,31 @@ struct run_options {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD [ARGS...]\n"
-            "\n"
-            "Runs CMD with the gdunlock shim (libgdunlock.so) preloaded: on every GPU where the\n"
-            "driver gives CUDA no ThirdPartyP2P object (GeForce), the shim creates one and registers\n"
-            "each device allocation with it, so that nvidia-fs/cuFile can DMA to and from GPU memory.\n"
-            "CMD's own output is left as it is; afterwards the shim's report (per process and GPU:\n"
-            "mode native / unlocked / failed + reason, allocations registered and unregistered,\n"
-            "failures by RM status) goes to stderr as a table, or to stdout as JSON with --json.\n"
-            "\n"
-            "  --report PATH       also write the report (JSON) to PATH\n"
-            "  --log LEVEL         shim log level in CMD: error (default), info or debug\n"
-            "  --json              the report as JSON on stdout\n"
-            "  --test-drop-native  test mode: replace libcuda's own ThirdPartyP2P objects by the\n"
-            "                      shim's (reproduces the GeForce state on a datacenter GPU)\n"
-            "\n"
-            "SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to gdunlock are passed on to CMD, which is\n"
-            "waited for (a terminal's ^C reaches CMD itself); if gdunlock is killed, CMD gets SIGTERM.\n"
-            "\n"
-            "exit: CMD's exit status (128+N if a signal N ended it or was passed on), 64 bad\n"
-            "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found, 70 internal error,\n"
-            "74 the report could not be written\n");
+    fprintf(
+        out,
+        "Usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD "
+        "[ARGS...]\n"
+        "\n"
+        "Runs CMD with the gdunlock shim (libgdunlock.so) preloaded: on every GPU where the\n"
+        "driver gives CUDA no ThirdPartyP2P object (GeForce), the shim creates one and registers\n"
+        "each device allocation with it, so that nvidia-fs/cuFile can DMA to and from GPU memory.\n"
+        "CMD's own output is left as it is; afterwards the shim's report (per process and GPU:\n"
+        "mode native / unlocked / failed + reason, allocations registered and unregistered,\n"
+        "failures by RM status) goes to stderr as a table, or to stdout as JSON with --json.\n"
+        "\n"
+        "  --report PATH       also write the report (JSON) to PATH\n"
+        "  --log LEVEL         shim log level in CMD: error (default), info or debug\n"
+        "  --json              the report as JSON on stdout\n"
+        "  --test-drop-native  test mode: replace libcuda's own ThirdPartyP2P objects by the\n"
+        "                      shim's (reproduces the GeForce state on a datacenter GPU)\n"
+        "\n"
+        "SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to gdunlock are passed on to CMD, which is\n"
+        "waited for (a terminal's ^C reaches CMD itself); if gdunlock is killed, CMD gets "
+        "SIGTERM.\n"
+        "\n"
+        "exit: CMD's exit status (128+N if a signal N ended it or was passed on), 64 bad\n"
+        "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found, 70 internal error,\n"
+        "74 the report could not be written\n");
 }
 
 static int parse(int argc, char **argv, struct run_options *o)
@@ -68,7 +71,8 @@ static int parse(int argc, char **argv, struct run_options *o)
             o->report = optarg;
             break;
         case 'l':
-            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 && strcmp(optarg, "debug") != 0)
+            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 &&
+                strcmp(optarg, "debug") != 0)
                 return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
                                     "--log '%s': give error, info or debug", optarg);
             o->launch.log = optarg;
@@ -84,12 +88,13 @@ static int parse(int argc, char **argv, struct run_options *o)
             return -1;
         default:
             usage(stderr);
-            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "unknown or incomplete option '%s'",
-                                argv[optind - 1]);
+            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                                "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL, "no command given; write it after "
+        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                            "no command given; write it after "
                             "'--', e.g. gdunlock run -- python3 train.py");
     return 0;
 }
@@ -120,7 +125,9 @@ static const char *mode_colour(const char *mode, bool colour)
 {
     if (!colour)
         return "";
-    return strcmp(mode, "unlocked") == 0 ? "\033[32m" : strcmp(mode, "failed") == 0 ? "\033[31m" : "\033[36m";
+    return strcmp(mode, "unlocked") == 0 ? "\033[32m"
+           : strcmp(mode, "failed") == 0 ? "\033[31m"
+                                         : "\033[36m";
 }
 
 static long long num(const json_t *o, const char *key)
@@ -134,8 +141,9 @@ static void print_cufile_buffers(FILE *out, const json_t *cf)
 {
     if (num(cf, "registered") <= 0)
         return;
-    fprintf(out, "  cuFile buffers: %lld registered, %lld found by nvidia-fs's lookup (model)%s\n", num(cf, "registered"),
-            num(cf, "found"), num(cf, "not_listed") > 0 ? "; the oldest not listed" : "");
+    fprintf(out, "  cuFile buffers: %lld registered, %lld found by nvidia-fs's lookup (model)%s\n",
+            num(cf, "registered"), num(cf, "found"),
+            num(cf, "not_listed") > 0 ? "; the oldest not listed" : "");
     size_t i;
     const json_t *b;
     json_array_foreach(json_object_get(cf, "buffers"), i, b)
@@ -144,7 +152,8 @@ static void print_cufile_buffers(FILE *out, const json_t *cf)
         gdu_format_bytes((uint64_t)num(b, "size"), size, sizeof size);
         const char *verdict = json_string_value(json_object_get(b, "kernel_lookup"));
         const char *why = json_string_value(json_object_get(b, "why"));
-        fprintf(out, "    0x%llx %-9s %s%s%s\n", (unsigned long long)num(b, "address"), size, verdict ? verdict : "?",
+        fprintf(out, "    0x%llx %-9s %s%s%s\n", (unsigned long long)num(b, "address"), size,
+                verdict ? verdict : "?",
                 verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? ": " : "",
                 verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? why : "");
     }
@@ -158,12 +167,14 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
     {
         fprintf(out, "gdunlock: shim report, pid %lld, driver %s%s\n", num(p, "pid"),
                 json_string_value(json_object_get(p, "driver")),
-                json_is_true(json_object_get(p, "test_drop_native")) ? " (test mode: libcuda's objects dropped)" : "");
+                json_is_true(json_object_get(p, "test_drop_native"))
+                    ? " (test mode: libcuda's objects dropped)"
+                    : "");
         const char *refused = json_string_value(json_object_get(p, "refused"));
         if (refused != NULL)
             fprintf(out, "  not acting: %s\n", refused);
-        fprintf(out, "  %-4s %-13s %-9s %10s %12s %6s %8s %8s  %s\n", "GPU", "PCI", "mode", "registered",
-                "unregistered", "live", "skipped", "failures", "reason");
+        fprintf(out, "  %-4s %-13s %-9s %10s %12s %6s %8s %8s  %s\n", "GPU", "PCI", "mode",
+                "registered", "unregistered", "live", "skipped", "failures", "reason");
         json_array_foreach(json_object_get(p, "gpus"), j, g)
         {
             const char *mode = json_string_value(json_object_get(g, "mode"));
@@ -171,11 +182,12 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
             const char *reason = json_string_value(json_object_get(g, "reason"));
             const json_t *dev = json_object_get(g, "rm_device");
             char devs[16];
-            snprintf(devs, sizeof devs, json_is_integer(dev) ? "%lld" : "?", (long long)json_integer_value(dev));
-            fprintf(out, "  %-4s %-13s %s%-9s%s %10lld %12lld %6lld %8lld %8lld  %s\n", devs, pci ? pci : "-",
-                    mode_colour(mode ? mode : "", colour), mode ? mode : "?", colour ? "\033[0m" : "",
-                    num(g, "registered"), num(g, "unregistered"), num(g, "live"),
-                    num(g, "skipped"), num(g, "failures"), reason ? reason : "");
+            snprintf(devs, sizeof devs, json_is_integer(dev) ? "%lld" : "?",
+                     (long long)json_integer_value(dev));
+            fprintf(out, "  %-4s %-13s %s%-9s%s %10lld %12lld %6lld %8lld %8lld  %s\n", devs,
+                    pci ? pci : "-", mode_colour(mode ? mode : "", colour), mode ? mode : "?",
+                    colour ? "\033[0m" : "", num(g, "registered"), num(g, "unregistered"),
+                    num(g, "live"), num(g, "skipped"), num(g, "failures"), reason ? reason : "");
             const char *key;
             const json_t *count;
             json_object_foreach((json_t *)json_object_get(g, "failures_by_status"), key, count)
@@ -183,11 +195,13 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
             const json_t *vas = json_object_get(g, "va_space");
             const char *src = json_string_value(json_object_get(g, "va_space_source"));
             if (json_is_integer(vas))
-                fprintf(out, "       VA space 0x%llx (%s)\n", (unsigned long long)json_integer_value(vas),
-                        src == NULL              ? "?"
+                fprintf(out, "       VA space 0x%llx (%s)\n",
+                        (unsigned long long)json_integer_value(vas),
+                        src == NULL               ? "?"
                         : strcmp(src, "uvm") == 0 ? "the one registered with UVM"
-                        : strcmp(src, "libcuda") == 0 ? "libcuda's own"
-                                                      : "the device's first; no UVM registration seen");
+                        : strcmp(src, "libcuda") == 0
+                            ? "libcuda's own"
+                            : "the device's first; no UVM registration seen");
         }
         print_cufile_buffers(out, json_object_get(p, "cufile_buffers"));
     }
@@ -222,19 +236,24 @@ int gdu_cmd_run(int argc, char **argv)
     gdu_launch_result_free(&res);
     if (status < 0) {
         json_decref(processes);
-        return gdu_cli_fail("run", exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
-                                                                                 : GDU_EXIT_SOFTWARE,
+        return gdu_cli_fail("run",
+                            exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
+                                                                         : GDU_EXIT_SOFTWARE,
                             NULL, NULL, "cannot run '%s': %s", argv[optind], strerror(exec_errno));
     }
-    int cmd_rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    int cmd_rc = WIFEXITED(status)     ? WEXITSTATUS(status)
+                 : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                       : 1;
     if (ending_signal != 0) { /* as a shell reports a command a signal ended */
         fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
                 argv[optind], cmd_rc);
         cmd_rc = 128 + ending_signal;
     }
-    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc, "processes", processes);
+    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc,
+                            "processes", processes);
     if (o.report != NULL && write_report(doc, o.report) != 0) {
-        fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report, strerror(errno));
+        fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report,
+                strerror(errno));
         cmd_rc = GDU_EXIT_IOERR;
     }
     if (o.json) {

@@ -46,7 +46,8 @@ static void print_table(const gdu_topo *t)
     printf("\n");
     for (size_t c = 0; c < t->n_cols; c++) {
         const gdu_topo_col *col = &t->cols[c];
-        printf("%-8s %s  %s\n", col->name, col->bdf[0] ? col->bdf : "(no PCI address)", col->detail);
+        printf("%-8s %s  %s\n", col->name, col->bdf[0] ? col->bdf : "(no PCI address)",
+               col->detail);
         for (size_t m = 0; m < col->n_mounts; m++)
             printf("%-8s   mounted: %s\n", "", col->mounts[m]);
         if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
@@ -67,12 +68,20 @@ int gdu_cmd_topo(int argc, char **argv)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
-        case 's': sysroot = optarg; break;
-        case 'j': json = 1; break;
-        case 'h': usage(stdout); return GDU_EXIT_OK;
+        case 's':
+            sysroot = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return GDU_EXIT_OK;
         default:
             usage(stderr);
-            gdu_cli_error_doc("topo", GDU_EXIT_USAGE, NULL, "unknown option or missing argument (see gdunlock topo --help)", NULL);
+            gdu_cli_error_doc("topo", GDU_EXIT_USAGE, NULL,
+                              "unknown option or missing argument (see gdunlock topo --help)",
+                              NULL);
             return GDU_EXIT_USAGE;
         }
     }

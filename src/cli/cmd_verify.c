@@ -27,30 +27,33 @@ struct cli {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
-            "                       [--progress]\n"
-            "\n"
-            "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
-            "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
-            "shim active; compares the bytes and reads nvidia-fs's counters before and after.\n"
-            "\n"
-            "  DIRECT  exit 0  Bar1-map ok grew, Bar1-map err did not, data identical, no compat fallback\n"
-            "  COMPAT  exit 2  data identical but moved through the CPU (reasons say why); when cuFile\n"
-            "                  cannot be used at all, integrity is checked through the I/O engine\n"
-            "  FAILED  exit 1  wrong data or a failed transfer (status names say what failed)\n"
-            "\n"
-            "  PATH        a file to create (on the file system under test); removed afterwards\n"
-            "  --size N    bytes per transfer (default 16MiB; rounded up to 64 KiB)\n"
-            "  --gpu I     CUDA device ordinal (default 0)\n"
-            "  --force     overwrite PATH even if it exists and is not empty\n"
-            "  --keep      leave PATH in place afterwards\n"
-            "  --no-shim   run without libgdunlock.so (to compare with the stock driver path)\n"
-            "  --json      machine-readable output\n"
-            "  --progress  stages on stderr even when it is not a terminal\n"
-            "\n"
-            "Other exit codes: 64 bad arguments or PATH would be clobbered, 66 PATH cannot be\n"
-            "created, 69 no libcuda or GPU, 70 internal error.\n");
+    fprintf(
+        out,
+        "Usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
+        "                       [--progress]\n"
+        "\n"
+        "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
+        "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
+        "shim active; compares the bytes and reads nvidia-fs's counters before and after.\n"
+        "\n"
+        "  DIRECT  exit 0  Bar1-map ok grew, Bar1-map err did not, data identical, no compat "
+        "fallback\n"
+        "  COMPAT  exit 2  data identical but moved through the CPU (reasons say why); when "
+        "cuFile\n"
+        "                  cannot be used at all, integrity is checked through the I/O engine\n"
+        "  FAILED  exit 1  wrong data or a failed transfer (status names say what failed)\n"
+        "\n"
+        "  PATH        a file to create (on the file system under test); removed afterwards\n"
+        "  --size N    bytes per transfer (default 16MiB; rounded up to 64 KiB)\n"
+        "  --gpu I     CUDA device ordinal (default 0)\n"
+        "  --force     overwrite PATH even if it exists and is not empty\n"
+        "  --keep      leave PATH in place afterwards\n"
+        "  --no-shim   run without libgdunlock.so (to compare with the stock driver path)\n"
+        "  --json      machine-readable output\n"
+        "  --progress  stages on stderr even when it is not a terminal\n"
+        "\n"
+        "Other exit codes: 64 bad arguments or PATH would be clobbered, 66 PATH cannot be\n"
+        "created, 69 no libcuda or GPU, 70 internal error.\n");
 }
 
 static void print_stage(void *user, const char *stage)
@@ -61,10 +64,14 @@ static void print_stage(void *user, const char *stage)
 static int parse_args(int argc, char **argv, struct cli *c)
 {
     static const struct option longopts[] = {
-        {"size", required_argument, NULL, 's'}, {"gpu", required_argument, NULL, 'g'},
-        {"force", no_argument, NULL, 'f'},      {"keep", no_argument, NULL, 'k'},
-        {"no-shim", no_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       {"progress", no_argument, NULL, 'p'},
+        {"size", required_argument, NULL, 's'},
+        {"gpu", required_argument, NULL, 'g'},
+        {"force", no_argument, NULL, 'f'},
+        {"keep", no_argument, NULL, 'k'},
+        {"no-shim", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {"progress", no_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
     memset(c, 0, sizeof *c);
@@ -108,14 +115,17 @@ static int parse_args(int argc, char **argv, struct cli *c)
             return GDU_EXIT_OK;
         default:
             usage(stderr);
-            gdu_cli_error_doc("verify", GDU_EXIT_USAGE, NULL, "unknown option or missing argument "
-                              "(see gdunlock verify --help)", NULL);
+            gdu_cli_error_doc("verify", GDU_EXIT_USAGE, NULL,
+                              "unknown option or missing argument "
+                              "(see gdunlock verify --help)",
+                              NULL);
             return GDU_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
         usage(stderr);
-        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL, "name exactly one file to write (PATH)");
+        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                            "name exactly one file to write (PATH)");
     }
     c->opts.path = argv[optind];
     if (c->progress || isatty(STDERR_FILENO))
@@ -168,22 +178,25 @@ static const char *str(const json_t *o, const char *key)
 static void print_call(const char *label, const json_t *call)
 {
     if (json_is_true(json_object_get(call, "ran")))
-        printf("  %-14s %s %s\n", label, json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL",
-               str(call, "text"));
+        printf("  %-14s %s %s\n", label,
+               json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL", str(call, "text"));
 }
 
 static void print_nvfs(const json_t *nv)
 {
-    if (!json_is_true(json_object_get(nv, "before")) || !json_is_true(json_object_get(nv, "after"))) {
+    if (!json_is_true(json_object_get(nv, "before")) ||
+        !json_is_true(json_object_get(nv, "after"))) {
         printf("  %-14s %s\n", "nvidia-fs", str(nv, "error"));
         return;
     }
     printf("  %-14s driver %s, stats ver %lld%s\n", "nvidia-fs", str(nv, "driver_version"),
            json_integer_value(json_object_get(nv, "stats_version")),
-           json_is_true(json_object_get(nv, "counters_reset")) ? " (counters were reset during the run)" : "");
-    static const char *const shown[] = {"bar1_map.n", "bar1_map.ok", "bar1_map.err", "reads.err",
-                                        "reads.io_state_err", "writes.err", "writes.io_state_err",
-                                        "shadow_buffer_mib"};
+           json_is_true(json_object_get(nv, "counters_reset"))
+               ? " (counters were reset during the run)"
+               : "");
+    static const char *const shown[] = {"bar1_map.n",          "bar1_map.ok",        "bar1_map.err",
+                                        "reads.err",           "reads.io_state_err", "writes.err",
+                                        "writes.io_state_err", "shadow_buffer_mib"};
     const json_t *delta = json_object_get(nv, "delta");
     printf("  %-14s", "  deltas");
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
@@ -195,8 +208,8 @@ static void print_nvfs(const json_t *nv)
     size_t i;
     const json_t *g;
     json_array_foreach(json_object_get(nv, "gpus"), i, g)
-        printf("  %-14s GPU %s Registered_MiB %+lld (now %lld), Cache_MiB %+lld\n", "", str(g, "pci"),
-               json_integer_value(json_object_get(g, "registered_mib_delta")),
+        printf("  %-14s GPU %s Registered_MiB %+lld (now %lld), Cache_MiB %+lld\n", "",
+               str(g, "pci"), json_integer_value(json_object_get(g, "registered_mib_delta")),
                json_integer_value(json_object_get(g, "registered_mib_after")),
                json_integer_value(json_object_get(g, "cache_mib_delta")));
 }
@@ -209,13 +222,14 @@ static void print_human(const json_t *doc)
     const json_t *cf = json_object_get(doc, "cufile"), *shim = json_object_get(doc, "shim");
     printf("gdunlock verify: %s%s%s\n\n", st.on, verdict, st.off);
     char size[32];
-    gdu_format_bytes((uint64_t)json_integer_value(json_object_get(file, "size")), size, sizeof size);
+    gdu_format_bytes((uint64_t)json_integer_value(json_object_get(file, "size")), size,
+                     sizeof size);
     printf("  %-14s %s, %s per transfer\n", "file", str(file, "path"), size);
-    printf("  %-14s %lld %s (%s)\n", "GPU", json_integer_value(json_object_get(gpu, "index")), str(gpu, "name"),
-           str(gpu, "pci"));
+    printf("  %-14s %lld %s (%s)\n", "GPU", json_integer_value(json_object_get(gpu, "index")),
+           str(gpu, "name"), str(gpu, "pci"));
     if (json_is_true(json_object_get(shim, "active"))) {
-        printf("  %-14s active%s%s%s%s", "shim", *str(shim, "mode") ? ", mode " : "", str(shim, "mode"),
-               *str(shim, "reason") ? ": " : "", str(shim, "reason"));
+        printf("  %-14s active%s%s%s%s", "shim", *str(shim, "mode") ? ", mode " : "",
+               str(shim, "mode"), *str(shim, "reason") ? ": " : "", str(shim, "reason"));
         if (json_object_get(shim, "registered"))
             printf(" (allocations registered %lld, unregistered %lld)",
                    json_integer_value(json_object_get(shim, "registered")),
@@ -225,8 +239,8 @@ static void print_human(const json_t *doc)
         if (k != NULL)
             printf("  %-14s %lld of %lld cuFile buffers found by nvidia-fs's lookup (model)%s%s\n",
                    "kernel lookup", json_integer_value(json_object_get(k, "found")),
-                   json_integer_value(json_object_get(k, "cufile_buffers")), *str(k, "first_refusal") ? ": " : "",
-                   str(k, "first_refusal"));
+                   json_integer_value(json_object_get(k, "cufile_buffers")),
+                   *str(k, "first_refusal") ? ": " : "", str(k, "first_refusal"));
     } else
         printf("  %-14s not active: %s\n", "shim", str(shim, "why_inactive"));
     print_call("file open", json_object_get(file, "open"));
@@ -240,7 +254,8 @@ static void print_human(const json_t *doc)
         printf("  %-14s %s\n", "cuFile log", str(cf, "log"));
     size_t i;
     const json_t *b;
-    json_array_foreach(json_object_get(doc, "buffers"), i, b) {
+    json_array_foreach(json_object_get(doc, "buffers"), i, b)
+    {
         const char *kind = str(b, "kind");
         if (*str(b, "skipped")) {
             printf("  %-14s skipped: %s\n", kind, str(b, "skipped"));
@@ -268,22 +283,21 @@ static void print_human(const json_t *doc)
     if (json_array_size(reasons) > 0) {
         printf("\n%s:\n", strcmp(verdict, "FAILED") == 0 ? "what failed" : "why not DIRECT");
         const json_t *r;
-        json_array_foreach(reasons, i, r)
-            printf("  - %s [%s]\n", str(r, "text"), str(r, "id"));
+        json_array_foreach(reasons, i, r) printf("  - %s [%s]\n", str(r, "text"), str(r, "id"));
     }
     const json_t *notes = json_object_get(doc, "notes");
     if (json_array_size(notes) > 0) {
         printf("\nnotes:\n");
         const json_t *n;
-        json_array_foreach(notes, i, n)
-            printf("  - %s [%s]\n", str(n, "text"), str(n, "id"));
+        json_array_foreach(notes, i, n) printf("  - %s [%s]\n", str(n, "text"), str(n, "id"));
     }
 }
 
 static int finish(const struct cli *c, json_t *doc)
 {
     if (!doc)
-        return gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory building the result");
+        return gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL,
+                            "out of memory building the result");
     if (!json_object_get(doc, "error")) {
         const char *verdict = json_string_value(json_object_get(doc, "verdict"));
         if (c->opts.progress && verdict && strcmp(verdict, "DIRECT") != 0)
@@ -340,8 +354,10 @@ int gdu_cmd_verify(int argc, char **argv)
     } else if (gdu_launch_shim_preloaded()) {
         shim.active = true;
         snprintf(shim.report_error, sizeof shim.report_error,
-                 "the shim was preloaded by the caller; its report is written when this process exits%s%s",
-                 getenv("GDUNLOCK_REPORT") ? ", to " : "", getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
+                 "the shim was preloaded by the caller; its report is written when this process "
+                 "exits%s%s",
+                 getenv("GDUNLOCK_REPORT") ? ", to " : "",
+                 getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
     } else if (gdu_launch_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
         shim.active = true;
         return finish(&c, gdu_verify_run_child(argc, argv, exe, shim_path, &c.opts, &shim));

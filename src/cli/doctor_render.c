@@ -18,10 +18,7 @@ bool gdu_doctor_want_color(FILE *out)
     return isatty(fileno(out)) && (no_color == NULL || no_color[0] == '\0');
 }
 
-static const char *paint(bool color, const char *code)
-{
-    return color ? code : "";
-}
+static const char *paint(bool color, const char *code) { return color ? code : ""; }
 
 static const char *status_color(gdu_status s)
 {
@@ -45,10 +42,11 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
 {
     fprintf(out, "%sVERDICTS%s\n", paint(color, BOLD), paint(color, RESET));
     if (!r->driver_present) {
-        fprintf(out, "  %sNo NVIDIA driver is present.%s This machine has no usable NVIDIA GPU, "
-                     "so GPUDirect Storage\n  and GPU P2P are impossible here. On a machine with "
-                     "an NVIDIA GPU, install and load\n  the NVIDIA driver (open kernel module "
-                     "555 or newer) and run doctor again.\n\n",
+        fprintf(out,
+                "  %sNo NVIDIA driver is present.%s This machine has no usable NVIDIA GPU, "
+                "so GPUDirect Storage\n  and GPU P2P are impossible here. On a machine with "
+                "an NVIDIA GPU, install and load\n  the NVIDIA driver (open kernel module "
+                "555 or newer) and run doctor again.\n\n",
                 paint(color, RED), paint(color, RESET));
     }
     static const char *const meaning[] = {
@@ -63,9 +61,9 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
             meaning[r->gds <= GDU_GDS_UNKNOWN ? r->gds : GDU_GDS_UNKNOWN]);
     for (size_t i = 0; i < r->n_reasons; i++)
         fprintf(out, "    - %s%s\n",
-                r->reasons[i].note                        ? "note: "
+                r->reasons[i].note                       ? "note: "
                 : r->reasons[i].level == GDU_GDS_UNKNOWN ? "unknown: "
-                                                          : "",
+                                                         : "",
                 r->reasons[i].text);
     if (r->n_reasons == 0)
         fprintf(out, "    - nothing stands in the way\n");
@@ -73,8 +71,8 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
         const gdu_p2p_pair *p = &r->pairs[i];
         bool staged = p->verdict.link == GDU_P2P_LINK_NONE || p->undetermined;
         fprintf(out, "  P2P GPU%d<->GPU%d: %s%s%s\n    - %s\n", p->a, p->b,
-                paint(color, staged ? RED : GREEN), gdu_p2p_pair_class(p),
-                paint(color, RESET), p->verdict.reason);
+                paint(color, staged ? RED : GREEN), gdu_p2p_pair_class(p), paint(color, RESET),
+                p->verdict.reason);
         if (p->verdict.warning[0])
             fprintf(out, "    - %s\n", p->verdict.warning);
         if (p->verdict.fix[0])
@@ -85,8 +83,8 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
 
 void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color)
 {
-    static const char *const areas[] = {"driver", "gpu", "nvidia-fs", "cufile", "iommu",
-                                        "storage", "pcie", "p2p"};
+    static const char *const areas[] = {"driver", "gpu",     "nvidia-fs", "cufile",
+                                        "iommu",  "storage", "pcie",      "p2p"};
     fprintf(out, "%sgdunlock doctor%s: %s\n\n", paint(color, BOLD), paint(color, RESET), source);
     print_verdicts(out, r, color);
     for (size_t a = 0; a < sizeof areas / sizeof areas[0]; a++) {

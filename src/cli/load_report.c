@@ -160,8 +160,8 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
         else
             snprintf(device, sizeof device, "%d", t->device);
         put_padded(out, t->name, t->name_len, 48);
-        fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n",
-                gdu_st_dtype_name(t->dtype), shape, device, t->address, t->nbytes);
+        fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n", gdu_st_dtype_name(t->dtype),
+                shape, device, t->address, t->nbytes);
     }
 }
 
@@ -197,7 +197,8 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     fprintf(out, "  throughput   %.2f GB/s\n", gbps(&s));
     size_t misaligned = count_misaligned(r->model);
     if (misaligned)
-        fprintf(out, "  note         %zu %s not aligned to %s element size (not as "
+        fprintf(out,
+                "  note         %zu %s not aligned to %s element size (not as "
                 "the safetensors writer lays them out): some GPU kernels need aligned data\n",
                 misaligned, misaligned == 1 ? "tensor is" : "tensors are",
                 misaligned == 1 ? "its" : "their");
@@ -206,10 +207,11 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
         if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h)) {
             fputs("  note         ", out);
             load_put_escaped(out, gdu_st_model_file_path(r->model, f));
-            fprintf(out, ": %" PRIu64 " bytes between tensors and %" PRIu64
+            fprintf(out,
+                    ": %" PRIu64 " bytes between tensors and %" PRIu64
                     " after them belong to no tensor (the format forbids it; loaded with "
-                    "--lenient)\n", gdu_st_header_hole_bytes(h),
-                    gdu_st_header_trailing_bytes(h));
+                    "--lenient)\n",
+                    gdu_st_header_hole_bytes(h), gdu_st_header_trailing_bytes(h));
         }
     }
     if (r->verified >= 0) {
@@ -234,8 +236,8 @@ static json_t *tensor_json(const gdu_st_tensor *t)
         json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
     return json_pack("{s:s%, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, t->name_len,
                      "dtype", gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
-                     "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes,
-                     "file", (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
+                     "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes, "file",
+                     (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
 }
 
 json_t *load_to_json(const load_result *r, int list)
@@ -244,32 +246,34 @@ json_t *load_to_json(const load_result *r, int list)
     json_t *files = json_array(), *gpus = json_array();
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
-        json_array_append_new(files, json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:I}", "path", gdu_st_model_file_path(r->model, f),
-            "tensors", (json_int_t)gdu_st_header_tensor_count(h),
-            "data_offset", (json_int_t)gdu_st_header_data_offset(h),
-            "data_span", (json_int_t)gdu_st_header_data_span(h),
-            "hole_bytes", (json_int_t)gdu_st_header_hole_bytes(h),
-            "trailing_bytes", (json_int_t)gdu_st_header_trailing_bytes(h)));
+        json_array_append_new(files,
+                              json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "path",
+                                        gdu_st_model_file_path(r->model, f), "tensors",
+                                        (json_int_t)gdu_st_header_tensor_count(h), "data_offset",
+                                        (json_int_t)gdu_st_header_data_offset(h), "data_span",
+                                        (json_int_t)gdu_st_header_data_span(h), "hole_bytes",
+                                        (json_int_t)gdu_st_header_hole_bytes(h), "trailing_bytes",
+                                        (json_int_t)gdu_st_header_trailing_bytes(h)));
     }
     for (size_t i = 0; r->target == GDU_ST_TARGET_GPU && i < r->gpu_count; i++)
         json_array_append_new(gpus, json_integer(r->gpus[i]));
-    json_t *verify = r->verified < 0 ? json_null()
-                     : json_pack("{s:b, s:s}", "ok", r->verified == 0, "message",
-                                 r->verified == 0 ? "every loaded byte equals the file"
-                                                  : r->verify_error.message);
+    json_t *verify = r->verified < 0
+                         ? json_null()
+                         : json_pack("{s:b, s:s}", "ok", r->verified == 0, "message",
+                                     r->verified == 0 ? "every loaded byte equals the file"
+                                                      : r->verify_error.message);
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s, s:o}",
-        "command", "load", "path", r->path, "target",
-        r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus", gpus, "files", files,
-        "tensors", (json_int_t)s.tensors, "tensor_bytes", (json_int_t)s.tensor_bytes,
-        "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds, "open_seconds",
-        r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend, "reason",
-        s.reason, "verify", verify);
+        "{s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s, s:o}", "command",
+        "load", "path", r->path, "target", r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus",
+        gpus, "files", files, "tensors", (json_int_t)s.tensors, "tensor_bytes",
+        (json_int_t)s.tensor_bytes, "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds,
+        "open_seconds", r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
+        "reason", s.reason, "verify", verify);
     if (doc != NULL)
         json_object_set_new(doc, "lenient", json_boolean(r->lenient));
     if (doc != NULL)
-        json_object_set_new(doc, "misaligned_tensors", json_integer((json_int_t)count_misaligned(r->model)));
+        json_object_set_new(doc, "misaligned_tensors",
+                            json_integer((json_int_t)count_misaligned(r->model)));
     /* Where the process's time went; alloc, engine and transfer overlap
      * across files (see gdu_st_load_stats). */
     if (doc != NULL)
@@ -278,8 +282,8 @@ json_t *load_to_json(const load_result *r, int list)
             json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "process_start",
                       r->stages.process_start_seconds, "cuda_init", r->stages.cuda_init_seconds,
                       "gpu_contexts", r->stages.context_seconds, "headers", r->open_seconds,
-                      "allocation", s.alloc_seconds, "engine_create", s.engine_seconds,
-                      "transfer", s.transfer_seconds, "load_total", s.seconds));
+                      "allocation", s.alloc_seconds, "engine_create", s.engine_seconds, "transfer",
+                      s.transfer_seconds, "load_total", s.seconds));
     if (doc != NULL && list) {
         json_t *table = json_array();
         for (size_t i = 0; i < gdu_st_model_tensor_count(r->model); i++)

@@ -17,8 +17,8 @@ typedef struct load_result {
     size_t gpu_count;
     double open_seconds;
     st_stages stages;
-    int verified;          /* -1: not asked, 0: equal to the file, 1: failed */
-    int lenient;           /* opened with GDU_ST_LENIENT */
+    int verified; /* -1: not asked, 0: equal to the file, 1: failed */
+    int lenient;  /* opened with GDU_ST_LENIENT */
     gdu_st_error verify_error;
 } load_result;
 

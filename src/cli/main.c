@@ -62,7 +62,8 @@ static int dispatch(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "gdunlock: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
-    gdu_cli_error_doc(argv[1], GDU_EXIT_USAGE, NULL, "unknown command", "gdunlock --help lists them");
+    gdu_cli_error_doc(argv[1], GDU_EXIT_USAGE, NULL, "unknown command",
+                      "gdunlock --help lists them");
     return GDU_EXIT_USAGE;
 }
 

@@ -113,95 +113,100 @@ typedef struct {
 
 _Static_assert(sizeof(gdu_CUmemLocation) == 8, "CUmemLocation size");
 _Static_assert(sizeof(gdu_CUmemAllocationProp) == 32, "CUmemAllocationProp size");
-_Static_assert(offsetof(gdu_CUmemAllocationProp, win32HandleMetaData) == 16, "CUmemAllocationProp layout");
+_Static_assert(offsetof(gdu_CUmemAllocationProp, win32HandleMetaData) == 16,
+               "CUmemAllocationProp layout");
 _Static_assert(offsetof(gdu_CUmemAllocationProp, allocFlags) == 24, "CUmemAllocationProp layout");
 _Static_assert(sizeof(gdu_CUmemAccessDesc) == 12, "CUmemAccessDesc size");
 
 /* X(return-name-in-table, exported-symbol, parameter list) */
-#define GDU_CUDA_FUNCTIONS(X)                                                                   \
-    X(cuInit, "cuInit", (unsigned flags))                                                       \
-    X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                                 \
-    X(cuGetErrorName, "cuGetErrorName", (gdu_CUresult r, const char **name))                        \
-    X(cuGetErrorString, "cuGetErrorString", (gdu_CUresult r, const char **text))                    \
-    X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                                       \
-    X(cuDeviceGet, "cuDeviceGet", (gdu_CUdevice * dev, int ordinal))                                \
-    X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, gdu_CUdevice dev))                  \
-    X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *value, int attr, gdu_CUdevice dev))       \
-    X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", (char *id, int len, gdu_CUdevice dev))            \
-    X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, gdu_CUdevice dev))                  \
-    X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", (int *can, gdu_CUdevice dev, gdu_CUdevice peer))  \
-    X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute",                                       \
-      (int *value, int attr, gdu_CUdevice src, gdu_CUdevice dst))                                       \
-    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (gdu_CUcontext * ctx, gdu_CUdevice dev))    \
-    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (gdu_CUdevice dev))                \
-    X(cuCtxCreate, "cuCtxCreate_v2", (gdu_CUcontext * ctx, unsigned flags, gdu_CUdevice dev))           \
-    X(cuCtxDestroy, "cuCtxDestroy_v2", (gdu_CUcontext ctx))                                         \
-    X(cuCtxSetCurrent, "cuCtxSetCurrent", (gdu_CUcontext ctx))                                      \
-    X(cuCtxGetCurrent, "cuCtxGetCurrent", (gdu_CUcontext * ctx))                                    \
-    X(cuCtxSynchronize, "cuCtxSynchronize", (void))                                             \
-    X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", (gdu_CUcontext peer, unsigned flags))         \
-    X(cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", (gdu_CUcontext peer))                       \
-    X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total_bytes))             \
-    X(cuMemAlloc, "cuMemAlloc_v2", (gdu_CUdeviceptr * dptr, size_t bytes))                          \
-    X(cuMemFree, "cuMemFree_v2", (gdu_CUdeviceptr dptr))                                            \
-    X(cuMemHostAlloc, "cuMemHostAlloc", (void **p, size_t bytes, unsigned flags))               \
-    X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                                \
-    X(cuMemHostRegister, "cuMemHostRegister_v2", (void *p, size_t bytes, unsigned flags))       \
-    X(cuMemHostUnregister, "cuMemHostUnregister", (void *p))                                    \
-    X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                                \
-      (gdu_CUdeviceptr * dptr, void *p, unsigned flags))                                        \
-    X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (gdu_CUdeviceptr dst, const void *src, size_t bytes))        \
-    X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, gdu_CUdeviceptr src, size_t bytes))              \
-    X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", (gdu_CUdeviceptr dst, gdu_CUdeviceptr src, size_t bytes))        \
-    X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                \
-      (gdu_CUdeviceptr dst, const void *src, size_t bytes, gdu_CUstream s))                             \
-    X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                \
-      (void *dst, gdu_CUdeviceptr src, size_t bytes, gdu_CUstream s))                                   \
-    X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                \
-      (gdu_CUdeviceptr dst, gdu_CUdeviceptr src, size_t bytes, gdu_CUstream s))                             \
-    X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync",                                                   \
-      (gdu_CUdeviceptr dst, gdu_CUcontext dctx, gdu_CUdeviceptr src, gdu_CUcontext sctx, size_t bytes,          \
-       gdu_CUstream s))                                                                             \
-    X(cuMemsetD8, "cuMemsetD8_v2", (gdu_CUdeviceptr dst, unsigned char value, size_t n))            \
-    X(cuMemsetD8Async, "cuMemsetD8Async", (gdu_CUdeviceptr dst, unsigned char v, size_t n, gdu_CUstream s)) \
-    X(cuStreamCreate, "cuStreamCreate", (gdu_CUstream * s, unsigned flags))                         \
-    X(cuStreamDestroy, "cuStreamDestroy_v2", (gdu_CUstream s))                                      \
-    X(cuStreamSynchronize, "cuStreamSynchronize", (gdu_CUstream s))                                 \
-    X(cuStreamQuery, "cuStreamQuery", (gdu_CUstream s))                                             \
-    X(cuStreamWaitEvent, "cuStreamWaitEvent", (gdu_CUstream s, gdu_CUevent e, unsigned flags))      \
-    X(cuLaunchHostFunc, "cuLaunchHostFunc", (gdu_CUstream s, gdu_CUhostFn fn, void *user_data))         \
-    X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                 \
-      (gdu_CUmodule * mod, const void *image, unsigned n_options, int *options, void **values))  \
-    X(cuModuleUnload, "cuModuleUnload", (gdu_CUmodule mod))                                     \
-    X(cuModuleGetFunction, "cuModuleGetFunction",                                               \
-      (gdu_CUfunction * fn, gdu_CUmodule mod, const char *name))                                \
-    X(cuLaunchKernel, "cuLaunchKernel",                                                         \
-      (gdu_CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,  \
-       unsigned block_y, unsigned block_z, unsigned shared_bytes, gdu_CUstream s,               \
-       void **params, void **extra))                                                            \
-    X(cuEventCreate, "cuEventCreate", (gdu_CUevent * e, unsigned flags))                            \
-    X(cuEventDestroy, "cuEventDestroy_v2", (gdu_CUevent e))                                         \
-    X(cuEventRecord, "cuEventRecord", (gdu_CUevent e, gdu_CUstream s))                                  \
-    X(cuEventSynchronize, "cuEventSynchronize", (gdu_CUevent e))                                    \
-    X(cuEventQuery, "cuEventQuery", (gdu_CUevent e))                                                \
-    X(cuEventElapsedTime, "cuEventElapsedTime", (float *ms, gdu_CUevent start, gdu_CUevent end))        \
-    X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",                           \
-      (size_t * gran, const gdu_CUmemAllocationProp *prop, int option))                         \
-    X(cuMemCreate, "cuMemCreate",                                                               \
-      (gdu_CUmemGenericAllocationHandle * h, size_t size, const gdu_CUmemAllocationProp *prop,      \
-       unsigned long long flags))                                                               \
-    X(cuMemRelease, "cuMemRelease", (gdu_CUmemGenericAllocationHandle h))                           \
-    X(cuMemAddressReserve, "cuMemAddressReserve",                                               \
-      (gdu_CUdeviceptr * ptr, size_t size, size_t align, gdu_CUdeviceptr addr, unsigned long long f))   \
-    X(cuMemAddressFree, "cuMemAddressFree", (gdu_CUdeviceptr ptr, size_t size))                     \
-    X(cuMemMap, "cuMemMap",                                                                     \
-      (gdu_CUdeviceptr ptr, size_t size, size_t offset, gdu_CUmemGenericAllocationHandle h,             \
-       unsigned long long flags))                                                               \
-    X(cuMemUnmap, "cuMemUnmap", (gdu_CUdeviceptr ptr, size_t size))                                 \
-    X(cuMemSetAccess, "cuMemSetAccess",                                                         \
+#define GDU_CUDA_FUNCTIONS(X)                                                                      \
+    X(cuInit, "cuInit", (unsigned flags))                                                          \
+    X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                                    \
+    X(cuGetErrorName, "cuGetErrorName", (gdu_CUresult r, const char **name))                       \
+    X(cuGetErrorString, "cuGetErrorString", (gdu_CUresult r, const char **text))                   \
+    X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                                          \
+    X(cuDeviceGet, "cuDeviceGet", (gdu_CUdevice * dev, int ordinal))                               \
+    X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, gdu_CUdevice dev))                 \
+    X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *value, int attr, gdu_CUdevice dev))      \
+    X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", (char *id, int len, gdu_CUdevice dev))           \
+    X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, gdu_CUdevice dev))                 \
+    X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer",                                              \
+      (int *can, gdu_CUdevice dev, gdu_CUdevice peer))                                             \
+    X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute",                                          \
+      (int *value, int attr, gdu_CUdevice src, gdu_CUdevice dst))                                  \
+    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                                        \
+      (gdu_CUcontext * ctx, gdu_CUdevice dev))                                                     \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (gdu_CUdevice dev))               \
+    X(cuCtxCreate, "cuCtxCreate_v2", (gdu_CUcontext * ctx, unsigned flags, gdu_CUdevice dev))      \
+    X(cuCtxDestroy, "cuCtxDestroy_v2", (gdu_CUcontext ctx))                                        \
+    X(cuCtxSetCurrent, "cuCtxSetCurrent", (gdu_CUcontext ctx))                                     \
+    X(cuCtxGetCurrent, "cuCtxGetCurrent", (gdu_CUcontext * ctx))                                   \
+    X(cuCtxSynchronize, "cuCtxSynchronize", (void))                                                \
+    X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", (gdu_CUcontext peer, unsigned flags))        \
+    X(cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", (gdu_CUcontext peer))                      \
+    X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total_bytes))                \
+    X(cuMemAlloc, "cuMemAlloc_v2", (gdu_CUdeviceptr * dptr, size_t bytes))                         \
+    X(cuMemFree, "cuMemFree_v2", (gdu_CUdeviceptr dptr))                                           \
+    X(cuMemHostAlloc, "cuMemHostAlloc", (void **p, size_t bytes, unsigned flags))                  \
+    X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                                   \
+    X(cuMemHostRegister, "cuMemHostRegister_v2", (void *p, size_t bytes, unsigned flags))          \
+    X(cuMemHostUnregister, "cuMemHostUnregister", (void *p))                                       \
+    X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                                   \
+      (gdu_CUdeviceptr * dptr, void *p, unsigned flags))                                           \
+    X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (gdu_CUdeviceptr dst, const void *src, size_t bytes))       \
+    X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, gdu_CUdeviceptr src, size_t bytes))             \
+    X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", (gdu_CUdeviceptr dst, gdu_CUdeviceptr src, size_t bytes))   \
+    X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                   \
+      (gdu_CUdeviceptr dst, const void *src, size_t bytes, gdu_CUstream s))                        \
+    X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                   \
+      (void *dst, gdu_CUdeviceptr src, size_t bytes, gdu_CUstream s))                              \
+    X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                   \
+      (gdu_CUdeviceptr dst, gdu_CUdeviceptr src, size_t bytes, gdu_CUstream s))                    \
+    X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync",                                                      \
+      (gdu_CUdeviceptr dst, gdu_CUcontext dctx, gdu_CUdeviceptr src, gdu_CUcontext sctx,           \
+       size_t bytes, gdu_CUstream s))                                                              \
+    X(cuMemsetD8, "cuMemsetD8_v2", (gdu_CUdeviceptr dst, unsigned char value, size_t n))           \
+    X(cuMemsetD8Async, "cuMemsetD8Async",                                                          \
+      (gdu_CUdeviceptr dst, unsigned char v, size_t n, gdu_CUstream s))                            \
+    X(cuStreamCreate, "cuStreamCreate", (gdu_CUstream * s, unsigned flags))                        \
+    X(cuStreamDestroy, "cuStreamDestroy_v2", (gdu_CUstream s))                                     \
+    X(cuStreamSynchronize, "cuStreamSynchronize", (gdu_CUstream s))                                \
+    X(cuStreamQuery, "cuStreamQuery", (gdu_CUstream s))                                            \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", (gdu_CUstream s, gdu_CUevent e, unsigned flags))     \
+    X(cuLaunchHostFunc, "cuLaunchHostFunc", (gdu_CUstream s, gdu_CUhostFn fn, void *user_data))    \
+    X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                    \
+      (gdu_CUmodule * mod, const void *image, unsigned n_options, int *options, void **values))    \
+    X(cuModuleUnload, "cuModuleUnload", (gdu_CUmodule mod))                                        \
+    X(cuModuleGetFunction, "cuModuleGetFunction",                                                  \
+      (gdu_CUfunction * fn, gdu_CUmodule mod, const char *name))                                   \
+    X(cuLaunchKernel, "cuLaunchKernel",                                                            \
+      (gdu_CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,     \
+       unsigned block_y, unsigned block_z, unsigned shared_bytes, gdu_CUstream s, void **params,   \
+       void **extra))                                                                              \
+    X(cuEventCreate, "cuEventCreate", (gdu_CUevent * e, unsigned flags))                           \
+    X(cuEventDestroy, "cuEventDestroy_v2", (gdu_CUevent e))                                        \
+    X(cuEventRecord, "cuEventRecord", (gdu_CUevent e, gdu_CUstream s))                             \
+    X(cuEventSynchronize, "cuEventSynchronize", (gdu_CUevent e))                                   \
+    X(cuEventQuery, "cuEventQuery", (gdu_CUevent e))                                               \
+    X(cuEventElapsedTime, "cuEventElapsedTime", (float *ms, gdu_CUevent start, gdu_CUevent end))   \
+    X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",                              \
+      (size_t * gran, const gdu_CUmemAllocationProp *prop, int option))                            \
+    X(cuMemCreate, "cuMemCreate",                                                                  \
+      (gdu_CUmemGenericAllocationHandle * h, size_t size, const gdu_CUmemAllocationProp *prop,     \
+       unsigned long long flags))                                                                  \
+    X(cuMemRelease, "cuMemRelease", (gdu_CUmemGenericAllocationHandle h))                          \
+    X(cuMemAddressReserve, "cuMemAddressReserve",                                                  \
+      (gdu_CUdeviceptr * ptr, size_t size, size_t align, gdu_CUdeviceptr addr,                     \
+       unsigned long long f))                                                                      \
+    X(cuMemAddressFree, "cuMemAddressFree", (gdu_CUdeviceptr ptr, size_t size))                    \
+    X(cuMemMap, "cuMemMap",                                                                        \
+      (gdu_CUdeviceptr ptr, size_t size, size_t offset, gdu_CUmemGenericAllocationHandle h,        \
+       unsigned long long flags))                                                                  \
+    X(cuMemUnmap, "cuMemUnmap", (gdu_CUdeviceptr ptr, size_t size))                                \
+    X(cuMemSetAccess, "cuMemSetAccess",                                                            \
       (gdu_CUdeviceptr ptr, size_t size, const gdu_CUmemAccessDesc *desc, size_t count))
 
-#define GDU_CUDA_DECLARE_FN(name, sym, params) gdu_CUresult (*name) params;
+#define GDU_CUDA_DECLARE_FN(name, sym, params) gdu_CUresult(*name) params;
 typedef struct gdu_cuda {
     void *handle;
     GDU_CUDA_FUNCTIONS(GDU_CUDA_DECLARE_FN)

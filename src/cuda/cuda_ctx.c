@@ -32,8 +32,8 @@ void gdu_cuda_ctx_release(const gdu_cuda *cu, gdu_cuda_ctx *c)
     c->ctx = NULL;
 }
 
-gdu_CUresult gdu_cuda_ctx_make_current(const gdu_cuda *cu, gdu_CUcontext ctx,
-                                       gdu_CUcontext *saved, char *why, size_t len)
+gdu_CUresult gdu_cuda_ctx_make_current(const gdu_cuda *cu, gdu_CUcontext ctx, gdu_CUcontext *saved,
+                                       char *why, size_t len)
 {
     if (saved != NULL && cu->cuCtxGetCurrent(saved) != GDU_CUDA_SUCCESS)
         *saved = NULL;

@@ -23,8 +23,8 @@ void gdu_cuda_ctx_release(const gdu_cuda *cu, gdu_cuda_ctx *c);
 
 /* Makes ctx current on this thread; *saved (saved may be NULL) gets the
  * context that was current, for gdu_cuda_ctx_restore. */
-gdu_CUresult gdu_cuda_ctx_make_current(const gdu_cuda *cu, gdu_CUcontext ctx,
-                                       gdu_CUcontext *saved, char *why, size_t len);
+gdu_CUresult gdu_cuda_ctx_make_current(const gdu_cuda *cu, gdu_CUcontext ctx, gdu_CUcontext *saved,
+                                       char *why, size_t len);
 /* Makes saved (NULL: none) current again. */
 void gdu_cuda_ctx_restore(const gdu_cuda *cu, gdu_CUcontext saved);
 

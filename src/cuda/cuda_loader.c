@@ -19,11 +19,11 @@ static void load_once(void)
         return;
     }
     g_cuda.handle = h;
-#define GDU_CUDA_RESOLVE(name, sym, params)                                                    \
-    *(void **)(&g_cuda.name) = dlsym(h, sym);                                                  \
-    if (g_cuda.name == NULL) {                                                                 \
-        snprintf(g_why, sizeof g_why, "libcuda.so.1 lacks %s (driver too old?)", sym);        \
-        return;                                                                                \
+#define GDU_CUDA_RESOLVE(name, sym, params)                                                        \
+    *(void **)(&g_cuda.name) = dlsym(h, sym);                                                      \
+    if (g_cuda.name == NULL) {                                                                     \
+        snprintf(g_why, sizeof g_why, "libcuda.so.1 lacks %s (driver too old?)", sym);             \
+        return;                                                                                    \
     }
     GDU_CUDA_FUNCTIONS(GDU_CUDA_RESOLVE)
 #undef GDU_CUDA_RESOLVE

@@ -124,11 +124,13 @@ _Static_assert(offsetof(gdu_CUfileDescr, handle) == 8, "CUfileDescr_t layout");
 _Static_assert(offsetof(gdu_CUfileDescr, fs_ops) == 16, "CUfileDescr_t layout");
 _Static_assert(sizeof(gdu_CUfileDrvProps) == 56, "CUfileDrvProps_t size");
 _Static_assert(offsetof(gdu_CUfileDrvProps, nvfs.poll_thresh_size) == 8, "CUfileDrvProps_t layout");
-_Static_assert(offsetof(gdu_CUfileDrvProps, nvfs.max_direct_io_size) == 16, "CUfileDrvProps_t layout");
+_Static_assert(offsetof(gdu_CUfileDrvProps, nvfs.max_direct_io_size) == 16,
+               "CUfileDrvProps_t layout");
 _Static_assert(offsetof(gdu_CUfileDrvProps, nvfs.dstatusflags) == 24, "CUfileDrvProps_t layout");
 _Static_assert(offsetof(gdu_CUfileDrvProps, nvfs.dcontrolflags) == 28, "CUfileDrvProps_t layout");
 _Static_assert(offsetof(gdu_CUfileDrvProps, fflags) == 32, "CUfileDrvProps_t layout");
-_Static_assert(offsetof(gdu_CUfileDrvProps, max_batch_io_timeout_msecs) == 52, "CUfileDrvProps_t layout");
+_Static_assert(offsetof(gdu_CUfileDrvProps, max_batch_io_timeout_msecs) == 52,
+               "CUfileDrvProps_t layout");
 
 /* Functions every supported libcufile exports.
  * X(member, exported-symbol, return type, parameter list).
@@ -136,21 +138,20 @@ _Static_assert(offsetof(gdu_CUfileDrvProps, max_batch_io_timeout_msecs) == 52, "
  * reference-counted close); the loader prefers that name and falls back to
  * the old one. cuFileRead/cuFileWrite return bytes moved, or -1 with errno
  * set, or minus a CUfileOpError. */
-#define GDU_CUFILE_FUNCTIONS(X)                                                                \
-    X(cuFileDriverOpen, "cuFileDriverOpen", gdu_CUfileError, (void))                           \
-    X(cuFileDriverGetProperties, "cuFileDriverGetProperties", gdu_CUfileError,                 \
-      (gdu_CUfileDrvProps * props))                                                            \
-    X(cuFileHandleRegister, "cuFileHandleRegister", gdu_CUfileError,                           \
-      (gdu_CUfileHandle * fh, gdu_CUfileDescr * descr))                                        \
-    X(cuFileHandleDeregister, "cuFileHandleDeregister", void, (gdu_CUfileHandle fh))           \
-    X(cuFileBufRegister, "cuFileBufRegister", gdu_CUfileError,                                 \
-      (const void *base, size_t length, int flags))                                            \
-    X(cuFileBufDeregister, "cuFileBufDeregister", gdu_CUfileError, (const void *base))         \
-    X(cuFileRead, "cuFileRead", ssize_t,                                                       \
-      (gdu_CUfileHandle fh, void *base, size_t size, off_t file_offset, off_t base_offset))    \
-    X(cuFileWrite, "cuFileWrite", ssize_t,                                                     \
-      (gdu_CUfileHandle fh, const void *base, size_t size, off_t file_offset,                  \
-       off_t base_offset))
+#define GDU_CUFILE_FUNCTIONS(X)                                                                    \
+    X(cuFileDriverOpen, "cuFileDriverOpen", gdu_CUfileError, (void))                               \
+    X(cuFileDriverGetProperties, "cuFileDriverGetProperties", gdu_CUfileError,                     \
+      (gdu_CUfileDrvProps * props))                                                                \
+    X(cuFileHandleRegister, "cuFileHandleRegister", gdu_CUfileError,                               \
+      (gdu_CUfileHandle * fh, gdu_CUfileDescr * descr))                                            \
+    X(cuFileHandleDeregister, "cuFileHandleDeregister", void, (gdu_CUfileHandle fh))               \
+    X(cuFileBufRegister, "cuFileBufRegister", gdu_CUfileError,                                     \
+      (const void *base, size_t length, int flags))                                                \
+    X(cuFileBufDeregister, "cuFileBufDeregister", gdu_CUfileError, (const void *base))             \
+    X(cuFileRead, "cuFileRead", ssize_t,                                                           \
+      (gdu_CUfileHandle fh, void *base, size_t size, off_t file_offset, off_t base_offset))        \
+    X(cuFileWrite, "cuFileWrite", ssize_t,                                                         \
+      (gdu_CUfileHandle fh, const void *base, size_t size, off_t file_offset, off_t base_offset))
 
 #define GDU_CUFILE_DECLARE_FN(name, sym, ret, params) ret(*name) params;
 typedef struct gdu_cufile {

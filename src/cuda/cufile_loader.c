@@ -54,11 +54,11 @@ static void load_once(void)
     struct link_map *map = NULL;
     if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name != NULL)
         snprintf(t->path, sizeof t->path, "%s", map->l_name);
-#define GDU_CUFILE_RESOLVE(name, sym, ret, params)                                             \
-    *(void **)(&t->name) = dlsym(h, sym);                                                      \
-    if (t->name == NULL) {                                                                     \
-        snprintf(g_why, sizeof g_why, "%s lacks %s (libcufile too old?)", t->path, sym);      \
-        return;                                                                                \
+#define GDU_CUFILE_RESOLVE(name, sym, ret, params)                                                 \
+    *(void **)(&t->name) = dlsym(h, sym);                                                          \
+    if (t->name == NULL) {                                                                         \
+        snprintf(g_why, sizeof g_why, "%s lacks %s (libcufile too old?)", t->path, sym);           \
+        return;                                                                                    \
     }
     GDU_CUFILE_FUNCTIONS(GDU_CUFILE_RESOLVE)
 #undef GDU_CUFILE_RESOLVE

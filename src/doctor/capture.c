@@ -186,8 +186,10 @@ int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
             break;
     closedir(d);
     if (e != NULL) {
-        snprintf(why, why_len, "%s is not empty: a capture there would mix with what it holds "
-                               "(existing files are kept); name a new or empty folder", dir);
+        snprintf(why, why_len,
+                 "%s is not empty: a capture there would mix with what it holds "
+                 "(existing files are kept); name a new or empty folder",
+                 dir);
         return -EEXIST;
     }
     return 0;
@@ -215,8 +217,10 @@ int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *d
     bool written = j != NULL && json_dump_file(j, file, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
     json_decref(j);
     if (stats->unwritten > 0) {
-        snprintf(why, why_len, "%zu files, folders or links could not be written into %s (disk "
-                               "full?): the capture is incomplete", stats->unwritten, dir);
+        snprintf(why, why_len,
+                 "%zu files, folders or links could not be written into %s (disk "
+                 "full?): the capture is incomplete",
+                 stats->unwritten, dir);
         return -EIO;
     }
     if (!written) {

@@ -12,7 +12,8 @@
 
 typedef struct gdu_capture_stats {
     size_t files, links, missing, failed;
-    size_t unwritten; /* copies, folders, links that could not be written: the capture is incomplete */
+    size_t
+        unwritten; /* copies, folders, links that could not be written: the capture is incomplete */
 } gdu_capture_stats;
 
 /* Before probing: creates dir, or accepts it when it exists and is empty.

@@ -28,10 +28,10 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
                           gdu_report *report);
 
 /* The fixes several rules share. */
-#define GDU_FIX_REBAR                                                                          \
-    "enable Above 4G Decoding and Resizable BAR in the BIOS, and load nvidia with "            \
+#define GDU_FIX_REBAR                                                                              \
+    "enable Above 4G Decoding and Resizable BAR in the BIOS, and load nvidia with "                \
     "NVreg_EnableResizableBar=1 (options nvidia NVreg_EnableResizableBar=1 in /etc/modprobe.d)"
-#define GDU_FIX_IOMMU                                                                          \
-    "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=pt), or disable the IOMMU in "  \
+#define GDU_FIX_IOMMU                                                                              \
+    "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=pt), or disable the IOMMU in "      \
     "the BIOS"
 #endif

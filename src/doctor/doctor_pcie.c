@@ -11,8 +11,10 @@ void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, 
     for (size_t i = 0; i < path->n_bridges; i++) {
         const gdu_pci_dev *b = gdu_pci_find(&sys->pci, path->bridges[i]);
         if (b == NULL || b->acs == GDU_CFG_UNKNOWN)
-            gdu_finding_evidence(f, "bridge %s ACS: unknown (extended config space needs root: "
-                                    "run as root)", path->bridges[i]);
+            gdu_finding_evidence(f,
+                                 "bridge %s ACS: unknown (extended config space needs root: "
+                                 "run as root)",
+                                 path->bridges[i]);
         else if (b->acs == GDU_CFG_ABSENT)
             gdu_finding_evidence(f, "bridge %s ACS: no capability", b->bdf);
         else
@@ -26,8 +28,8 @@ gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, c
 {
     char redirecting[GDU_PATH_MAX_BRIDGES * 16];
     gdu_tri acs = gdu_pci_path_acs_redirect(&sys->pci, path, redirecting, sizeof redirecting);
-    gdu_status st = acs == GDU_TRI_YES ? GDU_ST_FAIL
-                    : path->kind == GDU_PATH_SYS ? GDU_ST_WARN
+    gdu_status st = acs == GDU_TRI_YES                                         ? GDU_ST_FAIL
+                    : path->kind == GDU_PATH_SYS                               ? GDU_ST_WARN
                     : acs == GDU_TRI_UNKNOWN || path->kind == GDU_PATH_UNKNOWN ? GDU_ST_UNKNOWN
                                                                                : GDU_ST_OK;
     gdu_finding *f = gdu_report_add(r, id, "pcie", st, "%s: %s through %zu bridge(s)%s", what,
@@ -42,11 +44,13 @@ gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, c
              bdf = strtok_r(NULL, " ", &save))
             used += (size_t)snprintf(commands + used, sizeof commands - used,
                                      "%ssetpci -s %s ECAP_ACS+0x6.w=0000", used ? "; " : "", bdf);
-        gdu_finding_fix(f, "disable ACS in the BIOS, or clear the bridges' ACS control as root "
-                           "after each boot: %s", commands);
-    }
-    else if (path->kind == GDU_PATH_SYS)
-        gdu_finding_fix(f, "move one device to a slot on the same CPU socket (see 'gdunlock topo')");
+        gdu_finding_fix(f,
+                        "disable ACS in the BIOS, or clear the bridges' ACS control as root "
+                        "after each boot: %s",
+                        commands);
+    } else if (path->kind == GDU_PATH_SYS)
+        gdu_finding_fix(f,
+                        "move one device to a slot on the same CPU socket (see 'gdunlock topo')");
     else if (acs == GDU_TRI_UNKNOWN)
         gdu_finding_fix(f, "run doctor as root to read the bridges' ACS control");
     return acs;

@@ -5,10 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gdu_report_init(gdu_report *r)
-{
-    memset(r, 0, sizeof *r);
-}
+void gdu_report_init(gdu_report *r) { memset(r, 0, sizeof *r); }
 
 void gdu_report_free(gdu_report *r)
 {
@@ -62,7 +59,7 @@ void gdu_finding_fix(gdu_finding *f, const char *fmt, ...)
 }
 
 __attribute__((format(printf, 4, 0))) static void add_reason(gdu_report *r, gdu_gds_verdict level,
-                                                          bool note, const char *fmt, va_list ap)
+                                                             bool note, const char *fmt, va_list ap)
 {
     if (r->n_reasons >= GDU_MAX_REASONS)
         return;
@@ -178,8 +175,8 @@ json_t *gdu_report_to_json(const gdu_report *r)
     json_t *reasons = json_array(), *pairs = json_array(), *findings = json_array();
     for (size_t i = 0; i < r->n_reasons; i++) {
         const gdu_reason *x = &r->reasons[i];
-        json_t *o = json_pack("{s:s, s:s}", "level", x->note ? "note" : gdu_gds_verdict_id(x->level),
-                              "text", x->text);
+        json_t *o = json_pack("{s:s, s:s}", "level",
+                              x->note ? "note" : gdu_gds_verdict_id(x->level), "text", x->text);
         if (!x->note && x->level == GDU_GDS_UNKNOWN)
             json_object_set_new(o, "could_be", json_string(gdu_gds_verdict_id(x->could_be)));
         json_array_append_new(reasons, o);
@@ -190,13 +187,12 @@ json_t *gdu_report_to_json(const gdu_report *r)
         for (size_t k = 0; k < p->path.n_bridges; k++)
             json_array_append_new(bridges, json_string(p->path.bridges[k]));
         json_array_append_new(
-            pairs, json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:s}", "gpu_a", p->a,
-                             "gpu_b", p->b, "verdict", gdu_p2p_pair_class(p), "link",
-                             gdu_p2p_link_id(p->verdict.link), "cause",
-                             gdu_p2p_cause_id(p->verdict.cause), "pcie_path",
-                             gdu_path_kind_name(p->path.kind), "bridges", bridges, "reason",
-                             p->verdict.reason, "fix", p->verdict.fix, "warning",
-                             p->verdict.warning));
+            pairs,
+            json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:s}", "gpu_a", p->a, "gpu_b",
+                      p->b, "verdict", gdu_p2p_pair_class(p), "link",
+                      gdu_p2p_link_id(p->verdict.link), "cause", gdu_p2p_cause_id(p->verdict.cause),
+                      "pcie_path", gdu_path_kind_name(p->path.kind), "bridges", bridges, "reason",
+                      p->verdict.reason, "fix", p->verdict.fix, "warning", p->verdict.warning));
     }
     for (size_t i = 0; i < r->n_findings; i++)
         json_array_append_new(findings, finding_to_json(&r->findings[i]));
@@ -204,16 +200,16 @@ json_t *gdu_report_to_json(const gdu_report *r)
     for (size_t i = 0; i < r->n_gpus; i++) {
         const gdu_report_gpu *g = &r->gpus[i];
         json_array_append_new(
-            gpus, json_pack("{s:i, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
-                            g->index, "pci", g->bdf, "name", g->name, "geforce", g->geforce,
-                            "cuda_ordinal", g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes,
-                            "memory_bytes", (json_int_t)g->memory_bytes, "link", "cur_gen",
-                            g->cur_gen, "cur_width", g->cur_width, "max_gen", g->max_gen,
-                            "max_width", g->max_width));
+            gpus,
+            json_pack("{s:i, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
+                      g->index, "pci", g->bdf, "name", g->name, "geforce", g->geforce,
+                      "cuda_ordinal", g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes,
+                      "memory_bytes", (json_int_t)g->memory_bytes, "link", "cur_gen", g->cur_gen,
+                      "cur_width", g->cur_width, "max_gen", g->max_gen, "max_width", g->max_width));
     }
     return json_pack("{s:s, s:b, s:{s:s, s:i}, s:o, s:{s:s, s:s, s:o}, s:o, s:o}", "schema",
                      "gdunlock-doctor/1", "driver_present", r->driver_present, "driver", "version",
-                     r->driver_version, "open_module", r->open_module, "gpus", gpus, "gds", "verdict",
-                     gdu_gds_verdict_id(r->gds), "target", r->gds_target, "reasons", reasons,
-                     "p2p", pairs, "findings", findings);
+                     r->driver_version, "open_module", r->open_module, "gpus", gpus, "gds",
+                     "verdict", gdu_gds_verdict_id(r->gds), "target", r->gds_target, "reasons",
+                     reasons, "p2p", pairs, "findings", findings);
 }

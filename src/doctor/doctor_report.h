@@ -16,8 +16,8 @@ typedef enum { GDU_ST_OK = 0, GDU_ST_WARN, GDU_ST_FAIL, GDU_ST_UNKNOWN } gdu_sta
 enum { GDU_MAX_EVIDENCE = 16, GDU_MAX_REASONS = 12 };
 
 typedef struct gdu_finding {
-    char id[48];      /* stable, e.g. "gpu0.bar1", "gds.nvidia_fs" */
-    char area[16];    /* "driver", "gpu", "nvidia-fs", "cufile", "storage", "pcie", "iommu", "p2p" */
+    char id[48];   /* stable, e.g. "gpu0.bar1", "gds.nvidia_fs" */
+    char area[16]; /* "driver", "gpu", "nvidia-fs", "cufile", "storage", "pcie", "iommu", "p2p" */
     gdu_status status;
     char title[192];
     char evidence[GDU_MAX_EVIDENCE][256];
@@ -37,15 +37,15 @@ typedef enum {
 } gdu_gds_verdict;
 
 typedef struct gdu_reason {
-    gdu_gds_verdict level; /* the verdict this reason forces (UNKNOWN: missing evidence) */
+    gdu_gds_verdict level;    /* the verdict this reason forces (UNKNOWN: missing evidence) */
     gdu_gds_verdict could_be; /* missing evidence: the worst verdict it could force */
-    bool note;             /* a caveat that forces nothing */
+    bool note;                /* a caveat that forces nothing */
     char text[320];
 } gdu_reason;
 
 typedef struct gdu_p2p_pair {
-    int a, b;              /* GPU indexes in PCI order */
-    bool undetermined;     /* neither CUDA nor the RM answered: no verdict */
+    int a, b;          /* GPU indexes in PCI order */
+    bool undetermined; /* neither CUDA nor the RM answered: no verdict */
     gdu_pcie_path path;
     gdu_p2p_verdict verdict;
 } gdu_p2p_pair;
@@ -55,20 +55,21 @@ typedef struct gdu_report_gpu {
     int index;
     char bdf[16];
     char name[128];
-    int geforce;            /* 1, 0, -1 unknown */
-    int cuda_ordinal;       /* -1 unknown */
-    uint64_t bar1_bytes, memory_bytes; /* 0 unknown */
+    int geforce;                                /* 1, 0, -1 unknown */
+    int cuda_ordinal;                           /* -1 unknown */
+    uint64_t bar1_bytes, memory_bytes;          /* 0 unknown */
     int cur_gen, cur_width, max_gen, max_width; /* 0 unknown */
 } gdu_report_gpu;
 
 typedef struct gdu_report {
     bool driver_present;
     char driver_version[32];
-    int open_module;       /* 1, 0, -1 unknown */
+    int open_module; /* 1, 0, -1 unknown */
     gdu_report_gpu gpus[16];
     size_t n_gpus;
     gdu_gds_verdict gds;
-    char gds_target[128];  /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
+    char gds_target
+        [128]; /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
     gdu_reason reasons[GDU_MAX_REASONS];
     size_t n_reasons;
     gdu_p2p_pair *pairs;
@@ -82,15 +83,17 @@ void gdu_report_free(gdu_report *r);
 
 /* Adds a finding and returns it (never NULL: on allocation failure a static
  * scratch finding absorbs the writes and the report just lacks it). */
-__attribute__((format(printf, 5, 6)))
-gdu_finding *gdu_report_add(gdu_report *r, const char *id, const char *area, gdu_status status,
-                            const char *title_fmt, ...);
-__attribute__((format(printf, 2, 3))) void gdu_finding_evidence(gdu_finding *f, const char *fmt, ...);
+__attribute__((format(printf, 5, 6))) gdu_finding *gdu_report_add(gdu_report *r, const char *id,
+                                                                  const char *area,
+                                                                  gdu_status status,
+                                                                  const char *title_fmt, ...);
+__attribute__((format(printf, 2, 3))) void gdu_finding_evidence(gdu_finding *f, const char *fmt,
+                                                                ...);
 __attribute__((format(printf, 2, 3))) void gdu_finding_fix(gdu_finding *f, const char *fmt, ...);
 
 /* Records a reason for the GDS verdict and lowers the verdict to its level. */
-__attribute__((format(printf, 3, 4)))
-void gdu_report_reason(gdu_report *r, gdu_gds_verdict level, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void gdu_report_reason(gdu_report *r, gdu_gds_verdict level,
+                                                             const char *fmt, ...);
 
 /* Records a caveat next to the reasons (slower, smaller) without changing the verdict. */
 __attribute__((format(printf, 2, 3))) void gdu_report_note(gdu_report *r, const char *fmt, ...);
@@ -99,14 +102,15 @@ __attribute__((format(printf, 2, 3))) void gdu_report_note(gdu_report *r, const 
  * what to capture or run. gdu_report_settle then decides: UNKNOWN when some
  * missing evidence could make the verdict worse than the known causes do;
  * otherwise it stays, and each such reason becomes a note. */
-__attribute__((format(printf, 3, 4)))
-void gdu_report_unknown(gdu_report *r, gdu_gds_verdict could_be, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void
+gdu_report_unknown(gdu_report *r, gdu_gds_verdict could_be, const char *fmt, ...);
 void gdu_report_settle(gdu_report *r);
 
 const gdu_finding *gdu_report_find(const gdu_report *r, const char *id);
 
-const char *gdu_status_id(gdu_status s);             /* "ok", "warn", "fail", "unknown" */
-const char *gdu_gds_verdict_id(gdu_gds_verdict v);   /* "direct", "direct_with_gdunlock", ..., "unknown" */
+const char *gdu_status_id(gdu_status s); /* "ok", "warn", "fail", "unknown" */
+const char *
+gdu_gds_verdict_id(gdu_gds_verdict v); /* "direct", "direct_with_gdunlock", ..., "unknown" */
 const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */
 /* "NVLink", "BAR1", "PCIe", "staged only", or "unknown" when undetermined. */
 const char *gdu_p2p_pair_class(const gdu_p2p_pair *p);

@@ -18,15 +18,17 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
         gdu_finding_evidence(f, "/proc/driver/nvidia/version and /sys/module/nvidia are absent");
         gdu_finding_evidence(f, "without it no NVIDIA GPU can be used here: GPUDirect Storage "
                                 "and P2P are impossible on this machine as it is");
-        gdu_finding_fix(f, "install the NVIDIA driver (open kernel module %d or newer) and load "
-                           "it with 'modprobe nvidia'; on a machine without an NVIDIA GPU there "
-                           "is nothing to fix",
+        gdu_finding_fix(f,
+                        "install the NVIDIA driver (open kernel module %d or newer) and load "
+                        "it with 'modprobe nvidia'; on a machine without an NVIDIA GPU there "
+                        "is nothing to fix",
                         MIN_DRIVER_MAJOR);
         return;
     }
     const char *version = d->version.version[0] ? d->version.version : d->module_version;
-    gdu_finding *f = gdu_report_add(r, "driver.loaded", "driver", GDU_ST_OK,
-                                    "NVIDIA driver %s is loaded", version[0] ? version : "(version unknown)");
+    gdu_finding *f =
+        gdu_report_add(r, "driver.loaded", "driver", GDU_ST_OK, "NVIDIA driver %s is loaded",
+                       version[0] ? version : "(version unknown)");
     if (d->module_version[0])
         gdu_finding_evidence(f, "/sys/module/nvidia/version: %s", d->module_version);
     if (d->version.version[0])
@@ -39,41 +41,46 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
     if (major > 0 && major < MIN_DRIVER_MAJOR) {
         f = gdu_report_add(r, "driver.version", "driver", any_geforce ? GDU_ST_FAIL : GDU_ST_WARN,
                            "driver %s is older than %d", version, MIN_DRIVER_MAJOR);
-        gdu_finding_evidence(f, "nvidia-fs uses the driver's persistent P2P pinning API from %d "
-                                "on; the gdunlock shim targets that path",
+        gdu_finding_evidence(f,
+                             "nvidia-fs uses the driver's persistent P2P pinning API from %d "
+                             "on; the gdunlock shim targets that path",
                              MIN_DRIVER_MAJOR);
         if (!any_geforce)
             gdu_finding_evidence(f, "professional/datacenter GPUs do not need the shim: stock "
                                     "GDS works with this driver");
         gdu_finding_fix(f, "install driver %d or newer (open kernel module)", MIN_DRIVER_MAJOR);
     } else if (major > 0) {
-        f = gdu_report_add(r, "driver.version", "driver", GDU_ST_OK,
-                           "driver %s is %d or newer", version, MIN_DRIVER_MAJOR);
+        f = gdu_report_add(r, "driver.version", "driver", GDU_ST_OK, "driver %s is %d or newer",
+                           version, MIN_DRIVER_MAJOR);
     }
 
     /* The version line names the open module; the module's taint flags say
      * "P" for a proprietary license. */
     bool taint_known = d->taint[0] != '\0';
-    bool proprietary = d->version.version[0] ? !d->version.open_module : strchr(d->taint, 'P') != NULL;
+    bool proprietary =
+        d->version.version[0] ? !d->version.open_module : strchr(d->taint, 'P') != NULL;
     if (d->version.version[0] == '\0' && !taint_known) {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_UNKNOWN,
                            "open or proprietary kernel module: unknown");
-        gdu_finding_evidence(f, "/proc/driver/nvidia/version and /sys/module/nvidia/taint are unreadable");
+        gdu_finding_evidence(
+            f, "/proc/driver/nvidia/version and /sys/module/nvidia/taint are unreadable");
     } else if (!proprietary) {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_OK, "open kernel module");
     } else {
         f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_WARN, "proprietary kernel module");
         gdu_finding_evidence(f, "BAR1-P2P-patched drivers exist only as open kernel modules; "
                                 "GeForce GSP-era features need the open module");
-        gdu_finding_fix(f, "install the open kernel module flavour of the same driver "
-                           "(e.g. nvidia-driver-<ver>-open, or the .run installer with -m=kernel-open)");
+        gdu_finding_fix(
+            f, "install the open kernel module flavour of the same driver "
+               "(e.g. nvidia-driver-<ver>-open, or the .run installer with -m=kernel-open)");
     }
     if (d->version.version[0])
         gdu_finding_evidence(f, "the NVRM version line %s \"Open Kernel Module\"",
                              d->version.open_module ? "says" : "does not say");
     if (taint_known)
         gdu_finding_evidence(f, "/sys/module/nvidia/taint: %s (%s)", d->taint,
-                             strchr(d->taint, 'P') ? "P: proprietary license" : "no P: GPL-compatible license");
+                             strchr(d->taint, 'P') ? "P: proprietary license"
+                                                   : "no P: GPL-compatible license");
 
     size_t gsp = 0;
     for (size_t i = 0; i < d->n_gpus; i++)
@@ -126,11 +133,11 @@ static void cuda_finding(const gdu_system *sys, gdu_report *r)
     if (!gdu_sysroot_is_live(sys->sr))
         capture_finding(sys, r);
     if (l->origin == GDU_LIVE_ABSENT) {
-        f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_UNKNOWN,
-                           "CUDA's view: not captured");
-        gdu_finding_evidence(f, "%s", sys->live_error[0] ? sys->live_error
-                                                         : "the sysroot has no " GDU_LIVE_FILE);
-        gdu_finding_fix(f, "capture the machine with 'gdunlock doctor --capture DIR' to include it");
+        f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_UNKNOWN, "CUDA's view: not captured");
+        gdu_finding_evidence(
+            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
+        gdu_finding_fix(f,
+                        "capture the machine with 'gdunlock doctor --capture DIR' to include it");
         return;
     }
     if (!l->cuda_ok) {
@@ -140,19 +147,21 @@ static void cuda_finding(const gdu_system *sys, gdu_report *r)
                            "the same version as the kernel module");
         return;
     }
-    f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_OK, "CUDA driver API %d.%d sees %zu GPU(s)",
-                       l->cuda_version / 1000, l->cuda_version % 1000 / 10, l->n_gpus);
+    f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_OK,
+                       "CUDA driver API %d.%d sees %zu GPU(s)", l->cuda_version / 1000,
+                       l->cuda_version % 1000 / 10, l->n_gpus);
     for (size_t i = 0; i < l->n_gpus; i++)
         gdu_finding_evidence(f, "CUDA device %d: %s at %s, compute %d.%d", l->gpus[i].ordinal,
-                             l->gpus[i].name, l->gpus[i].bdf, l->gpus[i].cc_major, l->gpus[i].cc_minor);
+                             l->gpus[i].name, l->gpus[i].bdf, l->gpus[i].cc_major,
+                             l->gpus[i].cc_minor);
 }
 
 static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
 {
     char id[48], a[32], b[32];
-    const char *kind = g->geforce == GDU_TRI_YES ? "GeForce" : g->geforce == GDU_TRI_NO
-                                                                  ? "professional/datacenter"
-                                                                  : "kind unknown";
+    const char *kind = g->geforce == GDU_TRI_YES  ? "GeForce"
+                       : g->geforce == GDU_TRI_NO ? "professional/datacenter"
+                                                  : "kind unknown";
     snprintf(id, sizeof id, "gpu%d.identity", g->index);
     gdu_finding *f = gdu_report_add(r, id, "gpu", GDU_ST_OK, "GPU%d %s: %s (%s)", g->index, g->bdf,
                                     g->name[0] ? g->name : "name unknown", kind);
@@ -212,8 +221,9 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
         gdu_finding_evidence(f, "a lower generation than the maximum is normal while the GPU is "
                                 "idle (power saving); check again under load");
     if (st == GDU_ST_WARN)
-        gdu_finding_fix(f, "the link runs narrower than it can: reseat the card, use a full x%d "
-                           "slot, check BIOS lane bifurcation",
+        gdu_finding_fix(f,
+                        "the link runs narrower than it can: reseat the card, use a full x%d "
+                        "slot, check BIOS lane bifurcation",
                         p->max_width);
 }
 

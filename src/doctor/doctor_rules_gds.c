@@ -16,7 +16,8 @@ static fs_class classify_fs(const gdu_mount *m, char *why, size_t len)
 {
     const char *t = m->fstype;
     if (strcmp(t, "ext4") == 0) {
-        if (strstr(m->super_options, "data=journal") || strstr(m->super_options, "data=writeback")) {
+        if (strstr(m->super_options, "data=journal") ||
+            strstr(m->super_options, "data=writeback")) {
             snprintf(why, len, "ext4 mounted with %s: GDS needs data=ordered",
                      strstr(m->super_options, "data=journal") ? "data=journal" : "data=writeback");
             return FS_COMPAT;
@@ -42,8 +43,10 @@ static fs_class classify_fs(const gdu_mount *m, char *why, size_t len)
             snprintf(why, len, "%s has its own GDS client: direct only through its RDMA setup", t);
             return FS_DIRECT_NETWORK;
         }
-    snprintf(why, len, "%s has no GDS direct path (cuFile supports ext4, xfs, NFS over RDMA and "
-                       "a few distributed filesystems)", t);
+    snprintf(why, len,
+             "%s has no GDS direct path (cuFile supports ext4, xfs, NFS over RDMA and "
+             "a few distributed filesystems)",
+             t);
     return FS_COMPAT;
 }
 
@@ -79,11 +82,12 @@ static void nvfs_findings(const gdu_system *sys, gdu_report *r)
                                  (unsigned long long)s->value[GDU_NVFS_BAR1_N],
                                  (unsigned long long)s->value[GDU_NVFS_BAR1_OK], s->n_gpus);
         } else {
-            gdu_finding_evidence(f, "%s is readable but not in a known format", GDU_NVFS_STATS_PATH);
+            gdu_finding_evidence(f, "%s is readable but not in a known format",
+                                 GDU_NVFS_STATS_PATH);
         }
     }
-    f = gdu_report_add(r, "nvidia_peermem.loaded", "nvidia-fs", GDU_ST_OK,
-                       "nvidia_peermem is %s", d->peermem_loaded ? "loaded" : "not loaded");
+    f = gdu_report_add(r, "nvidia_peermem.loaded", "nvidia-fs", GDU_ST_OK, "nvidia_peermem is %s",
+                       d->peermem_loaded ? "loaded" : "not loaded");
     gdu_finding_evidence(f, "only GPUDirect RDMA with network cards needs it, not local NVMe");
 }
 
@@ -101,22 +105,24 @@ static void cufile_findings(const gdu_system *sys, gdu_report *r)
     const gdu_live *l = &sys->live;
     gdu_finding *f;
     if (l->origin == GDU_LIVE_ABSENT) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN, "libcufile: not captured");
-        gdu_finding_evidence(f, "%s", sys->live_error[0] ? sys->live_error
-                                                         : "the sysroot has no " GDU_LIVE_FILE);
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN,
+                           "libcufile: not captured");
+        gdu_finding_evidence(
+            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
         gdu_finding_fix(f, "%s", how_to_get(sys));
-        gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
-                           "whether libcufile is installed is not known (%s): %s",
-                           sys->live_error[0] ? GDU_LIVE_FILE " is unusable"
-                                              : "the capture has no " GDU_LIVE_FILE,
-                           how_to_get(sys));
+        gdu_report_unknown(
+            r, GDU_GDS_IMPOSSIBLE, "whether libcufile is installed is not known (%s): %s",
+            sys->live_error[0] ? GDU_LIVE_FILE " is unusable" : "the capture has no " GDU_LIVE_FILE,
+            how_to_get(sys));
     } else if (!l->cufile_found) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL, "libcufile is not installed");
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL,
+                           "libcufile is not installed");
         gdu_finding_evidence(f, "%s", l->cufile_why);
         gdu_finding_fix(f, "install libcufile (the CUDA toolkit's libcufile-<ver> package or pip "
                            "nvidia-cufile), or point GDUNLOCK_LIBCUFILE at it");
-        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE, "libcufile is not installed: nothing here can "
-                                                 "use cuFile");
+        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
+                          "libcufile is not installed: nothing here can "
+                          "use cuFile");
     } else {
         f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_OK, "libcufile %s",
                            l->cufile_version[0] ? l->cufile_version : "(version unknown)");
@@ -138,14 +144,20 @@ static void cufile_findings(const gdu_system *sys, gdu_report *r)
          * cuFile makes of a file doctor cannot read is not known here. */
         gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
                            "%s cannot be used (%s): the settings cuFile takes from it are "
-                           "unknown; repair it", c->path, c->error);
+                           "unknown; repair it",
+                           c->path, c->error);
         return;
     }
-    f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_OK, "cufile.json in effect: %s", c->path);
-    gdu_finding_evidence(f, "allow_compat_mode: %s", c->allow_compat_mode < 0 ? "not set"
-                                                     : c->allow_compat_mode ? "true" : "false");
-    gdu_finding_evidence(f, "use_pci_p2pdma: %s", c->use_pci_p2pdma < 0 ? "not set"
-                                                  : c->use_pci_p2pdma ? "true" : "false");
+    f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_OK, "cufile.json in effect: %s",
+                       c->path);
+    gdu_finding_evidence(f, "allow_compat_mode: %s",
+                         c->allow_compat_mode < 0 ? "not set"
+                         : c->allow_compat_mode   ? "true"
+                                                  : "false");
+    gdu_finding_evidence(f, "use_pci_p2pdma: %s",
+                         c->use_pci_p2pdma < 0 ? "not set"
+                         : c->use_pci_p2pdma   ? "true"
+                                               : "false");
     if (c->max_direct_io_size_kb >= 0)
         gdu_finding_evidence(f, "max_direct_io_size_kb: %lld", c->max_direct_io_size_kb);
     if (c->max_device_pinned_mem_size_kb >= 0)
@@ -161,8 +173,8 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
     gdu_status st = io->mode == GDU_IOMMU_TRANSLATED ? GDU_ST_FAIL
                     : io->mode == GDU_IOMMU_UNKNOWN  ? GDU_ST_UNKNOWN
                                                      : GDU_ST_OK;
-    gdu_finding *f = gdu_report_add(r, "iommu.mode", "iommu", st, "IOMMU: %s",
-                                    gdu_iommu_mode_name(io->mode));
+    gdu_finding *f =
+        gdu_report_add(r, "iommu.mode", "iommu", st, "IOMMU: %s", gdu_iommu_mode_name(io->mode));
     gdu_finding_evidence(f, "%zu IOMMU group(s): %zu identity, %zu DMA/DMA-FQ", io->n_groups,
                          io->n_identity, io->n_translated);
     gdu_finding_evidence(f, "kernel command line: iommu=%s intel_iommu=%s amd_iommu=%s",
@@ -175,14 +187,17 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
                           "the IOMMU translates device DMA (groups of type DMA): nvidia-fs's "
                           "peer DMA needs it off or in passthrough");
     } else if (st == GDU_ST_UNKNOWN) {
-        gdu_report_unknown(r, GDU_GDS_COMPAT,
-                           "the IOMMU's mode is unknown (no group's /sys/kernel/iommu_groups/N/type "
-                           "could be read): %s", how_to_get(sys));
+        gdu_report_unknown(
+            r, GDU_GDS_COMPAT,
+            "the IOMMU's mode is unknown (no group's /sys/kernel/iommu_groups/N/type "
+            "could be read): %s",
+            how_to_get(sys));
     }
 }
 
 /* The GPU kind decides whether stock libcuda serves nvidia-fs. */
-static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
+static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+                             gdu_report *r)
 {
     size_t geforce = 0, pro = 0;
     int unknown = -1;
@@ -217,7 +232,8 @@ static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, si
     else if (major == 0)
         gdu_report_unknown(r, GDU_GDS_COMPAT,
                            "the driver's version is unknown, and a GeForce GPU needs 555 or newer "
-                           "for the shim's pinning path: %s", how_to_get(sys));
+                           "for the shim's pinning path: %s",
+                           how_to_get(sys));
 }
 
 /* A small BAR1 window caps how much GPU memory can be pinned for DMA at once. */
@@ -228,8 +244,9 @@ static void bar1_notes(const gdu_gpu_view *gpus, size_t n, gdu_report *r)
         const gdu_gpu_view *g = &gpus[i];
         bool small = g->bar1 != 0 && (g->memory ? g->bar1 < g->memory : g->bar1 <= 256ull << 20);
         if (small)
-            gdu_report_note(r, "GPU%d's BAR1 is a %s window%s%s: cuFile can register at most that "
-                               "much GPU memory at once (Resizable BAR is off)",
+            gdu_report_note(r,
+                            "GPU%d's BAR1 is a %s window%s%s: cuFile can register at most that "
+                            "much GPU memory at once (Resizable BAR is off)",
                             g->index, gdu_format_bytes(g->bar1, a, sizeof a),
                             g->memory ? " on " : "",
                             g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "");
@@ -273,26 +290,30 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
         else if (path.kind == GDU_PATH_UNKNOWN)
             gdu_report_unknown(r, GDU_GDS_COMPAT,
                                "the PCIe path between GPU%d and NVMe %s is unknown (not both are "
-                               "in the PCI tree): %s", gpus[g].index, bdfs[k][0] ? bdfs[k] : "(no PCI address)",
+                               "in the PCI tree): %s",
+                               gpus[g].index, bdfs[k][0] ? bdfs[k] : "(no PCI address)",
                                how_to_get(sys));
         else if (acs == GDU_TRI_UNKNOWN)
             gdu_report_unknown(r, GDU_GDS_COMPAT,
                                "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
-                               "config space needs root (%s)", gpus[g].index, bdfs[k],
+                               "config space needs root (%s)",
+                               gpus[g].index, bdfs[k],
                                gdu_sysroot_is_live(sys->sr) ? "run doctor as root"
                                                             : "capture the machine as root");
         else if (path.kind == GDU_PATH_SYS)
-            gdu_report_note(r, "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
-                               "transfers cross the socket link and run slower",
+            gdu_report_note(r,
+                            "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
+                            "transfers cross the socket link and run slower",
                             bdfs[k], gpus[g].index);
     }
 }
 
-static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
+static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+                            gdu_report *r)
 {
-    gdu_finding *f = gdu_report_add(r, "storage.nvme", "storage",
-                                    sys->nvme.n ? GDU_ST_OK : GDU_ST_FAIL, "%zu NVMe controller(s)",
-                                    sys->nvme.n);
+    gdu_finding *f =
+        gdu_report_add(r, "storage.nvme", "storage", sys->nvme.n ? GDU_ST_OK : GDU_ST_FAIL,
+                       "%zu NVMe controller(s)", sys->nvme.n);
     char bdfs[GDU_MAX_NVME][16];
     size_t n_bdfs = 0;
     for (size_t i = 0; i < sys->nvme.n; i++) {
@@ -363,17 +384,20 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
                                               : "/proc/self/mountinfo is missing or empty");
         gdu_report_unknown(r, GDU_GDS_IMPOSSIBLE,
                            "the filesystem under %s is unknown (no mount in /proc/self/mountinfo "
-                           "covers it): %s", path, how_to_get(sys));
+                           "covers it): %s",
+                           path, how_to_get(sys));
         return;
     }
     char why[192];
     fs_class cls = classify_fs(m, why, sizeof why);
-    f = gdu_report_add(r, "storage.filesystem", "storage", cls == FS_COMPAT ? GDU_ST_FAIL : GDU_ST_OK,
-                       "%s is on %s (%s) mounted at %s", path, m->fstype, m->source, m->mount_point);
+    f = gdu_report_add(r, "storage.filesystem", "storage",
+                       cls == FS_COMPAT ? GDU_ST_FAIL : GDU_ST_OK, "%s is on %s (%s) mounted at %s",
+                       path, m->fstype, m->source, m->mount_point);
     gdu_finding_evidence(f, "%s", why);
     gdu_finding_evidence(f, "mount options: %s; super options: %s", m->options, m->super_options);
     if (cls == FS_COMPAT) {
-        gdu_finding_fix(f, "put the file on an ext4 (data=ordered) or xfs filesystem on an NVMe drive");
+        gdu_finding_fix(
+            f, "put the file on an ext4 (data=ordered) or xfs filesystem on an NVMe drive");
         gdu_report_reason(r, GDU_GDS_COMPAT, "%s", why);
     }
     const gdu_live_path *lp = gdu_live_path_find(&sys->live, path);
@@ -403,7 +427,8 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
         if (nvme != chain.n_disks || nvme == 0) {
             gdu_finding_fix(f, "GDS reads NVMe drives directly; move the data to an NVMe-backed "
                                "filesystem");
-            gdu_report_reason(r, GDU_GDS_COMPAT, "the filesystem is not on NVMe (%s)", chain.layers);
+            gdu_report_reason(r, GDU_GDS_COMPAT, "the filesystem is not on NVMe (%s)",
+                              chain.layers);
         } else {
             nvme_paths(sys, gpus, n, (const char(*)[16])chain.disk_bdf, chain.n_disks, r);
         }
@@ -427,9 +452,10 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
         gdu_finding_evidence(f, "cuFileHandleRegister then fails with "
                                 "CU_FILE_HANDLE_NOT_REGISTERED (5027), \"udev property not "
                                 "found: ID_FS_USAGE\", even in compat mode");
-        gdu_finding_fix(f, "run systemd-udevd (or 'udevadm trigger --action=add "
-                           "/sys/class/block/%s') so that /run/udev/data is populated; in "
-                           "containers bind-mount /run/udev from the host",
+        gdu_finding_fix(f,
+                        "run systemd-udevd (or 'udevadm trigger --action=add "
+                        "/sys/class/block/%s') so that /run/udev/data is populated; in "
+                        "containers bind-mount /run/udev from the host",
                         top);
         gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
                           "cuFile cannot register files on this filesystem (error 5027): "

@@ -37,27 +37,33 @@ static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu
 static const char *lock_name(gdu_p2p_cause c)
 {
     switch (c) {
-    case GDU_P2P_CAUSE_REBAR: return "ReBAR lock (BAR1 smaller than memory)";
-    case GDU_P2P_CAUSE_ARCH_HAL: return "architecture HAL lock (no BAR1 P2P for this chip)";
-    case GDU_P2P_CAUSE_GMMU_APERTURE: return "GMMU aperture lock (PEER aperture refused)";
-    case GDU_P2P_CAUSE_SKU_LOCK: return "SKU lock (P2P disabled for this product)";
-    default: return NULL;
+    case GDU_P2P_CAUSE_REBAR:
+        return "ReBAR lock (BAR1 smaller than memory)";
+    case GDU_P2P_CAUSE_ARCH_HAL:
+        return "architecture HAL lock (no BAR1 P2P for this chip)";
+    case GDU_P2P_CAUSE_GMMU_APERTURE:
+        return "GMMU aperture lock (PEER aperture refused)";
+    case GDU_P2P_CAUSE_SKU_LOCK:
+        return "SKU lock (P2P disabled for this product)";
+    default:
+        return NULL;
     }
 }
 
 static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_finding *f)
 {
     if (lp == NULL || !lp->rm_known) {
-        gdu_finding_evidence(f, "RM P2P caps: not available%s%s",
-                             sys->live.rm_why[0] ? ": " : "", sys->live.rm_why);
+        gdu_finding_evidence(f, "RM P2P caps: not available%s%s", sys->live.rm_why[0] ? ": " : "",
+                             sys->live.rm_why);
         return;
     }
     char line[256];
     size_t used = (size_t)snprintf(line, sizeof line, "RM P2P caps 0x%x (%s):", lp->rm.caps,
                                    gdu_p2p_link_name(gdu_p2p_caps_link(lp->rm.caps)));
     for (unsigned i = 0; i < GDU_P2P_CAPS_INDEX_COUNT && used < sizeof line; i++)
-        used += (size_t)snprintf(line + used, sizeof line - used, " %s=%s",
-                                 gdu_p2p_caps_index_name(i), gdu_p2p_caps_status_id(lp->rm.status[i]));
+        used +=
+            (size_t)snprintf(line + used, sizeof line - used, " %s=%s", gdu_p2p_caps_index_name(i),
+                             gdu_p2p_caps_status_id(lp->rm.status[i]));
     gdu_finding_evidence(f, "%s", line);
 }
 
@@ -78,13 +84,15 @@ static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, 
     if (v->link != GDU_P2P_LINK_NONE || facts->geforce != GDU_TRI_YES || facts->cc_major == 0)
         return;
     if (facts->cc_major >= 9)
-        gdu_finding_evidence(f, "compute %d.x has the driver's BAR1 P2P code: with ReBAR covering "
-                                "all memory, try NVreg_RegistryDwords=\"RMForceP2PType=1;"
-                                "RMPcieP2PType=1\" before a patched driver",
+        gdu_finding_evidence(f,
+                             "compute %d.x has the driver's BAR1 P2P code: with ReBAR covering "
+                             "all memory, try NVreg_RegistryDwords=\"RMForceP2PType=1;"
+                             "RMPcieP2PType=1\" before a patched driver",
                              facts->cc_major);
     else
-        gdu_finding_evidence(f, "compute %d.x: the stock driver has no BAR1 P2P for this "
-                                "architecture (HAL lock); registry keys alone cannot enable it",
+        gdu_finding_evidence(f,
+                             "compute %d.x: the stock driver has no BAR1 P2P for this "
+                             "architecture (HAL lock); registry keys alone cannot enable it",
                              facts->cc_major);
 }
 
@@ -92,8 +100,8 @@ static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, 
 static void undetermined(const gdu_system *sys, gdu_p2p_pair *p)
 {
     const char *why = sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
-                      : !sys->live.cuda_ok               ? sys->live.cuda_why
-                                                         : "CUDA does not list both GPUs";
+                      : !sys->live.cuda_ok                ? sys->live.cuda_why
+                                                          : "CUDA does not list both GPUs";
     p->undetermined = true;
     p->verdict.link = GDU_P2P_LINK_NONE;
     p->verdict.cause = GDU_P2P_CAUSE_UNKNOWN;
@@ -109,7 +117,7 @@ static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu
     char id[48];
     snprintf(id, sizeof id, "p2p.gpu%d-gpu%d", a->index, b->index);
     const gdu_p2p_verdict *v = &p->verdict;
-    gdu_status st = p->undetermined                 ? GDU_ST_UNKNOWN
+    gdu_status st = p->undetermined                  ? GDU_ST_UNKNOWN
                     : v->cause != GDU_P2P_CAUSE_NONE ? GDU_ST_FAIL
                     : v->warning[0]                  ? GDU_ST_WARN
                                                      : GDU_ST_OK;

@@ -73,7 +73,8 @@ size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap)
     return n;
 }
 
-gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b)
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a,
+                                    const gdu_gpu_view *b)
 {
     if (a->cuda == NULL || b->cuda == NULL)
         return GDU_NVLINK_UNKNOWN;

@@ -18,29 +18,29 @@ typedef struct gdu_system {
     gdu_sysroot *sr;
     gdu_driver driver;
     gdu_pci pci;
-    char pci_error[256];       /* why the PCI scan failed, "" when it worked */
+    char pci_error[256]; /* why the PCI scan failed, "" when it worked */
     gdu_nvme_list nvme;
     gdu_mounts mounts;
     gdu_iommu iommu;
     gdu_cufile_config cufile;
     gdu_live live;
-    char live_error[256];      /* why the capture file could not be used */
+    char live_error[256]; /* why the capture file could not be used */
     bool nvfs_stats_parsed;
     gdu_nvfs_stats nvfs;
 } gdu_system;
 
 /* One NVIDIA GPU as every source sees it; any of the pointers may be NULL. */
 typedef struct gdu_gpu_view {
-    int index;                      /* position in PCI order: "GPU0" */
+    int index; /* position in PCI order: "GPU0" */
     char bdf[16];
     const gdu_pci_dev *pci;
-    const gdu_driver_gpu *info;     /* /proc/driver/nvidia/gpus/<bdf>/information */
+    const gdu_driver_gpu *info; /* /proc/driver/nvidia/gpus/<bdf>/information */
     const gdu_live_gpu *cuda;
-    const char *name;               /* CUDA's name, else the driver's Model, else "" */
+    const char *name; /* CUDA's name, else the driver's Model, else "" */
     gdu_tri geforce;
-    uint64_t bar1;                  /* bytes, 0 unknown */
-    uint64_t rebar_max;             /* largest BAR1 the ReBAR capability offers; 0 none or unknown */
-    uint64_t memory;                /* bytes, 0 unknown */
+    uint64_t bar1;      /* bytes, 0 unknown */
+    uint64_t rebar_max; /* largest BAR1 the ReBAR capability offers; 0 none or unknown */
+    uint64_t memory;    /* bytes, 0 unknown */
 } gdu_gpu_view;
 
 /* paths: the files or directories named on the command line (O_DIRECT is
@@ -55,10 +55,11 @@ size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
 typedef enum {
     GDU_NVLINK_UNKNOWN = 0, /* no live answer for the pair */
     GDU_NVLINK_NO,
-    GDU_NVLINK_YES,         /* the RM's P2P caps name NVLink (or NVSwitch) */
-    GDU_NVLINK_INFERRED,    /* no RM answer, but CUDA reports native peer atomics, which
+    GDU_NVLINK_YES,      /* the RM's P2P caps name NVLink (or NVSwitch) */
+    GDU_NVLINK_INFERRED, /* no RM answer, but CUDA reports native peer atomics, which
                                CUDA offers over NVLink only */
 } gdu_nvlink_answer;
-gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a, const gdu_gpu_view *b);
+gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a,
+                                    const gdu_gpu_view *b);
 
 #endif

@@ -64,7 +64,8 @@ static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
                 if (ga == NULL || gb == NULL)
                     snprintf(why, why_len, "CUDA device %d is not among the RM's attached GPUs",
                              ga == NULL ? p->a : p->b);
-                else if (gdu_rm_p2p_caps(&client, ga->gpu_id, gb->gpu_id, &p->rm, why, why_len) == 0)
+                else if (gdu_rm_p2p_caps(&client, ga->gpu_id, gb->gpu_id, &p->rm, why, why_len) ==
+                         0)
                     p->rm_known = true;
             }
         gdu_rm_client_close(&client);

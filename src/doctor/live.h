@@ -17,45 +17,45 @@
 enum { GDU_LIVE_MAX_GPUS = 16, GDU_LIVE_MAX_PAIRS = 16 * 15, GDU_LIVE_MAX_PATHS = 4 };
 
 typedef enum {
-    GDU_LIVE_ABSENT = 0,  /* --sysroot without a capture file: nothing known */
-    GDU_LIVE_COLLECTED,   /* asked the running driver */
-    GDU_LIVE_CAPTURED,    /* read from a capture file */
+    GDU_LIVE_ABSENT = 0, /* --sysroot without a capture file: nothing known */
+    GDU_LIVE_COLLECTED,  /* asked the running driver */
+    GDU_LIVE_CAPTURED,   /* read from a capture file */
 } gdu_live_origin;
 
 typedef struct gdu_live_gpu {
     int ordinal;
     char name[128];
-    char bdf[16];        /* lower case, "0000:01:00.0" */
-    uint64_t total_mem;  /* bytes, cuDeviceTotalMem */
+    char bdf[16];       /* lower case, "0000:01:00.0" */
+    uint64_t total_mem; /* bytes, cuDeviceTotalMem */
     int cc_major, cc_minor;
 } gdu_live_gpu;
 
 typedef struct gdu_live_pair {
-    int a, b;              /* CUDA ordinals */
-    int can_access;        /* cuDeviceCanAccessPeer, -1 unknown */
-    int native_atomics;    /* CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, -1 unknown */
-    bool rm_known;         /* rm holds the RM's NV0000 P2P caps answer */
+    int a, b;           /* CUDA ordinals */
+    int can_access;     /* cuDeviceCanAccessPeer, -1 unknown */
+    int native_atomics; /* CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, -1 unknown */
+    bool rm_known;      /* rm holds the RM's NV0000 P2P caps answer */
     gdu_p2p_rm_caps rm;
 } gdu_live_pair;
 
 typedef struct gdu_live_path {
     char path[1024];
-    int o_direct;              /* 1 open with O_DIRECT worked, 0 refused, -1 not tried */
+    int o_direct; /* 1 open with O_DIRECT worked, 0 refused, -1 not tried */
     char o_direct_error[96];
     unsigned long long fs_magic; /* statfs f_type, 0 unknown */
 } gdu_live_path;
 
 typedef struct gdu_live {
     gdu_live_origin origin;
-    int euid;                  /* -1 unknown */
+    int euid; /* -1 unknown */
     bool cuda_ok;
     char cuda_why[256];
-    int cuda_version;          /* cuDriverGetVersion, 13000 for 13.0; 0 unknown */
+    int cuda_version; /* cuDriverGetVersion, 13000 for 13.0; 0 unknown */
     gdu_live_gpu gpus[GDU_LIVE_MAX_GPUS];
     size_t n_gpus;
     gdu_live_pair pairs[GDU_LIVE_MAX_PAIRS];
     size_t n_pairs;
-    char rm_why[256];          /* why the RM's P2P caps are missing, "" when asked */
+    char rm_why[256]; /* why the RM's P2P caps are missing, "" when asked */
     bool cufile_found;
     char cufile_path[256];
     char cufile_version[32];

@@ -17,8 +17,8 @@ static json_t *pair_to_json(const gdu_live_pair *p)
         json_t *status = json_array();
         for (unsigned i = 0; i < GDU_P2P_CAPS_INDEX_COUNT; i++)
             json_array_append_new(status, json_integer(p->rm.status[i]));
-        json_object_set_new(o, "rm", json_pack("{s:I, s:o}", "caps", (json_int_t)p->rm.caps,
-                                               "status", status));
+        json_object_set_new(
+            o, "rm", json_pack("{s:I, s:o}", "caps", (json_int_t)p->rm.caps, "status", status));
     }
     return o;
 }
@@ -28,39 +28,46 @@ json_t *gdu_live_to_json(const gdu_live *live)
     json_t *gpus = json_array(), *pairs = json_array(), *paths = json_array();
     for (size_t i = 0; i < live->n_gpus; i++) {
         const gdu_live_gpu *g = &live->gpus[i];
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:[i,i]}", "ordinal",
-                                              g->ordinal, "name", g->name, "pci", g->bdf,
-                                              "total_mem", (json_int_t)g->total_mem, "cc",
-                                              g->cc_major, g->cc_minor));
+        json_array_append_new(gpus,
+                              json_pack("{s:i, s:s, s:s, s:I, s:[i,i]}", "ordinal", g->ordinal,
+                                        "name", g->name, "pci", g->bdf, "total_mem",
+                                        (json_int_t)g->total_mem, "cc", g->cc_major, g->cc_minor));
     }
     for (size_t i = 0; i < live->n_pairs; i++)
         json_array_append_new(pairs, pair_to_json(&live->pairs[i]));
     for (size_t i = 0; i < live->n_paths; i++) {
         const gdu_live_path *p = &live->paths[i];
-        json_array_append_new(paths, json_pack("{s:s, s:i, s:s, s:I}", "path", p->path,
-                                               "o_direct", p->o_direct, "o_direct_error",
-                                               p->o_direct_error, "fs_magic",
-                                               (json_int_t)p->fs_magic));
+        json_array_append_new(paths, json_pack("{s:s, s:i, s:s, s:I}", "path", p->path, "o_direct",
+                                               p->o_direct, "o_direct_error", p->o_direct_error,
+                                               "fs_magic", (json_int_t)p->fs_magic));
     }
-    return json_pack("{s:s, s:i, s:{s:b, s:s, s:i, s:o, s:o, s:s}, s:{s:b, s:s, s:s, s:s, s:s}, s:o}",
-                     "format", LIVE_FORMAT, "euid", live->euid, "cuda", "ok", live->cuda_ok,
-                     "why", live->cuda_why, "driver_version", live->cuda_version, "gpus", gpus,
-                     "pairs", pairs, "rm_why", live->rm_why, "cufile", "found", live->cufile_found, "path",
-                     live->cufile_path, "version", live->cufile_version, "why", live->cufile_why,
-                     "env_json", live->cufile_env_json, "paths", paths);
+    return json_pack(
+        "{s:s, s:i, s:{s:b, s:s, s:i, s:o, s:o, s:s}, s:{s:b, s:s, s:s, s:s, s:s}, s:o}", "format",
+        LIVE_FORMAT, "euid", live->euid, "cuda", "ok", live->cuda_ok, "why", live->cuda_why,
+        "driver_version", live->cuda_version, "gpus", gpus, "pairs", pairs, "rm_why", live->rm_why,
+        "cufile", "found", live->cufile_found, "path", live->cufile_path, "version",
+        live->cufile_version, "why", live->cufile_why, "env_json", live->cufile_env_json, "paths",
+        paths);
 }
 
 static const char *type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number with a fraction";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number with a fraction";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
     }
 }
 
@@ -91,13 +98,17 @@ static bool check_fields(const json_t *obj, const char *where, const live_field 
             }
             continue;
         }
-        bool ok = kind == 'o' ? json_is_object(v) : kind == 'a' ? json_is_array(v)
-                  : kind == 's' ? json_is_string(v) : kind == 'i' ? json_is_integer(v)
-                                                                   : json_is_boolean(v);
+        bool ok = kind == 'o'   ? json_is_object(v)
+                  : kind == 'a' ? json_is_array(v)
+                  : kind == 's' ? json_is_string(v)
+                  : kind == 'i' ? json_is_integer(v)
+                                : json_is_boolean(v);
         if (!ok) {
-            const char *expected = kind == 'o' ? "an object" : kind == 'a' ? "an array"
-                                   : kind == 's' ? "a string" : kind == 'i' ? "an integer"
-                                                                            : "a boolean";
+            const char *expected = kind == 'o'   ? "an object"
+                                   : kind == 'a' ? "an array"
+                                   : kind == 's' ? "a string"
+                                   : kind == 'i' ? "an integer"
+                                                 : "a boolean";
             snprintf(why, why_len, "%s%s%s is %s, expected %s", where, where[0] ? "." : "", f->key,
                      type_name(v), expected);
             return false;
@@ -126,30 +137,34 @@ static bool check_integers(const json_t *array, const char *where, char *why, si
 {
     size_t i;
     const json_t *v;
-    json_array_foreach(array, i, v)
-        if (!json_is_integer(v)) {
-            snprintf(why, why_len, "%s[%zu] is %s, expected an integer", where, i, type_name(v));
-            return false;
-        }
+    json_array_foreach(array, i, v) if (!json_is_integer(v))
+    {
+        snprintf(why, why_len, "%s[%zu] is %s, expected an integer", where, i, type_name(v));
+        return false;
+    }
     return true;
 }
 
 static bool check_live(const json_t *root, char *why, size_t why_len)
 {
-    static const live_field top[] = {{"euid", 'i'}, {"cuda", 'o'}, {"cufile", 'o'}, {"paths", 'a'}, {0}};
-    static const live_field cuda[] = {{"ok", 'b'}, {"why", 's'}, {"driver_version", 'i'},
-                                      {"gpus", 'a'}, {"pairs", 'a'}, {"rm_why", 's'}, {0}};
-    static const live_field gpu[] = {{"ordinal", 'i'}, {"name", 's'}, {"pci", 's'},
-                                     {"total_mem", 'i'}, {"cc", 'a'}, {0}};
-    static const live_field pair[] = {{"a", 'i'}, {"b", 'i'}, {"can_access_peer", 'i'},
-                                      {"native_atomics", 'i'}, {"rm", 'O'}, {0}};
+    static const live_field top[] = {
+        {"euid", 'i'}, {"cuda", 'o'}, {"cufile", 'o'}, {"paths", 'a'}, {0}};
+    static const live_field cuda[] = {
+        {"ok", 'b'},     {"why", 's'}, {"driver_version", 'i'}, {"gpus", 'a'}, {"pairs", 'a'},
+        {"rm_why", 's'}, {0}};
+    static const live_field gpu[] = {{"ordinal", 'i'},   {"name", 's'}, {"pci", 's'},
+                                     {"total_mem", 'i'}, {"cc", 'a'},   {0}};
+    static const live_field pair[] = {
+        {"a", 'i'},  {"b", 'i'}, {"can_access_peer", 'i'}, {"native_atomics", 'i'},
+        {"rm", 'O'}, {0}};
     static const live_field rm[] = {{"caps", 'i'}, {"status", 'a'}, {0}};
-    static const live_field cufile[] = {{"found", 'b'}, {"path", 's'}, {"version", 's'},
-                                        {"why", 's'}, {"env_json", 's'}, {0}};
-    static const live_field path[] = {{"path", 's'}, {"o_direct", 'i'}, {"o_direct_error", 's'},
-                                      {"fs_magic", 'i'}, {0}};
+    static const live_field cufile[] = {{"found", 'b'}, {"path", 's'},     {"version", 's'},
+                                        {"why", 's'},   {"env_json", 's'}, {0}};
+    static const live_field path[] = {
+        {"path", 's'}, {"o_direct", 'i'}, {"o_direct_error", 's'}, {"fs_magic", 'i'}, {0}};
     const json_t *c = json_object_get(root, "cuda");
-    if (!check_fields(root, "", top, why, why_len) || !check_fields(c, "cuda", cuda, why, why_len) ||
+    if (!check_fields(root, "", top, why, why_len) ||
+        !check_fields(c, "cuda", cuda, why, why_len) ||
         !check_elements(c, "cuda", "gpus", gpu, why, why_len) ||
         !check_elements(c, "cuda", "pairs", pair, why, why_len) ||
         !check_fields(json_object_get(root, "cufile"), "cufile", cufile, why, why_len) ||
@@ -190,10 +205,7 @@ static long long get_int(const json_t *obj, const char *key, long long fallback)
     return json_is_integer(v) ? (long long)json_integer_value(v) : fallback;
 }
 
-static int clamp_tri(long long v)
-{
-    return v < -1 ? -1 : v > 1 ? 1 : (int)v;
-}
+static int clamp_tri(long long v) { return v < -1 ? -1 : v > 1 ? 1 : (int)v; }
 
 static void pair_from_json(const json_t *o, gdu_live_pair *p)
 {
@@ -250,8 +262,12 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         long long mem = get_int(v, "total_mem", 0);
         g->total_mem = mem > 0 ? (uint64_t)mem : 0;
         const json_t *cc = json_object_get(v, "cc");
-        g->cc_major = json_is_integer(json_array_get(cc, 0)) ? (int)json_integer_value(json_array_get(cc, 0)) : 0;
-        g->cc_minor = json_is_integer(json_array_get(cc, 1)) ? (int)json_integer_value(json_array_get(cc, 1)) : 0;
+        g->cc_major = json_is_integer(json_array_get(cc, 0))
+                          ? (int)json_integer_value(json_array_get(cc, 0))
+                          : 0;
+        g->cc_minor = json_is_integer(json_array_get(cc, 1))
+                          ? (int)json_integer_value(json_array_get(cc, 1))
+                          : 0;
     }
     json_array_foreach(json_object_get(cuda, "pairs"), i, v)
     {

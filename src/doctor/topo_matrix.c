@@ -135,16 +135,18 @@ json_t *gdu_topo_to_json(const gdu_topo *t)
         json_t *mounts = json_array();
         for (size_t m = 0; m < col->n_mounts; m++)
             json_array_append_new(mounts, json_string(col->mounts[m]));
-        json_array_append_new(cols, json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "name", col->name,
-                                              "kind", kinds[col->kind], "pci", col->bdf, "numa_node",
-                                              col->numa_node, "detail", col->detail, "mounts",
-                                              mounts));
+        json_array_append_new(cols,
+                              json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "name", col->name, "kind",
+                                        kinds[col->kind], "pci", col->bdf, "numa_node",
+                                        col->numa_node, "detail", col->detail, "mounts", mounts));
     }
     for (size_t r = 0; r < t->n_gpus; r++) {
         json_t *cells = json_object();
         for (size_t c = 0; c < t->n_cols; c++)
             json_object_set_new(cells, t->cols[c].name, json_string(t->cell[r][c]));
-        json_array_append_new(rows, json_pack("{s:s, s:o}", "gpu", t->cols[r].name, "paths", cells));
+        json_array_append_new(rows,
+                              json_pack("{s:s, s:o}", "gpu", t->cols[r].name, "paths", cells));
     }
-    return json_pack("{s:s, s:o, s:o}", "schema", "gdunlock-topo/1", "devices", cols, "matrix", rows);
+    return json_pack("{s:s, s:o, s:o}", "schema", "gdunlock-topo/1", "devices", cols, "matrix",
+                     rows);
 }

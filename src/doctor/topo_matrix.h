@@ -14,17 +14,17 @@ typedef enum { GDU_TOPO_GPU, GDU_TOPO_NVME, GDU_TOPO_NIC } gdu_topo_kind;
 
 typedef struct gdu_topo_col {
     gdu_topo_kind kind;
-    char name[24];   /* "GPU0", "nvme0", "eth0" / "NIC0" */
+    char name[24]; /* "GPU0", "nvme0", "eth0" / "NIC0" */
     char bdf[16];
     int numa_node;
-    char detail[96]; /* model, or network interface names */
+    char detail[96];                       /* model, or network interface names */
     char mounts[GDU_TOPO_MAX_MOUNTS][128]; /* NVMe: mount points on its namespaces */
     size_t n_mounts;
 } gdu_topo_col;
 
 typedef struct gdu_topo {
     gdu_topo_col cols[GDU_TOPO_MAX_COLS];
-    size_t n_cols, n_gpus;                /* the first n_gpus columns are the rows */
+    size_t n_cols, n_gpus;                              /* the first n_gpus columns are the rows */
     char cell[GDU_TOPO_MAX_COLS][GDU_TOPO_MAX_COLS][8]; /* [gpu row][col] */
 } gdu_topo;
 

@@ -56,11 +56,11 @@ enum {
 };
 
 typedef struct gdu_nv0000_p2p_caps_v2_params {
-    uint32_t gpuIds[GDU_NV0000_MAX_ATTACHED_GPUS]; /* in: first gpuCount entries */
-    uint32_t gpuCount;                             /* in */
-    uint32_t p2pCaps;                              /* out: GDU_P2P_CAPS_* bits */
-    uint32_t p2pOptimalReadCEs;                    /* out: CE mask (NVLink) */
-    uint32_t p2pOptimalWriteCEs;                   /* out: CE mask (NVLink) */
+    uint32_t gpuIds[GDU_NV0000_MAX_ATTACHED_GPUS];   /* in: first gpuCount entries */
+    uint32_t gpuCount;                               /* in */
+    uint32_t p2pCaps;                                /* out: GDU_P2P_CAPS_* bits */
+    uint32_t p2pOptimalReadCEs;                      /* out: CE mask (NVLink) */
+    uint32_t p2pOptimalWriteCEs;                     /* out: CE mask (NVLink) */
     uint8_t p2pCapsStatus[GDU_P2P_CAPS_INDEX_COUNT]; /* out: GDU_P2P_CAPS_STATUS_* */
     uint32_t busPeerIds[GDU_NV0000_MAX_ATTACHED_GPUS * GDU_NV0000_MAX_ATTACHED_GPUS];
     uint32_t busEgmPeerIds[GDU_NV0000_MAX_ATTACHED_GPUS * GDU_NV0000_MAX_ATTACHED_GPUS];
@@ -69,10 +69,12 @@ typedef struct gdu_nv0000_p2p_caps_v2_params {
 _Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, gpuCount) == 128, "gpuCount offset");
 _Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, p2pCaps) == 132, "p2pCaps offset");
 _Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, p2pOptimalReadCEs) == 136, "readCEs offset");
-_Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, p2pOptimalWriteCEs) == 140, "writeCEs offset");
+_Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, p2pOptimalWriteCEs) == 140,
+               "writeCEs offset");
 _Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, p2pCapsStatus) == 144, "status offset");
 _Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, busPeerIds) == 156, "busPeerIds offset");
-_Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, busEgmPeerIds) == 4252, "busEgmPeerIds offset");
+_Static_assert(offsetof(gdu_nv0000_p2p_caps_v2_params, busEgmPeerIds) == 4252,
+               "busEgmPeerIds offset");
 _Static_assert(sizeof(gdu_nv0000_p2p_caps_v2_params) == 8348, "GET_P2P_CAPS_V2 params size");
 
 #endif

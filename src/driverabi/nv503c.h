@@ -27,7 +27,8 @@ typedef struct {
     _Alignas(8) uint64_t vaSpaceToken; /* out */
 } gdu_nv503c_register_va_space;
 
-_Static_assert(sizeof(gdu_nv503c_register_va_space) == 16, "NV503C_CTRL_REGISTER_VA_SPACE_PARAMS size");
+_Static_assert(sizeof(gdu_nv503c_register_va_space) == 16,
+               "NV503C_CTRL_REGISTER_VA_SPACE_PARAMS size");
 _Static_assert(offsetof(gdu_nv503c_register_va_space, vaSpaceToken) == 8,
                "NV503C_CTRL_REGISTER_VA_SPACE_PARAMS.vaSpaceToken offset");
 
@@ -35,7 +36,8 @@ typedef struct {
     uint32_t hVASpace;
 } gdu_nv503c_unregister_va_space;
 
-_Static_assert(sizeof(gdu_nv503c_unregister_va_space) == 4, "NV503C_CTRL_UNREGISTER_VA_SPACE_PARAMS size");
+_Static_assert(sizeof(gdu_nv503c_unregister_va_space) == 4,
+               "NV503C_CTRL_UNREGISTER_VA_SPACE_PARAMS size");
 
 typedef struct {
     uint32_t hMemory;
@@ -45,7 +47,8 @@ typedef struct {
 } gdu_nv503c_register_vidmem;
 
 _Static_assert(sizeof(gdu_nv503c_register_vidmem) == 32, "NV503C_CTRL_REGISTER_VIDMEM_PARAMS size");
-_Static_assert(offsetof(gdu_nv503c_register_vidmem, address) == 8, "REGISTER_VIDMEM.address offset");
+_Static_assert(offsetof(gdu_nv503c_register_vidmem, address) == 8,
+               "REGISTER_VIDMEM.address offset");
 _Static_assert(offsetof(gdu_nv503c_register_vidmem, size) == 16, "REGISTER_VIDMEM.size offset");
 _Static_assert(offsetof(gdu_nv503c_register_vidmem, offset) == 24, "REGISTER_VIDMEM.offset offset");
 
@@ -53,6 +56,7 @@ typedef struct {
     uint32_t hMemory;
 } gdu_nv503c_unregister_vidmem;
 
-_Static_assert(sizeof(gdu_nv503c_unregister_vidmem) == 4, "NV503C_CTRL_UNREGISTER_VIDMEM_PARAMS size");
+_Static_assert(sizeof(gdu_nv503c_unregister_vidmem) == 4,
+               "NV503C_CTRL_UNREGISTER_VIDMEM_PARAMS size");
 
 #endif

@@ -47,12 +47,16 @@ typedef struct {
 _Static_assert(sizeof(gdu_nv_card_info) == 72, "nv_ioctl_card_info_t size");
 _Static_assert(offsetof(gdu_nv_card_info, pci_info) == 4, "nv_ioctl_card_info_t.pci_info offset");
 _Static_assert(offsetof(gdu_nv_card_info, gpu_id) == 16, "nv_ioctl_card_info_t.gpu_id offset");
-_Static_assert(offsetof(gdu_nv_card_info, interrupt_line) == 20, "nv_ioctl_card_info_t.interrupt_line offset");
-_Static_assert(offsetof(gdu_nv_card_info, reg_address) == 24, "nv_ioctl_card_info_t.reg_address offset");
+_Static_assert(offsetof(gdu_nv_card_info, interrupt_line) == 20,
+               "nv_ioctl_card_info_t.interrupt_line offset");
+_Static_assert(offsetof(gdu_nv_card_info, reg_address) == 24,
+               "nv_ioctl_card_info_t.reg_address offset");
 _Static_assert(offsetof(gdu_nv_card_info, reg_size) == 32, "nv_ioctl_card_info_t.reg_size offset");
-_Static_assert(offsetof(gdu_nv_card_info, fb_address) == 40, "nv_ioctl_card_info_t.fb_address offset");
+_Static_assert(offsetof(gdu_nv_card_info, fb_address) == 40,
+               "nv_ioctl_card_info_t.fb_address offset");
 _Static_assert(offsetof(gdu_nv_card_info, fb_size) == 48, "nv_ioctl_card_info_t.fb_size offset");
-_Static_assert(offsetof(gdu_nv_card_info, minor_number) == 56, "nv_ioctl_card_info_t.minor_number offset");
+_Static_assert(offsetof(gdu_nv_card_info, minor_number) == 56,
+               "nv_ioctl_card_info_t.minor_number offset");
 _Static_assert(offsetof(gdu_nv_card_info, dev_name) == 60, "nv_ioctl_card_info_t.dev_name offset");
 
 /* NV_ESC_REGISTER_FD, issued on the /dev/nvidiaN file. */

@@ -46,7 +46,8 @@ typedef struct {
 } gdu_nvos02_with_fd;
 
 _Static_assert(sizeof(gdu_nvos02_with_fd) == 56, "nv_ioctl_nvos02_parameters_with_fd size");
-_Static_assert(offsetof(gdu_nvos02_with_fd, fd) == 48, "nv_ioctl_nvos02_parameters_with_fd.fd offset");
+_Static_assert(offsetof(gdu_nvos02_with_fd, fd) == 48,
+               "nv_ioctl_nvos02_parameters_with_fd.fd offset");
 
 /* RM_ALLOC, short form (NVOS21). hObjectNew == 0 asks RM to generate a handle,
  * which it writes back. For client allocations (NV01_ROOT*) hObjectNew

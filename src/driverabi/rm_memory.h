@@ -15,9 +15,9 @@
 
 /* Alloc parameters of NV01_MEMORY_LOCAL_USER (and the other heap classes). */
 typedef struct {
-    uint32_t owner;      /* in: any tag of the allocator's choosing */
-    uint32_t type;       /* in: GDU_NVOS32_TYPE_* */
-    uint32_t flags;      /* in: GDU_NVOS32_ALLOC_FLAGS_* */
+    uint32_t owner; /* in: any tag of the allocator's choosing */
+    uint32_t type;  /* in: GDU_NVOS32_TYPE_* */
+    uint32_t flags; /* in: GDU_NVOS32_ALLOC_FLAGS_* */
     uint32_t width, height;
     int32_t pitch;
     uint32_t attr, attr2; /* in/out: GDU_NVOS32_ATTR_* / _ATTR2_* fields */
@@ -37,20 +37,34 @@ typedef struct {
 } gdu_nv_memory_alloc_params;
 
 _Static_assert(sizeof(gdu_nv_memory_alloc_params) == 128, "NV_MEMORY_ALLOCATION_PARAMS size");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, flags) == 8, "NV_MEMORY_ALLOCATION_PARAMS.flags offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, attr) == 24, "NV_MEMORY_ALLOCATION_PARAMS.attr offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, attr2) == 28, "NV_MEMORY_ALLOCATION_PARAMS.attr2 offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, rangeLo) == 48, "NV_MEMORY_ALLOCATION_PARAMS.rangeLo offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, size) == 64, "NV_MEMORY_ALLOCATION_PARAMS.size offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, alignment) == 72, "NV_MEMORY_ALLOCATION_PARAMS.alignment offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, offset) == 80, "NV_MEMORY_ALLOCATION_PARAMS.offset offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, limit) == 88, "NV_MEMORY_ALLOCATION_PARAMS.limit offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, address) == 96, "NV_MEMORY_ALLOCATION_PARAMS.address offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, ctagOffset) == 104, "NV_MEMORY_ALLOCATION_PARAMS.ctagOffset offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, hVASpace) == 108, "NV_MEMORY_ALLOCATION_PARAMS.hVASpace offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, internalflags) == 112, "NV_MEMORY_ALLOCATION_PARAMS.internalflags offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, tag) == 116, "NV_MEMORY_ALLOCATION_PARAMS.tag offset");
-_Static_assert(offsetof(gdu_nv_memory_alloc_params, numaNode) == 120, "NV_MEMORY_ALLOCATION_PARAMS.numaNode offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, flags) == 8,
+               "NV_MEMORY_ALLOCATION_PARAMS.flags offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, attr) == 24,
+               "NV_MEMORY_ALLOCATION_PARAMS.attr offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, attr2) == 28,
+               "NV_MEMORY_ALLOCATION_PARAMS.attr2 offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, rangeLo) == 48,
+               "NV_MEMORY_ALLOCATION_PARAMS.rangeLo offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, size) == 64,
+               "NV_MEMORY_ALLOCATION_PARAMS.size offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, alignment) == 72,
+               "NV_MEMORY_ALLOCATION_PARAMS.alignment offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, offset) == 80,
+               "NV_MEMORY_ALLOCATION_PARAMS.offset offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, limit) == 88,
+               "NV_MEMORY_ALLOCATION_PARAMS.limit offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, address) == 96,
+               "NV_MEMORY_ALLOCATION_PARAMS.address offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, ctagOffset) == 104,
+               "NV_MEMORY_ALLOCATION_PARAMS.ctagOffset offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, hVASpace) == 108,
+               "NV_MEMORY_ALLOCATION_PARAMS.hVASpace offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, internalflags) == 112,
+               "NV_MEMORY_ALLOCATION_PARAMS.internalflags offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, tag) == 116,
+               "NV_MEMORY_ALLOCATION_PARAMS.tag offset");
+_Static_assert(offsetof(gdu_nv_memory_alloc_params, numaNode) == 120,
+               "NV_MEMORY_ALLOCATION_PARAMS.numaNode offset");
 
 /* NVOS32 surface type, attribute fields (bits hi:lo of attr) and alloc flags. */
 enum {
@@ -97,7 +111,8 @@ typedef struct {
 } gdu_nvos33_with_fd;
 
 _Static_assert(sizeof(gdu_nvos33_with_fd) == 56, "nv_ioctl_nvos33_parameters_with_fd size");
-_Static_assert(offsetof(gdu_nvos33_with_fd, fd) == 48, "nv_ioctl_nvos33_parameters_with_fd.fd offset");
+_Static_assert(offsetof(gdu_nvos33_with_fd, fd) == 48,
+               "nv_ioctl_nvos33_parameters_with_fd.fd offset");
 
 enum {
     GDU_NVOS33_FLAGS_ACCESS_READ_WRITE = 0, /* 1:0 */
@@ -130,8 +145,8 @@ enum {
     GDU_NVOS02_FLAGS_MAPPING_NO_MAP = 1 << 30,
 };
 
-#define GDU_NVOS02_FLAGS_IO_MEMORY                                                             \
-    ((uint32_t)(GDU_NVOS02_FLAGS_PHYSICALITY_CONTIGUOUS | GDU_NVOS02_FLAGS_LOCATION_PCI |      \
+#define GDU_NVOS02_FLAGS_IO_MEMORY                                                                 \
+    ((uint32_t)(GDU_NVOS02_FLAGS_PHYSICALITY_CONTIGUOUS | GDU_NVOS02_FLAGS_LOCATION_PCI |          \
                 GDU_NVOS02_FLAGS_COHERENCY_UNCACHED | GDU_NVOS02_FLAGS_MAPPING_NO_MAP))
 
 #endif

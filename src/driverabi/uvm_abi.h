@@ -42,30 +42,33 @@ _Static_assert(sizeof(gdu_uvm_gpu_mapping_attributes) == 36, "UvmGpuMappingAttri
 /* UVM_MAP_EXTERNAL_ALLOCATION_PARAMS with a per-GPU array of n entries. The
  * array has UVM_MAX_GPUS entries: 32 (NV_MAX_DEVICES) up to driver 550.40.07,
  * 256 (32 devices x 8 subdevices / sub-processors) from 550.40.53 on. */
-#define GDU_UVM_MAP_EXTERNAL_PARAMS(n)                                                         \
-    struct {                                                                                   \
-        _Alignas(8) uint64_t base;                                                             \
-        _Alignas(8) uint64_t length;                                                           \
-        _Alignas(8) uint64_t offset;                                                           \
-        gdu_uvm_gpu_mapping_attributes perGpuAttributes[n];                                    \
-        _Alignas(8) uint64_t gpuAttributesCount;                                               \
-        int32_t rmCtrlFd;                                                                      \
-        uint32_t hClient;                                                                      \
-        uint32_t hMemory;                                                                      \
-        uint32_t rmStatus;                                                                     \
+#define GDU_UVM_MAP_EXTERNAL_PARAMS(n)                                                             \
+    struct {                                                                                       \
+        _Alignas(8) uint64_t base;                                                                 \
+        _Alignas(8) uint64_t length;                                                               \
+        _Alignas(8) uint64_t offset;                                                               \
+        gdu_uvm_gpu_mapping_attributes perGpuAttributes[n];                                        \
+        _Alignas(8) uint64_t gpuAttributesCount;                                                   \
+        int32_t rmCtrlFd;                                                                          \
+        uint32_t hClient;                                                                          \
+        uint32_t hMemory;                                                                          \
+        uint32_t rmStatus;                                                                         \
     }
 
 typedef GDU_UVM_MAP_EXTERNAL_PARAMS(32) gdu_uvm_map_external_params_32;
 typedef GDU_UVM_MAP_EXTERNAL_PARAMS(256) gdu_uvm_map_external_params_256;
 
-_Static_assert(offsetof(gdu_uvm_map_external_params_32, perGpuAttributes) == 24, "perGpuAttributes offset");
-_Static_assert(offsetof(gdu_uvm_map_external_params_32, gpuAttributesCount) == 1176, "32: count offset");
+_Static_assert(offsetof(gdu_uvm_map_external_params_32, perGpuAttributes) == 24,
+               "perGpuAttributes offset");
+_Static_assert(offsetof(gdu_uvm_map_external_params_32, gpuAttributesCount) == 1176,
+               "32: count offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_32, rmCtrlFd) == 1184, "32: rmCtrlFd offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_32, hClient) == 1188, "32: hClient offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_32, hMemory) == 1192, "32: hMemory offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_32, rmStatus) == 1196, "32: rmStatus offset");
 _Static_assert(sizeof(gdu_uvm_map_external_params_32) == 1200, "32: size");
-_Static_assert(offsetof(gdu_uvm_map_external_params_256, gpuAttributesCount) == 9240, "256: count offset");
+_Static_assert(offsetof(gdu_uvm_map_external_params_256, gpuAttributesCount) == 9240,
+               "256: count offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_256, rmCtrlFd) == 9248, "256: rmCtrlFd offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_256, hClient) == 9252, "256: hClient offset");
 _Static_assert(offsetof(gdu_uvm_map_external_params_256, hMemory) == 9256, "256: hMemory offset");
@@ -83,11 +86,16 @@ typedef struct {
     uint32_t rmStatus;
 } gdu_uvm_register_gpu_vaspace_params;
 
-_Static_assert(sizeof(gdu_uvm_register_gpu_vaspace_params) == 32, "UVM_REGISTER_GPU_VASPACE_PARAMS size");
-_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmCtrlFd) == 16, "REGISTER_GPU_VASPACE.rmCtrlFd offset");
-_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hClient) == 20, "REGISTER_GPU_VASPACE.hClient offset");
-_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hVaSpace) == 24, "REGISTER_GPU_VASPACE.hVaSpace offset");
-_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmStatus) == 28, "REGISTER_GPU_VASPACE.rmStatus offset");
+_Static_assert(sizeof(gdu_uvm_register_gpu_vaspace_params) == 32,
+               "UVM_REGISTER_GPU_VASPACE_PARAMS size");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmCtrlFd) == 16,
+               "REGISTER_GPU_VASPACE.rmCtrlFd offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hClient) == 20,
+               "REGISTER_GPU_VASPACE.hClient offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, hVaSpace) == 24,
+               "REGISTER_GPU_VASPACE.hVaSpace offset");
+_Static_assert(offsetof(gdu_uvm_register_gpu_vaspace_params, rmStatus) == 28,
+               "REGISTER_GPU_VASPACE.rmStatus offset");
 
 /* UVM_FREE: frees the VA range starting at base (an external mapping included). */
 typedef struct {
@@ -108,7 +116,8 @@ typedef struct {
 } gdu_uvm_unmap_external_params;
 
 _Static_assert(sizeof(gdu_uvm_unmap_external_params) == 40, "UVM_UNMAP_EXTERNAL_PARAMS size");
-_Static_assert(offsetof(gdu_uvm_unmap_external_params, rmStatus) == 32, "UVM_UNMAP_EXTERNAL.rmStatus offset");
+_Static_assert(offsetof(gdu_uvm_unmap_external_params, rmStatus) == 32,
+               "UVM_UNMAP_EXTERNAL.rmStatus offset");
 
 typedef struct {
     _Alignas(8) uint64_t flags;
@@ -141,9 +150,11 @@ int gdu_nv_driver_version_parse(const char *text, unsigned v[3]);
 /* Chooses the UVM_MAP_EXTERNAL_ALLOCATION layout for the driver whose version
  * text is given. Returns 0, or -1 with the reason in why when the version is
  * unreadable or outside the range whose layout is known (515.43.04 .. 595.x). */
-int gdu_uvm_layout_for_driver(const char *version_text, gdu_uvm_layout *out, char *why, size_t why_len);
+int gdu_uvm_layout_for_driver(const char *version_text, gdu_uvm_layout *out, char *why,
+                              size_t why_len);
 
 /* Reads the fields of a block laid out as layout says (block must hold layout->size bytes). */
-void gdu_uvm_map_external_read(const gdu_uvm_layout *layout, const void *block, gdu_uvm_map_external *out);
+void gdu_uvm_map_external_read(const gdu_uvm_layout *layout, const void *block,
+                               gdu_uvm_map_external *out);
 
 #endif

@@ -68,7 +68,8 @@ int gdu_nv_driver_version_parse(const char *text, unsigned v[3])
     return -1;
 }
 
-int gdu_uvm_layout_for_driver(const char *version_text, gdu_uvm_layout *out, char *why, size_t why_len)
+int gdu_uvm_layout_for_driver(const char *version_text, gdu_uvm_layout *out, char *why,
+                              size_t why_len)
 {
     unsigned v[3];
     if (gdu_nv_driver_version_parse(version_text, v) != 0) {
@@ -106,7 +107,8 @@ int gdu_uvm_layout_for_driver(const char *version_text, gdu_uvm_layout *out, cha
     return 0;
 }
 
-void gdu_uvm_map_external_read(const gdu_uvm_layout *layout, const void *block, gdu_uvm_map_external *out)
+void gdu_uvm_map_external_read(const gdu_uvm_layout *layout, const void *block,
+                               gdu_uvm_map_external *out)
 {
     const unsigned char *b = block;
     memcpy(&out->base, b + offsetof(gdu_uvm_map_external_params_32, base), sizeof out->base);

@@ -78,8 +78,8 @@ static void direct_refused(gdu_io_file *f, atomic_bool *flag, const char *what)
     pthread_mutex_unlock(&f->lock);
 }
 
-int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging,
-                                 char **data, char *why, size_t len)
+int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char **data,
+                                 char *why, size_t len)
 {
     const gdu_io_sys *sys = &f->engine->sys;
     size_t skip = gdu_io_staging_skip(c->offset);
@@ -99,8 +99,8 @@ int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *st
     return read_full(sys, f->fd, false, staging + skip, c->length, c->offset, why, len);
 }
 
-int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging,
-                              char *why, size_t len)
+int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging, char *why,
+                              size_t len)
 {
     const gdu_io_sys *sys = &f->engine->sys;
     uint64_t off = c->offset, end = c->offset + c->length;

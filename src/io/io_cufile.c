@@ -199,8 +199,10 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
     if (n > budget / slot)
         n = (size_t)(budget / slot);
     if (n == 0) {
-        snprintf(note, len, "BAR1 budget of %" PRIu64 " bytes (BAR1 %" PRIu64 " bytes, %s) holds "
-                 "no %zu-byte cuFile buffer", budget, assumed, bar1 > 0 ? src : "unknown", slot);
+        snprintf(note, len,
+                 "BAR1 budget of %" PRIu64 " bytes (BAR1 %" PRIu64 " bytes, %s) holds "
+                 "no %zu-byte cuFile buffer",
+                 budget, assumed, bar1 > 0 ? src : "unknown", slot);
         return -ENOSPC;
     }
     struct gdu_io_ring *g = calloc(1, sizeof *g);
@@ -229,9 +231,10 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
         snprintf(note, len, "%s", why);
         ring_fini(e);
     } else {
-        snprintf(g->note, sizeof g->note, "ring of %zu x %zu KiB registered buffers (%" PRIu64
-                 " MiB of a %" PRIu64 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s)", n,
-                 slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
+        snprintf(g->note, sizeof g->note,
+                 "ring of %zu x %zu KiB registered buffers (%" PRIu64 " MiB of a %" PRIu64
+                 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s)",
+                 n, slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
                  bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
         snprintf(note, len, "%s", g->note);
     }
@@ -271,7 +274,7 @@ int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t l
 {
     gdu_io_engine *e = f->engine;
     f->dfd = open(path, (f->flags & GDU_IO_WRITE ? ((f->flags & GDU_IO_READ) ? O_RDWR : O_WRONLY)
-                                                   : O_RDONLY) |
+                                                 : O_RDONLY) |
                             O_DIRECT | O_CLOEXEC);
     gdu_CUfileDescr d;
     memset(&d, 0, sizeof d);
@@ -308,10 +311,10 @@ static ssize_t ring_io(gdu_io_file *f, gdu_io_op op, gdu_CUdeviceptr buf, size_t
 {
     const gdu_cufile *cf = f->engine->cf;
     for (;;) {
-        ssize_t r = op == GDU_IO_OP_READ
-                        ? cf->cuFileRead(f->cf_handle, (void *)(uintptr_t)buf, n, (off_t)off, 0)
-                        : cf->cuFileWrite(f->cf_handle, (const void *)(uintptr_t)buf, n,
-                                          (off_t)off, 0);
+        ssize_t r =
+            op == GDU_IO_OP_READ
+                ? cf->cuFileRead(f->cf_handle, (void *)(uintptr_t)buf, n, (off_t)off, 0)
+                : cf->cuFileWrite(f->cf_handle, (const void *)(uintptr_t)buf, n, (off_t)off, 0);
         if (r >= 0)
             return r;
         const char *what = op == GDU_IO_OP_READ ? "cuFileRead" : "cuFileWrite";

@@ -26,7 +26,10 @@ void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piec
 const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return &e->opt; }
 gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e) { return e->backend; }
 const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e->reason; }
-int gdu_io_engine_direct_storage(const gdu_io_engine *e) { return e->cufile_open && e->nvfs_loaded; }
+int gdu_io_engine_direct_storage(const gdu_io_engine *e)
+{
+    return e->cufile_open && e->nvfs_loaded;
+}
 
 int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
 {
@@ -104,8 +107,8 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
             r = (int)got;
             break;
         }
-        if (got > 0 && (r = e->mover->to_mem(w->mctx, i, p.mem, data, (size_t)got, why,
-                                             sizeof why)) != 0)
+        if (got > 0 &&
+            (r = e->mover->to_mem(w->mctx, i, p.mem, data, (size_t)got, why, sizeof why)) != 0)
             break;
         done += (uint64_t)got;
         if ((uint64_t)got < p.length) /* end of file */
@@ -173,8 +176,8 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
         return;
     }
     gdu_io_slot *s = &w->slots_of[i];
-    r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset),
-                           c->mem, (size_t)c->length, why, sizeof why);
+    r = e->mover->from_mem(w->mctx, i, (char *)s->buf + gdu_io_staging_skip(c->offset), c->mem,
+                           (size_t)c->length, why, sizeof why);
     if (r != 0)
         gdu_io_chunk_done(c, 0, r, why);
     else
@@ -221,7 +224,8 @@ static void prestage_worker(gdu_io_worker *w)
     int status = w->init_status;
     if (status != 0)
         snprintf(why, sizeof why, "%s", w->init_why);
-    for (unsigned j = 0; status == 0 && e->opt.backend != GDU_IO_BACKEND_CUFILE && j < w->slots; j++) {
+    for (unsigned j = 0; status == 0 && e->opt.backend != GDU_IO_BACKEND_CUFILE && j < w->slots;
+         j++) {
         if (w->slots_of[j].buf == NULL)
             w->slots_of[j].buf = e->mover->staging_alloc(e, e->opt.chunk_size, why, sizeof why);
         if (w->slots_of[j].buf == NULL) {
@@ -246,10 +250,11 @@ static void *worker_main(void *arg)
     gdu_io_engine *e = w->engine;
     int enter = e->mover->thread_enter(e);
     if (enter == 0)
-        w->init_status = e->mover->worker_init(e, e->opt.staging_per_worker, &w->mctx,
-                                               w->init_why, sizeof w->init_why);
+        w->init_status = e->mover->worker_init(e, e->opt.staging_per_worker, &w->mctx, w->init_why,
+                                               sizeof w->init_why);
     else
-        snprintf(w->init_why, sizeof w->init_why, "worker thread could not make the CUDA context current");
+        snprintf(w->init_why, sizeof w->init_why,
+                 "worker thread could not make the CUDA context current");
     for (;;) {
         pthread_mutex_lock(&e->qlock);
         while (e->qhead == NULL && !e->stopping) {

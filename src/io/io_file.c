@@ -74,7 +74,8 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
             reads = true;
         } else {
             struct stat st;
-            double frac = fstat(f->fd, &st) == 0 ? cached_fraction(f->fd, (uint64_t)st.st_size) : -1;
+            double frac =
+                fstat(f->fd, &st) == 0 ? cached_fraction(f->fd, (uint64_t)st.st_size) : -1;
             reads = frac >= 0 && frac < 0.5;
             if (frac >= 0)
                 snprintf(cache_note, sizeof cache_note, "%.0f%% of the file in page cache",
@@ -84,7 +85,8 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
         }
     }
     if (!reads && !writes) {
-        snprintf(note, len, "buffered (%s)", cache_note[0] ? cache_note : "O_DIRECT auto: writes buffered");
+        snprintf(note, len, "buffered (%s)",
+                 cache_note[0] ? cache_note : "O_DIRECT auto: writes buffered");
         return;
     }
     f->dfd = open(path, open_flags(f->flags) | O_DIRECT);
@@ -95,7 +97,10 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
     }
     atomic_store(&f->direct_reads, reads);
     atomic_store(&f->direct_writes, writes);
-    snprintf(note, len, "O_DIRECT %s%s%s%s", reads && writes ? "reads and writes" : reads ? "reads" : "writes",
+    snprintf(note, len, "O_DIRECT %s%s%s%s",
+             reads && writes ? "reads and writes"
+             : reads         ? "reads"
+                             : "writes",
              cache_note[0] ? " (" : "", cache_note, cache_note[0] ? ")" : "");
 }
 
@@ -113,8 +118,10 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
     if (e == NULL || path == NULL || out == NULL || !(flags & (GDU_IO_READ | GDU_IO_WRITE)) ||
         (flags & ~(GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE)) ||
         ((flags & (GDU_IO_CREATE | GDU_IO_TRUNCATE)) && !(flags & GDU_IO_WRITE))) {
-        snprintf(why, why_len, "invalid open flags 0x%x (need READ and/or WRITE; CREATE and "
-                               "TRUNCATE need WRITE)", flags);
+        snprintf(why, why_len,
+                 "invalid open flags 0x%x (need READ and/or WRITE; CREATE and "
+                 "TRUNCATE need WRITE)",
+                 flags);
         return -EINVAL;
     }
     int oflags = open_flags(flags) | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
@@ -157,8 +164,8 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
     f->backend = e->backend == GDU_IO_BACKEND_HOST ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_PIPELINE;
     char dnote[GDU_IO_WHY / 2] = "";
     choose_direct(f, path, dnote, sizeof dnote);
-    snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.200s", gdu_io_backend_name(f->backend), dnote,
-             note[0] ? "; " : "", note);
+    snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.200s", gdu_io_backend_name(f->backend),
+             dnote, note[0] ? "; " : "", note);
     *out = f;
     return 0;
 }

@@ -50,8 +50,8 @@ typedef struct {
     void (*staging_free)(gdu_io_engine *e, void *p, size_t bytes);
     int (*to_mem)(void *wctx, unsigned slot, void *mem, const void *staging, size_t n, char *why,
                   size_t len);
-    int (*from_mem)(void *wctx, unsigned slot, void *staging, const void *mem, size_t n,
-                    char *why, size_t len);
+    int (*from_mem)(void *wctx, unsigned slot, void *staging, const void *mem, size_t n, char *why,
+                    size_t len);
     int (*wait)(void *wctx, unsigned slot, char *why, size_t len);
     bool (*ready)(void *wctx, unsigned slot);
 } gdu_io_mover;
@@ -122,10 +122,10 @@ typedef struct {
     pthread_t thread;
     bool started;
     void *mctx;
-    int init_status;           /* worker_init's result, 0 once it succeeded */
+    int init_status; /* worker_init's result, 0 once it succeeded */
     char init_why[GDU_IO_WHY];
-    unsigned slots;            /* slots in use: staging_per_worker, fewer if pinning ran short */
-    unsigned prestaged;        /* the engine's prestage round this worker has done */
+    unsigned slots;     /* slots in use: staging_per_worker, fewer if pinning ran short */
+    unsigned prestaged; /* the engine's prestage round this worker has done */
     unsigned next_slot;
     gdu_io_slot slots_of[GDU_IO_MAX_STAGING];
 } gdu_io_worker;
@@ -171,12 +171,15 @@ void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *w
  * sits at staging + (offset % GDU_IO_ALIGN) so that O_DIRECT sees aligned
  * memory; *data gets that address. read_into_staging returns the good bytes
  * (short only at end of file) or a negative errno. */
-int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging,
-                                 char **data, char *why, size_t len);
-int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging,
-                              char *why, size_t len);
+int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char **data,
+                                 char *why, size_t len);
+int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging, char *why,
+                              size_t len);
 /* Where the chunk's data starts in a staging slot. */
-static inline size_t gdu_io_staging_skip(uint64_t offset) { return (size_t)(offset % GDU_IO_ALIGN); }
+static inline size_t gdu_io_staging_skip(uint64_t offset)
+{
+    return (size_t)(offset % GDU_IO_ALIGN);
+}
 
 /* cuFile: engine setup (driver open, nvidia-fs detection), per-file handle
  * registration, and a chunk moved straight to/from caller memory. */

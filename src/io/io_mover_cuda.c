@@ -98,7 +98,8 @@ static int cuda_to_mem(void *wctx, unsigned slot, void *mem, const void *staging
                        char *why, size_t len)
 {
     cuda_worker *w = wctx;
-    gdu_CUresult r = w->cu->cuMemcpyHtoDAsync((gdu_CUdeviceptr)(uintptr_t)mem, staging, n, w->stream);
+    gdu_CUresult r =
+        w->cu->cuMemcpyHtoDAsync((gdu_CUdeviceptr)(uintptr_t)mem, staging, n, w->stream);
     if (r != GDU_CUDA_SUCCESS)
         return cuda_fail(why, len, "cuMemcpyHtoDAsync", r);
     r = w->cu->cuEventRecord(w->events[slot], w->stream);
@@ -109,7 +110,8 @@ static int cuda_from_mem(void *wctx, unsigned slot, void *staging, const void *m
                          char *why, size_t len)
 {
     cuda_worker *w = wctx;
-    gdu_CUresult r = w->cu->cuMemcpyDtoHAsync(staging, (gdu_CUdeviceptr)(uintptr_t)mem, n, w->stream);
+    gdu_CUresult r =
+        w->cu->cuMemcpyDtoHAsync(staging, (gdu_CUdeviceptr)(uintptr_t)mem, n, w->stream);
     if (r != GDU_CUDA_SUCCESS)
         return cuda_fail(why, len, "cuMemcpyDtoHAsync", r);
     r = w->cu->cuEventRecord(w->events[slot], w->stream);
@@ -130,7 +132,6 @@ static bool cuda_ready(void *wctx, unsigned slot)
 }
 
 const gdu_io_mover gdu_io_mover_cuda = {
-    cuda_worker_init, cuda_worker_fini, cuda_thread_enter, cuda_staging_alloc,
-    cuda_staging_free, cuda_to_mem,     cuda_from_mem,     cuda_wait,
-    cuda_ready,
+    cuda_worker_init, cuda_worker_fini, cuda_thread_enter, cuda_staging_alloc, cuda_staging_free,
+    cuda_to_mem,      cuda_from_mem,    cuda_wait,         cuda_ready,
 };

@@ -46,7 +46,6 @@ static int host_wait(void *wctx, unsigned slot, char *why, size_t len) { return 
 static bool host_ready(void *wctx, unsigned slot) { return true; }
 
 const gdu_io_mover gdu_io_mover_host = {
-    host_worker_init, host_worker_fini, host_thread_enter, host_staging_alloc,
-    host_staging_free, host_to_mem,     host_from_mem,     host_wait,
-    host_ready,
+    host_worker_init, host_worker_fini, host_thread_enter, host_staging_alloc, host_staging_free,
+    host_to_mem,      host_from_mem,    host_wait,         host_ready,
 };

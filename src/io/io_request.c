@@ -83,7 +83,8 @@ static int check_extents(const gdu_io_extent *ext, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (ext[i].length > 0 && ext[i].mem == NULL)
             return -EINVAL;
-        if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
+        if (ext[i].offset > (uint64_t)INT64_MAX ||
+            ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
             return -EINVAL;
     }
     return 0;
@@ -216,8 +217,8 @@ int gdu_io_read(gdu_io_file *f, uint64_t offset, uint64_t length, void *mem, uin
     return transfer(f, GDU_IO_OP_READ, offset, length, mem, done, why, why_len);
 }
 
-int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem,
-                 uint64_t *done, char *why, size_t why_len)
+int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *mem, uint64_t *done,
+                 char *why, size_t why_len)
 {
     return transfer(f, GDU_IO_OP_WRITE, offset, length, (void *)mem, done, why, why_len);
 }

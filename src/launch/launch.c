@@ -59,7 +59,8 @@ void gdu_launch_preload(const char *shim, const char *report)
 {
     char preload[PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "",
+             old && *old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
     setenv("GDUNLOCK_REPORT", report, 1);
 }

@@ -43,11 +43,11 @@ typedef struct gdu_launch_options {
 } gdu_launch_options;
 
 typedef struct gdu_launch_result {
-    int status;          /* the program's wait status; -1 when it could not be started */
-    int exec_errno;      /* why it could not be started */
-    int ending_signal;   /* a signal passed on to it (or received before it started), 0 none */
-    json_t *processes;   /* the report of every process of it that used a GPU, an array */
-    json_t *unreadable;  /* reports that could not be read: [{"file", "error"}] */
+    int status;         /* the program's wait status; -1 when it could not be started */
+    int exec_errno;     /* why it could not be started */
+    int ending_signal;  /* a signal passed on to it (or received before it started), 0 none */
+    json_t *processes;  /* the report of every process of it that used a GPU, an array */
+    json_t *unreadable; /* reports that could not be read: [{"file", "error"}] */
 } gdu_launch_result;
 
 /* Runs argv (argv[0] looked up in PATH) with shim preloaded and waits for

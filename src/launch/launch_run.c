@@ -21,8 +21,8 @@
 static const int ending_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 #define N_ENDING (sizeof ending_signals / sizeof ending_signals[0])
 
-static volatile sig_atomic_t child_pid;      /* CMD while it runs, else 0 */
-static volatile sig_atomic_t ending_signal;  /* the signal passed on, 0 none */
+static volatile sig_atomic_t child_pid;     /* CMD while it runs, else 0 */
+static volatile sig_atomic_t ending_signal; /* the signal passed on, 0 none */
 
 static void pass_on(int sig, siginfo_t *info, void *context)
 {
@@ -169,7 +169,8 @@ static json_t *collect_reports(const char *dir, json_t *unreadable)
             if (r != NULL)
                 json_array_append_new(all, r);
             else
-                json_array_append_new(unreadable, json_pack("{s:s, s:s}", "file", e->d_name, "error", why));
+                json_array_append_new(unreadable,
+                                      json_pack("{s:s, s:s}", "file", e->d_name, "error", why));
         }
         unlink(path);
     }

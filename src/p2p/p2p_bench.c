@@ -32,7 +32,7 @@ int gdu_p2p_bench_use(struct bench *b, int gpu)
 {
     gdu_CUcontext ctx = b->g[gpu].primary.ctx;
     return gdu_cuda_ctx_make_current(b->cu, ctx, NULL, b->why, b->why_len) == GDU_CUDA_SUCCESS ? 0
-                                                                                              : -1;
+                                                                                               : -1;
 }
 
 void gdu_p2p_bench_progress(struct bench *b, const char *phase)
@@ -49,8 +49,7 @@ static int copy(struct bench *b, int s, int d, gdu_CUdeviceptr dst, gdu_CUdevice
     if (s == d)
         CU(b, cuMemcpyDtoDAsync, (dst, src, bytes, st));
     else
-        CU(b, cuMemcpyPeerAsync,
-           (dst, b->g[d].primary.ctx, src, b->g[s].primary.ctx, bytes, st));
+        CU(b, cuMemcpyPeerAsync, (dst, b->g[d].primary.ctx, src, b->g[s].primary.ctx, bytes, st));
     return 0;
 }
 
@@ -196,9 +195,9 @@ static int bidirectional(struct bench *b, int mode, int i, int j)
     size_t bytes = b->cfg->bytes;
     struct gpu_res *a = &b->g[i], *o = &b->g[j];
     gdu_CUstream sa = a->stream[0], sb = i == j ? a->stream[1] : o->stream[0];
-    int gb = i == j ? i : j;                              /* GPU issuing copy B */
-    gdu_CUdeviceptr dst_a = o->dst;                       /* copy A: i -> j */
-    gdu_CUdeviceptr dst_b = i == j ? a->aux : a->dst;     /* copy B: j -> i */
+    int gb = i == j ? i : j;                          /* GPU issuing copy B */
+    gdu_CUdeviceptr dst_a = o->dst;                   /* copy A: i -> j */
+    gdu_CUdeviceptr dst_b = i == j ? a->aux : a->dst; /* copy B: j -> i */
     gdu_CUdeviceptr src_b = o->src;
     TRY(gdu_p2p_bench_clear(b, j, dst_a));
     TRY(gdu_p2p_bench_clear(b, i, dst_b));
@@ -304,17 +303,17 @@ static void copy_engine_routes(gdu_p2p_results *res)
     for (int i = 0; i < res->n; i++)
         for (int j = 0; j < res->n; j++)
             res->route[GDU_P2P_ROUTE_CE][i][j] =
-                i != j && !res->peer_enabled[i][j]           ? GDU_P2P_ROUTE_NO_PEER
+                i != j && !res->peer_enabled[i][j]         ? GDU_P2P_ROUTE_NO_PEER
                 : res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_P2P_ROUTE_WRONG
-                                                             : GDU_P2P_ROUTE_OK;
+                                                           : GDU_P2P_ROUTE_OK;
 }
 
 static void init_matrices(gdu_p2p_results *res, int n)
 {
     gdu_p2p_matrix *all[] = {
-        &res->uni_gbps[0], &res->uni_gbps[1], &res->bidi_gbps[0], &res->bidi_gbps[1],
+        &res->uni_gbps[0],   &res->uni_gbps[1],   &res->bidi_gbps[0],  &res->bidi_gbps[1],
         &res->lat_gpu_us[0], &res->lat_gpu_us[1], &res->lat_cpu_us[0], &res->lat_cpu_us[1],
-        &res->sm_write_gbps, &res->sm_read_gbps, &res->sm_latency_us,
+        &res->sm_write_gbps, &res->sm_read_gbps,  &res->sm_latency_us,
     };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         all[k]->n = n;
@@ -343,7 +342,11 @@ int gdu_p2p_bench_run(const gdu_cuda *cu, const int *ordinals, int n,
         snprintf(why, why_len, "out of memory");
         return -1;
     }
-    *b = (struct bench){.cu = cu, .cfg = cfg, .res = res, .n = n, .samples = samples,
+    *b = (struct bench){.cu = cu,
+                        .cfg = cfg,
+                        .res = res,
+                        .n = n,
+                        .samples = samples,
                         .total = (unsigned)(GDU_P2P_MODES * 3 * n * n) +
                                  (cfg->sm ? gdu_p2p_bench_sm_steps(n) : 0),
                         .why = why,

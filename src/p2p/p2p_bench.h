@@ -26,12 +26,12 @@
 enum { GDU_P2P_MODE_DISABLED = 0, GDU_P2P_MODE_ENABLED = 1, GDU_P2P_MODES = 2 };
 
 typedef struct gdu_p2p_bench_config {
-    size_t bytes;            /* size of each bandwidth copy */
-    unsigned iters;          /* timed samples per cell (median and spread over these) */
-    unsigned reps;           /* copies per bandwidth sample */
-    unsigned latency_reps;   /* 4-byte copies per latency sample */
-    int sm;                  /* also measure and check the SM routes */
-    unsigned chase_hops;     /* dependent loads per pointer-chase sample (sm) */
+    size_t bytes;          /* size of each bandwidth copy */
+    unsigned iters;        /* timed samples per cell (median and spread over these) */
+    unsigned reps;         /* copies per bandwidth sample */
+    unsigned latency_reps; /* 4-byte copies per latency sample */
+    int sm;                /* also measure and check the SM routes */
+    unsigned chase_hops;   /* dependent loads per pointer-chase sample (sm) */
     /* Called before each cell; may be NULL. */
     void (*progress)(void *user, const char *phase, unsigned done, unsigned total);
     void *progress_user;
@@ -43,12 +43,12 @@ typedef struct gdu_p2p_results {
     /* Indexed by GDU_P2P_MODE_*. GB/s are 1e9 bytes per second. */
     gdu_p2p_matrix uni_gbps[GDU_P2P_MODES];
     gdu_p2p_matrix bidi_gbps[GDU_P2P_MODES];
-    gdu_p2p_matrix lat_gpu_us[GDU_P2P_MODES];  /* timed with events, per copy */
-    gdu_p2p_matrix lat_cpu_us[GDU_P2P_MODES];  /* copy + stream synchronize, wall clock */
+    gdu_p2p_matrix lat_gpu_us[GDU_P2P_MODES]; /* timed with events, per copy */
+    gdu_p2p_matrix lat_cpu_us[GDU_P2P_MODES]; /* copy + stream synchronize, wall clock */
     int can_access[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];
-    int peer_enabled[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];  /* enable succeeded */
+    int peer_enabled[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS]; /* enable succeeded */
     int enable_failed[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];
-    char enable_error[160];                                /* the first enable failure */
+    char enable_error[160]; /* the first enable failure */
     int corrupt[GDU_P2P_MODES][GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];
     unsigned buffers_checked, buffers_corrupt;
 
@@ -60,12 +60,12 @@ typedef struct gdu_p2p_results {
      * loads, column = the GPU holding the chain. */
     gdu_p2p_matrix sm_latency_us;
     unsigned long long chase_nodes, chase_hops;
-    size_t sm_check_bytes;        /* size of each route's pattern check */
+    size_t sm_check_bytes; /* size of each route's pattern check */
     /* Each route's check, [route][source][destination]; the copy engine's
      * is the peer-enabled copies' data check. */
     gdu_p2p_route_state route[GDU_P2P_ROUTES][GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];
     char route_detail[GDU_P2P_ROUTES][GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS][96];
-    char sm_error[256];           /* why the SM part stopped or did not run; "" if it completed */
+    char sm_error[256]; /* why the SM part stopped or did not run; "" if it completed */
 } gdu_p2p_results;
 
 /* Measures every ordered pair of the given CUDA ordinals (n <= GDU_P2P_MAX_GPUS,

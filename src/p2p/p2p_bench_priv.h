@@ -37,17 +37,17 @@ struct bench {
 /* Records "fn: result" in why; returns -1. */
 int gdu_p2p_bench_fail(struct bench *b, const char *fn, gdu_CUresult r);
 
-#define CU(b, fn, args)                                                                        \
-    do {                                                                                       \
-        gdu_CUresult r_ = (b)->cu->fn args;                                                    \
-        if (r_ != GDU_CUDA_SUCCESS)                                                            \
-            return gdu_p2p_bench_fail((b), #fn, r_);                                           \
+#define CU(b, fn, args)                                                                            \
+    do {                                                                                           \
+        gdu_CUresult r_ = (b)->cu->fn args;                                                        \
+        if (r_ != GDU_CUDA_SUCCESS)                                                                \
+            return gdu_p2p_bench_fail((b), #fn, r_);                                               \
     } while (0)
 
-#define TRY(expr)                                                                              \
-    do {                                                                                       \
-        if ((expr) != 0)                                                                       \
-            return -1;                                                                         \
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if ((expr) != 0)                                                                           \
+            return -1;                                                                             \
     } while (0)
 
 /* Makes GPU gpu's context current. */

@@ -34,22 +34,13 @@ unsigned gdu_p2p_bench_sm_steps(int n)
     return 4u * (unsigned)(n * n); /* checks, write bandwidth, read bandwidth, latency */
 }
 
-static uint32_t sm_seed(int gpu)
-{
-    return 0x67647531u + (uint32_t)gpu; /* "gdu1" + index */
-}
+static uint32_t sm_seed(int gpu) { return 0x67647531u + (uint32_t)gpu; /* "gdu1" + index */ }
 
 /* The GPU whose kernels carry route r from source i to destination j, and
  * the GPU whose memory they reach into. */
-static int issuer_of(gdu_p2p_route r, int i, int j)
-{
-    return r == GDU_P2P_ROUTE_SM_WRITE ? i : j;
-}
+static int issuer_of(gdu_p2p_route r, int i, int j) { return r == GDU_P2P_ROUTE_SM_WRITE ? i : j; }
 
-static int target_of(gdu_p2p_route r, int i, int j)
-{
-    return r == GDU_P2P_ROUTE_SM_WRITE ? j : i;
-}
+static int target_of(gdu_p2p_route r, int i, int j) { return r == GDU_P2P_ROUTE_SM_WRITE ? j : i; }
 
 static int reachable(const struct bench *b, int issuer, int owner)
 {
@@ -92,33 +83,33 @@ static int fault(struct bench *b, int r, int i, int j, const char *fn, gdu_CUres
     return STOP;
 }
 
-#define SM(b, r, i, j, fn, args)                                                               \
-    do {                                                                                       \
-        gdu_CUresult e_ = (b)->cu->fn args;                                                    \
-        if (e_ != GDU_CUDA_SUCCESS)                                                            \
-            return fault((b), (r), (i), (j), #fn, e_);                                         \
+#define SM(b, r, i, j, fn, args)                                                                   \
+    do {                                                                                           \
+        gdu_CUresult e_ = (b)->cu->fn args;                                                        \
+        if (e_ != GDU_CUDA_SUCCESS)                                                                \
+            return fault((b), (r), (i), (j), #fn, e_);                                             \
     } while (0)
 
 /* Makes a GPU's (retained) context current, a fault of route r if it fails. */
-#define USE(b, r, i, j, ctx)                                                                   \
-    do {                                                                                       \
-        gdu_CUresult e_ = gdu_cuda_ctx_make_current((b)->cu, (ctx), NULL, NULL, 0);            \
-        if (e_ != GDU_CUDA_SUCCESS)                                                            \
-            return fault((b), (r), (i), (j), "cuCtxSetCurrent", e_);                           \
+#define USE(b, r, i, j, ctx)                                                                       \
+    do {                                                                                           \
+        gdu_CUresult e_ = gdu_cuda_ctx_make_current((b)->cu, (ctx), NULL, NULL, 0);                \
+        if (e_ != GDU_CUDA_SUCCESS)                                                                \
+            return fault((b), (r), (i), (j), "cuCtxSetCurrent", e_);                               \
     } while (0)
 
-#define LAUNCH(b, r, i, j, call)                                                               \
-    do {                                                                                       \
-        gdu_CUresult e_ = (call);                                                              \
-        if (e_ != GDU_CUDA_SUCCESS)                                                            \
-            return fault((b), (r), (i), (j), "cuLaunchKernel", e_);                            \
+#define LAUNCH(b, r, i, j, call)                                                                   \
+    do {                                                                                           \
+        gdu_CUresult e_ = (call);                                                                  \
+        if (e_ != GDU_CUDA_SUCCESS)                                                                \
+            return fault((b), (r), (i), (j), "cuLaunchKernel", e_);                                \
     } while (0)
 
-#define STEP(expr)                                                                             \
-    do {                                                                                       \
-        int s_ = (expr);                                                                       \
-        if (s_ != GO)                                                                          \
-            return s_;                                                                         \
+#define STEP(expr)                                                                                 \
+    do {                                                                                           \
+        int s_ = (expr);                                                                           \
+        if (s_ != GO)                                                                              \
+            return s_;                                                                             \
     } while (0)
 
 static size_t sm_bytes(const struct bench *b)
@@ -172,11 +163,11 @@ static int check_route(struct bench *b, gdu_p2p_route r, int i, int j)
     gdu_CUdeviceptr out = b->g[j].aux; /* both routes write into the destination */
     USE(b, r, i, j, is->primary.ctx);
     if (r == GDU_P2P_ROUTE_SM_WRITE)
-        LAUNCH(b, r, i, j, gdu_p2p_launch_fill(b->cu, &is->kernels, is->stream[0], out, size,
-                                               sm_seed(i)));
+        LAUNCH(b, r, i, j,
+               gdu_p2p_launch_fill(b->cu, &is->kernels, is->stream[0], out, size, sm_seed(i)));
     else
-        LAUNCH(b, r, i, j, gdu_p2p_launch_copy(b->cu, &is->kernels, is->stream[0], out,
-                                               b->g[i].src, size));
+        LAUNCH(b, r, i, j,
+               gdu_p2p_launch_copy(b->cu, &is->kernels, is->stream[0], out, b->g[i].src, size));
     SM(b, r, i, j, cuStreamSynchronize, (is->stream[0]));
     USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemcpyDtoH, (b->host, out, size));
@@ -191,10 +182,7 @@ static int check_route(struct bench *b, gdu_p2p_route r, int i, int j)
 
 /* Pass 0 measures within each GPU, pass 1 between GPUs: a peer fault then
  * costs no GPU its own numbers. */
-static int in_pass(int pass, int i, int j)
-{
-    return (i != j) == pass;
-}
+static int in_pass(int pass, int i, int j) { return (i != j) == pass; }
 
 static int checks(struct bench *b, int pass)
 {
@@ -325,8 +313,9 @@ static int chase(struct bench *b, const struct chain *c, int i, int j)
     for (unsigned it = 0; it <= cfg->iters; it++) { /* round 0 warms up */
         float ms = 0;
         SM(b, r, j, i, cuEventRecord, (is->start, is->stream[0]));
-        LAUNCH(b, r, j, i, gdu_p2p_launch_chase(b->cu, &is->kernels, is->stream[0],
-                                                is->chase_state, cfg->chase_hops));
+        LAUNCH(b, r, j, i,
+               gdu_p2p_launch_chase(b->cu, &is->kernels, is->stream[0], is->chase_state,
+                                    cfg->chase_hops));
         SM(b, r, j, i, cuEventRecord, (is->stop, is->stream[0]));
         SM(b, r, j, i, cuEventSynchronize, (is->stop));
         SM(b, r, j, i, cuEventElapsedTime, (&ms, is->start, is->stop));

@@ -45,11 +45,38 @@ const char *gdu_p2p_link_id(gdu_p2p_link link)
 size_t gdu_p2p_caps_bit_names(uint32_t caps, const char **names, size_t cap)
 {
     static const char *const bit_names[32] = {
-        "writes", "reads", "prop", "nvlink", "atomics", "loopback", "pci",
-        "indirect_writes", "indirect_reads", "indirect_atomics", "indirect_nvlink",
-        "bit11", "c2c", "pci_bar1", "bit14", "bit15", "bit16", "bit17", "bit18",
-        "bit19", "bit20", "bit21", "bit22", "bit23", "bit24", "bit25", "bit26",
-        "bit27", "bit28", "bit29", "bit30", "bit31",
+        "writes",
+        "reads",
+        "prop",
+        "nvlink",
+        "atomics",
+        "loopback",
+        "pci",
+        "indirect_writes",
+        "indirect_reads",
+        "indirect_atomics",
+        "indirect_nvlink",
+        "bit11",
+        "c2c",
+        "pci_bar1",
+        "bit14",
+        "bit15",
+        "bit16",
+        "bit17",
+        "bit18",
+        "bit19",
+        "bit20",
+        "bit21",
+        "bit22",
+        "bit23",
+        "bit24",
+        "bit25",
+        "bit26",
+        "bit27",
+        "bit28",
+        "bit29",
+        "bit30",
+        "bit31",
     };
     size_t n = 0;
     for (unsigned bit = 0; bit < 32; bit++) {
@@ -76,25 +103,25 @@ static const struct {
     [GDU_P2P_CAPS_STATUS_OK] = {"ok", "supported"},
     [GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED] =
         {"chipset_not_supported", "the chipset / root complex is not approved for P2P"},
-    [GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED] =
-        {"gpu_not_supported", "the GPU has P2P disabled (product/SKU lock)"},
+    [GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED] = {"gpu_not_supported",
+                                               "the GPU has P2P disabled (product/SKU lock)"},
     [GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED] =
         {"ioh_topology_not_supported", "the GPUs sit under different I/O hubs (CPU sockets)"},
-    [GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY] =
-        {"disabled_by_regkey", "disabled by a driver registry key"},
+    [GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY] = {"disabled_by_regkey",
+                                                "disabled by a driver registry key"},
     [GDU_P2P_CAPS_STATUS_NOT_SUPPORTED] = {"not_supported", "not supported"},
 };
 
 const char *gdu_p2p_caps_status_id(uint8_t status)
 {
     return status < sizeof status_names / sizeof status_names[0] ? status_names[status].id
-                                                                   : "unknown";
+                                                                 : "unknown";
 }
 
 const char *gdu_p2p_caps_status_text(uint8_t status)
 {
     return status < sizeof status_names / sizeof status_names[0] ? status_names[status].text
-                                                                   : "unknown status";
+                                                                 : "unknown status";
 }
 
 int gdu_p2p_caps_allowed(const gdu_p2p_rm_caps *caps)

@@ -10,20 +10,20 @@
 
 /* What the RM answered for one ordered GPU pair. */
 typedef struct gdu_p2p_rm_caps {
-    uint32_t caps;                             /* GDU_P2P_CAPS_* bits */
-    uint8_t status[GDU_P2P_CAPS_INDEX_COUNT];  /* GDU_P2P_CAPS_STATUS_* per capability */
+    uint32_t caps;                            /* GDU_P2P_CAPS_* bits */
+    uint8_t status[GDU_P2P_CAPS_INDEX_COUNT]; /* GDU_P2P_CAPS_STATUS_* per capability */
     uint32_t optimal_read_ces, optimal_write_ces;
 } gdu_p2p_rm_caps;
 
 /* The path peer copies take between two GPUs. */
 typedef enum gdu_p2p_link {
-    GDU_P2P_LINK_NONE = 0,        /* no P2P: copies are staged through host memory */
+    GDU_P2P_LINK_NONE = 0, /* no P2P: copies are staged through host memory */
     GDU_P2P_LINK_NVLINK,
     GDU_P2P_LINK_NVLINK_INDIRECT, /* through NVSwitch */
     GDU_P2P_LINK_C2C,
-    GDU_P2P_LINK_PCIE_BAR1,       /* peer memory reached through its (resized) BAR1 */
-    GDU_P2P_LINK_PCIE_MAILBOX,    /* the RM's "proprietary" PCIe P2P */
-    GDU_P2P_LINK_UNKNOWN,         /* P2P works but the RM did not say over what */
+    GDU_P2P_LINK_PCIE_BAR1,    /* peer memory reached through its (resized) BAR1 */
+    GDU_P2P_LINK_PCIE_MAILBOX, /* the RM's "proprietary" PCIe P2P */
+    GDU_P2P_LINK_UNKNOWN,      /* P2P works but the RM did not say over what */
 } gdu_p2p_link;
 
 /* The connection type the caps bits name (the RM sets exactly one family). */

@@ -47,8 +47,7 @@ void gdu_p2p_collect_rm(gdu_p2p_report *r)
         snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
         return;
     }
-    if (gdu_rm_attached_gpus(&client, rm, GDU_RM_MAX_GPUS, &count, why,
-                             sizeof why) != 0) {
+    if (gdu_rm_attached_gpus(&client, rm, GDU_RM_MAX_GPUS, &count, why, sizeof why) != 0) {
         snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
         gdu_rm_client_close(&client);
         return;
@@ -67,8 +66,8 @@ void gdu_p2p_collect_rm(gdu_p2p_report *r)
         }
     for (int i = 0; i < r->n; i++)
         if (!r->rm_known[i] && r->rm_error[0] == '\0')
-            snprintf(r->rm_error, sizeof r->rm_error,
-                     "GPU %s is not among the RM's attached GPUs", r->gpu[i].pci_bus_id);
+            snprintf(r->rm_error, sizeof r->rm_error, "GPU %s is not among the RM's attached GPUs",
+                     r->gpu[i].pci_bus_id);
     gdu_rm_client_close(&client);
 }
 
@@ -126,16 +125,19 @@ void gdu_p2p_decide(gdu_p2p_report *r)
                     decide_routes(r, i, j);
                 continue;
             }
-            const gdu_p2p_gpu_facts a = {r->gpu[i].name, r->gpu[i].memory_bytes, r->gpu[i].cc_major};
-            const gdu_p2p_gpu_facts b = {r->gpu[j].name, r->gpu[j].memory_bytes, r->gpu[j].cc_major};
+            const gdu_p2p_gpu_facts a = {r->gpu[i].name, r->gpu[i].memory_bytes,
+                                         r->gpu[i].cc_major};
+            const gdu_p2p_gpu_facts b = {r->gpu[j].name, r->gpu[j].memory_bytes,
+                                         r->gpu[j].cc_major};
             const gdu_p2p_answers answers = {gdu_tri_of(p->cuda.can_access),
-                                             gdu_tri_of(p->cuda.native_atomics), p->rm_known, p->rm};
+                                             gdu_tri_of(p->cuda.native_atomics), p->rm_known,
+                                             p->rm};
             gdu_p2p_facts_answers(&a, &b, &answers, f);
             if (r->measured) {
                 const gdu_p2p_results *res = &r->results;
                 f->enable_failed = res->enable_failed[i][j] ? GDU_TRI_YES : GDU_TRI_NO;
-                f->data_corrupt = res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_TRI_YES
-                                                                           : GDU_TRI_NO;
+                f->data_corrupt =
+                    res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_TRI_YES : GDU_TRI_NO;
             }
             gdu_p2p_reason(f, &p->verdict);
             if (r->measured)
@@ -143,8 +145,8 @@ void gdu_p2p_decide(gdu_p2p_report *r)
         }
 }
 
-int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
-                    int measure, char *why, size_t why_len)
+int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n, int measure,
+                    char *why, size_t why_len)
 {
     if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, why_len) != 0)
         return -1;

@@ -9,8 +9,8 @@
  * measurements of r->bench when measure is set (a failed run leaves its
  * cause in r->bench_error), and the verdicts. Returns 0, or -1 with why
  * when querying the GPUs failed. */
-int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
-                    int measure, char *why, size_t why_len);
+int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n, int measure,
+                    char *why, size_t why_len);
 
 /* GPU descriptions and CUDA pair attributes for the given ordinals; initialises
  * every pair's facts. Returns 0 or -1 with why. */

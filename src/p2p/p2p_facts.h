@@ -16,7 +16,7 @@
 
 /* One machine's platform, read once. */
 typedef struct gdu_p2p_platform {
-    gdu_sysroot *sr;      /* where each GPU's IOMMU group type is read */
+    gdu_sysroot *sr; /* where each GPU's IOMMU group type is read */
     const gdu_pci *pci;
     gdu_iommu_mode iommu; /* system-wide (gdu_iommu_probe): for a GPU without a group */
 } gdu_p2p_platform;

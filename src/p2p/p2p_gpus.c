@@ -3,13 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(call, what)                                                                      \
-    do {                                                                                       \
-        gdu_CUresult r_ = (call);                                                              \
-        if (r_ != GDU_CUDA_SUCCESS) {                                                          \
-            snprintf(why, why_len, "%s: %s", what, gdu_cuda_result_name(r_));                  \
-            return -1;                                                                         \
-        }                                                                                      \
+#define CHECK(call, what)                                                                          \
+    do {                                                                                           \
+        gdu_CUresult r_ = (call);                                                                  \
+        if (r_ != GDU_CUDA_SUCCESS) {                                                              \
+            snprintf(why, why_len, "%s: %s", what, gdu_cuda_result_name(r_));                      \
+            return -1;                                                                             \
+        }                                                                                          \
     } while (0)
 
 int gdu_p2p_gpu_query(const gdu_cuda *cu, int ordinal, gdu_p2p_gpu *out, char *why, size_t why_len)
@@ -38,8 +38,8 @@ int gdu_p2p_gpu_query(const gdu_cuda *cu, int ordinal, gdu_p2p_gpu *out, char *w
     return 0;
 }
 
-int gdu_p2p_cuda_pair_query(const gdu_cuda *cu, int src, int dst, gdu_p2p_cuda_pair *out,
-                            char *why, size_t why_len)
+int gdu_p2p_cuda_pair_query(const gdu_cuda *cu, int src, int dst, gdu_p2p_cuda_pair *out, char *why,
+                            size_t why_len)
 {
     gdu_CUdevice s, d;
     memset(out, 0, sizeof *out);
@@ -48,10 +48,12 @@ int gdu_p2p_cuda_pair_query(const gdu_cuda *cu, int src, int dst, gdu_p2p_cuda_p
     if (s == d)
         return 0; /* CUDA defines no peer attributes of a device with itself */
     CHECK(cu->cuDeviceCanAccessPeer(&out->can_access, s, d), "cuDeviceCanAccessPeer");
-    CHECK(cu->cuDeviceGetP2PAttribute(&out->performance_rank, GDU_CU_P2P_ATTR_PERFORMANCE_RANK, s, d),
-          "cuDeviceGetP2PAttribute(PERFORMANCE_RANK)");
-    CHECK(cu->cuDeviceGetP2PAttribute(&out->access_supported, GDU_CU_P2P_ATTR_ACCESS_SUPPORTED, s, d),
-          "cuDeviceGetP2PAttribute(ACCESS_SUPPORTED)");
+    CHECK(
+        cu->cuDeviceGetP2PAttribute(&out->performance_rank, GDU_CU_P2P_ATTR_PERFORMANCE_RANK, s, d),
+        "cuDeviceGetP2PAttribute(PERFORMANCE_RANK)");
+    CHECK(
+        cu->cuDeviceGetP2PAttribute(&out->access_supported, GDU_CU_P2P_ATTR_ACCESS_SUPPORTED, s, d),
+        "cuDeviceGetP2PAttribute(ACCESS_SUPPORTED)");
     CHECK(cu->cuDeviceGetP2PAttribute(&out->native_atomics, GDU_CU_P2P_ATTR_NATIVE_ATOMIC_SUPPORTED,
                                       s, d),
           "cuDeviceGetP2PAttribute(NATIVE_ATOMIC_SUPPORTED)");

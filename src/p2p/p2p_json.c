@@ -29,8 +29,8 @@ static json_t *matrix(const gdu_p2p_matrix *m)
 
 static json_t *by_mode(const gdu_p2p_matrix m[GDU_P2P_MODES])
 {
-    return json_pack("{s:o, s:o}", "p2p_disabled", matrix(&m[GDU_P2P_MODE_DISABLED]),
-                     "p2p_enabled", matrix(&m[GDU_P2P_MODE_ENABLED]));
+    return json_pack("{s:o, s:o}", "p2p_disabled", matrix(&m[GDU_P2P_MODE_DISABLED]), "p2p_enabled",
+                     matrix(&m[GDU_P2P_MODE_ENABLED]));
 }
 
 static json_t *int_matrix(const int m[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS], int n)
@@ -50,11 +50,11 @@ static json_t *gpus(const gdu_p2p_report *r)
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
         const gdu_p2p_gpu *g = &r->gpu[i];
-        json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:b}", "ordinal", g->ordinal, "name",
-                              g->name, "pci_bus_id", g->pci_bus_id, "memory_bytes",
-                              (json_int_t)g->memory_bytes, "compute_capability",
-                              json_sprintf("%d.%d", g->cc_major, g->cc_minor), "geforce",
-                              gdu_gpu_name_geforce(g->name) == GDU_TRI_YES);
+        json_t *o =
+            json_pack("{s:i, s:s, s:s, s:I, s:o, s:b}", "ordinal", g->ordinal, "name", g->name,
+                      "pci_bus_id", g->pci_bus_id, "memory_bytes", (json_int_t)g->memory_bytes,
+                      "compute_capability", json_sprintf("%d.%d", g->cc_major, g->cc_minor),
+                      "geforce", gdu_gpu_name_geforce(g->name) == GDU_TRI_YES);
         json_object_set_new(o, "bar1_bytes",
                             r->bar1_bytes[i] ? json_integer((json_int_t)r->bar1_bytes[i])
                                              : json_null());
@@ -76,11 +76,10 @@ static json_t *rm_caps(const gdu_p2p_rm_caps *c)
     for (unsigned k = 0; k < GDU_P2P_CAPS_INDEX_COUNT; k++)
         json_object_set_new(status, gdu_p2p_caps_index_name(k),
                             json_string(gdu_p2p_caps_status_id(c->status[k])));
-    return json_pack("{s:s, s:I, s:o, s:o, s:I, s:I}", "link",
-                     gdu_p2p_link_id(gdu_p2p_caps_link(c->caps)), "caps_raw", (json_int_t)c->caps,
-                     "caps", bits, "status", status, "optimal_read_ces",
-                     (json_int_t)c->optimal_read_ces, "optimal_write_ces",
-                     (json_int_t)c->optimal_write_ces);
+    return json_pack(
+        "{s:s, s:I, s:o, s:o, s:I, s:I}", "link", gdu_p2p_link_id(gdu_p2p_caps_link(c->caps)),
+        "caps_raw", (json_int_t)c->caps, "caps", bits, "status", status, "optimal_read_ces",
+        (json_int_t)c->optimal_read_ces, "optimal_write_ces", (json_int_t)c->optimal_write_ces);
 }
 
 static json_t *pairs(const gdu_p2p_report *r)
@@ -92,17 +91,17 @@ static json_t *pairs(const gdu_p2p_report *r)
                 continue;
             const gdu_p2p_pair_report *p = &r->pair[i][j];
             const gdu_p2p_verdict *v = &p->verdict;
-            json_t *cuda = json_pack(
-                "{s:b, s:i, s:b, s:b, s:b}", "can_access_peer", p->cuda.can_access,
-                "performance_rank", p->cuda.performance_rank, "access_supported",
-                p->cuda.access_supported, "native_atomics", p->cuda.native_atomics,
-                "cuda_array_access", p->cuda.cuda_array_access);
-            json_t *verdict = json_pack(
-                "{s:b, s:s, s:s, s:s, s:s, s:s}", "p2p", v->cause == GDU_P2P_CAUSE_NONE, "link",
-                gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause), "reason",
-                v->reason, "fix", v->fix, "warning", v->warning);
-            json_t *o = json_pack("{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal,
-                                  "dst", r->gpu[j].ordinal, "cuda", cuda, "rm",
+            json_t *cuda =
+                json_pack("{s:b, s:i, s:b, s:b, s:b}", "can_access_peer", p->cuda.can_access,
+                          "performance_rank", p->cuda.performance_rank, "access_supported",
+                          p->cuda.access_supported, "native_atomics", p->cuda.native_atomics,
+                          "cuda_array_access", p->cuda.cuda_array_access);
+            json_t *verdict =
+                json_pack("{s:b, s:s, s:s, s:s, s:s, s:s}", "p2p", v->cause == GDU_P2P_CAUSE_NONE,
+                          "link", gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause),
+                          "reason", v->reason, "fix", v->fix, "warning", v->warning);
+            json_t *o = json_pack("{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal, "dst",
+                                  r->gpu[j].ordinal, "cuda", cuda, "rm",
                                   p->rm_known ? rm_caps(&p->rm) : json_null(), "verdict", verdict,
                                   "topology", gdu_p2p_topo_name(p->facts.topo));
             json_array_append_new(a, o);
@@ -157,24 +156,23 @@ static json_t *measurements(const gdu_p2p_report *r)
     const gdu_p2p_results *res = &r->results;
     return json_pack(
         "{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:s?}, s:{s:I, s:I, s:b}, s:o, s:o}",
-        "bandwidth_gbps",
-        "unidirectional", by_mode(res->uni_gbps), "bidirectional", by_mode(res->bidi_gbps),
-        "latency_us", "gpu_timed", by_mode(res->lat_gpu_us), "cpu_timed",
+        "bandwidth_gbps", "unidirectional", by_mode(res->uni_gbps), "bidirectional",
+        by_mode(res->bidi_gbps), "latency_us", "gpu_timed", by_mode(res->lat_gpu_us), "cpu_timed",
         by_mode(res->lat_cpu_us), "peer_access", "can_access", int_matrix(res->can_access, res->n),
         "enabled", int_matrix(res->peer_enabled, res->n), "enable_error",
         res->enable_error[0] ? res->enable_error : NULL, "verification", "buffers_checked",
-        (json_int_t)res->buffers_checked, "buffers_corrupt", (json_int_t)res->buffers_corrupt,
-        "ok", res->buffers_corrupt == 0, "sm", sm(res), "routes", routes(r));
+        (json_int_t)res->buffers_checked, "buffers_corrupt", (json_int_t)res->buffers_corrupt, "ok",
+        res->buffers_corrupt == 0, "sm", sm(res), "routes", routes(r));
 }
 
 json_t *gdu_p2p_report_json(const gdu_p2p_report *r)
 {
     json_t *doc = json_pack(
         "{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:o, s:o, s:s?, s:s?}", "command", "p2p",
-        "command_line", r->command_line, "version", GDUNLOCK_VERSION, "date", r->date, "size_bytes", (json_int_t)r->bench.bytes,
-        "iters", (int)r->bench.iters, "reps", (int)r->bench.reps, "latency_reps",
-        (int)r->bench.latency_reps, "latency_bytes", 4, "gpus", gpus(r), "pairs", pairs(r),
-        "rm_caps_error", r->rm_error[0] ? r->rm_error : NULL, "bench_error",
+        "command_line", r->command_line, "version", GDUNLOCK_VERSION, "date", r->date, "size_bytes",
+        (json_int_t)r->bench.bytes, "iters", (int)r->bench.iters, "reps", (int)r->bench.reps,
+        "latency_reps", (int)r->bench.latency_reps, "latency_bytes", 4, "gpus", gpus(r), "pairs",
+        pairs(r), "rm_caps_error", r->rm_error[0] ? r->rm_error : NULL, "bench_error",
         r->bench_error[0] ? r->bench_error : NULL);
     if (doc == NULL)
         return NULL;

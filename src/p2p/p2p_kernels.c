@@ -5,8 +5,8 @@
 
 enum { THREADS = 512, BLOCKS_PER_SM = 4, JIT_LOG = 512 };
 
-gdu_CUresult gdu_p2p_kernels_load(const gdu_cuda *cu, int sm_count, gdu_p2p_kernels *k,
-                                  char *why, size_t why_len)
+gdu_CUresult gdu_p2p_kernels_load(const gdu_cuda *cu, int sm_count, gdu_p2p_kernels *k, char *why,
+                                  size_t why_len)
 {
     char log[JIT_LOG] = "";
     int options[] = {GDU_CU_JIT_ERROR_LOG_BUFFER, GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -66,8 +66,7 @@ gdu_CUresult gdu_p2p_launch_fill(const gdu_cuda *cu, const gdu_p2p_kernels *k, g
     unsigned long long words = bytes / 4;
     unsigned int sd = seed;
     void *params[] = {&dst, &words, &sd};
-    return cu->cuLaunchKernel(k->fill, grid_for(k, words), 1, 1, THREADS, 1, 1, 0, s, params,
-                              NULL);
+    return cu->cuLaunchKernel(k->fill, grid_for(k, words), 1, 1, THREADS, 1, 1, 0, s, params, NULL);
 }
 
 gdu_CUresult gdu_p2p_launch_chase(const gdu_cuda *cu, const gdu_p2p_kernels *k, gdu_CUstream s,

@@ -22,8 +22,8 @@ typedef struct gdu_p2p_kernels {
 /* Loads the kernels into the current context of a GPU with sm_count
  * multiprocessors. Returns 0, or the failing call's result with why (for a
  * JIT failure, the result and the start of the JIT's error log). */
-gdu_CUresult gdu_p2p_kernels_load(const gdu_cuda *cu, int sm_count, gdu_p2p_kernels *k,
-                                  char *why, size_t why_len);
+gdu_CUresult gdu_p2p_kernels_load(const gdu_cuda *cu, int sm_count, gdu_p2p_kernels *k, char *why,
+                                  size_t why_len);
 
 /* Unloads them (the context must be current); safe on a failed load. */
 void gdu_p2p_kernels_unload(const gdu_cuda *cu, gdu_p2p_kernels *k);

@@ -9,7 +9,7 @@
 #define GDU_P2P_MAX_GPUS 16
 
 typedef struct gdu_p2p_stat {
-    int valid;  /* 0: not measured */
+    int valid; /* 0: not measured */
     double median, min, max;
 } gdu_p2p_stat;
 

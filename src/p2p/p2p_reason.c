@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FIX_PATCHED_DRIVER                                                                     \
-    "install an open kernel module with the BAR1 P2P patches (github.com/tinygrad/"           \
-    "open-gpu-kernel-modules or github.com/aikitoria/open-gpu-kernel-modules, matching your " \
+#define FIX_PATCHED_DRIVER                                                                         \
+    "install an open kernel module with the BAR1 P2P patches (github.com/tinygrad/"                \
+    "open-gpu-kernel-modules or github.com/aikitoria/open-gpu-kernel-modules, matching your "      \
     "driver version)"
-#define FIX_TOPOLOGY                                                                           \
+#define FIX_TOPOLOGY                                                                               \
     "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink"
-#define FIX_REBAR                                                                              \
-    "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "             \
+#define FIX_REBAR                                                                                  \
+    "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "                 \
     "NVreg_EnableResizableBar=1 so that BAR1 covers all GPU memory"
 
 void gdu_p2p_facts_init(gdu_p2p_facts *facts)
@@ -72,7 +72,8 @@ static void describe_small_bar1(const gdu_p2p_facts *f, int gpu, char *out, size
 {
     char bar1[32], vram[32];
     snprintf(out, len, "BAR1 of the %s GPU is %s but its memory is %s (Resizable BAR is off)",
-             gpu == 0 ? "source" : "destination", gdu_format_bytes(f->bar1_bytes[gpu], bar1, sizeof bar1),
+             gpu == 0 ? "source" : "destination",
+             gdu_format_bytes(f->bar1_bytes[gpu], bar1, sizeof bar1),
              gdu_format_bytes(f->vram_bytes[gpu], vram, sizeof vram));
 }
 
@@ -81,8 +82,10 @@ static void describe_small_bar1(const gdu_p2p_facts *f, int gpu, char *out, size
 static uint8_t refusal_status(const gdu_p2p_rm_caps *rm)
 {
     static const uint8_t order[] = {
-        GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY, GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED,
-        GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED, GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED,
+        GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY,
+        GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED,
+        GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED,
+        GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED,
     };
     uint8_t r = rm->status[GDU_P2P_CAPS_INDEX_READ], w = rm->status[GDU_P2P_CAPS_INDEX_WRITE];
     for (size_t i = 0; i < sizeof order; i++)
@@ -114,8 +117,9 @@ static void working_warnings(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         snprintf(v->warning, sizeof v->warning,
                  "the path crosses CPU sockets: expect a fraction of PCIe bandwidth");
     else if (pcie && f->iommu == GDU_P2P_IOMMU_TRANSLATED)
-        snprintf(v->warning, sizeof v->warning,
-                 "the IOMMU translates peer DMA: if copies fail or corrupt data, boot with iommu=pt");
+        snprintf(
+            v->warning, sizeof v->warning,
+            "the IOMMU translates peer DMA: if copies fail or corrupt data, boot with iommu=pt");
 }
 
 /* Transfers completed with wrong data; subject says which ("peer copies
@@ -127,12 +131,14 @@ static void wrong_data(const gdu_p2p_facts *f, gdu_p2p_verdict *v, const char *s
             "disable ACS in the BIOS, or clear the ACS control bits of the bridges between the "
             "GPUs (setpci), then re-run",
             "%s completed with wrong data: ACS redirects P2P requests and the root complex does "
-            "not forward them", subject);
+            "not forward them",
+            subject);
     else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
         set(v, GDU_P2P_CAUSE_IOMMU,
             "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
             "%s completed with wrong data: the IOMMU translates device DMA and the peer's BAR is "
-            "not mapped for it", subject);
+            "not mapped for it",
+            subject);
     else
         set(v, GDU_P2P_CAUSE_UNKNOWN,
             "check ACS and the IOMMU with 'gdunlock doctor' (run as root to read ACS); keep peer "
@@ -143,12 +149,15 @@ static void wrong_data(const gdu_p2p_facts *f, gdu_p2p_verdict *v, const char *s
 /* P2P is advertised but using it failed or corrupted data. */
 static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_link link)
 {
-    const char *path = link == GDU_P2P_LINK_UNKNOWN ? "an unreported path" : gdu_p2p_link_name(link);
+    const char *path =
+        link == GDU_P2P_LINK_UNKNOWN ? "an unreported path" : gdu_p2p_link_name(link);
     if (f->enable_failed == GDU_TRI_YES) {
         set(v, GDU_P2P_CAUSE_GMMU_APERTURE,
-            FIX_PATCHED_DRIVER " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
+            FIX_PATCHED_DRIVER
+            " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
             "P2P over %s is advertised but mapping the peer's memory failed (on GeForce the GMMU "
-            "refuses the PEER aperture)", path);
+            "refuses the PEER aperture)",
+            path);
         return 1;
     }
     if (f->data_corrupt != GDU_TRI_YES)
@@ -181,7 +190,8 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         }
         set(v, GDU_P2P_CAUSE_SKU_LOCK, FIX_PATCHED_DRIVER,
             "the driver disables PCIe P2P for this GPU (the %s of mailbox P2P) and the stock "
-            "driver has no BAR1 P2P to offer instead", "GeForce SKU lock");
+            "driver has no BAR1 P2P to offer instead",
+            "GeForce SKU lock");
         if (small >= 0) {
             size_t n = strlen(v->fix);
             snprintf(v->fix + n, sizeof v->fix - n, "; %s", "also " FIX_REBAR);
@@ -190,9 +200,8 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         }
         return;
     case GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
-        set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            FIX_TOPOLOGY,
-            "the driver refuses P2P: %s", "the GPUs hang off different I/O hubs / CPU sockets");
+        set(v, GDU_P2P_CAUSE_TOPOLOGY, FIX_TOPOLOGY, "the driver refuses P2P: %s",
+            "the GPUs hang off different I/O hubs / CPU sockets");
         return;
     case GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED:
         if (f->topo == GDU_P2P_TOPO_SYS)
@@ -208,9 +217,8 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         break;
     }
     if (f->topo == GDU_P2P_TOPO_SYS) {
-        set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            FIX_TOPOLOGY,
-            "the driver refuses P2P: %s", "the path crosses CPU sockets (SYS)");
+        set(v, GDU_P2P_CAUSE_TOPOLOGY, FIX_TOPOLOGY, "the driver refuses P2P: %s",
+            "the path crosses CPU sockets (SYS)");
     } else if (small >= 0 && bar1_p2p_candidate(f)) {
         set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR, "BAR1 P2P needs all GPU memory in BAR1: %s", bar1);
     } else if (f->geforce == GDU_TRI_YES) {
@@ -233,9 +241,8 @@ static void refused_without_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
     char bar1[160];
     int small = small_bar1_gpu(f);
     if (f->topo == GDU_P2P_TOPO_SYS) {
-        set(v, GDU_P2P_CAUSE_TOPOLOGY,
-            FIX_TOPOLOGY,
-            "CUDA refuses peer access; %s", "the path crosses CPU sockets (SYS)");
+        set(v, GDU_P2P_CAUSE_TOPOLOGY, FIX_TOPOLOGY, "CUDA refuses peer access; %s",
+            "the path crosses CPU sockets (SYS)");
     } else if (small >= 0 && bar1_p2p_candidate(f)) {
         describe_small_bar1(f, small, bar1, sizeof bar1);
         set(v, GDU_P2P_CAUSE_REBAR, FIX_REBAR, "CUDA refuses peer access; %s", bar1);
@@ -253,8 +260,8 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 {
     memset(v, 0, sizeof *v);
     int rm_allows = f->rm_caps_known && gdu_p2p_caps_allowed(&f->rm);
-    int works = f->cuda_can_access == GDU_TRI_YES ||
-                (f->cuda_can_access == GDU_TRI_UNKNOWN && rm_allows);
+    int works =
+        f->cuda_can_access == GDU_TRI_YES || (f->cuda_can_access == GDU_TRI_UNKNOWN && rm_allows);
     if (works) {
         gdu_p2p_link link = f->rm_caps_known ? gdu_p2p_caps_link(f->rm.caps) : GDU_P2P_LINK_UNKNOWN;
         if (link == GDU_P2P_LINK_NONE)
@@ -295,8 +302,8 @@ static const char *route_subject(gdu_p2p_route route)
                                             : "copy-engine peer copies";
 }
 
-#define FIX_GPU_HEALTH                                                                         \
-    "not a P2P matter: check the GPU's health (nvidia-smi -q for ECC errors, Xid lines in "    \
+#define FIX_GPU_HEALTH                                                                             \
+    "not a P2P matter: check the GPU's health (nvidia-smi -q for ECC errors, Xid lines in "        \
     "dmesg) and the driver installation"
 
 /* An SM route faulted though peer access is enabled for it. */
@@ -304,13 +311,16 @@ static void sm_fault(const gdu_p2p_facts *f, gdu_p2p_verdict *v, const char *sub
 {
     if (f->geforce == GDU_TRI_YES)
         set(v, GDU_P2P_CAUSE_GMMU_APERTURE,
-            FIX_PATCHED_DRIVER " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
+            FIX_PATCHED_DRIVER
+            " (it maps peer memory through the SYS_NONCOH aperture instead of PEER)",
             "%s fault while peer access is enabled: on GeForce the GMMU refuses the PEER aperture "
-            "that peer mappings use", subject);
+            "that peer mappings use",
+            subject);
     else if (f->iommu == GDU_P2P_IOMMU_TRANSLATED)
         set(v, GDU_P2P_CAUSE_IOMMU,
             "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=pt), or disable the IOMMU",
-            "%s fault: the IOMMU translates device DMA and the peer's BAR is not mapped for this GPU",
+            "%s fault: the IOMMU translates device DMA and the peer's BAR is not mapped for this "
+            "GPU",
             subject);
     else if (f->acs_redirect == GDU_TRI_YES)
         set(v, GDU_P2P_CAUSE_ACS, "disable ACS in the BIOS or on the bridges between the GPUs",

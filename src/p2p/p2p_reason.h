@@ -30,45 +30,45 @@ typedef enum gdu_p2p_iommu {
 } gdu_p2p_iommu;
 
 typedef struct gdu_p2p_facts {
-    gdu_tri cuda_can_access;  /* cuDeviceCanAccessPeer(src, dst) */
-    gdu_tri native_atomics;   /* CUDA's native peer atomics, which it offers over NVLink only */
-    int rm_caps_known;        /* rm holds the RM's answer */
+    gdu_tri cuda_can_access; /* cuDeviceCanAccessPeer(src, dst) */
+    gdu_tri native_atomics;  /* CUDA's native peer atomics, which it offers over NVLink only */
+    int rm_caps_known;       /* rm holds the RM's answer */
     gdu_p2p_rm_caps rm;
-    gdu_tri enable_failed;    /* cuCtxEnablePeerAccess or the first peer copy failed */
-    gdu_tri data_corrupt;     /* peer copies completed but the data came out wrong */
+    gdu_tri enable_failed; /* cuCtxEnablePeerAccess or the first peer copy failed */
+    gdu_tri data_corrupt;  /* peer copies completed but the data came out wrong */
     gdu_p2p_topo topo;
-    uint64_t bar1_bytes[2];   /* BAR1 size of src and dst; 0 = unknown */
-    uint64_t vram_bytes[2];   /* memory size of src and dst; 0 = unknown */
-    gdu_tri acs_redirect;     /* a bridge between them redirects P2P requests upstream */
+    uint64_t bar1_bytes[2]; /* BAR1 size of src and dst; 0 = unknown */
+    uint64_t vram_bytes[2]; /* memory size of src and dst; 0 = unknown */
+    gdu_tri acs_redirect;   /* a bridge between them redirects P2P requests upstream */
     gdu_p2p_iommu iommu;
-    gdu_tri geforce;          /* either GPU is a GeForce / consumer board */
-    int cc_major;             /* compute capability of the older GPU; 0 = unknown */
+    gdu_tri geforce; /* either GPU is a GeForce / consumer board */
+    int cc_major;    /* compute capability of the older GPU; 0 = unknown */
 } gdu_p2p_facts;
 
 /* Initialises facts to "nothing known". */
 void gdu_p2p_facts_init(gdu_p2p_facts *facts);
 
 typedef enum gdu_p2p_cause {
-    GDU_P2P_CAUSE_NONE = 0,     /* P2P works */
-    GDU_P2P_CAUSE_SKU_LOCK,     /* GeForce: mailbox P2P locked per product, no BAR1 fallback */
-    GDU_P2P_CAUSE_ARCH_HAL,     /* the driver has no BAR1 P2P for this architecture */
-    GDU_P2P_CAUSE_REBAR,        /* BAR1 smaller than memory: ReBAR off */
-    GDU_P2P_CAUSE_GMMU_APERTURE,/* mapping peer memory failed (PEER aperture lock) */
-    GDU_P2P_CAUSE_REGKEY,       /* a driver registry key disables it */
-    GDU_P2P_CAUSE_TOPOLOGY,     /* across CPU sockets / I/O hubs */
-    GDU_P2P_CAUSE_CHIPSET,      /* the RM does not trust this root complex for P2P */
-    GDU_P2P_CAUSE_ACS,          /* ACS redirects P2P requests on the path */
-    GDU_P2P_CAUSE_IOMMU,        /* an IOMMU translates device DMA */
-    GDU_P2P_CAUSE_DRIVER,       /* RM allows it but CUDA refuses: user/kernel driver mismatch */
+    GDU_P2P_CAUSE_NONE = 0,      /* P2P works */
+    GDU_P2P_CAUSE_SKU_LOCK,      /* GeForce: mailbox P2P locked per product, no BAR1 fallback */
+    GDU_P2P_CAUSE_ARCH_HAL,      /* the driver has no BAR1 P2P for this architecture */
+    GDU_P2P_CAUSE_REBAR,         /* BAR1 smaller than memory: ReBAR off */
+    GDU_P2P_CAUSE_GMMU_APERTURE, /* mapping peer memory failed (PEER aperture lock) */
+    GDU_P2P_CAUSE_REGKEY,        /* a driver registry key disables it */
+    GDU_P2P_CAUSE_TOPOLOGY,      /* across CPU sockets / I/O hubs */
+    GDU_P2P_CAUSE_CHIPSET,       /* the RM does not trust this root complex for P2P */
+    GDU_P2P_CAUSE_ACS,           /* ACS redirects P2P requests on the path */
+    GDU_P2P_CAUSE_IOMMU,         /* an IOMMU translates device DMA */
+    GDU_P2P_CAUSE_DRIVER,        /* RM allows it but CUDA refuses: user/kernel driver mismatch */
     GDU_P2P_CAUSE_UNKNOWN,
 } gdu_p2p_cause;
 
 typedef struct gdu_p2p_verdict {
-    gdu_p2p_link link;    /* the path peer copies take (NONE: staged through host) */
-    gdu_p2p_cause cause;  /* why there is no P2P (NONE when it works) */
-    char reason[384];     /* one or two sentences with the evidence */
-    char fix[384];        /* what a user can do; empty when nothing is needed */
-    char warning[256];    /* works, but something costs speed or safety; may be empty */
+    gdu_p2p_link link;   /* the path peer copies take (NONE: staged through host) */
+    gdu_p2p_cause cause; /* why there is no P2P (NONE when it works) */
+    char reason[384];    /* one or two sentences with the evidence */
+    char fix[384];       /* what a user can do; empty when nothing is needed */
+    char warning[256];   /* works, but something costs speed or safety; may be empty */
 } gdu_p2p_verdict;
 
 void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);

@@ -17,8 +17,8 @@ typedef struct gdu_p2p_pair_report {
     int rm_known;
     gdu_p2p_rm_caps rm;
     gdu_p2p_facts facts;
-    gdu_p2p_verdict verdict;                     /* off the diagonal */
-    gdu_p2p_verdict route[GDU_P2P_ROUTES];       /* each route's reason, once measured */
+    gdu_p2p_verdict verdict;               /* off the diagonal */
+    gdu_p2p_verdict route[GDU_P2P_ROUTES]; /* each route's reason, once measured */
 } gdu_p2p_pair_report;
 
 typedef struct gdu_p2p_report {
@@ -30,11 +30,11 @@ typedef struct gdu_p2p_report {
     char rm_error[256];                    /* why the RM caps are missing; "" when read */
     gdu_p2p_pair_report pair[GDU_P2P_MAX_GPUS][GDU_P2P_MAX_GPUS];
     gdu_p2p_bench_config bench;
-    int measured;                          /* results holds a complete run */
-    char bench_error[256];                 /* why the run stopped; "" when it did not */
+    int measured;          /* results holds a complete run */
+    char bench_error[256]; /* why the run stopped; "" when it did not */
     gdu_p2p_results results;
-    char date[32];                         /* UTC, ISO 8601 */
-    char command_line[512];                /* "gdunlock p2p --gpus 0,1 ...", for results files */
+    char date[32];          /* UTC, ISO 8601 */
+    char command_line[512]; /* "gdunlock p2p --gpus 0,1 ...", for results files */
 } gdu_p2p_report;
 
 /* Human tables in p2pBandwidthLatencyTest's layout; colour adds ANSI colours. */

@@ -48,8 +48,8 @@ void gdu_p2p_print_matrix(FILE *out, const char *title, const gdu_p2p_matrix *m,
 
 static void print_gpus(FILE *out, const gdu_p2p_report *r)
 {
-    fprintf(out, "%-4s %-28s %-14s %12s %12s %5s %10s\n", "GPU", "name", "PCI", "memory",
-            "BAR1", "cc", "RM gpuId");
+    fprintf(out, "%-4s %-28s %-14s %12s %12s %5s %10s\n", "GPU", "name", "PCI", "memory", "BAR1",
+            "cc", "RM gpuId");
     for (int i = 0; i < r->n; i++) {
         const gdu_p2p_gpu *g = &r->gpu[i];
         char mem[32], bar1[32] = "?", id[16] = "?", cc[16];
@@ -59,15 +59,12 @@ static void print_gpus(FILE *out, const gdu_p2p_report *r)
         if (r->rm_known[i])
             snprintf(id, sizeof id, "0x%x", r->rm_gpu_id[i]);
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
-        fprintf(out, "%-4d %-28.28s %-14s %12s %12s %5s %10s\n", g->ordinal, g->name,
-                g->pci_bus_id, mem, bar1, cc, id);
+        fprintf(out, "%-4d %-28.28s %-14s %12s %12s %5s %10s\n", g->ordinal, g->name, g->pci_bus_id,
+                mem, bar1, cc, id);
     }
 }
 
-static const char *yes_no(int v)
-{
-    return v ? "yes" : "no";
-}
+static const char *yes_no(int v) { return v ? "yes" : "no"; }
 
 static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
 {
@@ -103,8 +100,8 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
                 snprintf(verdict, sizeof verdict, "%s", gdu_p2p_link_name(p->verdict.link));
             fprintf(out, "%-8s %-9s %-5d %-8s %-20.20s %-28s %s%s%s\n", pair,
                     yes_no(p->cuda.can_access), p->cuda.performance_rank,
-                    yes_no(p->cuda.native_atomics), link, status,
-                    colour ? (ok ? GREEN : RED) : "", verdict, colour ? RESET : "");
+                    yes_no(p->cuda.native_atomics), link, status, colour ? (ok ? GREEN : RED) : "",
+                    verdict, colour ? RESET : "");
         }
     for (int i = 0; i < r->n; i++)
         for (int j = 0; j < r->n; j++) {
@@ -162,7 +159,8 @@ static void print_measurements(FILE *out, const gdu_p2p_report *r)
     if (res->enable_error[0])
         fprintf(out, "\nEnabling peer access failed: %s (those cells stayed staged)\n",
                 res->enable_error);
-    fprintf(out, "\nData check: %u buffers compared with their source pattern: ", res->buffers_checked);
+    fprintf(out,
+            "\nData check: %u buffers compared with their source pattern: ", res->buffers_checked);
     if (res->buffers_corrupt == 0)
         fprintf(out, "all matched\n");
     else
@@ -192,12 +190,14 @@ static void print_routes(FILE *out, const gdu_p2p_report *r, int colour)
     const gdu_p2p_results *res = &r->results;
     char size[32];
     gdu_format_bytes(res->sm_check_bytes, size, sizeof size);
-    fprintf(out, "\nRoute checks (a known pattern through each route, read back through the "
-                 "memory's owner: SM routes %s each, copy engine = the P2P=Enabled copies)\n",
+    fprintf(out,
+            "\nRoute checks (a known pattern through each route, read back through the "
+            "memory's owner: SM routes %s each, copy engine = the P2P=Enabled copies)\n",
             size);
     fprintf(out, "%-8s", "pair");
     for (int k = 0; k < GDU_P2P_ROUTES; k++)
-        fprintf(out, " %-*s", k + 1 < GDU_P2P_ROUTES ? 12 : 0, gdu_p2p_route_name((gdu_p2p_route)k));
+        fprintf(out, " %-*s", k + 1 < GDU_P2P_ROUTES ? 12 : 0,
+                gdu_p2p_route_name((gdu_p2p_route)k));
     fputc('\n', out);
     for (int i = 0; i < res->n; i++)
         for (int j = 0; j < res->n; j++) {
@@ -258,8 +258,10 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
         fprintf(out, "command: %s\n\n", r->command_line);
     print_gpus(out, r);
     if (r->n == 1)
-        fprintf(out, "\nOnly one GPU: there is no pair to test (the diagonal below is the copy "
-                     "within GPU %d).\n", r->gpu[0].ordinal);
+        fprintf(out,
+                "\nOnly one GPU: there is no pair to test (the diagonal below is the copy "
+                "within GPU %d).\n",
+                r->gpu[0].ordinal);
     else
         print_caps(out, r, colour);
     if (r->measured) {

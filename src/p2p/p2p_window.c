@@ -27,9 +27,9 @@ void gdu_p2p_window_refusal_of(const gdu_p2p_window_facts *f, gdu_p2p_window_ref
         return;
     case GDU_NV_ERR_INVALID_ADDRESS:
         if (f->vma_io_pfnmap == 0) {
-            *out = (gdu_p2p_window_refusal){
-                1, "os_lookup_user_io_memory", OSMLOCK ":184-192",
-                "the range must lie inside one VM_IO/VM_PFNMAP mapping"};
+            *out =
+                (gdu_p2p_window_refusal){1, "os_lookup_user_io_memory", OSMLOCK ":184-192",
+                                         "the range must lie inside one VM_IO/VM_PFNMAP mapping"};
             return;
         }
         if (f->vma_io_pfnmap == 1 && f->in_gpu_bar == 1 && f->sys_admin != 0) {
@@ -40,9 +40,9 @@ void gdu_p2p_window_refusal_of(const gdu_p2p_window_facts *f, gdu_p2p_window_ref
             return;
         }
         if (f->vma_io_pfnmap == 1 && f->in_gpu_bar == 0) {
-            *out = (gdu_p2p_window_refusal){
-                1, "get_io_ptes", OSMLOCK ":122-146",
-                "the mapping's page frames must be one contiguous range"};
+            *out =
+                (gdu_p2p_window_refusal){1, "get_io_ptes", OSMLOCK ":122-146",
+                                         "the mapping's page frames must be one contiguous range"};
             return;
         }
         break;

@@ -36,11 +36,15 @@ int gdu_rm_cards(gdu_rm_client *c, gdu_rm_card *out, size_t cap, size_t *count, 
     for (size_t i = 0; rc == 0 && i < GDU_NV_MAX_DEVICES && *count < cap; i++) {
         if (!ci[i].valid)
             continue;
-        out[(*count)++] = (gdu_rm_card){
-            .gpu_id = ci[i].gpu_id, .domain = ci[i].pci_info.domain, .bus = ci[i].pci_info.bus,
-            .slot = ci[i].pci_info.slot, .minor = ci[i].minor_number,
-            .bar0_addr = ci[i].reg_address, .bar0_size = ci[i].reg_size,
-            .bar1_addr = ci[i].fb_address, .bar1_size = ci[i].fb_size};
+        out[(*count)++] = (gdu_rm_card){.gpu_id = ci[i].gpu_id,
+                                        .domain = ci[i].pci_info.domain,
+                                        .bus = ci[i].pci_info.bus,
+                                        .slot = ci[i].pci_info.slot,
+                                        .minor = ci[i].minor_number,
+                                        .bar0_addr = ci[i].reg_address,
+                                        .bar0_size = ci[i].reg_size,
+                                        .bar1_addr = ci[i].fb_address,
+                                        .bar1_size = ci[i].fb_size};
     }
     free(ci);
     return rc;
@@ -71,8 +75,8 @@ int gdu_rm_device_open(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_device *d, uint
     if (rc != 0)
         return rc;
     gdu_nv2080_alloc_params sub = {.subDeviceId = 0};
-    rc = gdu_rm_alloc(c, d->hdevice, GDU_NV20_SUBDEVICE_0, &sub, sizeof sub, &d->hsubdevice,
-                      status, "allocating the subdevice (NV20_SUBDEVICE_0)", why, why_len);
+    rc = gdu_rm_alloc(c, d->hdevice, GDU_NV20_SUBDEVICE_0, &sub, sizeof sub, &d->hsubdevice, status,
+                      "allocating the subdevice (NV20_SUBDEVICE_0)", why, why_len);
     if (rc != 0) {
         gdu_rm_free(c, c->hclient, d->hdevice);
         d->hdevice = 0;
@@ -80,8 +84,8 @@ int gdu_rm_device_open(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_device *d, uint
     return rc;
 }
 
-int gdu_rm_vidmem_alloc(gdu_rm_client *c, const gdu_rm_device *d, uint64_t size,
-                        gdu_rm_vidmem *m, uint32_t *status, char *why, size_t why_len)
+int gdu_rm_vidmem_alloc(gdu_rm_client *c, const gdu_rm_device *d, uint64_t size, gdu_rm_vidmem *m,
+                        uint32_t *status, char *why, size_t why_len)
 {
     memset(m, 0, sizeof *m);
     m->map_fd = -1;
@@ -96,7 +100,8 @@ int gdu_rm_vidmem_alloc(gdu_rm_client *c, const gdu_rm_device *d, uint64_t size,
         .owner = VIDMEM_OWNER,
         .type = GDU_NVOS32_TYPE_IMAGE,
         .attr = (uint32_t)GDU_NVOS32_ATTR_LOCATION_VIDMEM << GDU_NVOS32_ATTR_LOCATION_SHIFT |
-                (uint32_t)GDU_NVOS32_ATTR_PHYSICALITY_CONTIGUOUS << GDU_NVOS32_ATTR_PHYSICALITY_SHIFT,
+                (uint32_t)GDU_NVOS32_ATTR_PHYSICALITY_CONTIGUOUS
+                    << GDU_NVOS32_ATTR_PHYSICALITY_SHIFT,
         .size = size,
     };
     int rc = gdu_rm_alloc(c, d->hdevice, GDU_NV01_MEMORY_LOCAL_USER, &p, sizeof p, &m->hmemory,
@@ -127,8 +132,11 @@ int gdu_rm_vidmem_map(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem *m
     if (fd < 0)
         return fd;
     gdu_nvos33_with_fd p = {
-        .params = {.hClient = c->hclient, .hDevice = d->hsubdevice, .hMemory = m->hmemory,
-                   .length = m->size, .flags = GDU_NVOS33_FLAGS_ACCESS_READ_WRITE},
+        .params = {.hClient = c->hclient,
+                   .hDevice = d->hsubdevice,
+                   .hMemory = m->hmemory,
+                   .length = m->size,
+                   .flags = GDU_NVOS33_FLAGS_ACCESS_READ_WRITE},
         .fd = fd,
     };
     const char *what = "mapping the video memory for the CPU (RM_MAP_MEMORY)";
@@ -149,7 +157,9 @@ int gdu_rm_vidmem_map(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem *m
     if (cpu == MAP_FAILED) {
         int err = errno;
         snprintf(why, why_len, "mmap of %s after RM_MAP_MEMORY: %s", dev_path, strerror(err));
-        gdu_nvos34 u = {.hClient = c->hclient, .hDevice = d->hsubdevice, .hMemory = m->hmemory,
+        gdu_nvos34 u = {.hClient = c->hclient,
+                        .hDevice = d->hsubdevice,
+                        .hMemory = m->hmemory,
                         .pLinearAddress = m->bus_addr};
         char ignored[8];
         gdu_rm_escape(c, -1, GDU_NV_ESC_RM_UNMAP_MEMORY, &u, sizeof u, "", ignored, sizeof ignored);
@@ -166,7 +176,9 @@ void gdu_rm_vidmem_unmap(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem
     if (m->cpu == NULL)
         return;
     munmap(m->cpu, m->size);
-    gdu_nvos34 u = {.hClient = c->hclient, .hDevice = d->hsubdevice, .hMemory = m->hmemory,
+    gdu_nvos34 u = {.hClient = c->hclient,
+                    .hDevice = d->hsubdevice,
+                    .hMemory = m->hmemory,
                     .pLinearAddress = m->bus_addr};
     char ignored[8];
     gdu_rm_escape(c, -1, GDU_NV_ESC_RM_UNMAP_MEMORY, &u, sizeof u, "", ignored, sizeof ignored);
@@ -195,9 +207,12 @@ int gdu_rm_probe_io_memory(gdu_rm_client *c, const gdu_rm_device *d, const char 
     int rc = gdu_rm_escape(c, fd, GDU_NV_ESC_REGISTER_FD, &reg, sizeof reg,
                            "registering the device file (REGISTER_FD)", why, why_len);
     gdu_nvos02_with_fd p = {
-        .params = {.hRoot = c->hclient, .hObjectParent = d->hdevice,
-                   .hObjectNew = IO_MEMORY_HANDLE, .hClass = GDU_NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
-                   .flags = GDU_NVOS02_FLAGS_IO_MEMORY, .pMemory = (uint64_t)(uintptr_t)ptr,
+        .params = {.hRoot = c->hclient,
+                   .hObjectParent = d->hdevice,
+                   .hObjectNew = IO_MEMORY_HANDLE,
+                   .hClass = GDU_NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+                   .flags = GDU_NVOS02_FLAGS_IO_MEMORY,
+                   .pMemory = (uint64_t)(uintptr_t)ptr,
                    .limit = size - 1},
         .fd = -1,
     };

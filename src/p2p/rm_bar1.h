@@ -57,8 +57,8 @@ typedef struct gdu_rm_vidmem {
 } gdu_rm_vidmem;
 
 /* size bytes (a multiple of 64 KiB) of physically contiguous video memory. */
-int gdu_rm_vidmem_alloc(gdu_rm_client *c, const gdu_rm_device *d, uint64_t size,
-                        gdu_rm_vidmem *m, uint32_t *status, char *why, size_t why_len);
+int gdu_rm_vidmem_alloc(gdu_rm_client *c, const gdu_rm_device *d, uint64_t size, gdu_rm_vidmem *m,
+                        uint32_t *status, char *why, size_t why_len);
 
 /* Maps m for the CPU: RM_MAP_MEMORY on a fresh open of dev_path (the GPU's
  * /dev/nvidiaN), then mmap() of it (read/write, shared). */
@@ -77,8 +77,7 @@ void gdu_rm_vidmem_free(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem 
  * the client's control file, freed again at once when RM accepts. Returns 0
  * when RM accepted, -EIO with *status when it refused, -errno otherwise. */
 int gdu_rm_probe_io_memory(gdu_rm_client *c, const gdu_rm_device *d, const char *dev_path,
-                           void *ptr, uint64_t size, uint32_t *status, char *why,
-                           size_t why_len);
+                           void *ptr, uint64_t size, uint32_t *status, char *why, size_t why_len);
 
 /* The VmFlags line ("rd wr sh mr mw me ms io pf dc de dd sd") of the mapping
  * that contains addr, from /proc/self/smaps text, into flags. Returns 0, or

@@ -12,13 +12,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-static int real_ioctl(int fd, unsigned long request, void *arg)
-{
-    return ioctl(fd, request, arg);
-}
+static int real_ioctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
 
-int gdu_rm_escape(gdu_rm_client *c, int fd, unsigned nr, void *block, size_t size,
-                  const char *what, char *why, size_t why_len)
+int gdu_rm_escape(gdu_rm_client *c, int fd, unsigned nr, void *block, size_t size, const char *what,
+                  char *why, size_t why_len)
 {
     int rc;
     do
@@ -86,8 +83,8 @@ void gdu_rm_free(gdu_rm_client *c, uint32_t hparent, uint32_t hobject)
     gdu_rm_escape(c, -1, GDU_NV_ESC_RM_FREE, &p, sizeof p, "", ignored, sizeof ignored);
 }
 
-int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn,
-                       char *why, size_t why_len)
+int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn, char *why,
+                       size_t why_len)
 {
     c->hclient = 0;
     c->ioctl_fn = ioctl_fn ? ioctl_fn : real_ioctl;

@@ -13,8 +13,8 @@ int gdu_rm_attached_gpus(gdu_rm_client *c, gdu_rm_gpu *out, size_t cap, size_t *
     gdu_nv0000_attached_ids_params ids;
     memset(&ids, 0xff, sizeof ids);
     *count = 0;
-    int rc = gdu_rm_control(c, 0, GDU_NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &ids, sizeof ids,
-                            NULL, "listing attached GPUs", why, why_len);
+    int rc = gdu_rm_control(c, 0, GDU_NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &ids, sizeof ids, NULL,
+                            "listing attached GPUs", why, why_len);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < GDU_NV0000_GPU_MAX_ATTACHED_GPUS && *count < cap; i++) {

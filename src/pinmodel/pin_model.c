@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* _isSpaceAvailableForBar1P2PMapping (p2p.c:987-1031): a new extent of
  * `length` is mapped only while bar1 - mapped >= 36 MiB + length. */
 uint64_t gdu_pin_bar1_budget(uint64_t bar1_bytes, uint64_t mapped_bytes)
@@ -44,8 +43,10 @@ static gdu_pin_rule object_validates(const gdu_pin_object *o, uint64_t start, ui
     if (*reg == NULL)
         return GDU_PIN_NOT_REGISTERED;
     if (start + length - 1 > (*reg)->address + (*reg)->size - 1) /* third_party_p2p.c:627 */
-        return containing(o, (*reg)->address + (*reg)->size) != NULL ? GDU_PIN_SPANS : GDU_PIN_PAST_END;
-    if (o->n_vaspaces == 0) /* the first thirdpartyp2pGetNextVASpaceInfo fails (third_party_p2p.c:440) */
+        return containing(o, (*reg)->address + (*reg)->size) != NULL ? GDU_PIN_SPANS
+                                                                     : GDU_PIN_PAST_END;
+    if (o->n_vaspaces ==
+        0) /* the first thirdpartyp2pGetNextVASpaceInfo fails (third_party_p2p.c:440) */
         return GDU_PIN_NO_VASPACE;
     if (o->n_vaspaces >= 2)
         return GDU_PIN_MANY_VASPACES;
@@ -76,7 +77,8 @@ static const gdu_pin_gpu *gpu_of(const gdu_pin_state *st, uint32_t gpu)
     return NULL;
 }
 
-static void refuse(gdu_pin_verdict *v, gdu_pin_rule rule, int err, uint32_t status, const char *where)
+static void refuse(gdu_pin_verdict *v, gdu_pin_rule rule, int err, uint32_t status,
+                   const char *where)
 {
     v->rule = rule;
     v->err = err;
@@ -93,8 +95,10 @@ void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, g
      * A zero-length buffer never reaches the pin (libcufile refuses it). */
     uint64_t start = gpuvaddr & ~(GDU_PIN_PAGE - 1);
     uint64_t end = gpuvaddr + size - 1;
-    if (size == 0 || end < gpuvaddr || end - start + 1 == 0 || end - start + 1 > UINT64_MAX - GDU_PIN_PAGE) {
-        refuse(out, GDU_PIN_BAD_LENGTH, -EINVAL, GDU_NV_ERR_INVALID_ARGUMENT, "nvfs-core.c:1275-1280");
+    if (size == 0 || end < gpuvaddr || end - start + 1 == 0 ||
+        end - start + 1 > UINT64_MAX - GDU_PIN_PAGE) {
+        refuse(out, GDU_PIN_BAD_LENGTH, -EINVAL, GDU_NV_ERR_INVALID_ARGUMENT,
+               "nvfs-core.c:1275-1280");
         return;
     }
     out->start = start;
@@ -138,8 +142,10 @@ void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, g
          * NV_ERR_OBJECT_NOT_FOUND (third_party_p2p.c:341) whatever each object
          * answered: -EINVAL (nv-p2p.c:72). */
         static const char *const where[] = {
-            [GDU_PIN_NOT_REGISTERED] = "third_party_p2p.c:618", [GDU_PIN_NO_VASPACE] = "p2p.c:866-875",
-            [GDU_PIN_MANY_VASPACES] = "p2p.c:886-887",          [GDU_PIN_SPANS] = "third_party_p2p.c:627",
+            [GDU_PIN_NOT_REGISTERED] = "third_party_p2p.c:618",
+            [GDU_PIN_NO_VASPACE] = "p2p.c:866-875",
+            [GDU_PIN_MANY_VASPACES] = "p2p.c:886-887",
+            [GDU_PIN_SPANS] = "third_party_p2p.c:627",
             [GDU_PIN_PAST_END] = "third_party_p2p.c:627",
         };
         refuse(out, best, -EINVAL, GDU_NV_ERR_OBJECT_NOT_FOUND, where[best]);
@@ -158,11 +164,13 @@ void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, g
     /* RmP2PGetPagesPersistent (p2p.c:1334-1496) on the object's GPU. */
     const gdu_pin_gpu *g = gpu_of(st, o->gpu);
     if (g != NULL && g->apm) {
-        refuse(out, GDU_PIN_NOT_SUPPORTED, -GDU_PIN_ENOTSUPP, GDU_NV_ERR_NOT_SUPPORTED, "p2p.c:1364-1367");
+        refuse(out, GDU_PIN_NOT_SUPPORTED, -GDU_PIN_ENOTSUPP, GDU_NV_ERR_NOT_SUPPORTED,
+               "p2p.c:1364-1367");
         return;
     }
     if (g != NULL && g->no_rm_object) {
-        refuse(out, GDU_PIN_NOT_SUPPORTED, -GDU_PIN_ENOTSUPP, GDU_NV_ERR_NOT_SUPPORTED, "p2p.c:1417-1420");
+        refuse(out, GDU_PIN_NOT_SUPPORTED, -GDU_PIN_ENOTSUPP, GDU_NV_ERR_NOT_SUPPORTED,
+               "p2p.c:1417-1420");
         return;
     }
     /* The user's hMemory is duplicated into RM's own object
@@ -173,7 +181,8 @@ void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, g
         out->bar1_bytes = g->bar1_bytes;
         out->mapped_bytes = g->mapped_bytes;
         if (gdu_pin_bar1_budget(g->bar1_bytes, g->mapped_bytes) < out->length) {
-            refuse(out, GDU_PIN_BAR1_FULL, -ENOMEM, GDU_NV_ERR_INSUFFICIENT_RESOURCES, "p2p.c:574-579,1030");
+            refuse(out, GDU_PIN_BAR1_FULL, -ENOMEM, GDU_NV_ERR_INSUFFICIENT_RESOURCES,
+                   "p2p.c:574-579,1030");
             return;
         }
     }
@@ -223,54 +232,76 @@ const char *gdu_pin_explain(const gdu_pin_verdict *v, char *buf, size_t len)
     const char *e = errno_name(v->err);
     switch (v->rule) {
     case GDU_PIN_FOUND:
-        snprintf(buf, len, "found: nvidia-fs would pin %llu x 64 KiB of memory 0x%x on GPU %u through BAR1 (%s)",
-                 (unsigned long long)v->pages, v->memory, v->gpu, v->where);
+        snprintf(
+            buf, len,
+            "found: nvidia-fs would pin %llu x 64 KiB of memory 0x%x on GPU %u through BAR1 (%s)",
+            (unsigned long long)v->pages, v->memory, v->gpu, v->where);
         break;
     case GDU_PIN_BAD_LENGTH:
-        snprintf(buf, len, "refused (%s): a buffer of length 0, or one that wraps the address space (%s)", e, v->where);
+        snprintf(buf, len,
+                 "refused (%s): a buffer of length 0, or one that wraps the address space (%s)", e,
+                 v->where);
         break;
     case GDU_PIN_NOT_REGISTERED:
         snprintf(buf, len,
-                 "not found (%s): no ThirdPartyP2P registration of this process holds 0x%llx (%s): the buffer is not "
-                 "device memory that libcuda or gdunlock registered (host or managed memory, memory of an MPS server, "
+                 "not found (%s): no ThirdPartyP2P registration of this process holds 0x%llx (%s): "
+                 "the buffer is not "
+                 "device memory that libcuda or gdunlock registered (host or managed memory, "
+                 "memory of an MPS server, "
                  "or a GPU without the unlock); give cuFile a cuMemAlloc/cudaMalloc buffer",
                  e, (unsigned long long)v->start, v->where);
         break;
     case GDU_PIN_NO_VASPACE:
-        snprintf(buf, len, "not found (%s): the ThirdPartyP2P object of GPU %u has no VA space registered (%s)", e,
-                 v->gpu, v->where);
+        snprintf(
+            buf, len,
+            "not found (%s): the ThirdPartyP2P object of GPU %u has no VA space registered (%s)", e,
+            v->gpu, v->where);
         break;
     case GDU_PIN_MANY_VASPACES:
         snprintf(buf, len,
-                 "not found (%s): the ThirdPartyP2P object of GPU %u has %u VA spaces registered and RM's lookup "
-                 "accepts a buffer only where exactly one validates (%s); register only the VA space the process "
+                 "not found (%s): the ThirdPartyP2P object of GPU %u has %u VA spaces registered "
+                 "and RM's lookup "
+                 "accepts a buffer only where exactly one validates (%s); register only the VA "
+                 "space the process "
                  "registered with UVM, as libcuda does",
                  e, v->gpu, v->n_vaspaces, v->where);
         break;
     case GDU_PIN_SPANS:
-        snprintf(buf, len,
-                 "not found (%s): the 64 KiB-rounded range 0x%llx+0x%llx spans two allocations and RM pins only "
-                 "within one registration (%s): allocate the buffer in one piece (not a sub-range of a "
-                 "cudaMallocAsync pool or of PyTorch's expandable segments)",
-                 e, (unsigned long long)v->start, (unsigned long long)v->length, v->where);
+        snprintf(
+            buf, len,
+            "not found (%s): the 64 KiB-rounded range 0x%llx+0x%llx spans two allocations and RM "
+            "pins only "
+            "within one registration (%s): allocate the buffer in one piece (not a sub-range of a "
+            "cudaMallocAsync pool or of PyTorch's expandable segments)",
+            e, (unsigned long long)v->start, (unsigned long long)v->length, v->where);
         break;
     case GDU_PIN_PAST_END:
-        snprintf(buf, len, "not found (%s): the 64 KiB-rounded range 0x%llx+0x%llx runs past the end of its allocation (%s)",
+        snprintf(buf, len,
+                 "not found (%s): the 64 KiB-rounded range 0x%llx+0x%llx runs past the end of its "
+                 "allocation (%s)",
                  e, (unsigned long long)v->start, (unsigned long long)v->length, v->where);
         break;
     case GDU_PIN_TWO_OBJECTS:
-        snprintf(buf, len, "refused (%s): two ThirdPartyP2P objects of this process hold the address (%s)", e, v->where);
+        snprintf(buf, len,
+                 "refused (%s): two ThirdPartyP2P objects of this process hold the address (%s)", e,
+                 v->where);
         break;
     case GDU_PIN_NOT_SUPPORTED:
-        snprintf(buf, len, "refused (%s): RM cannot pin on GPU %u (no internal ThirdPartyP2P, or confidential "
-                 "computing is on) (%s)", e, v->gpu, v->where);
+        snprintf(
+            buf, len,
+            "refused (%s): RM cannot pin on GPU %u (no internal ThirdPartyP2P, or confidential "
+            "computing is on) (%s)",
+            e, v->gpu, v->where);
         break;
     case GDU_PIN_BAR1_FULL:
         snprintf(buf, len,
-                 "refused (%s): pinning %llu MiB more would leave less than the 36 MiB of BAR1 RM keeps free "
-                 "(BAR1 %llu MiB, %llu MiB pinned) (%s): enable Resizable BAR in the firmware (Above 4G decoding + "
+                 "refused (%s): pinning %llu MiB more would leave less than the 36 MiB of BAR1 RM "
+                 "keeps free "
+                 "(BAR1 %llu MiB, %llu MiB pinned) (%s): enable Resizable BAR in the firmware "
+                 "(Above 4G decoding + "
                  "Re-Size BAR), or register smaller buffers, fewer at a time",
-                 e, (unsigned long long)(v->length / mib), (unsigned long long)(v->bar1_bytes / mib),
+                 e, (unsigned long long)(v->length / mib),
+                 (unsigned long long)(v->bar1_bytes / mib),
                  (unsigned long long)(v->mapped_bytes / mib), v->where);
         break;
     }

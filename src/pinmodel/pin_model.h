@@ -67,22 +67,22 @@ typedef struct {
 /* Why a buffer is or is not found. */
 typedef enum {
     GDU_PIN_FOUND = 0,
-    GDU_PIN_BAD_LENGTH,      /* length 0 or the range wraps: nvidia-fs refuses it */
-    GDU_PIN_NOT_REGISTERED,  /* no registration of the process holds the address */
-    GDU_PIN_NO_VASPACE,      /* the object holding it has no VA space registered */
-    GDU_PIN_MANY_VASPACES,   /* the object holding it has two or more VA spaces */
-    GDU_PIN_SPANS,           /* the range runs past its registration into another one */
-    GDU_PIN_PAST_END,        /* the range runs past its registration */
-    GDU_PIN_TWO_OBJECTS,     /* two objects of the process hold the range */
-    GDU_PIN_NOT_SUPPORTED,   /* RM has no internal object for the GPU, or APM is on */
-    GDU_PIN_BAR1_FULL,       /* the BAR1 budget does not hold the range */
+    GDU_PIN_BAD_LENGTH,     /* length 0 or the range wraps: nvidia-fs refuses it */
+    GDU_PIN_NOT_REGISTERED, /* no registration of the process holds the address */
+    GDU_PIN_NO_VASPACE,     /* the object holding it has no VA space registered */
+    GDU_PIN_MANY_VASPACES,  /* the object holding it has two or more VA spaces */
+    GDU_PIN_SPANS,          /* the range runs past its registration into another one */
+    GDU_PIN_PAST_END,       /* the range runs past its registration */
+    GDU_PIN_TWO_OBJECTS,    /* two objects of the process hold the range */
+    GDU_PIN_NOT_SUPPORTED,  /* RM has no internal object for the GPU, or APM is on */
+    GDU_PIN_BAR1_FULL,      /* the BAR1 budget does not hold the range */
 } gdu_pin_rule;
 
 typedef struct {
     gdu_pin_rule rule;
-    int err;            /* 0, or the negative errno nvidia_p2p_get_pages_persistent returns */
-    uint32_t nv_status; /* RM's status behind err (0 when found) */
-    const char *where;  /* the source line of the deciding rule */
+    int err;                /* 0, or the negative errno nvidia_p2p_get_pages_persistent returns */
+    uint32_t nv_status;     /* RM's status behind err (0 when found) */
+    const char *where;      /* the source line of the deciding rule */
     uint64_t start, length; /* the range nvidia-fs asks for (64 KiB rounded) */
     uint32_t gpu;           /* the GPU of the deciding object (found: where the pages are) */
     size_t object;          /* index into state->objects of the deciding object (SIZE_MAX: none) */
@@ -93,7 +93,8 @@ typedef struct {
 } gdu_pin_verdict;
 
 /* Runs the lookup for the buffer [gpuvaddr, gpuvaddr + size). */
-void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, gdu_pin_verdict *out);
+void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size,
+                    gdu_pin_verdict *out);
 
 /* One line saying what the verdict means and the fix, into buf. Returns buf. */
 const char *gdu_pin_explain(const gdu_pin_verdict *v, char *buf, size_t len);

@@ -9,14 +9,14 @@
 #include <stddef.h>
 
 typedef struct gdu_cufile_config {
-    bool found;               /* the file exists (readable or not) */
+    bool found; /* the file exists (readable or not) */
     bool parsed;
     char path[512];
-    char error[256];          /* why it could not be read or parsed */
+    char error[256]; /* why it could not be read or parsed */
     /* -1 when the file does not set it (cuFile's default applies) */
-    int allow_compat_mode;    /* properties.allow_compat_mode */
-    int use_pci_p2pdma;       /* properties.use_pci_p2pdma */
-    int use_poll_mode;        /* properties.use_poll_mode */
+    int allow_compat_mode; /* properties.allow_compat_mode */
+    int use_pci_p2pdma;    /* properties.use_pci_p2pdma */
+    int use_poll_mode;     /* properties.use_poll_mode */
     long long max_direct_io_size_kb;
     long long max_device_pinned_mem_size_kb;
     long long max_device_cache_size_kb;

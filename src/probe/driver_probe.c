@@ -57,7 +57,8 @@ static void read_nvfs(gdu_sysroot *sr, gdu_driver *out)
     if (gdu_sysroot_read(sr, "/proc/driver/nvidia-fs/version", &text) >= 0) {
         if (gdu_text_kv(text, "version", out->nvfs_version, sizeof out->nvfs_version) != 0) {
             size_t k = strcspn(text, "\n");
-            snprintf(out->nvfs_version, sizeof out->nvfs_version, "%.*s", (int)(k < 31 ? k : 31), text);
+            snprintf(out->nvfs_version, sizeof out->nvfs_version, "%.*s", (int)(k < 31 ? k : 31),
+                     text);
         }
         free(text);
     }

@@ -16,24 +16,24 @@ enum { GDU_MAX_GPUS = 16 };
 /* /proc/driver/nvidia/gpus/<bdf>/information */
 typedef struct gdu_driver_gpu {
     char bdf[16];
-    char model[128];    /* "NVIDIA GeForce RTX 3060" */
+    char model[128]; /* "NVIDIA GeForce RTX 3060" */
     char uuid[64];
-    char firmware[64];  /* "GPU Firmware:" value: the GSP firmware version, "N/A" without GSP */
+    char firmware[64]; /* "GPU Firmware:" value: the GSP firmware version, "N/A" without GSP */
 } gdu_driver_gpu;
 
 typedef struct gdu_driver {
-    bool loaded;                   /* /proc/driver/nvidia/version exists */
-    gdu_nvidia_version version;    /* parsed from it */
-    char module_version[32];       /* /sys/module/nvidia/version, "" if absent */
-    char taint[16];                /* /sys/module/nvidia/taint: "P" marks a proprietary license */
-    int enable_resizable_bar;      /* params "EnableResizableBar", -1 when not listed */
-    char registry_dwords[256];     /* params "RegistryDwords", quotes removed */
+    bool loaded;                /* /proc/driver/nvidia/version exists */
+    gdu_nvidia_version version; /* parsed from it */
+    char module_version[32];    /* /sys/module/nvidia/version, "" if absent */
+    char taint[16];             /* /sys/module/nvidia/taint: "P" marks a proprietary license */
+    int enable_resizable_bar;   /* params "EnableResizableBar", -1 when not listed */
+    char registry_dwords[256];  /* params "RegistryDwords", quotes removed */
     gdu_driver_gpu gpus[GDU_MAX_GPUS];
     size_t n_gpus;
-    bool nvfs_loaded;              /* /proc/driver/nvidia-fs or /sys/module/nvidia_fs */
-    char nvfs_version[32];         /* /proc/driver/nvidia-fs/version */
+    bool nvfs_loaded;      /* /proc/driver/nvidia-fs or /sys/module/nvidia_fs */
+    char nvfs_version[32]; /* /proc/driver/nvidia-fs/version */
     bool nvfs_stats_readable;
-    bool peermem_loaded;           /* /sys/module/nvidia_peermem */
+    bool peermem_loaded; /* /sys/module/nvidia_peermem */
 } gdu_driver;
 
 void gdu_driver_probe(gdu_sysroot *sr, gdu_driver *out);

@@ -61,9 +61,13 @@ void gdu_iommu_probe(gdu_sysroot *sr, gdu_iommu *out)
 const char *gdu_iommu_mode_name(gdu_iommu_mode m)
 {
     switch (m) {
-    case GDU_IOMMU_NONE: return "off";
-    case GDU_IOMMU_PASSTHROUGH: return "passthrough";
-    case GDU_IOMMU_TRANSLATED: return "translated";
-    default: return "unknown";
+    case GDU_IOMMU_NONE:
+        return "off";
+    case GDU_IOMMU_PASSTHROUGH:
+        return "passthrough";
+    case GDU_IOMMU_TRANSLATED:
+        return "translated";
+    default:
+        return "unknown";
     }
 }

@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 typedef enum {
-    GDU_IOMMU_NONE = 0,      /* no IOMMU groups: off or absent */
-    GDU_IOMMU_PASSTHROUGH,   /* every group "identity" */
-    GDU_IOMMU_TRANSLATED,    /* at least one group "DMA" or "DMA-FQ" */
-    GDU_IOMMU_UNKNOWN,       /* groups without a readable type */
+    GDU_IOMMU_NONE = 0,    /* no IOMMU groups: off or absent */
+    GDU_IOMMU_PASSTHROUGH, /* every group "identity" */
+    GDU_IOMMU_TRANSLATED,  /* at least one group "DMA" or "DMA-FQ" */
+    GDU_IOMMU_UNKNOWN,     /* groups without a readable type */
 } gdu_iommu_mode;
 
 typedef struct gdu_iommu {

@@ -79,8 +79,8 @@ enum gdu_nvfs_field {
 enum gdu_nvfs_flag { GDU_NVFS_UNKNOWN = -1, GDU_NVFS_NO = 0, GDU_NVFS_YES = 1 };
 
 typedef struct gdu_nvfs_gpu {
-    char pci[20];  /* "0000:34:00.0" */
-    char uuid[40]; /* "12a86a5e-3002-108f-ee49-4b51266cdc07" */
+    char pci[20];            /* "0000:34:00.0" */
+    char uuid[40];           /* "12a86a5e-3002-108f-ee49-4b51266cdc07" */
     uint64_t registered_mib; /* GPU memory pinned through BAR1 now */
     uint64_t cache_mib;      /* bounce-buffer memory of this GPU now */
     uint64_t max_pinned_mib;
@@ -89,9 +89,9 @@ typedef struct gdu_nvfs_gpu {
 } gdu_nvfs_gpu;
 
 typedef struct gdu_nvfs_stats {
-    int stats_version;        /* major of "NVFS statistics(ver: 4.0)", -1 if absent */
-    char gds_version[32];     /* "GDS Version:", "" if absent */
-    char driver_version[32];  /* "NVFS Driver(version: ...)", colons shown as dots */
+    int stats_version;       /* major of "NVFS statistics(ver: 4.0)", -1 if absent */
+    char gds_version[32];    /* "GDS Version:", "" if absent */
+    char driver_version[32]; /* "NVFS Driver(version: ...)", colons shown as dots */
     char logging_level[16];
     enum gdu_nvfs_flag peerdirect, io_stats, peer_stats;
     uint64_t value[GDU_NVFS_FIELD_COUNT];

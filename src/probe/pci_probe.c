@@ -26,16 +26,26 @@ __attribute__((format(printf, 1, 2), noreturn)) static void pci_fatal(char *msg,
     longjmp(pci_escape, 1);
 }
 
-__attribute__((format(printf, 1, 2))) static void pci_quiet(char *msg, ...)
-{
-    (void)msg;
-}
+__attribute__((format(printf, 1, 2))) static void pci_quiet(char *msg, ...) { (void)msg; }
 
 /* The sysfs files of a device that we or libpci read, so a capture holds them. */
 static const char *const device_files[] = {
-    "vendor", "device", "class", "irq", "resource", "config", "numa_node", "revision",
-    "subsystem_vendor", "subsystem_device", "current_link_speed", "current_link_width",
-    "max_link_speed", "max_link_width", "local_cpulist", "enable",
+    "vendor",
+    "device",
+    "class",
+    "irq",
+    "resource",
+    "config",
+    "numa_node",
+    "revision",
+    "subsystem_vendor",
+    "subsystem_device",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
+    "local_cpulist",
+    "enable",
 };
 
 static int read_int_file(gdu_sysroot *sr, const char *dir, const char *name, int fallback)
@@ -263,10 +273,7 @@ bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d)
     return d->vendor == GDU_PCI_VENDOR_NVIDIA && (d->class_code >> 8) == 0x03;
 }
 
-bool gdu_pci_is_nic(const gdu_pci_dev *d)
-{
-    return (d->class_code >> 8) == 0x02;
-}
+bool gdu_pci_is_nic(const gdu_pci_dev *d) { return (d->class_code >> 8) == 0x02; }
 
 uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index)
 {
@@ -288,9 +295,12 @@ bool gdu_pci_acs_redirects(const gdu_pci_dev *d)
 
 const char *gdu_pci_acs_describe(uint16_t ctrl, char *buf, size_t len)
 {
-    static const struct { uint16_t bit; const char *name; } bits[] = {
-        {PCI_ACS_CTRL_VALID, "SrcValid"},  {PCI_ACS_CTRL_BLOCK, "TransBlk"},
-        {PCI_ACS_CTRL_REQ_RED, "ReqRedir"}, {PCI_ACS_CTRL_CMPLT_RED, "CmpltRedir"},
+    static const struct {
+        uint16_t bit;
+        const char *name;
+    } bits[] = {
+        {PCI_ACS_CTRL_VALID, "SrcValid"},      {PCI_ACS_CTRL_BLOCK, "TransBlk"},
+        {PCI_ACS_CTRL_REQ_RED, "ReqRedir"},    {PCI_ACS_CTRL_CMPLT_RED, "CmpltRedir"},
         {PCI_ACS_CTRL_FORWARD, "UpstreamFwd"}, {PCI_ACS_CTRL_EGRESS, "EgressCtrl"},
         {PCI_ACS_CTRL_TRANS, "DirectTrans"},
     };

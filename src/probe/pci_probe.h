@@ -18,20 +18,21 @@ enum { GDU_PCI_VENDOR_NVIDIA = 0x10de };
 typedef enum { GDU_CFG_UNKNOWN = 0, GDU_CFG_ABSENT, GDU_CFG_PRESENT } gdu_cfg_state;
 
 typedef struct gdu_pci_dev {
-    char bdf[16];          /* "0000:01:00.0" */
-    char path[512];        /* canonical sysfs path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0" */
+    char bdf[16];   /* "0000:01:00.0" */
+    char path[512]; /* canonical sysfs path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0" */
     unsigned vendor, device;
-    unsigned class_code;   /* base class << 8 | subclass, e.g. 0x0302 */
-    int numa_node;         /* -1 when the machine has no NUMA information */
-    uint64_t bar_size[6];  /* from the resource file; 0 when unused */
-    size_t config_len;     /* readable config-space bytes: 64, 256 or 4096 */
+    unsigned class_code;                        /* base class << 8 | subclass, e.g. 0x0302 */
+    int numa_node;                              /* -1 when the machine has no NUMA information */
+    uint64_t bar_size[6];                       /* from the resource file; 0 when unused */
+    size_t config_len;                          /* readable config-space bytes: 64, 256 or 4096 */
     int cur_gen, cur_width, max_gen, max_width; /* 0 when unknown */
     gdu_cfg_state acs;
     uint16_t acs_cap, acs_ctrl;
     gdu_cfg_state rebar;
-    uint64_t rebar_max[6];   /* per BAR register: the largest size ReBAR offers, bytes (0: not resizable) */
-    int iommu_group;       /* -1 when none */
-    char driver[32];       /* bound kernel driver, "" when none */
+    uint64_t rebar_max
+        [6];         /* per BAR register: the largest size ReBAR offers, bytes (0: not resizable) */
+    int iommu_group; /* -1 when none */
+    char driver[32]; /* bound kernel driver, "" when none */
 } gdu_pci_dev;
 
 typedef struct gdu_pci {

@@ -26,7 +26,8 @@ void gdu_nvme_scan(gdu_sysroot *sr, gdu_nvme_list *out)
         snprintf(path, sizeof path, "/sys/class/nvme/%s", names[i]);
         long k = gdu_sysroot_list(sr, path, &entries);
         size_t nlen = strlen(c->name);
-        for (long j = 0; j < k && c->n_ns < GDU_MAX_NS; j++) /* namespaces: nvme0n1 (not nvme0c0n1) */
+        for (long j = 0; j < k && c->n_ns < GDU_MAX_NS;
+             j++) /* namespaces: nvme0n1 (not nvme0c0n1) */
             if (strncmp(entries[j], c->name, nlen) == 0 && entries[j][nlen] == 'n')
                 snprintf(c->namespaces[c->n_ns++], sizeof c->namespaces[0], "%.31s", entries[j]);
         if (k > 0)
@@ -171,7 +172,4 @@ bool gdu_udev_has_fs_usage(gdu_sysroot *sr, unsigned major, unsigned minor)
     return found;
 }
 
-bool gdu_disk_is_nvme(const char *disk)
-{
-    return strncmp(disk, "nvme", 4) == 0;
-}
+bool gdu_disk_is_nvme(const char *disk) { return strncmp(disk, "nvme", 4) == 0; }

@@ -14,8 +14,8 @@
 enum { GDU_MAX_NVME = 32, GDU_MAX_NS = 8, GDU_MAX_DISKS = 8 };
 
 typedef struct gdu_nvme {
-    char name[16];                  /* "nvme0" */
-    char bdf[16];                   /* the controller's PCI function, "" if not PCI (fabrics) */
+    char name[16]; /* "nvme0" */
+    char bdf[16];  /* the controller's PCI function, "" if not PCI (fabrics) */
     char model[64];
     char namespaces[GDU_MAX_NS][32]; /* block devices, "nvme0n1" */
     size_t n_ns;
@@ -42,9 +42,9 @@ const gdu_mount *gdu_mount_for_path(const gdu_mounts *mounts, const char *path);
 
 /* A mount's block device down to its whole disks. */
 typedef struct gdu_block_chain {
-    char top[32];                  /* the device the mount names, "vda1" or "dm-0" */
-    char layers[128];              /* "vda1 -> vda", "dm-0 -> md0 -> nvme0n1 + nvme1n1" */
-    char disks[GDU_MAX_DISKS][32]; /* whole disks at the bottom */
+    char top[32];                     /* the device the mount names, "vda1" or "dm-0" */
+    char layers[128];                 /* "vda1 -> vda", "dm-0 -> md0 -> nvme0n1 + nvme1n1" */
+    char disks[GDU_MAX_DISKS][32];    /* whole disks at the bottom */
     char disk_bdf[GDU_MAX_DISKS][16]; /* the PCI function behind each disk, "" when none */
     size_t n_disks;
 } gdu_block_chain;

@@ -38,8 +38,10 @@ int gdu_sysroot_check(const gdu_sysroot *sr, char *why, size_t why_len)
         return -e;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(why, why_len, "%s is not a directory: give the folder 'gdunlock doctor --capture "
-                               "DIR' wrote", sr->root);
+        snprintf(why, why_len,
+                 "%s is not a directory: give the folder 'gdunlock doctor --capture "
+                 "DIR' wrote",
+                 sr->root);
         return -ENOTDIR;
     }
     if (access(sr->root, R_OK | X_OK) != 0) {
@@ -59,10 +61,7 @@ void gdu_sysroot_free(gdu_sysroot *sr)
     sr->n_recorded = sr->cap_recorded = 0;
 }
 
-bool gdu_sysroot_is_live(const gdu_sysroot *sr)
-{
-    return sr->root[0] == '\0';
-}
+bool gdu_sysroot_is_live(const gdu_sysroot *sr) { return sr->root[0] == '\0'; }
 
 int gdu_sysroot_path(const gdu_sysroot *sr, const char *path, char *out, size_t len)
 {
@@ -158,7 +157,8 @@ static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, ch
             return -ENOTDIR;
         rest = after;
     }
-    return snprintf(out, len, "%s%s", sr->root, done[0] ? done : "/") < (int)len ? 0 : -ENAMETOOLONG;
+    return snprintf(out, len, "%s%s", sr->root, done[0] ? done : "/") < (int)len ? 0
+                                                                                 : -ENAMETOOLONG;
 }
 
 long gdu_sysroot_read(gdu_sysroot *sr, const char *path, char **text)

@@ -9,8 +9,8 @@
 #include <stddef.h>
 
 typedef struct gdu_sysroot {
-    char root[4096];   /* "" for the live machine, else the captured tree without a trailing '/' */
-    char **recorded;   /* distinct paths read, in first-read order */
+    char root[4096]; /* "" for the live machine, else the captured tree without a trailing '/' */
+    char **recorded; /* distinct paths read, in first-read order */
     size_t n_recorded, cap_recorded;
 } gdu_sysroot;
 

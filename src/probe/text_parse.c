@@ -84,7 +84,10 @@ int gdu_parse_nvidia_version(const char *text, gdu_nvidia_version *out)
 
 int gdu_parse_link_gen(const char *text)
 {
-    static const struct { double gts; int gen; } speeds[] = {
+    static const struct {
+        double gts;
+        int gen;
+    } speeds[] = {
         {2.5, 1}, {5.0, 2}, {8.0, 3}, {16.0, 4}, {32.0, 5}, {64.0, 6},
     };
     char *end;

@@ -32,7 +32,7 @@ typedef struct gdu_mount {
     unsigned major, minor;
     char root[256];
     char mount_point[1024];
-    char options[512];      /* per-mount options */
+    char options[512]; /* per-mount options */
     char fstype[64];
     char source[256];
     char super_options[512];

@@ -9,9 +9,9 @@
 enum { MAX_DEPTH = 32 };
 
 typedef struct {
-    char root[32];             /* "pci0000:00" */
+    char root[32]; /* "pci0000:00" */
     size_t n;
-    char bdf[MAX_DEPTH][16];   /* PCI functions from the root bus down */
+    char bdf[MAX_DEPTH][16]; /* PCI functions from the root bus down */
 } chain;
 
 /* dddd:bb:dd.f with hex digits */
@@ -54,7 +54,8 @@ static void add_bridge(gdu_pcie_path *out, const char *bdf)
         snprintf(out->bridges[out->n_bridges++], sizeof out->bridges[0], "%s", bdf);
 }
 
-void gdu_pcie_path_classify(const char *a, int numa_a, const char *b, int numa_b, gdu_pcie_path *out)
+void gdu_pcie_path_classify(const char *a, int numa_a, const char *b, int numa_b,
+                            gdu_pcie_path *out)
 {
     chain ca, cb;
     memset(out, 0, sizeof *out);

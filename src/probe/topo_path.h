@@ -25,12 +25,13 @@ enum { GDU_PATH_MAX_BRIDGES = 16 };
 
 typedef struct gdu_pcie_path {
     gdu_path_kind kind;
-    size_t n_bridges;                        /* bridges traffic passes, nearest to a first */
-    char bridges[GDU_PATH_MAX_BRIDGES][16];  /* their BDFs */
+    size_t n_bridges;                       /* bridges traffic passes, nearest to a first */
+    char bridges[GDU_PATH_MAX_BRIDGES][16]; /* their BDFs */
 } gdu_pcie_path;
 
 /* a/b: canonical sysfs paths; numa_a/numa_b: their NUMA nodes (-1 unknown). */
-void gdu_pcie_path_classify(const char *a, int numa_a, const char *b, int numa_b, gdu_pcie_path *out);
+void gdu_pcie_path_classify(const char *a, int numa_a, const char *b, int numa_b,
+                            gdu_pcie_path *out);
 
 const char *gdu_path_kind_name(gdu_path_kind k);
 

@@ -14,24 +14,28 @@ typedef struct {
     size_t offset, size;
 } abi_field;
 
-#define FIELD(type, f) {#f, offsetof(type, f), sizeof(((type *)0)->f)}
+#define FIELD(type, f)                                                                             \
+    {                                                                                              \
+#f, offsetof(type, f), sizeof(((type *)0)->f)                                              \
+    }
 
-static const abi_field st_error_fields[] = {FIELD(gdu_st_error, code), FIELD(gdu_st_error, message)};
+static const abi_field st_error_fields[] = {FIELD(gdu_st_error, code),
+                                            FIELD(gdu_st_error, message)};
 static const abi_field st_tensor_fields[] = {
-    FIELD(gdu_st_tensor, name),    FIELD(gdu_st_tensor, name_len), FIELD(gdu_st_tensor, dtype),
-    FIELD(gdu_st_tensor, ndim),    FIELD(gdu_st_tensor, shape),    FIELD(gdu_st_tensor, nbytes),
-    FIELD(gdu_st_tensor, address), FIELD(gdu_st_tensor, device),   FIELD(gdu_st_tensor, file),
+    FIELD(gdu_st_tensor, name),       FIELD(gdu_st_tensor, name_len), FIELD(gdu_st_tensor, dtype),
+    FIELD(gdu_st_tensor, ndim),       FIELD(gdu_st_tensor, shape),    FIELD(gdu_st_tensor, nbytes),
+    FIELD(gdu_st_tensor, address),    FIELD(gdu_st_tensor, device),   FIELD(gdu_st_tensor, file),
     FIELD(gdu_st_tensor, file_offset)};
 static const abi_field st_load_options_fields[] = {
     FIELD(gdu_st_load_options, target), FIELD(gdu_st_load_options, gpus),
     FIELD(gdu_st_load_options, gpu_count), FIELD(gdu_st_load_options, progress),
     FIELD(gdu_st_load_options, progress_ctx)};
 static const abi_field st_load_stats_fields[] = {
-    FIELD(gdu_st_load_stats, files),          FIELD(gdu_st_load_stats, tensors),
-    FIELD(gdu_st_load_stats, tensor_bytes),   FIELD(gdu_st_load_stats, read_bytes),
-    FIELD(gdu_st_load_stats, seconds),        FIELD(gdu_st_load_stats, backend),
-    FIELD(gdu_st_load_stats, reason),         FIELD(gdu_st_load_stats, memory),
-    FIELD(gdu_st_load_stats, alloc_seconds),  FIELD(gdu_st_load_stats, engine_seconds),
+    FIELD(gdu_st_load_stats, files),           FIELD(gdu_st_load_stats, tensors),
+    FIELD(gdu_st_load_stats, tensor_bytes),    FIELD(gdu_st_load_stats, read_bytes),
+    FIELD(gdu_st_load_stats, seconds),         FIELD(gdu_st_load_stats, backend),
+    FIELD(gdu_st_load_stats, reason),          FIELD(gdu_st_load_stats, memory),
+    FIELD(gdu_st_load_stats, alloc_seconds),   FIELD(gdu_st_load_stats, engine_seconds),
     FIELD(gdu_st_load_stats, transfer_seconds)};
 static const abi_field io_extent_fields[] = {
     FIELD(gdu_io_extent, offset), FIELD(gdu_io_extent, length), FIELD(gdu_io_extent, mem),
@@ -41,7 +45,10 @@ static const abi_field io_options_fields[] = {
     FIELD(gdu_io_options, device),     FIELD(gdu_io_options, workers),
     FIELD(gdu_io_options, chunk_size), FIELD(gdu_io_options, staging_per_worker)};
 
-#define STRUCT(type, fields) {#type, sizeof(type), fields, sizeof fields / sizeof fields[0]}
+#define STRUCT(type, fields)                                                                       \
+    {                                                                                              \
+#type, sizeof(type), fields, sizeof fields / sizeof fields[0]                              \
+    }
 
 static const struct {
     const char *name;
@@ -49,20 +56,25 @@ static const struct {
     const abi_field *fields;
     size_t n;
 } structs[] = {
-    STRUCT(gdu_st_error, st_error_fields),       STRUCT(gdu_st_tensor, st_tensor_fields),
+    STRUCT(gdu_st_error, st_error_fields),
+    STRUCT(gdu_st_tensor, st_tensor_fields),
     STRUCT(gdu_st_load_options, st_load_options_fields),
-    STRUCT(gdu_st_load_stats, st_load_stats_fields), STRUCT(gdu_io_extent, io_extent_fields),
+    STRUCT(gdu_st_load_stats, st_load_stats_fields),
+    STRUCT(gdu_io_extent, io_extent_fields),
     STRUCT(gdu_io_options, io_options_fields),
 };
 
-#define CONSTANT(c) {#c, (long long)(c)}
+#define CONSTANT(c)                                                                                \
+    {                                                                                              \
+#c, (long long)(c)                                                                         \
+    }
 
 static const struct {
     const char *name;
     long long value;
 } constants[] = {
-    CONSTANT(GDU_ST_TARGET_GPU), CONSTANT(GDU_ST_TARGET_HOST), CONSTANT(GDU_ST_LENIENT),
-    CONSTANT(GDU_IO_BACKEND_HOST), CONSTANT(GDU_IO_READ), CONSTANT(GDU_IO_OP_READ),
+    CONSTANT(GDU_ST_TARGET_GPU),   CONSTANT(GDU_ST_TARGET_HOST), CONSTANT(GDU_ST_LENIENT),
+    CONSTANT(GDU_IO_BACKEND_HOST), CONSTANT(GDU_IO_READ),        CONSTANT(GDU_IO_OP_READ),
 };
 
 static char *layout;

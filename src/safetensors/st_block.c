@@ -8,9 +8,12 @@
 const char *st_mem_kind_name(st_mem_kind kind)
 {
     switch (kind) {
-    case ST_MEM_DEVICE: return "device";
-    case ST_MEM_PINNED: return "pinned host";
-    case ST_MEM_HOST: return "host";
+    case ST_MEM_DEVICE:
+        return "device";
+    case ST_MEM_PINNED:
+        return "pinned host";
+    case ST_MEM_HOST:
+        return "host";
     }
     return "unknown";
 }
@@ -137,10 +140,7 @@ uint64_t st_block_address(const st_block *b, uint64_t pos, uint64_t *contiguous)
     return g->address + (pos - g->start);
 }
 
-void st_block_retain(st_block *b)
-{
-    atomic_fetch_add(&b->refs, 1);
-}
+void st_block_retain(st_block *b) { atomic_fetch_add(&b->refs, 1); }
 
 void st_block_release(st_block *b)
 {

@@ -32,8 +32,8 @@ typedef struct st_segment {
 typedef struct st_block {
     atomic_int refs;
     st_mem_kind kind;
-    int device;     /* GPU ordinal (for pinned memory: the context's GPU), -1 for plain host */
-    uint64_t size;  /* bytes of the data section */
+    int device;    /* GPU ordinal (for pinned memory: the context's GPU), -1 for plain host */
+    uint64_t size; /* bytes of the data section */
     size_t n_segments, cap_segments;
     st_segment *segments; /* in start order, contiguous over [0, size) once complete */
     const void *cuda;     /* the libcuda table when a context is retained for the block */

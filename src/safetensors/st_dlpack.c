@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-enum { DL_CPU = 1, DL_CUDA = 2 };  /* DLDeviceType */
-enum { DL_UINT = 1 };              /* DLDataTypeCode */
+enum { DL_CPU = 1, DL_CUDA = 2 }; /* DLDeviceType */
+enum { DL_UINT = 1 };             /* DLDataTypeCode */
 
 typedef struct {
     int32_t device_type;

@@ -47,8 +47,7 @@ gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_er
     return s;
 }
 
-gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out,
-                                    gdu_st_error *err)
+gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out, gdu_st_error *err)
 {
     if (out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
@@ -78,6 +77,7 @@ gdu_st_status gdu_st_engines_release(gdu_st_error *err)
     if (busy != 0)
         return st_fail(err, GDU_ST_ERR_BUSY,
                        "%zu load(s) or open reader(s) still use the I/O engines: release them "
-                       "after those finish (close every safe_open)", busy);
+                       "after those finish (close every safe_open)",
+                       busy);
     return st_ok(err);
 }

@@ -133,12 +133,13 @@ static gdu_st_status parse_tensor(const st_json *key, const st_json *entry, uint
         offsets->kind != ST_JSON_ARRAY)
         return st_fail(err, GDU_ST_ERR_TENSOR_ENTRY,
                        "tensor " NAME_FMT " lacks a string \"dtype\", a list \"shape\" or a "
-                       "list \"data_offsets\"", name);
+                       "list \"data_offsets\"",
+                       name);
     t->name = name;
     t->name_len = key->len;
     if (strlen(dname->str) != dname->len || gdu_st_dtype_from_name(dname->str, &t->dtype) != 0)
-        return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'",
-                       name, dname->str);
+        return st_fail(err, GDU_ST_ERR_DTYPE, "tensor " NAME_FMT ": unknown dtype '%.32s'", name,
+                       dname->str);
 
     size_t ndim = shape->count;
     for (size_t d = 0; d < ndim; d++)
@@ -161,17 +162,19 @@ static gdu_st_status parse_tensor(const st_json *key, const st_json *entry, uint
         json_to_u64(&offsets->items[1], &t->end) != 0 || t->begin > t->end)
         return st_fail(err, GDU_ST_ERR_OFFSETS,
                        "tensor " NAME_FMT ": data_offsets is not [begin, end] with "
-                       "0 <= begin <= end", name);
+                       "0 <= begin <= end",
+                       name);
     if (t->end - t->begin != bits / 8)
         return st_fail(err, GDU_ST_ERR_SIZE_MISMATCH,
                        "tensor " NAME_FMT ": data_offsets span %llu bytes, shape x dtype "
-                       "needs %llu", name, (unsigned long long)(t->end - t->begin),
+                       "needs %llu",
+                       name, (unsigned long long)(t->end - t->begin),
                        (unsigned long long)(bits / 8));
     if (t->end > data_size)
         return st_fail(err, GDU_ST_ERR_OUT_OF_RANGE,
                        "tensor " NAME_FMT ": bytes [%llu, %llu) pass the end of the data "
-                       "section (%llu bytes; file truncated?)", name,
-                       (unsigned long long)t->begin, (unsigned long long)t->end,
+                       "section (%llu bytes; file truncated?)",
+                       name, (unsigned long long)t->begin, (unsigned long long)t->end,
                        (unsigned long long)data_size);
     return GDU_ST_OK;
 }
@@ -214,8 +217,8 @@ static gdu_st_status check_layout_strict(gdu_st_header *h, gdu_st_error *err)
         if (t->begin < next && t->begin == t->end)
             return st_fail(err, GDU_ST_ERR_OFFSETS,
                            "empty tensor " NAME_FMT " sits at byte %llu, inside " NAME_FMT
-                           " [%llu, %llu): tensors must follow one another", t->name,
-                           (unsigned long long)t->begin, last->name,
+                           " [%llu, %llu): tensors must follow one another",
+                           t->name, (unsigned long long)t->begin, last->name,
                            (unsigned long long)last->begin, (unsigned long long)last->end);
         if (t->begin < next)
             return overlap(last, t, err);
@@ -315,12 +318,13 @@ static gdu_st_status check_length(uint64_t n, uint64_t file_size, gdu_st_error *
     if (n > GDU_ST_MAX_HEADER_BYTES)
         return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
                        "header length %llu is over the limit of %llu bytes (not a safetensors "
-                       "file?)", (unsigned long long)n, GDU_ST_MAX_HEADER_BYTES);
+                       "file?)",
+                       (unsigned long long)n, GDU_ST_MAX_HEADER_BYTES);
     if (n > file_size - 8)
         return st_fail(err, GDU_ST_ERR_HEADER_LENGTH,
                        "header length %llu passes the end of the %llu-byte file (truncated, or "
-                       "not a safetensors file?)", (unsigned long long)n,
-                       (unsigned long long)file_size);
+                       "not a safetensors file?)",
+                       (unsigned long long)n, (unsigned long long)file_size);
     return GDU_ST_OK;
 }
 
@@ -375,8 +379,7 @@ gdu_st_status gdu_st_header_parse(const void *bytes, size_t len, uint64_t file_s
     return gdu_st_header_parse_flags(bytes, len, file_size, 0, out, err);
 }
 
-gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
-                                    gdu_st_error *err)
+gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out, gdu_st_error *err)
 {
     if (out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
@@ -402,10 +405,9 @@ gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
                        (unsigned long long)n);
     memcpy(image, prefix, 8);
     rc = st_pread_full(fd, image + 8, (size_t)n, 8);
-    gdu_st_status s = rc != 0 ? st_fail(err, GDU_ST_ERR_IO, "reading the header: %s",
-                                        strerror(-rc))
-                              : gdu_st_header_parse_flags(image, 8 + (size_t)n, size, flags,
-                                                          out, err);
+    gdu_st_status s = rc != 0
+                          ? st_fail(err, GDU_ST_ERR_IO, "reading the header: %s", strerror(-rc))
+                          : gdu_st_header_parse_flags(image, 8 + (size_t)n, size, flags, out, err);
     free(image);
     return s;
 }
@@ -436,8 +438,8 @@ size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h->metadata
 
 int gdu_st_header_has_metadata(const gdu_st_header *h) { return h->has_metadata; }
 
-int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key,
-                           size_t *key_len, const char **value, size_t *value_len)
+int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key, size_t *key_len,
+                           const char **value, size_t *value_len)
 {
     if (index >= h->metadata_count)
         return -1;

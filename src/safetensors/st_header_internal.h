@@ -15,7 +15,7 @@ struct gdu_st_header {
     struct {
         const char *key, *value;
         size_t key_len, value_len;
-    } *metadata;
+    } * metadata;
     size_t metadata_count;
     int has_metadata; /* __metadata__ present and not null */
     uint64_t data_offset, data_size, data_span, hole_bytes, trailing_bytes;

@@ -57,11 +57,12 @@ gdu_st_status st_index_parse(const void *json, size_t len, st_index *index, gdu_
     /* Distinct shard names, kept as keys of a JSON object used as a set. */
     json_t *seen = json_object();
     index->shards = calloc(json_object_size(index->weight_map) + 1, sizeof *index->shards);
-    gdu_st_status s = seen && index->shards ? GDU_ST_OK
-                                            : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    gdu_st_status s =
+        seen && index->shards ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     const char *tensor;
     json_t *shard;
-    json_object_foreach(index->weight_map, tensor, shard) {
+    json_object_foreach(index->weight_map, tensor, shard)
+    {
         if (s != GDU_ST_OK)
             break;
         const char *name = json_string_value(shard);
@@ -70,7 +71,8 @@ gdu_st_status st_index_parse(const void *json, size_t len, st_index *index, gdu_
         else if (st_index_name_is_safe(name) != 0)
             s = st_fail(err, GDU_ST_ERR_PATH_ESCAPE,
                         "shard name '%.120s' is absolute or contains \"..\": shards must lie "
-                        "under the index's folder", name);
+                        "under the index's folder",
+                        name);
         else if (json_object_get(seen, name) == NULL) {
             char *copy = strdup(name);
             if (copy == NULL || json_object_set_new(seen, name, json_true()) != 0) {
@@ -91,8 +93,8 @@ gdu_st_status st_index_parse(const void *json, size_t len, st_index *index, gdu_
     return s;
 }
 
-gdu_st_status gdu_st_index_parse(const void *json, size_t len, char ***shards,
-                                 size_t *shard_count, size_t *tensor_count, gdu_st_error *err)
+gdu_st_status gdu_st_index_parse(const void *json, size_t len, char ***shards, size_t *shard_count,
+                                 size_t *tensor_count, gdu_st_error *err)
 {
     if (json == NULL || shards == NULL || shard_count == NULL || tensor_count == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");

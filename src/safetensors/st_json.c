@@ -64,7 +64,11 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
         unsigned c = s[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xe0) == 0xc0 ? 2
+                   : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4
+                                        : 0;
         if (n == 0 || i + n > len)
             return i;
         uint32_t v = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
@@ -96,8 +100,10 @@ static int hex4(parser *ps, uint32_t *out)
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
         unsigned c = ps->p[i];
-        unsigned d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 16;
+        unsigned d = c >= '0' && c <= '9'   ? c - '0'
+                     : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                     : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                            : 16;
         if (d == 16)
             return fail(ps, "invalid \\u escape");
         v = v << 4 | d;
@@ -327,12 +333,14 @@ static int parse_container(parser *ps, st_json *out, int depth)
             return drop(ps, items, NULL);
         skip_space(ps);
         if (ps->p >= ps->end)
-            return drop(ps, items, object ? "EOF while parsing an object" : "EOF while parsing a list");
+            return drop(ps, items,
+                        object ? "EOF while parsing an object" : "EOF while parsing a list");
     }
     ps->p++;
     if (items != NULL && own(ps, items) == NULL)
         return -1;
-    *out = (st_json){.kind = object ? ST_JSON_OBJECT : ST_JSON_ARRAY, .items = items,
+    *out = (st_json){.kind = object ? ST_JSON_OBJECT : ST_JSON_ARRAY,
+                     .items = items,
                      .count = object ? n / 2 : n};
     return object ? check_unique(ps, out) : 0;
 }
@@ -375,8 +383,13 @@ static int parse_value(parser *ps, st_json *out, int depth)
 st_json_doc *st_json_parse(const char *text, size_t len, char *why, size_t why_len, size_t *where)
 {
     st_json_doc *doc = calloc(1, sizeof *doc);
-    parser ps = {(const unsigned char *)text, (const unsigned char *)text + len,
-                 (const unsigned char *)text, doc, why, why_len, 0};
+    parser ps = {(const unsigned char *)text,
+                 (const unsigned char *)text + len,
+                 (const unsigned char *)text,
+                 doc,
+                 why,
+                 why_len,
+                 0};
     if (doc == NULL) {
         fail(&ps, "out of memory");
         return NULL;

@@ -20,19 +20,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { ST_JSON_NULL, ST_JSON_BOOL, ST_JSON_NUMBER, ST_JSON_STRING, ST_JSON_ARRAY,
-               ST_JSON_OBJECT } st_json_kind;
+typedef enum {
+    ST_JSON_NULL,
+    ST_JSON_BOOL,
+    ST_JSON_NUMBER,
+    ST_JSON_STRING,
+    ST_JSON_ARRAY,
+    ST_JSON_OBJECT
+} st_json_kind;
 
 typedef struct st_json st_json;
 struct st_json {
     st_json_kind kind;
-    const char *str; /* STRING: the decoded bytes, NUL-terminated (may hold NUL); NUMBER: as written */
-    size_t len;      /* STRING, NUMBER: bytes of str */
-    int is_u64;      /* NUMBER: an unsigned integer that fits 64 bits */
+    const char
+        *str;   /* STRING: the decoded bytes, NUL-terminated (may hold NUL); NUMBER: as written */
+    size_t len; /* STRING, NUMBER: bytes of str */
+    int is_u64; /* NUMBER: an unsigned integer that fits 64 bits */
     uint64_t u64;
-    int truth;       /* BOOL */
-    size_t count;    /* ARRAY: items; OBJECT: members */
-    st_json *items;  /* ARRAY: count values; OBJECT: count keys (STRING) and values, interleaved */
+    int truth;      /* BOOL */
+    size_t count;   /* ARRAY: items; OBJECT: members */
+    st_json *items; /* ARRAY: count values; OBJECT: count keys (STRING) and values, interleaved */
 };
 
 typedef struct st_json_doc st_json_doc;
@@ -47,7 +54,10 @@ void st_json_free(st_json_doc *doc);
 
 /* An object's member: key and value of member i. */
 static inline const st_json *st_json_key(const st_json *o, size_t i) { return &o->items[2 * i]; }
-static inline const st_json *st_json_value(const st_json *o, size_t i) { return &o->items[2 * i + 1]; }
+static inline const st_json *st_json_value(const st_json *o, size_t i)
+{
+    return &o->items[2 * i + 1];
+}
 /* The value of key (NUL-terminated, holding no NUL) in object o, or NULL. */
 const st_json *st_json_get(const st_json *o, const char *key);
 

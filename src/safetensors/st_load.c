@@ -91,8 +91,8 @@ static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
-    gdu_st_status s = st_block_create(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span,
-                                      &file->block, err);
+    gdu_st_status s =
+        st_block_create(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span, &file->block, err);
     if (s != GDU_ST_OK)
         return s;
     if (span == 0)
@@ -135,9 +135,11 @@ static gdu_st_status finish_piece(gdu_st_model *m, load_piece *p, gdu_st_error *
     if (rc != 0)
         return st_fail(err, GDU_ST_ERR_ENGINE, "%s: %s", path, why);
     if (done != p->extent.length)
-        return st_fail(err, GDU_ST_ERR_IO, "%s: read %llu of %llu bytes at offset %llu (file "
-                       "truncated while loading?)", path, (unsigned long long)done,
-                       (unsigned long long)p->extent.length, (unsigned long long)p->extent.offset);
+        return st_fail(err, GDU_ST_ERR_IO,
+                       "%s: read %llu of %llu bytes at offset %llu (file "
+                       "truncated while loading?)",
+                       path, (unsigned long long)done, (unsigned long long)p->extent.length,
+                       (unsigned long long)p->extent.offset);
     m->stats.read_bytes += done;
     return GDU_ST_OK;
 }
@@ -148,15 +150,14 @@ static void fill_addresses(gdu_st_model *m)
     for (size_t i = 0; i < m->tensor_count; i++) {
         gdu_st_tensor *t = &m->tensors[i];
         const st_file *file = &m->files[t->file];
-        t->address = st_block_address(file->block,
-                                      t->file_offset - gdu_st_header_data_offset(file->header), NULL);
+        t->address = st_block_address(
+            file->block, t->file_offset - gdu_st_header_data_offset(file->header), NULL);
         t->device = file->block->kind == ST_MEM_DEVICE ? file->block->device : -1;
         m->stats.tensor_bytes += t->nbytes;
     }
 }
 
-gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
-                          gdu_st_error *err)
+gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options, gdu_st_error *err)
 {
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL model");
@@ -186,12 +187,12 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options,
     gdu_io_engine **leased = calloc(m->file_count ? m->file_count : 1, sizeof *leased);
     load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
     size_t n_pieces = 0;
-    gdu_st_status s = ios && leased && pieces ? GDU_ST_OK
-                                              : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    gdu_st_status s =
+        ios && leased && pieces ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     double first_submit = 0;
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &leased[f], &ios[f], pieces,
-                       &n_pieces, &first_submit, err);
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &leased[f], &ios[f], pieces, &n_pieces,
+                       &first_submit, err);
     /* Every submitted request is waited on, also after a failure. */
     uint64_t done = 0;
     for (size_t i = 0; i < n_pieces; i++) {

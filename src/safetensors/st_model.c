@@ -14,8 +14,7 @@
 #include <unistd.h>
 
 /* Reads a whole small file (an index JSON) into a malloc'd buffer. */
-static gdu_st_status read_small_file(const char *path, char **out, size_t *len,
-                                     gdu_st_error *err)
+static gdu_st_status read_small_file(const char *path, char **out, size_t *len, gdu_st_error *err)
 {
     int fd = st_open_regular(path);
     if (fd < 0)
@@ -97,7 +96,8 @@ static gdu_st_status check_inside(const char *dir, const char *path, const char 
         if (!inside)
             s = st_fail(err, GDU_ST_ERR_PATH_ESCAPE,
                         "shard '%.120s' resolves to %.200s, outside the index's folder: shards "
-                        "must lie under it", name, real);
+                        "must lie under it",
+                        name, real);
     }
     free(root);
     free(real);
@@ -201,7 +201,8 @@ static gdu_st_status check_index(const gdu_st_model *m, const st_index *index, g
 {
     const char *tensor;
     json_t *shard;
-    json_object_foreach(index->weight_map, tensor, shard) {
+    json_object_foreach(index->weight_map, tensor, shard)
+    {
         long i = gdu_st_model_find(m, tensor);
         const char *name = json_string_value(shard);
         size_t f = 0;
@@ -295,6 +296,5 @@ const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t inde
 }
 
 gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
-
 
 const char *gdu_st_version(void) { return GDUNLOCK_VERSION; }

@@ -19,7 +19,7 @@ struct gdu_st_model {
     size_t file_count;
     gdu_st_tensor *tensors; /* file by file, each file's in offset order */
     size_t tensor_count;
-    json_t *by_name;        /* name -> index into tensors */
+    json_t *by_name; /* name -> index into tensors */
     gdu_st_load_stats stats;
 };
 

@@ -42,7 +42,4 @@ int st_open_regular(const char *path)
     return fd;
 }
 
-const char *st_open_error(int rc)
-{
-    return rc == -EINVAL ? "not a regular file" : strerror(-rc);
-}
+const char *st_open_error(int rc) { return rc == -EINVAL ? "not a regular file" : strerror(-rc); }

@@ -36,8 +36,10 @@ static double process_age(void)
     char *p = strrchr(line, ')'); /* the command name may hold spaces */
     unsigned long long start = 0;
     /* After ") ": state is field 3; starttime is field 22, 19 fields later. */
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                                   "%*d %*d %*d %*d %llu", &start) != 1)
+    if (p == NULL || sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                            "%*d %*d %*d %*d %llu",
+                            &start) != 1)
         return -1;
     long hz = sysconf(_SC_CLK_TCK);
     double age = uptime - (double)start / (double)(hz > 0 ? hz : 100);

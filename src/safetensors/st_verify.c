@@ -62,8 +62,10 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
         n = span - pos < VERIFY_CHUNK ? span - pos : VERIFY_CHUNK;
         n = contiguous < n ? contiguous : n;
         if (n == 0) {
-            s = st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "%s: byte %llu of the data section "
-                        "was never allocated", file->path, (unsigned long long)pos);
+            s = st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                        "%s: byte %llu of the data section "
+                        "was never allocated",
+                        file->path, (unsigned long long)pos);
             break;
         }
         int rc = st_pread_full(fd, expected, (size_t)n, base + pos);
@@ -78,8 +80,8 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
                 i++;
             s = st_fail(err, GDU_ST_ERR_VERIFY_MISMATCH,
                         "%s: loaded byte %llu of the data section differs from the file "
-                        "(tensor '%.80s')", file->path, (unsigned long long)(pos + i),
-                        tensor_at(m, f, pos + i));
+                        "(tensor '%.80s')",
+                        file->path, (unsigned long long)(pos + i), tensor_at(m, f, pos + i));
         }
     }
     close(fd);
@@ -94,8 +96,8 @@ gdu_st_status gdu_st_verify(const gdu_st_model *m, gdu_st_error *err)
         if (m->files[f].block == NULL)
             return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is not loaded");
     char *loaded = malloc(VERIFY_CHUNK), *expected = malloc(VERIFY_CHUNK);
-    gdu_st_status s = loaded && expected ? GDU_ST_OK
-                                         : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    gdu_st_status s =
+        loaded && expected ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
         s = verify_file(m, f, loaded, expected, err);
     free(loaded);

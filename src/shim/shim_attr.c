@@ -12,9 +12,9 @@
 bool gdu_shim_caller_is_rdma_network(const char *caller)
 {
     static const char *const prefixes[] = {
-        "libnccl",  /* NCCL and its net plugins (libnccl-net*.so) */
-        "libnvshmem", "libucp", "libuct", "libucs", "libfabric", "libmpi", "libgdrapi", "libibverbs", "librdmacm",
-        "libmlx5",  "libhcoll",
+        "libnccl", /* NCCL and its net plugins (libnccl-net*.so) */
+        "libnvshmem", "libucp",     "libuct",    "libucs",  "libfabric", "libmpi",
+        "libgdrapi",  "libibverbs", "librdmacm", "libmlx5", "libhcoll",
     };
     if (caller == NULL)
         return false;
@@ -54,12 +54,14 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
         s->rdma_attr_kept++;
         if (network && s->rdma_attr_kept_for[0] == '\0') {
             const char *base = strrchr(caller, '/');
-            snprintf(s->rdma_attr_kept_for, sizeof s->rdma_attr_kept_for, "%s", base != NULL ? base + 1 : caller);
+            snprintf(s->rdma_attr_kept_for, sizeof s->rdma_attr_kept_for, "%s",
+                     base != NULL ? base + 1 : caller);
         }
     }
     pthread_mutex_unlock(&s->lock);
     if (answer)
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPUDirect RDMA attribute of GPU %s: 1 for %s (the storage unlock)",
+        gdu_shim_log(s, GDU_LOG_DEBUG,
+                     "GPUDirect RDMA attribute of GPU %s: 1 for %s (the storage unlock)",
                      pci != NULL ? pci : "?", caller != NULL ? caller : "an unknown caller");
     return answer ? 1 : value;
 }

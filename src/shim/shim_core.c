@@ -194,7 +194,8 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
 /* Copies want bytes of parameters at ptr (size: the call's paramsSize, 0 when
  * RM takes the class's own size). After a successful call RM has copied them
  * in itself, so a plain copy is safe; before the call they are read safely. */
-static int read_params(gdu_shim *s, uint64_t ptr, uint32_t size, void *dst, size_t want, bool after_call)
+static int read_params(gdu_shim *s, uint64_t ptr, uint32_t size, void *dst, size_t want,
+                       bool after_call)
 {
     if (ptr == 0 || (size != 0 && size < want))
         return -1;
@@ -288,8 +289,9 @@ static void rm_before(gdu_shim *s, const gdu_rm_call *c)
         /* libcuda making an NV503C where the shim has its own: make room. Not
          * where the shim's is libcuda's own re-made (test mode): then libcuda
          * gets the answer it would get anyway. */
-        if (c->cls == GDU_NV50_THIRD_PARTY_P2P && (o = gdu_shim_obj(s, c->client, c->parent)) != NULL &&
-            o->cls == GDU_NV20_SUBDEVICE_0 && o->tpp_owned) {
+        if (c->cls == GDU_NV50_THIRD_PARTY_P2P &&
+            (o = gdu_shim_obj(s, c->client, c->parent)) != NULL && o->cls == GDU_NV20_SUBDEVICE_0 &&
+            o->tpp_owned) {
             gdu_obj *tpp = gdu_shim_obj(s, o->client, o->tpp);
             if (tpp == NULL || !tpp->tpp_adopted)
                 gdu_tpp_before_native(s, o);
@@ -301,7 +303,8 @@ static void rm_before(gdu_shim *s, const gdu_rm_call *c)
             gdu_tpp_unregister(s, o);
         break;
     case GDU_RM_OP_CONTROL:
-        if ((c->cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P && (o = gdu_shim_obj(s, c->client, c->handle)) != NULL &&
+        if ((c->cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P &&
+            (o = gdu_shim_obj(s, c->client, c->handle)) != NULL &&
             o->cls == GDU_NV50_THIRD_PARTY_P2P && o->tpp_owned) {
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
@@ -330,7 +333,8 @@ static void rm_after(gdu_shim *s, int fd, const gdu_rm_call *c)
             gdu_obj *o = gdu_shim_obj(s, c->client, c->handle);
             unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
             size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
-            if (o != NULL && o->cls == GDU_NV50_THIRD_PARTY_P2P && read_params(s, c->params, 0, params, want, true) == 0)
+            if (o != NULL && o->cls == GDU_NV50_THIRD_PARTY_P2P &&
+                read_params(s, c->params, 0, params, want, true) == 0)
                 gdu_tpp_after_control(s, o, c->cmd, params, want);
         }
         break;
@@ -342,14 +346,16 @@ static int rm_ioctl(gdu_shim *s, int fd, unsigned long request, unsigned nr, siz
     gdu_rm_call c;
     /* The pre-call hooks only matter once the shim owns an NV503C (never in
      * native mode, which then costs no extra system call). */
-    bool before = __atomic_load_n(&s->owned_tpp, __ATOMIC_RELAXED) != 0 &&
-                  (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
-                   (nr == GDU_NV_ESC_RM_CONTROL && s->testmode != NULL && s->testmode->sees_controls));
+    bool before =
+        __atomic_load_n(&s->owned_tpp, __ATOMIC_RELAXED) != 0 &&
+        (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_ALLOC ||
+         (nr == GDU_NV_ESC_RM_CONTROL && s->testmode != NULL && s->testmode->sees_controls));
     bool answerable = __atomic_load_n(&s->answered_tpp, __ATOMIC_RELAXED) != 0 &&
                       (nr == GDU_NV_ESC_RM_FREE || nr == GDU_NV_ESC_RM_CONTROL);
     if (before || answerable) {
         unsigned char block[GDU_MAX_RM_BLOCK];
-        if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0 && gdu_rm_call_decode(nr, block, size, &c)) {
+        if (s->ops.read_block(s->ops.ctx, arg, block, size) == 0 &&
+            gdu_rm_call_decode(nr, block, size, &c)) {
             uint32_t status;
             pthread_mutex_lock(&s->lock);
             bool answered = answerable && gdu_testmode_answer(s, &c, &status);
@@ -382,20 +388,23 @@ static void refuse(gdu_shim *s, const char *why)
         return;
     s->refused = true;
     snprintf(s->refusal, sizeof s->refusal, "%s", why);
-    gdu_shim_log(s, GDU_LOG_ERROR, "%s; not acting in this process (it runs as without gdunlock)", why);
+    gdu_shim_log(s, GDU_LOG_ERROR, "%s; not acting in this process (it runs as without gdunlock)",
+                 why);
 }
 
 static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
 {
     gdu_obj *client = gdu_shim_obj(s, m->h_client, m->h_client);
-    bool fd_ok = client != NULL && (client->fd == m->rm_ctrl_fd || s->ops.fd_kind(s->ops.ctx, m->rm_ctrl_fd) == GDU_FD_RM);
+    bool fd_ok = client != NULL && (client->fd == m->rm_ctrl_fd ||
+                                    s->ops.fd_kind(s->ops.ctx, m->rm_ctrl_fd) == GDU_FD_RM);
     if (!fd_ok) {
         if (!s->layout_validated) {
             char why[256];
-            snprintf(why, sizeof why,
-                     "UVM_MAP_EXTERNAL_ALLOCATION does not match the %u-GPU layout chosen for driver %s "
-                     "(rmCtrlFd %d, hClient 0x%x at offset %zu are no RM fd and client of this process)",
-                     s->layout.max_gpus, s->driver, m->rm_ctrl_fd, m->h_client, s->layout.off_client);
+            snprintf(
+                why, sizeof why,
+                "UVM_MAP_EXTERNAL_ALLOCATION does not match the %u-GPU layout chosen for driver %s "
+                "(rmCtrlFd %d, hClient 0x%x at offset %zu are no RM fd and client of this process)",
+                s->layout.max_gpus, s->driver, m->rm_ctrl_fd, m->h_client, s->layout.off_client);
             refuse(s, why);
         } else {
             gdu_shim_log(s, GDU_LOG_DEBUG, "mapping at 0x%llx: unknown RM client 0x%x, skipped",
@@ -406,7 +415,8 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
     s->layout_validated = true;
     gdu_obj *mem = gdu_shim_obj(s, m->h_client, m->h_memory);
     if (mem == NULL) {
-        gdu_shim_log(s, GDU_LOG_DEBUG, "mapping at 0x%llx: memory 0x%x was not seen being made, skipped",
+        gdu_shim_log(s, GDU_LOG_DEBUG,
+                     "mapping at 0x%llx: memory 0x%x was not seen being made, skipped",
                      (unsigned long long)m->base, m->h_memory);
         return;
     }
@@ -415,8 +425,12 @@ static void on_map(gdu_shim *s, const gdu_uvm_map_external *m)
         mapping_gone(s, map); /* a stale one at the same address */
     else if ((map = gdu_pool_alloc(sizeof *map)) == NULL)
         return;
-    *map = (gdu_mapping){.node.key = m->base, .base = m->base, .length = m->length, .offset = m->offset,
-                         .client = m->h_client, .memory = m->h_memory};
+    *map = (gdu_mapping){.node.key = m->base,
+                         .base = m->base,
+                         .length = m->length,
+                         .offset = m->offset,
+                         .client = m->h_client,
+                         .memory = m->h_memory};
     if (gdu_map_insert(&s->mappings, &map->node) != 0) {
         gdu_pool_free(map, sizeof *map);
         return;
@@ -500,7 +514,9 @@ static int uvm_ioctl(gdu_shim *s, int fd, unsigned long request, void *arg)
                 /* Until a block has matched the layout, its size is not known to be right. */
                 const void *block = arg;
                 if (!s->layout_validated)
-                    block = s->ops.read_block(s->ops.ctx, arg, s->map_block, s->layout.size) == 0 ? s->map_block : NULL;
+                    block = s->ops.read_block(s->ops.ctx, arg, s->map_block, s->layout.size) == 0
+                                ? s->map_block
+                                : NULL;
                 if (block != NULL) {
                     gdu_uvm_map_external_read(&s->layout, block, &m);
                     if (m.rm_status == GDU_NV_OK)
@@ -560,16 +576,14 @@ gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops)
     else
         snprintf(s->driver, sizeof s->driver, "unknown");
     char why[200];
-    s->layout_known = gdu_uvm_layout_for_driver(cfg->driver_version, &s->layout, why, sizeof why) == 0;
+    s->layout_known =
+        gdu_uvm_layout_for_driver(cfg->driver_version, &s->layout, why, sizeof why) == 0;
     if (!s->layout_known)
         snprintf(s->refusal, sizeof s->refusal, "%s", why); /* logged at the first GPU mapping */
     return s;
 }
 
-static void free_node(gdu_map_node *n, void *arg)
-{
-    gdu_pool_free(n, *(const size_t *)arg);
-}
+static void free_node(gdu_map_node *n, void *arg) { gdu_pool_free(n, *(const size_t *)arg); }
 
 void gdu_shim_free(gdu_shim *s)
 {
@@ -584,15 +598,9 @@ void gdu_shim_free(gdu_shim *s)
     free(s);
 }
 
-void gdu_shim_fork_prepare(gdu_shim *s)
-{
-    pthread_mutex_lock(&s->lock);
-}
+void gdu_shim_fork_prepare(gdu_shim *s) { pthread_mutex_lock(&s->lock); }
 
-void gdu_shim_fork_parent(gdu_shim *s)
-{
-    pthread_mutex_unlock(&s->lock);
-}
+void gdu_shim_fork_parent(gdu_shim *s) { pthread_mutex_unlock(&s->lock); }
 
 void gdu_shim_fork_child(gdu_shim *s)
 {

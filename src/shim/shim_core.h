@@ -79,17 +79,17 @@ void gdu_shim_fork_parent(gdu_shim *s);
 void gdu_shim_fork_child(gdu_shim *s);
 
 typedef struct {
-    uint64_t clients;           /* RM clients tracked now */
-    uint64_t objects_created;   /* NV503C objects the shim made */
-    uint64_t registered;        /* registrations made on the shim's NV503C objects (by the shim;
+    uint64_t clients;            /* RM clients tracked now */
+    uint64_t objects_created;    /* NV503C objects the shim made */
+    uint64_t registered;         /* registrations made on the shim's NV503C objects (by the shim;
                                    in test mode also libcuda's on the object that replaced its own) */
-    uint64_t already_registered;/* mappings found registered already (0x19, or by libcuda) */
-    uint64_t unregistered;      /* of those, ended since (unregistered, or dropped by RM) */
-    uint64_t live;              /* registered - unregistered */
-    uint64_t failures;          /* RM calls of the shim that failed */
-    uint64_t rm_calls;          /* RM calls the shim made */
-    uint64_t mappings;          /* GPU mappings tracked now */
-    uint64_t objects;           /* RM objects tracked now (the process's, and the shim's) */
+    uint64_t already_registered; /* mappings found registered already (0x19, or by libcuda) */
+    uint64_t unregistered;       /* of those, ended since (unregistered, or dropped by RM) */
+    uint64_t live;               /* registered - unregistered */
+    uint64_t failures;           /* RM calls of the shim that failed */
+    uint64_t rm_calls;           /* RM calls the shim made */
+    uint64_t mappings;           /* GPU mappings tracked now */
+    uint64_t objects;            /* RM objects tracked now (the process's, and the shim's) */
 } gdu_shim_totals;
 
 void gdu_shim_get_totals(gdu_shim *s, gdu_shim_totals *out);
@@ -141,7 +141,8 @@ void gdu_shim_cufile_deregistered(gdu_shim *s, uint64_t ptr);
 /* What the kernel's lookup (src/pinmodel) finds for [ptr, ptr + size) over
  * the registrations RM holds now: a gdu_pin_rule (0: found), *err the errno,
  * why one line (may be NULL). */
-int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why, size_t why_len);
+int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why,
+                        size_t why_len);
 
 /* True once the process made an RM client (worth a report). */
 bool gdu_shim_saw_gpu(gdu_shim *s);

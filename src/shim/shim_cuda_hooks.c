@@ -74,8 +74,10 @@ static void remember(void **slot, void *real)
 }
 
 gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev);
-gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
-gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags,
+                              int *status);
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                 unsigned long long flags, int *status);
 gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags);
 gdu_CUfileError cuFileBufDeregister(const void *ptr);
 
@@ -90,7 +92,8 @@ static const struct {
     {"cuGetProcAddress", "libcuda.so", (void **)&g_get_proc_v1, (void *)cuGetProcAddress},
     {"cuGetProcAddress_v2", "libcuda.so", (void **)&g_get_proc_v2, (void *)cuGetProcAddress_v2},
     {"cuFileBufRegister", "libcufile.so", (void **)&g_buf_register, (void *)cuFileBufRegister},
-    {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister, (void *)cuFileBufDeregister},
+    {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister,
+     (void *)cuFileBufDeregister},
 };
 
 /* The shim's function for a real one that dlsym (version < 0) or a
@@ -119,7 +122,6 @@ GDU_HIDDEN void *gdu_dlsym_handle(void *handle, const char *name)
     gdu_shim *s = gdu_preload_shim();
     return s != NULL ? substitute(name, real, -1) : real;
 }
-
 
 /* ---- the real functions, where no route handed them to us ---- */
 
@@ -194,12 +196,13 @@ GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice 
     if (s == NULL)
         return r;
     char pci[32];
-    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci), asking_library());
+    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci),
+                                     asking_library());
     return r;
 }
 
-GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags,
-                                         int *status)
+GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+                                         unsigned long long flags, int *status)
 {
     get_proc_v1_fn real = REAL(g_get_proc_v1, "libcuda.so.1", "cuGetProcAddress");
     if (real == NULL)
@@ -210,8 +213,8 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver
     return r;
 }
 
-GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
-                                            int *status)
+GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                            unsigned long long flags, int *status)
 {
     get_proc_v2_fn real = REAL(g_get_proc_v2, "libcuda.so.1", "cuGetProcAddress_v2");
     if (real == NULL)
@@ -234,9 +237,12 @@ static const char *memory_kind(const void *ptr)
         return NULL;
     int managed = 0;
     unsigned type = 0;
-    if (real(&managed, POINTER_ATTRIBUTE_IS_MANAGED, (gdu_CUdeviceptr)(uintptr_t)ptr) == GDU_CUDA_SUCCESS && managed)
+    if (real(&managed, POINTER_ATTRIBUTE_IS_MANAGED, (gdu_CUdeviceptr)(uintptr_t)ptr) ==
+            GDU_CUDA_SUCCESS &&
+        managed)
         return "managed";
-    if (real(&type, POINTER_ATTRIBUTE_MEMORY_TYPE, (gdu_CUdeviceptr)(uintptr_t)ptr) != GDU_CUDA_SUCCESS)
+    if (real(&type, POINTER_ATTRIBUTE_MEMORY_TYPE, (gdu_CUdeviceptr)(uintptr_t)ptr) !=
+        GDU_CUDA_SUCCESS)
         return "host"; /* memory CUDA does not know: plain host memory */
     return type == MEMORYTYPE_DEVICE ? "device" : type == MEMORYTYPE_HOST ? "host" : NULL;
 }
@@ -258,7 +264,8 @@ GDU_EXPORT gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int f
     gdu_CUfileError r = real(ptr, size, flags);
     gdu_shim *s = gdu_preload_shim();
     if (s != NULL)
-        gdu_shim_cufile_registered(s, (uint64_t)(uintptr_t)ptr, size, flags, r.err, memory_kind(ptr), mps_client());
+        gdu_shim_cufile_registered(s, (uint64_t)(uintptr_t)ptr, size, flags, r.err,
+                                   memory_kind(ptr), mps_client());
     return r;
 }
 

@@ -33,46 +33,70 @@ bool gdu_rm_call_decode(unsigned nr, const void *block, size_t size, gdu_rm_call
         if (size == sizeof(gdu_nvos21)) {
             gdu_nvos21 p;
             memcpy(&p, block, sizeof p);
-            *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC, .client = p.hRoot, .parent = p.hObjectParent,
-                                 .handle = p.hObjectNew, .cls = p.hClass, .params = p.pAllocParms,
-                                 .params_size = p.paramsSize, .status = p.status};
+            *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC,
+                                 .client = p.hRoot,
+                                 .parent = p.hObjectParent,
+                                 .handle = p.hObjectNew,
+                                 .cls = p.hClass,
+                                 .params = p.pAllocParms,
+                                 .params_size = p.paramsSize,
+                                 .status = p.status};
         } else {
             gdu_nvos64 p;
             memcpy(&p, block, sizeof p);
-            *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC, .client = p.hRoot, .parent = p.hObjectParent,
-                                 .handle = p.hObjectNew, .cls = p.hClass, .params = p.pAllocParms,
-                                 .params_size = p.paramsSize, .status = p.status};
+            *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC,
+                                 .client = p.hRoot,
+                                 .parent = p.hObjectParent,
+                                 .handle = p.hObjectNew,
+                                 .cls = p.hClass,
+                                 .params = p.pAllocParms,
+                                 .params_size = p.paramsSize,
+                                 .status = p.status};
         }
         return true;
     case GDU_NV_ESC_RM_FREE: {
         gdu_nvos00 p;
         memcpy(&p, block, sizeof p);
-        *out = (gdu_rm_call){.op = GDU_RM_OP_FREE, .client = p.hRoot, .parent = p.hObjectParent,
-                             .handle = p.hObjectOld, .status = p.status};
+        *out = (gdu_rm_call){.op = GDU_RM_OP_FREE,
+                             .client = p.hRoot,
+                             .parent = p.hObjectParent,
+                             .handle = p.hObjectOld,
+                             .status = p.status};
         return true;
     }
     case GDU_NV_ESC_RM_CONTROL: {
         gdu_nvos54 p;
         memcpy(&p, block, sizeof p);
-        *out = (gdu_rm_call){.op = GDU_RM_OP_CONTROL, .client = p.hClient, .handle = p.hObject,
-                             .cmd = p.cmd, .params = p.params, .params_size = p.paramsSize,
+        *out = (gdu_rm_call){.op = GDU_RM_OP_CONTROL,
+                             .client = p.hClient,
+                             .handle = p.hObject,
+                             .cmd = p.cmd,
+                             .params = p.params,
+                             .params_size = p.paramsSize,
                              .status = p.status};
         return true;
     }
     case GDU_NV_ESC_RM_DUP_OBJECT: {
         gdu_nvos55 p;
         memcpy(&p, block, sizeof p);
-        *out = (gdu_rm_call){.op = GDU_RM_OP_DUP, .client = p.hClient, .parent = p.hParent,
-                             .handle = p.hObject, .src_client = p.hClientSrc, .src_handle = p.hObjectSrc,
+        *out = (gdu_rm_call){.op = GDU_RM_OP_DUP,
+                             .client = p.hClient,
+                             .parent = p.hParent,
+                             .handle = p.hObject,
+                             .src_client = p.hClientSrc,
+                             .src_handle = p.hObjectSrc,
                              .status = p.status};
         return true;
     }
     default: { /* GDU_NV_ESC_RM_ALLOC_MEMORY */
         gdu_nvos02_with_fd p;
         memcpy(&p, block, sizeof p);
-        *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC_MEMORY, .client = p.params.hRoot,
-                             .parent = p.params.hObjectParent, .handle = p.params.hObjectNew,
-                             .cls = p.params.hClass, .status = p.params.status};
+        *out = (gdu_rm_call){.op = GDU_RM_OP_ALLOC_MEMORY,
+                             .client = p.params.hRoot,
+                             .parent = p.params.hObjectParent,
+                             .handle = p.params.hObjectNew,
+                             .cls = p.params.hClass,
+                             .status = p.params.status};
         return true;
     }
     }

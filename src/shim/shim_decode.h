@@ -20,13 +20,13 @@ typedef enum {
 
 typedef struct {
     gdu_rm_op op;
-    uint32_t client;  /* hRoot / hClient */
-    uint32_t parent;  /* alloc, dup, alloc-memory: parent of the new object */
-    uint32_t handle;  /* alloc, dup, alloc-memory: the new object (after the call: the
+    uint32_t client; /* hRoot / hClient */
+    uint32_t parent; /* alloc, dup, alloc-memory: parent of the new object */
+    uint32_t handle; /* alloc, dup, alloc-memory: the new object (after the call: the
                          generated one); free: the object freed; control: its target */
-    uint32_t cls;     /* alloc, alloc-memory */
-    uint32_t cmd;     /* control */
-    uint64_t params;  /* alloc: pAllocParms; control: params */
+    uint32_t cls;    /* alloc, alloc-memory */
+    uint32_t cmd;    /* control */
+    uint64_t params; /* alloc: pAllocParms; control: params */
     uint32_t params_size;
     uint32_t src_client, src_handle; /* dup */
     uint32_t status;

@@ -75,10 +75,7 @@ static ioctl_fn real_ioctl(void)
 }
 
 /* Resolves libc's definition of name (the shim exports its own). */
-static void *next(const char *name)
-{
-    return gdu_preload_real_dlsym(RTLD_NEXT, name);
-}
+static void *next(const char *name) { return gdu_preload_real_dlsym(RTLD_NEXT, name); }
 
 /* ---- ops for the core ---- */
 
@@ -186,7 +183,8 @@ static uint64_t op_bar1_bytes(void *ctx, const char *pci)
 
 static void read_driver_version(char *out, size_t len)
 {
-    static const char *const files[] = {"/sys/module/nvidia_uvm/version", "/proc/driver/nvidia/version"};
+    static const char *const files[] = {"/sys/module/nvidia_uvm/version",
+                                        "/proc/driver/nvidia/version"};
     out[0] = '\0';
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         int fd = open(files[i], O_RDONLY | O_CLOEXEC);
@@ -253,7 +251,8 @@ static void init_once(void)
     read_driver_version(version, sizeof version);
     gdu_shim_config cfg = {
         .log_level = g_log_level,
-        .test_drop_native = env_is("GDUNLOCK_TEST_DROP_NATIVE", "1") || env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
+        .test_drop_native = env_is("GDUNLOCK_TEST_DROP_NATIVE", "1") ||
+                            env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
         .test_strict = env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
         .fault_at = fault != NULL ? strtoull(fault, NULL, 10) : 0,
         .driver_version = version[0] ? version : NULL,
@@ -263,11 +262,13 @@ static void init_once(void)
     };
     int probe = 0, copy = -1;
     struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
-    g_vm_readv_works = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof probe;
+    g_vm_readv_works =
+        process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof probe;
     gdu_shim_ops ops = {op_ioctl, op_fd_kind, op_read_block, op_log, NULL, op_bar1_bytes};
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     if (s == NULL) {
-        log_line(GDU_LOG_ERROR, "gdunlock: out of memory at start; the shim is off in this process");
+        log_line(GDU_LOG_ERROR,
+                 "gdunlock: out of memory at start; the shim is off in this process");
         return;
     }
     __atomic_store_n(&g_shim, s, __ATOMIC_RELEASE);
@@ -291,10 +292,7 @@ gdu_shim *gdu_preload_shim(void)
     return s;
 }
 
-__attribute__((constructor)) static void gdunlock_init(void)
-{
-    gdu_preload_shim();
-}
+__attribute__((constructor)) static void gdunlock_init(void) { gdu_preload_shim(); }
 
 /* Writes text to path, "%p" replaced by the pid, through a temporary file. */
 static void write_report(const char *pattern, const char *text)
@@ -323,7 +321,8 @@ static void write_report(const char *pattern, const char *text)
     bool ok = fd >= 0 && done == len && close(fd) == 0 && rename(tmp, path) == 0;
     if (!ok) {
         char line[1200];
-        snprintf(line, sizeof line, "gdunlock: cannot write the report %s: %s", path, strerror(saved ? saved : errno));
+        snprintf(line, sizeof line, "gdunlock: cannot write the report %s: %s", path,
+                 strerror(saved ? saved : errno));
         log_line(GDU_LOG_ERROR, line);
         unlink(tmp);
     }
@@ -396,7 +395,8 @@ GDU_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
     static int (*real)(unsigned int, unsigned int, int);
     if (real == NULL)
         *(void **)&real = next("close_range");
-    int r = real != NULL ? real(first, last, flags) : (int)syscall(436 /* SYS_close_range */, first, last, flags);
+    int r = real != NULL ? real(first, last, flags)
+                         : (int)syscall(436 /* SYS_close_range */, first, last, flags);
     if (r == 0 && first < GDU_FD_CACHE)
         forget_fds((int)first, last >= GDU_FD_CACHE ? GDU_FD_CACHE - 1 : (int)last);
     return r;
@@ -451,16 +451,17 @@ GDU_EXPORT int gdunlock_test_totals(unsigned long long out[9])
         return -2;
     gdu_shim_totals t;
     gdu_shim_get_totals(s, &t);
-    unsigned long long v[9] = {t.registered, t.unregistered, t.live, t.already_registered, t.objects_created,
-                               t.failures,    t.rm_calls,     t.mappings, t.objects};
+    unsigned long long v[9] = {t.registered,         t.unregistered,    t.live,
+                               t.already_registered, t.objects_created, t.failures,
+                               t.rm_calls,           t.mappings,        t.objects};
     memcpy(out, v, sizeof v);
     return 0;
 }
 
 /* What the kernel's lookup model finds for [ptr, ptr + size) now: the rule
  * (0: found), *err its errno, why one line. -2: the shim is not active. */
-GDU_EXPORT int gdunlock_test_pin_lookup(unsigned long long ptr, unsigned long long size, int *err, char *why,
-                                        size_t why_len)
+GDU_EXPORT int gdunlock_test_pin_lookup(unsigned long long ptr, unsigned long long size, int *err,
+                                        char *why, size_t why_len)
 {
     gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
     if (s == NULL)

@@ -35,11 +35,13 @@ gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle)
     return (gdu_obj *)gdu_map_find(&s->objects, obj_key(client, handle));
 }
 
-gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls)
+gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent,
+                          uint32_t cls)
 {
     gdu_obj *o = gdu_pool_alloc(sizeof *o);
     if (o == NULL) {
-        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
+        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored",
+                     handle);
         return NULL;
     }
     o->node.key = obj_key(client, handle);
@@ -50,7 +52,8 @@ gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_
     o->fd = -1;
     if (gdu_map_insert(&s->objects, &o->node) != 0) {
         gdu_pool_free(o, sizeof *o);
-        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored", handle);
+        gdu_shim_log(s, GDU_LOG_ERROR, "out of memory tracking RM object 0x%x; it is ignored",
+                     handle);
         return NULL;
     }
     gdu_obj *p = parent != handle ? gdu_shim_obj(s, client, parent) : NULL;
@@ -94,8 +97,8 @@ gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *o)
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice)
 {
     const gdu_obj *dev = gdu_shim_device_of(s, subdevice);
-    unsigned slot = dev != NULL && dev->instance < GDU_SHIM_GPU_SLOTS - 1 ? dev->instance : GDU_SHIM_GPU_SLOTS - 1;
+    unsigned slot = dev != NULL && dev->instance < GDU_SHIM_GPU_SLOTS - 1 ? dev->instance
+                                                                          : GDU_SHIM_GPU_SLOTS - 1;
     s->gpus[slot].seen = true;
     return &s->gpus[slot];
 }
-

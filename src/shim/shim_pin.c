@@ -46,9 +46,12 @@ static void vidmem_visit(gdu_map_node *n, void *arg)
     struct view_scan *sc = arg;
     const gdu_obj *o = (const gdu_obj *)n;
     pin_view *v = sc->v;
-    if (o->reg_tpp == sc->tpp->handle && o->client == sc->tpp->client && v->n_vidmem < v->cap_vidmem)
-        v->vidmem[v->n_vidmem++] =
-            (gdu_pin_vidmem){.memory = o->handle, .address = o->reg_address, .size = o->reg_size, .offset = o->reg_offset};
+    if (o->reg_tpp == sc->tpp->handle && o->client == sc->tpp->client &&
+        v->n_vidmem < v->cap_vidmem)
+        v->vidmem[v->n_vidmem++] = (gdu_pin_vidmem){.memory = o->handle,
+                                                    .address = o->reg_address,
+                                                    .size = o->reg_size,
+                                                    .offset = o->reg_offset};
 }
 
 static unsigned slot_of(gdu_shim *s, const gdu_obj *sub)
@@ -90,10 +93,14 @@ static int view_build(gdu_shim *s, pin_view *v, gdu_pin_state *st)
     }
     gdu_map_each(&s->objects, object_visit, &sc);
     for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
-        v->gpus[i] = (gdu_pin_gpu){.gpu = i, .bar1_bytes = s->gpus[i].bar1_bytes,
+        v->gpus[i] = (gdu_pin_gpu){.gpu = i,
+                                   .bar1_bytes = s->gpus[i].bar1_bytes,
                                    .mapped_bytes = s->gpus[i].cufile_pinned};
-    *st = (gdu_pin_state){.pid = s->pid, .objects = v->objects, .n_objects = v->n_objects,
-                          .gpus = v->gpus, .n_gpus = GDU_SHIM_GPU_SLOTS};
+    *st = (gdu_pin_state){.pid = s->pid,
+                          .objects = v->objects,
+                          .n_objects = v->n_objects,
+                          .gpus = v->gpus,
+                          .n_gpus = GDU_SHIM_GPU_SLOTS};
     return 0;
 }
 
@@ -129,7 +136,8 @@ static int lookup(gdu_shim *s, uint64_t ptr, uint64_t size, gdu_pin_verdict *out
     return 0;
 }
 
-int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why, size_t why_len)
+int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why,
+                        size_t why_len)
 {
     gdu_pin_verdict v;
     pthread_mutex_lock(&s->lock);
@@ -165,7 +173,8 @@ static unsigned slot_of_address(gdu_shim *s, uint64_t va)
 {
     struct mapping_scan sc = {va, NULL};
     gdu_map_each(&s->mappings, mapping_visit, &sc);
-    const gdu_obj *mem = sc.found != NULL ? gdu_shim_obj(s, sc.found->client, sc.found->memory) : NULL;
+    const gdu_obj *mem =
+        sc.found != NULL ? gdu_shim_obj(s, sc.found->client, sc.found->memory) : NULL;
     const gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
     return sub != NULL ? slot_of(s, sub) : GDU_SHIM_GPU_SLOTS - 1;
 }
@@ -175,18 +184,23 @@ static unsigned slot_of_address(gdu_shim *s, uint64_t va)
 static void explain_unregistered(gdu_cufile_buf *b, const char *memory_kind, bool mps, bool mapped)
 {
     if (memory_kind != NULL && strcmp(memory_kind, "host") == 0)
-        snprintf(b->why, sizeof b->why,
-                 "host memory: nvidia-fs pins only GPU memory through BAR1 (its lookup answers -EINVAL, "
-                 "third_party_p2p.c:618); libcufile moves host buffers itself; register a cuMemAlloc buffer for "
-                 "GPUDirect");
+        snprintf(
+            b->why, sizeof b->why,
+            "host memory: nvidia-fs pins only GPU memory through BAR1 (its lookup answers -EINVAL, "
+            "third_party_p2p.c:618); libcufile moves host buffers itself; register a cuMemAlloc "
+            "buffer for "
+            "GPUDirect");
     else if (memory_kind != NULL && strcmp(memory_kind, "managed") == 0)
         snprintf(b->why, sizeof b->why,
-                 "managed memory (cuMemAllocManaged): it has no ThirdPartyP2P registration, so nvidia-fs cannot "
+                 "managed memory (cuMemAllocManaged): it has no ThirdPartyP2P registration, so "
+                 "nvidia-fs cannot "
                  "pin it (-EINVAL, third_party_p2p.c:618); use cuMemAlloc/cudaMalloc memory");
     else if (mps && !mapped)
         snprintf(b->why, sizeof b->why,
-                 "MPS: the GPU memory belongs to the MPS server process, and the kernel looks the buffer up by "
-                 "the calling process (third_party_p2p.c:300-342): GPUDirect Storage cannot pin it; run without MPS");
+                 "MPS: the GPU memory belongs to the MPS server process, and the kernel looks the "
+                 "buffer up by "
+                 "the calling process (third_party_p2p.c:300-342): GPUDirect Storage cannot pin "
+                 "it; run without MPS");
 }
 
 void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int flags, int status,
@@ -220,8 +234,14 @@ void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int fl
     }
     if (b->seq != 0)
         s->cufile_dropped++; /* an older, deregistered entry makes room */
-    *b = (gdu_cufile_buf){.seq = s->cufile_registered, .ptr = ptr, .size = size, .flags = flags, .status = status,
-                          .live = status == 0, .rule = (int)v.rule, .err = v.err};
+    *b = (gdu_cufile_buf){.seq = s->cufile_registered,
+                          .ptr = ptr,
+                          .size = size,
+                          .flags = flags,
+                          .status = status,
+                          .live = status == 0,
+                          .rule = (int)v.rule,
+                          .err = v.err};
     b->slot = v.object != SIZE_MAX ? v.gpu : slot_of_address(s, ptr);
     if (memory_kind != NULL)
         snprintf(b->memory_kind, sizeof b->memory_kind, "%s", memory_kind);
@@ -232,8 +252,9 @@ void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int fl
         b->pinned = v.length; /* counts against BAR1 until deregistered */
         s->gpus[b->slot].cufile_pinned += v.length;
     }
-    gdu_shim_log(s, v.rule == GDU_PIN_FOUND ? GDU_LOG_DEBUG : GDU_LOG_INFO, "cuFile buffer 0x%llx+%llu: %s",
-                 (unsigned long long)ptr, (unsigned long long)size, b->why);
+    gdu_shim_log(s, v.rule == GDU_PIN_FOUND ? GDU_LOG_DEBUG : GDU_LOG_INFO,
+                 "cuFile buffer 0x%llx+%llu: %s", (unsigned long long)ptr, (unsigned long long)size,
+                 b->why);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -15,15 +15,9 @@
 #endif
 
 #if defined(GDU_POOL_MALLOC)
-void *gdu_pool_alloc(size_t size)
-{
-    return calloc(1, size);
-}
+void *gdu_pool_alloc(size_t size) { return calloc(1, size); }
 
-void gdu_pool_free(void *p, size_t size)
-{
-    free(p);
-}
+void gdu_pool_free(void *p, size_t size) { free(p); }
 #else
 
 /* Size classes 64 B .. 4 KiB; larger blocks are whole mappings. */
@@ -52,10 +46,7 @@ static void lock(void)
         ;
 }
 
-static void unlock(void)
-{
-    __atomic_clear(&g_lock, __ATOMIC_RELEASE);
-}
+static void unlock(void) { __atomic_clear(&g_lock, __ATOMIC_RELEASE); }
 
 static void *map_pages(size_t size)
 {

@@ -39,7 +39,8 @@ static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_g
     gdu_jsonw_object_begin(w, NULL);
     rm_device(w, "rm_device", slot);
     gdu_jsonw_string(w, "pci", g->pci[0] ? g->pci : NULL);
-    gdu_jsonw_string(w, "mode", s->refused && g->mode != GDU_TPP_NATIVE ? "failed" : mode_name(g->mode));
+    gdu_jsonw_string(w, "mode",
+                     s->refused && g->mode != GDU_TPP_NATIVE ? "failed" : mode_name(g->mode));
     gdu_jsonw_string(w, "reason", reason);
     if (g->vaspace != 0)
         gdu_jsonw_uint(w, "va_space", g->vaspace);
@@ -76,7 +77,8 @@ static void cufile_json(gdu_jsonw *w, const gdu_shim *s)
     gdu_jsonw_uint(w, "not_listed", s->cufile_dropped);
     gdu_jsonw_array_begin(w, "buffers");
     /* In registration order. */
-    for (uint64_t seq = 1, listed = 0; listed < GDU_SHIM_CUFILE_BUFS && seq <= s->cufile_registered; seq++) {
+    for (uint64_t seq = 1, listed = 0; listed < GDU_SHIM_CUFILE_BUFS && seq <= s->cufile_registered;
+         seq++) {
         for (unsigned i = 0; i < GDU_SHIM_CUFILE_BUFS; i++) {
             const gdu_cufile_buf *b = &s->cufile[i];
             if (b->seq != seq)
@@ -137,7 +139,9 @@ static void object_visit(gdu_map_node *n, void *arg)
     gdu_jsonw_object_begin(w, NULL);
     gdu_jsonw_uint(w, "client", o->client);
     gdu_jsonw_uint(w, "handle", o->handle);
-    rm_device(w, "rm_device", sub != NULL ? (unsigned)(gdu_shim_gpu(sc->s, sub) - sc->s->gpus) : GDU_SHIM_GPU_SLOTS - 1);
+    rm_device(w, "rm_device",
+              sub != NULL ? (unsigned)(gdu_shim_gpu(sc->s, sub) - sc->s->gpus)
+                          : GDU_SHIM_GPU_SLOTS - 1);
     gdu_jsonw_string(w, "owner", o->tpp_owned ? "shim" : "libcuda");
     gdu_jsonw_array_begin(w, "va_spaces");
     for (unsigned i = 0; i < o->n_tpp_vaspaces; i++) {

@@ -11,11 +11,11 @@
 
 #include <pthread.h>
 
-#define GDU_SHIM_MAX_VASPACES 8   /* FERMI_VASPACE_A per device we follow */
-#define GDU_SHIM_GPU_SLOTS 33     /* RM device instances 0..31, and "unknown" */
-#define GDU_SHIM_FAIL_KINDS 8     /* distinct failure statuses counted per GPU */
-#define GDU_SHIM_FREED_RING 64    /* recently freed mappings kept for probes */
-#define GDU_SHIM_CUFILE_BUFS 64   /* cuFile buffer registrations kept for the report */
+#define GDU_SHIM_MAX_VASPACES 8 /* FERMI_VASPACE_A per device we follow */
+#define GDU_SHIM_GPU_SLOTS 33   /* RM device instances 0..31, and "unknown" */
+#define GDU_SHIM_FAIL_KINDS 8   /* distinct failure statuses counted per GPU */
+#define GDU_SHIM_FREED_RING 64  /* recently freed mappings kept for probes */
+#define GDU_SHIM_CUFILE_BUFS 64 /* cuFile buffer registrations kept for the report */
 
 typedef enum { GDU_TPP_NONE = 0, GDU_TPP_NATIVE, GDU_TPP_UNLOCKED, GDU_TPP_FAILED } gdu_tpp_mode;
 
@@ -78,12 +78,12 @@ typedef struct {
     uint64_t seq; /* 1, 2, ... in registration order; 0: entry unused */
     uint64_t ptr, size;
     int flags;
-    int status;      /* cuFileBufRegister's CUfileOpError */
-    bool live;       /* not deregistered since */
-    unsigned slot;   /* GPU stats slot of the verdict's GPU */
-    int rule;        /* gdu_pin_rule */
+    int status;    /* cuFileBufRegister's CUfileOpError */
+    bool live;     /* not deregistered since */
+    unsigned slot; /* GPU stats slot of the verdict's GPU */
+    int rule;      /* gdu_pin_rule */
     int err;
-    uint64_t pinned; /* bytes of BAR1 the pin takes (found) */
+    uint64_t pinned;      /* bytes of BAR1 the pin takes (found) */
     char memory_kind[16]; /* what cuPointerGetAttribute says it is, when asked */
     char why[400];
 } gdu_cufile_buf;
@@ -100,11 +100,11 @@ typedef struct {
     /* the VA space registered with the NV503C in use, and why that one */
     uint32_t vaspace;
     const char *vaspace_source; /* "uvm", "first" (no UVM registration seen), "libcuda" */
-    uint64_t second_mappings;   /* mappings of memory registered elsewhere already: not registered */
+    uint64_t second_mappings; /* mappings of memory registered elsewhere already: not registered */
     uint64_t stale_unregistered; /* registrations taken back because their VA was unmapped */
-    uint64_t bar1_bytes;        /* BAR1 size (0: unknown) */
+    uint64_t bar1_bytes;         /* BAR1 size (0: unknown) */
     bool bar1_asked;
-    uint64_t cufile_pinned;     /* bytes the model pins for live cuFile buffers */
+    uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
     struct {
         uint32_t status;
         uint64_t count;
@@ -131,11 +131,12 @@ struct gdu_shim {
     gdu_freed_mapping freed[GDU_SHIM_FREED_RING];
     unsigned freed_next;
     uint64_t clients;
-    unsigned owned_tpp; /* NV503C objects of the shim's own now (read without the lock) */
+    unsigned owned_tpp;    /* NV503C objects of the shim's own now (read without the lock) */
     unsigned answered_tpp; /* libcuda NV503C handles the shim answers for (read without the lock) */
-    uint64_t rm_calls; /* the shim's own, fault injection counts these */
+    uint64_t rm_calls;     /* the shim's own, fault injection counts these */
     gdu_gpu_stats gpus[GDU_SHIM_GPU_SLOTS];
-    unsigned char map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
+    unsigned char
+        map_block[sizeof(gdu_uvm_map_external_params_256)]; /* copy of the block being read */
     uint32_t pid; /* the process (RM's pid of its clients), for the kernel-lookup model */
     gdu_cufile_buf cufile[GDU_SHIM_CUFILE_BUFS];
     uint64_t cufile_registered, cufile_found; /* every cuFileBufRegister seen, and found */
@@ -149,10 +150,12 @@ struct gdu_shim {
 /* shim_objects.c: the record of RM objects, the per-GPU statistics, the log. */
 gdu_obj *gdu_shim_device_of(gdu_shim *s, const gdu_obj *o);
 gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle);
-gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent, uint32_t cls);
+gdu_obj *gdu_shim_obj_add(gdu_shim *s, uint32_t client, uint32_t handle, uint32_t parent,
+                          uint32_t cls);
 void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
 gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
-void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
 
 /* shim_tpp.c: the NV503C lifecycle on one subdevice. */
@@ -175,15 +178,16 @@ void gdu_tpp_unregister(gdu_shim *s, gdu_obj *memory);
 /* memory's registration is gone (RM dropped it, or it was unregistered): counts it. */
 void gdu_tpp_registration_ended(gdu_shim *s, gdu_obj *memory);
 /* An NV503C control succeeded: follow the registrations it made or ended. */
-void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params, size_t size);
+void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params,
+                           size_t size);
 /* The NV503C tpp is gone (freed directly, with a parent, or with a VA space). */
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp);
 /* The primitives of shim_tpp.c that the test modes use too. */
-uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
-                           void *params, uint32_t params_size);
+uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle,
+                           uint32_t cls, void *params, uint32_t params_size);
 uint32_t gdu_tpp_own_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle);
-uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params, uint32_t size,
-                             bool counted);
+uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params,
+                             uint32_t size, bool counted);
 void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what);
 void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *reason);
 unsigned gdu_tpp_gpu_number(gdu_shim *s, const gdu_obj *sub);
@@ -192,8 +196,8 @@ void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp);
 void gdu_tpp_remove_vaspace(gdu_obj *tpp, uint32_t vaspace);
 bool gdu_tpp_vaspace_by_shim(const gdu_obj *tpp, unsigned i);
-gdu_obj *gdu_tpp_registration_overlapping(gdu_shim *s, const gdu_obj *tpp, uint64_t address, uint64_t size,
-                                          bool by_shim_only);
+gdu_obj *gdu_tpp_registration_overlapping(gdu_shim *s, const gdu_obj *tpp, uint64_t address,
+                                          uint64_t size, bool by_shim_only);
 
 /* shim_testmode.c: the test modes (GDUNLOCK_TEST_DROP_NATIVE), one policy each. */
 struct gdu_testmode {
@@ -210,7 +214,8 @@ const gdu_testmode *gdu_testmode_for(const gdu_shim_config *cfg);
 bool gdu_testmode_answer(gdu_shim *s, const gdu_rm_call *c, uint32_t *status);
 /* Mode "1": libcuda is about to issue NV503C control cmd on the object that
  * replaced its own; the shim steps aside so that libcuda gets its own answer. */
-void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params, size_t size);
+void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params,
+                                 size_t size);
 /* Test probe (see gdu_shim_probe_registered). */
 int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 

@@ -27,16 +27,19 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     char what[160];
     uint32_t st = gdu_tpp_own_free(s, sub->client, sub->handle, h);
     if (st != GDU_NV_OK) {
-        snprintf(what, sizeof what, "test mode: freeing libcuda's ThirdPartyP2P 0x%x (left native)", h);
+        snprintf(what, sizeof what, "test mode: freeing libcuda's ThirdPartyP2P 0x%x (left native)",
+                 h);
         gdu_tpp_failure(s, sub, st, what);
         sub->tpp = h;
         gdu_tpp_set_mode(s, sub, GDU_TPP_NATIVE, NULL);
         return;
     }
     gdu_nv503c_alloc_params ap = {.flags = GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    st = gdu_tpp_own_alloc(s, sub->client, sub->handle, &h, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap);
+    st = gdu_tpp_own_alloc(s, sub->client, sub->handle, &h, GDU_NV50_THIRD_PARTY_P2P, &ap,
+                           sizeof ap);
     if (st != GDU_NV_OK) {
-        snprintf(what, sizeof what, "test mode: re-creating ThirdPartyP2P 0x%x (libcuda's handle is now gone)", h);
+        snprintf(what, sizeof what,
+                 "test mode: re-creating ThirdPartyP2P 0x%x (libcuda's handle is now gone)", h);
         gdu_tpp_failure(s, sub, st, what);
         char reason[200];
         snprintf(reason, sizeof reason, "%s failed: %s", what, gdu_nv_status_name(st));
@@ -52,7 +55,8 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     sub->tpp_owned = true;
     gdu_shim_gpu(s, sub)->objects_created++;
     gdu_tpp_set_mode(s, sub, GDU_TPP_UNLOCKED, NULL);
-    gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: test mode: libcuda's ThirdPartyP2P 0x%x replaced by the shim's own",
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: test mode: libcuda's ThirdPartyP2P 0x%x replaced by the shim's own",
                  gdu_tpp_gpu_number(s, sub), h);
 }
 
@@ -63,7 +67,8 @@ static void stand_in(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     uint32_t st = gdu_tpp_own_free(s, sub->client, sub->handle, tpp->handle);
     if (st != GDU_NV_OK) {
         char what[160];
-        snprintf(what, sizeof what, "strict test mode: freeing libcuda's ThirdPartyP2P 0x%x (left native)",
+        snprintf(what, sizeof what,
+                 "strict test mode: freeing libcuda's ThirdPartyP2P 0x%x (left native)",
                  tpp->handle);
         gdu_tpp_failure(s, sub, st, what);
         sub->tpp = tpp->handle;
@@ -73,7 +78,8 @@ static void stand_in(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     tpp->tpp_answered = true;
     __atomic_add_fetch(&s->answered_tpp, 1, __ATOMIC_RELAXED);
     gdu_shim_log(s, GDU_LOG_INFO,
-                 "GPU %u: strict test mode: libcuda's ThirdPartyP2P 0x%x freed; its calls on it are answered by the shim",
+                 "GPU %u: strict test mode: libcuda's ThirdPartyP2P 0x%x freed; its calls on it "
+                 "are answered by the shim",
                  gdu_tpp_gpu_number(s, sub), tpp->handle);
     if (!sub->tpp_owned)
         gdu_tpp_create(s, sub);
@@ -93,7 +99,8 @@ static uint64_t own_token(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
     return 0;
 }
 
-static uint32_t answer_control(gdu_shim *s, gdu_obj *stand_in_tpp, uint32_t cmd, void *params, uint32_t size)
+static uint32_t answer_control(gdu_shim *s, gdu_obj *stand_in_tpp, uint32_t cmd, void *params,
+                               uint32_t size)
 {
     gdu_obj *sub = gdu_shim_obj(s, stand_in_tpp->client, stand_in_tpp->parent);
     if (sub == NULL)
@@ -106,7 +113,8 @@ static uint32_t answer_control(gdu_shim *s, gdu_obj *stand_in_tpp, uint32_t cmd,
         p.vaSpaceToken = own_token(s, sub, p.hVASpace);
         memcpy(params, &p, sizeof p);
     }
-    gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: strict test mode: libcuda's control 0x%x on 0x%x answered NV_OK",
+    gdu_shim_log(s, GDU_LOG_DEBUG,
+                 "GPU %u: strict test mode: libcuda's control 0x%x on 0x%x answered NV_OK",
                  gdu_tpp_gpu_number(s, sub), cmd, stand_in_tpp->handle);
     return GDU_NV_OK;
 }
@@ -144,18 +152,22 @@ bool gdu_testmode_answer(gdu_shim *s, const gdu_rm_call *c, uint32_t *status)
         return false;
     unsigned char params[sizeof(gdu_nv503c_register_vidmem)];
     size_t want = c->params_size < sizeof params ? c->params_size : sizeof params;
-    if (want != 0 && s->ops.read_block(s->ops.ctx, (const void *)(uintptr_t)c->params, params, want) != 0)
+    if (want != 0 &&
+        s->ops.read_block(s->ops.ctx, (const void *)(uintptr_t)c->params, params, want) != 0)
         return false; /* unreadable parameters: RM gives libcuda its answer */
     *status = answer_control(s, o, c->cmd, want != 0 ? params : NULL, (uint32_t)want);
-    if (c->cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE && want >= sizeof(gdu_nv503c_register_va_space))
-        memcpy((void *)(uintptr_t)c->params, params, sizeof(gdu_nv503c_register_va_space)); /* the token */
+    if (c->cmd == GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE &&
+        want >= sizeof(gdu_nv503c_register_va_space))
+        memcpy((void *)(uintptr_t)c->params, params,
+               sizeof(gdu_nv503c_register_va_space)); /* the token */
     return true;
 }
 
 /* Test mode only: libcuda controls the NV503C that replaced its own. Whatever
  * the shim registered there is taken back first, so that libcuda's call gets
  * the answer it would get from its own object. */
-void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params, size_t size)
+void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params,
+                                 size_t size)
 {
     if (cmd == GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM && size >= sizeof(gdu_nv503c_register_vidmem)) {
         /* Step aside so that libcuda's registration gets the answer it would get natively. */
@@ -187,7 +199,8 @@ void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const 
             if (tpp->tpp_vaspaces[i] != v || !gdu_tpp_vaspace_by_shim(tpp, i))
                 continue;
             gdu_nv503c_unregister_va_space u = {.hVASpace = v};
-            if (gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u, true) == GDU_NV_OK)
+            if (gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u,
+                                    true) == GDU_NV_OK)
                 gdu_tpp_remove_vaspace(tpp, v);
             break;
         }
@@ -229,8 +242,10 @@ int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
          * (third_party_p2p.c:499-503): a registration of the memory at an
          * address no allocation has answers 0x19 exactly when the memory is
          * registered already, whatever else overlaps what. */
-        gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = GDU_PROBE_VA, .size = GDU_NV503C_VIDMEM_ALIGN};
-        *status = gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, false);
+        gdu_nv503c_register_vidmem p = {
+            .hMemory = mem->handle, .address = GDU_PROBE_VA, .size = GDU_NV503C_VIDMEM_ALIGN};
+        *status =
+            gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, false);
         if (*status == GDU_NV_ERR_INSERT_DUPLICATE_NAME)
             return 1;
         if (*status != GDU_NV_OK)
@@ -254,7 +269,8 @@ int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
             return 0;
         }
         gdu_nv503c_unregister_vidmem u = {.hMemory = f->memory};
-        *status = gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u, false);
+        *status =
+            gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u, false);
         return *status == GDU_NV_ERR_OBJECT_NOT_FOUND ? 0 : *status == GDU_NV_OK ? 1 : -1;
     }
     return -1;

@@ -20,8 +20,8 @@
 /* Issues escape nr with block on the client's fd; returns RM's status (or
  * NV_ERR_GENERIC when the ioctl itself failed or a fault was injected).
  * Probes made for tests are not counted and never faulted. */
-static uint32_t own_call(gdu_shim *s, uint32_t client, unsigned nr, void *block, size_t size, const uint32_t *status,
-                         bool counted)
+static uint32_t own_call(gdu_shim *s, uint32_t client, unsigned nr, void *block, size_t size,
+                         const uint32_t *status, bool counted)
 {
     if (counted && ++s->rm_calls == s->cfg.fault_at) {
         gdu_shim_log(s, GDU_LOG_INFO, "fault injected into the shim's RM call #%llu",
@@ -34,16 +34,21 @@ static uint32_t own_call(gdu_shim *s, uint32_t client, unsigned nr, void *block,
     int saved = errno;
     int r = s->ops.ioctl(s->ops.ctx, c->fd, gdu_nv_ioctl_request(nr, size), block);
     if (r != 0)
-        gdu_shim_log(s, GDU_LOG_ERROR, "RM escape 0x%x on fd %d failed: %s", nr, c->fd, strerror(errno));
+        gdu_shim_log(s, GDU_LOG_ERROR, "RM escape 0x%x on fd %d failed: %s", nr, c->fd,
+                     strerror(errno));
     errno = saved;
     return r == 0 ? *status : GDU_NV_ERR_GENERIC;
 }
 
-uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
-                          void *params, uint32_t params_size)
+uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle,
+                           uint32_t cls, void *params, uint32_t params_size)
 {
-    gdu_nvos64 p = {.hRoot = client, .hObjectParent = parent, .hObjectNew = *handle, .hClass = cls,
-                    .pAllocParms = (uint64_t)(uintptr_t)params, .paramsSize = params_size};
+    gdu_nvos64 p = {.hRoot = client,
+                    .hObjectParent = parent,
+                    .hObjectNew = *handle,
+                    .hClass = cls,
+                    .pAllocParms = (uint64_t)(uintptr_t)params,
+                    .paramsSize = params_size};
     uint32_t st = own_call(s, client, GDU_NV_ESC_RM_ALLOC, &p, sizeof p, &p.status, true);
     *handle = p.hObjectNew;
     return st;
@@ -55,15 +60,19 @@ uint32_t gdu_tpp_own_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_
     return own_call(s, client, GDU_NV_ESC_RM_FREE, &p, sizeof p, &p.status, true);
 }
 
-static uint32_t own_control_on(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params,
-                               uint32_t size, bool counted)
+static uint32_t own_control_on(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd,
+                               void *params, uint32_t size, bool counted)
 {
-    gdu_nvos54 p = {.hClient = client, .hObject = object, .cmd = cmd, .params = (uint64_t)(uintptr_t)params,
+    gdu_nvos54 p = {.hClient = client,
+                    .hObject = object,
+                    .cmd = cmd,
+                    .params = (uint64_t)(uintptr_t)params,
                     .paramsSize = size};
     return own_call(s, client, GDU_NV_ESC_RM_CONTROL, &p, sizeof p, &p.status, counted);
 }
 
-uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params, uint32_t size, bool counted)
+uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params,
+                             uint32_t size, bool counted)
 {
     return own_control_on(s, tpp->client, tpp->handle, cmd, params, size, counted);
 }
@@ -73,12 +82,12 @@ uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void
 static void lookup_pci(gdu_shim *s, const gdu_obj *sub, gdu_gpu_stats *g)
 {
     gdu_nv2080_gpu_get_id_params id = {0};
-    if (own_control_on(s, sub->client, sub->handle, GDU_NV2080_CTRL_CMD_GPU_GET_ID, &id, sizeof id, false) !=
-        GDU_NV_OK)
+    if (own_control_on(s, sub->client, sub->handle, GDU_NV2080_CTRL_CMD_GPU_GET_ID, &id, sizeof id,
+                       false) != GDU_NV_OK)
         return;
     gdu_nv0000_pci_info_params pci = {.gpuId = id.gpuId};
-    if (own_control_on(s, sub->client, sub->client, GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO, &pci, sizeof pci, false) ==
-            GDU_NV_OK &&
+    if (own_control_on(s, sub->client, sub->client, GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO, &pci,
+                       sizeof pci, false) == GDU_NV_OK &&
         (pci.domain | pci.bus | pci.slot) != 0)
         snprintf(g->pci, sizeof g->pci, "%04x:%02x:%02x.0", pci.domain, pci.bus, pci.slot);
 }
@@ -125,8 +134,8 @@ void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *wha
         g->fail[i].status = status;
         g->fail[i].count++;
     }
-    gdu_shim_log(s, first ? GDU_LOG_ERROR : GDU_LOG_DEBUG, "GPU %u: %s: %s", gdu_tpp_gpu_number(s, sub), what,
-                 gdu_nv_status_name(status));
+    gdu_shim_log(s, first ? GDU_LOG_ERROR : GDU_LOG_DEBUG, "GPU %u: %s: %s",
+                 gdu_tpp_gpu_number(s, sub), what, gdu_nv_status_name(status));
 }
 
 static bool in_list(const uint32_t *arr, unsigned n, uint32_t h)
@@ -139,7 +148,8 @@ static bool in_list(const uint32_t *arr, unsigned n, uint32_t h)
 
 static void add_vaspace(gdu_obj *tpp, uint32_t vaspace, bool by_shim, uint64_t token)
 {
-    if (in_list(tpp->tpp_vaspaces, tpp->n_tpp_vaspaces, vaspace) || tpp->n_tpp_vaspaces >= GDU_SHIM_MAX_VASPACES)
+    if (in_list(tpp->tpp_vaspaces, tpp->n_tpp_vaspaces, vaspace) ||
+        tpp->n_tpp_vaspaces >= GDU_SHIM_MAX_VASPACES)
         return;
     if (by_shim)
         tpp->tpp_vaspaces_by_shim |= 1u << tpp->n_tpp_vaspaces;
@@ -199,7 +209,8 @@ void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp)
             continue;
         uint32_t v = tpp->tpp_vaspaces[i];
         gdu_nv503c_unregister_va_space u = {.hVASpace = v};
-        if (gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u, true) == GDU_NV_OK)
+        if (gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u,
+                                true) == GDU_NV_OK)
             gdu_tpp_remove_vaspace(tpp, v);
     }
 }
@@ -233,16 +244,18 @@ void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     if (in_list(tpp->tpp_vaspaces_failed, tpp->n_tpp_vaspaces_failed, v->handle))
         return;
     gdu_nv503c_register_va_space p = {.hVASpace = v->handle};
-    uint32_t st = gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
+    uint32_t st =
+        gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
     if (st == GDU_NV_OK) {
         add_vaspace(tpp, v->handle, true, p.vaSpaceToken);
         g->va_spaces_registered++;
         g->vaspace = v->handle;
         g->vaspace_source = source;
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: VA space 0x%x (%s) registered with ThirdPartyP2P 0x%x",
-                     gdu_tpp_gpu_number(s, sub), v->handle,
-                     strcmp(source, "uvm") == 0 ? "the one registered with UVM" : "the device's first",
-                     tpp->handle);
+        gdu_shim_log(
+            s, GDU_LOG_DEBUG, "GPU %u: VA space 0x%x (%s) registered with ThirdPartyP2P 0x%x",
+            gdu_tpp_gpu_number(s, sub), v->handle,
+            strcmp(source, "uvm") == 0 ? "the one registered with UVM" : "the device's first",
+            tpp->handle);
     } else {
         if (tpp->n_tpp_vaspaces_failed < GDU_SHIM_MAX_VASPACES)
             tpp->tpp_vaspaces_failed[tpp->n_tpp_vaspaces_failed++] = v->handle;
@@ -262,7 +275,8 @@ struct overlap_scan {
 
 static bool overlaps(const gdu_obj *o, uint64_t address, uint64_t size)
 {
-    return o->reg_tpp != 0 && o->reg_address < address + size && address < o->reg_address + o->reg_size;
+    return o->reg_tpp != 0 && o->reg_address < address + size &&
+           address < o->reg_address + o->reg_size;
 }
 
 static void overlap_visit(gdu_map_node *n, void *arg)
@@ -274,23 +288,23 @@ static void overlap_visit(gdu_map_node *n, void *arg)
         sc->found = o;
 }
 
-gdu_obj *gdu_tpp_registration_overlapping(gdu_shim *s, const gdu_obj *tpp, uint64_t address, uint64_t size,
-                                          bool by_shim_only)
+gdu_obj *gdu_tpp_registration_overlapping(gdu_shim *s, const gdu_obj *tpp, uint64_t address,
+                                          uint64_t size, bool by_shim_only)
 {
     struct overlap_scan sc = {s, tpp, address, size, by_shim_only, NULL};
     gdu_map_each(&s->objects, overlap_visit, &sc);
     return sc.found;
 }
 
-static bool same_registration(const gdu_obj *mem, const gdu_obj *tpp, uint64_t address, uint64_t size,
-                              uint64_t offset)
+static bool same_registration(const gdu_obj *mem, const gdu_obj *tpp, uint64_t address,
+                              uint64_t size, uint64_t offset)
 {
     return mem->reg_tpp == tpp->handle && mem->reg_address == address && mem->reg_size == size &&
            mem->reg_offset == offset;
 }
 
-static void record_registration(gdu_obj *mem, const gdu_obj *tpp, bool by_shim, bool counted, uint64_t address,
-                                uint64_t size, uint64_t offset)
+static void record_registration(gdu_obj *mem, const gdu_obj *tpp, bool by_shim, bool counted,
+                                uint64_t address, uint64_t size, uint64_t offset)
 {
     mem->reg_tpp = tpp->handle;
     mem->reg_by_shim = by_shim;
@@ -300,15 +314,18 @@ static void record_registration(gdu_obj *mem, const gdu_obj *tpp, bool by_shim, 
     mem->reg_offset = offset;
 }
 
-static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp, gdu_obj *mem, const gdu_mapping *m)
+static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp, gdu_obj *mem,
+                            const gdu_mapping *m)
 {
     gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
     uint64_t address, size, offset;
     if (!gdu_vidmem_aligned_part(m->base, m->length, m->offset, &address, &size, &offset)) {
         g->skipped++;
         g->skipped_bytes += m->length;
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: mapping 0x%llx+0x%llx has no 64 KiB aligned part; not registered",
-                     gdu_tpp_gpu_number(s, sub), (unsigned long long)m->base, (unsigned long long)m->length);
+        gdu_shim_log(s, GDU_LOG_DEBUG,
+                     "GPU %u: mapping 0x%llx+0x%llx has no 64 KiB aligned part; not registered",
+                     gdu_tpp_gpu_number(s, sub), (unsigned long long)m->base,
+                     (unsigned long long)m->length);
         return;
     }
     if (mem->reg_tpp != 0) {
@@ -321,28 +338,33 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp, gdu_obj *me
         g->second_mappings++;
         g->skipped_bytes += m->length;
         gdu_shim_log(s, GDU_LOG_INFO,
-                     "GPU %u: memory 0x%x is registered at 0x%llx already; its mapping at 0x%llx is not registered "
+                     "GPU %u: memory 0x%x is registered at 0x%llx already; its mapping at 0x%llx "
+                     "is not registered "
                      "(RM keeps one registration per memory object)",
-                     gdu_tpp_gpu_number(s, sub), mem->handle, (unsigned long long)mem->reg_address, (unsigned long long)m->base);
+                     gdu_tpp_gpu_number(s, sub), mem->handle, (unsigned long long)mem->reg_address,
+                     (unsigned long long)m->base);
         return;
     }
     g->skipped_bytes += m->length - size;
     for (int attempt = 0; attempt < 2; attempt++) {
-        gdu_nv503c_register_vidmem p = {.hMemory = mem->handle, .address = address, .size = size, .offset = offset};
-        uint32_t st = gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, true);
+        gdu_nv503c_register_vidmem p = {
+            .hMemory = mem->handle, .address = address, .size = size, .offset = offset};
+        uint32_t st =
+            gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &p, sizeof p, true);
         if (st == GDU_NV_OK) {
             record_registration(mem, tpp, true, true, address, size, offset);
             g->registered++;
-            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x at 0x%llx (%llu bytes) registered", gdu_tpp_gpu_number(s, sub),
-                         mem->handle, (unsigned long long)address, (unsigned long long)size);
+            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x at 0x%llx (%llu bytes) registered",
+                         gdu_tpp_gpu_number(s, sub), mem->handle, (unsigned long long)address,
+                         (unsigned long long)size);
             return;
         }
         if (st == GDU_NV_ERR_NOT_SUPPORTED) {
             /* RM registers only video memory (ADDR_FBMEM): this one is not. */
             g->skipped++;
             g->skipped_bytes += size;
-            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x is not registrable: %s", gdu_tpp_gpu_number(s, sub),
-                         mem->handle, gdu_nv_status_name(st));
+            gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x is not registrable: %s",
+                         gdu_tpp_gpu_number(s, sub), mem->handle, gdu_nv_status_name(st));
             return;
         }
         if (st == GDU_NV_ERR_INSERT_DUPLICATE_NAME && attempt == 0) {
@@ -352,8 +374,10 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp, gdu_obj *me
              * without being noticed goes; anything else is not the shim's to take. */
             gdu_obj *old = gdu_tpp_registration_overlapping(s, tpp, address, size, true);
             if (old != NULL) {
-                gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: memory 0x%x's stale registration at 0x%llx is in the way; taken back",
-                             gdu_tpp_gpu_number(s, sub), old->handle, (unsigned long long)old->reg_address);
+                gdu_shim_log(
+                    s, GDU_LOG_INFO,
+                    "GPU %u: memory 0x%x's stale registration at 0x%llx is in the way; taken back",
+                    gdu_tpp_gpu_number(s, sub), old->handle, (unsigned long long)old->reg_address);
                 gdu_tpp_unregister(s, old);
                 g->stale_unregistered++;
                 if (old->reg_tpp == 0)
@@ -361,10 +385,11 @@ static void register_memory(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp, gdu_obj *me
             }
         }
         char what[200];
-        snprintf(what, sizeof what, "REGISTER_VIDMEM of memory 0x%x at 0x%llx (%llu bytes)%s", mem->handle,
-                 (unsigned long long)address, (unsigned long long)size,
-                 st == GDU_NV_ERR_INSERT_DUPLICATE_NAME ? " overlaps a registration the shim did not make; left unregistered"
-                                                        : "");
+        snprintf(what, sizeof what, "REGISTER_VIDMEM of memory 0x%x at 0x%llx (%llu bytes)%s",
+                 mem->handle, (unsigned long long)address, (unsigned long long)size,
+                 st == GDU_NV_ERR_INSERT_DUPLICATE_NAME
+                     ? " overlaps a registration the shim did not make; left unregistered"
+                     : "");
         gdu_tpp_failure(s, sub, st, what);
         return;
     }
@@ -393,11 +418,15 @@ bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub)
 {
     gdu_nv503c_alloc_params ap = {.flags = GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     uint32_t h = 0; /* RM picks a handle from the client's own range: no clash with libcuda's */
-    uint32_t st = gdu_tpp_own_alloc(s, sub->client, sub->handle, &h, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap);
-    gdu_obj *tpp = st == GDU_NV_OK ? gdu_shim_obj_add(s, sub->client, h, sub->handle, GDU_NV50_THIRD_PARTY_P2P) : NULL;
+    uint32_t st = gdu_tpp_own_alloc(s, sub->client, sub->handle, &h, GDU_NV50_THIRD_PARTY_P2P, &ap,
+                                    sizeof ap);
+    gdu_obj *tpp = st == GDU_NV_OK
+                       ? gdu_shim_obj_add(s, sub->client, h, sub->handle, GDU_NV50_THIRD_PARTY_P2P)
+                       : NULL;
     if (tpp == NULL) {
         char what[160];
-        snprintf(what, sizeof what, "creating ThirdPartyP2P (class 0x503c, BAR1) under subdevice 0x%x", sub->handle);
+        snprintf(what, sizeof what,
+                 "creating ThirdPartyP2P (class 0x503c, BAR1) under subdevice 0x%x", sub->handle);
         if (st == GDU_NV_OK)
             gdu_tpp_own_free(s, sub->client, sub->handle, h);
         gdu_tpp_failure(s, sub, st, what);
@@ -412,7 +441,8 @@ bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub)
     sub->tpp_owned = true;
     gdu_shim_gpu(s, sub)->objects_created++;
     gdu_tpp_set_mode(s, sub, GDU_TPP_UNLOCKED, NULL);
-    gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: created ThirdPartyP2P 0x%x (BAR1) under subdevice 0x%x of client 0x%x",
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: created ThirdPartyP2P 0x%x (BAR1) under subdevice 0x%x of client 0x%x",
                  gdu_tpp_gpu_number(s, sub), h, sub->handle, sub->client);
     gdu_tpp_ensure_vaspace(s, sub, tpp);
     struct device_mappings dm = {s, sub, tpp};
@@ -496,7 +526,8 @@ void gdu_tpp_on_native(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     sub->tpp = tpp->handle;
     sub->tpp_owned = false;
     gdu_tpp_set_mode(s, sub, GDU_TPP_NATIVE, NULL);
-    gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: libcuda has its own ThirdPartyP2P 0x%x: native, nothing to do",
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: libcuda has its own ThirdPartyP2P 0x%x: native, nothing to do",
                  gdu_tpp_gpu_number(s, sub), tpp->handle);
 }
 
@@ -505,10 +536,12 @@ void gdu_tpp_before_native(gdu_shim *s, gdu_obj *sub)
     gdu_obj *tpp = gdu_shim_obj(s, sub->client, sub->tpp);
     uint32_t st = gdu_tpp_own_free(s, sub->client, sub->handle, sub->tpp);
     if (st != GDU_NV_OK) {
-        gdu_tpp_failure(s, sub, st, "freeing the shim's ThirdPartyP2P so that libcuda can make its own");
+        gdu_tpp_failure(s, sub, st,
+                        "freeing the shim's ThirdPartyP2P so that libcuda can make its own");
         return;
     }
-    gdu_shim_log(s, GDU_LOG_INFO, "GPU %u: libcuda makes its own ThirdPartyP2P; the shim's 0x%x is freed for it",
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: libcuda makes its own ThirdPartyP2P; the shim's 0x%x is freed for it",
                  gdu_tpp_gpu_number(s, sub), sub->tpp);
     if (tpp != NULL) {
         gdu_tpp_forget(s, tpp);
@@ -534,11 +567,12 @@ void gdu_tpp_unregister(gdu_shim *s, gdu_obj *mem)
     if (!mem->reg_by_shim || sub == NULL)
         return;
     gdu_nv503c_unregister_vidmem p = {.hMemory = mem->handle};
-    uint32_t st = gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &p, sizeof p, true);
+    uint32_t st =
+        gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &p, sizeof p, true);
     if (st == GDU_NV_OK || st == GDU_NV_ERR_OBJECT_NOT_FOUND) {
         gdu_tpp_registration_ended(s, mem);
-        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x unregistered: %s", gdu_tpp_gpu_number(s, sub), mem->handle,
-                     gdu_nv_status_name(st));
+        gdu_shim_log(s, GDU_LOG_DEBUG, "GPU %u: memory 0x%x unregistered: %s",
+                     gdu_tpp_gpu_number(s, sub), mem->handle, gdu_nv_status_name(st));
     } else {
         char what[96];
         snprintf(what, sizeof what, "UNREGISTER_VIDMEM of memory 0x%x", mem->handle);

@@ -32,10 +32,7 @@ static void put(gdu_jsonw *w, const char *s, size_t n)
     w->buf[w->len] = '\0';
 }
 
-static void puts_(gdu_jsonw *w, const char *s)
-{
-    put(w, s, strlen(s));
-}
+static void puts_(gdu_jsonw *w, const char *s) { put(w, s, strlen(s)); }
 
 static void quoted(gdu_jsonw *w, const char *s)
 {
@@ -104,25 +101,13 @@ static void close_(gdu_jsonw *w, const char *bracket)
     puts_(w, bracket);
 }
 
-void gdu_jsonw_object_begin(gdu_jsonw *w, const char *key)
-{
-    open_(w, key, "{");
-}
+void gdu_jsonw_object_begin(gdu_jsonw *w, const char *key) { open_(w, key, "{"); }
 
-void gdu_jsonw_object_end(gdu_jsonw *w)
-{
-    close_(w, "}");
-}
+void gdu_jsonw_object_end(gdu_jsonw *w) { close_(w, "}"); }
 
-void gdu_jsonw_array_begin(gdu_jsonw *w, const char *key)
-{
-    open_(w, key, "[");
-}
+void gdu_jsonw_array_begin(gdu_jsonw *w, const char *key) { open_(w, key, "["); }
 
-void gdu_jsonw_array_end(gdu_jsonw *w)
-{
-    close_(w, "]");
-}
+void gdu_jsonw_array_end(gdu_jsonw *w) { close_(w, "]"); }
 
 void gdu_jsonw_string(gdu_jsonw *w, const char *key, const char *value)
 {

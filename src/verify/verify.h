@@ -27,7 +27,11 @@
 typedef enum { GDU_VERIFY_DIRECT = 0, GDU_VERIFY_COMPAT, GDU_VERIFY_FAILED } gdu_verify_verdict;
 
 /* The two ways verify allocates device memory. */
-typedef enum { GDU_VERIFY_MEM_CUMEMALLOC = 0, GDU_VERIFY_MEM_VMM, GDU_VERIFY_MEM_COUNT } gdu_verify_mem;
+typedef enum {
+    GDU_VERIFY_MEM_CUMEMALLOC = 0,
+    GDU_VERIFY_MEM_VMM,
+    GDU_VERIFY_MEM_COUNT
+} gdu_verify_mem;
 
 /* One library call's outcome: ran, code (CUfileOpError, CUresult or -errno,
  * as the call returns it) and its text with the status name. */
@@ -40,23 +44,23 @@ typedef struct gdu_verify_call {
 
 /* What happened to one pair of buffers (source + destination) of one kind. */
 typedef struct gdu_verify_buffer {
-    gdu_verify_call alloc;          /* both buffers allocated, 64 KiB aligned */
-    gdu_verify_call buf_register;   /* cuFileBufRegister of both */
-    gdu_verify_call write;          /* cuFileWrite of the pattern from the source */
-    gdu_verify_call read;           /* cuFileRead into the destination */
-    bool compared;                  /* destination copied to the host and compared */
+    gdu_verify_call alloc;        /* both buffers allocated, 64 KiB aligned */
+    gdu_verify_call buf_register; /* cuFileBufRegister of both */
+    gdu_verify_call write;        /* cuFileWrite of the pattern from the source */
+    gdu_verify_call read;         /* cuFileRead into the destination */
+    bool compared;                /* destination copied to the host and compared */
     bool integrity_ok;
-    uint64_t mismatch_offset;       /* first differing byte when !integrity_ok */
-    char skipped[GDU_VERIFY_TEXT];  /* why this kind was not tried ("" if it was) */
+    uint64_t mismatch_offset;      /* first differing byte when !integrity_ok */
+    char skipped[GDU_VERIFY_TEXT]; /* why this kind was not tried ("" if it was) */
 } gdu_verify_buffer;
 
 /* What the shim (libgdunlock.so) reported about the GPU verify used. */
 typedef struct gdu_verify_shim {
-    bool active;                  /* it was preloaded into the process that did the I/O */
+    bool active; /* it was preloaded into the process that did the I/O */
     char why_inactive[GDU_VERIFY_TEXT];
     bool have_report;
     char report_error[GDU_VERIFY_TEXT]; /* why the report could not be read */
-    char mode[16];                /* "native", "unlocked", "failed", "idle", "" if not found */
+    char mode[16]; /* "native", "unlocked", "failed", "idle", "" if not found */
     char reason[GDU_VERIFY_TEXT];
     long long registered, unregistered; /* GPU allocations the shim registered; -1 unknown */
     /* The buffers handed to cuFile and what the model of the kernel's lookup
@@ -78,17 +82,17 @@ typedef struct gdu_verify_evidence {
     int gpu;
     char gpu_name[128];
     char gpu_pci[32];
-    gdu_verify_call cuda;         /* libcuda load, device and context */
-    gdu_verify_call file;         /* creating/opening PATH with O_DIRECT */
+    gdu_verify_call cuda; /* libcuda load, device and context */
+    gdu_verify_call file; /* creating/opening PATH with O_DIRECT */
 
     /* libcufile */
     gdu_verify_call cufile_load;
     char cufile_library[256];
-    int cufile_version;           /* cuFileGetVersion, 0 if unknown */
+    int cufile_version; /* cuFileGetVersion, 0 if unknown */
     gdu_verify_call driver_open;
     gdu_verify_call driver_props;
     unsigned nvfs_major, nvfs_minor; /* from cuFileDriverGetProperties; 0.0 = no nvidia-fs */
-    bool compat_allowed;          /* dcontrolflags ALLOW_COMPAT_MODE */
+    bool compat_allowed;             /* dcontrolflags ALLOW_COMPAT_MODE */
     uint64_t max_direct_io_size;
     gdu_verify_call handle_register;
     gdu_verify_buffer buffers[GDU_VERIFY_MEM_COUNT];
@@ -96,7 +100,7 @@ typedef struct gdu_verify_evidence {
 
     /* nvidia-fs stats around the I/O (before registration, after the reads) */
     bool nvfs_before, nvfs_after;
-    int nvfs_errno;               /* why the stats were not read (-ENOENT: not loaded) */
+    int nvfs_errno; /* why the stats were not read (-ENOENT: not loaded) */
     char nvfs_why[GDU_VERIFY_TEXT];
     gdu_nvfs_stats stats_before, stats_after;
     gdu_nvfs_delta delta;
@@ -123,10 +127,10 @@ typedef struct gdu_verify_result {
 
 typedef struct gdu_verify_options {
     const char *path;
-    uint64_t size;   /* bytes; rounded up to GDU_VERIFY_ALIGN */
+    uint64_t size; /* bytes; rounded up to GDU_VERIFY_ALIGN */
     int gpu;
-    bool force;      /* overwrite an existing non-empty file */
-    bool keep;       /* leave the file in place afterwards */
+    bool force;                  /* overwrite an existing non-empty file */
+    bool keep;                   /* leave the file in place afterwards */
     const char *nvfs_stats_path; /* GDU_NVFS_STATS_PATH unless testing */
     /* Called at the start of each stage (may be NULL). */
     void (*progress)(void *user, const char *stage);
@@ -141,7 +145,8 @@ void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options 
  * -EEXIST when PATH exists and is not empty without force, -ENOENT/-EACCES
  * when PATH's directory is missing or not writable, -EINVAL for bad
  * options; the cause is in why. */
-int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why, size_t why_len);
+int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why,
+                   size_t why_len);
 
 /* The verdict and its reasons. */
 void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out);
@@ -168,7 +173,8 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
  * or {"error", "errno"} when it could not run. shim says what is known of the
  * shim here; shim_reasons adds its reasons (a child leaves them to its
  * parent, which has the report). */
-json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim, bool shim_reasons);
+json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim,
+                            bool shim_reasons);
 
 /* Runs `exe verify ARGS` (argv[0] = "verify") as a child with shim_path
  * preloaded (gdu_launch_find_shim, launch/launch.h), waits, and returns the child's document with the shim's report
@@ -193,7 +199,8 @@ void gdu_verify_add_doctor(json_t *doc, const char *path);
  * pci (or index gpu): tolerant of layout changes (see verify_shim.c). */
 void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu_verify_shim *out);
 /* The same from report text in memory (len bytes, need not be NUL-terminated). */
-void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu, gdu_verify_shim *out);
+void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu,
+                                  gdu_verify_shim *out);
 
 /* The shim's part of the verdict: reasons appended to r (the verdict itself
  * never changes: DIRECT is proven by nvidia-fs's counters, not the shim). */

@@ -61,13 +61,15 @@ void gdu_verify_cufile_log_end(gdu_verify_cufile_log *log, char *out, size_t len
             line[strcspn(line, "\r\n")] = '\0';
             if (!line[0])
                 continue;
-            snprintf(lines[n % LOG_TAIL_LINES], sizeof lines[0], "%.*s", (int)sizeof lines[0] - 1, line);
+            snprintf(lines[n % LOG_TAIL_LINES], sizeof lines[0], "%.*s", (int)sizeof lines[0] - 1,
+                     line);
             n++;
         }
         size_t first = n > LOG_TAIL_LINES ? n - LOG_TAIL_LINES : 0;
         size_t used = 0;
         for (size_t i = first; i < n && used + 1 < len; i++) {
-            int w = snprintf(out + used, len - used, "%s%s", used ? " | " : "", lines[i % LOG_TAIL_LINES]);
+            int w = snprintf(out + used, len - used, "%s%s", used ? " | " : "",
+                             lines[i % LOG_TAIL_LINES]);
             used += w > 0 ? (size_t)w : 0;
         }
     }

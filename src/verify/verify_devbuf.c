@@ -7,12 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static size_t round_up(size_t v, size_t to)
-{
-    return (v + to - 1) / to * to;
-}
+static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-static int alloc_plain(const gdu_cuda *cu, size_t size, gdu_verify_devbuf *b, char *why, size_t why_len)
+static int alloc_plain(const gdu_cuda *cu, size_t size, gdu_verify_devbuf *b, char *why,
+                       size_t why_len)
 {
     /* Over-allocate so that a 64 KiB aligned range of size bytes fits. */
     b->base_size = size + GDU_VERIFY_ALIGN;
@@ -26,13 +24,14 @@ static int alloc_plain(const gdu_cuda *cu, size_t size, gdu_verify_devbuf *b, ch
     return 0;
 }
 
-static int alloc_vmm(const gdu_cuda *cu, gdu_CUdevice dev, size_t size, gdu_verify_devbuf *b, char *why,
-                     size_t why_len)
+static int alloc_vmm(const gdu_cuda *cu, gdu_CUdevice dev, size_t size, gdu_verify_devbuf *b,
+                     char *why, size_t why_len)
 {
     int vmm = 0, rdma = 0;
     cu->cuDeviceGetAttribute(&vmm, GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
     if (!vmm) {
-        snprintf(why, why_len, "the device does not support virtual memory management (cuMemCreate)");
+        snprintf(why, why_len,
+                 "the device does not support virtual memory management (cuMemCreate)");
         return -ENOTSUP;
     }
     /* The VMM-specific attribute, which the shim leaves as libcuda says: the
@@ -48,7 +47,8 @@ static int alloc_vmm(const gdu_cuda *cu, gdu_CUdevice dev, size_t size, gdu_veri
      * where it has, libcuda registers the memory with its ThirdPartyP2P object. */
     prop.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
     size_t gran = 0;
-    gdu_CUresult r = cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    gdu_CUresult r =
+        cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r != GDU_CUDA_SUCCESS || gran == 0) {
         snprintf(why, why_len, "cuMemGetAllocationGranularity: %s", gdu_cuda_result_name(r));
         return r ? r : -EINVAL;
@@ -64,7 +64,8 @@ static int alloc_vmm(const gdu_cuda *cu, gdu_CUdevice dev, size_t size, gdu_veri
     r = cu->cuMemAddressReserve(&b->base, b->base_size, align, 0, 0);
     if (r != GDU_CUDA_SUCCESS) {
         b->base = 0;
-        snprintf(why, why_len, "cuMemAddressReserve(%zu): %s", b->base_size, gdu_cuda_result_name(r));
+        snprintf(why, why_len, "cuMemAddressReserve(%zu): %s", b->base_size,
+                 gdu_cuda_result_name(r));
         return r;
     }
     r = cu->cuMemMap(b->base, b->base_size, 0, b->handle, 0);

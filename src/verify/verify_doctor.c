@@ -57,9 +57,10 @@ void gdu_verify_add_doctor(json_t *doc, const char *path)
         snprintf(text, sizeof text, "doctor: %s", r->text);
         json_array_append_new(reasons, json_pack("{s:s, s:s}", "id", id, "text", text));
     }
-    json_object_set_new(doc, "doctor", json_pack("{s:s, s:s, s:o}", "gds_verdict", gdu_gds_verdict_id(report.gds),
-                                                 "target", report.gds_target[0] ? report.gds_target : dir,
-                                                 "reasons", all));
+    json_object_set_new(doc, "doctor",
+                        json_pack("{s:s, s:s, s:o}", "gds_verdict", gdu_gds_verdict_id(report.gds),
+                                  "target", report.gds_target[0] ? report.gds_target : dir,
+                                  "reasons", all));
     gdu_report_free(&report);
     gdu_system_free(sys);
     free(sys);

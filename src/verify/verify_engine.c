@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 /* Device -> file -> device through the engine, then compare on the host. */
-static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, gdu_CUdeviceptr dst, void *host,
-                       uint64_t size, gdu_verify_evidence *ev)
+static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, gdu_CUdeviceptr dst,
+                       void *host, uint64_t size, gdu_verify_evidence *ev)
 {
     char why[GDU_VERIFY_TEXT] = "";
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ 0xe9617e;
@@ -20,7 +20,8 @@ static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, 
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuMemsetD8(dst, 0, size);
     if (r != GDU_CUDA_SUCCESS) {
-        gdu_verify_call_set(&ev->engine, false, r, "staging the pattern on the GPU: %s", gdu_cuda_result_name(r));
+        gdu_verify_call_set(&ev->engine, false, r, "staging the pattern on the GPU: %s",
+                            gdu_cuda_result_name(r));
         return;
     }
     uint64_t done = 0;
@@ -42,7 +43,8 @@ static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, 
     }
     r = cu->cuMemcpyDtoH(host, dst, size);
     if (r != GDU_CUDA_SUCCESS) {
-        gdu_verify_call_set(&ev->engine, false, r, "copying the data back: %s", gdu_cuda_result_name(r));
+        gdu_verify_call_set(&ev->engine, false, r, "copying the data back: %s",
+                            gdu_cuda_result_name(r));
         return;
     }
     uint64_t bad = 0;
@@ -51,12 +53,14 @@ static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, 
         gdu_verify_call_set(&ev->engine, true, 0, "wrote and read back %llu bytes, identical",
                             (unsigned long long)size);
     else
-        gdu_verify_call_set(&ev->engine, true, 0, "data read back differs from what was written, first at byte %llu",
+        gdu_verify_call_set(&ev->engine, true, 0,
+                            "data read back differs from what was written, first at byte %llu",
                             (unsigned long long)bad);
 }
 
-void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu, gdu_CUdeviceptr src,
-                             gdu_CUdeviceptr dst, void *host, gdu_verify_evidence *ev)
+void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu,
+                             gdu_CUdeviceptr src, gdu_CUdeviceptr dst, void *host,
+                             gdu_verify_evidence *ev)
 {
     char why[GDU_VERIFY_TEXT] = "";
     gdu_io_options o;
@@ -74,11 +78,14 @@ void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu,
         return;
     }
     gdu_io_file *f = NULL;
-    rc = gdu_io_open(e, ev->path, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why, sizeof why);
+    rc = gdu_io_open(e, ev->path, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f,
+                     why, sizeof why);
     if (rc != 0) {
-        gdu_verify_call_set(&ev->engine, false, rc, "opening %s through the I/O engine: %s", ev->path, why);
+        gdu_verify_call_set(&ev->engine, false, rc, "opening %s through the I/O engine: %s",
+                            ev->path, why);
     } else {
-        snprintf(ev->engine_backend, sizeof ev->engine_backend, "%s", gdu_io_backend_name(gdu_io_file_backend(f)));
+        snprintf(ev->engine_backend, sizeof ev->engine_backend, "%s",
+                 gdu_io_backend_name(gdu_io_file_backend(f)));
         snprintf(ev->engine_reason, sizeof ev->engine_reason, "%s", gdu_io_file_reason(f));
         round_trip(f, cu, src, dst, host, ev->size, ev);
         gdu_io_close(f);

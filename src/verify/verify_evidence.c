@@ -22,7 +22,9 @@ void gdu_verify_evidence_init(gdu_verify_evidence *ev, const gdu_verify_options 
     snprintf(ev->path, sizeof ev->path, "%s", opts->path ? opts->path : "");
     uint64_t size = opts->size ? opts->size : GDU_VERIFY_DEFAULT_SIZE;
     /* Round up to the alignment; leave an oversize value as it is for gdu_verify_run to refuse. */
-    ev->size = size > GDU_VERIFY_MAX_SIZE ? size : (size + GDU_VERIFY_ALIGN - 1) / GDU_VERIFY_ALIGN * GDU_VERIFY_ALIGN;
+    ev->size = size > GDU_VERIFY_MAX_SIZE
+                   ? size
+                   : (size + GDU_VERIFY_ALIGN - 1) / GDU_VERIFY_ALIGN * GDU_VERIFY_ALIGN;
     ev->gpu = opts->gpu;
     ev->shim.registered = ev->shim.unregistered = -1;
     ev->shim.cufile_registered = ev->shim.cufile_found = -1;

@@ -22,7 +22,7 @@ bool gdu_verify_pattern_check(const void *buf, size_t len, uint64_t seed, uint64
 /* One device buffer of either kind, aligned to GDU_VERIFY_ALIGN. */
 typedef struct gdu_verify_devbuf {
     gdu_verify_mem kind;
-    gdu_CUdeviceptr ptr;  /* aligned address handed to cuFile */
+    gdu_CUdeviceptr ptr; /* aligned address handed to cuFile */
     size_t size;
     gdu_CUdeviceptr base; /* cuMemAlloc: the allocation; VMM: the reserved range */
     size_t base_size;
@@ -40,8 +40,9 @@ void gdu_verify_devbuf_free(const gdu_cuda *cu, gdu_verify_devbuf *b);
 /* Writes and reads back size bytes of PATH through the I/O engine (pipeline
  * backend, device memory src -> file -> dst), compares on the host, and
  * records the outcome in ev->engine*. */
-void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu, gdu_CUdeviceptr src,
-                             gdu_CUdeviceptr dst, void *host, gdu_verify_evidence *ev);
+void gdu_verify_engine_check(const gdu_verify_options *opts, const gdu_cuda *cu,
+                             gdu_CUdeviceptr src, gdu_CUdeviceptr dst, void *host,
+                             gdu_verify_evidence *ev);
 
 /* libcufile's log for the duration of a run (see verify_cufile_log.c). */
 typedef struct gdu_verify_cufile_log {

@@ -26,14 +26,16 @@ static json_t *text_json(const char *s)
 
 static json_t *call_json(const gdu_verify_call *c)
 {
-    return json_pack("{s:b, s:b, s:i, s:o}", "ran", c->ran, "ok", c->ok, "code", c->code, "text", text_json(c->text));
+    return json_pack("{s:b, s:b, s:i, s:o}", "ran", c->ran, "ok", c->ok, "code", c->code, "text",
+                     text_json(c->text));
 }
 
 static json_t *list_json(const gdu_verify_reason *list, size_t n)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:o, s:o}", "id", text_json(list[i].id), "text", text_json(list[i].text)));
+        json_array_append_new(a, json_pack("{s:o, s:o}", "id", text_json(list[i].id), "text",
+                                           text_json(list[i].text)));
     return a;
 }
 
@@ -42,9 +44,10 @@ static json_t *buffers_json(const gdu_verify_evidence *ev)
     json_t *a = json_array();
     for (int m = 0; m < GDU_VERIFY_MEM_COUNT; m++) {
         const gdu_verify_buffer *b = &ev->buffers[m];
-        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b, s:b}", "kind", gdu_verify_mem_name((gdu_verify_mem)m),
-                              "alloc", call_json(&b->alloc), "buf_register", call_json(&b->buf_register),
-                              "write", call_json(&b->write), "read", call_json(&b->read), "compared",
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b, s:b}", "kind",
+                              gdu_verify_mem_name((gdu_verify_mem)m), "alloc", call_json(&b->alloc),
+                              "buf_register", call_json(&b->buf_register), "write",
+                              call_json(&b->write), "read", call_json(&b->read), "compared",
                               b->compared, "integrity_ok", b->integrity_ok);
         if (b->compared && !b->integrity_ok)
             json_object_set_new(o, "mismatch_offset", json_integer((json_int_t)b->mismatch_offset));
@@ -77,11 +80,13 @@ static json_t *nvfs_json(const gdu_verify_evidence *ev)
     json_t *gpus = json_array();
     for (size_t g = 0; g < ev->delta.n_gpus; g++) {
         const gdu_nvfs_gpu_delta *d = &ev->delta.gpus[g];
-        json_array_append_new(gpus, json_pack("{s:o, s:o, s:I, s:I, s:I, s:I}", "pci", text_json(d->pci), "uuid", text_json(d->uuid),
-                                              "registered_mib_delta", (json_int_t)d->registered_mib,
-                                              "registered_mib_after", (json_int_t)d->registered_mib_after,
-                                              "cache_mib_delta", (json_int_t)d->cache_mib,
-                                              "cache_mib_after", (json_int_t)d->cache_mib_after));
+        json_array_append_new(gpus,
+                              json_pack("{s:o, s:o, s:I, s:I, s:I, s:I}", "pci", text_json(d->pci),
+                                        "uuid", text_json(d->uuid), "registered_mib_delta",
+                                        (json_int_t)d->registered_mib, "registered_mib_after",
+                                        (json_int_t)d->registered_mib_after, "cache_mib_delta",
+                                        (json_int_t)d->cache_mib, "cache_mib_after",
+                                        (json_int_t)d->cache_mib_after));
     }
     json_object_set_new(o, "gpus", gpus);
     return o;
@@ -89,10 +94,11 @@ static json_t *nvfs_json(const gdu_verify_evidence *ev)
 
 static json_t *cufile_json(const gdu_verify_evidence *ev)
 {
-    json_t *o = json_pack("{s:o, s:i, s:o, s:o, s:o, s:o}", "library", text_json(ev->cufile_library), "version",
-                          ev->cufile_version, "load", call_json(&ev->cufile_load), "driver_open",
-                          call_json(&ev->driver_open), "properties", call_json(&ev->driver_props),
-                          "handle_register", call_json(&ev->handle_register));
+    json_t *o =
+        json_pack("{s:o, s:i, s:o, s:o, s:o, s:o}", "library", text_json(ev->cufile_library),
+                  "version", ev->cufile_version, "load", call_json(&ev->cufile_load), "driver_open",
+                  call_json(&ev->driver_open), "properties", call_json(&ev->driver_props),
+                  "handle_register", call_json(&ev->handle_register));
     if (ev->cufile_log[0])
         json_object_set_new(o, "log", text_json(ev->cufile_log));
     if (ev->driver_props.ok) {
@@ -100,7 +106,8 @@ static json_t *cufile_json(const gdu_verify_evidence *ev)
         snprintf(version, sizeof version, "%u.%u", ev->nvfs_major, ev->nvfs_minor);
         json_object_set_new(o, "nvfs_version", json_string(version));
         json_object_set_new(o, "compat_allowed", json_boolean(ev->compat_allowed));
-        json_object_set_new(o, "max_direct_io_size", json_integer((json_int_t)ev->max_direct_io_size));
+        json_object_set_new(o, "max_direct_io_size",
+                            json_integer((json_int_t)ev->max_direct_io_size));
     }
     return o;
 }
@@ -121,8 +128,8 @@ json_t *gdu_verify_shim_json(const gdu_verify_shim *s)
     if (s->unregistered >= 0)
         json_object_set_new(o, "unregistered", json_integer(s->unregistered));
     if (s->cufile_registered >= 0) {
-        json_t *k = json_pack("{s:I, s:I}", "cufile_buffers", (json_int_t)s->cufile_registered, "found",
-                              (json_int_t)s->cufile_found);
+        json_t *k = json_pack("{s:I, s:I}", "cufile_buffers", (json_int_t)s->cufile_registered,
+                              "found", (json_int_t)s->cufile_found);
         if (s->lookup_refusal[0])
             json_object_set_new(k, "first_refusal", text_json(s->lookup_refusal));
         json_object_set_new(o, "kernel_lookup", k);
@@ -137,21 +144,25 @@ json_t *gdu_verify_reasons_json(const gdu_verify_result *r)
 
 json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_result *r)
 {
-    json_t *doc = json_pack("{s:s, s:i, s:o}", "verdict", gdu_verify_verdict_name(r->verdict), "exit_code",
-                            gdu_verify_exit_code(r->verdict), "reasons", list_json(r->reasons, r->n_reasons));
+    json_t *doc =
+        json_pack("{s:s, s:i, s:o}", "verdict", gdu_verify_verdict_name(r->verdict), "exit_code",
+                  gdu_verify_exit_code(r->verdict), "reasons", list_json(r->reasons, r->n_reasons));
     json_object_set_new(doc, "notes", list_json(r->notes, r->n_notes));
     json_object_set_new(doc, "gdunlock", json_string(GDUNLOCK_VERSION));
-    json_object_set_new(doc, "file", json_pack("{s:o, s:I, s:o}", "path", text_json(ev->path), "size", (json_int_t)ev->size,
-                                               "open", call_json(&ev->file)));
-    json_object_set_new(doc, "gpu", json_pack("{s:i, s:o, s:o}", "index", ev->gpu, "name", text_json(ev->gpu_name),
-                                              "pci", text_json(ev->gpu_pci)));
+    json_object_set_new(doc, "file",
+                        json_pack("{s:o, s:I, s:o}", "path", text_json(ev->path), "size",
+                                  (json_int_t)ev->size, "open", call_json(&ev->file)));
+    json_object_set_new(doc, "gpu",
+                        json_pack("{s:i, s:o, s:o}", "index", ev->gpu, "name",
+                                  text_json(ev->gpu_name), "pci", text_json(ev->gpu_pci)));
     json_object_set_new(doc, "cuda", call_json(&ev->cuda));
     json_object_set_new(doc, "cufile", cufile_json(ev));
     json_object_set_new(doc, "buffers", buffers_json(ev));
     json_object_set_new(doc, "nvidia_fs", nvfs_json(ev));
-    json_t *engine = json_pack("{s:o, s:o, s:o, s:b}", "check", call_json(&ev->engine), "backend",
-                               text_json(ev->engine_backend), "reason", text_json(ev->engine_reason), "integrity_ok",
-                               ev->engine_integrity_ok);
+    json_t *engine =
+        json_pack("{s:o, s:o, s:o, s:b}", "check", call_json(&ev->engine), "backend",
+                  text_json(ev->engine_backend), "reason", text_json(ev->engine_reason),
+                  "integrity_ok", ev->engine_integrity_ok);
     json_object_set_new(doc, "engine", engine);
     json_object_set_new(doc, "shim", gdu_verify_shim_json(&ev->shim));
     return doc;

@@ -17,7 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim, bool shim_reasons)
+json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shim *shim,
+                            bool shim_reasons)
 {
     static gdu_verify_evidence ev; /* large: keep it off the stack */
     gdu_verify_result r;
@@ -40,7 +41,7 @@ static void add_shim(json_t *doc, const gdu_verify_shim *shim, const char *repor
     gdu_verify_result r;
     memset(&r, 0, sizeof r);
     const char *verdict = json_string_value(json_object_get(doc, "verdict"));
-    r.verdict = !verdict ? GDU_VERIFY_FAILED
+    r.verdict = !verdict                         ? GDU_VERIFY_FAILED
                 : strcmp(verdict, "DIRECT") == 0 ? GDU_VERIFY_DIRECT
                 : strcmp(verdict, "COMPAT") == 0 ? GDU_VERIFY_COMPAT
                                                  : GDU_VERIFY_FAILED;
@@ -75,7 +76,8 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
     char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
     int made = gdu_launch_mkdtemp("verify", dir, sizeof dir);
     if (made != 0)
-        return gdu_verify_error_json("cannot create a temporary directory for the shim report", made);
+        return gdu_verify_error_json("cannot create a temporary directory for the shim report",
+                                     made);
     snprintf(result, sizeof result, "%s/result.json", dir);
     snprintf(report, sizeof report, "%s/shim-report.json", dir);
     /* libcufile's log for the child, unless the user named one: here, so that
@@ -120,18 +122,22 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
         if (!doc) {
             char why[256];
             if (WIFSIGNALED(status))
-                snprintf(why, sizeof why, "the verify process (with the shim preloaded) was killed by signal %d (%s)",
-                         WTERMSIG(status), strsignal(WTERMSIG(status)));
+                snprintf(
+                    why, sizeof why,
+                    "the verify process (with the shim preloaded) was killed by signal %d (%s)",
+                    WTERMSIG(status), strsignal(WTERMSIG(status)));
             else
-                snprintf(why, sizeof why, "the verify process (with the shim preloaded) exited %d without a result",
+                snprintf(why, sizeof why,
+                         "the verify process (with the shim preloaded) exited %d without a result",
                          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             doc = gdu_verify_error_json(why, -EIO);
             json_object_set_new(doc, "crashed", json_true());
         }
     }
     const char *pci = json_string_value(json_object_get(json_object_get(doc, "gpu"), "pci"));
-    gdu_verify_shim_read_report(report, pci ? pci : "", (int)json_integer_value(
-                                    json_object_get(json_object_get(doc, "gpu"), "index")), shim);
+    gdu_verify_shim_read_report(
+        report, pci ? pci : "",
+        (int)json_integer_value(json_object_get(json_object_get(doc, "gpu"), "index")), shim);
     add_shim(doc, shim, shim->have_report ? report : NULL);
     unlink(result);
     unlink(report);

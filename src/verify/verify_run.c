@@ -43,14 +43,16 @@ static int setup_cuda(struct run *run, gdu_verify_evidence *ev, char *why, size_
     int count = 0;
     gdu_CUresult r = cu->cuDeviceGetCount(&count);
     if (r != GDU_CUDA_SUCCESS || ev->gpu < 0 || ev->gpu >= count) {
-        gdu_verify_call_set(&ev->cuda, false, r ? r : -ENODEV, "GPU %d does not exist (%d GPU%s visible%s%s)",
-                            ev->gpu, count, count == 1 ? "" : "s", r ? ": " : "", r ? gdu_cuda_result_name(r) : "");
+        gdu_verify_call_set(&ev->cuda, false, r ? r : -ENODEV,
+                            "GPU %d does not exist (%d GPU%s visible%s%s)", ev->gpu, count,
+                            count == 1 ? "" : "s", r ? ": " : "", r ? gdu_cuda_result_name(r) : "");
         snprintf(why, why_len, "%s", ev->cuda.text);
         return -ENODEV;
     }
     r = gdu_cuda_ctx_enter(cu, ev->gpu, &run->primary, NULL, NULL, 0);
     if (r != GDU_CUDA_SUCCESS) {
-        gdu_verify_call_set(&ev->cuda, false, r, "GPU %d: context: %s", ev->gpu, gdu_cuda_result_name(r));
+        gdu_verify_call_set(&ev->cuda, false, r, "GPU %d: context: %s", ev->gpu,
+                            gdu_cuda_result_name(r));
         snprintf(why, why_len, "%s", ev->cuda.text);
         return -ENODEV;
     }
@@ -73,10 +75,11 @@ static void open_file(struct run *run, gdu_verify_evidence *ev)
     if (e == EINVAL) {
         run->fd = open(ev->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (run->fd >= 0) {
-            gdu_verify_call_set(&ev->file, true, 0,
-                                "%s: the file system refuses O_DIRECT (EINVAL); opened buffered, so "
-                                "cuFile cannot read it directly",
-                                ev->path);
+            gdu_verify_call_set(
+                &ev->file, true, 0,
+                "%s: the file system refuses O_DIRECT (EINVAL); opened buffered, so "
+                "cuFile cannot read it directly",
+                ev->path);
             return;
         }
         e = errno;
@@ -84,7 +87,8 @@ static void open_file(struct run *run, gdu_verify_evidence *ev)
     gdu_verify_call_set(&ev->file, false, -e, "cannot create %s: %s", ev->path, strerror(e));
 }
 
-static void read_nvfs(const gdu_verify_options *opts, gdu_verify_evidence *ev, gdu_nvfs_stats *st, bool *ok)
+static void read_nvfs(const gdu_verify_options *opts, gdu_verify_evidence *ev, gdu_nvfs_stats *st,
+                      bool *ok)
 {
     const char *path = opts->nvfs_stats_path ? opts->nvfs_stats_path : GDU_NVFS_STATS_PATH;
     int rc = gdu_nvfs_stats_read(path, st, ev->nvfs_why, sizeof ev->nvfs_why);
@@ -97,12 +101,14 @@ static void allocate_buffers(struct run *run, gdu_verify_evidence *ev)
 {
     for (int m = 0; m < GDU_VERIFY_MEM_COUNT; m++) {
         char why[GDU_VERIFY_TEXT] = "";
-        int rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size, &run->src[m], why, sizeof why);
+        int rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size,
+                                         &run->src[m], why, sizeof why);
         if (rc == 0)
-            rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size, &run->dst[m], why,
-                                         sizeof why);
+            rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, (gdu_verify_mem)m, ev->size,
+                                         &run->dst[m], why, sizeof why);
         if (rc == 0)
-            gdu_verify_call_set(&ev->buffers[m].alloc, true, 0, "2 x %llu bytes at 64 KiB aligned addresses",
+            gdu_verify_call_set(&ev->buffers[m].alloc, true, 0,
+                                "2 x %llu bytes at 64 KiB aligned addresses",
                                 (unsigned long long)ev->size);
         else
             gdu_verify_call_set(&ev->buffers[m].alloc, false, rc, "%s", why);
@@ -136,7 +142,8 @@ static void open_cufile(struct run *run, gdu_verify_evidence *ev)
     gdu_CUfileDrvProps props;
     memset(&props, 0, sizeof props);
     e = cf->cuFileDriverGetProperties(&props);
-    gdu_verify_call_set(&ev->driver_props, e.err == GDU_CU_FILE_SUCCESS, e.err, "cuFileDriverGetProperties: %s",
+    gdu_verify_call_set(&ev->driver_props, e.err == GDU_CU_FILE_SUCCESS, e.err,
+                        "cuFileDriverGetProperties: %s",
                         gdu_cufile_status_text(e, status, sizeof status));
     if (e.err == GDU_CU_FILE_SUCCESS) {
         ev->nvfs_major = props.nvfs.major_version;
@@ -152,12 +159,14 @@ static void open_cufile(struct run *run, gdu_verify_evidence *ev)
     e = cf->cuFileHandleRegister(&run->fh, &descr);
     if (e.err != GDU_CU_FILE_SUCCESS)
         run->fh = NULL;
-    gdu_verify_call_set(&ev->handle_register, e.err == GDU_CU_FILE_SUCCESS, e.err, "cuFileHandleRegister(%s): %s",
-                        ev->path, gdu_cufile_status_text(e, status, sizeof status));
+    gdu_verify_call_set(&ev->handle_register, e.err == GDU_CU_FILE_SUCCESS, e.err,
+                        "cuFileHandleRegister(%s): %s", ev->path,
+                        gdu_cufile_status_text(e, status, sizeof status));
 }
 
 /* cuFileRead/cuFileWrite return bytes moved, -1 with errno, or -CUfileOpError. */
-static void record_io(gdu_verify_call *c, const char *op, ssize_t ret, int saved_errno, uint64_t want)
+static void record_io(gdu_verify_call *c, const char *op, ssize_t ret, int saved_errno,
+                      uint64_t want)
 {
     if (ret >= 0 && (uint64_t)ret == want)
         gdu_verify_call_set(c, true, 0, "%s: %llu bytes", op, (unsigned long long)want);
@@ -166,10 +175,12 @@ static void record_io(gdu_verify_call *c, const char *op, ssize_t ret, int saved
     else if (ret < 0)
         gdu_verify_call_set(c, false, (int)-ret, "%s: %s", op, gdu_cufile_error_name((int)ret));
     else
-        gdu_verify_call_set(c, false, 0, "%s: moved %lld of %llu bytes", op, (long long)ret, (unsigned long long)want);
+        gdu_verify_call_set(c, false, 0, "%s: moved %lld of %llu bytes", op, (long long)ret,
+                            (unsigned long long)want);
 }
 
-static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed, gdu_verify_evidence *ev)
+static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed,
+                              gdu_verify_evidence *ev)
 {
     const gdu_cuda *cu = run->cu;
     const gdu_cufile *cf = run->cf;
@@ -183,7 +194,8 @@ static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed, 
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuMemsetD8(run->dst[m].ptr, 0, ev->size);
     if (r != GDU_CUDA_SUCCESS) {
-        gdu_verify_call_set(&b->write, false, r, "staging the pattern on the GPU: %s", gdu_cuda_result_name(r));
+        gdu_verify_call_set(&b->write, false, r, "staging the pattern on the GPU: %s",
+                            gdu_cuda_result_name(r));
         return;
     }
 
@@ -194,8 +206,8 @@ static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed, 
         run->dst_registered[m] = e.err == GDU_CU_FILE_SUCCESS;
     }
     /* An unregistered buffer still works (cuFile bounces it), so go on either way. */
-    gdu_verify_call_set(&b->buf_register, e.err == GDU_CU_FILE_SUCCESS, e.err, "cuFileBufRegister: %s",
-                        gdu_cufile_status_text(e, status, sizeof status));
+    gdu_verify_call_set(&b->buf_register, e.err == GDU_CU_FILE_SUCCESS, e.err,
+                        "cuFileBufRegister: %s", gdu_cufile_status_text(e, status, sizeof status));
 
     errno = 0;
     ssize_t ret = cf->cuFileWrite(run->fh, src, ev->size, 0, 0);
@@ -210,7 +222,8 @@ static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed, 
     memset(run->host, 0, ev->size);
     r = cu->cuMemcpyDtoH(run->host, run->dst[m].ptr, ev->size);
     if (r != GDU_CUDA_SUCCESS) {
-        gdu_verify_call_set(&b->read, false, r, "copying the data back to the host: %s", gdu_cuda_result_name(r));
+        gdu_verify_call_set(&b->read, false, r, "copying the data back to the host: %s",
+                            gdu_cuda_result_name(r));
         return;
     }
     b->compared = true;
@@ -279,12 +292,15 @@ static int check_target(const gdu_verify_options *opts, char *why, size_t why_le
         return 0;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(why, why_len, "%s is not a regular file; verify only writes to regular files", opts->path);
+        snprintf(why, why_len, "%s is not a regular file; verify only writes to regular files",
+                 opts->path);
         return -EINVAL;
     }
     if (st.st_size > 0 && !opts->force) {
-        snprintf(why, why_len, "%s exists and is not empty; verify overwrites and removes it: pass --force "
-                 "to allow that, or name a new file", opts->path);
+        snprintf(why, why_len,
+                 "%s exists and is not empty; verify overwrites and removes it: pass --force "
+                 "to allow that, or name a new file",
+                 opts->path);
         return -EEXIST;
     }
     return 0;
@@ -296,11 +312,13 @@ static void stage(const gdu_verify_options *opts, const char *what)
         opts->progress(opts->progress_user, what);
 }
 
-int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why, size_t why_len)
+int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char *why,
+                   size_t why_len)
 {
     gdu_verify_evidence_init(ev, opts);
     if (!opts->path || !opts->path[0] || ev->size > GDU_VERIFY_MAX_SIZE) {
-        snprintf(why, why_len, "%s", !opts->path || !opts->path[0] ? "no file named" : "size above 16 GiB");
+        snprintf(why, why_len, "%s",
+                 !opts->path || !opts->path[0] ? "no file named" : "size above 16 GiB");
         return -EINVAL;
     }
     int rc = check_target(opts, why, why_len);
@@ -314,7 +332,8 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         return rc;
     run.host = aligned_alloc(4096, ev->size);
     if (!run.host) {
-        snprintf(why, why_len, "cannot allocate %llu bytes of host memory", (unsigned long long)ev->size);
+        snprintf(why, why_len, "cannot allocate %llu bytes of host memory",
+                 (unsigned long long)ev->size);
         run_cleanup(&run, opts, ev->path);
         return -ENOMEM;
     }
@@ -331,22 +350,26 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         if (ev->handle_register.ok)
             for (int m = 0; m < GDU_VERIFY_MEM_COUNT; m++)
                 if (ev->buffers[m].alloc.ok) {
-                    stage(opts, m == GDU_VERIFY_MEM_VMM ? "cuFile write + read back: VMM buffers"
-                                                        : "cuFile write + read back: cuMemAlloc buffers");
-                    cufile_round_trip(&run, (gdu_verify_mem)m, seed + 0x1000u * (unsigned)(m + 1), ev);
+                    stage(opts, m == GDU_VERIFY_MEM_VMM
+                                    ? "cuFile write + read back: VMM buffers"
+                                    : "cuFile write + read back: cuMemAlloc buffers");
+                    cufile_round_trip(&run, (gdu_verify_mem)m, seed + 0x1000u * (unsigned)(m + 1),
+                                      ev);
                 }
         read_nvfs(opts, ev, &ev->stats_after, &ev->nvfs_after);
         if (ev->nvfs_before && ev->nvfs_after)
             gdu_nvfs_stats_delta(&ev->stats_before, &ev->stats_after, &ev->delta);
         close_cufile(&run);
         gdu_verify_cufile_log_end(&log, ev->cufile_log, sizeof ev->cufile_log);
-        const gdu_verify_devbuf *src = &run.src[GDU_VERIFY_MEM_CUMEMALLOC], *dst = &run.dst[GDU_VERIFY_MEM_CUMEMALLOC];
+        const gdu_verify_devbuf *src = &run.src[GDU_VERIFY_MEM_CUMEMALLOC],
+                                *dst = &run.dst[GDU_VERIFY_MEM_CUMEMALLOC];
         if (!ev->handle_register.ok) {
             stage(opts, "cuFile unusable: checking integrity through the I/O engine");
             if (ev->buffers[GDU_VERIFY_MEM_CUMEMALLOC].alloc.ok)
                 gdu_verify_engine_check(opts, run.cu, src->ptr, dst->ptr, run.host, ev);
             else
-                gdu_verify_call_set(&ev->engine, false, -ENOMEM, "no device buffer for the engine check");
+                gdu_verify_call_set(&ev->engine, false, -ENOMEM,
+                                    "no device buffer for the engine check");
         }
     }
     run_cleanup(&run, opts, ev->path);

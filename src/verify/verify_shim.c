@@ -71,7 +71,8 @@ static const json_t *find_gpu(const json_t *root, const char *pci, int gpu)
     if (json_is_array(gpus)) {
         size_t i;
         const json_t *e;
-        json_array_foreach(gpus, i, e) {
+        json_array_foreach(gpus, i, e)
+        {
             if (!json_is_object(e))
                 continue;
             if (pci_matches(e, pci))
@@ -84,7 +85,8 @@ static const json_t *find_gpu(const json_t *root, const char *pci, int gpu)
     } else if (json_is_object(gpus)) {
         const char *key;
         const json_t *e;
-        json_object_foreach((json_t *)gpus, key, e) {
+        json_object_foreach((json_t *)gpus, key, e)
+        {
             if (!json_is_object(e))
                 continue;
             char want[32], have[32];
@@ -110,13 +112,15 @@ static long long count_of(const json_t *entry, const char *key)
 }
 
 /* Picks the GPU's entry out of a parsed report. */
-static void from_report(const json_t *root, const char *what, const char *pci, int gpu, gdu_verify_shim *out)
+static void from_report(const json_t *root, const char *what, const char *pci, int gpu,
+                        gdu_verify_shim *out)
 {
     out->have_report = true;
     const json_t *entry = find_gpu(root, pci, gpu);
     if (!entry) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report %s has no entry for GPU %d (%s)",
-                 what, gpu, pci && pci[0] ? pci : "unknown PCI address");
+        snprintf(out->report_error, sizeof out->report_error,
+                 "shim report %s has no entry for GPU %d (%s)", what, gpu,
+                 pci && pci[0] ? pci : "unknown PCI address");
         return;
     }
     const char *mode = json_string_value(json_object_get(entry, "mode"));
@@ -132,11 +136,13 @@ static void from_report(const json_t *root, const char *what, const char *pci, i
     out->cufile_found = count_of(cf, "found");
     size_t i;
     const json_t *b;
-    json_array_foreach(json_object_get(cf, "buffers"), i, b) {
+    json_array_foreach(json_object_get(cf, "buffers"), i, b)
+    {
         const char *verdict = json_string_value(json_object_get(b, "kernel_lookup"));
         const char *why = json_string_value(json_object_get(b, "why"));
         if (verdict != NULL && strcmp(verdict, "found") != 0) {
-            snprintf(out->lookup_refusal, sizeof out->lookup_refusal, "%s", why != NULL ? why : verdict);
+            snprintf(out->lookup_refusal, sizeof out->lookup_refusal, "%s",
+                     why != NULL ? why : verdict);
             break;
         }
     }
@@ -151,13 +157,15 @@ static void reset(gdu_verify_shim *out)
     out->lookup_refusal[0] = '\0';
 }
 
-void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu, gdu_verify_shim *out)
+void gdu_verify_shim_parse_report(const char *text, size_t len, const char *pci, int gpu,
+                                  gdu_verify_shim *out)
 {
     reset(out);
     json_error_t err;
     json_t *root = json_loadb(text, len, 0, &err);
     if (!root) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report unreadable: %s", err.text);
+        snprintf(out->report_error, sizeof out->report_error, "shim report unreadable: %s",
+                 err.text);
         return;
     }
     from_report(root, "(text)", pci, gpu, out);
@@ -175,7 +183,8 @@ void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu
     char why[160];
     json_t *root = gdu_launch_load_report(path, why, sizeof why);
     if (!root) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path, why);
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path,
+                 why);
         return;
     }
     from_report(root, path, pci, gpu, out);
@@ -193,14 +202,16 @@ void gdu_verify_shim_reasons(const gdu_verify_shim *shim, gdu_verify_result *r)
     }
     if (!shim->have_report || shim->report_error[0]) {
         gdu_verify_add_reason(r, "shim-no-report", "%s",
-                              shim->report_error[0] ? shim->report_error : "the shim wrote no report");
+                              shim->report_error[0] ? shim->report_error
+                                                    : "the shim wrote no report");
         return;
     }
     if (shim->cufile_registered > 0 && shim->cufile_found < shim->cufile_registered)
-        gdu_verify_add_reason(r, "kernel-lookup-refused",
-                              "nvidia-fs would not pin %lld of the %lld buffers given to cuFile: %s",
-                              shim->cufile_registered - shim->cufile_found, shim->cufile_registered,
-                              shim->lookup_refusal[0] ? shim->lookup_refusal : "see the shim's report");
+        gdu_verify_add_reason(
+            r, "kernel-lookup-refused",
+            "nvidia-fs would not pin %lld of the %lld buffers given to cuFile: %s",
+            shim->cufile_registered - shim->cufile_found, shim->cufile_registered,
+            shim->lookup_refusal[0] ? shim->lookup_refusal : "see the shim's report");
     if (strcmp(shim->mode, "failed") == 0)
         gdu_verify_add_reason(r, "shim-failed", "the gdunlock shim failed on this GPU: %s",
                               shim->reason[0] ? shim->reason : "no reason given");

@@ -88,10 +88,11 @@ static size_t check_buffers(const gdu_verify_evidence *ev, gdu_verify_result *r)
         const gdu_verify_buffer *b = &ev->buffers[m];
         const char *kind = gdu_verify_mem_name((gdu_verify_mem)m);
         if (b->compared && !b->integrity_ok)
-            gdu_verify_add_reason(r, "integrity-mismatch",
-                                  "%s: data read back with cuFileRead differs from what cuFileWrite "
-                                  "wrote, first at byte %llu",
-                                  kind, (unsigned long long)b->mismatch_offset);
+            gdu_verify_add_reason(
+                r, "integrity-mismatch",
+                "%s: data read back with cuFileRead differs from what cuFileWrite "
+                "wrote, first at byte %llu",
+                kind, (unsigned long long)b->mismatch_offset);
         if (b->alloc.ran && !b->alloc.ok && !b->skipped[0])
             gdu_verify_add_reason(r, "cuda-alloc", "%s: %s", kind, b->alloc.text);
         if (b->write.ran && !b->write.ok)
@@ -108,7 +109,8 @@ static size_t check_buffers(const gdu_verify_evidence *ev, gdu_verify_result *r)
 static void cufile_unusable_reason(const gdu_verify_evidence *ev, gdu_verify_result *r)
 {
     if (!ev->cufile_load.ok)
-        gdu_verify_add_reason(r, "cufile-missing", "libcufile could not be loaded: %s", ev->cufile_load.text);
+        gdu_verify_add_reason(r, "cufile-missing", "libcufile could not be loaded: %s",
+                              ev->cufile_load.text);
     else if (!ev->driver_open.ok)
         gdu_verify_add_reason(r, "cufile-driver-open", "%s", ev->driver_open.text);
     else if (!ev->handle_register.ok)
@@ -138,21 +140,24 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
                                   "proven: %s",
                                   ev->nvfs_why[0] ? ev->nvfs_why : "unknown cause");
     } else if (ev->delta.counters_reset) {
-        gdu_verify_add_reason(r, "nvfs-stats-reset",
-                              "nvidia-fs counters went backwards during the run (stats were reset); "
-                              "run verify again");
+        gdu_verify_add_reason(
+            r, "nvfs-stats-reset",
+            "nvidia-fs counters went backwards during the run (stats were reset); "
+            "run verify again");
     } else {
         if (!ev->delta.present[GDU_NVFS_BAR1_OK] || ev->delta.value[GDU_NVFS_BAR1_OK] <= 0)
             gdu_verify_add_reason(r, "bar1-map-none",
                                   "nvidia-fs Bar1-map ok did not grow: no GPU memory was mapped "
                                   "through BAR1 for this run");
         if (nvfs_delta_present(ev, GDU_NVFS_BAR1_ERR) && ev->delta.value[GDU_NVFS_BAR1_ERR] > 0)
-            gdu_verify_add_reason(r, "bar1-map-err",
-                                  "nvidia-fs Bar1-map err grew by %lld: the driver refused to pin GPU "
-                                  "memory for peer DMA (on GeForce: run with the gdunlock shim)",
-                                  (long long)ev->delta.value[GDU_NVFS_BAR1_ERR]);
-        static const enum gdu_nvfs_field io_errors[] = {GDU_NVFS_READS_ERR, GDU_NVFS_READS_IO_STATE_ERR,
-                                                        GDU_NVFS_WRITES_ERR, GDU_NVFS_WRITES_IO_STATE_ERR};
+            gdu_verify_add_reason(
+                r, "bar1-map-err",
+                "nvidia-fs Bar1-map err grew by %lld: the driver refused to pin GPU "
+                "memory for peer DMA (on GeForce: run with the gdunlock shim)",
+                (long long)ev->delta.value[GDU_NVFS_BAR1_ERR]);
+        static const enum gdu_nvfs_field io_errors[] = {
+            GDU_NVFS_READS_ERR, GDU_NVFS_READS_IO_STATE_ERR, GDU_NVFS_WRITES_ERR,
+            GDU_NVFS_WRITES_IO_STATE_ERR};
         for (size_t i = 0; i < sizeof io_errors / sizeof io_errors[0]; i++)
             if (nvfs_delta_present(ev, io_errors[i]) && ev->delta.value[io_errors[i]] > 0)
                 gdu_verify_add_reason(r, "nvfs-io-errors", "nvidia-fs %s grew by %lld",
@@ -162,11 +167,12 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
          * carried the transfers too (cuFile may still do POSIX I/O for a file). */
         if (ev->delta.present[GDU_NVFS_READS_N] && ev->delta.present[GDU_NVFS_WRITES_N]) {
             if (ev->delta.value[GDU_NVFS_READS_N] <= 0 || ev->delta.value[GDU_NVFS_WRITES_N] <= 0)
-                gdu_verify_add_reason(r, "nvfs-no-io",
-                                      "nvidia-fs counted Reads n %+lld, Writes n %+lld: cuFile moved "
-                                      "the data through its POSIX compat path, not nvidia-fs",
-                                      (long long)ev->delta.value[GDU_NVFS_READS_N],
-                                      (long long)ev->delta.value[GDU_NVFS_WRITES_N]);
+                gdu_verify_add_reason(
+                    r, "nvfs-no-io",
+                    "nvidia-fs counted Reads n %+lld, Writes n %+lld: cuFile moved "
+                    "the data through its POSIX compat path, not nvidia-fs",
+                    (long long)ev->delta.value[GDU_NVFS_READS_N],
+                    (long long)ev->delta.value[GDU_NVFS_WRITES_N]);
         } else {
             add_note(r, "nvfs-io-stats-off",
                      "nvidia-fs IO stats are off, so it cannot be shown that the reads and writes "
@@ -174,12 +180,14 @@ static bool direct_criteria(const gdu_verify_evidence *ev, gdu_verify_result *r)
                      "/sys/module/nvidia_fs/parameters/rw_stats_enabled' (root) and run again");
         }
         /* The counters are system-wide: say so when others were using nvidia-fs. */
-        if (ev->stats_before.present[GDU_NVFS_ACTIVE_PROCESS] && ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS] > 0) {
+        if (ev->stats_before.present[GDU_NVFS_ACTIVE_PROCESS] &&
+            ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS] > 0) {
             char text[GDU_VERIFY_TEXT];
-            snprintf(text, sizeof text,
-                     "%llu other process(es) had nvidia-fs open when the run started: the deltas may "
-                     "include their I/O; run verify on an idle machine to be sure",
-                     (unsigned long long)ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS]);
+            snprintf(
+                text, sizeof text,
+                "%llu other process(es) had nvidia-fs open when the run started: the deltas may "
+                "include their I/O; run verify on an idle machine to be sure",
+                (unsigned long long)ev->stats_before.value[GDU_NVFS_ACTIVE_PROCESS]);
             add_note(r, "nvfs-shared", text);
         }
         bool shadow = nvfs_delta_present(ev, GDU_NVFS_SHADOW_BUF_MIB) &&
@@ -209,12 +217,14 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
     memset(out, 0, sizeof *out);
     if (!ev->cuda.ok) {
         out->verdict = GDU_VERIFY_FAILED;
-        gdu_verify_add_reason(out, "cuda", "%s", ev->cuda.text[0] ? ev->cuda.text : "CUDA was not set up");
+        gdu_verify_add_reason(out, "cuda", "%s",
+                              ev->cuda.text[0] ? ev->cuda.text : "CUDA was not set up");
         return;
     }
     if (!ev->file.ok) {
         out->verdict = GDU_VERIFY_FAILED;
-        gdu_verify_add_reason(out, "file", "%s", ev->file.text[0] ? ev->file.text : "the file was not opened");
+        gdu_verify_add_reason(out, "file", "%s",
+                              ev->file.text[0] ? ev->file.text : "the file was not opened");
         return;
     }
     size_t moved = check_buffers(ev, out);
@@ -224,7 +234,8 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
     if (cufile_usable) {
         if (bad || moved == 0) {
             if (!bad)
-                gdu_verify_add_reason(out, "cufile-no-transfer", "no buffer kind could be tried with cuFile");
+                gdu_verify_add_reason(out, "cufile-no-transfer",
+                                      "no buffer kind could be tried with cuFile");
             out->verdict = GDU_VERIFY_FAILED;
             return;
         }
@@ -237,7 +248,8 @@ void gdu_verify_decide(const gdu_verify_evidence *ev, gdu_verify_result *out)
     if (bad || !ev->engine.ran || !ev->engine.ok || !ev->engine_integrity_ok) {
         out->verdict = GDU_VERIFY_FAILED;
         if (!ev->engine.ran)
-            gdu_verify_add_reason(out, "engine-not-run", "the CPU-path integrity check did not run");
+            gdu_verify_add_reason(out, "engine-not-run",
+                                  "the CPU-path integrity check did not run");
         else if (!ev->engine.ok)
             gdu_verify_add_reason(out, "engine-failed", "CPU-path check through the I/O engine: %s",
                                   ev->engine.text);

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const vars[] = {"GDUNLOCK_IO_BACKEND", "GDUNLOCK_IO_WORKERS", "GDUNLOCK_IO_CHUNK",
-                                   "GDUNLOCK_IO_STAGING", "GDUNLOCK_IO_DIRECT"};
+static const char *const vars[] = {"GDUNLOCK_IO_BACKEND", "GDUNLOCK_IO_WORKERS",
+                                   "GDUNLOCK_IO_CHUNK", "GDUNLOCK_IO_STAGING",
+                                   "GDUNLOCK_IO_DIRECT"};
 enum { NVARS = sizeof vars / sizeof vars[0], VALUE_MAX = 4096 };
 static char env_buf[NVARS][32 + VALUE_MAX];
 

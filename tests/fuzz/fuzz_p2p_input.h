@@ -18,10 +18,7 @@ static void input_start(const uint8_t *data, size_t size)
 }
 
 /* Bytes of input not taken yet. */
-static size_t input_left(void)
-{
-    return in_pos < in_len ? in_len - in_pos : 0;
-}
+static size_t input_left(void) { return in_pos < in_len ? in_len - in_pos : 0; }
 
 /* The next n input bytes (zeros once the input runs out). */
 static void take(void *out, size_t n)

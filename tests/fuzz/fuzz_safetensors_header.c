@@ -19,8 +19,8 @@ static void check(const gdu_st_header *h, size_t size, int strict)
         for (uint32_t d = 0; d < t->ndim; d++)
             elements *= t->shape[d];
         if (t->begin > t->end || t->end > span || span > data_size || t->ndim > size ||
-            elements * gdu_st_dtype_bits(t->dtype) / 8 != t->end - t->begin ||
-            t->name_len > size || strlen(t->name) > t->name_len)
+            elements * gdu_st_dtype_bits(t->dtype) / 8 != t->end - t->begin || t->name_len > size ||
+            strlen(t->name) > t->name_len)
             abort();
         if (strict && t->begin != last_end) /* back to back from 0 */
             abort();
@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int lenient = 0; lenient < 2; lenient++) {
         gdu_st_header *h = NULL;
         gdu_st_error err;
-        gdu_st_status s = gdu_st_header_parse_flags(data, size, size,
-                                                    lenient ? GDU_ST_LENIENT : 0, &h, &err);
+        gdu_st_status s =
+            gdu_st_header_parse_flags(data, size, size, lenient ? GDU_ST_LENIENT : 0, &h, &err);
         got[lenient] = s;
         if (s != GDU_ST_OK) {
             if (h != NULL || err.code != s || memchr(err.message, '\0', sizeof err.message) == NULL)

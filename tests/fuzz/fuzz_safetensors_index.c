@@ -20,8 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++) {
         const char *s = shards[i];
         if (s[0] == '\0' || s[0] == '/' || strcmp(s, "..") == 0 || strncmp(s, "../", 3) == 0 ||
-            strstr(s, "/../") != NULL ||
-            (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0))
+            strstr(s, "/../") != NULL || (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0))
             abort();
     }
     gdu_st_string_list_free(shards);

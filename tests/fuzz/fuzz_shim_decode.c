@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2: { /* UVM_MAP_EXTERNAL_ALLOCATION in the layout of an old or a new driver */
         gdu_uvm_layout l;
         char why[200];
-        if (gdu_uvm_layout_for_driver(data[0] & 1 ? "580.159.04" : "535.288.01", &l, why, sizeof why) != 0)
+        if (gdu_uvm_layout_for_driver(data[0] & 1 ? "580.159.04" : "535.288.01", &l, why,
+                                      sizeof why) != 0)
             abort();
         unsigned char *block = calloc(1, l.size);
         memcpy(block, data + 1, size - 1 < l.size ? size - 1 : l.size);
@@ -68,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(in, data, size < sizeof in ? size : sizeof in);
         if (gdu_vidmem_aligned_part(in[0], in[1], in[2], &a, &s, &o)) {
             const uint64_t m = 0xffff;
-            if ((a & m) || (s & m) || (o & m) || s == 0 || a < in[0] || s > in[1] || a - in[0] + s > in[1] ||
-                o - in[2] != a - in[0])
+            if ((a & m) || (s & m) || (o & m) || s == 0 || a < in[0] || s > in[1] ||
+                a - in[0] + s > in[1] || o - in[2] != a - in[0])
                 abort();
         }
         break;

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define MiB (1024ull * 1024)
-#define VA(n) (0x7f0000000000ull + (uint64_t)(n) * 64 * MiB)
+#define VA(n) (0x7f0000000000ull + (uint64_t)(n)*64 * MiB)
 
 typedef struct {
     fake_rm *f;
@@ -34,8 +34,12 @@ typedef struct {
 static void side_init(side *x, bool test_mode, bool strict, uint64_t fault_at, bool passive)
 {
     x->f = fake_rm_new();
-    gdu_shim_config cfg = {.log_level = GDU_LOG_ERROR, .test_drop_native = test_mode, .test_strict = strict,
-                           .fault_at = fault_at, .driver_version = "580.159.04", .pid = FAKE_RM_PID};
+    gdu_shim_config cfg = {.log_level = GDU_LOG_ERROR,
+                           .test_drop_native = test_mode,
+                           .test_strict = strict,
+                           .fault_at = fault_at,
+                           .driver_version = "580.159.04",
+                           .pid = FAKE_RM_PID};
     gdu_shim_ops ops = fake_rm_ops(x->f);
     lc_setup(x->f);
     x->s = gdu_shim_new(&cfg, &ops);
@@ -78,15 +82,18 @@ static uint32_t op(side *x, unsigned kind, const uint8_t *o)
     }
     case 6: {
         gdu_nv503c_unregister_vidmem u = {mem};
-        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u,
+                          sizeof u);
     }
     case 7: {
         gdu_nv503c_register_va_space r = {.hVASpace = g->vaspace[d][k]};
-        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &r, sizeof r);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &r,
+                          sizeof r);
     }
     case 8: {
         gdu_nv503c_unregister_va_space u = {.hVASpace = g->vaspace[d][k]};
-        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u);
+        return lc_control(x->s, g->client, tpp, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u,
+                          sizeof u);
     }
     case 9:
         return lc_free(x->s, g->client, g->device[d], g->vaspace[d][k]);
@@ -123,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sa != sb && !strict)
             abort(); /* libcuda's call answered differently because of the shim */
         /* The shim's account of what RM holds is what RM holds. */
-        uint64_t va = VA(data[i + 3] % 32) + (data[i + 5] & 0xf) * MiB, len = (1 + data[i + 4] % 8) * MiB;
+        uint64_t va = VA(data[i + 3] % 32) + (data[i + 5] & 0xf) * MiB,
+                 len = (1 + data[i + 4] % 8) * MiB;
         gdu_pin_verdict want;
         fake_rm_pin_lookup(a.f, va, len, &want);
         int err;

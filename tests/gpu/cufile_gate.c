@@ -30,10 +30,13 @@ int main(void)
     int (*init)(unsigned) = (int (*)(unsigned))sym(cuda, "cuInit");
     int (*retain)(void **, int) = (int (*)(void **, int))sym(cuda, "cuDevicePrimaryCtxRetain");
     int (*set)(void *) = (int (*)(void *))sym(cuda, "cuCtxSetCurrent");
-    int (*alloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))sym(cuda, "cuMemAlloc_v2");
+    int (*alloc)(unsigned long long *, size_t) =
+        (int (*)(unsigned long long *, size_t))sym(cuda, "cuMemAlloc_v2");
     cufile_error (*drv_open)(void) = (cufile_error(*)(void))sym(cufile, "cuFileDriverOpen");
-    cufile_error (*reg)(const void *, size_t, int) = (cufile_error(*)(const void *, size_t, int))sym(cufile, "cuFileBufRegister");
-    cufile_error (*dereg)(const void *) = (cufile_error(*)(const void *))sym(cufile, "cuFileBufDeregister");
+    cufile_error (*reg)(const void *, size_t, int) =
+        (cufile_error(*)(const void *, size_t, int))sym(cufile, "cuFileBufRegister");
+    cufile_error (*dereg)(const void *) =
+        (cufile_error(*)(const void *))sym(cufile, "cuFileBufDeregister");
     cufile_error (*drv_close)(void) = (cufile_error(*)(void))sym(cufile, "cuFileDriverClose_v2");
     if (drv_close == NULL)
         drv_close = (cufile_error(*)(void))sym(cufile, "cuFileDriverClose");

@@ -51,7 +51,8 @@ static int read_back(gdu_io_engine *e, const char *path, gdu_CUdeviceptr dev, ui
     uint64_t done = 0;
     int r = gdu_io_read(f, 0, size, (void *)(uintptr_t)dev, &done, why, len);
     if (r == 0 && done != size)
-        snprintf(why, len, "read %llu of %llu bytes", (unsigned long long)done, (unsigned long long)size);
+        snprintf(why, len, "read %llu of %llu bytes", (unsigned long long)done,
+                 (unsigned long long)size);
     int ok = r == 0 && done == size;
     if (ok) {
         cu->cuMemcpyDtoH(host, dev, size);
@@ -78,7 +79,8 @@ static void roundtrip(const char *dir, gdu_CUdeviceptr src, gdu_CUdeviceptr dst,
         return;
     }
     gdu_io_file *f = NULL;
-    int ok = gdu_io_open(e, path, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why, sizeof why) == 0;
+    int ok = gdu_io_open(e, path, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why,
+                         sizeof why) == 0;
     if (ok) {
         /* Unaligned pieces, one batch. */
         uint64_t cut1 = 4097, cut2 = size / 2 + 333;
@@ -104,7 +106,10 @@ static void roundtrip(const char *dir, gdu_CUdeviceptr src, gdu_CUdeviceptr dst,
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         close(fd);
     }
-    static const struct { gdu_io_direct mode; const char *name; } modes[] = {
+    static const struct {
+        gdu_io_direct mode;
+        const char *name;
+    } modes[] = {
         {GDU_IO_DIRECT_ON, "io-roundtrip-read-direct"},
         {GDU_IO_DIRECT_OFF, "io-roundtrip-read-buffered"},
     };
@@ -135,11 +140,14 @@ static void vmm_read(const char *dir, uint64_t size, uint8_t *host)
     size_t gran = 0, bytes;
     gdu_CUmemGenericAllocationHandle h = 0;
     gdu_CUdeviceptr va = 0;
-    ok = ok && cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM) == 0;
+    ok = ok &&
+         cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM) == 0;
     bytes = gran ? (size + gran - 1) / gran * gran : size;
     ok = ok && cu->cuMemCreate(&h, bytes, &prop, 0) == 0 &&
-         cu->cuMemAddressReserve(&va, bytes, gran, 0, 0) == 0 && cu->cuMemMap(va, bytes, 0, h, 0) == 0;
-    gdu_CUmemAccessDesc acc = {{GDU_CU_MEM_LOCATION_TYPE_DEVICE, gpu}, GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+         cu->cuMemAddressReserve(&va, bytes, gran, 0, 0) == 0 &&
+         cu->cuMemMap(va, bytes, 0, h, 0) == 0;
+    gdu_CUmemAccessDesc acc = {{GDU_CU_MEM_LOCATION_TYPE_DEVICE, gpu},
+                               GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     ok = ok && cu->cuMemSetAccess(va, bytes, &acc, 1) == 0;
     if (!ok) {
         result(0, "io-vmm", "VMM allocation failed");
@@ -260,7 +268,8 @@ int main(int argc, char **argv)
     cu = gdu_cuda_load(why, sizeof why);
     gdu_CUdevice dev;
     gdu_CUcontext ctx = NULL;
-    if (cu == NULL || cu->cuDeviceGet(&dev, gpu) != 0 || cu->cuDevicePrimaryCtxRetain(&ctx, dev) != 0) {
+    if (cu == NULL || cu->cuDeviceGet(&dev, gpu) != 0 ||
+        cu->cuDevicePrimaryCtxRetain(&ctx, dev) != 0) {
         printf("SKIP io-gpu: no usable GPU %d: %s\n", gpu, why[0] ? why : "cuDeviceGet failed");
         return 0;
     }
@@ -269,7 +278,8 @@ int main(int argc, char **argv)
     uint8_t *host = malloc(size);
     gdu_CUdeviceptr a = 0, b = 0;
     if (host == NULL || cu->cuMemAlloc(&a, size) != 0 || cu->cuMemAlloc(&b, size) != 0) {
-        printf("FAIL io-gpu: cannot allocate %llu bytes on the GPU and host\n", (unsigned long long)size);
+        printf("FAIL io-gpu: cannot allocate %llu bytes on the GPU and host\n",
+               (unsigned long long)size);
         return 1;
     }
     for (uint64_t i = 0; i < size; i++)

@@ -43,8 +43,8 @@ static json_t *record; /* what the JSON file gets */
 
 /* Where the driver is: the real one unless tests/unit/test_p2p_window_program.c
  * points these at its fake RM (the program is compiled into that test). */
-static gdu_rm_ioctl_fn window_ioctl;       /* NULL: the real ioctl */
-static const char *window_ctl;             /* NULL: /dev/nvidiactl */
+static gdu_rm_ioctl_fn window_ioctl;        /* NULL: the real ioctl */
+static const char *window_ctl;              /* NULL: /dev/nvidiactl */
 static const char *window_dev_dir = "/dev"; /* where nvidia<minor> lives */
 
 static void line(const char *kind, const char *check, const char *fmt, ...)
@@ -58,8 +58,9 @@ static void line(const char *kind, const char *check, const char *fmt, ...)
     va_end(ap);
     printf("%s %s: %s\n", kind, check, text);
     fflush(stdout);
-    json_array_append_new(json_object_get(record, "lines"),
-                          json_pack("{s:s, s:s, s:s}", "result", kind, "check", check, "text", text));
+    json_array_append_new(
+        json_object_get(record, "lines"),
+        json_pack("{s:s, s:s, s:s}", "result", kind, "check", check, "text", text));
 }
 
 static void fact(const char *key, json_t *value)
@@ -127,10 +128,7 @@ struct study {
     int sys_admin, io_pfnmap;
 };
 
-static const char *cu_name(gdu_CUresult r)
-{
-    return gdu_cuda_result_name(r);
-}
+static const char *cu_name(gdu_CUresult r) { return gdu_cuda_result_name(r); }
 
 /* Byte offset of the first difference of a and b over n, or -1. */
 static long long differs(const unsigned char *a, const unsigned char *b, size_t n)
@@ -190,12 +188,13 @@ static int setup_rm(struct study *s, int k, const gdu_rm_gpu *attached, size_t n
     }
     char key[32];
     snprintf(key, sizeof key, "gpu%d", k);
-    fact(key, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ordinal", ordinal, "device",
-                        g->dev_path, "rm_gpu_id", (json_int_t)g->gpu_id, "card_gpu_id",
-                        (json_int_t)g->card->gpu_id, "bar0_bus_address",
-                        (json_int_t)g->card->bar0_addr, "bar1_bus_address",
-                        (json_int_t)g->card->bar1_addr, "bar1_bytes", (json_int_t)g->card->bar1_size,
-                        "device_instance", (json_int_t)g->rm.device_instance));
+    fact(key,
+         json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ordinal", ordinal, "device",
+                   g->dev_path, "rm_gpu_id", (json_int_t)g->gpu_id, "card_gpu_id",
+                   (json_int_t)g->card->gpu_id, "bar0_bus_address", (json_int_t)g->card->bar0_addr,
+                   "bar1_bus_address", (json_int_t)g->card->bar1_addr, "bar1_bytes",
+                   (json_int_t)g->card->bar1_size, "device_instance",
+                   (json_int_t)g->rm.device_instance));
     return 0;
 }
 
@@ -212,8 +211,8 @@ static int setup(struct study *s, const int *ordinals, int n)
         if (setup_cuda(s, k, ordinals[k]) != 0)
             return -1;
     if (gdu_rm_cards(&s->client, s->cards, GDU_NV_MAX_DEVICES, &s->ncards, why, sizeof why) != 0 ||
-        gdu_rm_attached_gpus(&s->client, attached, GDU_RM_MAX_GPUS, &nattached, why,
-                             sizeof why) != 0) {
+        gdu_rm_attached_gpus(&s->client, attached, GDU_RM_MAX_GPUS, &nattached, why, sizeof why) !=
+            0) {
         line("FAIL", "p2p-window-setup", "%s", why);
         return -1;
     }
@@ -248,22 +247,22 @@ static int step1(struct study *s)
     if (smaps == NULL || gdu_smaps_vmflags(smaps, (uintptr_t)s->mem.cpu, flags, sizeof flags) != 0)
         snprintf(flags, sizeof flags, "?");
     free(smaps);
-    s->io_pfnmap = strcmp(flags, "?") == 0 ? -1
-                   : gdu_vmflags_has(flags, "io") && gdu_vmflags_has(flags, "pf");
-    fact("mapping", json_pack("{s:I, s:I, s:I, s:s, s:b, s:I}", "bytes", (json_int_t)s->size,
-                              "bus_address", (json_int_t)s->mem.bus_addr, "fb_offset",
-                              (json_int_t)s->mem.fb_offset, "vm_flags", flags, "in_gpu_bar",
-                              in_bar, "bus_address_minus_bar1",
-                              (json_int_t)(s->mem.bus_addr - a->card->bar1_addr)));
+    s->io_pfnmap =
+        strcmp(flags, "?") == 0 ? -1 : gdu_vmflags_has(flags, "io") && gdu_vmflags_has(flags, "pf");
+    fact("mapping",
+         json_pack("{s:I, s:I, s:I, s:s, s:b, s:I}", "bytes", (json_int_t)s->size, "bus_address",
+                   (json_int_t)s->mem.bus_addr, "fb_offset", (json_int_t)s->mem.fb_offset,
+                   "vm_flags", flags, "in_gpu_bar", in_bar, "bus_address_minus_bar1",
+                   (json_int_t)(s->mem.bus_addr - a->card->bar1_addr)));
     int own_bar1 = in_bar && which == a->card && bar == 1;
-    line(own_bar1 ? "PASS" : "FAIL", "p2p-window-1-map",
-         "%zu KiB of GPU %d's video memory (offset 0x%llx) mapped for the CPU at bus address 0x%llx "
-         "(%s; BAR1 0x%llx + 0x%llx), VmFlags: %s",
-         s->size >> 10, a->ordinal, (unsigned long long)s->mem.fb_offset,
-         (unsigned long long)s->mem.bus_addr,
-         own_bar1 ? "inside its BAR1" : "NOT inside its BAR1",
-         (unsigned long long)a->card->bar1_addr,
-         (unsigned long long)(s->mem.bus_addr - a->card->bar1_addr), flags);
+    line(
+        own_bar1 ? "PASS" : "FAIL", "p2p-window-1-map",
+        "%zu KiB of GPU %d's video memory (offset 0x%llx) mapped for the CPU at bus address 0x%llx "
+        "(%s; BAR1 0x%llx + 0x%llx), VmFlags: %s",
+        s->size >> 10, a->ordinal, (unsigned long long)s->mem.fb_offset,
+        (unsigned long long)s->mem.bus_addr, own_bar1 ? "inside its BAR1" : "NOT inside its BAR1",
+        (unsigned long long)a->card->bar1_addr,
+        (unsigned long long)(s->mem.bus_addr - a->card->bar1_addr), flags);
     if (!own_bar1)
         return -1;
 
@@ -282,8 +281,10 @@ static int step1(struct study *s)
         double t2 = now_s();
         long long bad = differs(s->host, s->back, n);
         if (bad >= 0) {
-            line("FAIL", "p2p-window-1-cpu", "%zu bytes written through BAR1 read back wrong at "
-                 "byte %lld", n, bad);
+            line("FAIL", "p2p-window-1-cpu",
+                 "%zu bytes written through BAR1 read back wrong at "
+                 "byte %lld",
+                 n, bad);
             return -1;
         }
         tw = t1 - t0;
@@ -320,8 +321,8 @@ static int step1(struct study *s)
          "CPU wrote and read back 4 KiB, then %zu KiB through BAR1, a fresh mapping %s; CPU write "
          "%.3f GB/s, read %.4f GB/s through the window vs cuMemcpy HtoD %.2f GB/s, DtoH %.2f GB/s "
          "(pageable, same size)",
-         s->size >> 10, bad < 0 ? "read the same bytes" : "read DIFFERENT bytes",
-         gbps(s->size, tw), gbps(s->size, tr), gbps(s->size, th), gbps(s->size, td));
+         s->size >> 10, bad < 0 ? "read the same bytes" : "read DIFFERENT bytes", gbps(s->size, tw),
+         gbps(s->size, tr), gbps(s->size, th), gbps(s->size, td));
     return bad < 0 ? 0 : -1;
 }
 
@@ -386,15 +387,15 @@ static int register_window(struct study *s, int k, const char *step, gdu_CUdevic
     char why[256], check[48];
     uint32_t st = GDU_NV_ERR_GENERIC;
     snprintf(check, sizeof check, "p2p-window-%s-rm", step);
-    int rc = gdu_rm_probe_io_memory(&s->client, &g->rm, g->dev_path, s->mem.cpu, s->size, &st,
-                                    why, sizeof why);
+    int rc = gdu_rm_probe_io_memory(&s->client, &g->rm, g->dev_path, s->mem.cpu, s->size, &st, why,
+                                    sizeof why);
     const gdu_rm_card *which;
     int bar;
-    gdu_p2p_window_facts f = {
-        .status = st, .vma_io_pfnmap = s->io_pfnmap,
-        .in_gpu_bar = gdu_rm_cards_bar_of(s->cards, s->ncards, s->mem.bus_addr, s->size, &which,
-                                          &bar),
-        .sys_admin = s->sys_admin};
+    gdu_p2p_window_facts f = {.status = st,
+                              .vma_io_pfnmap = s->io_pfnmap,
+                              .in_gpu_bar = gdu_rm_cards_bar_of(
+                                  s->cards, s->ncards, s->mem.bus_addr, s->size, &which, &bar),
+                              .sys_admin = s->sys_admin};
     gdu_p2p_window_refusal why_not;
     char key[32];
     snprintf(key, sizeof key, "step%s_rm", step);
@@ -556,8 +557,9 @@ static void run(struct study *s)
         return;
     }
     if (s->n < 2) {
-        line("SKIP", "p2p-window-3", "one GPU: GPU B reaching GPU A through the window needs two "
-                                     "(nvidia-h200-x2)");
+        line("SKIP", "p2p-window-3",
+             "one GPU: GPU B reaching GPU A through the window needs two "
+             "(nvidia-h200-x2)");
         return;
     }
     memcpy(s->host, s->mem.cpu, s->size); /* what the window holds now */

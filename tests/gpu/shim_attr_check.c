@@ -85,11 +85,13 @@ int main(int argc, char **argv)
     if (lib != NULL)
         *(void **)&ask = dlsym(lib, "gdunlock_probe_ask");
     if (ask == NULL) {
-        printf("ROUTE rdma-library unavailable: %s\n", lib == NULL ? dlerror() : "no gdunlock_probe_ask");
+        printf("ROUTE rdma-library unavailable: %s\n",
+               lib == NULL ? dlerror() : "no gdunlock_probe_ask");
     } else {
         int v = -1;
         int r = ask(f, &v);
-        printf(r == 0 ? "ROUTE rdma-library %d\n" : "ROUTE rdma-library error %d\n", r == 0 ? v : r);
+        printf(r == 0 ? "ROUTE rdma-library %d\n" : "ROUTE rdma-library error %d\n",
+               r == 0 ? v : r);
     }
     return 0;
 }

@@ -18,7 +18,9 @@
 static const struct {
     const char *name;
     size_t size;
-} sizes[] = {{"cuMemAlloc-1B", 1}, {"cuMemAlloc-2MiB", 2 * MiB}, {"cuMemAlloc-64MiB", 64 * MiB},
+} sizes[] = {{"cuMemAlloc-1B", 1},
+             {"cuMemAlloc-2MiB", 2 * MiB},
+             {"cuMemAlloc-64MiB", 64 * MiB},
              {"cuMemAlloc-64MiB+4KiB", 64 * MiB + 4096}};
 enum { NSIZES = sizeof sizes / sizeof sizes[0] };
 

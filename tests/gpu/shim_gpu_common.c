@@ -59,7 +59,8 @@ void shim_vmm_alloc(int device, size_t size, shim_vmm *v)
     CK(cu->cuMemAddressReserve(&v->ptr, v->size, 0, 0, 0));
     CK(cu->cuMemCreate(&v->handle, v->size, &prop, 0));
     CK(cu->cuMemMap(v->ptr, v->size, 0, v->handle, 0));
-    gdu_CUmemAccessDesc access = {.location = prop.location, .flags = GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    gdu_CUmemAccessDesc access = {.location = prop.location,
+                                  .flags = GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     CK(cu->cuMemSetAccess(v->ptr, v->size, &access, 1));
 }
 
@@ -113,7 +114,8 @@ int shim_gpu_totals(const char *tag, unsigned long long out[9])
         printf("TOTALS %s none\n", tag);
         return 0;
     }
-    printf("TOTALS %s registered=%llu unregistered=%llu live=%llu already=%llu created=%llu failures=%llu "
+    printf("TOTALS %s registered=%llu unregistered=%llu live=%llu already=%llu created=%llu "
+           "failures=%llu "
            "rm_calls=%llu mappings=%llu objects=%llu\n",
            tag, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8]);
     return 1;
@@ -121,8 +123,10 @@ int shim_gpu_totals(const char *tag, unsigned long long out[9])
 
 void shim_gpu_pin(int device, const char *name, gdu_CUdeviceptr ptr, size_t size)
 {
-    static const char *const rules[] = {"found", "bad-length", "not-registered", "no-vaspace", "many-vaspaces",
-                                        "spans-allocations", "past-end", "two-objects", "not-supported", "bar1-full"};
+    static const char *const rules[] = {"found",      "bad-length",    "not-registered",
+                                        "no-vaspace", "many-vaspaces", "spans-allocations",
+                                        "past-end",   "two-objects",   "not-supported",
+                                        "bar1-full"};
     int (*lookup)(unsigned long long, unsigned long long, int *, char *, size_t);
     *(void **)&lookup = dlsym(RTLD_DEFAULT, "gdunlock_test_pin_lookup");
     printf("PTR %d %s 0x%llx %zu\n", device, name, (unsigned long long)ptr, size);
@@ -132,7 +136,8 @@ void shim_gpu_pin(int device, const char *name, gdu_CUdeviceptr ptr, size_t size
     int err = 0;
     int rule = lookup(ptr, size, &err, why, sizeof why);
     printf("PIN %d %s %s %d %s\n", device, name,
-           rule >= 0 && rule < (int)(sizeof rules / sizeof rules[0]) ? rules[rule] : "unknown", err, why);
+           rule >= 0 && rule < (int)(sizeof rules / sizeof rules[0]) ? rules[rule] : "unknown", err,
+           why);
 }
 
 void shim_gpu_dump_report(const char *path)

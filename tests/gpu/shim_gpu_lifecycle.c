@@ -31,7 +31,8 @@ static int do_fork(void)
     uint64_t s2 = shim_gpu_fill_and_sum(b, 8 * MiB, 2);
     CK(cu->cuMemFree(a));
     CK(cu->cuMemFree(b));
-    printf("RESULT fork child=%d %016llx\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, (unsigned long long)(s1 ^ s2));
+    printf("RESULT fork child=%d %016llx\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           (unsigned long long)(s1 ^ s2));
     return 0;
 }
 
@@ -55,7 +56,8 @@ static int do_noexit(void)
 static void *free_in_thread(void *p)
 {
     static int rc;
-    rc = cu->cuCtxSetCurrent(g_ctx) == GDU_CUDA_SUCCESS && cu->cuMemFree(*(gdu_CUdeviceptr *)p) == GDU_CUDA_SUCCESS;
+    rc = cu->cuCtxSetCurrent(g_ctx) == GDU_CUDA_SUCCESS &&
+         cu->cuMemFree(*(gdu_CUdeviceptr *)p) == GDU_CUDA_SUCCESS;
     return &rc;
 }
 

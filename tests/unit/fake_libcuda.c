@@ -22,7 +22,9 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread gdu_CUcontext current;
-static struct CUctx_st { int dummy; } primary;
+static struct CUctx_st {
+    int dummy;
+} primary;
 
 typedef struct {
     void *dst;
@@ -65,18 +67,42 @@ static void flush_legacy(void)
 }
 
 gdu_CUresult cuInit(unsigned flags) { return 0; }
-gdu_CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-gdu_CUresult cuGetErrorName(gdu_CUresult r, const char **name) { *name = "FAKE_CUDA_ERROR"; return 0; }
-gdu_CUresult cuGetErrorString(gdu_CUresult r, const char **s) { *s = "fake CUDA error"; return 0; }
-gdu_CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
-gdu_CUresult cuDeviceGet(gdu_CUdevice *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
+gdu_CUresult cuDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return 0;
+}
+gdu_CUresult cuGetErrorName(gdu_CUresult r, const char **name)
+{
+    *name = "FAKE_CUDA_ERROR";
+    return 0;
+}
+gdu_CUresult cuGetErrorString(gdu_CUresult r, const char **s)
+{
+    *s = "fake CUDA error";
+    return 0;
+}
+gdu_CUresult cuDeviceGetCount(int *n)
+{
+    *n = 1;
+    return 0;
+}
+gdu_CUresult cuDeviceGet(gdu_CUdevice *d, int ordinal)
+{
+    *d = ordinal;
+    return ordinal == 0 ? 0 : 101;
+}
 gdu_CUresult cuDeviceGetName(char *name, int len, gdu_CUdevice d)
 {
     strncpy(name, "Fake GPU (host memory)", (size_t)len - 1);
     name[len - 1] = '\0';
     return 0;
 }
-gdu_CUresult cuDeviceGetAttribute(int *v, int attr, gdu_CUdevice d) { *v = 1; return 0; }
+gdu_CUresult cuDeviceGetAttribute(int *v, int attr, gdu_CUdevice d)
+{
+    *v = 1;
+    return 0;
+}
 static atomic_int retains; /* primary-context retains not yet released */
 gdu_CUresult cuDevicePrimaryCtxRetain(gdu_CUcontext *c, gdu_CUdevice d)
 {
@@ -91,8 +117,16 @@ gdu_CUresult cuDevicePrimaryCtxRelease_v2(gdu_CUdevice d)
 }
 /* Not CUDA's: for tests of who retains what (found with dlsym). */
 int fake_cuda_primary_retains(void) { return atomic_load(&retains); }
-gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c) { current = c; return 0; }
-gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c) { *c = current; return 0; }
+gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c)
+{
+    current = c;
+    return 0;
+}
+gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c)
+{
+    *c = current;
+    return 0;
+}
 
 gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n)
 {
@@ -100,10 +134,18 @@ gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n)
     *p = (gdu_CUdeviceptr)(uintptr_t)m;
     return m ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
 }
-gdu_CUresult cuMemFree_v2(gdu_CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+gdu_CUresult cuMemFree_v2(gdu_CUdeviceptr p)
+{
+    free((void *)(uintptr_t)p);
+    return 0;
+}
 /* Page-locked host ranges, as libcuda tracks them. */
 #define MAX_PINNED 4096
-static struct { char *p; size_t n; bool allocated; } pinned[MAX_PINNED];
+static struct {
+    char *p;
+    size_t n;
+    bool allocated;
+} pinned[MAX_PINNED];
 
 static gdu_CUresult pin(void *p, size_t n, bool allocated)
 {
@@ -252,7 +294,11 @@ gdu_CUresult cuEventCreate(gdu_CUevent *e, unsigned flags)
     *e = calloc(1, sizeof **e);
     return *e ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
 }
-gdu_CUresult cuEventDestroy_v2(gdu_CUevent e) { free(e); return 0; }
+gdu_CUresult cuEventDestroy_v2(gdu_CUevent e)
+{
+    free(e);
+    return 0;
+}
 gdu_CUresult cuEventRecord(gdu_CUevent e, gdu_CUstream s)
 {
     pthread_mutex_lock(&lock);
@@ -319,14 +365,18 @@ gdu_CUresult cuMemSetAccess(gdu_CUdeviceptr p, size_t n, const gdu_CUmemAccessDe
  * five-argument one under the old name (what NCCL and cudart then call with
  * five arguments), handed out as libcuda's internal address, not its export.
  * test_shim_interpose checks the shim keeps them apart. */
-gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags);
-gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+                              unsigned long long flags);
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                 unsigned long long flags, int *status);
 
 /* How often each was called (tests read them with dlsym). */
 unsigned fake_cuda_get_proc_calls[2];
 
-static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version, unsigned long long flags);
-static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version,
+                                unsigned long long flags);
+static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version,
+                                unsigned long long flags, int *status);
 
 static void *lookup_proc(const char *symbol, int version)
 {
@@ -337,14 +387,16 @@ static void *lookup_proc(const char *symbol, int version)
     return NULL;
 }
 
-static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version, unsigned long long flags)
+static gdu_CUresult get_proc_v1(const char *symbol, void **pfn, int version,
+                                unsigned long long flags)
 {
     fake_cuda_get_proc_calls[0]++;
     *pfn = lookup_proc(symbol, version);
     return *pfn != NULL ? 0 : 500;
 }
 
-static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version,
+                                unsigned long long flags, int *status)
 {
     fake_cuda_get_proc_calls[1]++;
     *pfn = lookup_proc(symbol, version);
@@ -357,7 +409,8 @@ gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsig
     return get_proc_v1(symbol, pfn, version, flags);
 }
 
-gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                 unsigned long long flags, int *status)
 {
     return get_proc_v2(symbol, pfn, version, flags, status);
 }

@@ -35,7 +35,11 @@ static gdu_CUfileError status(int err) { return (gdu_CUfileError){err, 0}; }
 
 gdu_CUfileError cuFileDriverOpen(void) { return status(0); }
 gdu_CUfileError cuFileDriverClose_v2(void) { return status(0); }
-gdu_CUfileError cuFileGetVersion(int *v) { *v = 1150; return status(0); }
+gdu_CUfileError cuFileGetVersion(int *v)
+{
+    *v = 1150;
+    return status(0);
+}
 
 gdu_CUfileError cuFileDriverGetProperties(gdu_CUfileDrvProps *p)
 {
@@ -71,7 +75,10 @@ void cuFileHandleDeregister(gdu_CUfileHandle fh)
     free(fh);
 }
 /* Registered buffers (base, bytes), for the BAR1 limit and the peak. */
-static struct { const void *base; size_t n; } bufs[256];
+static struct {
+    const void *base;
+    size_t n;
+} bufs[256];
 static size_t registered, peak;
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 

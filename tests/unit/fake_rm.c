@@ -40,7 +40,7 @@ struct fake_rm {
     size_t n_regs, cap_regs;
     struct {
         uint32_t client, handle;
-    } *targets; /* of every RM_FREE and every NV503C control that reached the fake */
+    } * targets; /* of every RM_FREE and every NV503C control that reached the fake */
     size_t n_targets, cap_targets;
     uint64_t bar1;
     char *log;
@@ -73,10 +73,7 @@ void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind)
         f->fds[fd] = kind;
 }
 
-void fake_rm_next_client(fake_rm *f, uint32_t handle)
-{
-    f->next_client = handle;
-}
+void fake_rm_next_client(fake_rm *f, uint32_t handle) { f->next_client = handle; }
 
 /* ---- objects ---- */
 
@@ -127,7 +124,8 @@ static void drop_regs(fake_rm *f, uint32_t client, uint32_t tpp, uint32_t memory
 {
     for (size_t i = 0; i < f->n_regs; i++) {
         fake_reg *r = &f->regs[i];
-        if (r->live && r->client == client && (tpp == 0 || r->tpp == tpp) && (memory == 0 || r->memory == memory))
+        if (r->live && r->client == client && (tpp == 0 || r->tpp == tpp) &&
+            (memory == 0 || r->memory == memory))
             r->live = false;
     }
 }
@@ -151,7 +149,8 @@ static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
     size_t n = f->n_objs;
     bool *dying = calloc(n, sizeof *dying);
     for (size_t i = 0; i < n; i++)
-        dying[i] = f->objs[i].live && f->objs[i].client == client && (handle == client || is_below(f, &f->objs[i], handle));
+        dying[i] = f->objs[i].live && f->objs[i].client == client &&
+                   (handle == client || is_below(f, &f->objs[i], handle));
     for (size_t i = 0; i < n; i++) {
         if (!dying[i] || f->objs[i].cls != GDU_FERMI_VASPACE_A)
             continue;
@@ -183,8 +182,8 @@ static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
     return GDU_NV_OK;
 }
 
-static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t *handle, uint32_t cls,
-                         uint64_t params)
+static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t *handle,
+                         uint32_t cls, uint64_t params)
 {
     if (gdu_nv_class_is_client(cls)) {
         uint32_t h = f->next_client ? f->next_client : ++f->generated_client;
@@ -223,7 +222,8 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
     return GDU_NV_OK;
 }
 
-static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_t cmd, void *params, uint32_t size)
+static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_t cmd, void *params,
+                           uint32_t size)
 {
     if ((cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
         return GDU_NV_OK; /* every other control: not modelled, answered OK */
@@ -266,7 +266,8 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
         if (mem->cls != GDU_NV01_MEMORY_LOCAL_USER)
             return GDU_NV_ERR_NOT_SUPPORTED;
         const uint64_t a = GDU_NV503C_VIDMEM_ALIGN - 1;
-        if (p->size == 0 || (p->size & a) || (p->address & a) || (p->offset & a) || p->address + p->size < p->address)
+        if (p->size == 0 || (p->size & a) || (p->address & a) || (p->offset & a) ||
+            p->address + p->size < p->address)
             return GDU_NV_ERR_INVALID_ARGUMENT;
         for (size_t i = 0; i < f->n_regs; i++) {
             fake_reg *r = &f->regs[i];
@@ -280,7 +281,8 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             f->cap_regs = f->cap_regs ? f->cap_regs * 2 : 256;
             f->regs = realloc(f->regs, f->cap_regs * sizeof *f->regs);
         }
-        f->regs[f->n_regs++] = (fake_reg){client, object, p->hMemory, p->address, p->size, p->offset, true};
+        f->regs[f->n_regs++] =
+            (fake_reg){client, object, p->hMemory, p->address, p->size, p->offset, true};
         return GDU_NV_OK;
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM: {
@@ -320,10 +322,12 @@ static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
     case GDU_NV_ESC_RM_ALLOC:
         if (size == sizeof(gdu_nvos64)) {
             gdu_nvos64 *p = arg;
-            p->status = do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
+            p->status =
+                do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
         } else if (size == sizeof(gdu_nvos21)) {
             gdu_nvos21 *p = arg;
-            p->status = do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
+            p->status =
+                do_alloc(f, p->hRoot, p->hObjectParent, &p->hObjectNew, p->hClass, p->pAllocParms);
         } else {
             errno = EINVAL;
             return -1;
@@ -339,13 +343,14 @@ static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
         gdu_nvos54 *p = arg;
         if ((p->cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P)
             note_target(f, p->hClient, p->hObject);
-        p->status = do_control(f, p->hClient, p->hObject, p->cmd, (void *)(uintptr_t)p->params, p->paramsSize);
+        p->status = do_control(f, p->hClient, p->hObject, p->cmd, (void *)(uintptr_t)p->params,
+                               p->paramsSize);
         return 0;
     }
     case GDU_NV_ESC_RM_ALLOC_MEMORY: {
         gdu_nvos02_with_fd *p = arg;
-        p->params.status = do_alloc(f, p->params.hRoot, p->params.hObjectParent, &p->params.hObjectNew,
-                                    p->params.hClass, 0);
+        p->params.status = do_alloc(f, p->params.hRoot, p->params.hObjectParent,
+                                    &p->params.hObjectNew, p->params.hClass, 0);
         return 0;
     }
     case GDU_NV_ESC_RM_DUP_OBJECT: {
@@ -376,13 +381,15 @@ int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg)
     } else if (kind == GDU_FD_UVM) {
         if (request == GDU_UVM_MAP_EXTERNAL_ALLOCATION) {
             gdu_uvm_map_external_params_256 *p = arg;
-            p->rmStatus = find(f, p->hClient, p->hMemory) != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
+            p->rmStatus =
+                find(f, p->hClient, p->hMemory) != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
         } else if (request == GDU_UVM_FREE) {
             ((gdu_uvm_free_params *)arg)->rmStatus = GDU_NV_OK;
         } else if (request == GDU_UVM_REGISTER_GPU_VASPACE) {
             gdu_uvm_register_gpu_vaspace_params *p = arg;
             fake_obj *v = find(f, p->hClient, p->hVaSpace);
-            p->rmStatus = v != NULL && v->cls == GDU_FERMI_VASPACE_A ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
+            p->rmStatus = v != NULL && v->cls == GDU_FERMI_VASPACE_A ? GDU_NV_OK
+                                                                     : GDU_NV_ERR_OBJECT_NOT_FOUND;
         }
     } else {
         errno = ENOTTY;
@@ -428,15 +435,9 @@ static void op_log(void *ctx, int level, const char *line)
     pthread_mutex_unlock(&f->lock);
 }
 
-static uint64_t op_bar1_bytes(void *ctx, const char *pci)
-{
-    return ((fake_rm *)ctx)->bar1;
-}
+static uint64_t op_bar1_bytes(void *ctx, const char *pci) { return ((fake_rm *)ctx)->bar1; }
 
-void fake_rm_set_bar1(fake_rm *f, uint64_t bytes)
-{
-    f->bar1 = bytes;
-}
+void fake_rm_set_bar1(fake_rm *f, uint64_t bytes) { f->bar1 = bytes; }
 
 gdu_shim_ops fake_rm_ops(fake_rm *f)
 {
@@ -449,7 +450,8 @@ json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations)
     json_error_t err;
     json_t *j = text != NULL ? json_loads(text, 0, &err) : NULL;
     if (j == NULL)
-        fprintf(stderr, "the shim's report is not JSON: %s\n%s\n", text != NULL ? err.text : "NULL", text ? text : "");
+        fprintf(stderr, "the shim's report is not JSON: %s\n%s\n", text != NULL ? err.text : "NULL",
+                text ? text : "");
     free(text);
     return j;
 }
@@ -509,10 +511,7 @@ uint32_t fake_rm_tpp_of(fake_rm *f, uint32_t client, uint32_t sub)
     return h;
 }
 
-const char *fake_rm_log(fake_rm *f)
-{
-    return f->log != NULL ? f->log : "";
-}
+const char *fake_rm_log(fake_rm *f) { return f->log != NULL ? f->log : ""; }
 
 unsigned fake_rm_log_lines(fake_rm *f, int level)
 {
@@ -547,11 +546,15 @@ void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict 
             if (r->live && r->client == o->client && r->tpp == o->handle)
                 vm[n_vm++] = (gdu_pin_vidmem){r->memory, r->address, r->size, r->offset};
         }
-        objs[n_objs++] = (gdu_pin_object){.gpu = 0, .pid = FAKE_RM_PID, .n_vaspaces = o->n_vaspaces,
-                                          .vidmem = vm + first, .n_vidmem = n_vm - first};
+        objs[n_objs++] = (gdu_pin_object){.gpu = 0,
+                                          .pid = FAKE_RM_PID,
+                                          .n_vaspaces = o->n_vaspaces,
+                                          .vidmem = vm + first,
+                                          .n_vidmem = n_vm - first};
     }
     gdu_pin_gpu gpu = {.gpu = 0, .bar1_bytes = f->bar1};
-    gdu_pin_state st = {.pid = FAKE_RM_PID, .objects = objs, .n_objects = n_objs, .gpus = &gpu, .n_gpus = 1};
+    gdu_pin_state st = {
+        .pid = FAKE_RM_PID, .objects = objs, .n_objects = n_objs, .gpus = &gpu, .n_gpus = 1};
     gdu_pin_lookup(&st, va, size, v);
     free(objs);
     free(vm);
@@ -574,13 +577,15 @@ size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max)
     return n;
 }
 
-unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out, unsigned max)
+unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out,
+                                unsigned max)
 {
     unsigned n = 0;
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->n_objs; i++) {
         const fake_obj *o = &f->objs[i];
-        if (!o->live || o->client != client || o->parent != sub || o->cls != GDU_NV50_THIRD_PARTY_P2P)
+        if (!o->live || o->client != client || o->parent != sub ||
+            o->cls != GDU_NV50_THIRD_PARTY_P2P)
             continue;
         for (unsigned k = 0; k < o->n_vaspaces; k++, n++)
             if (n < max)

@@ -60,7 +60,8 @@ typedef struct {
 size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max);
 /* The VA spaces registered with the NV503C under subdevice sub of client
  * (up to max into out); returns their number (0 when it has no NV503C). */
-unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out, unsigned max);
+unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out,
+                                unsigned max);
 
 /* The pid of the process whose RM this fake is (its clients' owner). */
 #define FAKE_RM_PID 4242

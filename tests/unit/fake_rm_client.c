@@ -15,9 +15,13 @@ void lc_setup(fake_rm *f)
     fake_rm_set_fd(f, FAKE_UVM_FD, GDU_FD_UVM);
 }
 
-uint32_t lc_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle, uint32_t cls, void *params)
+uint32_t lc_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle, uint32_t cls,
+                  void *params)
 {
-    gdu_nvos64 p = {.hRoot = client, .hObjectParent = parent, .hObjectNew = handle, .hClass = cls,
+    gdu_nvos64 p = {.hRoot = client,
+                    .hObjectParent = parent,
+                    .hObjectNew = handle,
+                    .hClass = cls,
                     .pAllocParms = (uint64_t)(uintptr_t)params};
     gdu_shim_ioctl(s, FAKE_CTL_FD, gdu_nv_ioctl_request(GDU_NV_ESC_RM_ALLOC, sizeof p), &p);
     return p.status;
@@ -30,15 +34,20 @@ uint32_t lc_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle)
     return p.status;
 }
 
-uint32_t lc_control(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params, uint32_t size)
+uint32_t lc_control(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params,
+                    uint32_t size)
 {
-    gdu_nvos54 p = {.hClient = client, .hObject = object, .cmd = cmd, .params = (uint64_t)(uintptr_t)params,
+    gdu_nvos54 p = {.hClient = client,
+                    .hObject = object,
+                    .cmd = cmd,
+                    .params = (uint64_t)(uintptr_t)params,
                     .paramsSize = size};
     gdu_shim_ioctl(s, FAKE_CTL_FD, gdu_nv_ioctl_request(GDU_NV_ESC_RM_CONTROL, sizeof p), &p);
     return p.status;
 }
 
-uint32_t lc_map(gdu_shim *s, uint32_t client, uint32_t memory, uint64_t base, uint64_t length, uint64_t offset)
+uint32_t lc_map(gdu_shim *s, uint32_t client, uint32_t memory, uint64_t base, uint64_t length,
+                uint64_t offset)
 {
     gdu_uvm_map_external_params_256 *p = calloc(1, sizeof *p);
     p->base = base;
@@ -63,7 +72,8 @@ uint32_t lc_unmap(gdu_shim *s, uint64_t base, uint64_t length)
 
 uint32_t lc_uvm_register_vaspace(gdu_shim *s, uint32_t client, uint32_t vaspace)
 {
-    gdu_uvm_register_gpu_vaspace_params p = {.rmCtrlFd = FAKE_CTL_FD, .hClient = client, .hVaSpace = vaspace};
+    gdu_uvm_register_gpu_vaspace_params p = {
+        .rmCtrlFd = FAKE_CTL_FD, .hClient = client, .hVaSpace = vaspace};
     gdu_shim_ioctl(s, FAKE_UVM_FD, GDU_UVM_REGISTER_GPU_VASPACE, &p);
     return p.rmStatus;
 }
@@ -104,13 +114,15 @@ void lc_make_gpus(gdu_shim *s, fake_rm *f, uint32_t client, unsigned devices, lc
     }
 }
 
-uint32_t lc_alloc_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base, uint64_t length)
+uint32_t lc_alloc_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory,
+                         uint64_t base, uint64_t length)
 {
     uint32_t st = lc_alloc(s, g->client, g->device[dev], memory, GDU_NV01_MEMORY_LOCAL_USER, NULL);
     return st != 0 ? st : lc_map(s, g->client, memory, base, length, 0);
 }
 
-uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base, uint64_t length)
+uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base,
+                        uint64_t length)
 {
     uint32_t st = lc_unmap(s, base, length);
     return st != 0 ? st : lc_free(s, g->client, g->device[dev], memory);
@@ -118,9 +130,13 @@ uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t me
 
 gdu_shim *lc_shim(fake_rm *f, const char *driver, int test_drop_native, uint64_t fault_at)
 {
-    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = test_drop_native != 0,
-                           .test_strict = test_drop_native == 2, .fault_at = fault_at, .driver_version = driver,
-                           .pid = FAKE_RM_PID, .rdma_attr_answer = true};
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
+                           .test_drop_native = test_drop_native != 0,
+                           .test_strict = test_drop_native == 2,
+                           .fault_at = fault_at,
+                           .driver_version = driver,
+                           .pid = FAKE_RM_PID,
+                           .rdma_attr_answer = true};
     gdu_shim_ops ops = fake_rm_ops(f);
     lc_setup(f);
     return gdu_shim_new(&cfg, &ops);

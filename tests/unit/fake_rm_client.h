@@ -12,10 +12,13 @@ enum { FAKE_CTL_FD = 3, FAKE_UVM_FD = 4 };
 
 /* Declares the two fds to the fake. */
 void lc_setup(fake_rm *f);
-uint32_t lc_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle, uint32_t cls, void *params);
+uint32_t lc_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle, uint32_t cls,
+                  void *params);
 uint32_t lc_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t handle);
-uint32_t lc_control(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params, uint32_t size);
-uint32_t lc_map(gdu_shim *s, uint32_t client, uint32_t memory, uint64_t base, uint64_t length, uint64_t offset);
+uint32_t lc_control(gdu_shim *s, uint32_t client, uint32_t object, uint32_t cmd, void *params,
+                    uint32_t size);
+uint32_t lc_map(gdu_shim *s, uint32_t client, uint32_t memory, uint64_t base, uint64_t length,
+                uint64_t offset);
 uint32_t lc_unmap(gdu_shim *s, uint64_t base, uint64_t length);
 
 /* UVM_REGISTER_GPU_VASPACE of vaspace (libcuda registers one per GPU). */
@@ -37,9 +40,11 @@ typedef struct {
 void lc_make_gpus(gdu_shim *s, fake_rm *f, uint32_t client, unsigned devices, lc_gpus *g);
 
 /* cuMemAlloc-like: a video memory object under the device, mapped at base. */
-uint32_t lc_alloc_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base, uint64_t length);
+uint32_t lc_alloc_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory,
+                         uint64_t base, uint64_t length);
 /* cuMemFree-like: unmap, then free the memory. */
-uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base, uint64_t length);
+uint32_t lc_free_mapped(gdu_shim *s, const lc_gpus *g, unsigned dev, uint32_t memory, uint64_t base,
+                        uint64_t length);
 
 /* A shim configured for tests (driver 580.159.04, debug logging); test_drop_native:
  * 0 off, 1 the test mode, 2 the strict test mode. */

@@ -29,7 +29,8 @@ static unsigned char *hex_bytes(const char *hex, size_t *n)
 int trace_load(const char *path, trace *t)
 {
     char full[1024];
-    snprintf(full, sizeof full, "%s%s%s", path[0] == '/' ? "" : GDUNLOCK_FIXTURES, path[0] == '/' ? "" : "/", path);
+    snprintf(full, sizeof full, "%s%s%s", path[0] == '/' ? "" : GDUNLOCK_FIXTURES,
+             path[0] == '/' ? "" : "/", path);
     FILE *fp = fopen(full, "r");
     if (fp == NULL)
         return -1;
@@ -58,7 +59,8 @@ int trace_load(const char *path, trace *t)
         c->args_in = hex_bytes(json_string_value(json_object_get(j, "args_in")), &c->n_in);
         c->args_out = hex_bytes(json_string_value(json_object_get(j, "args_out")), &c->n_out);
         c->params_in = hex_bytes(json_string_value(json_object_get(j, "params_in")), &c->n_params);
-        c->params_out = hex_bytes(json_string_value(json_object_get(j, "params_out")), &c->n_params_out);
+        c->params_out =
+            hex_bytes(json_string_value(json_object_get(j, "params_out")), &c->n_params_out);
         json_decref(j);
     }
     free(line);
@@ -86,15 +88,16 @@ size_t trace_index_of(const trace *t, long seq)
     return t->n;
 }
 
-static void mismatch(replay_result *r, const trace_call *c, const char *what, unsigned got, unsigned want)
+static void mismatch(replay_result *r, const trace_call *c, const char *what, unsigned got,
+                     unsigned want)
 {
     if (r->mismatches++ == 0)
-        snprintf(r->first_mismatch, sizeof r->first_mismatch, "seq %ld: %s 0x%x, recorded 0x%x", c->seq, what, got,
-                 want);
+        snprintf(r->first_mismatch, sizeof r->first_mismatch, "seq %ld: %s 0x%x, recorded 0x%x",
+                 c->seq, what, got, want);
 }
 
-void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *f, const replay_opts *o,
-                  replay_result *r)
+void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *f,
+                  const replay_opts *o, replay_result *r)
 {
     if (to > t->n)
         to = t->n;
@@ -103,10 +106,12 @@ void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *
         unsigned nr = 0;
         size_t size = 0;
         gdu_rm_call in = {0}, want = {0}, got;
-        bool rm = !c->uvm && gdu_nv_ioctl_decode(c->request, &nr, &size) && gdu_rm_call_decode(nr, c->args_in, c->n_in, &in) &&
+        bool rm = !c->uvm && gdu_nv_ioctl_decode(c->request, &nr, &size) &&
+                  gdu_rm_call_decode(nr, c->args_in, c->n_in, &in) &&
                   gdu_rm_call_decode(nr, c->args_out, c->n_out, &want);
-        if (o->geforce && rm && ((in.op == GDU_RM_OP_ALLOC && in.cls == GDU_NV50_THIRD_PARTY_P2P) ||
-                                 (in.op == GDU_RM_OP_CONTROL && (in.cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P)))
+        if (o->geforce && rm &&
+            ((in.op == GDU_RM_OP_ALLOC && in.cls == GDU_NV50_THIRD_PARTY_P2P) ||
+             (in.op == GDU_RM_OP_CONTROL && (in.cmd >> 16) == GDU_NV50_THIRD_PARTY_P2P)))
             continue;
         fake_rm_set_fd(f, c->fd, c->uvm ? GDU_FD_UVM : GDU_FD_RM);
         unsigned char *block = aligned_alloc(8, (c->n_in + 64 + 7) / 8 * 8);
@@ -130,12 +135,15 @@ void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *
             r->compared++;
             if (got.status != want.status)
                 mismatch(r, c, "status", got.status, want.status);
-            else if (in.op == GDU_RM_OP_CONTROL && params != NULL && c->n_params_out >= c->n_params &&
+            else if (in.op == GDU_RM_OP_CONTROL && params != NULL &&
+                     c->n_params_out >= c->n_params &&
                      memcmp(params, c->params_out, c->n_params) != 0)
                 mismatch(r, c, "parameters written back for control", in.cmd, in.cmd);
-            else if (in.op != GDU_RM_OP_CONTROL && in.op != GDU_RM_OP_FREE && got.handle != want.handle)
+            else if (in.op != GDU_RM_OP_CONTROL && in.op != GDU_RM_OP_FREE &&
+                     got.handle != want.handle)
                 mismatch(r, c, "handle", got.handle, want.handle);
-        } else if (c->uvm && c->request == GDU_UVM_MAP_EXTERNAL_ALLOCATION && c->n_in == sizeof(gdu_uvm_map_external_params_256)) {
+        } else if (c->uvm && c->request == GDU_UVM_MAP_EXTERNAL_ALLOCATION &&
+                   c->n_in == sizeof(gdu_uvm_map_external_params_256)) {
             uint32_t a, b;
             memcpy(&a, block + offsetof(gdu_uvm_map_external_params_256, rmStatus), 4);
             memcpy(&b, c->args_out + offsetof(gdu_uvm_map_external_params_256, rmStatus), 4);

@@ -45,7 +45,7 @@ typedef struct {
 } replay_result;
 
 /* Replays calls [from, to) (to > t->n: to the end). */
-void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *f, const replay_opts *o,
-                  replay_result *r);
+void trace_replay(const trace *t, size_t from, size_t to, gdu_shim *s, fake_rm *f,
+                  const replay_opts *o, replay_result *r);
 
 #endif

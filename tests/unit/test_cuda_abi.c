@@ -9,42 +9,74 @@
 #include <cmocka.h>
 
 _Static_assert(sizeof(gdu_CUmemAllocationProp) == sizeof(CUmemAllocationProp), "prop size");
-_Static_assert(offsetof(gdu_CUmemAllocationProp, location) == offsetof(CUmemAllocationProp, location), "");
-_Static_assert(offsetof(gdu_CUmemAllocationProp, allocFlags) == offsetof(CUmemAllocationProp, allocFlags), "");
+_Static_assert(offsetof(gdu_CUmemAllocationProp, location) ==
+                   offsetof(CUmemAllocationProp, location),
+               "");
+_Static_assert(offsetof(gdu_CUmemAllocationProp, allocFlags) ==
+                   offsetof(CUmemAllocationProp, allocFlags),
+               "");
 _Static_assert(sizeof(gdu_CUmemAccessDesc) == sizeof(CUmemAccessDesc), "access desc size");
 _Static_assert(sizeof(gdu_CUdeviceptr) == sizeof(CUdeviceptr), "deviceptr");
 _Static_assert((int)GDU_CU_ATTR_PCI_BUS_ID == (int)CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, "");
 _Static_assert((int)GDU_CU_ATTR_PCI_DEVICE_ID == (int)CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, "");
 _Static_assert((int)GDU_CU_ATTR_PCI_DOMAIN_ID == (int)CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, "");
-_Static_assert((int)GDU_CU_ATTR_UNIFIED_ADDRESSING == (int)CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, "");
-_Static_assert((int)GDU_CU_ATTR_MULTIPROCESSOR_COUNT == (int)CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "");
-_Static_assert((int)GDU_CU_ATTR_COMPUTE_CAPABILITY_MAJOR == (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "");
-_Static_assert((int)GDU_CU_ATTR_COMPUTE_CAPABILITY_MINOR == (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "");
-_Static_assert((int)GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED == (int)CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, "");
-_Static_assert((int)GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED == (int)CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, "");
+_Static_assert((int)GDU_CU_ATTR_UNIFIED_ADDRESSING == (int)CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+               "");
+_Static_assert((int)GDU_CU_ATTR_MULTIPROCESSOR_COUNT ==
+                   (int)CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+               "");
+_Static_assert((int)GDU_CU_ATTR_COMPUTE_CAPABILITY_MAJOR ==
+                   (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+               "");
+_Static_assert((int)GDU_CU_ATTR_COMPUTE_CAPABILITY_MINOR ==
+                   (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+               "");
+_Static_assert((int)GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ==
+                   (int)CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+               "");
+_Static_assert((int)GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED ==
+                   (int)CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+               "");
 _Static_assert((int)GDU_CU_ATTR_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED ==
-                   (int)CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, "");
-_Static_assert((int)GDU_CU_P2P_ATTR_PERFORMANCE_RANK == (int)CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, "");
-_Static_assert((int)GDU_CU_P2P_ATTR_ACCESS_SUPPORTED == (int)CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, "");
-_Static_assert((int)GDU_CU_P2P_ATTR_NATIVE_ATOMIC_SUPPORTED == (int)CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, "");
+                   (int)CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+               "");
+_Static_assert((int)GDU_CU_P2P_ATTR_PERFORMANCE_RANK ==
+                   (int)CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+               "");
+_Static_assert((int)GDU_CU_P2P_ATTR_ACCESS_SUPPORTED ==
+                   (int)CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+               "");
+_Static_assert((int)GDU_CU_P2P_ATTR_NATIVE_ATOMIC_SUPPORTED ==
+                   (int)CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+               "");
 _Static_assert((int)GDU_CU_MEM_ALLOCATION_TYPE_PINNED == (int)CU_MEM_ALLOCATION_TYPE_PINNED, "");
 _Static_assert((int)GDU_CU_MEM_LOCATION_TYPE_DEVICE == (int)CU_MEM_LOCATION_TYPE_DEVICE, "");
-_Static_assert((int)GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE == (int)CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "");
+_Static_assert((int)GDU_CU_MEM_ACCESS_FLAGS_PROT_READWRITE ==
+                   (int)CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+               "");
 _Static_assert((int)GDU_CUDA_ERROR_OUT_OF_MEMORY == (int)CUDA_ERROR_OUT_OF_MEMORY, "");
 _Static_assert((int)GDU_CUDA_ERROR_NO_DEVICE == (int)CUDA_ERROR_NO_DEVICE, "");
 _Static_assert((int)GDU_CUDA_ERROR_INVALID_DEVICE == (int)CUDA_ERROR_INVALID_DEVICE, "");
-_Static_assert((int)GDU_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED == (int)CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "");
-_Static_assert((int)GDU_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED == (int)CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "");
+_Static_assert((int)GDU_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ==
+                   (int)CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+               "");
+_Static_assert((int)GDU_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED ==
+                   (int)CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+               "");
 _Static_assert((int)GDU_CUDA_ERROR_NOT_READY == (int)CUDA_ERROR_NOT_READY, "");
 _Static_assert((int)GDU_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "");
 _Static_assert((int)GDU_CU_EVENT_DISABLE_TIMING == (int)CU_EVENT_DISABLE_TIMING, "");
 _Static_assert((int)GDU_CU_MEMHOSTREGISTER_DEVICEMAP == (int)CU_MEMHOSTREGISTER_DEVICEMAP, "");
 _Static_assert((int)GDU_CU_MEMHOSTREGISTER_IOMEMORY == (int)CU_MEMHOSTREGISTER_IOMEMORY, "");
 _Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER == (int)CU_JIT_ERROR_LOG_BUFFER, "");
-_Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == (int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, "");
+_Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES ==
+                   (int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+               "");
 _Static_assert(sizeof(CUjit_option) == sizeof(int), "cuModuleLoadDataEx options are passed as int");
 _Static_assert((int)GDU_CUDA_ERROR_INVALID_PTX == (int)CUDA_ERROR_INVALID_PTX, "");
-_Static_assert((int)GDU_CUDA_ERROR_UNSUPPORTED_PTX_VERSION == (int)CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "");
+_Static_assert((int)GDU_CUDA_ERROR_UNSUPPORTED_PTX_VERSION ==
+                   (int)CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+               "");
 _Static_assert((int)GDU_CUDA_ERROR_NOT_FOUND == (int)CUDA_ERROR_NOT_FOUND, "");
 _Static_assert((int)GDU_CUDA_ERROR_ILLEGAL_ADDRESS == (int)CUDA_ERROR_ILLEGAL_ADDRESS, "");
 _Static_assert((int)GDU_CUDA_ERROR_LAUNCH_FAILED == (int)CUDA_ERROR_LAUNCH_FAILED, "");

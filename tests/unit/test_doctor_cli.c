@@ -50,7 +50,8 @@ static void usage_and_errors(void **state)
 static void verdict_exit_codes(void **state)
 {
     assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs /data/model.safetensors"), 0);
-    assert_non_null(strstr(output, "GPUDirect Storage (/data/model.safetensors): direct (cuFile reads go"));
+    assert_non_null(
+        strstr(output, "GPUDirect Storage (/data/model.safetensors): direct (cuFile reads go"));
     assert_null(strchr(output, '\033')); /* no colour when stdout is not a terminal */
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-nvfs-rebar /data/model.safetensors"), 10);
     assert_non_null(strstr(output, "direct with gdunlock"));
@@ -59,12 +60,16 @@ static void verdict_exit_codes(void **state)
     assert_non_null(strstr(output, "error 5027"));
     assert_non_null(strstr(output, "P2P GPU0<->GPU1: NVLink"));
     /* evidence missing from the capture: unknown, never the optimistic verdict */
-    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs-missing-block /data/model.safetensors"), 13);
-    assert_non_null(strstr(output, "GPUDirect Storage (/data/model.safetensors): unknown (doctor cannot tell"));
+    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs-missing-block /data/model.safetensors"),
+                     13);
+    assert_non_null(
+        strstr(output, "GPUDirect Storage (/data/model.safetensors): unknown (doctor cannot tell"));
     assert_non_null(strstr(output, "- unknown: the block device 259:1"));
     assert_null(strstr(output, "nothing stands in the way"));
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-missing-live /data/model.safetensors"), 13);
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-live-garbage /data/model.safetensors"), 13);
+    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-missing-live /data/model.safetensors"),
+                     13);
+    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-live-garbage /data/model.safetensors"),
+                     13);
     assert_non_null(strstr(output, "gdunlock-live.json is unusable"));
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs-bad-cufile-json"), 13);
     assert_int_equal(gdu("doctor --json --sysroot " FIX "h200x2-vm-missing-mountinfo /root"), 13);

@@ -88,9 +88,11 @@ static void rtx3060_direct_with_gdunlock(void **state)
     assert_true(has_evidence(finding(&t->r, "driver.flavour", GDU_ST_OK), "taint: OE (no P"));
     assert_non_null(strstr(finding(&t->r, "gpu0.bar1", GDU_ST_OK)->title, "covers all 12.00 GiB"));
     assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "BAR1 up to 16.00 GiB"));
-    assert_non_null(strstr(finding(&t->r, "gpu0.link", GDU_ST_OK)->title, "Gen1 x16 (max Gen4 x16)"));
+    assert_non_null(
+        strstr(finding(&t->r, "gpu0.link", GDU_ST_OK)->title, "Gen1 x16 (max Gen4 x16)"));
     assert_true(has_evidence(finding(&t->r, "nvidia_fs.loaded", GDU_ST_OK), "reads 1024 ok 1024"));
-    assert_non_null(strstr(finding(&t->r, "storage.block", GDU_ST_OK)->title, "nvme0n1p1 -> nvme0n1"));
+    assert_non_null(
+        strstr(finding(&t->r, "storage.block", GDU_ST_OK)->title, "nvme0n1p1 -> nvme0n1"));
     finding(&t->r, "storage.udev", GDU_ST_OK);
     finding(&t->r, "storage.o_direct", GDU_ST_OK);
     const gdu_finding *pcie = finding(&t->r, NVME_PIX, GDU_ST_OK);
@@ -115,7 +117,8 @@ static void rtx3060_direct_with_gdunlock(void **state)
     t = fixture("rtx3060-nvfs-rebar", NULL);
     assert_int_equal(t->r.gds, GDU_GDS_DIRECT_GDUNLOCK);
     assert_string_equal(t->r.gds_target, "any NVMe drive");
-    assert_true(has_evidence(finding(&t->r, "storage.nvme", GDU_ST_OK), "nvme0 Samsung SSD 990 PRO"));
+    assert_true(
+        has_evidence(finding(&t->r, "storage.nvme", GDU_ST_OK), "nvme0 Samsung SSD 990 PRO"));
     done(t);
 }
 
@@ -124,7 +127,8 @@ static void without_nvidia_fs_compat_only(void **state)
     run_t *t = fixture("rtx3060-no-nvfs", "/data/model.safetensors");
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
     assert_true(has_reason(&t->r, "nvidia-fs is not loaded"));
-    assert_non_null(strstr(finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL)->fix, "modprobe nvidia-fs"));
+    assert_non_null(
+        strstr(finding(&t->r, "nvidia_fs.loaded", GDU_ST_FAIL)->fix, "modprobe nvidia-fs"));
     done(t);
 }
 
@@ -146,7 +150,8 @@ static void acs_redirect_forces_compat(void **state)
     assert_true(has_reason(&t->r, "ACS on a bridge between GPU0 and NVMe 0000:04:00.0"));
     const gdu_finding *f = finding(&t->r, NVME_PIX, GDU_ST_FAIL);
     assert_true(has_evidence(f, "0000:02:08.0 ACS control: SrcValid ReqRedir CmpltRedir"));
-    assert_non_null(strstr(f->fix, "setpci -s 0000:02:08.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:02:10.0"));
+    assert_non_null(
+        strstr(f->fix, "setpci -s 0000:02:08.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:02:10.0"));
     /* callers that want only the answer pass no buffer */
     gdu_pcie_path path;
     gdu_pci_path(&t->sys.pci, "0000:03:00.0", "0000:04:00.0", &path);
@@ -220,7 +225,8 @@ static void missing_evidence_is_unknown(void **state)
     /* direct (l40s-nvfs) without the block device under /data */
     run_t *t = fixture("l40s-nvfs-missing-block", "/data/model.safetensors");
     assert_int_equal(t->r.gds, GDU_GDS_UNKNOWN);
-    const gdu_reason *why = unknown_reason(&t->r, "block device 259:1 under /data/model.safetensors");
+    const gdu_reason *why =
+        unknown_reason(&t->r, "block device 259:1 under /data/model.safetensors");
     assert_int_equal(why->could_be, GDU_GDS_COMPAT);
     assert_non_null(strstr(why->text, "gdunlock doctor --capture DIR"));
     finding(&t->r, "storage.block", GDU_ST_UNKNOWN);
@@ -299,15 +305,19 @@ static void proprietary_old_driver(void **state)
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
     assert_true(has_reason(&t->r, "driver 535.129.03 is older than 555"));
     assert_non_null(strstr(finding(&t->r, "driver.version", GDU_ST_FAIL)->fix, "555 or newer"));
-    assert_non_null(strstr(finding(&t->r, "driver.flavour", GDU_ST_WARN)->fix, "open kernel module"));
-    assert_true(has_evidence(finding(&t->r, "driver.flavour", GDU_ST_WARN), "taint: POE (P: proprietary"));
+    assert_non_null(
+        strstr(finding(&t->r, "driver.flavour", GDU_ST_WARN)->fix, "open kernel module"));
+    assert_true(
+        has_evidence(finding(&t->r, "driver.flavour", GDU_ST_WARN), "taint: POE (P: proprietary"));
     assert_true(has_evidence(finding(&t->r, "driver.gsp", GDU_ST_OK), "GPU Firmware: N/A"));
     /* captured without root: 64 bytes of config space, so ACS and ReBAR are unknown, not guessed */
-    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "unknown (extended config space needs root"));
+    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK),
+                             "unknown (extended config space needs root"));
     const gdu_finding *pcie = finding(&t->r, NVME_PIX, GDU_ST_UNKNOWN);
     assert_true(has_evidence(pcie, "ACS: unknown"));
     assert_non_null(strstr(pcie->fix, "run doctor as root"));
-    assert_true(has_reason(&t->r, "ACS on the bridges between GPU0 and NVMe 0000:04:00.0 is unknown"));
+    assert_true(
+        has_reason(&t->r, "ACS on the bridges between GPU0 and NVMe 0000:04:00.0 is unknown"));
     done(t);
 }
 
@@ -397,9 +407,11 @@ static void h200_vm_cufile_5027(void **state)
     const gdu_finding *f = finding(&t->r, "storage.udev", GDU_ST_FAIL);
     assert_true(has_evidence(f, "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
     assert_non_null(strstr(f->fix, "udevadm trigger"));
-    assert_true(has_evidence(finding(&t->r, "storage.block", GDU_ST_FAIL), "disk vda at PCI 0000:00:01.0 (not NVMe)"));
+    assert_true(has_evidence(finding(&t->r, "storage.block", GDU_ST_FAIL),
+                             "disk vda at PCI 0000:00:01.0 (not NVMe)"));
     /* 64-bit BAR0: BAR1 is region 2, as on the real H200 */
-    assert_true(has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "resource region 2: 256.00 GiB"));
+    assert_true(
+        has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "resource region 2: 256.00 GiB"));
     assert_non_null(strstr(finding(&t->r, "gpu1.link", GDU_ST_OK)->title, "Gen5 x16"));
     assert_int_equal(t->r.n_pairs, 1);
     assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
@@ -414,7 +426,8 @@ static void h200_vm_cufile_5027(void **state)
     gdu_doctor_diagnose(&t->sys, NULL, &t->r);
     assert_int_equal(t->r.pairs[0].verdict.link, GDU_P2P_LINK_NVLINK);
     assert_non_null(strstr(t->r.pairs[0].verdict.reason, "inferred"));
-    assert_true(has_evidence(finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK), "RM P2P caps: not available"));
+    assert_true(
+        has_evidence(finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK), "RM P2P caps: not available"));
     for (size_t i = 0; i < t->sys.live.n_pairs; i++)
         t->sys.live.pairs[i].native_atomics = 0;
     gdu_report_free(&t->r);

@@ -50,8 +50,8 @@ static void json_round_trip(void **state)
         a.gpus[i].cc_major = 9;
     }
     a.n_pairs = 1;
-    a.pairs[0] = (gdu_live_pair){.a = 0, .b = 1, .can_access = 1, .native_atomics = 1,
-                                 .rm_known = true};
+    a.pairs[0] =
+        (gdu_live_pair){.a = 0, .b = 1, .can_access = 1, .native_atomics = 1, .rm_known = true};
     a.pairs[0].rm.caps = GDU_P2P_CAPS_NVLINK | GDU_P2P_CAPS_READS;
     a.pairs[0].rm.status[GDU_P2P_CAPS_INDEX_PCI] = GDU_P2P_CAPS_STATUS_NOT_SUPPORTED;
     a.cufile_found = true;
@@ -200,7 +200,8 @@ static void capture_copies_what_was_read(void **state)
     free(text);
     if (dev_path[0]) {
         struct stat sb;
-        snprintf(path, sizeof path, "%s%.*s", dir, (int)(strrchr(dev_path, '/') - dev_path), dev_path);
+        snprintf(path, sizeof path, "%s%.*s", dir, (int)(strrchr(dev_path, '/') - dev_path),
+                 dev_path);
         assert_int_equal(lstat(path, &sb), 0);
         assert_true(S_ISLNK(sb.st_mode)); /* the device link itself, as sysfs has it */
         char line[32];

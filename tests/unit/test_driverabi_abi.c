@@ -46,9 +46,10 @@ static void version_parse(void **state)
     assert_int_equal(v[0], 580);
     assert_int_equal(v[1], 159);
     assert_int_equal(v[2], 4);
-    const char *proc = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.40.07  Release Build  "
-                       "(dvs-builder@U16-I3-B03-4-3)  Fri Jan  5 13:29:59 UTC 2024\n"
-                       "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+    const char *proc =
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.40.07  Release Build  "
+        "(dvs-builder@U16-I3-B03-4-3)  Fri Jan  5 13:29:59 UTC 2024\n"
+        "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
     assert_int_equal(gdu_nv_driver_version_parse(proc, v), 0);
     assert_int_equal(v[0], 550);
     assert_int_equal(v[2], 7);
@@ -123,8 +124,9 @@ static void read_block(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_names), cmocka_unit_test(escape_requests), cmocka_unit_test(version_parse),
-        cmocka_unit_test(layouts),      cmocka_unit_test(read_block),
+        cmocka_unit_test(status_names),  cmocka_unit_test(escape_requests),
+        cmocka_unit_test(version_parse), cmocka_unit_test(layouts),
+        cmocka_unit_test(read_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,7 +53,7 @@ static void prepare_creates_checks_and_refuses(void **state)
     assert_int_equal(bench_file_verify(&c, why, sizeof why), 1);
     c.create = false;
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), 0); /* reused as it is */
-    c.seed = 5; /* not this seed's file */
+    c.seed = 5;                                                   /* not this seed's file */
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, "differs from the pattern"));
     assert_int_equal(bench_file_verify(&c, why, sizeof why), 0);

@@ -76,14 +76,16 @@ static void reads_land_in_device_memory(void **state)
             uint64_t done = 0;
             char why[256] = "";
             cu->cuMemsetD8(d, 0, SIZE); /* no sync: the engine's streams wait for it */
-            assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)d, &done, why, sizeof why), 0);
+            assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)d, &done, why, sizeof why),
+                             0);
             uint64_t expect = off + len > SIZE ? SIZE - off : len;
             assert_int_equal(done, expect);
             cu->cuMemcpyDtoH(host, d, expect);
             for (uint64_t k = 0; k < expect; k++)
                 if (host[k] != io_test_byte(off + k, 21))
                     fail_msg("direct mode %d: byte %llu of %llu+%llu wrong", direct,
-                             (unsigned long long)k, (unsigned long long)off, (unsigned long long)len);
+                             (unsigned long long)k, (unsigned long long)off,
+                             (unsigned long long)len);
         }
         free(host);
         cu->cuMemFree(d);
@@ -98,8 +100,9 @@ static void device_to_file_to_device_round_trip(void **state)
     snprintf(out, sizeof out, "%s/out.bin", dir);
     gdu_io_engine *e = pipeline_engine(GDU_IO_DIRECT_ON);
     gdu_io_file *f = NULL;
-    assert_int_equal(gdu_io_open(e, out, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE,
-                                 &f, NULL, 0),
+    assert_int_equal(gdu_io_open(e, out,
+                                 GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f,
+                                 NULL, 0),
                      0);
     uint8_t *src = malloc(SIZE), *back = malloc(SIZE);
     for (uint64_t i = 0; i < SIZE; i++)
@@ -112,7 +115,8 @@ static void device_to_file_to_device_round_trip(void **state)
     gdu_io_extent x[3] = {
         {.offset = 0, .length = 4097, .mem = (void *)(uintptr_t)d},
         {.offset = 4097, .length = 7 * CHUNK, .mem = (void *)(uintptr_t)(d + 4097)},
-        {.offset = 4097 + 7 * CHUNK, .length = SIZE - 4097 - 7 * CHUNK,
+        {.offset = 4097 + 7 * CHUNK,
+         .length = SIZE - 4097 - 7 * CHUNK,
          .mem = (void *)(uintptr_t)(d + 4097 + 7 * CHUNK)},
     };
     gdu_io_request *r = NULL;

@@ -122,7 +122,8 @@ static void direct_storage_reads_and_writes_through_cufile(void **state)
     const uint64_t cases[][2] = {{0, SIZE}, {1, 3}, {4095, 3u << 20}, {SIZE - 5, 100}, {SIZE, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t off = cases[i][0], len = cases[i][1], done = 0;
-        assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+        assert_int_equal(gdu_io_read(f, off, len, (void *)(uintptr_t)dev, &done, why, sizeof why),
+                         0);
         uint64_t expect = off >= SIZE ? 0 : (off + len > SIZE ? SIZE - off : len);
         assert_int_equal(done, expect);
         check_device(off, expect, 31);
@@ -131,7 +132,9 @@ static void direct_storage_reads_and_writes_through_cufile(void **state)
     /* GPU -> file through cuFileWrite, read back through the pipeline. */
     char out[128];
     snprintf(out, sizeof out, "%s/out.bin", dir);
-    assert_int_equal(gdu_io_open(e, out, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why, sizeof why), 0);
+    assert_int_equal(
+        gdu_io_open(e, out, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, why, sizeof why),
+        0);
     for (uint64_t i = 0; i < SIZE; i++)
         host[i] = io_test_byte(i, 8);
     cu->cuMemcpyHtoD(dev, host, SIZE);
@@ -158,9 +161,11 @@ static void refused_file_falls_back_to_the_pipeline(void **state)
     char why[512] = "";
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, why, sizeof why), 0);
     assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_PIPELINE);
-    assert_non_null(strstr(gdu_io_file_reason(f), "cufile refused file: CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
+    assert_non_null(
+        strstr(gdu_io_file_reason(f), "cufile refused file: CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
     uint64_t done = 0;
-    assert_int_equal(gdu_io_read(f, 3, SIZE - 3, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+    assert_int_equal(gdu_io_read(f, 3, SIZE - 3, (void *)(uintptr_t)dev, &done, why, sizeof why),
+                     0);
     assert_int_equal(done, SIZE - 3);
     check_device(3, SIZE - 3, 31);
     gdu_io_close(f);

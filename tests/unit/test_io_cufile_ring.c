@@ -79,7 +79,8 @@ static void reads_through_a_ring_within_the_budget(void **state)
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ | GDU_IO_WRITE, &f, why, sizeof why), 0);
     assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_CUFILE);
-    assert_non_null(strstr(gdu_io_file_reason(f), "ring of 4 x 1024 KiB")); /* the loader shows it */
+    assert_non_null(
+        strstr(gdu_io_file_reason(f), "ring of 4 x 1024 KiB")); /* the loader shows it */
     gdu_CUdeviceptr d = 0;
     assert_int_equal(cu->cuMemAlloc(&d, SIZE), 0);
     uint64_t done = 0;

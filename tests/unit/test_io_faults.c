@@ -14,12 +14,12 @@
 #define CHUNK (16u << 10)
 #define SIZE ((uint64_t)CHUNK * 10)
 
-static atomic_uint_fast64_t bad_offset;  /* reads covering this offset fail with EIO */
-static atomic_int interrupt_every;       /* every Nth call fails with EINTR (0: never) */
+static atomic_uint_fast64_t bad_offset; /* reads covering this offset fail with EIO */
+static atomic_int interrupt_every;      /* every Nth call fails with EINTR (0: never) */
 static atomic_int call_count;
-static atomic_int partial;               /* transfer at most half of what is asked */
-static atomic_uint_fast64_t space_left;  /* pwrite fails with ENOSPC beyond this file offset */
-static atomic_int refuse_direct;         /* O_DIRECT transfers fail with EINVAL */
+static atomic_int partial;              /* transfer at most half of what is asked */
+static atomic_uint_fast64_t space_left; /* pwrite fails with ENOSPC beyond this file offset */
+static atomic_int refuse_direct;        /* O_DIRECT transfers fail with EINVAL */
 
 static int refused(int fd)
 {
@@ -193,9 +193,8 @@ static void enospc_on_write_is_reported(void **state)
     atomic_store(&space_left, 3 * CHUNK + 500);
     atomic_store(&interrupt_every, 3);
     gdu_io_file *f = NULL;
-    assert_int_equal(gdu_io_open(fx->e, out, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f,
-                                 NULL, 0),
-                     0);
+    assert_int_equal(
+        gdu_io_open(fx->e, out, GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f, NULL, 0), 0);
     uint8_t *buf = malloc(SIZE);
     memset(buf, 0x5A, SIZE);
     uint64_t done = 0;
@@ -219,7 +218,8 @@ static void direct_refused_mid_way_falls_back_to_buffered(void **state)
     char out[128];
     snprintf(out, sizeof out, "%s/out.bin", fx->dir);
     gdu_io_file *f = NULL;
-    assert_int_equal(gdu_io_open(e, out, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE, &f, NULL, 0), 0);
+    assert_int_equal(gdu_io_open(e, out, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE, &f, NULL, 0),
+                     0);
     assert_true(gdu_io_file_direct(f));
     uint8_t *buf = malloc(SIZE), *back = malloc(SIZE);
     for (uint64_t i = 0; i < SIZE; i++)

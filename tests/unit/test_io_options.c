@@ -11,8 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-static const char *const vars[] = {"GDUNLOCK_IO_BACKEND", "GDUNLOCK_IO_WORKERS", "GDUNLOCK_IO_CHUNK",
-                                   "GDUNLOCK_IO_STAGING", "GDUNLOCK_IO_DIRECT"};
+static const char *const vars[] = {"GDUNLOCK_IO_BACKEND", "GDUNLOCK_IO_WORKERS",
+                                   "GDUNLOCK_IO_CHUNK", "GDUNLOCK_IO_STAGING",
+                                   "GDUNLOCK_IO_DIRECT"};
 
 static int clear_env(void **state)
 {

@@ -88,9 +88,20 @@ static void random_reads(const char *path, gdu_io_direct direct, bool expect_dir
     assert_int_equal(gdu_io_file_size(f), (int64_t)FILE_SIZE);
     /* Edge cases first. */
     const uint64_t cases[][2] = {
-        {0, 1}, {1, 1}, {4095, 2}, {CHUNK - 1, 2}, {CHUNK, CHUNK}, {CHUNK - 3, 3 * CHUNK + 7},
-        {0, FILE_SIZE}, {FILE_SIZE - 1, 1}, {FILE_SIZE - 10, 100}, {FILE_SIZE, 10},
-        {FILE_SIZE + 4096, 5}, {123, 0}, {4096, 4096}, {0, FILE_SIZE + 9999},
+        {0, 1},
+        {1, 1},
+        {4095, 2},
+        {CHUNK - 1, 2},
+        {CHUNK, CHUNK},
+        {CHUNK - 3, 3 * CHUNK + 7},
+        {0, FILE_SIZE},
+        {FILE_SIZE - 1, 1},
+        {FILE_SIZE - 10, 100},
+        {FILE_SIZE, 10},
+        {FILE_SIZE + 4096, 5},
+        {123, 0},
+        {4096, 4096},
+        {0, FILE_SIZE + 9999},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_read(f, cases[i][0], cases[i][1]);
@@ -134,8 +145,8 @@ static void reads_on_tmpfs_follow_what_it_accepts(void **state)
     gdu_io_engine *e = io_test_engine(2, CHUNK, 2, GDU_IO_DIRECT_ON);
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, fx->path, GDU_IO_READ, &f, NULL, 0), 0);
-    assert_non_null(strstr(gdu_io_file_reason(f), accepted ? "O_DIRECT reads"
-                                                           : "O_DIRECT refused by the file system"));
+    assert_non_null(strstr(gdu_io_file_reason(f),
+                           accepted ? "O_DIRECT reads" : "O_DIRECT refused by the file system"));
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
 }
@@ -173,8 +184,9 @@ static void random_writes(fixture *fx, gdu_io_direct direct)
     gdu_io_engine *e = io_test_engine(3, CHUNK, 3, direct);
     gdu_io_file *f = NULL;
     char why[256];
-    assert_int_equal(gdu_io_open(e, out, GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE,
-                                 &f, why, sizeof why),
+    assert_int_equal(gdu_io_open(e, out,
+                                 GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE, &f,
+                                 why, sizeof why),
                      0);
     uint64_t rng = 99;
     uint64_t hi = 0;
@@ -242,7 +254,8 @@ static void batch_with_callback(void **state)
         x[i].length = 1 + io_test_rand(&rng) % (2 * CHUNK);
         mem[i] = malloc(x[i].length);
         x[i].mem = mem[i];
-        uint64_t end = x[i].offset + x[i].length > FILE_SIZE ? FILE_SIZE : x[i].offset + x[i].length;
+        uint64_t end =
+            x[i].offset + x[i].length > FILE_SIZE ? FILE_SIZE : x[i].offset + x[i].length;
         expect += end - x[i].offset;
     }
     cb_record rec = {0, -1, 0, PTHREAD_MUTEX_INITIALIZER};
@@ -294,7 +307,8 @@ static void *reader_thread(void *p)
             gdu_io_wait(r, NULL, NULL, 0) != 0)
             a->failures++;
         for (int k = 0; k < N; k++) {
-            uint64_t end = x[k].offset + x[k].length > FILE_SIZE ? FILE_SIZE : x[k].offset + x[k].length;
+            uint64_t end =
+                x[k].offset + x[k].length > FILE_SIZE ? FILE_SIZE : x[k].offset + x[k].length;
             if (x[k].done != end - x[k].offset)
                 a->failures++;
             for (uint64_t j = 0; j < x[k].done; j++)
@@ -357,7 +371,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(reads_on_disk_buffered, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(reads_on_disk_buffered_in_pieces, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(reads_on_disk_direct, setup_disk, teardown),
-        cmocka_unit_test_setup_teardown(reads_on_tmpfs_follow_what_it_accepts, setup_tmpfs, teardown),
+        cmocka_unit_test_setup_teardown(reads_on_tmpfs_follow_what_it_accepts, setup_tmpfs,
+                                        teardown),
         cmocka_unit_test_setup_teardown(auto_direct_follows_the_page_cache, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(writes_buffered, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(writes_direct, setup_disk, teardown),

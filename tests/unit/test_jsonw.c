@@ -72,6 +72,7 @@ static void unbalanced_is_refused(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(round_trip), cmocka_unit_test(unbalanced_is_refused)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(round_trip),
+                                       cmocka_unit_test(unbalanced_is_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,7 +106,8 @@ static void test_shim_missing_names_both(void **state)
     char exe[PATH_MAX], shim[2 * PATH_MAX];
     path_of(exe, sizeof exe, "usr/bin/gdunlock");
     assert_false(gdu_launch_find_shim_in(exe, "/nonexistent/lib", shim, sizeof shim));
-    assert_non_null(strstr(shim, "usr/bin/../lib/libgdunlock.so or /nonexistent/lib/libgdunlock.so"));
+    assert_non_null(
+        strstr(shim, "usr/bin/../lib/libgdunlock.so or /nonexistent/lib/libgdunlock.so"));
     assert_false(gdu_launch_find_shim_in(exe, NULL, shim, sizeof shim));
     assert_null(strstr(shim, " or "));
 }
@@ -181,7 +182,8 @@ static void test_run_cannot_start(void **state)
     char *argv[] = {"/nonexistent/program", NULL};
     gdu_launch_options o = {0};
     gdu_launch_result r;
-    assert_int_equal(gdu_launch_run(argv, "/nonexistent/libgdunlock.so", &o, &r, why, sizeof why), 0);
+    assert_int_equal(gdu_launch_run(argv, "/nonexistent/libgdunlock.so", &o, &r, why, sizeof why),
+                     0);
     assert_int_equal(r.status, -1);
     assert_int_equal(r.exec_errno, ENOENT);
     assert_int_equal(json_array_size(r.processes), 0);

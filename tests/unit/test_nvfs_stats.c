@@ -257,9 +257,11 @@ static void test_hostile_text(void **state)
 {
     char *text = malloc(200 * 64);
     assert_non_null(text);
-    size_t len = (size_t)sprintf(text, "GDS Version: \x01\xff" "abc\nNVFS statistics(ver: 99999999999)\n");
+    size_t len = (size_t)sprintf(text, "GDS Version: \x01\xff"
+                                       "abc\nNVFS statistics(ver: 99999999999)\n");
     for (int i = 0; i < 70; i++)
-        len += (size_t)sprintf(text + len, "GPU 0000:%02x:00.0  uuid:u%d : Registered_MiB=%d\n", i, i, i);
+        len += (size_t)sprintf(text + len, "GPU 0000:%02x:00.0  uuid:u%d : Registered_MiB=%d\n", i,
+                               i, i);
     gdu_nvfs_stats st;
     assert_int_equal(gdu_nvfs_stats_parse(text, len, &st), 0);
     assert_string_equal(st.gds_version, "??abc");

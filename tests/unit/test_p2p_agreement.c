@@ -46,7 +46,8 @@ static gdu_p2p_report *p2p_report_of(const gdu_live *live, const char *sysroot)
         for (int j = 0; j < r->n; j++) {
             gdu_p2p_pair_report *p = &r->pair[i][j];
             gdu_p2p_facts_init(&p->facts);
-            const gdu_live_pair *lp = gdu_live_pair_find(live, r->gpu[i].ordinal, r->gpu[j].ordinal);
+            const gdu_live_pair *lp =
+                gdu_live_pair_find(live, r->gpu[i].ordinal, r->gpu[j].ordinal);
             if (i == j || lp == NULL)
                 continue;
             p->cuda.can_access = lp->can_access;
@@ -70,8 +71,8 @@ static int p2p_index(const gdu_p2p_report *r, int ordinal)
 static void same_verdict(const char *fixture, const gdu_p2p_verdict *doctor,
                          const gdu_p2p_verdict *p2p)
 {
-    printf("%s: doctor \"%s\" [%s], p2p \"%s\" [%s]\n", fixture, doctor->reason,
-           doctor->warning, p2p->reason, p2p->warning);
+    printf("%s: doctor \"%s\" [%s], p2p \"%s\" [%s]\n", fixture, doctor->reason, doctor->warning,
+           p2p->reason, p2p->warning);
     assert_int_equal(doctor->link, p2p->link);
     assert_int_equal(doctor->cause, p2p->cause);
     assert_string_equal(doctor->reason, p2p->reason);

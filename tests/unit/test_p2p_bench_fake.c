@@ -26,8 +26,8 @@ static double expect_gbps(double gbps, double cost_us)
 
 static int run_with(int n, int sm)
 {
-    gdu_p2p_bench_config cfg = {.bytes = BYTES, .iters = 3, .reps = 5, .latency_reps = 10,
-                                .sm = sm, .chase_hops = HOPS};
+    gdu_p2p_bench_config cfg = {
+        .bytes = BYTES, .iters = 3, .reps = 5, .latency_reps = 10, .sm = sm, .chase_hops = HOPS};
     int ordinals[] = {0, 1, 2};
     char why[256] = "";
     int rc = gdu_p2p_bench_run(cu, ordinals, n, &cfg, res, why, sizeof why);
@@ -36,15 +36,9 @@ static int run_with(int n, int sm)
     return rc;
 }
 
-static int run(int n)
-{
-    return run_with(n, 0);
-}
+static int run(int n) { return run_with(n, 0); }
 
-static int run_sm(int n)
-{
-    return run_with(n, 1);
-}
+static int run_sm(int n) { return run_with(n, 1); }
 
 static int setup(void **state)
 {
@@ -124,7 +118,8 @@ static void test_enable_fails(void **state)
     assert_false(res->peer_enabled[0][1]);
     assert_non_null(strstr(res->enable_error, "CUDA_ERROR_MAP_FAILED"));
     /* Those cells stayed staged. */
-    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(40, 10), 0.01);
+    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(40, 10),
+                       0.01);
 }
 
 static void test_no_peer_access(void **state)
@@ -133,7 +128,8 @@ static void test_no_peer_access(void **state)
     assert_int_equal(run(2), 0);
     assert_false(res->can_access[0][1]);
     assert_false(res->enable_failed[0][1]);
-    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(40, 10), 0.01);
+    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(40, 10),
+                       0.01);
 }
 
 static void test_one_gpu(void **state)
@@ -152,7 +148,8 @@ static void test_three_gpus(void **state)
     assert_int_equal(run(3), 0);
     assert_int_equal(res->buffers_checked, 2 * (9 + 18));
     assert_int_equal(res->buffers_corrupt, 0);
-    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[2][1].median, expect_gbps(400, 2), 0.1);
+    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[2][1].median, expect_gbps(400, 2),
+                       0.1);
 }
 
 static void test_bad_config(void **state)
@@ -189,10 +186,7 @@ static void assert_routes(int n, gdu_p2p_route_state want)
 }
 
 /* SM kernels cost a 3 us launch each plus bytes at the fake's rate. */
-static double expect_sm_gbps(double gbps)
-{
-    return expect_gbps(gbps, 3);
-}
+static double expect_sm_gbps(double gbps) { return expect_gbps(gbps, 3); }
 
 static void test_sm_known(void **state)
 {
@@ -217,7 +211,8 @@ static void test_sm_known(void **state)
     assert_int_equal(res->chase_hops, HOPS);
     assert_int_equal(res->sm_check_bytes, BYTES);
     /* The copy engine's matrices are unchanged by the SM part. */
-    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(400, 2), 0.1);
+    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(400, 2),
+                       0.1);
     assert_false(res->peer_enabled[0][1]);
 }
 
@@ -244,7 +239,8 @@ static void test_sm_fault(void **state)
         assert_float_equal(res->sm_latency_us.cell[i][i].median, 0.5 + 3.0 / HOPS, 1e-3);
     }
     assert_false(res->sm_write_gbps.cell[0][1].valid);
-    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(400, 2), 0.1);
+    assert_float_equal(res->uni_gbps[GDU_P2P_MODE_ENABLED].cell[0][1].median, expect_gbps(400, 2),
+                       0.1);
     assert_int_equal(res->buffers_corrupt, 0);
 }
 
@@ -276,7 +272,8 @@ static void test_sm_corrupt_stores(void **state)
     assert_int_equal(run_sm(2), 0);
     const int W = GDU_P2P_ROUTE_SM_WRITE, R = GDU_P2P_ROUTE_SM_READ;
     assert_int_equal(res->route[W][0][1], GDU_P2P_ROUTE_WRONG);
-    assert_string_equal(res->route_detail[W][0][1], "pattern check: byte 524288 of 1048576 differs");
+    assert_string_equal(res->route_detail[W][0][1],
+                        "pattern check: byte 524288 of 1048576 differs");
     assert_int_equal(res->route[W][1][0], GDU_P2P_ROUTE_WRONG);
     assert_int_equal(res->route[R][0][1], GDU_P2P_ROUTE_OK); /* loads from the peer are fine */
     assert_int_equal(res->route[W][0][0], GDU_P2P_ROUTE_OK);

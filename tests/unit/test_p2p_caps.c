@@ -11,10 +11,11 @@
 static void test_link_of_caps(void **state)
 {
     assert_int_equal(gdu_p2p_caps_link(0), GDU_P2P_LINK_NONE);
-    assert_int_equal(gdu_p2p_caps_link(GDU_P2P_CAPS_READS | GDU_P2P_CAPS_WRITES), GDU_P2P_LINK_NONE);
+    assert_int_equal(gdu_p2p_caps_link(GDU_P2P_CAPS_READS | GDU_P2P_CAPS_WRITES),
+                     GDU_P2P_LINK_NONE);
     /* As the RM fills them for each connectivity (client_resource.c, 580). */
-    assert_int_equal(gdu_p2p_caps_link(0x1b), GDU_P2P_LINK_NVLINK); /* W R NVLINK ATOMICS */
-    assert_int_equal(gdu_p2p_caps_link(0x2043), GDU_P2P_LINK_PCIE_BAR1); /* W R PCI BAR1 */
+    assert_int_equal(gdu_p2p_caps_link(0x1b), GDU_P2P_LINK_NVLINK);       /* W R NVLINK ATOMICS */
+    assert_int_equal(gdu_p2p_caps_link(0x2043), GDU_P2P_LINK_PCIE_BAR1);  /* W R PCI BAR1 */
     assert_int_equal(gdu_p2p_caps_link(0x47), GDU_P2P_LINK_PCIE_MAILBOX); /* W R PROP PCI */
     assert_int_equal(gdu_p2p_caps_link(0x780), GDU_P2P_LINK_NVLINK_INDIRECT);
     assert_int_equal(gdu_p2p_caps_link(0x1013), GDU_P2P_LINK_C2C);

@@ -59,7 +59,7 @@ static struct alloc {
     uintptr_t base;
     size_t size;
     int dev;
-} *allocs;
+} * allocs;
 static size_t nallocs;
 
 static struct CUctx_st ctxs[MAX_DEV];
@@ -87,8 +87,16 @@ gdu_CUresult cuGetErrorName(gdu_CUresult r, const char **name)
                                                   : "FAKE_CUDA_ERROR";
     return 0;
 }
-gdu_CUresult cuDeviceGetCount(int *n) { *n = ndev(); return 0; }
-gdu_CUresult cuDeviceGet(gdu_CUdevice *d, int o) { *d = o; return o >= 0 && o < ndev() ? 0 : 101; }
+gdu_CUresult cuDeviceGetCount(int *n)
+{
+    *n = ndev();
+    return 0;
+}
+gdu_CUresult cuDeviceGet(gdu_CUdevice *d, int o)
+{
+    *d = o;
+    return o >= 0 && o < ndev() ? 0 : 101;
+}
 gdu_CUresult cuDeviceGetName(char *name, int len, gdu_CUdevice d)
 {
     snprintf(name, (size_t)len, "Fake GPU %d", d);
@@ -99,13 +107,18 @@ gdu_CUresult cuDeviceGetPCIBusId(char *id, int len, gdu_CUdevice d)
     snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + d);
     return 0;
 }
-gdu_CUresult cuDeviceTotalMem_v2(size_t *b, gdu_CUdevice d) { *b = 1ull << 30; return 0; }
+gdu_CUresult cuDeviceTotalMem_v2(size_t *b, gdu_CUdevice d)
+{
+    *b = 1ull << 30;
+    return 0;
+}
 gdu_CUresult cuDeviceGetAttribute(int *v, int attr, gdu_CUdevice d)
 {
-    *v = attr == GDU_CU_ATTR_PCI_BUS_ID ? 0x10 + d
-       : attr == GDU_CU_ATTR_PCI_DOMAIN_ID || attr == GDU_CU_ATTR_PCI_DEVICE_ID ? 0
-       : attr == GDU_CU_ATTR_COMPUTE_CAPABILITY_MAJOR ? 9
-       : attr == GDU_CU_ATTR_COMPUTE_CAPABILITY_MINOR ? 0 : 1;
+    *v = attr == GDU_CU_ATTR_PCI_BUS_ID                                           ? 0x10 + d
+         : attr == GDU_CU_ATTR_PCI_DOMAIN_ID || attr == GDU_CU_ATTR_PCI_DEVICE_ID ? 0
+         : attr == GDU_CU_ATTR_COMPUTE_CAPABILITY_MAJOR                           ? 9
+         : attr == GDU_CU_ATTR_COMPUTE_CAPABILITY_MINOR                           ? 0
+                                                                                  : 1;
     return 0;
 }
 gdu_CUresult cuDeviceCanAccessPeer(int *can, gdu_CUdevice d, gdu_CUdevice p)
@@ -131,8 +144,16 @@ gdu_CUresult cuDevicePrimaryCtxRelease_v2(gdu_CUdevice d)
     ctxs[d].lost = 0;
     return 0;
 }
-gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c) { current = c; return 0; }
-gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c) { *c = current; return 0; }
+gdu_CUresult cuCtxSetCurrent(gdu_CUcontext c)
+{
+    current = c;
+    return 0;
+}
+gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c)
+{
+    *c = current;
+    return 0;
+}
 gdu_CUresult cuCtxSynchronize(void) { return current->lost; }
 gdu_CUresult cuCtxEnablePeerAccess(gdu_CUcontext peer, unsigned f)
 {
@@ -185,7 +206,11 @@ gdu_CUresult cuMemHostAlloc(void **p, size_t n, unsigned f)
     *p = malloc(n);
     return *p ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
 }
-gdu_CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+gdu_CUresult cuMemFreeHost(void *p)
+{
+    free(p);
+    return 0;
+}
 gdu_CUresult cuMemcpyHtoD_v2(gdu_CUdeviceptr d, const void *s, size_t n)
 {
     if (current->lost)
@@ -208,10 +233,7 @@ gdu_CUresult cuMemsetD8_v2(gdu_CUdeviceptr d, unsigned char v, size_t n)
     return 0;
 }
 
-static double start_of(gdu_CUstream s)
-{
-    return s->clock_us > host_us ? s->clock_us : host_us;
-}
+static double start_of(gdu_CUstream s) { return s->clock_us > host_us ? s->clock_us : host_us; }
 
 static gdu_CUresult run_copy(gdu_CUdeviceptr d, gdu_CUdeviceptr s, size_t n, gdu_CUstream st,
                              double gbps, double cost_us, int corrupt)
@@ -242,7 +264,11 @@ gdu_CUresult cuStreamCreate(gdu_CUstream *s, unsigned f)
     (*s)->ctx = current;
     return 0;
 }
-gdu_CUresult cuStreamDestroy_v2(gdu_CUstream s) { free(s); return 0; }
+gdu_CUresult cuStreamDestroy_v2(gdu_CUstream s)
+{
+    free(s);
+    return 0;
+}
 gdu_CUresult cuStreamSynchronize(gdu_CUstream s)
 {
     if (s->clock_us > host_us)
@@ -260,7 +286,11 @@ gdu_CUresult cuEventCreate(gdu_CUevent *e, unsigned f)
     *e = calloc(1, sizeof **e);
     return 0;
 }
-gdu_CUresult cuEventDestroy_v2(gdu_CUevent e) { free(e); return 0; }
+gdu_CUresult cuEventDestroy_v2(gdu_CUevent e)
+{
+    free(e);
+    return 0;
+}
 gdu_CUresult cuEventRecord(gdu_CUevent e, gdu_CUstream s)
 {
     s->clock_us = start_of(s);
@@ -387,10 +417,10 @@ gdu_CUresult cuLaunchKernel(gdu_CUfunction f, unsigned gx, unsigned gy, unsigned
     double us = LAUNCH_US;
     int rd = 0, rs = 0;
     if (f->kind == K_COPY || f->kind == K_FILL) {
-        uintptr_t dst = (uintptr_t)*(gdu_CUdeviceptr *)params[0];
+        uintptr_t dst = (uintptr_t) * (gdu_CUdeviceptr *)params[0];
         uint64_t count = *(unsigned long long *)params[f->kind == K_COPY ? 2 : 1];
         size_t bytes = f->kind == K_COPY ? count * 16 : count * 4;
-        uintptr_t src = f->kind == K_COPY ? (uintptr_t)*(gdu_CUdeviceptr *)params[1] : 0;
+        uintptr_t src = f->kind == K_COPY ? (uintptr_t) * (gdu_CUdeviceptr *)params[1] : 0;
         if (!reach(dst, bytes, &rd) || (src && !reach(src, bytes, &rs)))
             return 0; /* asynchronous: the fault shows at the next synchronisation */
         if (src)
@@ -404,7 +434,7 @@ gdu_CUresult cuLaunchKernel(gdu_CUfunction f, unsigned gx, unsigned gy, unsigned
             ((unsigned char *)dst)[bytes / 2] ^= 0x5a;
         us += (double)bytes / ((rd ? 300 : rs ? 250 : 1500) * 1e3);
     } else {
-        uintptr_t state = (uintptr_t)*(gdu_CUdeviceptr *)params[0];
+        uintptr_t state = (uintptr_t) * (gdu_CUdeviceptr *)params[0];
         uint64_t hops = *(unsigned long long *)params[1], at;
         int remote;
         if (!reach(state, 8, &remote) || remote) {

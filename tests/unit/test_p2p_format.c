@@ -53,8 +53,8 @@ static gdu_p2p_report *two_gpus(void)
     gdu_p2p_report *r = calloc(1, sizeof *r);
     r->n = 2;
     for (int i = 0; i < 2; i++) {
-        r->gpu[i] = (gdu_p2p_gpu){.ordinal = i, .memory_bytes = 24ull << 30, .cc_major = 8,
-                                  .cc_minor = 9};
+        r->gpu[i] =
+            (gdu_p2p_gpu){.ordinal = i, .memory_bytes = 24ull << 30, .cc_major = 8, .cc_minor = 9};
         snprintf(r->gpu[i].name, sizeof r->gpu[i].name, "NVIDIA GeForce RTX 4090");
         snprintf(r->gpu[i].pci_bus_id, sizeof r->gpu[i].pci_bus_id, "0000:%02X:00.0", 0x1b + i);
         r->bar1_bytes[i] = 256ull << 20;
@@ -63,8 +63,8 @@ static gdu_p2p_report *two_gpus(void)
     r->rm_gpu_id[0] = 0x1b00;
     snprintf(r->date, sizeof r->date, "2026-11-30T01:00:00Z");
     snprintf(r->command_line, sizeof r->command_line, "gdunlock p2p --size 256M");
-    r->bench = (gdu_p2p_bench_config){.bytes = 256ull << 20, .iters = 5, .reps = 5,
-                                      .latency_reps = 100};
+    r->bench =
+        (gdu_p2p_bench_config){.bytes = 256ull << 20, .iters = 5, .reps = 5, .latency_reps = 100};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
             if (i == j)
@@ -84,8 +84,8 @@ static gdu_p2p_report *two_gpus(void)
     gdu_p2p_results *res = &r->results;
     res->n = 2;
     res->ordinals[1] = 1;
-    gdu_p2p_matrix *all[] = {&res->uni_gbps[0], &res->uni_gbps[1], &res->bidi_gbps[0],
-                             &res->bidi_gbps[1], &res->lat_gpu_us[0], &res->lat_gpu_us[1],
+    gdu_p2p_matrix *all[] = {&res->uni_gbps[0],   &res->uni_gbps[1],   &res->bidi_gbps[0],
+                             &res->bidi_gbps[1],  &res->lat_gpu_us[0], &res->lat_gpu_us[1],
                              &res->lat_cpu_us[0], &res->lat_cpu_us[1]};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         all[k]->n = 2;
@@ -157,14 +157,17 @@ static void test_json(void **state)
     json_t *doc = gdu_p2p_report_json(r);
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "command")), "p2p");
-    assert_string_equal(json_string_value(json_object_get(doc, "command_line")), "gdunlock p2p --size 256M");
+    assert_string_equal(json_string_value(json_object_get(doc, "command_line")),
+                        "gdunlock p2p --size 256M");
     assert_string_equal(json_string_value(json_object_get(doc, "date")), "2026-11-30T01:00:00Z");
     assert_int_equal(json_integer_value(json_object_get(doc, "size_bytes")), 256 << 20);
     json_t *gpus = json_object_get(doc, "gpus");
     assert_int_equal(json_array_size(gpus), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(gpus, 0), "compute_capability")), "8.9");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(gpus, 0), "compute_capability")), "8.9");
     assert_true(json_is_true(json_object_get(json_array_get(gpus, 0), "geforce")));
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(gpus, 0), "rm_gpu_id")), 0x1b00);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(gpus, 0), "rm_gpu_id")),
+                     0x1b00);
     assert_true(json_is_null(json_object_get(json_array_get(gpus, 1), "rm_gpu_id")));
     json_t *pairs = json_object_get(doc, "pairs");
     assert_int_equal(json_array_size(pairs), 2); /* ordered pairs, no diagonal */
@@ -178,11 +181,14 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(st, "read")), "gpu_not_supported");
     assert_string_equal(json_string_value(json_object_get(st, "pci_bar1")), "not_supported");
     json_t *m = json_object_get(doc, "measured");
-    json_t *uni = json_object_get(json_object_get(json_object_get(m, "bandwidth_gbps"), "unidirectional"), "p2p_enabled");
+    json_t *uni = json_object_get(
+        json_object_get(json_object_get(m, "bandwidth_gbps"), "unidirectional"), "p2p_enabled");
     json_t *med = json_object_get(uni, "median");
     assert_true(json_is_null(json_array_get(json_array_get(med, 0), 1)));
     assert_float_equal(json_real_value(json_array_get(json_array_get(med, 1), 0)), 21.0, 1e-9);
-    assert_float_equal(json_real_value(json_array_get(json_array_get(json_object_get(uni, "max"), 1), 1)), 99.0, 0);
+    assert_float_equal(
+        json_real_value(json_array_get(json_array_get(json_object_get(uni, "max"), 1), 1)), 99.0,
+        0);
     assert_true(json_is_true(json_object_get(json_object_get(m, "verification"), "ok")));
     /* The document serialises (no NaN or invalid UTF-8 sneaks in). */
     char *text = json_dumps(doc, 0);
@@ -235,9 +241,10 @@ static void test_report_sm(void **state)
 {
     gdu_p2p_report *r = with_sm();
     char *t = render_report(r);
-    assert_non_null(strstr(t, "\nSM Write Bandwidth Matrix (GB/s, median; copy kernel on the source "
-                              "GPU storing into the destination)\n   D\\D         0         1\n"
-                              "     0   1500.00         -\n"));
+    assert_non_null(strstr(t,
+                           "\nSM Write Bandwidth Matrix (GB/s, median; copy kernel on the source "
+                           "GPU storing into the destination)\n   D\\D         0         1\n"
+                           "     0   1500.00         -\n"));
     assert_non_null(strstr(t, "SM Read Bandwidth Matrix (GB/s, median; copy kernel on the "
                               "destination GPU loading from the source)\n"));
     assert_non_null(strstr(t, "column = GPU holding the chain of 1048576 nodes; 10000 loads per "
@@ -275,7 +282,8 @@ static void test_json_sm(void **state)
     assert_int_equal(json_integer_value(json_object_get(sm, "check_bytes")), 1 << 20);
     assert_string_equal(json_string_value(json_object_get(sm, "error")),
                         "stopped at the fault of SM write 0 -> 1");
-    json_t *w = json_object_get(json_object_get(json_object_get(sm, "bandwidth_gbps"), "write"), "median");
+    json_t *w =
+        json_object_get(json_object_get(json_object_get(sm, "bandwidth_gbps"), "write"), "median");
     assert_float_equal(json_real_value(json_array_get(json_array_get(w, 0), 0)), 1500.0, 1e-9);
     assert_true(json_is_null(json_array_get(json_array_get(w, 0), 1)));
     json_t *routes = json_object_get(m, "routes");
@@ -300,12 +308,9 @@ static void test_json_sm(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matrix_layout),
-        cmocka_unit_test(test_report_refused_pair),
-        cmocka_unit_test(test_report_one_gpu),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_report_sm),
-        cmocka_unit_test(test_json_sm),
+        cmocka_unit_test(test_matrix_layout),  cmocka_unit_test(test_report_refused_pair),
+        cmocka_unit_test(test_report_one_gpu), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_report_sm),      cmocka_unit_test(test_json_sm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,8 @@ static void params_of(const char *name, char *out, size_t len)
     const char *end = strchr(p, ')');
     assert_non_null(end);
     size_t n = 0;
-    for (const char *q = strstr(p, ".param ."); q != NULL && q < end; q = strstr(q + 1, ".param .")) {
+    for (const char *q = strstr(p, ".param ."); q != NULL && q < end;
+         q = strstr(q + 1, ".param .")) {
         q += strlen(".param .");
         n += (size_t)snprintf(out + n, len - n, "%s%.*s", n ? "," : "", (int)strcspn(q, " \t"), q);
     }

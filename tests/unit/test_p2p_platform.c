@@ -21,8 +21,11 @@ static gdu_p2p_report *rtx4090_pair(void)
     gdu_p2p_report *r = calloc(1, sizeof *r);
     r->n = 2;
     for (int i = 0; i < 2; i++) {
-        r->gpu[i] = (gdu_p2p_gpu){.ordinal = i, .bus = 3u + (unsigned)i, .memory_bytes = 24ull << 30,
-                                  .cc_major = 8, .cc_minor = 9};
+        r->gpu[i] = (gdu_p2p_gpu){.ordinal = i,
+                                  .bus = 3u + (unsigned)i,
+                                  .memory_bytes = 24ull << 30,
+                                  .cc_major = 8,
+                                  .cc_minor = 9};
         snprintf(r->gpu[i].name, sizeof r->gpu[i].name, "NVIDIA GeForce RTX 4090");
         for (int j = 0; j < 2; j++)
             gdu_p2p_facts_init(&r->pair[i][j].facts);

@@ -76,8 +76,10 @@ static void load_facts(json_t *j, gdu_p2p_facts *f)
     f->topo = topo(json_string_value(json_object_get(j, "topo")) ?: "?");
     f->iommu = iommu(json_string_value(json_object_get(j, "iommu")));
     for (size_t k = 0; k < 2; k++) {
-        f->bar1_bytes[k] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "bar1_bytes"), k));
-        f->vram_bytes[k] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "vram_bytes"), k));
+        f->bar1_bytes[k] =
+            (uint64_t)json_integer_value(json_array_get(json_object_get(j, "bar1_bytes"), k));
+        f->vram_bytes[k] =
+            (uint64_t)json_integer_value(json_array_get(json_object_get(j, "vram_bytes"), k));
     }
     json_t *rm = json_object_get(j, "rm");
     if (!json_is_object(rm))
@@ -85,10 +87,11 @@ static void load_facts(json_t *j, gdu_p2p_facts *f)
     f->rm_caps_known = 1;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(rm, "caps"), i, v) f->rm.caps |= caps_bit(json_string_value(v));
+    json_array_foreach(json_object_get(rm, "caps"), i, v) f->rm.caps |=
+        caps_bit(json_string_value(v));
     for (unsigned k = 0; k < GDU_P2P_CAPS_INDEX_COUNT; k++) {
-        const char *s = json_string_value(json_object_get(json_object_get(rm, "status"),
-                                                          gdu_p2p_caps_index_name(k)));
+        const char *s = json_string_value(
+            json_object_get(json_object_get(rm, "status"), gdu_p2p_caps_index_name(k)));
         assert_non_null(s);
         f->rm.status[k] = status_code(s);
     }
@@ -125,15 +128,18 @@ static void check_routes(const char *file, const gdu_p2p_facts *f, json_t *route
         json_t *route = json_object_get(routes, gdu_p2p_route_id((gdu_p2p_route)r));
         if (route == NULL)
             continue;
-        gdu_p2p_route_state st = route_state(file, json_string_value(json_object_get(route, "state")));
+        gdu_p2p_route_state st =
+            route_state(file, json_string_value(json_object_get(route, "state")));
         gdu_p2p_verdict v;
         gdu_p2p_route_reason(f, 0, (gdu_p2p_route)r, st, &v);
         json_t *e = json_object_get(route, "expect");
         const char *cause = json_string_value(json_object_get(e, "cause"));
         if (strcmp(gdu_p2p_cause_id(v.cause), cause) != 0)
             fail_msg("%s: route %s: cause %s, expected %s (reason: %s)", file,
-                     gdu_p2p_route_id((gdu_p2p_route)r), gdu_p2p_cause_id(v.cause), cause, v.reason);
-        expect_has(file, gdu_p2p_route_id((gdu_p2p_route)r), v.reason, json_object_get(e, "reason_has"));
+                     gdu_p2p_route_id((gdu_p2p_route)r), gdu_p2p_cause_id(v.cause), cause,
+                     v.reason);
+        expect_has(file, gdu_p2p_route_id((gdu_p2p_route)r), v.reason,
+                   json_object_get(e, "reason_has"));
         expect_has(file, "route fix", v.fix, json_object_get(e, "fix_has"));
         if (v.cause != GDU_P2P_CAUSE_NONE && st != GDU_P2P_ROUTE_NOT_RUN)
             assert_true(strlen(v.fix) > 10);

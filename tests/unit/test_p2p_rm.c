@@ -22,10 +22,10 @@
 
 /* What the fake RM does; tests set these. */
 static struct {
-    uint32_t alloc_status;      /* RM_ALLOC result */
-    uint32_t caps_status;       /* P2P caps control result */
-    int ioctl_errno;            /* make every ioctl fail with this errno */
-    int gpus;                   /* attached GPUs: ids 0x100, 0x200, ... */
+    uint32_t alloc_status; /* RM_ALLOC result */
+    uint32_t caps_status;  /* P2P caps control result */
+    int ioctl_errno;       /* make every ioctl fail with this errno */
+    int gpus;              /* attached GPUs: ids 0x100, 0x200, ... */
     int allocs, frees, controls;
     uint32_t last_pair[2], last_count;
 } rm;
@@ -126,11 +126,13 @@ static json_t *recorded_answer(uint32_t cmd, const unsigned char *params, uint32
 {
     size_t i;
     json_t *r;
-    json_array_foreach(recorded, i, r) {
+    json_array_foreach(recorded, i, r)
+    {
         if (json_integer_value(json_object_get(r, "cmd")) != cmd)
             continue;
         unsigned char *in = malloc(size);
-        assert_int_equal(hex_to_bytes(json_string_value(json_object_get(r, "params_in")), in, size), 0);
+        assert_int_equal(hex_to_bytes(json_string_value(json_object_get(r, "params_in")), in, size),
+                         0);
         int same = 1;
         if (cmd == GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO)
             same = memcmp(in, params, 4) == 0;
@@ -161,7 +163,8 @@ static int replay_ioctl(int fd, unsigned long request, void *arg)
         return 0;
     }
     assert_int_equal(hex_to_bytes(json_string_value(json_object_get(r, "params_out")),
-                                  (void *)(uintptr_t)p->params, p->paramsSize), 0);
+                                  (void *)(uintptr_t)p->params, p->paramsSize),
+                     0);
     p->status = (uint32_t)json_integer_value(json_object_get(r, "status"));
     return 0;
 }

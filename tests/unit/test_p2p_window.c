@@ -103,8 +103,10 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
         gdu_nv_card_info *ci = arg;
         memset(ci, 0, size);
         for (int i = 0; i < 2; i++)
-            ci[i] = (gdu_nv_card_info){.valid = 1, .pci_info = {.bus = (uint8_t)(6 + i)},
-                                       .gpu_id = GPU_ID + (uint32_t)i, .minor_number = (uint32_t)i,
+            ci[i] = (gdu_nv_card_info){.valid = 1,
+                                       .pci_info = {.bus = (uint8_t)(6 + i)},
+                                       .gpu_id = GPU_ID + (uint32_t)i,
+                                       .minor_number = (uint32_t)i,
                                        .reg_address = 0xf0000000ull + ((uint64_t)i << 24),
                                        .reg_size = 16u << 20,
                                        .fb_address = BAR1 + ((uint64_t)i << 38),
@@ -278,8 +280,8 @@ static void map_refused(void **state)
     assert_non_null(strstr(why, "RM_MAP_MEMORY): RM returned NV_ERR_STATE_IN_USE (0x63)"));
     assert_null(m.cpu);
     assert_int_equal(open_fds(), fds);
-    assert_int_equal(gdu_rm_vidmem_map(&client, &d, &m, "/nonexistent/nvidia9", &st, why,
-                                       sizeof why), -ENOENT);
+    assert_int_equal(
+        gdu_rm_vidmem_map(&client, &d, &m, "/nonexistent/nvidia9", &st, why, sizeof why), -ENOENT);
     assert_non_null(strstr(why, "cannot open /nonexistent/nvidia9"));
     gdu_rm_vidmem_free(&client, &d, &m);
     assert_int_equal(rm.unmaps, 0); /* nothing was mapped */
@@ -293,30 +295,29 @@ static void probe_io_memory(void **state)
     static char range[SIZE] __attribute__((aligned(4096)));
     assert_int_equal(gdu_rm_device_open(&client, GPU_ID, &d, &st, why, sizeof why), 0);
     int frees = rm.frees;
-    assert_int_equal(gdu_rm_probe_io_memory(&client, &d, dev_path, range, SIZE, &st, why,
-                                            sizeof why), -EIO);
+    assert_int_equal(
+        gdu_rm_probe_io_memory(&client, &d, dev_path, range, SIZE, &st, why, sizeof why), -EIO);
     assert_int_equal(st, GDU_NV_ERR_INVALID_ADDRESS);
     assert_non_null(strstr(why, "NV_ERR_INVALID_ADDRESS (0x1e)"));
     assert_int_equal(rm.io_probes, 1);
     assert_int_equal(rm.frees, frees); /* nothing to free */
     rm.io_status = GDU_NV_OK;
-    assert_int_equal(gdu_rm_probe_io_memory(&client, &d, dev_path, range, SIZE, &st, why,
-                                            sizeof why), 0);
+    assert_int_equal(
+        gdu_rm_probe_io_memory(&client, &d, dev_path, range, SIZE, &st, why, sizeof why), 0);
     assert_int_equal(st, GDU_NV_OK);
     assert_int_equal(rm.frees, frees + 1); /* accepted, and freed again at once */
     assert_int_equal(rm.freed[frees], 0x67647701u);
 }
 
-static const char SMAPS[] =
-    "55d0c0000000-55d0c0021000 r--p 00000000 08:01 1234   /usr/bin/prog\n"
-    "Size:                132 kB\n"
-    "VmFlags: rd mr mw me dw sd\n"
-    "7f0000000000-7f0000200000 rw-s 00000000 00:05 777    /dev/nvidia0\n"
-    "Size:               2048 kB\n"
-    "AnonHugePages:         0 kB\n"
-    "VmFlags: rd wr sh mr mw me ms io pf dc de dd sd \n"
-    "7f0000200000-7f0000201000 rw-p 00000000 00:00 0\n"
-    "Size:                  4 kB\n";
+static const char SMAPS[] = "55d0c0000000-55d0c0021000 r--p 00000000 08:01 1234   /usr/bin/prog\n"
+                            "Size:                132 kB\n"
+                            "VmFlags: rd mr mw me dw sd\n"
+                            "7f0000000000-7f0000200000 rw-s 00000000 00:05 777    /dev/nvidia0\n"
+                            "Size:               2048 kB\n"
+                            "AnonHugePages:         0 kB\n"
+                            "VmFlags: rd wr sh mr mw me ms io pf dc de dd sd \n"
+                            "7f0000200000-7f0000201000 rw-p 00000000 00:00 0\n"
+                            "Size:                  4 kB\n";
 
 static void smaps(void **state)
 {
@@ -339,7 +340,8 @@ static void smaps(void **state)
 
 static void capabilities(void **state)
 {
-    assert_int_equal(gdu_proc_status_cap("Name:\tx\nCapEff:\t000001ffffffffff\nCapBnd:\t0\n", 21), 1);
+    assert_int_equal(gdu_proc_status_cap("Name:\tx\nCapEff:\t000001ffffffffff\nCapBnd:\t0\n", 21),
+                     1);
     assert_int_equal(gdu_proc_status_cap("CapEff:\t0000000000000000\n", 21), 0);
     assert_int_equal(gdu_proc_status_cap("CapEff:\t0000000000200000", 21), 1);
     assert_int_equal(gdu_proc_status_cap("CapPrm:\t000001ffffffffff\n", 21), -1);
@@ -350,8 +352,8 @@ static void capabilities(void **state)
 static void refusals(void **state)
 {
     gdu_p2p_window_refusal r;
-    gdu_p2p_window_facts f = {.status = GDU_NV_ERR_INVALID_ADDRESS, .vma_io_pfnmap = 1,
-                              .in_gpu_bar = 1, .sys_admin = 1};
+    gdu_p2p_window_facts f = {
+        .status = GDU_NV_ERR_INVALID_ADDRESS, .vma_io_pfnmap = 1, .in_gpu_bar = 1, .sys_admin = 1};
     gdu_p2p_window_refusal_of(&f, &r);
     assert_true(r.known);
     assert_string_equal(r.check, "osCheckGpuBarsOverlapAddrRange");
@@ -380,10 +382,12 @@ static void refusals(void **state)
     gdu_p2p_window_refusal_of(&f, &r);
     assert_false(r.known);
     /* The named codes are the table's. */
-    assert_string_equal(gdu_nv_status_name(GDU_NV_ERR_INVALID_ADDRESS), "NV_ERR_INVALID_ADDRESS (0x1e)");
+    assert_string_equal(gdu_nv_status_name(GDU_NV_ERR_INVALID_ADDRESS),
+                        "NV_ERR_INVALID_ADDRESS (0x1e)");
     assert_string_equal(gdu_nv_status_name(GDU_NV_ERR_INSUFFICIENT_PERMISSIONS),
                         "NV_ERR_INSUFFICIENT_PERMISSIONS (0x1b)");
-    assert_string_equal(gdu_nv_status_name(GDU_NV_ERR_INVALID_FLAGS), "NV_ERR_INVALID_FLAGS (0x29)");
+    assert_string_equal(gdu_nv_status_name(GDU_NV_ERR_INVALID_FLAGS),
+                        "NV_ERR_INVALID_FLAGS (0x29)");
 }
 
 int main(void)

@@ -78,8 +78,10 @@ static int fake_rm(int fd, unsigned long request, void *arg)
         gdu_nv_card_info *ci = arg;
         memset(ci, 0, size);
         for (uint32_t i = 0; i < 2; i++)
-            ci[i] = (gdu_nv_card_info){.valid = 1, .pci_info = {.bus = (uint8_t)(0x10 + i)},
-                                       .gpu_id = 0x700 + i, .minor_number = i,
+            ci[i] = (gdu_nv_card_info){.valid = 1,
+                                       .pci_info = {.bus = (uint8_t)(0x10 + i)},
+                                       .gpu_id = 0x700 + i,
+                                       .minor_number = i,
                                        .reg_address = 0xf0000000ull + ((uint64_t)i << 24),
                                        .reg_size = 16u << 20,
                                        .fb_address = BAR1_BASE + ((uint64_t)i << 38),
@@ -216,10 +218,13 @@ static void refused_by_rm(void **state)
     assert_non_null(doc);
     json_t *facts = json_object_get(doc, "facts");
     json_t *s2 = json_object_get(facts, "step2_rm");
-    assert_string_equal(json_string_value(json_object_get(s2, "status")), "NV_ERR_INVALID_ADDRESS (0x1e)");
-    assert_string_equal(json_string_value(json_object_get(s2, "source")), "kernel-open/nvidia/os-mlock.c:184-192");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(facts, "mapping"), "bus_address")),
-                     BAR1_BASE + 0x200000);
+    assert_string_equal(json_string_value(json_object_get(s2, "status")),
+                        "NV_ERR_INVALID_ADDRESS (0x1e)");
+    assert_string_equal(json_string_value(json_object_get(s2, "source")),
+                        "kernel-open/nvidia/os-mlock.c:184-192");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(facts, "mapping"), "bus_address")),
+        BAR1_BASE + 0x200000);
     assert_int_equal(json_array_size(json_object_get(doc, "lines")), 6);
     json_decref(doc);
 }
@@ -235,7 +240,8 @@ static void accepted_two_gpus(void **state)
     expect(t, "PASS p2p-window-3-rm: RM accepts GPU 0's BAR1 mapping as I/O memory of GPU 1");
     expect(t, "PASS p2p-window-3-cuda: cuMemHostRegister(IOMEMORY) on GPU 1 accepts the window");
     expect(t, "PASS p2p-window-3-copy: GPU 1's copy engine read");
-    expect(t, "PASS p2p-window-3-sm: GPU 1's SM loads from GPU 0's memory through the window: exact");
+    expect(t,
+           "PASS p2p-window-3-sm: GPU 1's SM loads from GPU 0's memory through the window: exact");
     expect(t, "SM stores: exact");
     expect(t, "pointer chase ended on the right node");
     assert_null(strstr(t, "FAIL"));

@@ -20,7 +20,8 @@ static gdu_pin_vidmem g_two[] = {{0x100, A, 2 * MIB, 0}, {0x101, A + 2 * MIB, 2 
 
 static gdu_pin_object object(unsigned n_vaspaces, const gdu_pin_vidmem *v, size_t n)
 {
-    return (gdu_pin_object){.gpu = 0, .pid = PID, .n_vaspaces = n_vaspaces, .vidmem = v, .n_vidmem = n};
+    return (gdu_pin_object){
+        .gpu = 0, .pid = PID, .n_vaspaces = n_vaspaces, .vidmem = v, .n_vidmem = n};
 }
 
 static gdu_pin_verdict lookup1(gdu_pin_object o, uint64_t va, uint64_t size)
@@ -200,12 +201,18 @@ static void rule_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(found_rounded),        cmocka_unit_test(two_vaspaces_not_found),
-        cmocka_unit_test(no_vaspace),           cmocka_unit_test(not_registered),
-        cmocka_unit_test(spans_two_allocations), cmocka_unit_test(rounding_past_end),
-        cmocka_unit_test(two_objects_eio),      cmocka_unit_test(other_process_ignored),
-        cmocka_unit_test(bar1_budget),          cmocka_unit_test(not_supported_is_524),
-        cmocka_unit_test(bad_lengths),          cmocka_unit_test(rule_names),
+        cmocka_unit_test(found_rounded),
+        cmocka_unit_test(two_vaspaces_not_found),
+        cmocka_unit_test(no_vaspace),
+        cmocka_unit_test(not_registered),
+        cmocka_unit_test(spans_two_allocations),
+        cmocka_unit_test(rounding_past_end),
+        cmocka_unit_test(two_objects_eio),
+        cmocka_unit_test(other_process_ignored),
+        cmocka_unit_test(bar1_budget),
+        cmocka_unit_test(not_supported_is_524),
+        cmocka_unit_test(bad_lengths),
+        cmocka_unit_test(rule_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

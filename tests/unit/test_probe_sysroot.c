@@ -97,9 +97,11 @@ static void absolute_links_stay_inside(void **state)
     assert_string_equal(real, "/etc/hostname");
     /* the capture of sysfs has relative links; they resolve as before */
     put(t->root, "/sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n");
-    link_at(t->root, "/sys/bus/pci/devices/0000:00:01.0", "../../../devices/pci0000:00/0000:00:01.0");
-    assert_int_equal(gdu_sysroot_realpath(&sr, "/sys/bus/pci/devices/0000:00:01.0/vendor", real,
-                                          sizeof real), 0);
+    link_at(t->root, "/sys/bus/pci/devices/0000:00:01.0",
+            "../../../devices/pci0000:00/0000:00:01.0");
+    assert_int_equal(
+        gdu_sysroot_realpath(&sr, "/sys/bus/pci/devices/0000:00:01.0/vendor", real, sizeof real),
+        0);
     assert_string_equal(real, "/sys/devices/pci0000:00/0000:00:01.0/vendor");
     /* a loop ends */
     link_at(t->root, "/loop", "/loop");
@@ -160,7 +162,8 @@ static void libpci_only_on_a_confined_tree(void **state)
     for (int i = 0; i < 13; i++)
         strcat(resource, "0x0000000000000000 0x0000000000000000 0x0000000000000000\n");
     put(t->root, "/sys/devices/pci0000:00/0000:00:01.0/resource", resource);
-    link_at(t->root, "/sys/bus/pci/devices/0000:00:01.0", "../../../devices/pci0000:00/0000:00:01.0");
+    link_at(t->root, "/sys/bus/pci/devices/0000:00:01.0",
+            "../../../devices/pci0000:00/0000:00:01.0");
     snprintf(path, sizeof path, "%s%s/config", t->root, dev);
     assert_int_equal(mkfifo(path, 0600), 0);
     gdu_sysroot sr;

@@ -13,7 +13,8 @@
 
 static void kv_finds_keys_with_spaces_and_tabs(void **state)
 {
-    const char *info = "Model: \t\t NVIDIA H200\nGPU UUID: \t GPU-1234  \nGPU Firmware: \t 580.159.04\n";
+    const char *info =
+        "Model: \t\t NVIDIA H200\nGPU UUID: \t GPU-1234  \nGPU Firmware: \t 580.159.04\n";
     char v[64];
     assert_int_equal(gdu_text_kv(info, "Model", v, sizeof v), 0);
     assert_string_equal(v, "NVIDIA H200");
@@ -91,7 +92,8 @@ static void mountinfo_lines(void **state)
     assert_string_equal(m.super_options, "rw,data=ordered");
     assert_int_equal(gdu_parse_mountinfo_line("41 28 0:45 / /scratch rw - tmpfs tmpfs rw", &m), 0);
     assert_int_equal(m.major, 0);
-    assert_int_equal(gdu_parse_mountinfo_line("41 28 0:45 / /scratch rw tmpfs tmpfs rw", &m), -EINVAL);
+    assert_int_equal(gdu_parse_mountinfo_line("41 28 0:45 / /scratch rw tmpfs tmpfs rw", &m),
+                     -EINVAL);
     assert_int_equal(gdu_parse_mountinfo_line("", &m), -EINVAL);
     assert_int_equal(gdu_parse_mountinfo_line("1 2 x / / rw - ext4 a b", &m), -EINVAL);
 }
@@ -139,9 +141,11 @@ static void strips_comments_outside_strings(void **state)
 static void registry_dwords(void **state)
 {
     unsigned long v;
-    assert_int_equal(gdu_registry_dword("RMForceP2PType=1;RMPcieP2PType=0x2", "RMPcieP2PType", &v), 0);
+    assert_int_equal(gdu_registry_dword("RMForceP2PType=1;RMPcieP2PType=0x2", "RMPcieP2PType", &v),
+                     0);
     assert_int_equal(v, 2);
-    assert_int_equal(gdu_registry_dword("RMForceP2PType=1;RMPcieP2PType=0x2", "RMForceP2PType", &v), 0);
+    assert_int_equal(gdu_registry_dword("RMForceP2PType=1;RMPcieP2PType=0x2", "RMForceP2PType", &v),
+                     0);
     assert_int_equal(v, 1);
     assert_int_equal(gdu_registry_dword("RMForceP2PTypeX=1", "RMForceP2PType", &v), -ENOENT);
     assert_int_equal(gdu_registry_dword("ForceP2P=zz", "ForceP2P", &v), -EINVAL);

@@ -15,7 +15,8 @@
 static void same_switch_is_pix(void **state)
 {
     gdu_pcie_path p;
-    gdu_pcie_path_classify(SW "/0000:02:08.0/0000:03:00.0", 0, SW "/0000:02:10.0/0000:04:00.0", 0, &p);
+    gdu_pcie_path_classify(SW "/0000:02:08.0/0000:03:00.0", 0, SW "/0000:02:10.0/0000:04:00.0", 0,
+                           &p);
     assert_int_equal(p.kind, GDU_PATH_PIX);
     assert_int_equal(p.n_bridges, 3);
     assert_string_equal(p.bridges[0], "0000:02:08.0");
@@ -34,7 +35,8 @@ static void nested_switches_are_pxb(void **state)
 static void root_ports_of_one_complex_are_phb(void **state)
 {
     gdu_pcie_path p;
-    gdu_pcie_path_classify(RC0 "/0000:00:01.0/0000:01:00.0", 0, RC0 "/0000:00:02.0/0000:05:00.0", 0, &p);
+    gdu_pcie_path_classify(RC0 "/0000:00:01.0/0000:01:00.0", 0, RC0 "/0000:00:02.0/0000:05:00.0", 0,
+                           &p);
     assert_int_equal(p.kind, GDU_PATH_PHB);
     assert_int_equal(p.n_bridges, 2);
     /* devices on the root bus itself (a typical VM) */
@@ -72,9 +74,11 @@ static void same_device_and_unknowns(void **state)
 static void last_bdf_of_block_path(void **state)
 {
     char bdf[16];
-    assert_int_equal(gdu_sysfs_path_last_bdf(RC0 "/0000:00:04.0/virtio1/block/vda/vda1", bdf, sizeof bdf), 0);
+    assert_int_equal(
+        gdu_sysfs_path_last_bdf(RC0 "/0000:00:04.0/virtio1/block/vda/vda1", bdf, sizeof bdf), 0);
     assert_string_equal(bdf, "0000:00:04.0");
-    assert_int_equal(gdu_sysfs_path_last_bdf("/sys/devices/virtual/block/dm-0", bdf, sizeof bdf), -ENOENT);
+    assert_int_equal(gdu_sysfs_path_last_bdf("/sys/devices/virtual/block/dm-0", bdf, sizeof bdf),
+                     -ENOENT);
 }
 
 int main(void)

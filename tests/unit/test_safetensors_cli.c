@@ -32,7 +32,10 @@ static int run_capture(const char *env, const char *args, int want_stderr, char 
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static int run(const char *args, char *out, size_t len) { return run_capture("", args, 0, out, len); }
+static int run(const char *args, char *out, size_t len)
+{
+    return run_capture("", args, 0, out, len);
+}
 
 static json_t *run_json(const char *args, int want_status)
 {
@@ -127,7 +130,8 @@ static void test_control_characters_escaped(void **state)
     for (size_t i = 0; i < json_array_size(table); i++) {
         json_t *name = json_object_get(json_array_get(table, i), "name");
         exact += strcmp(json_string_value(name), "evil\033[31mred\a") == 0;
-        exact += json_string_length(name) == 8 && memcmp(json_string_value(name), "nul\0byte", 8) == 0;
+        exact +=
+            json_string_length(name) == 8 && memcmp(json_string_value(name), "nul\0byte", 8) == 0;
     }
     assert_int_equal(exact, 2);
     json_decref(doc);
@@ -153,9 +157,11 @@ static void test_bad_setting_is_usage(void **state)
 {
     static char out[1 << 14];
     assert_int_equal(run_capture("GDUNLOCK_IO_CHUNK=lots", "--to host " FIX "small.safetensors", 0,
-                                 out, sizeof out), 64);
-    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=maybe", "--to host --json " FIX
-                                 "small.safetensors", 0, out, sizeof out), 64);
+                                 out, sizeof out),
+                     64);
+    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=maybe",
+                                 "--to host --json " FIX "small.safetensors", 0, out, sizeof out),
+                     64);
     assert_non_null(strstr(out, "GDU_ST_ERR_SETTINGS"));
     assert_non_null(strstr(out, "GDUNLOCK_IO_DIRECT=maybe"));
 }
@@ -180,8 +186,8 @@ static void test_lenient(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(doc, "verify"), "ok")));
     json_decref(doc);
     char out[4096];
-    assert_int_equal(run("--to host --lenient " FIX "hostile/late_start.safetensors", out,
-                         sizeof out), 0);
+    assert_int_equal(
+        run("--to host --lenient " FIX "hostile/late_start.safetensors", out, sizeof out), 0);
     assert_non_null(strstr(out, "(lenient)"));
     assert_non_null(strstr(out, "4 bytes between tensors"));
 }

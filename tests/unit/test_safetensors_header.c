@@ -82,12 +82,11 @@ static void expect_lenient_only(const char *json, size_t data_len, gdu_st_status
 
 static void test_good_file(void **state)
 {
-    const char *json =
-        "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"\\u00e9t\\u00e9\"},"
-        "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"
-        "\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
-        "\"s\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[24,32]},"
-        "\"e\":{\"dtype\":\"BF16\",\"shape\":[0,5],\"data_offsets\":[22,22]}}   ";
+    const char *json = "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"\\u00e9t\\u00e9\"},"
+                       "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"
+                       "\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+                       "\"s\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[24,32]},"
+                       "\"e\":{\"dtype\":\"BF16\",\"shape\":[0,5],\"data_offsets\":[22,22]}}   ";
     gdu_st_header *h = NULL;
     gdu_st_error err;
     assert_int_equal(parse(json, 32, &h, &err), GDU_ST_ERR_HOLE); /* [22, 24) */
@@ -130,8 +129,7 @@ static void test_zero_tensors_and_trailing(void **state)
     assert_int_equal(gdu_st_header_data_span(h), 0);
     gdu_st_header_free(h);
     assert_int_equal(parse("{\"__metadata__\":{}}", 5, &h, NULL), GDU_ST_ERR_TRAILING);
-    assert_int_equal(parse_flags("{\"__metadata__\":{}}", 5, GDU_ST_LENIENT, &h, NULL),
-                     GDU_ST_OK);
+    assert_int_equal(parse_flags("{\"__metadata__\":{}}", 5, GDU_ST_LENIENT, &h, NULL), GDU_ST_OK);
     assert_int_equal(gdu_st_header_trailing_bytes(h), 5);
     gdu_st_header_free(h);
 }
@@ -146,8 +144,10 @@ static void test_every_dtype(void **state)
         assert_int_equal(back, d);
         /* 8 elements fill whole bytes for every width. */
         char json[160];
-        snprintf(json, sizeof json, "{\"t\":{\"dtype\":\"%s\",\"shape\":[2,4],"
-                 "\"data_offsets\":[0,%u]}}", name, bits);
+        snprintf(json, sizeof json,
+                 "{\"t\":{\"dtype\":\"%s\",\"shape\":[2,4],"
+                 "\"data_offsets\":[0,%u]}}",
+                 name, bits);
         expect_status(json, bits, GDU_ST_OK);
     }
     assert_null(gdu_st_dtype_name(GDU_ST_DTYPE_COUNT));
@@ -164,7 +164,8 @@ static void test_unicode_names(void **state)
                        "\"shape\":[4],\"data_offsets\":[0,4]},"
                        "\"\\u03b1\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}";
     assert_int_equal(parse(json, 8, &h, NULL), GDU_ST_OK);
-    assert_string_equal(gdu_st_header_tensor(h, 0)->name, "\xe6\xa8\xa1\xe5\x9e\x8b.\xf0\x9f\x98\x80");
+    assert_string_equal(gdu_st_header_tensor(h, 0)->name,
+                        "\xe6\xa8\xa1\xe5\x9e\x8b.\xf0\x9f\x98\x80");
     assert_string_equal(gdu_st_header_tensor(h, 1)->name, "\xce\xb1");
     gdu_st_header_free(h);
 }
@@ -180,10 +181,15 @@ static void test_length_field(void **state)
 
     const char *json = "{}";
     /* Each bound has its own message, naming the one broken. */
-    struct { uint64_t n; const char *says; } bad[] = {
-        {3, "passes the end of the 10-byte file"}, {1000, "passes the end"},
+    struct {
+        uint64_t n;
+        const char *says;
+    } bad[] = {
+        {3, "passes the end of the 10-byte file"},
+        {1000, "passes the end"},
         {GDU_ST_MAX_HEADER_BYTES + 1, "over the limit of 100000000 bytes"},
-        {UINT64_MAX, "over the limit"}, {UINT64_MAX - 7, "over the limit"},
+        {UINT64_MAX, "over the limit"},
+        {UINT64_MAX - 7, "over the limit"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         image im = make_image_len(json, bad[i].n, 0);
@@ -224,8 +230,8 @@ static void test_bad_json(void **state)
     expect_status("{", 0, GDU_ST_ERR_HEADER_JSON);
     expect_status("{\"a\":1,}", 0, GDU_ST_ERR_HEADER_JSON);
     expect_status("{} x", 0, GDU_ST_ERR_HEADER_JSON);
-    expect_status("{\"\xff\xfe\":{}}", 0, GDU_ST_ERR_HEADER_JSON);          /* not UTF-8 */
-    expect_status("{\"a\\u0000b\":{}}", 0, GDU_ST_ERR_TENSOR_ENTRY);      /* NUL in a name: a name */
+    expect_status("{\"\xff\xfe\":{}}", 0, GDU_ST_ERR_HEADER_JSON);   /* not UTF-8 */
+    expect_status("{\"a\\u0000b\":{}}", 0, GDU_ST_ERR_TENSOR_ENTRY); /* NUL in a name: a name */
     expect_status("[1,2]", 0, GDU_ST_ERR_HEADER_NOT_OBJECT);
     expect_status("\"str\"", 0, GDU_ST_ERR_HEADER_NOT_OBJECT);
     expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
@@ -279,26 +285,31 @@ static void test_sizes(void **state)
     expect_status("{\"t\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2,
                   GDU_ST_ERR_SIZE_MISMATCH); /* 12 bits */
     expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],"
-                  "\"data_offsets\":[0,8]}}", 8, GDU_ST_ERR_OVERFLOW);
+                  "\"data_offsets\":[0,8]}}",
+                  8, GDU_ST_ERR_OVERFLOW);
     expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952],"
-                  "\"data_offsets\":[0,0]}}", 8, GDU_ST_ERR_OVERFLOW); /* x 64 bits */
+                  "\"data_offsets\":[0,0]}}",
+                  8, GDU_ST_ERR_OVERFLOW); /* x 64 bits */
     expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[9223372036854775807,2],"
-                  "\"data_offsets\":[0,0]}}", 8, GDU_ST_ERR_OVERFLOW);
+                  "\"data_offsets\":[0,0]}}",
+                  8, GDU_ST_ERR_OVERFLOW);
     /* The reference multiplies dimension by dimension and fails at the
      * first overflow, even when a later dimension is 0; lenient empties the
      * tensor at any zero dimension. A leading 0 empties it in both. */
     expect_lenient_only("{\"t\":{\"dtype\":\"F64\",\"shape\":[9223372036854775807,4,0],"
-                        "\"data_offsets\":[0,0]}}", 0, GDU_ST_ERR_OVERFLOW);
+                        "\"data_offsets\":[0,0]}}",
+                        0, GDU_ST_ERR_OVERFLOW);
     expect_status("{\"t\":{\"dtype\":\"F64\",\"shape\":[0,9223372036854775807,4],"
-                  "\"data_offsets\":[0,0]}}", 0, GDU_ST_OK);
+                  "\"data_offsets\":[0,0]}}",
+                  0, GDU_ST_OK);
     /* Offsets up to 2^64-1 are integers (then past the file); one more is a
      * float to serde, no offset. */
     expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[0],"
-                  "\"data_offsets\":[18446744073709551615,18446744073709551615]}}", 0,
-                  GDU_ST_ERR_OUT_OF_RANGE);
+                  "\"data_offsets\":[18446744073709551615,18446744073709551615]}}",
+                  0, GDU_ST_ERR_OUT_OF_RANGE);
     expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[1],"
-                  "\"data_offsets\":[18446744073709551615,18446744073709551616]}}", 0,
-                  GDU_ST_ERR_OFFSETS);
+                  "\"data_offsets\":[18446744073709551615,18446744073709551616]}}",
+                  0, GDU_ST_ERR_OFFSETS);
 }
 
 static void test_ranges(void **state)
@@ -308,23 +319,23 @@ static void test_ranges(void **state)
     expect_status_flags("{\"t\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[9,9]}}", 8,
                         GDU_ST_LENIENT, GDU_ST_ERR_OUT_OF_RANGE);
     expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[4],"
-                  "\"data_offsets\":[9223372036854775800,9223372036854775804]}}", 8,
-                  GDU_ST_ERR_OUT_OF_RANGE);
+                  "\"data_offsets\":[9223372036854775800,9223372036854775804]}}",
+                  8, GDU_ST_ERR_OUT_OF_RANGE);
     expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[3,7]}}", 8,
-                  GDU_ST_ERR_OVERLAP);
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[3,7]}}",
+                  8, GDU_ST_ERR_OVERLAP);
     expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 8,
-                  GDU_ST_ERR_OVERLAP);
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+                  8, GDU_ST_ERR_OVERLAP);
     /* One tensor inside another. */
     expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
-                  "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}", 8,
-                  GDU_ST_ERR_OVERLAP);
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}",
+                  8, GDU_ST_ERR_OVERLAP);
     /* Empty tensors share no bytes, but the reference wants them in order:
      * inside another's range only lenient reads them. */
     expect_lenient_only("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
-                        "\"b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[2,2]}}", 8,
-                        GDU_ST_ERR_OFFSETS);
+                        "\"b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[2,2]}}",
+                        8, GDU_ST_ERR_OFFSETS);
 }
 
 static void test_metadata(void **state)
@@ -357,13 +368,13 @@ static void test_reference_cases(void **state)
     /* Scalar: shape [] is one element. */
     expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]}}", 4,
                   GDU_ST_OK);
-    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}",
-                  16, GDU_ST_OK);
+    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+                  GDU_ST_OK);
     /* Extra bytes after the data (polyglot files), and 2 bytes missing. */
-    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}",
-                  16 + 34, GDU_ST_ERR_TRAILING);
-    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}",
-                  14, GDU_ST_ERR_OUT_OF_RANGE);
+    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16 + 34,
+                  GDU_ST_ERR_TRAILING);
+    expect_status("{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 14,
+                  GDU_ST_ERR_OUT_OF_RANGE);
     /* Ten tensors all at [0, 16): invalid offsets. */
     char attack[1024] = "{";
     for (int i = 0; i < 10; i++)
@@ -399,9 +410,11 @@ static void test_reference_cases(void **state)
         {"{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0, 4]}}", 4,
          GDU_ST_ERR_SIZE_MISMATCH},
         {"{\"test\":{\"dtype\":\"I32\",\"shape\":[2,9223372036854775807],"
-         "\"data_offsets\":[0,16]}}", 16, GDU_ST_ERR_OVERFLOW},
+         "\"data_offsets\":[0,16]}}",
+         16, GDU_ST_ERR_OVERFLOW},
         {"{\"test\":{\"dtype\":\"I32\",\"shape\":[2,18446744073709551614],"
-         "\"data_offsets\":[0,16]}}", 16, GDU_ST_ERR_OVERFLOW},
+         "\"data_offsets\":[0,16]}}",
+         16, GDU_ST_ERR_OVERFLOW},
         /* Sub-byte dtypes must fill whole bytes. */
         {"{\"t\":{\"dtype\":\"F4\",\"shape\":[1,3],\"data_offsets\":[0,2]}}", 2,
          GDU_ST_ERR_SIZE_MISMATCH},
@@ -418,14 +431,15 @@ static void test_reference_layout_and_forms(void **state)
     expect_lenient_only("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}", 8,
                         GDU_ST_ERR_HOLE);
     expect_lenient_only("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-                        "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[8,12]}}", 12,
-                        GDU_ST_ERR_HOLE);
+                        "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[8,12]}}",
+                        12, GDU_ST_ERR_HOLE);
     expect_lenient_only("{}", 3, GDU_ST_ERR_TRAILING);
     /* Empty tensors in order (at a boundary) are fine, also several there. */
     expect_status("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
                   "\"e\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,4]},"
                   "\"f\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[4,4]},"
-                  "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]}}", 6, GDU_ST_OK);
+                  "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]}}",
+                  6, GDU_ST_OK);
     /* A struct from a list of its fields; a unit variant as {"NAME": null}. */
     expect_status("{\"t\":[\"U8\",[2],[0,2]]}", 2, GDU_ST_OK);
     expect_status("{\"t\":[\"U8\",[2]]}", 2, GDU_ST_ERR_TENSOR_ENTRY);
@@ -436,18 +450,20 @@ static void test_reference_layout_and_forms(void **state)
                   GDU_ST_ERR_TENSOR_ENTRY);
     /* Unknown fields in an entry are ignored. */
     expect_status("{\"t\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],"
-                  "\"extra\":{\"x\":[1,2.5,null]}}}", 2, GDU_ST_OK);
+                  "\"extra\":{\"x\":[1,2.5,null]}}}",
+                  2, GDU_ST_OK);
     /* Names: empty, spaces, "__metadata__"-like, any UTF-8. */
     expect_status("{\"\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
                   "\" x \":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]},"
-                  "\"__metadata\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]}}", 3,
-                  GDU_ST_OK);
+                  "\"__metadata\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]}}",
+                  3, GDU_ST_OK);
     /* The specification's rule on duplicates (the crate keeps the last). */
     expect_status("{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", 0, GDU_ST_ERR_HEADER_JSON);
     /* Nesting: serde_json's limit of 127 levels, here in an ignored field. */
     char deep[1024];
     int levels = 127 - 2; /* the header object and the entry are two */
-    snprintf(deep, sizeof deep, "{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],"
+    snprintf(deep, sizeof deep,
+             "{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],"
              "\"x\":");
     for (int i = 0; i < levels; i++)
         strcat(deep, "[");
@@ -456,8 +472,10 @@ static void test_reference_layout_and_forms(void **state)
     strcat(deep, "}}");
     expect_status(deep, 1, GDU_ST_OK);
     char deeper[1024];
-    snprintf(deeper, sizeof deeper, "{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],"
-             "\"x\":[%s]}}", strstr(deep, "\"x\":") + 4);
+    snprintf(deeper, sizeof deeper,
+             "{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],"
+             "\"x\":[%s]}}",
+             strstr(deep, "\"x\":") + 4);
     deeper[strlen(deeper) - 4] = '\0'; /* drop the copied closing braces */
     strcat(deeper, "]}}");
     expect_status(deeper, 1, GDU_ST_ERR_HEADER_JSON);
@@ -480,8 +498,8 @@ static void test_serde_json_reading(void **state)
         {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1e0],\"data_offsets\":[0,1]}}", 1, GDU_ST_ERR_SHAPE},
         {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[-0,1]}}", 1, GDU_ST_ERR_OFFSETS},
         /* In an ignored field any number is fine, but not one past a double. */
-        {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":[-0,1e-400,-5]}}",
-         1, GDU_ST_OK},
+        {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":[-0,1e-400,-5]}}", 1,
+         GDU_ST_OK},
         {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1e400}}", 1,
          GDU_ST_ERR_HEADER_JSON},
         {"{\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":-1e309}}", 1,
@@ -508,7 +526,8 @@ static void test_serde_json_reading(void **state)
         {"{\"\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, GDU_ST_OK},
         /* Duplicates found by their bytes, NUL included. */
         {"{\"a\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
-         "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}", 2, GDU_ST_OK},
+         "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+         2, GDU_ST_OK},
         {"{\"t\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
          GDU_ST_ERR_HEADER_JSON},
         /* Literals and structure. */
@@ -521,14 +540,16 @@ static void test_serde_json_reading(void **state)
         {"{} {}", 0, GDU_ST_ERR_HEADER_JSON},
         {"\xef\xbb\xbf{}", 0, GDU_ST_ERR_HEADER_JSON}, /* a byte-order mark is no whitespace */
         {"{\"\xed\xa0\x80\":1}", 0, GDU_ST_ERR_HEADER_JSON}, /* a surrogate in UTF-8 */
-        {"{\"\xc0\xaf\":1}", 0, GDU_ST_ERR_HEADER_JSON},      /* an overlong form */
+        {"{\"\xc0\xaf\":1}", 0, GDU_ST_ERR_HEADER_JSON},     /* an overlong form */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_status(cases[i].json, cases[i].data, cases[i].want);
     /* A name with NUL keeps its length. */
     gdu_st_header *h = NULL;
-    assert_int_equal(parse("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-                           1, &h, NULL), GDU_ST_OK);
+    assert_int_equal(
+        parse("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, &h,
+              NULL),
+        GDU_ST_OK);
     const gdu_st_tensor_info *t = gdu_st_header_tensor(h, 0);
     assert_int_equal(t->name_len, 3);
     assert_memory_equal(t->name, "a\0b", 3);
@@ -547,12 +568,18 @@ static void test_status_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_file),      cmocka_unit_test(test_zero_tensors_and_trailing),
-        cmocka_unit_test(test_every_dtype),    cmocka_unit_test(test_unicode_names),
-        cmocka_unit_test(test_length_field),   cmocka_unit_test(test_bad_json),
-        cmocka_unit_test(test_bad_entries),    cmocka_unit_test(test_sizes),
-        cmocka_unit_test(test_ranges),         cmocka_unit_test(test_metadata),
-        cmocka_unit_test(test_status_names),   cmocka_unit_test(test_reference_cases),
+        cmocka_unit_test(test_good_file),
+        cmocka_unit_test(test_zero_tensors_and_trailing),
+        cmocka_unit_test(test_every_dtype),
+        cmocka_unit_test(test_unicode_names),
+        cmocka_unit_test(test_length_field),
+        cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_bad_entries),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_reference_cases),
         cmocka_unit_test(test_reference_layout_and_forms),
         cmocka_unit_test(test_serde_json_reading),
     };

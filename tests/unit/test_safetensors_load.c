@@ -181,9 +181,10 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 static void make_big_file(const char *path, uint64_t data_bytes)
 {
     char json[256];
-    snprintf(json, sizeof json, "{\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],"
-             "\"data_offsets\":[0,%llu]}}", (unsigned long long)data_bytes,
-             (unsigned long long)data_bytes);
+    snprintf(json, sizeof json,
+             "{\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],"
+             "\"data_offsets\":[0,%llu]}}",
+             (unsigned long long)data_bytes, (unsigned long long)data_bytes);
     size_t n = strlen(json);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

@@ -297,8 +297,8 @@ static void index_status(const char *json, gdu_st_status want, size_t shards_wan
 static void test_index_names(void **state)
 {
     index_status("{\"weight_map\":{\"a\":\"x.st\",\"b\":\"y.st\",\"c\":\"x.st\"}}", GDU_ST_OK, 2);
-    index_status("{\"weight_map\":{\"a\":\"sub/x.st\",\"b\":\"./y.st\",\"c\":\"..z\"}}",
-                 GDU_ST_OK, 3);
+    index_status("{\"weight_map\":{\"a\":\"sub/x.st\",\"b\":\"./y.st\",\"c\":\"..z\"}}", GDU_ST_OK,
+                 3);
     index_status("{\"weight_map\":{\"a\":\"..\"}}", GDU_ST_ERR_PATH_ESCAPE, 0);
     index_status("{\"weight_map\":{\"a\":\"sub/../../x\"}}", GDU_ST_ERR_PATH_ESCAPE, 0);
     index_status("{\"weight_map\":{\"a\":\"sub/..\"}}", GDU_ST_ERR_PATH_ESCAPE, 0);
@@ -314,8 +314,10 @@ static void test_index_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_file),     cmocka_unit_test(test_sharded),
-        cmocka_unit_test(test_refused_indexes), cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_single_file),
+        cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_refused_indexes),
+        cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_index_names),
         cmocka_unit_test(test_damaged_files_strict_and_lenient),
         cmocka_unit_test(test_fifo_is_refused_without_blocking),

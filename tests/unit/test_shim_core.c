@@ -21,7 +21,7 @@
 
 #define DRIVER "580.159.04\n"
 #define MiB (1024ull * 1024)
-#define VA(n) (0x7f0000000000ull + (uint64_t)(n) * 256 * MiB)
+#define VA(n) (0x7f0000000000ull + (uint64_t)(n)*256 * MiB)
 
 typedef struct {
     fake_rm *f;
@@ -58,7 +58,8 @@ static const char *gpu_mode(env *e, unsigned index)
     static char mode[32];
     json_t *r = fake_rm_shim_report(e->s, false);
     json_t *gpu = json_array_get(json_object_get(r, "gpus"), index);
-    snprintf(mode, sizeof mode, "%s", gpu ? json_string_value(json_object_get(gpu, "mode")) : "none");
+    snprintf(mode, sizeof mode, "%s",
+             gpu ? json_string_value(json_object_get(gpu, "mode")) : "none");
     json_decref(r);
     return mode;
 }
@@ -92,9 +93,11 @@ static void geforce_unlocked(void **state)
 
     assert_int_equal(lc_pin(e->f, VA(2), 2 * MiB), GDU_PIN_FOUND);
     /* Two allocations side by side are still two registrations. */
-    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB),
+                     GDU_NV_OK);
     assert_int_equal(lc_pin(e->f, VA(2) + MiB, 2 * MiB), GDU_PIN_SPANS);
-    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a03, VA(2) + 2 * MiB, 2 * MiB),
+                     GDU_NV_OK);
 
     /* cuMemFree: unregistered before the VA goes away. */
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
@@ -151,7 +154,8 @@ static void vaspace_moves_to_uvms(void **state)
     lc_alloc(e->s, c, g->device[0], g->vaspace[0][0], GDU_FERMI_VASPACE_A, NULL);
     lc_alloc(e->s, c, g->device[0], g->vaspace[0][1], GDU_FERMI_VASPACE_A, NULL);
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    assert_int_equal(lc_alloc(e->s, c, g->subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
+    assert_int_equal(lc_alloc(e->s, c, g->subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+                     0);
     uint32_t own = fake_rm_tpp_of(e->f, c, g->subdevice[0]);
     assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
     assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
@@ -171,8 +175,10 @@ static void unmap_anywhere_inside(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
     uint32_t c = e->g.client;
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a02, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a02, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(3), 32 * MiB, 0), 0);
     assert_int_equal(lc_map(e->s, c, 0x5c000a02, VA(3) + 32 * MiB, 32 * MiB, 0), 0);
     assert_int_equal(lc_pin(e->f, VA(3) + 40 * MiB, MiB), GDU_PIN_FOUND);
@@ -203,7 +209,8 @@ static void duplicate_is_not_registered(void **state)
     /* Calls: 1 create, 2 VA space, 3 register 0x5c000a01, 4 its unregister (faulted). */
     env *e = env_new(DRIVER, 0, 4, 1);
     uint32_t c = e->g.client;
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_int_equal(lc_unmap(e->s, VA(1), 64 * MiB), 0);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01)); /* stale: RM kept it */
@@ -214,17 +221,21 @@ static void duplicate_is_not_registered(void **state)
     fake_rm_pin_lookup(e->f, VA(1), MiB, &v);
     assert_int_equal(v.memory, 0x5c000a02);
     json_t *r = fake_rm_shim_report(e->s, false);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
-                                                        "stale_unregistered")),
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(r, "gpus"), 0), "stale_unregistered")),
                      1);
     json_decref(r);
 
     /* A registration the shim did not make, on its object, at VA(5). */
     uint32_t tpp = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a05, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a05, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     gdu_nv503c_register_vidmem foreign = {0x5c000a05, VA(5), 64 * MiB, 0};
-    gdu_nvos54 ctl = {.hClient = c, .hObject = tpp, .cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
-                      .params = (uint64_t)(uintptr_t)&foreign, .paramsSize = sizeof foreign};
+    gdu_nvos54 ctl = {.hClient = c,
+                      .hObject = tpp,
+                      .cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
+                      .params = (uint64_t)(uintptr_t)&foreign,
+                      .paramsSize = sizeof foreign};
     fake_rm_ioctl(e->f, FAKE_CTL_FD, gdu_nv_ioctl_request(GDU_NV_ESC_RM_CONTROL, sizeof ctl), &ctl);
     assert_int_equal(ctl.status, 0);
     uint64_t before = totals(e).registered;
@@ -239,14 +250,23 @@ static void native_untouched(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), GDU_NV_OK);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK);
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
-    assert_int_equal(lc_control(e->s, e->g.client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
+    assert_int_equal(lc_control(e->s, e->g.client, 0x5c0000f0,
+                                GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv),
+                     0);
     gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
-    assert_int_equal(lc_control(e->s, e->g.client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
+    assert_int_equal(lc_control(e->s, e->g.client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM,
+                                &reg, sizeof reg),
+                     0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
-    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0); /* VMM-like */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB),
+                     0); /* VMM-like */
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.rm_calls, 0);
     assert_int_equal(t.objects_created, 0);
@@ -262,7 +282,9 @@ static void handover_to_libcuda(void **state)
     assert_int_equal(totals(e).objects_created, 1);
     /* libcuda makes its own later: it must get NV_OK, as without the shim. */
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), GDU_NV_OK);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK);
     assert_int_equal(fake_rm_tpp_of(e->f, e->g.client, e->g.subdevice[0]), 0x5c0000f0);
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.live, 0);
@@ -276,15 +298,21 @@ static void alignment(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
     /* VA 4 KiB past 64 KiB, memory offset likewise: the aligned middle is registered. */
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1) + 0x1000, 4 * MiB, 0x1000), 0);
     assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
     /* VA and offset that cannot both be aligned: skipped, not an error. */
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a02, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a02, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a02, VA(2) + 0x1000, 4 * MiB, 0), 0);
     assert_false(fake_rm_is_registered(e->f, e->g.client, 0x5c000a02));
     /* Smaller than 64 KiB: nothing to register. */
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a03, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a03, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a03, VA(3), 0x8000, 0), 0);
     json_t *r = fake_rm_shim_report(e->s, false);
     json_t *gpu = json_array_get(json_object_get(r, "gpus"), 0);
@@ -303,9 +331,12 @@ static void fake_rules(void **state)
     env *e = env_new(DRIVER, 0, 0, 1);
     uint32_t c = e->g.client;
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
-    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], 0x5c0000f1, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x63);
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.subdevice[0], 0x5c0000f1, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x63);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     gdu_nv503c_register_vidmem r = {0x5c000a01, VA(1), 64 * MiB, 0};
     uint32_t cmd = GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, un = GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM;
     assert_int_equal(lc_control(e->s, c, 0x5c0000f0, cmd, &r, sizeof r), 0);
@@ -366,12 +397,14 @@ static void freed_while_mapped(void **state)
     env *e = env_new(DRIVER, 0, 0, 1);
     uint32_t c = e->g.client;
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
-    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), 0); /* the NV503C goes too */
-    assert_int_equal(lc_free(e->s, c, e->g.device[0], 0x5c000a01), 0);          /* freed, never unmapped */
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]),
+                     0);                                               /* the NV503C goes too */
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], 0x5c000a01), 0); /* freed, never unmapped */
     assert_int_equal(totals(e).mappings, 0);
     /* The handle comes back for unmapped memory; the next NV503C must not
      * register it at the old address. */
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
     assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
@@ -389,7 +422,8 @@ static void devices_and_clients(void **state)
     lc_make_gpus(e->s, e->f, 0xc1d00002, 1, &g2);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 1, 0x5c000a02, VA(2), 64 * MiB), 0);
-    assert_int_equal(lc_alloc_mapped(e->s, &g2, 0, 0x5c000a01, VA(3), 64 * MiB), 0); /* same handle, other client */
+    assert_int_equal(lc_alloc_mapped(e->s, &g2, 0, 0x5c000a01, VA(3), 64 * MiB),
+                     0); /* same handle, other client */
     assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 3);
     assert_int_not_equal(fake_rm_tpp_of(e->f, e->g.client, e->g.subdevice[1]), 0);
     assert_int_not_equal(fake_rm_tpp_of(e->f, g2.client, g2.subdevice[0]), 0);
@@ -404,7 +438,9 @@ static void devices_and_clients(void **state)
 static void vmm_mapped_twice(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(2), 64 * MiB, 0), 0);
     gdu_shim_totals t = totals(e);
@@ -412,8 +448,8 @@ static void vmm_mapped_twice(void **state)
     assert_int_equal(t.already_registered, 0);
     /* RM keys registrations by memory: the second mapping cannot be, and says so. */
     json_t *r = fake_rm_shim_report(e->s, false);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
-                                                        "second_mappings")),
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(r, "gpus"), 0), "second_mappings")),
                      1);
     json_decref(r);
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
@@ -467,14 +503,18 @@ static void test_mode_drop_native(void **state)
     assert_int_equal(fake_rm_tpp_of(e->f, c, e->g.subdevice[0]), h); /* re-created, same handle */
     assert_int_equal(totals(e).objects_created, 1);
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv),
+                     0);
     /* cuMemAlloc as libcuda does it: register, then map. */
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg), 0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg),
+                     0);
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_true(fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][0]));
-    assert_false(fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][1])); /* libcuda's one is the one */
+    assert_false(
+        fake_rm_vaspace_registered(e->f, c, h, e->g.vaspace[0][1])); /* libcuda's one is the one */
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
     /* VMM: only the shim registers it. */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
@@ -482,13 +522,16 @@ static void test_mode_drop_native(void **state)
     /* Both count: libcuda's cuMemAlloc registration on the shim's object, and the shim's VMM one. */
     gdu_shim_totals t = totals(e);
     assert_int_equal(t.registered, 2);
-    assert_int_equal(t.already_registered, 1); /* the cuMemAlloc buffer, found registered at its mapping */
+    assert_int_equal(t.already_registered,
+                     1); /* the cuMemAlloc buffer, found registered at its mapping */
     /* libcuda registering what the shim registered: the shim steps aside first. */
     gdu_nv503c_register_vidmem reg2 = {0x5c000a02, VA(2), 64 * MiB, 0};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg2, sizeof reg2), 0);
+    assert_int_equal(
+        lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg2, sizeof reg2), 0);
     /* cuMemFree as libcuda does it: unregister, unmap, free. */
     gdu_nv503c_unregister_vidmem u = {0x5c000a01};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u),
+                     0);
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_string_equal(gpu_mode(e, 0), "unlocked");
     t = totals(e);
@@ -497,8 +540,8 @@ static void test_mode_drop_native(void **state)
     assert_int_equal(t.unregistered, 2); /* the shim's VMM one (stepping aside), libcuda's first */
     assert_int_equal(t.live, fake_rm_registrations(e->f));
     json_t *r = fake_rm_shim_report(e->s, false);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r, "gpus"), 0),
-                                                        "registered_by_libcuda")),
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(r, "gpus"), 0), "registered_by_libcuda")),
                      2);
     json_decref(r);
     env_free(e);
@@ -519,12 +562,16 @@ static void strict_mode_answers_for_libcuda(void **state)
     assert_true(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][0]));
     assert_false(fake_rm_vaspace_registered(e->f, c, own, e->g.vaspace[0][1]));
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
-    assert_int_equal(rv.vaSpaceToken, 0xfe00); /* the fake's token of the shim's first registration */
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv),
+                     0);
+    assert_int_equal(rv.vaSpaceToken,
+                     0xfe00); /* the fake's token of the shim's first registration */
     /* cuMemAlloc: libcuda's register is answered; the shim registers at the map. */
-    assert_int_equal(lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, c, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
     gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg), 0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg),
+                     0);
     assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
     assert_int_equal(lc_map(e->s, c, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
@@ -532,8 +579,10 @@ static void strict_mode_answers_for_libcuda(void **state)
     uint32_t st;
     assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 1);
     gdu_nv503c_unregister_vidmem u = {0x5c000a01};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0);
-    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01)); /* the shim's stays until the memory goes */
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u),
+                     0);
+    assert_true(
+        fake_rm_is_registered(e->f, c, 0x5c000a01)); /* the shim's stays until the memory goes */
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_false(fake_rm_is_registered(e->f, c, 0x5c000a01));
     assert_int_equal(lc_free(e->s, c, e->g.subdevice[0], h), 0);
@@ -565,7 +614,8 @@ static void test_mode_steps_aside(void **state)
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0);
     /* A second NV503C: refused as natively, and the first one is kept. */
-    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h + 1, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x63);
+    assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h + 1, GDU_NV50_THIRD_PARTY_P2P, &ap),
+                     0x63);
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x19);
     assert_int_equal(fake_rm_tpp_of(e->f, c, e->g.subdevice[0]), h);
     /* The shim registers both VA spaces at the first mapping... */
@@ -574,14 +624,18 @@ static void test_mode_steps_aside(void **state)
      * and registering one gets NV_OK then 0x19. */
     for (int k = 1; k >= 0; k--) {
         gdu_nv503c_unregister_va_space u = {.hVASpace = e->g.vaspace[0][k]};
-        assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u), 0x57);
+        assert_int_equal(
+            lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &u, sizeof u), 0x57);
     }
     gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0);
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv), 0x19);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv),
+                     0);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv, sizeof rv),
+                     0x19);
     /* Unregistering memory only the shim registered: 0x57, as natively. */
     gdu_nv503c_unregister_vidmem u = {0x5c000a01};
-    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u), 0x57);
+    assert_int_equal(lc_control(e->s, c, h, GDU_NV503C_CTRL_CMD_UNREGISTER_VIDMEM, &u, sizeof u),
+                     0x57);
     env_free(e);
 }
 
@@ -589,7 +643,9 @@ static void probe_after_remap(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
     uint32_t st;
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL), 0);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01, GDU_NV01_MEMORY_LOCAL_USER, NULL),
+        0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1), 64 * MiB, 0), 0);
     assert_int_equal(lc_unmap(e->s, VA(1), 64 * MiB), 0);
     assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(2), 64 * MiB, 0), 0);
@@ -608,12 +664,14 @@ static void probes(void **state)
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 1);
     assert_int_equal(st, GDU_NV_ERR_INSERT_DUPLICATE_NAME);
-    assert_int_equal(gdu_shim_probe_registered(e->s, VA(1) + 5 * MiB, &st), 1); /* inside the mapping */
+    assert_int_equal(gdu_shim_probe_registered(e->s, VA(1) + 5 * MiB, &st),
+                     1); /* inside the mapping */
     assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(gdu_shim_probe_registered(e->s, VA(1), &st), 0);
     assert_int_equal(st, GDU_NV_ERR_OBJECT_NOT_FOUND);
     assert_int_equal(fake_rm_registrations(e->f), 0);
-    assert_int_equal(totals(e).rm_calls, 4); /* create, the VA space, register, unregister; probes uncounted */
+    assert_int_equal(totals(e).rm_calls,
+                     4); /* create, the VA space, register, unregister; probes uncounted */
     env_free(e);
 }
 
@@ -622,12 +680,14 @@ static void probes(void **state)
 static void rdma_attribute(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
-    assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "/usr/lib/x86_64-linux-gnu/libcufile.so.0"), 1);
+    assert_int_equal(
+        gdu_shim_rdma_attribute(e->s, 0, NULL, "/usr/lib/x86_64-linux-gnu/libcufile.so.0"), 1);
     assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libcudart.so.13"), 1);
     assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, NULL), 1);
     assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "/opt/nccl/lib/libnccl.so.2"), 0);
     assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libnccl-net.so"), 0);
-    assert_int_equal(gdu_shim_rdma_attribute(e->s, 1, NULL, "libnccl.so.2"), 1); /* native: untouched */
+    assert_int_equal(gdu_shim_rdma_attribute(e->s, 1, NULL, "libnccl.so.2"),
+                     1); /* native: untouched */
     json_t *r = fake_rm_shim_report(e->s, false);
     json_t *a = json_object_get(r, "gpu_direct_rdma_attribute");
     assert_int_equal(json_integer_value(json_object_get(a, "answered_1")), 3);
@@ -649,7 +709,8 @@ static void rdma_attribute(void **state)
     gdu_shim *s = gdu_shim_new(&off, &ops);
     assert_int_equal(gdu_shim_rdma_attribute(s, 0, NULL, "libcufile.so.0"), 0);
     gdu_shim_free(s);
-    gdu_shim_config zero = {.driver_version = DRIVER, .pid = FAKE_RM_PID, .test_rdma_attr_zero = true};
+    gdu_shim_config zero = {
+        .driver_version = DRIVER, .pid = FAKE_RM_PID, .test_rdma_attr_zero = true};
     s = gdu_shim_new(&zero, &ops);
     assert_int_equal(gdu_shim_rdma_attribute(s, 1, NULL, "libcufile.so.0"), 0);
     gdu_shim_free(s);
@@ -662,7 +723,8 @@ static void rdma_attribute(void **state)
 
     /* A driver the shim does not act on: libcuda's answer stays. */
     e = env_new("470.256.02\n", 0, 0, 1);
-    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0); /* refuses here */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB),
+                     0); /* refuses here */
     assert_int_equal(gdu_shim_rdma_attribute(e->s, 0, NULL, "libcufile.so.0"), 0);
     env_free(e);
 }
@@ -677,8 +739,9 @@ static void passes_through(void **state)
     assert_int_equal(errno, ENOTTY);
     /* A failing RM call: its status comes back unchanged. */
     gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
-                     GDU_NV_ERR_INVALID_OBJECT_PARENT);
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_ERR_INVALID_OBJECT_PARENT);
     /* A bad argument block reaches the driver untouched (which answers EFAULT). */
     errno = 0;
     assert_int_equal(gdu_shim_ioctl(e->s, FAKE_CTL_FD, 0xc0104629UL, NULL), -1);

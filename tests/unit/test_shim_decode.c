@@ -25,8 +25,13 @@ static void watched(void **state)
 
 static void decode_alloc_forms(void **state)
 {
-    gdu_nvos64 a64 = {.hRoot = 0xc1d00001, .hObjectParent = 0x5c000002, .hObjectNew = 0x5c000003,
-                      .hClass = 0x2080, .pAllocParms = 0x1234, .paramsSize = 4, .status = 0x22};
+    gdu_nvos64 a64 = {.hRoot = 0xc1d00001,
+                      .hObjectParent = 0x5c000002,
+                      .hObjectNew = 0x5c000003,
+                      .hClass = 0x2080,
+                      .pAllocParms = 0x1234,
+                      .paramsSize = 4,
+                      .status = 0x22};
     gdu_rm_call c;
     assert_true(gdu_rm_call_decode(0x2B, &a64, sizeof a64, &c));
     assert_int_equal(c.op, GDU_RM_OP_ALLOC);
@@ -41,7 +46,12 @@ static void decode_alloc_forms(void **state)
     assert_true(gdu_rm_call_decode(0x2B, &a21, sizeof a21, &c));
     assert_int_equal(c.status, 0x22);
     assert_int_equal(c.params_size, 4);
-    gdu_nvos54 ctl = {.hClient = 1, .hObject = 2, .cmd = 0x503c0104, .params = 8, .paramsSize = 32, .status = 0x19};
+    gdu_nvos54 ctl = {.hClient = 1,
+                      .hObject = 2,
+                      .cmd = 0x503c0104,
+                      .params = 8,
+                      .paramsSize = 32,
+                      .status = 0x19};
     assert_true(gdu_rm_call_decode(0x2A, &ctl, sizeof ctl, &c));
     assert_int_equal(c.op, GDU_RM_OP_CONTROL);
     assert_int_equal(c.cmd, 0x503c0104);
@@ -54,7 +64,8 @@ static void decode_alloc_forms(void **state)
     assert_true(gdu_rm_call_decode(0x34, &dup, sizeof dup, &c));
     assert_int_equal(c.src_client, 4);
     assert_int_equal(c.src_handle, 5);
-    gdu_nvos02_with_fd am = {.params = {.hRoot = 1, .hObjectParent = 2, .hObjectNew = 3, .hClass = 0x71}, .fd = 9};
+    gdu_nvos02_with_fd am = {
+        .params = {.hRoot = 1, .hObjectParent = 2, .hObjectNew = 3, .hClass = 0x71}, .fd = 9};
     assert_true(gdu_rm_call_decode(0x27, &am, sizeof am, &c));
     assert_int_equal(c.cls, 0x71);
     assert_false(gdu_rm_call_decode(0x2B, &a64, 40, &c));

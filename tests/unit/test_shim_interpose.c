@@ -41,7 +41,8 @@ static void ordinary_ioctls(void **state)
     /* An RM_FREE-shaped request on a pipe: the kernel says ENOTTY, the block is untouched. */
     gdu_nvos00 block = {.hRoot = 1, .hObjectParent = 2, .hObjectOld = 3, .status = 0x77};
     errno = 0;
-    assert_int_equal(ioctl(p[0], gdu_nv_ioctl_request(GDU_NV_ESC_RM_FREE, sizeof block), &block), -1);
+    assert_int_equal(ioctl(p[0], gdu_nv_ioctl_request(GDU_NV_ESC_RM_FREE, sizeof block), &block),
+                     -1);
     assert_int_equal(errno, ENOTTY);
     assert_int_equal(block.status, 0x77);
     assert_int_equal(block.hObjectOld, 3);
@@ -100,7 +101,8 @@ static void dlsym_hands_out_the_hooks(void **state)
     assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
     int v = -1;
     assert_int_equal(attr(&v, 116, 0), 0);
-    assert_int_equal(v, 1); /* the fake's answer, untouched (no driver here: the shim does not act) */
+    assert_int_equal(v,
+                     1); /* the fake's answer, untouched (no driver here: the shim does not act) */
     /* cuGetProcAddress_v2 asked for "cuGetProcAddress" as of CUDA 12 hands
      * back libcuda's five-argument function under the old name (NCCL and
      * cudart call it so): the shim's stand-in for it must take five too. */

@@ -98,7 +98,8 @@ static void ioctl_path_does_not_allocate(void **state)
     gdu_shim_ops ops = g_fake;
     ops.ioctl = op_ioctl;
     ops.log = op_log;
-    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .driver_version = "580.159.04\n", .pid = FAKE_RM_PID};
+    gdu_shim_config cfg = {
+        .log_level = GDU_LOG_DEBUG, .driver_version = "580.159.04\n", .pid = FAKE_RM_PID};
     lc_setup(f);
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     lc_gpus g;

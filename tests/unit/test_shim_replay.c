@@ -23,8 +23,10 @@ static trace g_gpu0, g_gpu1, g_torch, g_load, g_verify;
 static int load_traces(void **state)
 {
     if (trace_load("rm-traces/workload-gpu0.jsonl", &g_gpu0) != 0 ||
-        trace_load("rm-traces/workload-gpu1.jsonl", &g_gpu1) != 0 || trace_load("rm-traces/torch.jsonl", &g_torch) != 0 ||
-        trace_load("rm-traces/load.jsonl", &g_load) != 0 || trace_load("rm-traces/verify.jsonl", &g_verify) != 0)
+        trace_load("rm-traces/workload-gpu1.jsonl", &g_gpu1) != 0 ||
+        trace_load("rm-traces/torch.jsonl", &g_torch) != 0 ||
+        trace_load("rm-traces/load.jsonl", &g_load) != 0 ||
+        trace_load("rm-traces/verify.jsonl", &g_verify) != 0)
         return -1;
     return 0;
 }
@@ -46,15 +48,23 @@ typedef struct {
     replay_opts o;
 } run;
 
-enum { DROP_NONE = 0, DROP_ADOPT = 1, DROP_STRICT = 2 }; /* GDUNLOCK_TEST_DROP_NATIVE unset, 1, strict */
+enum {
+    DROP_NONE = 0,
+    DROP_ADOPT = 1,
+    DROP_STRICT = 2
+}; /* GDUNLOCK_TEST_DROP_NATIVE unset, 1, strict */
 
 static void run_start(run *x, const char *driver, bool geforce, int drop, uint64_t fault_at)
 {
     memset(x, 0, sizeof *x);
     x->f = fake_rm_new();
-    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG, .test_drop_native = drop != DROP_NONE,
-                           .test_strict = drop == DROP_STRICT, .fault_at = fault_at, .driver_version = driver,
-                           .pid = FAKE_RM_PID, .rdma_attr_answer = true};
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
+                           .test_drop_native = drop != DROP_NONE,
+                           .test_strict = drop == DROP_STRICT,
+                           .fault_at = fault_at,
+                           .driver_version = driver,
+                           .pid = FAKE_RM_PID,
+                           .rdma_attr_answer = true};
     gdu_shim_ops ops = fake_rm_ops(x->f);
     x->s = gdu_shim_new(&cfg, &ops);
     x->o.geforce = geforce;
@@ -83,7 +93,8 @@ static gdu_shim_totals totals(run *x)
 static void assert_faithful(run *x)
 {
     if (x->r.mismatches != 0)
-        fail_msg("%u results differ from the recording; first: %s", x->r.mismatches, x->r.first_mismatch);
+        fail_msg("%u results differ from the recording; first: %s", x->r.mismatches,
+                 x->r.first_mismatch);
     assert_true(x->r.compared > 150);
 }
 
@@ -146,7 +157,8 @@ static void workload_unlocked(const trace *t, uint32_t client, bool drop_native)
     assert_int_equal(tot.failures, 0);
     assert_true(tot.registered >= 20); /* libcuda's own device memory too */
     assert_int_equal(tot.objects_created, drop_native ? 2 : 1);
-    assert_int_equal(fake_rm_registrations(x.f), tot.live); /* every registration in RM is accounted for */
+    assert_int_equal(fake_rm_registrations(x.f),
+                     tot.live); /* every registration in RM is accounted for */
     assert_modes(&x, "unlocked");
     run_end(&x);
 }
@@ -157,7 +169,8 @@ static uint64_t report_sum(run *x, const char *key)
     json_t *g;
     size_t i;
     uint64_t sum = 0;
-    json_array_foreach(json_object_get(rep, "gpus"), i, g) sum += (uint64_t)json_integer_value(json_object_get(g, key));
+    json_array_foreach(json_object_get(rep, "gpus"), i, g) sum +=
+        (uint64_t)json_integer_value(json_object_get(g, key));
     json_decref(rep);
     return sum;
 }
@@ -196,41 +209,24 @@ static void strict_workload(const trace *t, uint32_t client)
     assert_int_equal(tot.objects_created, 2);
     assert_true(tot.registered >= 20);
     assert_int_equal(report_sum(&x, "registered_by_libcuda"), 0);
-    assert_int_equal(report_sum(&x, "answered_for_libcuda"), 12); /* 2 VA spaces, 5 registers, 5 unregisters */
+    assert_int_equal(report_sum(&x, "answered_for_libcuda"),
+                     12); /* 2 VA spaces, 5 registers, 5 unregisters */
     assert_int_equal(fake_rm_registrations(x.f), tot.live);
     assert_modes(&x, "unlocked");
     run_end(&x);
 }
 
-static void strict_gpu0(void **state)
-{
-    strict_workload(&g_gpu0, 0xc1d00034);
-}
+static void strict_gpu0(void **state) { strict_workload(&g_gpu0, 0xc1d00034); }
 
-static void strict_gpu1(void **state)
-{
-    strict_workload(&g_gpu1, 0xc1d0003a);
-}
+static void strict_gpu1(void **state) { strict_workload(&g_gpu1, 0xc1d0003a); }
 
-static void geforce_gpu0(void **state)
-{
-    workload_unlocked(&g_gpu0, 0xc1d00034, false);
-}
+static void geforce_gpu0(void **state) { workload_unlocked(&g_gpu0, 0xc1d00034, false); }
 
-static void geforce_gpu1(void **state)
-{
-    workload_unlocked(&g_gpu1, 0xc1d0003a, false);
-}
+static void geforce_gpu1(void **state) { workload_unlocked(&g_gpu1, 0xc1d0003a, false); }
 
-static void test_mode_gpu0(void **state)
-{
-    workload_unlocked(&g_gpu0, 0xc1d00034, true);
-}
+static void test_mode_gpu0(void **state) { workload_unlocked(&g_gpu0, 0xc1d00034, true); }
 
-static void test_mode_gpu1(void **state)
-{
-    workload_unlocked(&g_gpu1, 0xc1d0003a, true);
-}
+static void test_mode_gpu1(void **state) { workload_unlocked(&g_gpu1, 0xc1d0003a, true); }
 
 static void torch_two_clients(void **state)
 {
@@ -248,7 +244,8 @@ static void torch_two_clients(void **state)
         assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a4));
         assert_false(fake_rm_is_registered(x.f, 0xc1d00042, 0x5c0000a6));
         if (drop == DROP_STRICT) {
-            assert_int_equal(fake_rm_calls_on(x.f, 0xc1d00042, 0x5c000018), 1); /* the shim's free only */
+            assert_int_equal(fake_rm_calls_on(x.f, 0xc1d00042, 0x5c000018),
+                             1); /* the shim's free only */
             assert_int_equal(report_sum(&x, "registered_by_libcuda"), 0);
         }
         run_end(&x);
@@ -277,8 +274,8 @@ static void snap(run *x, uint32_t client, const uint32_t subs[2], snapshot *out)
 static bool holds(const snapshot *sn, const fake_rm_reg *r)
 {
     for (size_t i = 0; i < sn->n_regs; i++)
-        if (sn->regs[i].memory == r->memory && sn->regs[i].address == r->address && sn->regs[i].size == r->size &&
-            sn->regs[i].offset == r->offset)
+        if (sn->regs[i].memory == r->memory && sn->regs[i].address == r->address &&
+            sn->regs[i].size == r->size && sn->regs[i].offset == r->offset)
             return true;
     return false;
 }
@@ -339,22 +336,29 @@ static void differential(const diff_case *dc, size_t extra[3][2])
                     used |= nat->regs[j].tpp == native_tpp[k][i];
                 if (unlocked.n_vas[i] == 0 && !used)
                     continue;
-                if (nat->n_vas[i] != 1 || unlocked.n_vas[i] != 1 || nat->vas[i][0] != unlocked.vas[i][0])
-                    fail_msg("seq %ld mode %d GPU %d: VA spaces native %u (0x%x) unlocked %u (0x%x)", seq, mode, i,
-                             nat->n_vas[i], nat->vas[i][0], unlocked.n_vas[i], unlocked.vas[i][0]);
+                if (nat->n_vas[i] != 1 || unlocked.n_vas[i] != 1 ||
+                    nat->vas[i][0] != unlocked.vas[i][0])
+                    fail_msg(
+                        "seq %ld mode %d GPU %d: VA spaces native %u (0x%x) unlocked %u (0x%x)",
+                        seq, mode, i, nat->n_vas[i], nat->vas[i][0], unlocked.n_vas[i],
+                        unlocked.vas[i][0]);
             }
             for (size_t i = 0; i < nat->n_regs; i++) {
                 const fake_rm_reg *r = &nat->regs[i];
                 if (!holds(&unlocked, r))
-                    fail_msg("seq %ld mode %d: libcuda's registration of 0x%x at 0x%llx+0x%llx is missing unlocked",
-                             seq, mode, r->memory, (unsigned long long)r->address, (unsigned long long)r->size);
+                    fail_msg("seq %ld mode %d: libcuda's registration of 0x%x at 0x%llx+0x%llx is "
+                             "missing unlocked",
+                             seq, mode, r->memory, (unsigned long long)r->address,
+                             (unsigned long long)r->size);
                 gdu_pin_verdict v;
                 fake_rm_pin_lookup(ux.f, r->address, r->size, &v);
                 if (v.rule != GDU_PIN_FOUND || v.memory != r->memory)
-                    fail_msg("seq %ld mode %d: the kernel would not find 0x%llx+0x%llx: %s", seq, mode,
-                             (unsigned long long)r->address, (unsigned long long)r->size, gdu_pin_rule_name(v.rule));
+                    fail_msg("seq %ld mode %d: the kernel would not find 0x%llx+0x%llx: %s", seq,
+                             mode, (unsigned long long)r->address, (unsigned long long)r->size,
+                             gdu_pin_rule_name(v.rule));
                 int err;
-                assert_int_equal(gdu_shim_pin_lookup(ux.s, r->address, r->size, &err, NULL, 0), GDU_PIN_FOUND);
+                assert_int_equal(gdu_shim_pin_lookup(ux.s, r->address, r->size, &err, NULL, 0),
+                                 GDU_PIN_FOUND);
             }
             if (extra != NULL)
                 extra[mode][k] = unlocked.n_regs - nat->n_regs;
@@ -374,8 +378,10 @@ static void differential_workload(void **state)
         size_t extra[3][2];
         differential(&dc, extra);
         for (int mode = 0; mode <= DROP_STRICT; mode++) {
-            assert_true(extra[mode][0] > 0); /* libcuda's internal device memory, which it never registers */
-            assert_int_equal(extra[mode][1], extra[mode][0] + 1); /* the same, plus the VMM buffer */
+            assert_true(extra[mode][0] >
+                        0); /* libcuda's internal device memory, which it never registers */
+            assert_int_equal(extra[mode][1],
+                             extra[mode][0] + 1); /* the same, plus the VMM buffer */
         }
     }
 }
@@ -458,12 +464,20 @@ static void unknown_layout(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(native_as_recorded), cmocka_unit_test(geforce_gpu0),   cmocka_unit_test(geforce_gpu1),
-        cmocka_unit_test(test_mode_gpu0),     cmocka_unit_test(test_mode_gpu1), cmocka_unit_test(torch_two_clients),
-        cmocka_unit_test(strict_gpu0),        cmocka_unit_test(strict_gpu1),
-        cmocka_unit_test(every_shim_call_failing), cmocka_unit_test(unknown_layout),
-        cmocka_unit_test(differential_workload), cmocka_unit_test(differential_torch),
-        cmocka_unit_test(vmm_found_unlocked), cmocka_unit_test(differential_load_and_verify),
+        cmocka_unit_test(native_as_recorded),
+        cmocka_unit_test(geforce_gpu0),
+        cmocka_unit_test(geforce_gpu1),
+        cmocka_unit_test(test_mode_gpu0),
+        cmocka_unit_test(test_mode_gpu1),
+        cmocka_unit_test(torch_two_clients),
+        cmocka_unit_test(strict_gpu0),
+        cmocka_unit_test(strict_gpu1),
+        cmocka_unit_test(every_shim_call_failing),
+        cmocka_unit_test(unknown_layout),
+        cmocka_unit_test(differential_workload),
+        cmocka_unit_test(differential_torch),
+        cmocka_unit_test(vmm_found_unlocked),
+        cmocka_unit_test(differential_load_and_verify),
     };
     return cmocka_run_group_tests(tests, load_traces, free_traces);
 }

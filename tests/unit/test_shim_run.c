@@ -26,7 +26,8 @@ static char err_path[] = "/tmp/gdu-test-run-err-XXXXXX";
 static int gdunlock_run(const char *args)
 {
     char cmd[16384];
-    snprintf(cmd, sizeof cmd, "%s '%s' run %s >%s 2>%s", GDU_RUN_ENV, GDU_BIN, args, out_path, err_path);
+    snprintf(cmd, sizeof cmd, "%s '%s' run %s >%s 2>%s", GDU_RUN_ENV, GDU_BIN, args, out_path,
+             err_path);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -43,11 +44,13 @@ static char *slurp(const char *path)
 }
 
 /* A stand-in for a CUDA process: writes a shim report where the shim would. */
-#define FAKE_REPORT                                                                                                 \
-    "sh -c 'printf \"{\\\"pid\\\": %d, \\\"driver\\\": \\\"580.159.04\\\", \\\"gpus\\\": [{\\\"rm_device\\\": 1, "  \
-    "\\\"pci\\\": \\\"0000:41:00.0\\\", \\\"mode\\\": \\\"unlocked\\\", \\\"registered\\\": 5, "                     \
-    "\\\"unregistered\\\": 4, \\\"live\\\": 1, \\\"failures\\\": 1, \\\"failures_by_status\\\": "                   \
-    "{\\\"NV_ERR_GENERIC (0xffff)\\\": 1}}]}\" $$ > \"$(dirname \"$GDUNLOCK_REPORT\")/report-$$.json\"; "           \
+#define FAKE_REPORT                                                                                \
+    "sh -c 'printf \"{\\\"pid\\\": %d, \\\"driver\\\": \\\"580.159.04\\\", \\\"gpus\\\": "         \
+    "[{\\\"rm_device\\\": 1, "                                                                     \
+    "\\\"pci\\\": \\\"0000:41:00.0\\\", \\\"mode\\\": \\\"unlocked\\\", \\\"registered\\\": 5, "   \
+    "\\\"unregistered\\\": 4, \\\"live\\\": 1, \\\"failures\\\": 1, \\\"failures_by_status\\\": "  \
+    "{\\\"NV_ERR_GENERIC (0xffff)\\\": 1}}]}\" $$ > \"$(dirname "                                  \
+    "\"$GDUNLOCK_REPORT\")/report-$$.json\"; "                                                     \
     "echo child-output; exit 7'"
 
 static void exit_status_passes_through(void **state)
@@ -56,9 +59,12 @@ static void exit_status_passes_through(void **state)
     assert_non_null(strstr(slurp(err_path), "no GPU (RM) calls"));
     assert_int_equal(gdunlock_run("-- sh -c 'kill -TERM $$'"), 128 + 15);
     assert_int_equal(gdunlock_run("-- sh -c 'test \"$GDUNLOCK_TEST_DROP_NATIVE\" = 1'"), 1);
-    assert_int_equal(gdunlock_run("--test-drop-native -- sh -c 'test \"$GDUNLOCK_TEST_DROP_NATIVE\" = 1'"), 0);
+    assert_int_equal(
+        gdunlock_run("--test-drop-native -- sh -c 'test \"$GDUNLOCK_TEST_DROP_NATIVE\" = 1'"), 0);
     assert_int_equal(gdunlock_run("--log debug -- sh -c 'test \"$GDUNLOCK_LOG\" = debug'"), 0);
-    assert_int_equal(gdunlock_run("-- sh -c 'case \"$LD_PRELOAD\" in *libgdunlock.so*) exit 0;; esac; exit 1'"), 0);
+    assert_int_equal(
+        gdunlock_run("-- sh -c 'case \"$LD_PRELOAD\" in *libgdunlock.so*) exit 0;; esac; exit 1'"),
+        0);
 }
 
 static void errors(void **state)
@@ -87,12 +93,14 @@ static void report_table(void **state)
  * space and the kernel lookup's verdict on each cuFile buffer are shown. */
 static void report_table_lookup(void **state)
 {
-    assert_int_equal(gdunlock_run("-- sh -c 'cp " GDUNLOCK_FIXTURES "/verify/shim-report-gdunlock.json "
+    assert_int_equal(gdunlock_run("-- sh -c 'cp " GDUNLOCK_FIXTURES
+                                  "/verify/shim-report-gdunlock.json "
                                   "\"$(dirname \"$GDUNLOCK_REPORT\")/report-$$.json\"'"),
                      0);
     const char *err = slurp(err_path);
     assert_non_null(strstr(err, "VA space 0x5c000009 (the one registered with UVM)"));
-    assert_non_null(strstr(err, "cuFile buffers: 2 registered, 1 found by nvidia-fs's lookup (model)"));
+    assert_non_null(
+        strstr(err, "cuFile buffers: 2 registered, 1 found by nvidia-fs's lookup (model)"));
     assert_non_null(strstr(err, " found\n"));
     assert_non_null(strstr(err, "bar1-full: refused (-ENOMEM)"));
 }
@@ -108,7 +116,8 @@ static void report_json(void **state)
     json_t *doc = json_loads(strstr(out, "{"), 0, NULL);
     assert_non_null(doc);
     assert_int_equal(json_integer_value(json_object_get(doc, "exit_status")), 7);
-    json_t *gpu = json_array_get(json_object_get(json_array_get(json_object_get(doc, "processes"), 0), "gpus"), 0);
+    json_t *gpu = json_array_get(
+        json_object_get(json_array_get(json_object_get(doc, "processes"), 0), "gpus"), 0);
     assert_string_equal(json_string_value(json_object_get(gpu, "mode")), "unlocked");
     json_decref(doc);
     doc = json_load_file(report, 0, NULL);

@@ -14,13 +14,21 @@ GDU_CUDA_FUNCTIONS(FAKE_DECLARE)
 static char token; /* what streams, events and contexts point at */
 
 gdu_CUresult fake_cuInit(unsigned flags) { return GDU_CUDA_SUCCESS; }
-gdu_CUresult fake_cuDriverGetVersion(int *v) { *v = 13000; return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuGetErrorName(gdu_CUresult r, const char **name)
 {
     *name = r == 0 ? "CUDA_SUCCESS" : r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_UNKNOWN";
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuDeviceGetCount(int *count) { *count = 1; return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuDeviceGetCount(int *count)
+{
+    *count = 1;
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuDeviceGet(gdu_CUdevice *dev, int ordinal)
 {
     *dev = ordinal;
@@ -39,17 +47,25 @@ gdu_CUresult fake_cuDeviceGetPCIBusId(char *id, int len, gdu_CUdevice dev)
 gdu_CUresult fake_cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev)
 {
     *value = attr == GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? !getenv("FAKE_CUDA_NO_VMM")
-             : attr == GDU_CU_ATTR_UNIFIED_ADDRESSING                 ? 1
-                                                                      : 0;
+             : attr == GDU_CU_ATTR_UNIFIED_ADDRESSING                ? 1
+                                                                     : 0;
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuDeviceTotalMem(size_t *bytes, gdu_CUdevice dev) { *bytes = 1ull << 34; return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuDeviceTotalMem(size_t *bytes, gdu_CUdevice dev)
+{
+    *bytes = 1ull << 34;
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuDevicePrimaryCtxRetain(gdu_CUcontext *ctx, gdu_CUdevice dev)
 {
     *ctx = (gdu_CUcontext)(void *)&token;
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuCtxGetCurrent(gdu_CUcontext *ctx) { *ctx = (gdu_CUcontext)(void *)&token; return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuCtxGetCurrent(gdu_CUcontext *ctx)
+{
+    *ctx = (gdu_CUcontext)(void *)&token;
+    return GDU_CUDA_SUCCESS;
+}
 
 static gdu_CUresult host_alloc(gdu_CUdeviceptr *p, size_t bytes, size_t align)
 {
@@ -82,7 +98,11 @@ gdu_CUresult fake_cuMemHostAlloc(void **p, size_t bytes, unsigned flags)
     *p = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     return *p ? GDU_CUDA_SUCCESS : GDU_CUDA_ERROR_OUT_OF_MEMORY;
 }
-gdu_CUresult fake_cuMemFreeHost(void *p) { free(p); return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuMemFreeHost(void *p)
+{
+    free(p);
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuMemcpyHtoD(gdu_CUdeviceptr dst, const void *src, size_t n)
 {
     memcpy((void *)(uintptr_t)dst, src, n);
@@ -106,8 +126,16 @@ gdu_CUresult fake_cuMemsetD8(gdu_CUdeviceptr dst, unsigned char v, size_t n)
     memset((void *)(uintptr_t)dst, v, n);
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuStreamCreate(gdu_CUstream *s, unsigned flags) { *s = (gdu_CUstream)(void *)&token; return GDU_CUDA_SUCCESS; }
-gdu_CUresult fake_cuEventCreate(gdu_CUevent *e, unsigned flags) { *e = (gdu_CUevent)(void *)&token; return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuStreamCreate(gdu_CUstream *s, unsigned flags)
+{
+    *s = (gdu_CUstream)(void *)&token;
+    return GDU_CUDA_SUCCESS;
+}
+gdu_CUresult fake_cuEventCreate(gdu_CUevent *e, unsigned flags)
+{
+    *e = (gdu_CUevent)(void *)&token;
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuLaunchHostFunc(gdu_CUstream s, gdu_CUhostFn fn, void *user)
 {
     fn(user);
@@ -115,13 +143,14 @@ gdu_CUresult fake_cuLaunchHostFunc(gdu_CUstream s, gdu_CUhostFn fn, void *user)
 }
 
 /* VMM: the reserved range is real memory; the "physical" handle only records its size. */
-gdu_CUresult fake_cuMemGetAllocationGranularity(size_t *gran, const gdu_CUmemAllocationProp *prop, int option)
+gdu_CUresult fake_cuMemGetAllocationGranularity(size_t *gran, const gdu_CUmemAllocationProp *prop,
+                                                int option)
 {
     *gran = 2u << 20;
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuMemCreate(gdu_CUmemGenericAllocationHandle *h, size_t size, const gdu_CUmemAllocationProp *prop,
-                              unsigned long long flags)
+gdu_CUresult fake_cuMemCreate(gdu_CUmemGenericAllocationHandle *h, size_t size,
+                              const gdu_CUmemAllocationProp *prop, unsigned long long flags)
 {
     size_t *rec = malloc(sizeof *rec);
     if (!rec)
@@ -135,8 +164,8 @@ gdu_CUresult fake_cuMemRelease(gdu_CUmemGenericAllocationHandle h)
     free((void *)(uintptr_t)h);
     return GDU_CUDA_SUCCESS;
 }
-gdu_CUresult fake_cuMemAddressReserve(gdu_CUdeviceptr *p, size_t size, size_t align, gdu_CUdeviceptr addr,
-                                      unsigned long long f)
+gdu_CUresult fake_cuMemAddressReserve(gdu_CUdeviceptr *p, size_t size, size_t align,
+                                      gdu_CUdeviceptr addr, unsigned long long f)
 {
     return host_alloc(p, size, align ? align : 4096);
 }

@@ -21,30 +21,15 @@ static const char *mode(void)
     return m ? m : "compat";
 }
 
-static bool is(const char *m)
-{
-    return strcmp(mode(), m) == 0;
-}
+static bool is(const char *m) { return strcmp(mode(), m) == 0; }
 
-static bool has_nvfs(void)
-{
-    return is("direct") || is("corrupt") || is("readfail");
-}
+static bool has_nvfs(void) { return is("direct") || is("corrupt") || is("readfail"); }
 
-static gdu_CUfileError status(int err)
-{
-    return (gdu_CUfileError){err, 0};
-}
+static gdu_CUfileError status(int err) { return (gdu_CUfileError){err, 0}; }
 
-gdu_CUfileError cuFileDriverOpen(void)
-{
-    return status(GDU_CU_FILE_SUCCESS);
-}
+gdu_CUfileError cuFileDriverOpen(void) { return status(GDU_CU_FILE_SUCCESS); }
 
-gdu_CUfileError cuFileDriverClose_v2(void)
-{
-    return status(GDU_CU_FILE_SUCCESS);
-}
+gdu_CUfileError cuFileDriverClose_v2(void) { return status(GDU_CU_FILE_SUCCESS); }
 
 gdu_CUfileError cuFileGetVersion(int *version)
 {
@@ -93,10 +78,7 @@ gdu_CUfileError cuFileHandleRegister(gdu_CUfileHandle *fh, gdu_CUfileDescr *d)
     return status(GDU_CU_FILE_SUCCESS);
 }
 
-void cuFileHandleDeregister(gdu_CUfileHandle fh)
-{
-    free(fh);
-}
+void cuFileHandleDeregister(gdu_CUfileHandle fh) { free(fh); }
 
 /* What nvidia-fs would count for the mapping: the "after" stats appear. */
 static void advance_stats(void)
@@ -121,17 +103,15 @@ gdu_CUfileError cuFileBufRegister(const void *base, size_t length, int flags)
     return status(GDU_CU_FILE_SUCCESS);
 }
 
-gdu_CUfileError cuFileBufDeregister(const void *base)
-{
-    return status(GDU_CU_FILE_SUCCESS);
-}
+gdu_CUfileError cuFileBufDeregister(const void *base) { return status(GDU_CU_FILE_SUCCESS); }
 
 ssize_t cuFileWrite(gdu_CUfileHandle fh, const void *base, size_t size, off_t off, off_t base_off)
 {
     const struct handle *h = fh;
     size_t done = 0;
     while (done < size) {
-        ssize_t r = pwrite(h->fd, (const char *)base + base_off + done, size - done, off + (off_t)done);
+        ssize_t r =
+            pwrite(h->fd, (const char *)base + base_off + done, size - done, off + (off_t)done);
         if (r <= 0)
             return -1;
         done += (size_t)r;

@@ -39,7 +39,8 @@ static void no_nvfs(void)
 {
     ev.nvfs_before = ev.nvfs_after = false;
     ev.nvfs_errno = -ENOENT;
-    snprintf(ev.nvfs_why, sizeof ev.nvfs_why, "%s does not exist: nvidia-fs is not loaded", GDU_NVFS_STATS_PATH);
+    snprintf(ev.nvfs_why, sizeof ev.nvfs_why, "%s does not exist: nvidia-fs is not loaded",
+             GDU_NVFS_STATS_PATH);
 }
 
 /* Evidence of a clean direct run; tests break one thing at a time. */
@@ -156,7 +157,8 @@ static void test_direct_without_vmm(void **state)
 {
     gdu_verify_buffer *vmm = &ev.buffers[GDU_VERIFY_MEM_VMM];
     memset(vmm, 0, sizeof *vmm);
-    gdu_verify_call_set(&vmm->alloc, false, -ENOTSUP, "the device does not support virtual memory management");
+    gdu_verify_call_set(&vmm->alloc, false, -ENOTSUP,
+                        "the device does not support virtual memory management");
     snprintf(vmm->skipped, sizeof vmm->skipped, "no VMM");
     gdu_verify_decide(&ev, &res);
     assert_int_equal(res.verdict, GDU_VERIFY_DIRECT);
@@ -186,7 +188,8 @@ static void test_compat_h200_5027(void **state)
     h200_state();
     gdu_verify_decide(&ev, &res);
     assert_int_equal(res.verdict, GDU_VERIFY_COMPAT);
-    assert_non_null(strstr(reason_text("cufile-handle-register"), "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
+    assert_non_null(
+        strstr(reason_text("cufile-handle-register"), "CU_FILE_HANDLE_NOT_REGISTERED (5027)"));
     assert_non_null(strstr(reason_text("engine-integrity-ok"), "I/O engine"));
     assert_true(has_reason("nvfs-not-loaded"));
     assert_true(has_reason("cufile-compat-mode"));
@@ -429,7 +432,9 @@ static void test_json_document(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "verdict")), "COMPAT");
     assert_int_equal(json_integer_value(json_object_get(doc, "exit_code")), 2);
     assert_string_equal(json_string_value(json_object_get(doc, "gdunlock")), GDUNLOCK_VERSION);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "file"), "path")), "/tmp/?" "?-verify.bin");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "file"), "path")),
+                        "/tmp/?"
+                        "?-verify.bin");
     json_t *reasons = json_object_get(doc, "reasons");
     assert_int_equal(json_array_size(reasons), res.n_reasons);
     const json_t *handle = json_object_get(json_object_get(doc, "cufile"), "handle_register");
@@ -455,7 +460,8 @@ static void test_json_deltas(void **state)
     assert_string_equal(json_string_value(json_object_get(nv, "driver_version")), "2.28.4");
     const json_t *gpu = json_array_get(json_object_get(nv, "gpus"), 0);
     assert_int_equal(json_integer_value(json_object_get(gpu, "registered_mib_delta")), 32);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "cufile"), "nvfs_version")), "2.28");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(doc, "cufile"), "nvfs_version")), "2.28");
     json_decref(doc);
 }
 

@@ -73,8 +73,8 @@ struct snapshot {
 };
 
 /* Which secondary buffer an RM escape points to, and how long it is. */
-static void params_of(int is_rm, unsigned nr, const uint8_t *args, size_t args_len,
-                      uint64_t *ptr, size_t *len)
+static void params_of(int is_rm, unsigned nr, const uint8_t *args, size_t args_len, uint64_t *ptr,
+                      size_t *len)
 {
     *ptr = 0;
     *len = 0;

@@ -16,13 +16,13 @@ static void mark(const char *step)
     fflush(stdout);
 }
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        gdu_CUresult r_ = (call);                                                          \
-        if (r_ != GDU_CUDA_SUCCESS) {                                                      \
-            fprintf(stderr, "%s: %s\n", #call, gdu_cuda_result_name(r_));                  \
-            return 1;                                                                      \
-        }                                                                                  \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        gdu_CUresult r_ = (call);                                                                  \
+        if (r_ != GDU_CUDA_SUCCESS) {                                                              \
+            fprintf(stderr, "%s: %s\n", #call, gdu_cuda_result_name(r_));                          \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 int main(int argc, char **argv)
