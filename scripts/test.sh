@@ -2,7 +2,8 @@
 # The project's whole CPU test suite, as CI runs it:
 #   1. release build + unit tests, each also under valgrind memcheck;
 #   2. ASan + UBSan build + unit tests;
-#   3. every libFuzzer target for a short run over its kept corpus (clang).
+#   3. every libFuzzer target for a short run over its kept corpus (clang);
+# first of all, that every C file is in the house style (scripts/format.sh).
 # Usage: scripts/test.sh [--quick]   (--quick: step 1 without valgrind only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,9 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
 step() { printf '\n=== %s\n' "$*"; }
+
+step "formatting"
+scripts/format.sh --check
 
 step "release build and unit tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGDUNLOCK_VALGRIND=$((1 - quick)) >/dev/null
