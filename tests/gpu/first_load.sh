@@ -9,7 +9,12 @@
 #      chunk size (GDUNLOCK_IO_*; GDU_FIRST_WORKERS, _STAGING, _CHUNKS narrow
 #      them), 2 runs each: the transfer stage;
 #   3. the first and the second load_safetensors in one Python process;
-#   4. `gdunlock bench` host and h2d rows on the same file (the ceiling).
+#   4. the same, split by stage (first_load_stages.py), cold and after each
+#      warm-up that could remove the first load's extra cost: spinning CPUs,
+#      busy copy engines, fresh video memory used and freed, a separate
+#      engine reading another 8 GiB file, a load of another checkpoint (the
+#      sharded one);
+#   5. `gdunlock bench` host and h2d rows on the same file (the ceiling).
 # Results: $OUT/first_load.jsonl.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,6 +75,18 @@ EOF
 )
   echo "$line" | sed 's/^/{"in_process": /; s/$/}/' >>"$res"
   echo "INFO first-load-in-process run $rep: $line"
+done
+
+[ -f "$work/other.bin" ] || cp "$ckpt" "$work/other.bin"
+cat "$work/other.bin" "$work"/sharded/*.safetensors >/dev/null
+for rep in 1 2 3; do
+  for warm in "" "--busy-cpu 400" "--busy-copy 300" "--prealloc 9" "--warm-engine $work/other.bin" \
+              "--warm-up $work/sharded/model.safetensors.index.json"; do
+    # shellcheck disable=SC2086
+    line=$("$py" "$here/first_load_stages.py" "$ckpt" $warm 2>&1 | tail -1)
+    printf '{"stages": %s}\n' "${line:-null}" >>"$res"
+    echo "INFO first-load-stages ${warm:-cold} run $rep: $(printf '%s' "$line" | "$py" -c 'import json,sys; d=json.load(sys.stdin); print("; ".join("%s %.1f ms (alloc %.1f, transfer %.1f)" % (k, d[k]["total_ms"], d[k]["c_alloc_ms"], d[k]["c_transfer_ms"]) for k in ("first", "second", "third")))' 2>&1)"
+  done
 done
 
 size=$(( $(stat -c %s "$ckpt") / 16777216 * 16777216 ))
