@@ -14,8 +14,8 @@
 #      freed buffers unregistered (UNREGISTER answering 0x57), same GPU data
 #   b' strict test mode (GDUNLOCK_TEST_DROP_NATIVE=strict): libcuda's NV503C
 #      freed at once, its later NV503C calls answered by the shim and never
-#      passed to RM, so every registration RM holds is the shim's own: both VA
-#      spaces, 4/4 cuMemAlloc buffers (0 by libcuda), VMM, freed, data, PyTorch,
+#      passed to RM, so every registration RM holds is the shim's own: one VA
+#      space (the UVM one), 4/4 cuMemAlloc buffers (0 by libcuda), VMM, freed, data, PyTorch,
 #      and the 10,000-cycle loop (registered == unregistered + live before)
 #   c  PyTorch: same checksum with and without the shim, live tensors registered
 #   d  10,000 alloc/free cycles and an 8-thread storm: no error, no growth

@@ -549,7 +549,7 @@ static void test_mode_drop_native(void **state)
 
 /* Strict test mode: after its alloc, no call of libcuda's on its NV503C reaches
  * RM; each is answered NV_OK, and the shim's own object (an RM-generated
- * handle) holds both VA spaces and the registrations. */
+ * handle) holds the one VA space and the registrations. */
 static void strict_mode_answers_for_libcuda(void **state)
 {
     env *e = env_new(DRIVER, 2, 0, 1);
@@ -618,7 +618,7 @@ static void test_mode_steps_aside(void **state)
                      0x63);
     assert_int_equal(lc_alloc(e->s, c, e->g.subdevice[0], h, GDU_NV50_THIRD_PARTY_P2P, &ap), 0x19);
     assert_int_equal(fake_rm_tpp_of(e->f, c, e->g.subdevice[0]), h);
-    /* The shim registers both VA spaces at the first mapping... */
+    /* The shim registers its one VA space at the first mapping... */
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     /* ...but libcuda unregistering them (never registered by it) gets 0x57, twice,
      * and registering one gets NV_OK then 0x19. */

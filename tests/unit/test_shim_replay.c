@@ -179,7 +179,7 @@ static uint64_t report_sum(run *x, const char *key)
  * 0x5c000019 on the other) are freed by the shim right after their alloc; after
  * that no call of libcuda's on them reaches RM, yet each gets the recorded
  * answer (status and the VA space token); the shim's own objects (handles RM
- * generated) hold both VA spaces of each GPU and every registration. */
+ * generated) hold one VA space per GPU (the UVM one) and every registration. */
 static void strict_workload(const trace *t, uint32_t client)
 {
     run x;
