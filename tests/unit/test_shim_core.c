@@ -729,6 +729,39 @@ static void rdma_attribute(void **state)
     env_free(e);
 }
 
+/* cuFile buffers the kernel cannot pin get the reason the memory's kind
+ * gives (host, managed, MPS), not only the model's "not registered"; a
+ * registered buffer stays found whatever else is said. */
+static const char *cufile_why(env *e, size_t index, const char *key)
+{
+    static char text[512];
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *b =
+        json_array_get(json_object_get(json_object_get(r, "cufile_buffers"), "buffers"), index);
+    json_t *v = json_object_get(b, key);
+    snprintf(text, sizeof text, "%s", json_is_string(v) ? json_string_value(v) : "(none)");
+    json_decref(r);
+    return text;
+}
+
+static void cufile_buffer_diagnostics(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    gdu_shim_cufile_registered(e->s, 0x10000000, MiB, 0, 0, "host", false);
+    gdu_shim_cufile_registered(e->s, VA(3), MiB, 0, 0, "managed", false);
+    gdu_shim_cufile_registered(e->s, VA(4), MiB, 0, 0, "device", true);
+    gdu_shim_cufile_registered(e->s, VA(1), MiB, 0, 0, "device", true);
+    gdu_shim_cufile_registered(e->s, VA(1) + 60 * MiB, 8 * MiB, 0, 0, "device", false);
+    assert_non_null(strstr(cufile_why(e, 0, "why"), "host memory: nvidia-fs pins only GPU memory"));
+    assert_non_null(strstr(cufile_why(e, 1, "why"), "managed memory (cuMemAllocManaged)"));
+    assert_non_null(strstr(cufile_why(e, 2, "why"), "MPS: the GPU memory belongs to the MPS"));
+    assert_string_equal(cufile_why(e, 3, "kernel_lookup"), "found");
+    assert_null(strstr(cufile_why(e, 3, "why"), "MPS"));
+    assert_string_equal(cufile_why(e, 4, "kernel_lookup"), "past-end");
+    env_free(e);
+}
+
 static void passes_through(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
@@ -859,6 +892,7 @@ int main(void)
         cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
         cmocka_unit_test(rdma_attribute),
+        cmocka_unit_test(cufile_buffer_diagnostics),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),
         cmocka_unit_test(concurrent_storm),
