@@ -30,3 +30,11 @@ if(GDUNLOCK_VALGRIND)
 endif()
 # The ioctl path allocates nothing from malloc (signal handlers).
 gdunlock_unit_test(test_shim_nomalloc SOURCES test_shim_nomalloc.c LIBS gdu_fake_rm)
+
+# What the shim costs a process it is preloaded into (check_shim_preload.sh).
+add_test(NAME test_shim_preload COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_preload.sh $<TARGET_FILE:gdu_shim>)
+set_tests_properties(test_shim_preload PROPERTIES LABELS unit)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(test_shim_preload PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
