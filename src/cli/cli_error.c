@@ -70,6 +70,16 @@ void gdu_cli_error_doc(const char *command, int exit_code, const char *code, con
     json_decref(doc);
 }
 
+int gdu_cli_bad_option(const char *command, void (*usage)(FILE *))
+{
+    char message[128];
+    usage(stderr);
+    snprintf(message, sizeof message, "unknown option or missing argument (see gdunlock %s --help)",
+             command);
+    gdu_cli_error_doc(command, GDU_EXIT_USAGE, NULL, message, NULL);
+    return GDU_EXIT_USAGE;
+}
+
 int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
                  const char *fmt, ...)
 {

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 /* main() sets it once from the command's arguments: "--json" (or a prefix
  * getopt takes for it) before any "--". */
@@ -23,6 +24,10 @@ json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
 /* With --json, prints the error document on stdout; nothing otherwise. */
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
                        const char *fix);
+
+/* An option getopt refused (it has printed why): the command's usage on
+ * stderr and, with --json, the error document. Returns GDU_EXIT_USAGE. */
+int gdu_cli_bad_option(const char *command, void (*usage)(FILE *));
 
 /* Reports a failure: "gdunlock COMMAND: MESSAGE" and "  fix: FIX" on stderr
  * and, with --json, the error document on stdout. Returns exit_code. */

@@ -220,11 +220,7 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
             *progress = true;
             break;
         default:
-            usage(stderr);
-            gdu_cli_error_doc("bench", GDU_EXIT_USAGE, NULL,
-                              "unknown option or missing argument (see gdunlock bench --help)",
-                              NULL);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_bad_option("bench", usage);
         }
     }
     if (optind < argc)

@@ -113,11 +113,7 @@ int gdu_cmd_doctor(int argc, char **argv)
             usage(stdout);
             return GDU_EXIT_OK;
         default:
-            usage(stderr);
-            gdu_cli_error_doc("doctor", GDU_EXIT_USAGE, NULL,
-                              "unknown option or missing argument (see gdunlock doctor --help)",
-                              NULL);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_bad_option("doctor", usage);
         }
     }
     if (argc - optind > 1) {

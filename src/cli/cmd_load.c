@@ -1,6 +1,7 @@
 /* gdunlock load: loads a safetensors checkpoint (one file or a sharded
  * index) into GPU or host memory through the I/O engine, and reports what
  * moved, how fast and by which path. */
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
@@ -75,23 +76,18 @@ static int parse_args(int argc, char **argv, load_args *a)
         switch (c) {
         case 'g':
             if (gdu_parse_index_list(optarg, 1023, a->gpus, MAX_GPUS, &a->gpu_count) != 0 ||
-                a->gpu_count == 0) {
-                fprintf(stderr,
-                        "gdunlock load: --gpu wants GPU ordinals like 0 or 0,1, not "
-                        "'%s'\n",
-                        optarg);
-                return GDU_EXIT_USAGE;
-            }
+                a->gpu_count == 0)
+                return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--gpu wants GPU ordinals like 0 or 0,1, not '%s'", optarg);
             break;
         case 't':
             if (strcmp(optarg, "host") == 0)
                 a->target = GDU_ST_TARGET_HOST;
             else if (strcmp(optarg, "gpu") == 0)
                 a->target = GDU_ST_TARGET_GPU;
-            else {
-                fprintf(stderr, "gdunlock load: --to wants 'host' or 'gpu', not '%s'\n", optarg);
-                return GDU_EXIT_USAGE;
-            }
+            else
+                return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                                    "--to wants 'host' or 'gpu', not '%s'", optarg);
             break;
         case 'v':
             a->verify = 1;
@@ -112,15 +108,13 @@ static int parse_args(int argc, char **argv, load_args *a)
             usage(stdout);
             return GDU_EXIT_OK;
         default:
-            usage(stderr);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_bad_option("load", usage);
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "gdunlock load: name exactly one checkpoint (a .safetensors file or an "
-                        "index .json)\n\n");
         usage(stderr);
-        return GDU_EXIT_USAGE;
+        return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                            "name exactly one checkpoint (a .safetensors file or an index .json)");
     }
     a->path = argv[optind];
     return -1;
@@ -136,19 +130,15 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
-static int fail(const load_args *a, const gdu_st_error *err)
+static int fail(const gdu_st_error *err)
 {
     fprintf(stderr, "gdunlock load: %s: ", gdu_st_status_name(err->code));
     load_put_escaped(stderr, err->message);
     fprintf(stderr, "\n  fix: %s\n", load_fix_hint(err->code));
-    if (a->json) {
-        json_t *doc = load_error_json(err);
-        if (doc != NULL)
-            json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
-    }
-    return load_exit_code(err->code);
+    int exit_code = load_exit_code(err->code);
+    gdu_cli_error_doc("load", exit_code, gdu_st_status_name(err->code), err->message,
+                      load_fix_hint(err->code));
+    return exit_code;
 }
 
 int gdu_cmd_load(int argc, char **argv)
@@ -162,7 +152,7 @@ int gdu_cmd_load(int argc, char **argv)
     gdu_st_model *model = NULL;
     double t0 = st_now_seconds();
     if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
-        return fail(&a, &err);
+        return fail(&err);
     load_result r = {
         .path = a.path,
         .model = model,
@@ -181,7 +171,7 @@ int gdu_cmd_load(int argc, char **argv)
         .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
     };
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
-        rc = fail(&a, &err);
+        rc = fail(&err);
         gdu_st_model_free(model);
         gdu_st_engines_release(NULL);
         st_stages_end(&r.stages);

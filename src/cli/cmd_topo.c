@@ -78,11 +78,7 @@ int gdu_cmd_topo(int argc, char **argv)
             usage(stdout);
             return GDU_EXIT_OK;
         default:
-            usage(stderr);
-            gdu_cli_error_doc("topo", GDU_EXIT_USAGE, NULL,
-                              "unknown option or missing argument (see gdunlock topo --help)",
-                              NULL);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_bad_option("topo", usage);
         }
     }
     if (optind < argc)

@@ -114,12 +114,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
             usage(stdout);
             return GDU_EXIT_OK;
         default:
-            usage(stderr);
-            gdu_cli_error_doc("verify", GDU_EXIT_USAGE, NULL,
-                              "unknown option or missing argument "
-                              "(see gdunlock verify --help)",
-                              NULL);
-            return GDU_EXIT_USAGE;
+            return gdu_cli_bad_option("verify", usage);
         }
     }
     if (optind != argc - 1) {

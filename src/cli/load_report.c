@@ -292,10 +292,3 @@ json_t *load_to_json(const load_result *r, int list)
     }
     return doc;
 }
-
-json_t *load_error_json(const gdu_st_error *err)
-{
-    return json_pack("{s:s, s:{s:s, s:s, s:s}}", "command", "load", "error", "code",
-                     gdu_st_status_name(err->code), "message", err->message, "fix",
-                     load_fix_hint(err->code));
-}

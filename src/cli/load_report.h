@@ -35,6 +35,5 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list);
  * terminal; JSON output keeps them exact. */
 void load_put_escaped(FILE *out, const char *s);
 json_t *load_to_json(const load_result *r, int list);
-json_t *load_error_json(const gdu_st_error *err);
 
 #endif

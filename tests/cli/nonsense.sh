@@ -192,6 +192,12 @@ check -json 66 -- verify --json /no/such/dir/file
 check -json 64 -- verify --json "$work/new" --size banana
 check -json 64 -- verify --json
 check -json 69 -- verify --json --no-shim "$work/new"
+check -json 64 -- load --json
+check -json 64 -- load --json --no-such-flag "$work/junk"
+check -json 64 -- load --json "$work/junk" --gpu banana
+check -json 64 -- load --json "$work/junk" --to disk
+check -json 66 -- load --json /no/such/model.safetensors
+check -json 64 66 -- load --json "$work/junk" --to host
 check -json 64 -- run --json
 check -json 64 -- run --json --log loud -- true
 check -json 66 -- run --json -- /no/such/program
