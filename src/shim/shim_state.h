@@ -189,6 +189,11 @@ uint32_t gdu_tpp_own_free(gdu_shim *s, uint32_t client, uint32_t parent, uint32_
 uint32_t gdu_tpp_own_control(gdu_shim *s, const gdu_obj *tpp, uint32_t cmd, void *params,
                              uint32_t size, bool counted);
 void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what);
+/* Making the shim's own NV503C (what) failed with status: counted, logged,
+ * and the GPU's mode is failed with that reason. */
+void gdu_tpp_own_failed(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what);
+/* The shim's own NV503C tpp now serves sub: the GPU is unlocked. */
+void gdu_tpp_own_made(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *reason);
 unsigned gdu_tpp_gpu_number(gdu_shim *s, const gdu_obj *sub);
 bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub);

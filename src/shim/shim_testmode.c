@@ -40,21 +40,13 @@ static void adopt(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     if (st != GDU_NV_OK) {
         snprintf(what, sizeof what,
                  "test mode: re-creating ThirdPartyP2P 0x%x (libcuda's handle is now gone)", h);
-        gdu_tpp_failure(s, sub, st, what);
-        char reason[200];
-        snprintf(reason, sizeof reason, "%s failed: %s", what, gdu_nv_status_name(st));
         gdu_shim_obj_remove(s, tpp);
         sub->tpp = 0;
-        gdu_tpp_set_mode(s, sub, GDU_TPP_FAILED, reason);
+        gdu_tpp_own_failed(s, sub, st, what);
         return;
     }
-    tpp->tpp_owned = true;
     tpp->tpp_adopted = true;
-    __atomic_add_fetch(&s->owned_tpp, 1, __ATOMIC_RELAXED);
-    sub->tpp = h;
-    sub->tpp_owned = true;
-    gdu_shim_gpu(s, sub)->objects_created++;
-    gdu_tpp_set_mode(s, sub, GDU_TPP_UNLOCKED, NULL);
+    gdu_tpp_own_made(s, sub, tpp);
     gdu_shim_log(s, GDU_LOG_INFO,
                  "GPU %u: test mode: libcuda's ThirdPartyP2P 0x%x replaced by the shim's own",
                  gdu_tpp_gpu_number(s, sub), h);

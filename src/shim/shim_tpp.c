@@ -117,6 +117,16 @@ void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *
     }
 }
 
+void gdu_tpp_own_made(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
+{
+    tpp->tpp_owned = true;
+    __atomic_add_fetch(&s->owned_tpp, 1, __ATOMIC_RELAXED);
+    sub->tpp = tpp->handle;
+    sub->tpp_owned = true;
+    gdu_shim_gpu(s, sub)->objects_created++;
+    gdu_tpp_set_mode(s, sub, GDU_TPP_UNLOCKED, NULL);
+}
+
 /* Counts a failed RM call of the shim; logs the first of each status per GPU
  * as an error, the rest at debug level. */
 void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what)
@@ -136,6 +146,14 @@ void gdu_tpp_failure(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *wha
     }
     gdu_shim_log(s, first ? GDU_LOG_ERROR : GDU_LOG_DEBUG, "GPU %u: %s: %s",
                  gdu_tpp_gpu_number(s, sub), what, gdu_nv_status_name(status));
+}
+
+void gdu_tpp_own_failed(gdu_shim *s, gdu_obj *sub, uint32_t status, const char *what)
+{
+    gdu_tpp_failure(s, sub, status, what);
+    char reason[200];
+    snprintf(reason, sizeof reason, "%s failed: %s", what, gdu_nv_status_name(status));
+    gdu_tpp_set_mode(s, sub, GDU_TPP_FAILED, reason);
 }
 
 static bool in_list(const uint32_t *arr, unsigned n, uint32_t h)
@@ -429,18 +447,10 @@ bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub)
                  "creating ThirdPartyP2P (class 0x503c, BAR1) under subdevice 0x%x", sub->handle);
         if (st == GDU_NV_OK)
             gdu_tpp_own_free(s, sub->client, sub->handle, h);
-        gdu_tpp_failure(s, sub, st, what);
-        char reason[200];
-        snprintf(reason, sizeof reason, "%s failed: %s", what, gdu_nv_status_name(st));
-        gdu_tpp_set_mode(s, sub, GDU_TPP_FAILED, reason);
+        gdu_tpp_own_failed(s, sub, st, what);
         return false;
     }
-    tpp->tpp_owned = true;
-    __atomic_add_fetch(&s->owned_tpp, 1, __ATOMIC_RELAXED);
-    sub->tpp = h;
-    sub->tpp_owned = true;
-    gdu_shim_gpu(s, sub)->objects_created++;
-    gdu_tpp_set_mode(s, sub, GDU_TPP_UNLOCKED, NULL);
+    gdu_tpp_own_made(s, sub, tpp);
     gdu_shim_log(s, GDU_LOG_INFO,
                  "GPU %u: created ThirdPartyP2P 0x%x (BAR1) under subdevice 0x%x of client 0x%x",
                  gdu_tpp_gpu_number(s, sub), h, sub->handle, sub->client);
