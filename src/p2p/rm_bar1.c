@@ -125,6 +125,18 @@ static int open_device(const char *dev_path, char *why, size_t why_len)
     return fd;
 }
 
+/* RM_UNMAP_MEMORY of m's BAR1 mapping at m->bus_addr; its answer is not
+ * needed (the caller is already failing or tearing down). */
+static void unmap_memory(gdu_rm_client *c, const gdu_rm_device *d, const gdu_rm_vidmem *m)
+{
+    gdu_nvos34 u = {.hClient = c->hclient,
+                    .hDevice = d->hsubdevice,
+                    .hMemory = m->hmemory,
+                    .pLinearAddress = m->bus_addr};
+    char ignored[8];
+    gdu_rm_escape(c, -1, GDU_NV_ESC_RM_UNMAP_MEMORY, &u, sizeof u, "", ignored, sizeof ignored);
+}
+
 int gdu_rm_vidmem_map(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem *m,
                       const char *dev_path, uint32_t *status, char *why, size_t why_len)
 {
@@ -157,12 +169,7 @@ int gdu_rm_vidmem_map(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem *m
     if (cpu == MAP_FAILED) {
         int err = errno;
         snprintf(why, why_len, "mmap of %s after RM_MAP_MEMORY: %s", dev_path, strerror(err));
-        gdu_nvos34 u = {.hClient = c->hclient,
-                        .hDevice = d->hsubdevice,
-                        .hMemory = m->hmemory,
-                        .pLinearAddress = m->bus_addr};
-        char ignored[8];
-        gdu_rm_escape(c, -1, GDU_NV_ESC_RM_UNMAP_MEMORY, &u, sizeof u, "", ignored, sizeof ignored);
+        unmap_memory(c, d, m);
         close(fd);
         return -err;
     }
@@ -176,12 +183,7 @@ void gdu_rm_vidmem_unmap(gdu_rm_client *c, const gdu_rm_device *d, gdu_rm_vidmem
     if (m->cpu == NULL)
         return;
     munmap(m->cpu, m->size);
-    gdu_nvos34 u = {.hClient = c->hclient,
-                    .hDevice = d->hsubdevice,
-                    .hMemory = m->hmemory,
-                    .pLinearAddress = m->bus_addr};
-    char ignored[8];
-    gdu_rm_escape(c, -1, GDU_NV_ESC_RM_UNMAP_MEMORY, &u, sizeof u, "", ignored, sizeof ignored);
+    unmap_memory(c, d, m);
     close(m->map_fd);
     m->cpu = NULL;
     m->map_fd = -1;
