@@ -5,8 +5,10 @@ that has only created its context. Straight to libcuda through ctypes, so that
 no loader's own choices are in the numbers.
 
 Prints one JSON document: milliseconds per call (each of N in order, so the
-first can be told from the rest) and the wall time of the same calls made by
-several threads at once (whether the driver serialises them)."""
+first can be told from the rest), the wall time of the same calls made by
+several threads at once (whether the driver serialises them), one pin of all
+the staging at once, and whether pinning or allocating waits for copies in
+flight."""
 import ctypes
 import json
 import sys
@@ -104,6 +106,45 @@ def main():
               "HtoDAsync")
     check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
     out["h2d_steady_gbps"] = k * chunk / (time.perf_counter() - t) / 1e9
+    # Does pinning or allocating wait for copies in flight on other streams
+    # (the CUDA guide's implicit synchronisation)? Each call is timed alone
+    # (idle) and again right after 1 GiB of copies was queued on every
+    # stream; "copies_done" says whether they had all finished by the time
+    # the call returned.
+    copies = min(256, big // chunk)
+
+    def queue_copies():
+        for i in range(copies):
+            check(cu.cuMemcpyHtoDAsync_v2(dst.value + i * chunk, host[i % n], chunk,
+                                          streams[i % threads]), "HtoDAsync")
+
+    def copies_done():
+        return all(cu.cuStreamQuery(s) == 0 for s in streams)
+
+    def during_copy(call):
+        idle = ms(call)
+        queue_copies()
+        busy = ms(call)
+        done = copies_done()
+        t = time.perf_counter()
+        check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        return {"idle_ms": idle, "busy_ms": busy, "copies_done": done,
+                "left_ms": (time.perf_counter() - t) * 1e3}
+
+    spare = [libc.aligned_alloc(4096, chunk) for _ in range(2)]
+    for p in spare:
+        ctypes.memset(p, 0, chunk)
+    spare_it = iter(spare)
+    out["register_during_copy"] = during_copy(
+        lambda: check(cu.cuMemHostRegister_v2(next(spare_it), chunk, 1), "cuMemHostRegister"))
+    extra = [c_dptr(), c_dptr()]
+    extra_it = iter(extra)
+    out["device_alloc_256MiB_during_copy"] = during_copy(
+        lambda: check(cu.cuMemAlloc_v2(ctypes.byref(next(extra_it)), 256 << 20), "cuMemAlloc"))
+    one = libc.aligned_alloc(4096, n * chunk)
+    ctypes.memset(one, 0, n * chunk)
+    out["host_register_one_region_ms"] = ms(
+        lambda: check(cu.cuMemHostRegister_v2(one, n * chunk, 1), "cuMemHostRegister"))
     for key in ("stream_create_ms", "event_create_ms", "host_alloc_serial_ms",
                 "host_register_serial_ms"):
         v = out[key]
