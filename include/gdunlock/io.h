@@ -86,18 +86,21 @@ const char *gdu_io_backend_name(gdu_io_backend b); /* "auto", "cufile", "pipelin
 int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL */
 
 /* Creates an engine: loads libcuda (not for HOST) and starts the workers,
- * which create their streams and allocate each staging buffer on their own
- * threads when they first need it (so the first chunks move while the rest
- * is being pinned; a chunk that finds no staging fails with -ENOMEM and the
- * cause). Returns 0 or a negative errno (-ENODEV when CUDA or the device is
+ * which create their streams and make the staging memory in the background
+ * (one region for every worker's slots, faulted in by the workers and pinned
+ * once; the first chunks wait for it, and the caller's own preparation
+ * overlaps it). Where the region cannot be pinned, slots are pinned one by
+ * one; a chunk that finds no staging fails with -ENOMEM and the cause.
+ * Returns 0 or a negative errno (-ENODEV when CUDA or the device is
  * unavailable, -ENOMEM, -EINVAL) with why. */
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
 
-/* Has every worker set itself up and pin all its staging now, each on its own
- * thread, and waits for them (what the first chunks otherwise do): for a
- * caller that times the engine's throughput apart from its start, such as
- * `gdunlock bench`. Call it while no I/O is queued. Returns 0, or -ENOMEM
- * (the workers keep the staging they got) or a worker's set-up error, with why. */
+/* Waits until every worker has set itself up and its staging is pinned (the
+ * engine started that at creation; what could not be had is tried once
+ * more): for a caller that times the engine's throughput apart from its
+ * start, such as `gdunlock bench`. Call it while no I/O is queued. Returns 0
+ * when every slot is pinned, or -ENOMEM (the workers keep the staging they
+ * got) or a worker's set-up error, with why. */
 int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len);
 
 /* Waits for queued work, stops the workers, frees everything. Close the

@@ -38,6 +38,18 @@ int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t l
                : -EIO;
 }
 
+/* Under e->qlock: starts a prestage round. Every worker makes the staging it
+ * lacks (its part of the region in the first round, slots on their own
+ * where the region did not provide them) before it takes another chunk, and
+ * none takes one until all have (may_take). */
+static void start_prestage(gdu_io_engine *e)
+{
+    e->prestage_round++;
+    e->prestage_left = e->opt.workers;
+    e->prestage_status = 0;
+    pthread_cond_broadcast(&e->qcond);
+}
+
 void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
 {
     pthread_mutex_lock(&e->qlock);
@@ -125,16 +137,16 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     gdu_io_chunk_done(c, done, r, why);
 }
 
-/* Allocates slot i's staging buffer on first use. A slot after the first
- * that cannot be allocated leaves the worker with the slots before it (and
- * *i moves to slot 0); slot 0 failing fails the chunk (why), and is tried
- * again with the next one. */
+/* Allocates slot i's staging buffer if the worker's prestage could not. A
+ * slot after the first that cannot be allocated leaves the worker with the
+ * slots before it (and *i moves to slot 0); slot 0 failing fails the chunk
+ * (why), and is tried again with the next one. */
 static int slot_ready(gdu_io_worker *w, unsigned *i, char *why, size_t len)
 {
     gdu_io_engine *e = w->engine;
     gdu_io_slot *s = &w->slots_of[*i];
     if (s->buf == NULL)
-        s->buf = e->mover->staging_alloc(e, e->opt.chunk_size, why, len);
+        s->buf = gdu_io_staging_slot_alloc(e, why, len);
     if (s->buf != NULL)
         return 0;
     if (*i == 0)
@@ -213,21 +225,49 @@ static void reap_ready(gdu_io_worker *w)
     }
 }
 
-/* On the worker's thread: every staging slot it has not yet, now (a
- * prestage round). Under e->qlock, which it drops while it allocates. */
+/* Under e->qlock: worker w's part in the engine's staging region. It faults
+ * its slots in (dropping the lock meanwhile); the last worker to finish pins
+ * the whole region; every worker waits for that outcome (or for the engine
+ * to stop). */
+static void stage_region(gdu_io_worker *w)
+{
+    gdu_io_engine *e = w->engine;
+    if (e->staging_state != GDU_IO_STAGING_FAULTING)
+        return;
+    pthread_mutex_unlock(&e->qlock);
+    gdu_io_staging_fault(e, (unsigned)(w - e->workers));
+    pthread_mutex_lock(&e->qlock);
+    if (--e->staging_faulting == 0) {
+        pthread_mutex_unlock(&e->qlock);
+        int pinned = gdu_io_staging_pin(e);
+        pthread_mutex_lock(&e->qlock);
+        gdu_io_staging_settle(e, pinned); /* on failure, slots are pinned one by one */
+        pthread_cond_broadcast(&e->qcond);
+    }
+    while (e->staging_state == GDU_IO_STAGING_FAULTING && !e->stopping)
+        pthread_cond_wait(&e->qcond, &e->qlock);
+}
+
+/* On the worker's thread: its part of a prestage round. Under e->qlock,
+ * which it drops while it works: the staging region, then every slot the
+ * region did not provide, allocated on its own. */
 static void prestage_worker(gdu_io_worker *w)
 {
     gdu_io_engine *e = w->engine;
     unsigned round = e->prestage_round;
+    stage_region(w);
+    /* Stopped before the region was settled: no slots of its own either
+     * (settling may still point them into the region). */
+    bool settled = e->staging_state != GDU_IO_STAGING_FAULTING;
     pthread_mutex_unlock(&e->qlock);
     char why[GDU_IO_WHY] = "";
     int status = w->init_status;
     if (status != 0)
         snprintf(why, sizeof why, "%s", w->init_why);
-    for (unsigned j = 0; status == 0 && e->opt.backend != GDU_IO_BACKEND_CUFILE && j < w->slots;
-         j++) {
+    for (unsigned j = 0;
+         settled && status == 0 && e->backend != GDU_IO_BACKEND_CUFILE && j < w->slots; j++) {
         if (w->slots_of[j].buf == NULL)
-            w->slots_of[j].buf = e->mover->staging_alloc(e, e->opt.chunk_size, why, sizeof why);
+            w->slots_of[j].buf = gdu_io_staging_slot_alloc(e, why, sizeof why);
         if (w->slots_of[j].buf == NULL) {
             status = -ENOMEM;
             if (j > 0) /* the worker goes on with the slots it has */
@@ -240,8 +280,35 @@ static void prestage_worker(gdu_io_worker *w)
         e->prestage_status = status;
         snprintf(e->prestage_why, sizeof e->prestage_why, "%s", why);
     }
-    if (--e->prestage_left == 0)
+    if (--e->prestage_left == 0) {
         pthread_cond_broadcast(&e->prestage_cond);
+        pthread_cond_broadcast(&e->qcond); /* workers waiting to take chunks */
+    }
+}
+
+/* Under e->qlock: whether worker w may take the next chunk (false: wait).
+ * Does its part of a prestage round and drains its own copies meanwhile. No
+ * chunk starts during a round: in the first, the slots exist only once the
+ * region is pinned. */
+static bool may_take(gdu_io_worker *w)
+{
+    gdu_io_engine *e = w->engine;
+    if (e->stopping && e->qhead == NULL)
+        return true; /* and finds nothing: the worker ends */
+    if (w->prestaged != e->prestage_round) {
+        prestage_worker(w);
+        return false;
+    }
+    if (e->qhead != NULL && e->prestage_left == 0)
+        return true;
+    if (has_inflight(w)) {
+        pthread_mutex_unlock(&e->qlock);
+        drain(w);
+        pthread_mutex_lock(&e->qlock);
+        return false;
+    }
+    pthread_cond_wait(&e->qcond, &e->qlock);
+    return false;
 }
 
 static void *worker_main(void *arg)
@@ -257,19 +324,8 @@ static void *worker_main(void *arg)
                  "worker thread could not make the CUDA context current");
     for (;;) {
         pthread_mutex_lock(&e->qlock);
-        while (e->qhead == NULL && !e->stopping) {
-            if (w->prestaged != e->prestage_round) {
-                prestage_worker(w);
-                continue;
-            }
-            if (has_inflight(w)) {
-                pthread_mutex_unlock(&e->qlock);
-                drain(w);
-                pthread_mutex_lock(&e->qlock);
-                continue;
-            }
-            pthread_cond_wait(&e->qcond, &e->qlock);
-        }
+        while (!may_take(w))
+            ;
         gdu_io_chunk *c = e->qhead;
         if (c == NULL) { /* stopping and nothing left */
             pthread_mutex_unlock(&e->qlock);
@@ -418,6 +474,12 @@ static int start_workers(gdu_io_engine *e, char *why, size_t len)
 
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len)
 {
+    return gdu_io_engine_create_moving(o, NULL, out, why, why_len);
+}
+
+int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mover,
+                                gdu_io_engine **out, char *why, size_t why_len)
+{
     char scratch[GDU_IO_WHY];
     if (why == NULL || why_len == 0) {
         why = scratch;
@@ -440,6 +502,17 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)
         r = choose_backend(e, why, why_len);
+    if (r == 0 && mover != NULL)
+        e->mover = mover;
+    if (r == 0) {
+        /* Staging is made at once, in the background: the first round is
+         * done while the caller prepares its first request. */
+        if (e->backend != GDU_IO_BACKEND_CUFILE)
+            gdu_io_staging_map(e);
+        else
+            e->staging_state = GDU_IO_STAGING_BY_SLOT;
+        start_prestage(e);
+    }
     gdu_CUcontext prev = NULL;
     bool entered = false;
     if (r == 0 && e->cu != NULL) {
@@ -460,18 +533,33 @@ int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why
     return 0;
 }
 
+/* Under e->qlock, after a round: whether a worker went on with fewer slots. */
+static bool short_of_staging(const gdu_io_engine *e)
+{
+    for (unsigned i = 0; i < e->opt.workers; i++)
+        if (e->workers[i].slots < e->opt.staging_per_worker)
+            return true;
+    return false;
+}
+
 int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
 {
     pthread_mutex_lock(&e->qlock);
-    e->prestage_round++;
-    e->prestage_left = e->opt.workers;
-    e->prestage_status = 0;
-    pthread_cond_broadcast(&e->qcond);
-    while (e->prestage_left != 0)
+    while (e->prestage_left != 0) /* the round the engine started with */
         pthread_cond_wait(&e->prestage_cond, &e->qlock);
     int status = e->prestage_status;
+    char first[GDU_IO_WHY];
+    snprintf(first, sizeof first, "%s", e->prestage_why);
+    if (status != 0) { /* once more, for the slots it could not get */
+        start_prestage(e);
+        while (e->prestage_left != 0)
+            pthread_cond_wait(&e->prestage_cond, &e->qlock);
+        status = e->prestage_status;
+        if (status == 0 && short_of_staging(e))
+            status = -ENOMEM;
+    }
     if (status != 0)
-        snprintf(why, why_len, "%s", e->prestage_why);
+        snprintf(why, why_len, "%s", e->prestage_status != 0 ? e->prestage_why : first);
     pthread_mutex_unlock(&e->qlock);
     return status;
 }
@@ -494,12 +582,10 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
                 pthread_join(w->thread, NULL);
             if (w->mctx != NULL)
                 e->mover->worker_fini(e, w->mctx);
-            for (unsigned j = 0; j < GDU_IO_MAX_STAGING; j++)
-                if (w->slots_of[j].buf != NULL)
-                    e->mover->staging_free(e, w->slots_of[j].buf, e->opt.chunk_size);
         }
-        free(e->workers);
     }
+    gdu_io_staging_free(e);
+    free(e->workers);
     gdu_io_cufile_engine_fini(e);
     if (entered)
         gdu_cuda_ctx_restore(e->cu, prev);

@@ -45,9 +45,10 @@ typedef struct {
     void (*worker_fini)(gdu_io_engine *e, void *wctx);
     /* Called once on each worker thread before it moves data. */
     int (*thread_enter)(gdu_io_engine *e);
-    /* Staging memory: 4096-aligned, page-locked where that matters. */
-    void *(*staging_alloc)(gdu_io_engine *e, size_t bytes, char *why, size_t len);
-    void (*staging_free)(gdu_io_engine *e, void *p, size_t bytes);
+    /* Page-locks staging memory the engine mapped and faulted in (where that
+     * matters), and releases it before the engine unmaps it. */
+    int (*staging_pin)(gdu_io_engine *e, void *p, size_t bytes, char *why, size_t len);
+    void (*staging_unpin)(gdu_io_engine *e, void *p);
     int (*to_mem)(void *wctx, unsigned slot, void *mem, const void *staging, size_t n, char *why,
                   size_t len);
     int (*from_mem)(void *wctx, unsigned slot, void *staging, const void *mem, size_t n, char *why,
@@ -106,17 +107,22 @@ struct gdu_io_file {
     char reason[2 * GDU_IO_WHY];
 };
 
+typedef enum {
+    GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their parts in */
+    GDU_IO_STAGING_PINNED,   /* the slots point into it */
+    GDU_IO_STAGING_BY_SLOT,  /* no region (it failed, or cuFile needs none): slots on their own */
+} gdu_io_staging_state;
+
 typedef struct {
     void *buf;           /* chunk_size bytes, 4096-aligned */
     gdu_io_chunk *chunk; /* chunk whose copy is in flight, or NULL */
     uint64_t good;       /* reads: bytes being copied to caller memory */
 } gdu_io_slot;
 
-/* A worker creates its own streams and events and allocates each staging
- * slot when it first uses it, on its own thread: an engine is ready at once
- * and the first chunks move while the other slots are still being pinned
- * (creating the engine with all of them took 0.04-0.10 s of a fresh
- * process's first load on the H200 machine). */
+/* A worker creates its own streams and events on its own thread, and faults
+ * in its part of the engine's staging (io_staging.c), so that an engine is
+ * ready at once and its staging is pinned while the caller prepares its
+ * first request. */
 typedef struct {
     gdu_io_engine *engine;
     pthread_t thread;
@@ -151,14 +157,40 @@ struct gdu_io_engine {
     pthread_cond_t qcond;
     gdu_io_chunk *qhead, *qtail;
     bool stopping;
-    /* gdu_io_engine_prestage: its round, the workers yet to do it, the
-     * first failure (under qlock) */
+    /* Staging (io_staging.c): one mapping for every worker's slots, its
+     * state and the workers yet to fault their part in (under qlock). */
+    char *staging;
+    size_t staging_bytes;
+    gdu_io_staging_state staging_state;
+    unsigned staging_faulting;
+    /* Prestage rounds (the first starts with the engine): its round, the
+     * workers yet to do it, the first failure (under qlock) */
     unsigned prestage_round, prestage_left;
     int prestage_status;
     char prestage_why[GDU_IO_WHY];
     pthread_cond_t prestage_cond;
     gdu_io_worker *workers;
 };
+
+/* Staging (io_staging.c). gdu_io_staging_map maps one region for every
+ * worker's slots (state FAULTING, or BY_SLOT where it cannot); each worker
+ * then faults its part in (gdu_io_staging_fault, on its thread), and one
+ * pins the whole (gdu_io_staging_pin: 0 or a negative errno) and then, under
+ * qlock, settles the outcome: the slots point into the region (PINNED) or
+ * the region is gone (BY_SLOT). Without the region a slot is allocated on
+ * its own: mapped, faulted in, pinned (NULL with why). gdu_io_staging_free
+ * releases both kinds; the workers must have stopped. */
+void gdu_io_staging_map(gdu_io_engine *e);
+void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker);
+int gdu_io_staging_pin(gdu_io_engine *e);
+void gdu_io_staging_settle(gdu_io_engine *e, int pinned);
+void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len);
+void gdu_io_staging_free(gdu_io_engine *e);
+
+/* gdu_io_engine_create with the mover replaced (mover NULL: the backend's);
+ * tests count and fail staging with it. */
+int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mover,
+                                gdu_io_engine **out, char *why, size_t why_len);
 
 /* Queues the chunks of a request (already linked through ->next). */
 void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last);

@@ -1,4 +1,4 @@
-/* CUDA mover: pinned staging (mmap + cuMemHostRegister), one stream per worker and one
+/* CUDA mover: staging pinned with cuMemHostRegister, one stream per worker and one
  * event per staging slot; copies to and from device memory are asynchronous
  * so the worker's next file transfer overlaps them. */
 #include "io/io_internal.h"
@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 typedef struct {
     const gdu_cuda *cu;
@@ -64,35 +63,21 @@ static int cuda_thread_enter(gdu_io_engine *e)
     return gdu_io_cuda_enter(e, NULL, why, sizeof why);
 }
 
-/* Staging is mapped and faulted in by the worker's own thread, then pinned.
- * cuMemHostAlloc does both inside the driver, serialised across threads: on
- * the H200 it took 1.6-2.4 ms per 4 MiB (about 8 ms per 16 MiB), 40-55 ms for
- * a fresh engine's 24 slots even from 8 threads at once, while registering
- * memory already faulted in took 0.2-0.4 ms per 4 MiB
- * (tests/gpu/first_load_costs.py, bench/results/2026-12-01-h200-batch2.md). */
-static void *cuda_staging_alloc(gdu_io_engine *e, size_t bytes, char *why, size_t len)
+/* Staging is mapped and faulted in by the engine (io_staging.c), so that
+ * the driver only pins pages that already exist: cuMemHostAlloc maps and
+ * faults inside the driver, 1.6-2.4 ms per 4 MiB on the H200, serialised
+ * across threads (tests/gpu/first_load_costs.py). */
+static int cuda_staging_pin(gdu_io_engine *e, void *p, size_t bytes, char *why, size_t len)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        snprintf(why, len, "mmap of %zu bytes of staging memory: %s", bytes, strerror(errno));
-        return NULL;
-    }
     gdu_CUresult r = e->cu->cuMemHostRegister(p, bytes, GDU_CU_MEMHOSTREGISTER_PORTABLE);
-    if (r != GDU_CUDA_SUCCESS) {
-        snprintf(why, len, "cuMemHostRegister of %zu bytes of staging memory: %s", bytes,
-                 gdu_cuda_result_name(r));
-        munmap(p, bytes);
-        return NULL;
-    }
-    return p;
+    if (r == GDU_CUDA_SUCCESS)
+        return 0;
+    snprintf(why, len, "cuMemHostRegister of %zu bytes of staging memory: %s", bytes,
+             gdu_cuda_result_name(r));
+    return r == GDU_CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 
-static void cuda_staging_free(gdu_io_engine *e, void *p, size_t bytes)
-{
-    e->cu->cuMemHostUnregister(p);
-    munmap(p, bytes);
-}
+static void cuda_staging_unpin(gdu_io_engine *e, void *p) { e->cu->cuMemHostUnregister(p); }
 
 static int cuda_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
                        char *why, size_t len)
@@ -132,6 +117,6 @@ static bool cuda_ready(void *wctx, unsigned slot)
 }
 
 const gdu_io_mover gdu_io_mover_cuda = {
-    cuda_worker_init, cuda_worker_fini, cuda_thread_enter, cuda_staging_alloc, cuda_staging_free,
+    cuda_worker_init, cuda_worker_fini, cuda_thread_enter, cuda_staging_pin, cuda_staging_unpin,
     cuda_to_mem,      cuda_from_mem,    cuda_wait,         cuda_ready,
 };

@@ -60,10 +60,10 @@ static inline void io_test_remove_dir(const char *dir, char *path)
     free(path);
 }
 
-/* A host-backend engine with small chunks so that tests cross many chunk
- * boundaries. */
-static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsigned staging,
-                                            gdu_io_direct direct)
+/* Options of a host-backend engine with small chunks, so that tests cross
+ * many chunk boundaries. */
+static inline gdu_io_options io_test_options(unsigned workers, size_t chunk, unsigned staging,
+                                             gdu_io_direct direct)
 {
     gdu_io_options o;
     gdu_io_options_default(&o, NULL, 0);
@@ -72,6 +72,14 @@ static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsi
     o.chunk_size = chunk;
     o.staging_per_worker = staging;
     o.direct = direct;
+    return o;
+}
+
+/* An engine with those options. */
+static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsigned staging,
+                                            gdu_io_direct direct)
+{
+    gdu_io_options o = io_test_options(workers, chunk, staging, direct);
     gdu_io_engine *e = NULL;
     char why[256];
     if (gdu_io_engine_create(&o, &e, why, sizeof why) != 0) {

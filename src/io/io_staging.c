@@ -1,0 +1,133 @@
+/* The engine's staging memory. One mapping holds every worker's slots: each
+ * worker faults its own part in, on its own thread, and the last one pins the
+ * whole mapping with one call. On the H200 machine, 24 slots of 4 MiB mapped
+ * and pinned one by one from 8 threads at once kept a fresh engine's first
+ * copy waiting 15-64 ms (each cuMemHostRegister up to 12-27 ms while the
+ * other threads mapped and pinned theirs), where one registration of the same
+ * 96 MiB, already faulted in, took 3.8 ms; in transparent huge pages, faulted
+ * in by touching, the first copy starts 8.6-9.8 ms after the engine is created
+ * (14-23 ms in 4 KiB pages; bench/results/2026-12-01-h200-first-load-staging.md).
+ * When the mapping cannot be had or pinned, slots are allocated one by one
+ * instead (gdu_io_staging_slot_alloc), and a worker short of them goes on with
+ * fewer. */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static size_t worker_part(const gdu_io_engine *e)
+{
+    return (size_t)e->opt.staging_per_worker * e->opt.chunk_size;
+}
+
+/* Writable anonymous memory, not yet faulted in; NULL with why. */
+static char *map(size_t bytes, char *why, size_t len)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED)
+        return p;
+    snprintf(why, len, "mmap of %zu bytes of staging memory: %s", bytes, strerror(errno));
+    return NULL;
+}
+
+/* Faults [p, p + bytes) in for writing, as a read into it would, by writing
+ * to every page: in huge pages that is one fault per 2 MiB. (On the H200
+ * machine's kernel, 6.18, MADV_POPULATE_WRITE from 8 threads at once was
+ * slower: the first copy waited 14-18 ms instead of 11-13.) */
+static void fault_in(char *p, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    for (size_t off = 0; off < bytes; off += (size_t)(page > 0 ? page : 4096))
+        ((volatile char *)p)[off] = 0;
+}
+
+/* bytes of writable memory aligned to 2 MiB and advised into transparent
+ * huge pages (where the kernel has them: with THP off it stays 4 KiB pages),
+ * not yet faulted in; NULL with why. */
+static char *map_huge(size_t bytes, char *why, size_t len)
+{
+    char *raw = map(bytes + HUGE_PAGE, why, len);
+    if (raw == NULL)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + HUGE_PAGE > p)
+        munmap(p + bytes, (size_t)(raw + HUGE_PAGE - p));
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+void gdu_io_staging_map(gdu_io_engine *e)
+{
+    e->staging_bytes = (size_t)e->opt.workers * worker_part(e);
+    char why[GDU_IO_WHY]; /* a region refused is only a slower start: slots on their own */
+    e->staging = map_huge(e->staging_bytes, why, sizeof why);
+    e->staging_state = e->staging ? GDU_IO_STAGING_FAULTING : GDU_IO_STAGING_BY_SLOT;
+    e->staging_faulting = e->opt.workers;
+}
+
+void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker)
+{
+    fault_in(e->staging + (size_t)worker * worker_part(e), worker_part(e));
+}
+
+int gdu_io_staging_pin(gdu_io_engine *e)
+{
+    char why[GDU_IO_WHY];
+    return e->mover->staging_pin(e, e->staging, e->staging_bytes, why, sizeof why);
+}
+
+void gdu_io_staging_settle(gdu_io_engine *e, int pinned)
+{
+    if (pinned != 0) {
+        munmap(e->staging, e->staging_bytes);
+        e->staging = NULL;
+        e->staging_state = GDU_IO_STAGING_BY_SLOT;
+        return;
+    }
+    e->staging_state = GDU_IO_STAGING_PINNED;
+    for (unsigned w = 0; w < e->opt.workers; w++)
+        for (unsigned j = 0; j < e->opt.staging_per_worker; j++)
+            e->workers[w].slots_of[j].buf =
+                e->staging + (size_t)w * worker_part(e) + (size_t)j * e->opt.chunk_size;
+}
+
+void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len)
+{
+    size_t bytes = e->opt.chunk_size;
+    char *p = map(bytes, why, len);
+    if (p == NULL)
+        return NULL;
+    fault_in(p, bytes);
+    if (e->mover->staging_pin(e, p, bytes, why, len) != 0) {
+        munmap(p, bytes);
+        return NULL;
+    }
+    return p;
+}
+
+void gdu_io_staging_free(gdu_io_engine *e)
+{
+    uintptr_t lo = (uintptr_t)e->staging, hi = lo + (e->staging ? e->staging_bytes : 0);
+    for (unsigned w = 0; e->workers != NULL && w < e->opt.workers; w++)
+        for (unsigned j = 0; j < GDU_IO_MAX_STAGING; j++) {
+            void *p = e->workers[w].slots_of[j].buf;
+            if (p == NULL || ((uintptr_t)p >= lo && (uintptr_t)p < hi))
+                continue;
+            e->mover->staging_unpin(e, p);
+            munmap(p, e->opt.chunk_size);
+        }
+    if (e->staging == NULL)
+        return;
+    if (e->staging_state == GDU_IO_STAGING_PINNED)
+        e->mover->staging_unpin(e, e->staging);
+    munmap(e->staging, e->staging_bytes);
+    e->staging = NULL;
+}
