@@ -502,9 +502,9 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)
         r = choose_backend(e, why, why_len);
-    if (r == 0 && mover != NULL)
-        e->mover = mover;
     if (r == 0) {
+        if (mover != NULL)
+            e->mover = mover;
         /* Staging is made at once, in the background: the first round is
          * done while the caller prepares its first request. */
         if (e->backend != GDU_IO_BACKEND_CUFILE)

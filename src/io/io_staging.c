@@ -26,6 +26,12 @@ static size_t worker_part(const gdu_io_engine *e)
     return (size_t)e->opt.staging_per_worker * e->opt.chunk_size;
 }
 
+/* Where worker w's slot j lies in the region. */
+static char *slot_in_region(const gdu_io_engine *e, unsigned w, unsigned j)
+{
+    return e->staging + (size_t)w * worker_part(e) + (size_t)j * e->opt.chunk_size;
+}
+
 /* Writable anonymous memory, not yet faulted in; NULL with why. */
 static char *map(size_t bytes, char *why, size_t len)
 {
@@ -58,8 +64,7 @@ static char *map_huge(size_t bytes, char *why, size_t len)
     char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
     if (p > raw)
         munmap(raw, (size_t)(p - raw));
-    if (raw + HUGE_PAGE > p)
-        munmap(p + bytes, (size_t)(raw + HUGE_PAGE - p));
+    munmap(p + bytes, (size_t)(raw + HUGE_PAGE - p)); /* at least a page: p < raw + HUGE_PAGE */
     madvise(p, bytes, MADV_HUGEPAGE);
     return p;
 }
@@ -75,7 +80,7 @@ void gdu_io_staging_map(gdu_io_engine *e)
 
 void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker)
 {
-    fault_in(e->staging + (size_t)worker * worker_part(e), worker_part(e));
+    fault_in(slot_in_region(e, worker, 0), worker_part(e));
 }
 
 int gdu_io_staging_pin(gdu_io_engine *e)
@@ -95,8 +100,7 @@ void gdu_io_staging_settle(gdu_io_engine *e, int pinned)
     e->staging_state = GDU_IO_STAGING_PINNED;
     for (unsigned w = 0; w < e->opt.workers; w++)
         for (unsigned j = 0; j < e->opt.staging_per_worker; j++)
-            e->workers[w].slots_of[j].buf =
-                e->staging + (size_t)w * worker_part(e) + (size_t)j * e->opt.chunk_size;
+            e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
 }
 
 void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len)
