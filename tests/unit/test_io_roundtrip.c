@@ -173,6 +173,63 @@ static void auto_direct_follows_the_page_cache(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* The percentage of the file a reason says is in the page cache, or -1. */
+static int reason_cached_percent(const gdu_io_file *f)
+{
+    const char *r = gdu_io_file_reason(f), *p = strstr(r, "% of the file in page cache");
+    if (p == NULL)
+        return -1;
+    while (p > r && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return atoi(p);
+}
+
+/* Reads [off, off + len) of path so that it is in the page cache now. */
+static void cache_range(const char *path, uint64_t off, uint64_t len)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    char *buf = malloc(len);
+    assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+    free(buf);
+    close(fd);
+}
+
+/* The residency probe samples the whole file, not its start: with the second
+ * half evicted it sees about half, with three quarters evicted about a
+ * quarter (and then reads with O_DIRECT). The cached part is read again just
+ * before each open, so that other processes' memory pressure cannot evict it
+ * first. */
+static void auto_direct_samples_the_whole_file(void **state)
+{
+    fixture *fx = *state;
+    const uint64_t size = 8u << 20;
+    char *path = io_test_file(fx->dir, "residency.bin", size, 3);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    fdatasync(fd);
+    posix_fadvise(fd, (off_t)(size / 2), (off_t)(size / 2), POSIX_FADV_DONTNEED);
+    gdu_io_engine *e = io_test_engine(2, CHUNK, 2, GDU_IO_DIRECT_AUTO);
+    gdu_io_file *f = NULL;
+    cache_range(path, 0, size / 2);
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    int half = reason_cached_percent(f);
+    if (half < 45 || half > 55)
+        fail_msg("second half evicted: %s", gdu_io_file_reason(f));
+    gdu_io_close(f);
+    posix_fadvise(fd, (off_t)(size / 4), (off_t)(size / 4), POSIX_FADV_DONTNEED);
+    close(fd);
+    cache_range(path, 0, size / 4);
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    int quarter = reason_cached_percent(f);
+    if (quarter < 20 || quarter > 30 || !gdu_io_file_direct(f))
+        fail_msg("three quarters evicted: %s", gdu_io_file_reason(f));
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    unlink(path);
+    free(path);
+}
+
 /* Random writes applied to a model buffer and to the file through the
  * engine; then the whole file must equal the model. */
 static void random_writes(fixture *fx, gdu_io_direct direct)
@@ -374,6 +431,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(reads_on_tmpfs_follow_what_it_accepts, setup_tmpfs,
                                         teardown),
         cmocka_unit_test_setup_teardown(auto_direct_follows_the_page_cache, setup_disk, teardown),
+        cmocka_unit_test_setup_teardown(auto_direct_samples_the_whole_file, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(writes_buffered, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(writes_direct, setup_disk, teardown),
         cmocka_unit_test_setup_teardown(batch_with_callback, setup_disk, teardown),
