@@ -196,7 +196,8 @@ typedef struct gdu_st_load_options {
     gdu_st_target target;
     const int *gpus; /* GPU ordinals; files are placed round-robin; NULL = {0} */
     size_t gpu_count;
-    /* Called from the loading thread as each 256 MiB piece lands (may be NULL). */
+    /* Called from the thread in gdu_st_load (_finish) as each 256 MiB piece
+     * lands (may be NULL). */
     void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
     void *progress_ctx;
 } gdu_st_load_options;
@@ -233,6 +234,19 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
  * settings of that moment, and kept for later loads in the process. */
 gdu_st_status gdu_st_load(gdu_st_model *model, const gdu_st_load_options *options,
                           gdu_st_error *err);
+
+/* gdu_st_load in two halves. _start allocates the memory and submits every
+ * read, then returns: from then on each tensor's address is set and
+ * gdu_st_model_dlpack exports it, but its bytes are valid only once
+ * gdu_st_load_finish has returned GDU_ST_OK (so a binding can build its
+ * tensor objects while the data moves). _finish waits for the reads, calls
+ * options->progress from its thread, and on failure releases the memory and
+ * clears the addresses (exports keep theirs alive, contents undefined). A
+ * failed _start leaves nothing to finish; gdu_st_model_free of a started
+ * load finishes it first. */
+gdu_st_status gdu_st_load_start(gdu_st_model *model, const gdu_st_load_options *options,
+                                gdu_st_error *err);
+gdu_st_status gdu_st_load_finish(gdu_st_model *model, gdu_st_error *err);
 
 /* Destroys the kept engines (their threads and pinned staging buffers); the
  * next load creates them again. Refuses with GDU_ST_ERR_BUSY while a load

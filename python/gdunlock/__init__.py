@@ -36,13 +36,17 @@ def load_safetensors(path, device=0, verify=False, lenient=False):
     """Loads a .safetensors file or a sharded checkpoint's index JSON and
     returns {name: torch.Tensor}. All tensors of one file share its memory
     (a few allocations of whole tensors), freed when the last of them dies."""
-    from .torch_bridge import to_torch
+    from .torch_bridge import aligned, tensor_view
 
     with Checkpoint(path, lenient=lenient) as ckpt:
-        ckpt.load(device)
+        ckpt.load_start(device)
+        try:  # the tensor objects are made while the bytes move
+            views = [(info, tensor_view(ckpt, i, info)) for i, info in enumerate(ckpt.tensors())]
+        finally:
+            ckpt.load_finish()
         if verify:
             ckpt.verify()
-        return {info.name: to_torch(ckpt, i, info) for i, info in enumerate(ckpt.tensors())}
+        return {info.name: aligned(view, info) for info, view in views}
 
 
 def load_file(filename, device="cpu"):

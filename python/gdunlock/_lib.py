@@ -128,6 +128,8 @@ def _declare(lib):
         "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
         "gdu_st_open_flags": (i, [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(p), err]),
         "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
+        "gdu_st_load_start": (i, [p, ctypes.POINTER(StLoadOptions), err]),
+        "gdu_st_load_finish": (i, [p, err]),
         "gdu_st_engines_release": (i, [err]),
         "gdu_st_engine_acquire": (i, [i, i, ctypes.POINTER(p), err]),
         "gdu_st_engine_return": (None, [p]),

@@ -123,12 +123,25 @@ class Checkpoint:
     def load(self, device=0):
         """Loads every tensor into GPU memory (device: see parse_device) or,
         with device="cpu", into (pinned) host memory."""
+        self.load_start(device)
+        self.load_finish()
+
+    def load_start(self, device=0):
+        """load's first half: the memory allocated and every read submitted.
+        From here tensor() has addresses and dlpack() exports, but the bytes
+        are there only once load_finish() has returned."""
         self._require_open()
         target, gpus = parse_device(device)
         arr = (ctypes.c_int * len(gpus))(*gpus)
         opts = StLoadOptions(target=target, gpus=arr, gpu_count=len(gpus))
         err = StError()
-        check(self._lib.gdu_st_load(self._model, ctypes.byref(opts), ctypes.byref(err)), err)
+        check(self._lib.gdu_st_load_start(self._model, ctypes.byref(opts), ctypes.byref(err)), err)
+
+    def load_finish(self):
+        """Waits for the reads load_start submitted."""
+        self._require_open()
+        err = StError()
+        check(self._lib.gdu_st_load_finish(self._model, ctypes.byref(err)), err)
         self.loaded = True
 
     def verify(self):

@@ -65,14 +65,21 @@ def typed_view(raw, dtype_name, shape):
     return raw.view(dtype).reshape(shape)
 
 
+def tensor_view(checkpoint, index, info):
+    """The tensor `index` of a started or loaded checkpoint as a torch.Tensor
+    over its memory, no copy (its bytes are valid once the load finished)."""
+    return typed_view(_bytes_tensor(checkpoint.dlpack(index)), info.dtype, info.shape)
+
+
+def aligned(view, info):
+    """view itself, or an aligned copy of it where the file placed the tensor
+    off its element size (the reference writer never does; kernels may
+    assume alignment). Only for a loaded view: the copy reads its bytes."""
+    if info.address % view.element_size():
+        return view.clone()
+    return view
+
+
 def to_torch(checkpoint, index, info):
     """The tensor `index` of a loaded checkpoint as a torch.Tensor."""
-    raw = _bytes_tensor(checkpoint.dlpack(index))
-    typed = typed_view(raw, info.dtype, info.shape)
-    if typed is raw:
-        return raw
-    # The reference writer keeps every tensor aligned to its element size;
-    # a file that does not gets an aligned copy, since kernels may assume it.
-    if info.address % typed.element_size():
-        return typed.clone()
-    return typed
+    return aligned(tensor_view(checkpoint, index, info), info)

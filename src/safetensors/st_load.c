@@ -2,7 +2,8 @@
  * data span. All files are submitted before any is waited on, so the engine's
  * workers stay busy across shard boundaries, and shards placed on different
  * GPUs (one engine each, kept for the process: st_engines.h) load at the same
- * time. */
+ * time. The load is split at that point (start: allocate and submit; finish:
+ * wait), so a caller can hand the tensors on while their bytes move. */
 #include "gdunlock/io.h"
 #include "safetensors/st_engines.h"
 #include "safetensors/st_error.h"
@@ -157,10 +158,70 @@ static void fill_addresses(gdu_st_model *m)
     }
 }
 
-gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options, gdu_st_error *err)
+/* What a started load holds until gdu_st_load_finish. */
+struct st_pending_load {
+    gdu_io_file **ios;
+    gdu_io_engine **leased;
+    load_piece *pieces;
+    size_t n_pieces;
+    uint64_t total;
+    double t0, first_submit;
+    void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
+    void *progress_ctx;
+    gdu_st_status status; /* the first failure, reported by finish */
+    gdu_st_error error;
+};
+
+/* Waits for every submitted piece (also after a failure), then gives the
+ * files and engines back; keeps the first failure in p. */
+static void drain(gdu_st_model *m, st_pending_load *p)
+{
+    uint64_t done = 0;
+    for (size_t i = 0; i < p->n_pieces; i++) {
+        gdu_st_error e2;
+        gdu_st_status s2 = finish_piece(m, &p->pieces[i], &e2);
+        if (p->status == GDU_ST_OK && s2 != GDU_ST_OK) {
+            p->status = s2;
+            p->error = e2;
+        }
+        done += p->pieces[i].extent.length;
+        if (p->status == GDU_ST_OK && p->progress != NULL)
+            p->progress(p->progress_ctx, done, p->total);
+    }
+    if (p->first_submit != 0)
+        m->stats.transfer_seconds = now_seconds() - p->first_submit;
+    for (size_t f = 0; p->ios != NULL && f < m->file_count; f++)
+        gdu_io_close(p->ios[f]);
+    for (size_t f = 0; p->leased != NULL && f < m->file_count; f++)
+        gdu_st_engine_return(p->leased[f]);
+}
+
+static void pending_free(st_pending_load *p)
+{
+    if (p == NULL)
+        return;
+    free(p->ios);
+    free(p->leased);
+    free(p->pieces);
+    free(p);
+}
+
+static void release_blocks(gdu_st_model *m)
+{
+    for (size_t f = 0; f < m->file_count; f++) {
+        st_block_release(m->files[f].block);
+        m->files[f].block = NULL;
+    }
+}
+
+gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *options,
+                                gdu_st_error *err)
 {
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL model");
+    if (m->pending != NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                       "a load of this model is still running (gdu_st_load_finish)");
     for (size_t f = 0; f < m->file_count; f++)
         if (m->files[f].block != NULL)
             return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is already loaded");
@@ -171,59 +232,62 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options, g
         o.gpu_count = 1;
     }
     int host = o.target == GDU_ST_TARGET_HOST;
-    double t0 = now_seconds();
     memset(&m->stats, 0, sizeof m->stats);
+    st_pending_load *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    p->t0 = now_seconds();
+    p->progress = o.progress;
+    p->progress_ctx = o.progress_ctx;
 
-    uint64_t total = 0;
     size_t max_pieces = 0;
     for (size_t f = 0; f < m->file_count; f++) {
         uint64_t span = gdu_st_header_data_span(m->files[f].header);
-        total += span;
+        p->total += span;
         /* Every segment but the last holds at least PIECE_BYTES, and each
          * adds at most one short piece. */
         max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
     }
-    gdu_io_file **ios = calloc(m->file_count ? m->file_count : 1, sizeof *ios);
-    gdu_io_engine **leased = calloc(m->file_count ? m->file_count : 1, sizeof *leased);
-    load_piece *pieces = calloc(max_pieces ? max_pieces : 1, sizeof *pieces);
-    size_t n_pieces = 0;
-    gdu_st_status s =
-        ios && leased && pieces ? GDU_ST_OK : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    double first_submit = 0;
+    p->ios = calloc(m->file_count ? m->file_count : 1, sizeof *p->ios);
+    p->leased = calloc(m->file_count ? m->file_count : 1, sizeof *p->leased);
+    p->pieces = calloc(max_pieces ? max_pieces : 1, sizeof *p->pieces);
+    gdu_st_status s = p->ios && p->leased && p->pieces
+                          ? GDU_ST_OK
+                          : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &leased[f], &ios[f], pieces, &n_pieces,
-                       &first_submit, err);
-    /* Every submitted request is waited on, also after a failure. */
-    uint64_t done = 0;
-    for (size_t i = 0; i < n_pieces; i++) {
-        gdu_st_error e2;
-        gdu_st_status s2 = finish_piece(m, &pieces[i], &e2);
-        if (s == GDU_ST_OK && s2 != GDU_ST_OK) {
-            s = s2;
-            if (err != NULL)
-                *err = e2;
-        }
-        done += pieces[i].extent.length;
-        if (s == GDU_ST_OK && o.progress != NULL)
-            o.progress(o.progress_ctx, done, total);
-    }
-    if (first_submit != 0)
-        m->stats.transfer_seconds = now_seconds() - first_submit;
-    for (size_t f = 0; ios != NULL && f < m->file_count; f++)
-        gdu_io_close(ios[f]);
-    for (size_t f = 0; leased != NULL && f < m->file_count; f++)
-        gdu_st_engine_return(leased[f]);
-    free(ios);
-    free(leased);
-    free(pieces);
+        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &p->leased[f], &p->ios[f], p->pieces,
+                       &p->n_pieces, &p->first_submit, err);
     if (s != GDU_ST_OK) {
-        for (size_t f = 0; f < m->file_count; f++) {
-            st_block_release(m->files[f].block);
-            m->files[f].block = NULL;
-        }
+        drain(m, p); /* what was submitted lands before its memory goes */
+        pending_free(p);
+        release_blocks(m);
         return s;
     }
     fill_addresses(m);
+    m->pending = p;
+    return st_ok(err);
+}
+
+gdu_st_status gdu_st_load_finish(gdu_st_model *m, gdu_st_error *err)
+{
+    if (m == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL model");
+    st_pending_load *p = m->pending;
+    if (p == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "no load was started (gdu_st_load_start)");
+    drain(m, p);
+    m->pending = NULL;
+    gdu_st_status s = p->status;
+    if (s != GDU_ST_OK && err != NULL)
+        *err = p->error;
+    double t0 = p->t0;
+    pending_free(p);
+    if (s != GDU_ST_OK) {
+        for (size_t i = 0; i < m->tensor_count; i++)
+            m->tensors[i].address = 0;
+        release_blocks(m);
+        return s;
+    }
     m->stats.files = m->file_count;
     m->stats.tensors = m->tensor_count;
     m->stats.seconds = now_seconds() - t0;
@@ -237,4 +301,10 @@ gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options, g
     if (m->stats.backend[0] == '\0')
         snprintf(m->stats.backend, sizeof m->stats.backend, "none");
     return st_ok(err);
+}
+
+gdu_st_status gdu_st_load(gdu_st_model *m, const gdu_st_load_options *options, gdu_st_error *err)
+{
+    gdu_st_status s = gdu_st_load_start(m, options, err);
+    return s == GDU_ST_OK ? gdu_st_load_finish(m, err) : s;
 }

@@ -7,6 +7,7 @@
 #include "safetensors/st_block.h"
 
 typedef struct json_t json_t;
+typedef struct st_pending_load st_pending_load;
 
 typedef struct st_file {
     char *path;
@@ -21,6 +22,7 @@ struct gdu_st_model {
     size_t tensor_count;
     json_t *by_name; /* name -> index into tensors */
     gdu_st_load_stats stats;
+    st_pending_load *pending; /* between gdu_st_load_start and _finish */
 };
 
 #endif

@@ -92,6 +92,9 @@ gdu_st_status gdu_st_verify(const gdu_st_model *m, gdu_st_error *err)
 {
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL model");
+    if (m->pending != NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                       "the load is still running (gdu_st_load_finish first)");
     for (size_t f = 0; f < m->file_count; f++)
         if (m->files[f].block == NULL)
             return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is not loaded");

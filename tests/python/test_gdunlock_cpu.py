@@ -47,6 +47,24 @@ class CheckpointTest(unittest.TestCase):
                     self.assertEqual(t.device, -1)
                     self.assertEqual(c.host_bytes(i), ref[t.name][2], t.name)
 
+    def test_started_load_has_addresses_before_its_bytes(self):
+        ref = reference(SMALL)
+        with gdunlock.Checkpoint(SMALL) as c:
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                c.load_finish()
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_INVALID_ARGUMENT")
+            c.load_start("cpu")
+            self.assertFalse(c.loaded)
+            self.assertTrue(all(t.address != 0 for t in c.tensors()))
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                c.verify()
+            self.assertIn("still running", ctx.exception.message)
+            c.load_finish()
+            self.assertTrue(c.loaded)
+            c.verify()
+            for i, t in enumerate(c.tensors()):
+                self.assertEqual(c.host_bytes(i), ref[t.name][2], t.name)
+
     def test_named_errors(self):
         cases = {
             "hostile/overlap.safetensors": "GDU_ST_ERR_OVERLAP",

@@ -202,31 +202,56 @@ static void make_big_file(const char *path, uint64_t data_bytes)
     fclose(f);
 }
 
+/* Two engine pieces and a little more. */
+#define BIG_DATA ((uint64_t)(256u << 20) + 4096 + 11)
+
+/* make_big_file at a fresh name from a mkstemp template. */
+static void temp_big_file(char *path_template, uint64_t data_bytes)
+{
+    int fd = mkstemp(path_template);
+    assert_true(fd >= 0);
+    close(fd);
+    make_big_file(path_template, data_bytes);
+}
+
+/* make_big_file's marks, loaded at p. */
+static void expect_big_marks(const char *p, uint64_t data_bytes)
+{
+    assert_memory_equal(p, "MARK!", 5);
+    assert_memory_equal(p + (256u << 20) - 5, "MARK!MARK!", 10);
+    assert_memory_equal(p + data_bytes - 5, "MARK!", 5);
+}
+
+/* A model over a fresh big file, and host options reporting progress into
+ * seen[3] (last done, total, calls). */
+static gdu_st_model *open_big_with_progress(char *path_template, uint64_t *seen,
+                                            gdu_st_load_options *o)
+{
+    temp_big_file(path_template, BIG_DATA);
+    *o = host;
+    o->progress = on_progress;
+    o->progress_ctx = seen;
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(path_template, &m, &err), GDU_ST_OK);
+    return m;
+}
+
 static void test_multi_piece_progress_and_shrink(void **state)
 {
     char path[] = "/tmp/gdu_st_big_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    uint64_t data = (256u << 20) + 4096 + 11;
-    make_big_file(path, data);
-
-    gdu_st_model *m = NULL;
-    gdu_st_error err;
+    const uint64_t data = BIG_DATA;
     uint64_t seen[3] = {0, 0, 0};
-    gdu_st_load_options o = host;
-    o.progress = on_progress;
-    o.progress_ctx = seen;
-    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    gdu_st_load_options o;
+    gdu_st_model *m = open_big_with_progress(path, seen, &o);
+    gdu_st_error err;
     assert_int_equal(gdu_st_load(m, &o, &err), GDU_ST_OK);
     assert_int_equal(seen[0], data);
     assert_int_equal(seen[1], data);
     assert_int_equal(seen[2], 2); /* two pieces */
     const gdu_st_tensor *t = gdu_st_model_tensor(m, 0);
     const char *p = (const char *)(uintptr_t)t->address;
-    assert_memory_equal(p, "MARK!", 5);
-    assert_memory_equal(p + (256u << 20) - 5, "MARK!MARK!", 10);
-    assert_memory_equal(p + data - 5, "MARK!", 5);
+    expect_big_marks(p, data);
     assert_int_equal(p[12345], 0);
     assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
     gdu_st_model_free(m);
@@ -240,6 +265,93 @@ static void test_multi_piece_progress_and_shrink(void **state)
     assert_non_null(strstr(err.message, "truncated"));
     assert_int_equal(gdu_st_model_tensor(m, 0)->address, 0);
     gdu_st_model_free(m);
+    unlink(path);
+}
+
+/* gdu_st_load in halves: after _start every address is set and exported
+ * (the Python module builds its tensors then), the bytes are there after
+ * _finish; the model refuses what would read or reload it in between. */
+static void test_started_load_exports_before_finish(void **state)
+{
+    char path[] = "/tmp/gdu_st_start_XXXXXX";
+    const uint64_t data = BIG_DATA;
+    uint64_t seen[3] = {0, 0, 0};
+    gdu_st_load_options o;
+    gdu_st_model *m = open_big_with_progress(path, seen, &o);
+    gdu_st_error err;
+    assert_int_equal(gdu_st_load_finish(m, &err), GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "no load was started"));
+
+    assert_int_equal(gdu_st_load_start(m, &o, &err), GDU_ST_OK);
+    const gdu_st_tensor *t = gdu_st_model_tensor(m, 0);
+    assert_true(t->address != 0);
+    assert_int_equal(t->device, -1);
+    dl_managed *x = gdu_st_model_dlpack(m, 0);
+    assert_non_null(x);
+    assert_ptr_equal(x->t.data, (void *)(uintptr_t)t->address);
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "still running"));
+    assert_int_equal(gdu_st_load_start(m, &o, &err), GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_ERR_BUSY);
+
+    assert_int_equal(gdu_st_load_finish(m, &err), GDU_ST_OK);
+    assert_int_equal(seen[0], data); /* progress reported by _finish */
+    assert_int_equal(seen[2], 2);
+    const char *p = x->t.data;
+    expect_big_marks(p, data);
+    assert_int_equal(gdu_st_verify(m, &err), GDU_ST_OK);
+    gdu_st_load_stats st = gdu_st_model_stats(m);
+    assert_int_equal(st.read_bytes, data);
+    assert_true(st.seconds >= st.transfer_seconds && st.transfer_seconds > 0);
+    assert_int_equal(gdu_st_load_finish(m, &err), GDU_ST_ERR_INVALID_ARGUMENT);
+    gdu_st_model_free(m);
+    x->deleter(x);
+    unlink(path);
+}
+
+/* Freeing a started model waits for its reads and gives the engine back:
+ * an export taken before holds every byte, and the engines can be released
+ * (a model freed with its reads in flight would leave them leased). */
+static void test_free_finishes_a_started_load(void **state)
+{
+    char path[] = "/tmp/gdu_st_free_XXXXXX";
+    const uint64_t data = BIG_DATA;
+    temp_big_file(path, data);
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_load_start(m, &host, &err), GDU_ST_OK);
+    dl_managed *x = gdu_st_model_dlpack(m, 0);
+    assert_non_null(x);
+    gdu_st_model_free(m);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
+    const char *p = x->t.data;
+    expect_big_marks(p, data);
+    x->deleter(x);
+    unlink(path);
+}
+
+/* A read that fails shows in _finish: the addresses go back to 0, nothing
+ * exports any more, and an export taken before stays valid memory. */
+static void test_failed_finish_clears_addresses(void **state)
+{
+    char path[] = "/tmp/gdu_st_fail_XXXXXX";
+    temp_big_file(path, BIG_DATA);
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(path, &m, &err), GDU_ST_OK);
+    assert_int_equal(truncate(path, 4096), 0);
+    assert_int_equal(gdu_st_load_start(m, &host, &err), GDU_ST_OK);
+    dl_managed *x = gdu_st_model_dlpack(m, 0);
+    assert_non_null(x);
+    assert_int_equal(gdu_st_load_finish(m, &err), GDU_ST_ERR_IO);
+    assert_non_null(strstr(err.message, "truncated"));
+    assert_int_equal(gdu_st_model_tensor(m, 0)->address, 0);
+    assert_null(gdu_st_model_dlpack(m, 0));
+    memset(x->t.data, 0, 4096); /* still its memory (ASan/valgrind check this) */
+    x->deleter(x);
+    gdu_st_model_free(m);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
     unlink(path);
 }
 
@@ -376,6 +488,9 @@ int main(void)
         cmocka_unit_test(test_verify_names_the_corrupted_tensor),
         cmocka_unit_test(test_dlpack_outlives_model),
         cmocka_unit_test(test_multi_piece_progress_and_shrink),
+        cmocka_unit_test(test_started_load_exports_before_finish),
+        cmocka_unit_test(test_free_finishes_a_started_load),
+        cmocka_unit_test(test_failed_finish_clears_addresses),
         cmocka_unit_test(test_segments_at_tensor_boundaries),
         cmocka_unit_test(test_release_refused_while_loading),
     };
