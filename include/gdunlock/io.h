@@ -56,11 +56,15 @@ typedef struct {
     unsigned staging_per_worker; /* staging buffers per worker (2 = double buffering) */
 } gdu_io_options;
 
-/* Defaults, chosen from the workers x chunk sweep on the H200 machine
- * (32 CPUs; bench/results/, docs/io-api.md): warm, 16 workers beat 8 at
- * every chunk size (4M: 46.3 vs 40.7 GB/s) and 4 MiB chunks beat 1M and 16M;
- * cold, workers and chunk made no difference. Workers: half the online CPUs,
- * at least 2, at most GDU_IO_MAX_DEFAULT_WORKERS (16 on that machine). */
+/* Defaults, from sweeps on the H200 machines (bench/results/, docs/io-api.md).
+ * Workers: the online CPUs, at least 2, at most GDU_IO_MAX_DEFAULT_WORKERS.
+ * On 32 CPUs, warm, 16 workers beat 8 at every chunk size (4M: 46.3 vs 40.7
+ * GB/s); on 16 CPUs the first load of an 8 GiB checkpoint in a fresh process
+ * (tests/gpu/load_workers.py, four runs) ran at 47.6-49.7 GB/s with 16
+ * workers x 2 staging slots against 45.4-49.4 with 8 x 3, and 16 x 3 lost
+ * to 16 x 2: more staging only adds time to fault in and pin before the
+ * first copy. 4 MiB chunks beat 1M and 16M; cold, workers and chunk made no
+ * difference. */
 unsigned gdu_io_default_workers(void);
 #define GDU_IO_MAX_DEFAULT_WORKERS 16u
 #define GDU_IO_DEFAULT_CHUNK (4u << 20)
@@ -69,7 +73,7 @@ unsigned gdu_io_default_workers(void);
  * 1.51 GB/s with 16 MiB O_DIRECT reads and 1.24 with 4 MiB ones (batch 2),
  * and the engine with 16 MiB chunks 1.56 vs host 1.71 (batch 1). */
 #define GDU_IO_DEFAULT_DIRECT_CHUNK (16u << 20)
-#define GDU_IO_DEFAULT_STAGING 3u
+#define GDU_IO_DEFAULT_STAGING 2u
 #define GDU_IO_MAX_WORKERS 256u
 #define GDU_IO_MAX_STAGING 16u
 #define GDU_IO_MAX_CHUNK (1u << 30)

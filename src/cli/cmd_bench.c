@@ -31,7 +31,7 @@ static void usage(FILE *out)
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
-            "  -w N             workers / threads (default %u: half the CPUs, 2..16)\n"
+            "  -w N             workers / threads (default %u: the CPUs, 2..16)\n"
             "  -x read|write    direction (default read: file -> GPU)\n"
             "  -m seq|rand      I/O order (default seq)\n"
             "  -d N             GPU index (default 0)\n"

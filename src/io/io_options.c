@@ -14,8 +14,7 @@ static const char *const backend_names[] = {"auto", "cufile", "pipeline", "host"
 
 unsigned gdu_io_default_workers(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long n = cpus > 0 ? cpus / 2 : 2;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 2)
         n = 2;
     return n > (long)GDU_IO_MAX_DEFAULT_WORKERS ? GDU_IO_MAX_DEFAULT_WORKERS : (unsigned)n;

@@ -113,9 +113,9 @@ PY
 # size, the better of the two being the ceiling (see README, bench).
 run_bench warm -f "$file" -s "$big" -i 16M -w 8 --create
 check warm 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-engine-vs-ceiling-and-naive"
-# The same at the engine's default worker count (half the CPUs, at most 16),
+# The same at the engine's default worker count (bench --help says it),
 # where the copy ceiling (h2d) rather than the host reads may bind.
-dw=$(( $(nproc) / 2 )); [ $dw -gt 16 ] && dw=16; [ $dw -lt 2 ] && dw=2
+dw=$("$BUILD/bin/gdunlock" bench --help 2>&1 | sed -n 's/.*-w N .*(default \([0-9]*\).*/\1/p')
 run_bench warm-w$dw -f "$file" -s "$big" -i 16M -w $dw --paths engine,naive,host,h2d
 check warm-w$dw 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-default-workers-$dw-vs-ceiling"
 # A large engine chunk (16M: buffered reads still go to the workers in 4 MiB
