@@ -206,8 +206,12 @@ static void pending_free(st_pending_load *p)
     free(p);
 }
 
+/* After a failed load: the model drops its memory and no tensor points into
+ * it (exports keep theirs alive). */
 static void release_blocks(gdu_st_model *m)
 {
+    for (size_t i = 0; i < m->tensor_count; i++)
+        m->tensors[i].address = 0;
     for (size_t f = 0; f < m->file_count; f++) {
         st_block_release(m->files[f].block);
         m->files[f].block = NULL;
@@ -283,8 +287,6 @@ gdu_st_status gdu_st_load_finish(gdu_st_model *m, gdu_st_error *err)
     double t0 = p->t0;
     pending_free(p);
     if (s != GDU_ST_OK) {
-        for (size_t i = 0; i < m->tensor_count; i++)
-            m->tensors[i].address = 0;
         release_blocks(m);
         return s;
     }

@@ -20,11 +20,11 @@ import time
 from load_compare import bench_ceiling, run_one
 
 
-def shape_env(base, shape):
-    workers, staging = shape.split("x")
-    env = dict(base)
-    env["GDUNLOCK_IO_WORKERS"] = workers
-    env["GDUNLOCK_IO_STAGING"] = staging
+def shape_env(base, workers, staging=None):
+    """base with the engine's shape set (staging left to the default: None)."""
+    env = dict(base, GDUNLOCK_IO_WORKERS=workers)
+    if staging is not None:
+        env["GDUNLOCK_IO_STAGING"] = staging
     return env
 
 
@@ -47,12 +47,12 @@ def main():
         order = shapes if r % 2 == 0 else shapes[::-1]
         for shape in order:
             for loader in ("gdunlock-load", "gdunlock-cli"):
-                res = run_one(loader, a, shape_env(base, shape))
+                res = run_one(loader, a, shape_env(base, *shape.split("x")))
                 res.update(shape=shape, round=r)
                 runs.append(res)
     ceilings = {}
     for workers in sorted({s.split("x")[0] for s in shapes}, key=int):
-        rows, doc = bench_ceiling(a, shape_env(base, f"{workers}x3"))
+        rows, doc = bench_ceiling(a, shape_env(base, workers))  # host, h2d: no staging
         ceilings[workers] = rows or {"error": doc.get("error", "")}
         print(f"INFO load-workers-ceiling {workers} threads: {ceilings[workers]}", flush=True)
     summary = {}
