@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
@@ -14,11 +15,21 @@ static ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     return pwrite(fd, buf, n, off);
 }
-static const gdu_io_sys default_sys = {sys_pread, sys_pwrite};
+static int sys_resident(void *map, uint64_t offset, size_t len, unsigned char *vec)
+{
+    return mincore((char *)map + offset, len, vec);
+}
+static const gdu_io_sys default_sys = {sys_pread, sys_pwrite, sys_resident};
 
 void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
 {
     e->sys = sys != NULL ? *sys : default_sys;
+    if (e->sys.pread == NULL)
+        e->sys.pread = sys_pread;
+    if (e->sys.pwrite == NULL)
+        e->sys.pwrite = sys_pwrite;
+    if (e->sys.resident == NULL)
+        e->sys.resident = sys_resident;
 }
 
 void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piece = bytes; }

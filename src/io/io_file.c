@@ -20,7 +20,7 @@
  * mapped on its own, a cached 8 GiB load on the H200 machine spent 2.9-8.8
  * ms outside its transfer, 0.4-3.3 ms now:
  * bench/results/2026-12-01-h200-first-load-batch6.md). */
-static double cached_fraction(int fd, uint64_t size)
+static double cached_fraction(const gdu_io_sys *sys, int fd, uint64_t size)
 {
     const uint64_t window = 64u << 10;
     long page = sysconf(_SC_PAGESIZE);
@@ -42,7 +42,7 @@ static double cached_fraction(int fd, uint64_t size)
         size_t pages = (size_t)((len + (uint64_t)page - 1) / (uint64_t)page);
         if (pages > sizeof vec) /* pages larger than 4 KiB: fewer; smaller: not on Linux */
             pages = sizeof vec;
-        r = mincore(map + off, len, vec);
+        r = sys->resident(map, off, (size_t)len, vec);
         for (size_t p = 0; r == 0 && p < pages; p++)
             resident += vec[p] & 1;
         total += pages;
@@ -79,8 +79,9 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
             reads = true;
         } else {
             struct stat st;
-            double frac =
-                fstat(f->fd, &st) == 0 ? cached_fraction(f->fd, (uint64_t)st.st_size) : -1;
+            double frac = fstat(f->fd, &st) == 0
+                              ? cached_fraction(&f->engine->sys, f->fd, (uint64_t)st.st_size)
+                              : -1;
             reads = frac >= 0 && frac < 0.5;
             if (frac >= 0)
                 snprintf(cache_note, sizeof cache_note, "%.0f%% of the file in page cache",

@@ -14,15 +14,21 @@
 
 #define GDU_IO_WHY 256
 
-/* The system calls the engine moves file data with; tests replace them to
- * inject EINTR, EIO, ENOSPC or short transfers. Same contract as pread/pwrite. */
+/* The system calls the engine moves file data with, and the one it asks the
+ * page cache with; tests replace them to inject EINTR, EIO, ENOSPC or short
+ * transfers, and to say which pages are cached (the real page cache is
+ * shared with every process on the machine, and POSIX_FADV_DONTNEED is only
+ * advice). pread/pwrite: their libc contract. resident: mincore(2) over the
+ * file's bytes [offset, offset + len), which the caller mapped at
+ * map + offset. */
 typedef struct {
     ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
     ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+    int (*resident)(void *map, uint64_t offset, size_t len, unsigned char *vec);
 } gdu_io_sys;
 
-/* Replaces the engine's system calls (NULL restores libc's). Call before
- * submitting any work. */
+/* Replaces the engine's system calls (NULL, or a NULL member, restores
+ * libc's). Call before opening files or submitting any work. */
 void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys);
 
 /* Buffered reads move a chunk in pieces of at most this many bytes, each
