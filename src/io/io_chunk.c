@@ -122,3 +122,39 @@ int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char 
     }
     return write_full(sys, f->fd, f->fd, data, c->length, off, why, len);
 }
+
+int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
+                                   size_t len)
+{
+    const gdu_io_sys *sys = &f->engine->sys;
+    const gdu_io_extent *x = &c->req->ext[c->ext_index];
+    uint64_t placed = 0;
+    for (size_t a = 0; a < c->pieces;) {
+        /* A run of extents read with one pread over the short gaps between
+         * them; the chunk was cut so that it fits in the slot, gaps and all
+         * (gather_run in io_request.c). */
+        uint64_t start = x[a].offset, end = start + x[a].length;
+        size_t b = a;
+        while (b + 1 < c->pieces && x[b + 1].offset - end <= GDU_IO_GATHER_GAP) {
+            b++;
+            end = x[b].offset + x[b].length;
+        }
+        char *at = staging + placed;
+        int64_t got = read_full(sys, f->fd, false, at, end - start, start, why, len);
+        if (got < 0) /* nothing of the chunk has left staging: none of it counts */
+            return got;
+        /* Squeeze the gaps out, front to back: every piece moves left. */
+        for (size_t k = a; k <= b; k++) {
+            uint64_t from = x[k].offset - start;
+            uint64_t have = (uint64_t)got > from ? (uint64_t)got - from : 0;
+            uint64_t n = have < x[k].length ? have : x[k].length;
+            if (n > 0 && at + from != staging + placed)
+                memmove(staging + placed, at + from, (size_t)n);
+            placed += n;
+            if (n < x[k].length) /* end of file: the extents after it lie beyond it */
+                return (int64_t)placed;
+        }
+        a = b + 1;
+    }
+    return (int64_t)placed;
+}

@@ -148,6 +148,24 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     gdu_io_chunk_done(c, done, r, why);
 }
 
+/* Reads gather chunk c (its extents one after another) into slot i and
+ * queues one copy of them all to caller memory. */
+static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
+{
+    gdu_io_engine *e = w->engine;
+    gdu_io_slot *s = &w->slots_of[i];
+    char why[GDU_IO_WHY] = "";
+    int64_t got = gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
+    int r = got < 0 ? (int)got : 0;
+    if (got > 0 &&
+        (r = e->mover->to_mem(w->mctx, i, c->mem, s->buf, (size_t)got, why, sizeof why)) == 0) {
+        s->good = (uint64_t)got;
+        s->chunk = c;
+        return;
+    }
+    gdu_io_chunk_done(c, 0, r, why);
+}
+
 /* Allocates slot i's staging buffer if the worker's prestage could not. A
  * slot after the first that cannot be allocated leaves the worker with the
  * slots before it (and *i moves to slot 0); slot 0 failing fails the chunk
@@ -195,7 +213,10 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
         return;
     }
     if (c->req->op == GDU_IO_OP_READ) {
-        read_chunk(w, i, c);
+        if (c->pieces > 1)
+            read_gather(w, i, c);
+        else
+            read_chunk(w, i, c);
         return;
     }
     gdu_io_slot *s = &w->slots_of[i];

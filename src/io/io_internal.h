@@ -75,10 +75,33 @@ typedef struct gdu_io_chunk {
     struct gdu_io_chunk *next; /* engine queue link */
     gdu_io_request *req;
     size_t ext_index;
+    /* 1, or a gather chunk's number of extents: ext_index and the ones after
+     * it, small reads whose memory follows one another from mem (a column
+     * of a tensor, one short range per row), moved through one staging slot
+     * with one copy. offset is then the first extent's, length their sum. */
+    size_t pieces;
     uint64_t offset; /* file offset */
     uint64_t length;
     char *mem; /* caller memory for this chunk (device or host address) */
 } gdu_io_chunk;
+
+/* Read extents shorter than this are gathered: consecutive ones whose
+ * memory follows one another (and whose file ranges ascend) share a chunk,
+ * up to the dispatch unit of bytes. A copy and a queue round per extent cost
+ * more than the read of a few KiB itself: a column slice of a [4096, 4096]
+ * bf16 tensor is 4096 such extents. */
+#define GDU_IO_GATHER_PIECE ((uint64_t)256 << 10)
+
+/* A gather chunk holds at most this many bytes (with the gaps it reads
+ * over), fewer when the dispatch unit is smaller: a column of a 32 MiB
+ * tensor is then 8 chunks, for 8 workers, not 2. */
+#define GDU_IO_GATHER_CHUNK ((uint64_t)1 << 20)
+
+/* Within a gather chunk, extents whose file ranges lie at most this far
+ * apart are read with one pread over the gap, which is then squeezed out in
+ * staging: a page of page-cache copy costs about what one more read call
+ * does. */
+#define GDU_IO_GATHER_GAP ((uint64_t)4096)
 
 struct gdu_io_request {
     gdu_io_file *file;
@@ -213,6 +236,11 @@ int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *st
                                  char *why, size_t len);
 int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging, char *why,
                               size_t len);
+/* File side of a gather chunk: its extents' bytes, one after another, into
+ * staging, through the buffered descriptor. Returns the good bytes (a
+ * prefix: short only at end of file) or a negative errno. */
+int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
+                                   size_t len);
 /* Where the chunk's data starts in a staging slot. */
 static inline size_t gdu_io_staging_skip(uint64_t offset)
 {

@@ -34,17 +34,29 @@ static void request_finish(gdu_io_request *r)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Under r->lock: extent i's good bytes stop at file offset end (and it
+ * failed with status, if not 0). */
+static void extent_short(gdu_io_request *r, size_t i, uint64_t end, int status)
+{
+    if (end < r->good_end[i])
+        r->good_end[i] = end;
+    if (status != 0 && r->ext[i].status == 0)
+        r->ext[i].status = status;
+}
+
 void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *why)
 {
     gdu_io_request *r = c->req;
-    size_t i = c->ext_index;
     pthread_mutex_lock(&r->lock);
-    if (good < c->length || status != 0) {
-        uint64_t end = c->offset + good;
-        if (end < r->good_end[i])
-            r->good_end[i] = end;
-        if (status != 0 && r->ext[i].status == 0)
-            r->ext[i].status = status;
+    if (c->pieces > 1) { /* good counts the extents' bytes one after another */
+        for (size_t k = c->ext_index; k < c->ext_index + c->pieces; k++) {
+            uint64_t take = good < r->ext[k].length ? good : r->ext[k].length;
+            if (take < r->ext[k].length || status != 0)
+                extent_short(r, k, r->ext[k].offset + take, status);
+            good -= take;
+        }
+    } else if (good < c->length || status != 0) {
+        extent_short(r, c->ext_index, c->offset + good, status);
     }
     if (status != 0 && r->status == 0) {
         r->status = status;
@@ -78,6 +90,39 @@ static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
     return (size_t)((x->offset + x->length - 1) / chunk - x->offset / chunk + 1);
 }
 
+/* How many extents from ext[i] on form one gather chunk (GDU_IO_GATHER_PIECE):
+ * small reads whose memory follows one another and whose file ranges
+ * ascend without overlap (so that a short read at the end of the file cuts
+ * the chunk's bytes where it cuts the extents'), at most unit bytes in all
+ * (GDU_IO_GATHER_CHUNK at most), counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so every
+ * range it reads fits in the staging slot where its bytes go. 1 means
+ * ext[i] moves on its own. cuFile reads each extent straight into device
+ * memory, so it gathers nothing. */
+static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
+                         size_t i, uint64_t unit)
+{
+    if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
+        return 1;
+    if (unit > GDU_IO_GATHER_CHUNK)
+        unit = GDU_IO_GATHER_CHUNK;
+    uint64_t staged = ext[i].length;
+    size_t k = i;
+    while (k + 1 < n) {
+        const gdu_io_extent *a = &ext[k], *b = &ext[k + 1];
+        if (a->length == 0 || a->length >= GDU_IO_GATHER_PIECE || b->length == 0 ||
+            b->length >= GDU_IO_GATHER_PIECE || b->offset < a->offset + a->length ||
+            (char *)b->mem != (char *)a->mem + a->length)
+            break;
+        uint64_t gap = b->offset - (a->offset + a->length);
+        uint64_t more = b->length + (gap <= GDU_IO_GATHER_GAP ? gap : 0);
+        if (staged + more > unit)
+            break;
+        staged += more;
+        k++;
+    }
+    return k - i + 1;
+}
+
 static int check_extents(const gdu_io_extent *ext, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -105,11 +150,13 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         return -EINVAL;
     uint64_t cs = dispatch_unit(f, op);
     size_t n_chunks = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = chunks_of(&ext[i], cs);
+    for (size_t i = 0; i < n;) {
+        size_t run = gather_run(f, op, ext, n, i, cs);
+        size_t k = run > 1 ? 1 : chunks_of(&ext[i], cs);
         if (k > (SIZE_MAX / 2 - n_chunks) / sizeof(gdu_io_chunk))
             return -EINVAL;
         n_chunks += k;
+        i += run;
     }
     gdu_io_request *r =
         calloc(1, sizeof *r + n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t));
@@ -131,6 +178,23 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         ext[i].done = 0;
         ext[i].status = 0;
         r->good_end[i] = ext[i].offset + ext[i].length;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t run = gather_run(f, op, ext, n, i, cs);
+        if (run > 1) {
+            gdu_io_chunk *c = &r->chunks[k];
+            *c = (gdu_io_chunk){.req = r,
+                                .ext_index = i,
+                                .pieces = run,
+                                .offset = ext[i].offset,
+                                .mem = ext[i].mem};
+            for (size_t j = i; j < i + run; j++)
+                c->length += ext[j].length;
+            c->next = k + 1 < n_chunks ? &r->chunks[k + 1] : NULL;
+            k++;
+            i += run;
+            continue;
+        }
         uint64_t off = ext[i].offset, end = ext[i].offset + ext[i].length;
         while (off < end) {
             uint64_t stop = (off / cs + 1) * cs;
@@ -139,6 +203,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
             gdu_io_chunk *c = &r->chunks[k];
             c->req = r;
             c->ext_index = i;
+            c->pieces = 1;
             c->offset = off;
             c->length = stop - off;
             c->mem = (char *)ext[i].mem + (off - ext[i].offset);
@@ -146,6 +211,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
             k++;
             off = stop;
         }
+        i++;
     }
     pthread_mutex_lock(&f->lock);
     f->inflight++;

@@ -1,0 +1,208 @@
+/* Gather chunks: many short reads whose memory follows one another (a column
+ * slice of a tensor: one short range per row) move together, through one
+ * staging slot with one copy to memory, instead of one queue round and one
+ * copy each; ranges a short gap apart are read with one pread. Every byte,
+ * the counts of preads and copies, end of file and failures are checked
+ * through the engine's system-call seam and a counting mover. */
+#include "io/io_internal.h"
+#include "io_test_util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#define CHUNK (1u << 20)
+#define SIZE ((uint64_t)8 << 20)
+#define SEED 5
+
+static atomic_int preads, copies;
+static atomic_llong fail_at = -1; /* a pread covering this offset fails with EIO */
+
+static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
+{
+    atomic_fetch_add(&preads, 1);
+    long long bad = atomic_load(&fail_at);
+    if (bad >= off && bad < off + (long long)n) {
+        errno = EIO;
+        return -1;
+    }
+    return pread(fd, buf, n, off);
+}
+
+static const gdu_io_sys counting_sys = {counting_pread, NULL, NULL};
+
+static int counting_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
+                           char *why, size_t len)
+{
+    atomic_fetch_add(&copies, 1);
+    return gdu_io_mover_host.to_mem(wctx, slot, mem, staging, n, why, len);
+}
+
+static char dir[64];
+static char *path;
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "./gdu-io-gather-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    path = io_test_file(dir, "data.bin", SIZE, SEED);
+    return path == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    io_test_remove_dir(dir, path);
+    return 0;
+}
+
+static gdu_io_engine *counting_engine(void)
+{
+    static gdu_io_mover mover;
+    mover = gdu_io_mover_host;
+    mover.to_mem = counting_to_mem;
+    gdu_io_options o = io_test_options(4, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = NULL;
+    char why[256];
+    assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
+    gdu_io_engine_set_sys(e, &counting_sys);
+    gdu_io_engine_set_read_piece(e, CHUNK);
+    atomic_store(&preads, 0);
+    atomic_store(&copies, 0);
+    atomic_store(&fail_at, -1);
+    return e;
+}
+
+/* rows ranges of `piece` bytes, `stride` apart from `first`, read into one
+ * buffer one after another (as a column slice is). Returns the request's
+ * status; fills done[] and checks the bytes of every extent's good prefix. */
+static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece,
+                     size_t rows, uint64_t *done)
+{
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t *buf = malloc(rows * piece);
+    gdu_io_extent *x = calloc(rows, sizeof *x);
+    for (size_t i = 0; i < rows; i++)
+        x[i] = (gdu_io_extent){.offset = first + i * stride, .length = piece,
+                               .mem = buf + i * piece};
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, rows, NULL, NULL, &r), 0);
+    char why[256] = "";
+    int status = gdu_io_wait(r, NULL, why, sizeof why);
+    for (size_t i = 0; i < rows; i++) {
+        done[i] = x[i].done;
+        for (uint64_t k = 0; k < x[i].done; k++)
+            if (buf[i * piece + k] != io_test_byte(x[i].offset + k, SEED))
+                fail_msg("row %zu byte %llu wrong", i, (unsigned long long)k);
+    }
+    free(x);
+    free(buf);
+    gdu_io_close(f);
+    return status;
+}
+
+/* 1024 rows of 2 KiB, 8 KiB apart: one pread each (the gaps are wide), but
+ * two copies to memory in all (2 MiB through 1 MiB units), not 1024. */
+static void a_column_moves_in_few_copies(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    uint64_t done[1024];
+    assert_int_equal(read_rows(e, 100, 8192, 2048, 1024, done), 0);
+    for (size_t i = 0; i < 1024; i++)
+        assert_int_equal(done[i], 2048);
+    assert_int_equal(atomic_load(&preads), 1024);
+    assert_int_equal(atomic_load(&copies), 2);
+    gdu_io_engine_destroy(e);
+}
+
+/* Rows of 4 KiB 4 KiB apart: the gaps are read over, one pread per chunk;
+ * a chunk holds 1 MiB of rows and gaps (128 rows), so 4 of each. */
+static void short_gaps_are_read_over(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    uint64_t done[512];
+    assert_int_equal(read_rows(e, 4096 * 3 + 17, 8192, 4096, 512, done), 0);
+    for (size_t i = 0; i < 512; i++)
+        assert_int_equal(done[i], 4096);
+    assert_int_equal(atomic_load(&preads), 4);
+    assert_int_equal(atomic_load(&copies), 4);
+    gdu_io_engine_destroy(e);
+}
+
+/* A column that runs past the end of the file: rows before it whole, the
+ * row across it cut at the end, the rows after it empty; no error. */
+static void end_of_file_cuts_the_rows(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    const uint64_t stride = 8192, piece = 3000;
+    const size_t rows = 64;
+    uint64_t first = SIZE - 20 * stride - 1000;
+    uint64_t done[64];
+    assert_int_equal(read_rows(e, first, stride, piece, rows, done), 0);
+    for (size_t i = 0; i < rows; i++) {
+        uint64_t off = first + i * stride;
+        uint64_t want = off >= SIZE ? 0 : SIZE - off < piece ? SIZE - off : piece;
+        if (done[i] != want)
+            fail_msg("row %zu: done %llu, want %llu", i, (unsigned long long)done[i],
+                     (unsigned long long)want);
+    }
+    gdu_io_engine_destroy(e);
+}
+
+/* A failed pread fails the rows of its chunk (none of their bytes counted)
+ * and no others. */
+static void a_failure_belongs_to_its_chunk(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    const size_t rows = 1024; /* 2 MiB of rows: two chunks of 512 */
+    atomic_store(&fail_at, 100 + 700 * 8192 + 5);
+    uint64_t done[1024];
+    assert_int_equal(read_rows(e, 100, 8192, 2048, rows, done), -EIO);
+    for (size_t i = 0; i < rows; i++)
+        assert_int_equal(done[i], i < 512 ? 2048 : 0);
+    gdu_io_engine_destroy(e);
+}
+
+/* Ranges that do not ascend, or memory that does not follow on, are read
+ * one by one, and still right. */
+static void unordered_ranges_move_alone(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t buf[4 * 1000];
+    gdu_io_extent x[4] = {
+        {.offset = 50000, .length = 1000, .mem = buf},
+        {.offset = 10000, .length = 1000, .mem = buf + 1000}, /* goes back */
+        {.offset = 20000, .length = 1000, .mem = buf + 3000}, /* memory skips */
+        {.offset = 20500, .length = 1000, .mem = buf + 2000}, /* overlaps */
+    };
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, 4, NULL, NULL, &r), 0);
+    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(x[i].done, 1000);
+        uint8_t *mem = x[i].mem;
+        for (uint64_t k = 0; k < 1000; k++)
+            assert_int_equal(mem[k], io_test_byte(x[i].offset + k, SEED));
+    }
+    assert_int_equal(atomic_load(&copies), 4);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_column_moves_in_few_copies),
+        cmocka_unit_test(short_gaps_are_read_over),
+        cmocka_unit_test(end_of_file_cuts_the_rows),
+        cmocka_unit_test(a_failure_belongs_to_its_chunk),
+        cmocka_unit_test(unordered_ranges_move_alone),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
