@@ -56,7 +56,7 @@ class Checkpoint:
         self.path = os.fspath(path)
         self.lenient = bool(lenient)
         err = StError()
-        check(self._lib.gdu_st_open_flags(self.path.encode(), LENIENT if lenient else 0,
+        check(self._lib.gdu_st_open_flags(os.fsencode(self.path), LENIENT if lenient else 0,
                                           ctypes.byref(self._model), ctypes.byref(err)), err)
         self.loaded = False
 
@@ -98,7 +98,7 @@ class Checkpoint:
     def files(self):
         self._require_open()
         n = self._lib.gdu_st_model_file_count(self._model)
-        return [self._lib.gdu_st_model_file_path(self._model, i).decode() for i in range(n)]
+        return [os.fsdecode(self._lib.gdu_st_model_file_path(self._model, i)) for i in range(n)]
 
     def metadata(self, file=0):
         """The __metadata__ map of one file ({} when it has none)."""

@@ -3,6 +3,7 @@ engines (a lease each, given back on close), and the byte ranges a basic
 index of a tensor needs. No torch here: memory is an address."""
 import ctypes
 import math
+import os
 import threading
 
 from ._lib import (IO_OP_READ, IO_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check,
@@ -10,11 +11,15 @@ from ._lib import (IO_OP_READ, IO_READ, GdunlockError, IoExtent, StError, TARGET
 
 
 class SliceError(GdunlockError, IndexError):
-    """An index a tensor cannot take (out of range, a step <= 0, more
-    indices than dimensions): a GdunlockError that is also an IndexError."""
+    """An index a tensor cannot take (out of range, more indices than
+    dimensions): a GdunlockError that is also an IndexError."""
 
     def __init__(self, message):
         super().__init__("GDU_ST_ERR_SLICE", message)
+
+
+class SliceStepError(SliceError, ValueError):
+    """A slice step <= 0: also a ValueError, as torch and safetensors raise."""
 
 
 class Pending:
@@ -22,9 +27,9 @@ class Pending:
     for those left). It holds the destination (keep) until then: memory
     freed under a running read would be written after its reuse."""
 
-    def __init__(self, reader, extents, request, nbytes, keep):
+    def __init__(self, reader, path, extents, request, nbytes, keep):
         self._reader, self._extents, self._request, self.nbytes = reader, extents, request, nbytes
-        self._keep = keep
+        self.path, self._keep = path, keep
 
     def wait(self):
         if self._request is None:
@@ -44,9 +49,12 @@ class Pending:
 
 class RangeReader:
     """Reads file ranges into memory of one target: host memory
-    (target=TARGET_HOST) or GPU `device`'s memory."""
+    (target=TARGET_HOST) or GPU `device`'s memory. At most max_open files
+    stay open on the engine at once: the least recently used one with no
+    read out is closed when another is needed (a checkpoint may have more
+    shards than the process may open descriptors)."""
 
-    def __init__(self, target, device):
+    def __init__(self, target, device, max_open=64):
         self._lib = lib()
         self.host = target == TARGET_HOST
         self.device = device
@@ -54,24 +62,30 @@ class RangeReader:
         err = StError()
         check(self._lib.gdu_st_engine_acquire(1 if self.host else 0, 0 if self.host else device,
                                               ctypes.byref(self._engine), ctypes.byref(err)), err)
-        self._files = {}
+        self._files = {}  # path -> [handle, reads out], least recently used first
+        self._max_open = max(1, max_open)
         self._pending = set()
         self._lock = threading.Lock()
         self.bytes_read = 0
         self.requests = 0
 
     def _file(self, path):
-        f = self._files.get(path)
-        if f is None:
+        """Under the lock: path's open handle, opened (and the set trimmed) if needed."""
+        entry = self._files.pop(path, None)
+        if entry is None:
             check_regular_file(path)
+            idle = [p for p, (_, out) in self._files.items() if out == 0]
+            for p in idle[:max(0, len(self._files) + 1 - self._max_open)]:
+                self._lib.gdu_io_close(self._files.pop(p)[0])
             f = ctypes.c_void_p()
             why = ctypes.create_string_buffer(512)
-            rc = self._lib.gdu_io_open(self._engine, path.encode(), IO_READ, ctypes.byref(f), why,
-                                       len(why))
+            rc = self._lib.gdu_io_open(self._engine, os.fsencode(path), IO_READ, ctypes.byref(f),
+                                       why, len(why))
             if rc != 0:
                 raise GdunlockError("GDU_ST_ERR_OPEN", why.value.decode(errors="replace"))
-            self._files[path] = f
-        return f
+            entry = [f, 0]
+        self._files[path] = entry  # most recently used last
+        return entry
 
     def submit(self, path, runs, keep=None):
         """Queues reads of runs [(file offset, length, address)] from path;
@@ -87,13 +101,14 @@ class RangeReader:
         with self._lock:
             if self._engine is None:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
-            f = self._file(path)
-            rc = self._lib.gdu_io_submit(f, IO_OP_READ, extents, n, None, None,
+            entry = self._file(path)
+            rc = self._lib.gdu_io_submit(entry[0], IO_OP_READ, extents, n, None, None,
                                          ctypes.byref(request))
             if rc != 0:
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{path}: the engine refused the read "
                                     f"({n} ranges, {total} bytes)")
-            pending = Pending(self, extents, request, total, keep)
+            entry[1] += 1
+            pending = Pending(self, path, extents, request, total, keep)
             self._pending.add(pending)
             self.bytes_read += total
             self.requests += 1
@@ -102,6 +117,9 @@ class RangeReader:
     def _forget(self, pending):
         with self._lock:
             self._pending.discard(pending)
+            entry = self._files.get(pending.path)
+            if entry is not None:
+                entry[1] -= 1
 
     def close(self):
         """Waits for every read still out, closes the files, returns the lease."""
@@ -113,7 +131,7 @@ class RangeReader:
             except GdunlockError:
                 pass
         with self._lock:
-            for f in self._files.values():
+            for f, _ in self._files.values():
                 self._lib.gdu_io_close(f)
             self._files = {}
             if self._engine:
@@ -136,6 +154,8 @@ def _normalize(index, ndim):
     ellipses = sum(1 for i in index if i is Ellipsis)
     if ellipses > 1:
         raise SliceError("an index can only have a single ellipsis ('...')")
+    if any(isinstance(i, bool) for i in index):  # a scalar mask: torch's own indexing
+        raise TypeError("advanced index")
     real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if real > ndim:
         raise SliceError(f"too many indices for a tensor of {ndim} dimensions: {real}")
@@ -145,7 +165,7 @@ def _normalize(index, ndim):
             seq.append(i)
         elif i is Ellipsis:
             seq += [slice(None)] * (ndim - real)
-        elif isinstance(i, bool) or not hasattr(i, "__index__") or getattr(i, "ndim", 0) != 0:
+        elif not hasattr(i, "__index__") or getattr(i, "ndim", 0) != 0:
             raise TypeError("advanced index")
         else:
             try:
@@ -188,7 +208,7 @@ def plan_slice(shape, bits, index):
             if part is not None and not (hasattr(part, "__index__") and not isinstance(part, bool)):
                 raise TypeError("slice bounds must be integers")
         if item.step is not None and item.step.__index__() <= 0:
-            raise SliceError("step must be greater than zero")
+            raise SliceStepError("step must be greater than zero")
         start, stop, step = slice(*(None if p is None else p.__index__()
                                     for p in (item.start, item.stop, item.step))).indices(n)
         count = len(range(start, stop, step))
@@ -217,3 +237,32 @@ def plan_slice(shape, bits, index):
     for d in range(k - 1, -1, -1):
         offsets = [(lo[d] + i) * strides[d] + o for i in range(box[d]) for o in offsets]
     return [(o, run) for o in offsets], box, tuple(post)
+
+
+def plan_read(shape, bits, index):
+    """plan_slice for any dtype. A sub-byte dtype (F4, F6_*) is planned in
+    bytes: its rows must end on a byte, and an index may cut its last
+    dimension only at element boundaries that are byte boundaries (a slice
+    with step 1); the box is then in bytes. Raises SliceError naming the
+    element where a byte cannot be cut, TypeError for advanced indexing."""
+    if bits % 8 == 0:
+        return plan_slice(shape, bits, index)
+    shape = list(shape)
+    if not shape or shape[-1] * bits % 8:
+        raise SliceError(f"a {bits}-bit tensor of shape {shape} cannot be sliced: its rows do "
+                         f"not end on a byte; read it whole (get_tensor)")
+    items = _normalize(index, len(shape))
+    real = [i for i, item in enumerate(items) if item is not None]
+    last = items[real[-1]]
+    n = shape[-1]
+    if isinstance(last, int) or (last.step is not None and last.step.__index__() != 1):
+        raise SliceError(f"a {bits}-bit tensor's last dimension can be sliced only in byte-sized "
+                         f"runs (a slice with step 1), not with {last!r}")
+    start, stop, _ = slice(*(None if p is None else p.__index__()
+                             for p in (last.start, last.stop, None))).indices(n)
+    stop = max(start, stop)
+    if start * bits % 8 or stop * bits % 8:
+        raise SliceError(f"elements {start}..{stop} of a {bits}-bit dimension do not start and "
+                         f"end on a byte")
+    items[real[-1]] = slice(start * bits // 8, stop * bits // 8)
+    return plan_slice(shape[:-1] + [n * bits // 8], 8, tuple(items))
