@@ -4,16 +4,20 @@ tensor comes back in its own allocation on the device asked for; the bytes
 move through the process's kept I/O engine straight into that memory.
 
 Loading every key one by one runs at the whole-file speed: while the caller
-asks for the keys in order (sorted, as keys() lists them, or by offset),
-the reads of the next tensors are already queued (a read-ahead window that
-doubles with every hit, up to `readahead` bytes, and resets on a jump). A
-slice reads only the byte ranges it needs."""
+asks for the keys in order (sorted, as keys() lists them, by offset, or in
+natural order: layers.2 before layers.10), the reads of the next tensors are
+already queued (a read-ahead window that doubles with every hit, up to
+`readahead` bytes, and resets on a jump). Slices are read ahead too: the
+next tensor of a family (the name with its numbers taken out: every
+layer's q_proj) gets the index the family's last one got, when its shape is
+the same. A slice reads only the byte ranges it needs."""
 import os
+import re
 import threading
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
-from .reader import RangeReader, SliceError, plan_slice
+from .reader import RangeReader, SliceError, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
          "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16,
@@ -22,6 +26,9 @@ _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E
 _FRAMEWORKS = ("pt", "torch", "pytorch")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
+_DIGITS = re.compile(r"\d+")
+_SKIP = 8  # keys a request may skip and still continue the walk
+_SCAN = 256  # keys a request looks at for reading ahead
 
 
 def _torch():
@@ -71,51 +78,84 @@ class Target:
         return buf
 
 
+class Plan:
+    """The reads a tensor, or an index of it, needs: runs (byte offset in the
+    tensor, length) of the smallest box holding the result, the box's
+    shape, and the index (post) that turns the box into the result (None:
+    the box is the whole tensor). Plans compare equal when they read the
+    same bytes into the same result."""
+
+    def __init__(self, runs, box, post):
+        self.runs, self.box, self.post = runs, box, post
+        self.nbytes = sum(n for _, n in runs)
+
+    def __eq__(self, other):
+        return isinstance(other, Plan) and (self.runs, self.box, self.post) == \
+            (other.runs, other.box, other.post)
+
+    __hash__ = None
+
+
+def plan_tensor(info, index=None):
+    """The Plan of info (index None: the whole tensor), or None when index
+    needs the whole tensor read first (advanced indexing: lists, masks)."""
+    if index is None:
+        return Plan([(0, info.nbytes)] if info.nbytes else [], list(info.shape), None)
+    try:
+        runs, box, post = plan_read(list(info.shape), _BITS[info.dtype], index)
+    except TypeError:
+        return None
+    return Plan(runs, box, post)
+
+
 class Read:
     """A submitted read of a tensor (or a box of it) into buf."""
 
-    def __init__(self, pending, buf, info, box, post):
-        self.pending, self.buf, self.info, self.box, self.post = pending, buf, info, box, post
+    def __init__(self, pending, buf, info, plan):
+        self.pending, self.buf, self.info, self.plan = pending, buf, info, plan
 
     def result(self):
         from .torch_bridge import typed_view
 
         self.pending.wait()
-        typed = typed_view(self.buf, self.info.dtype, self.box)
-        if self.post is None:
+        box, post = self.plan.box, self.plan.post
+        bits = _BITS[self.info.dtype]
+        if bits % 8:  # planned in bytes (plan_read)
+            if post is None:
+                return typed_view(self.buf, self.info.dtype, self.info.shape)
+            part = self.buf.reshape(box)[post]
+            return typed_view(part.contiguous().reshape(-1), self.info.dtype,
+                              list(part.shape[:-1]) + [part.shape[-1] * 8 // bits])
+        typed = typed_view(self.buf, self.info.dtype, box)
+        if post is None:
             return typed
         if typed is not self.buf or self.info.dtype in ("U8", "I8", "BOOL"):
-            return typed[self.post]
+            return typed[post]
         # A dtype this torch lacks comes back as raw bytes, as whole tensors
         # do: sliced through an integer type of its width.
-        width = _BITS[self.info.dtype] // 8
-        stand_in = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}[width]
-        import torch
-        part = self.buf.view(getattr(torch, stand_in)).reshape(self.box)[self.post]
+        stand_in = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}[bits // 8]
+        torch = _torch()
+        part = self.buf.view(getattr(torch, stand_in)).reshape(box)[post]
         return part.reshape(-1).view(torch.uint8)
+
+
+def submit_plan(reader, target, path, info, plan):
+    """Queues the reads of plan (of tensor info, in file path) into fresh
+    memory of target; returns the Read."""
+    buf = target.empty(plan.nbytes)
+    address, extents = buf.data_ptr(), []
+    for offset, n in plan.runs:
+        extents.append((info.file_offset + offset, n, address))
+        address += n
+    return Read(reader.submit(path, extents, keep=buf), buf, info, plan)
 
 
 def submit_tensor(reader, target, path, info, index=None):
     """Queues the read of tensor info (or of index of it) into fresh memory
     of target. Returns a Read, or None when index needs the whole tensor
-    (advanced indexing, sub-byte dtypes)."""
-    bits = _BITS[info.dtype]
-    if index is None:
-        runs, box, post = ([(0, info.nbytes)] if info.nbytes else []), list(info.shape), None
-    elif bits % 8:
-        return None
-    else:
-        try:
-            runs, box, post = plan_slice(list(info.shape), bits, index)
-        except TypeError:
-            return None
-    total = sum(n for _, n in runs)
-    buf = target.empty(total)
-    address, extents = buf.data_ptr(), []
-    for offset, n in runs:
-        extents.append((info.file_offset + offset, n, address))
-        address += n
-    return Read(reader.submit(path, extents, keep=buf), buf, info, box, post)
+    (advanced indexing)."""
+    plan = plan_tensor(info, index)
+    return None if plan is None else submit_plan(reader, target, path, info, plan)
 
 
 def _settle(reads):
@@ -125,6 +165,11 @@ def _settle(reads):
             read.pending.wait()
         except GdunlockError:
             pass
+
+
+def natural_key(name):
+    """layers.2 before layers.10: numbers compare as numbers."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name)]
 
 
 class SafeSlice:
@@ -160,7 +205,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
                                 f"returns torch tensors ('pt')")
         self._target = Target(device)
-        self._ckpt = Checkpoint(os.fspath(filename), lenient=lenient)
+        self._ckpt = Checkpoint(filename, lenient=lenient)
         self._files = self._ckpt.files
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
@@ -168,14 +213,18 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._keys = sorted(self._infos)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
                                                   key=lambda t: (t.file, t.file_offset))]
+        self._orders = [self._keys, self._by_offset, sorted(self._infos, key=natural_key)]
+        self._positions = [{k: i for i, k in enumerate(o)} for o in self._orders]
         self._readahead = readahead
-        self._reader = None
+        self._readers = {}  # torch device -> RangeReader
         self._lock = threading.Lock()
         self._closed = False
-        self._order, self._pos = self._keys, {k: i for i, k in enumerate(self._keys)}
+        self._order, self._pos = self._orders[0], self._positions[0]
         self._ahead, self._ahead_bytes = {}, 0
-        self._next = self._tail = 0
+        self._next = 0
         self._window = 0
+        self._families = {}  # name with its numbers taken out -> (shape, index) last asked
+        self._whole_walk = False  # the last request was for a whole tensor
         safe_open.opened += 1
 
     # -- the safetensors interface ------------------------------------------------
@@ -192,13 +241,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return None if self._metadata is None else dict(self._metadata)
 
     def get_tensor(self, name):
-        self._info(name)
-        with self._lock:
-            dropped = []
-            read = self._take(name, dropped)
-            self._fill()
-        _settle(dropped)
-        return read.result()
+        return self._request(self._info(name), None).result()
 
     def get_slice(self, name):
         return SafeSlice(self, self._info(name))
@@ -218,25 +261,40 @@ class safe_open:  # noqa: N801  (safetensors' name)
     # -- ours ---------------------------------------------------------------------
     def close(self):
         """Waits for the reads still out, drops the tensors read ahead and
-        gives the engine lease back. Tensors handed out stay valid."""
+        gives the engine leases back. Tensors handed out stay valid."""
         with self._lock:
             self._closed = True
             dropped = list(self._ahead.values())
             self._ahead, self._ahead_bytes = {}, 0
-            reader, self._reader = self._reader, None
+            readers, self._readers = list(self._readers.values()), {}
         _settle(dropped)
-        if reader is not None:
+        for reader in readers:
             reader.close()
 
     def stats(self):
         """Bytes the engine was asked to read for this file, and in how many
         requests."""
-        r = self._reader
-        return {"bytes_read": r.bytes_read if r else 0, "requests": r.requests if r else 0}
+        readers = list(self._readers.values())
+        return {"bytes_read": sum(r.bytes_read for r in readers),
+                "requests": sum(r.requests for r in readers)}
 
     @property
     def device(self):
         return self._target.device
+
+    def read_to(self, name, index, device):
+        """tensor name (or index of it, None for all of it) read straight
+        into fresh memory of another device than the file was opened for
+        (patch() serves transformers' parameters this way, on the device
+        its device_map gives each). Not read ahead."""
+        info = self._info(name)
+        target = Target(device)
+        plan = plan_tensor(info, index)
+        if plan is None:
+            return self._whole_then_index(info, index, target)
+        with self._lock:
+            read = submit_plan(self._reader(target), target, self._files[info.file], info, plan)
+        return read.result()
 
     # -- internals ----------------------------------------------------------------
     def _check_open(self):
@@ -250,73 +308,134 @@ class safe_open:  # noqa: N801  (safetensors' name)
             raise GdunlockError("GDU_ST_ERR_NOT_FOUND", f"File does not contain tensor {name}")
         return info
 
-    def _get_reader(self):
-        if self._reader is None:
-            self._reader = self._target.reader()
-        return self._reader
+    def _reader(self, target):
+        """Under the lock: the reader for target's device, made on first use."""
+        self._check_open()  # a close() racing this call keeps no lease
+        reader = self._readers.get(target.device)
+        if reader is None:
+            reader = self._readers[target.device] = target.reader()
+        return reader
 
-    def _submit(self, name, index=None):
-        info = self._infos[name]
-        return submit_tensor(self._get_reader(), self._target, self._files[info.file], info,
-                             index)
-
-    def _take(self, name, dropped):
-        """The read of name: read ahead already, or submitted now. A request
-        for the key after the last one is a hit: the window grows; any other
-        request drops what was read ahead and starts again from there. Callers
-        hold the lock."""
-        i = self._pos[name]
-        if i != self._next and self._next > 0:
-            # Maybe the caller walks the other order (offset_keys).
-            other = self._by_offset if self._order is self._keys else self._keys
-            prev = self._order[self._next - 1]
-            j = other.index(prev) if prev in other else -1
-            if 0 <= j < len(other) - 1 and other[j + 1] == name:
-                self._order = other
-                self._pos = {k: n for n, k in enumerate(other)}
-                i = self._next = self._tail = j + 1  # a hit in that order; what was
-                # read ahead in the other stays for the keys it holds
-        read = self._ahead.pop(name, None)
-        if read is not None:
-            self._ahead_bytes -= read.info.nbytes
-            self._window = min(max(2 * self._window, _FIRST_WINDOW), self._readahead)
-        elif i == self._next:
-            self._window = min(max(2 * self._window, _FIRST_WINDOW), self._readahead)
-            read = self._submit(name)
-            self._tail = max(self._tail, i + 1)
-        else:
-            dropped += self._ahead.values()
-            self._ahead, self._ahead_bytes, self._window = {}, 0, 0
-            read = self._submit(name)
-            self._tail = i + 1
-        self._next = i + 1
-        return read
-
-    def _fill(self):
-        while self._tail < len(self._order) and self._ahead_bytes < self._window:
-            name = self._order[self._tail]
-            if name in self._ahead:  # read ahead already, in the other order
-                self._tail += 1
-                continue
-            try:
-                self._ahead[name] = self._submit(name)
-            except GdunlockError as e:
-                if e.code != "GDU_ST_ERR_DEVICE_MEMORY":
-                    raise
-                self._window = 0  # memory is short: read what is asked for, no more
-                return
-            self._tail += 1
-            self._ahead_bytes += self._infos[name].nbytes
+    def _submit(self, info, plan):
+        return submit_plan(self._reader(self._target), self._target, self._files[info.file],
+                           info, plan)
 
     def _slice(self, info, index):
         self._check_open()
-        with self._lock:
-            read = submit_tensor(self._get_reader(), self._target, self._files[info.file], info,
-                                 index)
-        if read is not None:
-            return read.result()
-        whole = self.get_tensor(info.name)
+        if index is None:  # tensor[None]: a new axis, not "the whole tensor"
+            index = (None,)
+        plan = plan_tensor(info, index)
+        if plan is None:
+            return self._whole_then_index(info, index, self._target)
+        return self._request(info, index, plan).result()
+
+    def _whole_then_index(self, info, index, target):
+        if target is self._target:
+            whole = self.get_tensor(info.name)
+        else:
+            whole = self.read_to(info.name, None, target.device)
         try:
             return whole[index]
         except IndexError as e:
             raise SliceError(str(e)) from None
+
+    def _request(self, info, index, plan=None):
+        """The read of info's plan: read ahead already, or submitted now;
+        then the window is filled. Errors of reads submitted ahead for other
+        tensors are theirs: they surface when those tensors are asked for."""
+        if plan is None:
+            plan = plan_tensor(info, index)
+        with self._lock:
+            self._families[_DIGITS.sub("#", info.name)] = (info.shape, index)
+            self._whole_walk = index is None
+            dropped = []
+            read = self._take(info.name, plan, dropped)
+            self._fill()
+        _settle(dropped)
+        return read
+
+    def _follow(self, name):
+        """Under the lock: after a request that did not follow the current
+        order, the order (sorted, by offset, natural) in which name follows
+        the key asked before it, if any."""
+        prev = self._order[self._next - 1] if self._next > 0 else None
+        for order, pos in zip(self._orders, self._positions):
+            if prev is not None and pos.get(prev, -2) + 1 == pos[name]:
+                return order, pos
+        return None
+
+    def _in_step(self, name):
+        """Under the lock: whether asking for name continues the walk: the
+        next key, one read ahead, or one a few keys further (the caller skips
+        keys it does not need, norms when it shards)."""
+        i = self._pos[name]
+        return self._next <= i and (name in self._ahead or i - self._next < _SKIP)
+
+    def _take(self, name, plan, dropped):
+        """The read of name with plan. A request in step (_in_step) is a hit:
+        the window grows and the keys skipped are dropped; any other request
+        drops what was read ahead and starts again from there. Under the
+        lock."""
+        if not self._in_step(name):
+            switched = self._follow(name)
+            if switched is not None:  # what was read ahead in the other order stays
+                self._order, self._pos = switched
+                self._next = self._pos[name]
+        i = self._pos[name]
+        if self._in_step(name):
+            for skipped in self._order[self._next:i]:
+                if skipped in self._ahead:
+                    dropped.append(self._ahead.pop(skipped))
+                    self._ahead_bytes -= dropped[-1].plan.nbytes
+            self._window = min(max(2 * self._window, _FIRST_WINDOW), self._readahead)
+        else:
+            dropped += self._ahead.values()
+            self._ahead, self._ahead_bytes, self._window = {}, 0, 0
+        read = self._ahead.pop(name, None)
+        if read is not None:
+            self._ahead_bytes -= read.plan.nbytes
+            if read.plan != plan:  # read ahead with another index than the one asked
+                dropped.append(read)
+                read = None
+        if read is None:
+            read = self._submit(self._infos[name], plan)
+        self._next = i + 1
+        return read
+
+    def _predict(self, name):
+        """The plan the next request for name will most likely have: its
+        family's last index when the shapes agree; for a family not seen
+        yet, the whole tensor while the caller reads whole tensors; None
+        when unknown."""
+        info = self._infos[name]
+        seen = self._families.get(_DIGITS.sub("#", name))
+        if seen is None and self._whole_walk:
+            return plan_tensor(info)
+        if seen is None or seen[0] != info.shape:
+            return None
+        try:
+            return plan_tensor(info, seen[1])
+        except SliceError:
+            return None
+
+    def _fill(self):
+        """Under the lock: reads ahead, from the next key on, up to the
+        window, the keys whose request can be predicted (at most _SCAN keys
+        looked at per request). A read that cannot be submitted (its shard
+        unreadable, memory short) ends the filling quietly: the error is the
+        request's that needs those bytes."""
+        stop = min(len(self._order), self._next + _SCAN)
+        for name in self._order[self._next:stop]:
+            if self._ahead_bytes >= self._window:
+                return
+            if name in self._ahead:
+                continue
+            plan = self._predict(name)
+            if plan is None:
+                continue
+            try:
+                self._ahead[name] = self._submit(self._infos[name], plan)
+            except GdunlockError:
+                self._window = 0
+                return
+            self._ahead_bytes += plan.nbytes

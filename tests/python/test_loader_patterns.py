@@ -1,0 +1,245 @@
+"""The calling patterns of issue 21 on the CPU (torch needed): slices read
+ahead in key order like whole tensors, the iterator's select= and progress,
+sub-byte dtypes sliced in elements or refused by name, read-ahead failures
+raised by the call that needs those bytes, a bound on open shards, random
+order without a scan per call, and close() racing a read."""
+import os
+import struct
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _fixtures import torch  # noqa: E402
+from test_gdunlock_api import write_safetensors  # noqa: E402
+
+import gdunlock  # noqa: E402
+from gdunlock import reader  # noqa: E402
+from gdunlock.safe_open import natural_key  # noqa: E402
+
+
+def layered(path, layers=6, rows=64, cols=48):
+    """A small Llama-like file: per layer a 2-D q_proj and o_proj and a 1-D
+    norm, F32, values that say where they stand."""
+    tensors, values = {}, {}
+    for i in range(layers):
+        for name, shape in ((f"model.layers.{i}.self_attn.q_proj.weight", [rows, cols]),
+                            (f"model.layers.{i}.self_attn.o_proj.weight", [cols, rows]),
+                            (f"model.layers.{i}.input_layernorm.weight", [cols])):
+            t = torch.arange(int(torch.tensor(shape).prod()), dtype=torch.float32)
+            t = (t + 1000 * i).reshape(shape)
+            values[name] = t
+            tensors[name] = ("F32", shape, t.numpy().tobytes())
+    write_safetensors(path, tensors)
+    return values
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class SliceReadAheadTest(unittest.TestCase):
+    def test_slices_in_key_order_are_read_ahead(self):
+        """A rank's rows of every 2-D tensor, in natural order: after the
+        first layer the next layers' slices are already submitted (more
+        requests than slices asked for when the walk is half done), only
+        their bytes are read, and every result is right."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path)
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                keys = sorted(f.keys(), key=natural_key)
+                wanted = [k for k in keys if len(f.get_slice(k).get_shape()) == 2]
+                asked = 0
+                for k in wanted[:len(wanted) // 2]:
+                    n = f.get_slice(k).get_shape()[0]
+                    got = f.get_slice(k)[n // 4: n // 2]
+                    self.assertTrue(torch.equal(got, values[k][n // 4: n // 2]), k)
+                    asked += 1
+                self.assertGreater(f.stats()["requests"], asked)
+                for k in wanted[len(wanted) // 2:]:
+                    n = f.get_slice(k).get_shape()[0]
+                    self.assertTrue(torch.equal(f.get_slice(k)[n // 4: n // 2],
+                                                values[k][n // 4: n // 2]), k)
+                want_bytes = sum(values[k][:values[k].shape[0] // 4].numel() * 4
+                                 for k in wanted)
+                self.assertEqual(f.stats()["bytes_read"], want_bytes)
+
+    def test_columns_are_one_request_per_slice(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=1)
+            k = "model.layers.0.self_attn.q_proj.weight"
+            with gdunlock.safe_open(path, "pt", device="cpu", readahead=0) as f:
+                got = f.get_slice(k)[:, 12:24]
+                self.assertTrue(torch.equal(got, values[k][:, 12:24]))
+                self.assertEqual(f.stats()["requests"], 1)
+                self.assertEqual(f.stats()["bytes_read"], 64 * 12 * 4)
+
+    def test_a_mispredicted_slice_is_read_again_right(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path)
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                for i in range(6):
+                    k = f"model.layers.{i}.self_attn.q_proj.weight"
+                    index = (slice(0, 8),) if i % 2 else (slice(None), slice(3, 9))
+                    self.assertTrue(torch.equal(f.get_slice(k)[index], values[k][index]), k)
+
+    def test_random_order_does_not_scan(self):
+        """Each request looks up positions in dicts: 3,000 keys asked at
+        random cost no more than the same keys in order, give or take."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            write_safetensors(path, {f"t{i:05d}": ("U8", [4], bytes([i % 256]) * 4)
+                                     for i in range(3000)})
+            with gdunlock.safe_open(path, "pt") as f:
+                keys = f.keys()
+                import random
+                random.Random(1).shuffle(keys)
+                for k in keys:
+                    self.assertEqual(f.get_tensor(k)[0].item(), int(k[1:]) % 256)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class SubByteTest(unittest.TestCase):
+    def make(self, d):
+        path = os.path.join(d, "fp4.safetensors")
+        raw = bytes(range(16))  # F4 [4, 8]: 4 bytes a row
+        write_safetensors(path, {"w": ("F4", [4, 8], raw), "odd": ("F4", [2, 3], raw[:3]),
+                                 "six": ("F6_E2M3", [2, 4], raw[:6])})
+        return path, raw
+
+    def test_rows_and_byte_aligned_columns_in_elements(self):
+        with tempfile.TemporaryDirectory() as d:
+            path, raw = self.make(d)
+            with gdunlock.safe_open(path, "pt") as f:
+                whole = f.get_tensor("w")
+                row = f.get_slice("w")[1]
+                self.assertEqual(row.reshape(-1).view(torch.uint8).tolist(), list(raw[4:8]))
+                cols = f.get_slice("w")[:, 2:6]  # elements 2..5: bytes 1..2 of each row
+                self.assertEqual(cols.reshape(-1).view(torch.uint8).tolist(),
+                                 [b for r in range(4) for b in raw[4 * r + 1: 4 * r + 3]])
+                self.assertEqual(whole.reshape(-1).view(torch.uint8).tolist(), list(raw))
+                six = f.get_slice("six")[1]  # 4 six-bit elements: 3 bytes
+                self.assertEqual(six.reshape(-1).view(torch.uint8).tolist(), list(raw[3:6]))
+
+    def test_cuts_inside_a_byte_are_refused_by_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            path, _ = self.make(d)
+            with gdunlock.safe_open(path, "pt") as f:
+                for key, index in (("w", (slice(None), slice(1, 4))), ("w", (0, 3)),
+                                   ("odd", (0,))):
+                    with self.assertRaises(gdunlock.SliceError) as ctx:
+                        f.get_slice(key)[index]
+                    self.assertIn("bit", str(ctx.exception))
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                list(gdunlock.weights_iterator(path, device="cpu", rank=1, world_size=8,
+                                               shard={"w": 1}))
+            self.assertIn("cannot shard w", str(ctx.exception))
+            got = dict(gdunlock.weights_iterator(path, device="cpu", rank=1, world_size=2,
+                                                 shard={"^w$": 0}))
+            self.assertEqual(got["w"].reshape(-1).view(torch.uint8).tolist(), list(range(8, 16)))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ErrorsBelongToTheirCallTest(unittest.TestCase):
+    def test_an_unreadable_next_shard_fails_only_its_own_tensors(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_safetensors(os.path.join(d, "a.safetensors"),
+                              {"a": ("U8", [8], bytes(8)), "a2": ("U8", [8], bytes(8))})
+            write_safetensors(os.path.join(d, "b.safetensors"), {"b": ("U8", [8], bytes(8))})
+            index = os.path.join(d, "model.safetensors.index.json")
+            with open(index, "w") as out:
+                out.write('{"weight_map": {"a": "a.safetensors", "a2": "a.safetensors", '
+                          '"b": "b.safetensors"}}')
+            with gdunlock.safe_open(index, "pt") as f:
+                os.unlink(os.path.join(d, "b.safetensors"))
+                self.assertEqual(f.get_tensor("a").numel(), 8)
+                self.assertEqual(f.get_tensor("a2").numel(), 8)
+                with self.assertRaises(gdunlock.GdunlockError):
+                    f.get_tensor("b")
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ReaderBoundsTest(unittest.TestCase):
+    def test_open_files_stay_within_the_bound(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i in range(6):
+                p = os.path.join(d, f"s{i}.safetensors")
+                write_safetensors(p, {f"t{i}": ("U8", [16], bytes([i]) * 16)})
+                paths.append(p)
+            r = reader.RangeReader(gdunlock.reader.TARGET_HOST, 0, max_open=2)
+            buf = torch.empty(16, dtype=torch.uint8)
+            try:
+                for round_ in range(2):
+                    for i, p in enumerate(paths):
+                        r.submit(p, [(os.path.getsize(p) - 16, 16, buf.data_ptr())],
+                                 keep=buf).wait()
+                        self.assertEqual(buf[0].item(), i)
+                        self.assertLessEqual(len(r._files), 2)
+            finally:
+                r.close()
+
+    def test_close_racing_reads_keeps_no_lease(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            write_safetensors(path, {f"t{i:03d}": ("U8", [4096], bytes(4096)) for i in range(200)})
+            for _ in range(5):
+                f = gdunlock.safe_open(path, "pt")
+                stop = threading.Event()
+
+                def work():
+                    for k in f.keys():
+                        try:
+                            f.get_tensor(k)
+                        except gdunlock.GdunlockError:
+                            return
+
+                t = threading.Thread(target=work)
+                t.start()
+                f.close()
+                t.join()
+                stop.set()
+            gdunlock.release_engines()  # BUSY if a lease were left
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class IteratorOptionsTest(unittest.TestCase):
+    def test_select_reads_no_byte_of_a_skipped_tensor(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "moe.safetensors")
+            write_safetensors(path, {f"experts.{e}.w": ("U8", [1000], bytes([e]) * 1000)
+                                     for e in range(8)})
+            it = gdunlock.weights_iterator(path, device="cpu", select=r"experts\.[0-3]\.")
+            got = dict(it)
+            self.assertEqual(sorted(got), [f"experts.{e}.w" for e in range(4)])
+            self.assertEqual(it.stats(), {"bytes_read": 4000, "requests": 4, "skipped": 4})
+            it = gdunlock.weights_iterator(path, device="cpu", select=lambda n: "7" in n)
+            self.assertEqual([n for n, _ in it], ["experts.7.w"])
+
+    def test_progress_callback_and_arguments(self):
+        seen = []
+        dict(gdunlock.weights_iterator(os.path.join(os.path.dirname(__file__), "..",
+                                                    "fixtures", "safetensors", "sharded"),
+                                       device="cpu",
+                                       progress=lambda done, total, name: seen.append(
+                                           (done, total))))
+        self.assertEqual(seen[-1][0], seen[-1][1])
+        self.assertEqual(len(seen), 12)
+        for bad in ({"world_size": 2.5}, {"rank": True, "world_size": 2},
+                    {"memory_budget": None}, {"world_size": 0}):
+            with self.assertRaises(ValueError):
+                gdunlock.weights_iterator("x.safetensors", device="cpu", **bad)
+
+    def test_a_file_named_twice_is_read_once(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            write_safetensors(path, {"a": ("U8", [4], bytes(4))})
+            os.symlink(path, os.path.join(d, "link.safetensors"))
+            names = [n for n, _ in gdunlock.weights_iterator(
+                [path, os.path.join(d, "link.safetensors"), d], device="cpu")]
+            self.assertEqual(names, ["a"])
+
+
+if __name__ == "__main__":
+    unittest.main()
