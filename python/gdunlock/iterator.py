@@ -1,33 +1,43 @@
 """weights_iterator: (name, tensor) pairs of a checkpoint for serving
-engines, each rank reading only its share of the tensors it shards, with a
-bounded amount of memory read ahead of the consumer."""
+engines, each rank reading only its share of the tensors it shards (and
+none of the tensors it does not select), with a bounded amount of memory
+read ahead of the consumer."""
 import glob
 import math
 import os
 import re
+import sys
+import time
 from collections import deque
 
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint
-from .safe_open import Target, submit_tensor
+from .reader import SliceError
+from .safe_open import Target, _BITS, plan_tensor, submit_plan
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
 
 
 def _expand(files):
-    """Paths: one path or a list; a folder means its *.safetensors files."""
+    """Paths: one path or a list; a folder means its *.safetensors files. A
+    file named twice (by two paths) is read once."""
     if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
-    out = []
+    out, seen = [], set()
     for f in files:
         f = os.fspath(f)
+        found = [f]
         if os.path.isdir(f):
-            found = sorted(glob.glob(os.path.join(f, "*.safetensors")))
+            pattern = b"*.safetensors" if isinstance(f, bytes) else "*.safetensors"
+            found = sorted(glob.glob(os.path.join(glob.escape(f), pattern)))
             if not found:
-                raise GdunlockError("GDU_ST_ERR_OPEN", f"{f}: no .safetensors files in it")
-            out += found
-        else:
-            out.append(f)
+                raise GdunlockError("GDU_ST_ERR_OPEN", f"{os.fsdecode(f)}: no .safetensors "
+                                    f"files in it")
+        for path in found:
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                out.append(path)
     if not out:
         raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "no checkpoint files given")
     return out
@@ -46,6 +56,24 @@ def _shard_rule(shard):
                     "{regular expression: dim}")
 
 
+def _select_rule(select):
+    """select -> function(name) saying whether the tensor is read at all."""
+    if select is None:
+        return lambda name: True
+    if callable(select):
+        return select
+    if isinstance(select, (str, re.Pattern)):
+        pattern = re.compile(select)
+        return lambda name: pattern.search(name) is not None
+    raise TypeError("select is None, a function name -> bool, or a regular expression")
+
+
+def _whole_number(value, what, least):
+    if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() < least:
+        raise ValueError(f"{what} must be an integer >= {least}, not {value!r}")
+    return value.__index__()
+
+
 def rank_index(shape, dim, rank, world_size):
     """The index of rank's part of a tensor split world_size ways along dim,
     as torch.chunk splits it (parts of ceil(n / world_size); the last ones
@@ -56,8 +84,111 @@ def rank_index(shape, dim, rank, world_size):
     return (slice(None),) * dim + (slice(start, min(start + size, n)),)
 
 
+class _Progress:
+    """progress=True: a tqdm bar of bytes when tqdm is installed, else a
+    line on stderr at most twice a second; a callable gets (bytes done,
+    bytes in all, name) after each tensor."""
+
+    def __init__(self, progress, total):
+        self.call, self.bar, self.total, self.done, self.shown = None, None, total, 0, 0.0
+        if callable(progress):
+            self.call = progress
+        elif progress:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=total, unit="B", unit_scale=True, desc="gdunlock")
+            except ImportError:
+                self.bar = False
+
+    def step(self, nbytes, name):
+        self.done += nbytes
+        if self.call is not None:
+            self.call(self.done, self.total, name)
+        elif self.bar:
+            self.bar.update(nbytes)
+        elif self.bar is False and (time.monotonic() - self.shown > 0.5 or
+                                    self.done == self.total):
+            self.shown = time.monotonic()
+            sys.stderr.write(f"\rgdunlock: {self.done / 1e9:.2f} of {self.total / 1e9:.2f} GB")
+            if self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    def close(self):
+        if self.bar:
+            self.bar.close()
+
+
+class WeightsIterator:
+    """What weights_iterator returns: an iterator of (name, tensor), with
+    stats() and close() (also called when it is exhausted or dropped)."""
+
+    def __init__(self, items, target, memory_budget, progress):
+        self._items, self._target, self._budget = items, target, memory_budget
+        self._reader = target.reader()
+        self._queue, self._ahead, self._next = deque(), 0, 0
+        self._progress = _Progress(progress, sum(p.nbytes for _, _, p in items))
+        self.skipped = 0
+        self._bytes = self._requests = 0  # the reader's counts, kept when it closes
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._reader is None:
+            raise StopIteration
+        try:
+            read = self._take()
+            tensor = None if read is None else read.result()
+        except BaseException:
+            self.close()
+            raise
+        if read is None:
+            self.close()
+            raise StopIteration
+        self._progress.step(read.plan.nbytes, read.info.name)
+        return read.info.name, tensor
+
+    def _take(self):
+        """The next tensor's read (None at the end), after submitting reads
+        ahead up to the budget."""
+        while self._next < len(self._items) and (not self._queue or self._ahead < self._budget):
+            path, info, plan = self._items[self._next]
+            self._queue.append(submit_plan(self._reader, self._target, path, info, plan))
+            self._ahead += plan.nbytes
+            self._next += 1
+        if not self._queue:
+            return None
+        read = self._queue.popleft()
+        self._ahead -= read.plan.nbytes
+        return read
+
+    def stats(self):
+        """Bytes asked of the engine, in how many requests, and the tensors
+        select= left out (none of their bytes read)."""
+        r = self._reader
+        return {"bytes_read": r.bytes_read if r else self._bytes, "requests": r.requests if r
+                else self._requests, "skipped": self.skipped}
+
+    def close(self):
+        """Waits for the reads still out and gives the engine lease back."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            self._bytes, self._requests = reader.bytes_read, reader.requests
+            self._queue.clear()
+            reader.close()
+            self._progress.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
 def weights_iterator(files, device=0, rank=0, world_size=1, shard=None,
-                     memory_budget=DEFAULT_MEMORY_BUDGET, lenient=False):
+                     memory_budget=DEFAULT_MEMORY_BUDGET, lenient=False, select=None,
+                     progress=False):
     """Yields (name, tensor) for every tensor of files (a path, a list, a
     folder of .safetensors files, or a sharded index JSON), file by file in
     the order of their bytes.
@@ -67,46 +198,52 @@ def weights_iterator(files, device=0, rank=0, world_size=1, shard=None,
     dim}; rank `rank` of `world_size` then gets its torch.chunk part of those
     tensors (only those bytes are read) and the whole of the others.
 
+    select (a function name -> bool, or a regular expression searched in
+    the name) leaves tensors out before any byte is read: an expert-parallel
+    rank skips the other ranks' experts.
+
     memory_budget bounds the bytes read ahead of the consumer: tensors not
     yet handed out (at least one is always in flight). Each tensor is its own
     allocation and belongs to the consumer once yielded: copy it into the
     parameter and drop it, and its memory is free for the next reads; the
-    iterator never holds a second copy of the checkpoint."""
-    if not 0 <= rank < world_size:
+    iterator never holds a second copy of the checkpoint.
+
+    progress=True shows a tqdm bar (a line on stderr without tqdm); a
+    callable is called with (bytes done, bytes in all, name) after each
+    tensor."""
+    world_size = _whole_number(world_size, "world_size", 1)
+    rank = _whole_number(rank, "rank", 0)
+    memory_budget = _whole_number(memory_budget, "memory_budget", 0)
+    if rank >= world_size:
         raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
-    rule = _shard_rule(shard)
+    rule, keep = _shard_rule(shard), _select_rule(select)
     target = Target(device)
-    reader = target.reader()
-    try:
-        items = []
-        for path in _expand(files):
-            with Checkpoint(path, lenient=lenient) as ckpt:
-                names = ckpt.files
-                for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
-                    dim = rule(t.name, t.shape) if world_size > 1 else None
-                    if dim is not None and not -len(t.shape) <= dim < len(t.shape):
+    items, skipped = [], 0
+    for path in _expand(files):
+        with Checkpoint(path, lenient=lenient) as ckpt:
+            names = ckpt.files
+            for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
+                if not keep(t.name):
+                    skipped += 1
+                    continue
+                dim = rule(t.name, t.shape) if world_size > 1 else None
+                index = None
+                if dim is not None:
+                    if isinstance(dim, bool) or not isinstance(dim, int) or \
+                            not -len(t.shape) <= dim < len(t.shape):
                         raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                            f"shard dimension {dim} for {t.name} of shape "
+                                            f"shard dimension {dim!r} for {t.name} of shape "
                                             f"{list(t.shape)}")
-                    index = None if dim is None else \
-                        rank_index(t.shape, dim % len(t.shape), rank, world_size)
-                    items.append((names[t.file], t, index))
-        queue, ahead = deque(), 0
-        next_item = 0
-        while next_item < len(items) or queue:
-            while next_item < len(items) and (not queue or ahead < memory_budget):
-                path, info, index = items[next_item]
-                read = submit_tensor(reader, target, path, info, index)
-                if read is None:  # needs the whole tensor first (sub-byte dtypes)
-                    read = submit_tensor(reader, target, path, info)
-                    read.post = index
-                queue.append(read)
-                ahead += read.buf.numel()
-                next_item += 1
-            read = queue.popleft()
-            ahead -= read.buf.numel()
-            tensor = read.result()
-            yield read.info.name, tensor
-            del tensor, read
-    finally:
-        reader.close()
+                    index = rank_index(t.shape, dim % len(t.shape), rank, world_size)
+                try:
+                    plan = plan_tensor(t, index)
+                except SliceError as e:
+                    raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
+                                        f"cannot shard {t.name} ({t.dtype}, "
+                                        f"{_BITS[t.dtype]} bits, shape {list(t.shape)}) "
+                                        f"{world_size} ways along dimension {dim}: "
+                                        f"{e.message}") from None
+                items.append((names[t.file], t, plan))
+    it = WeightsIterator(items, target, memory_budget, progress)
+    it.skipped = skipped
+    return it
