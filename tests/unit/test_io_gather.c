@@ -79,16 +79,16 @@ static gdu_io_engine *counting_engine(void)
 /* rows ranges of `piece` bytes, `stride` apart from `first`, read into one
  * buffer one after another (as a column slice is). Returns the request's
  * status; fills done[] and checks the bytes of every extent's good prefix. */
-static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece,
-                     size_t rows, uint64_t *done)
+static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece, size_t rows,
+                     uint64_t *done)
 {
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
     uint8_t *buf = malloc(rows * piece);
     gdu_io_extent *x = calloc(rows, sizeof *x);
     for (size_t i = 0; i < rows; i++)
-        x[i] = (gdu_io_extent){.offset = first + i * stride, .length = piece,
-                               .mem = buf + i * piece};
+        x[i] =
+            (gdu_io_extent){.offset = first + i * stride, .length = piece, .mem = buf + i * piece};
     gdu_io_request *r = NULL;
     assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, rows, NULL, NULL, &r), 0);
     char why[256] = "";
