@@ -16,6 +16,16 @@ if(GDUNLOCK_SANITIZE)
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
 
+# `pip install .`: the wheel built offline from this tree and installed into
+# a fresh venv (check_wheel.sh). Its CMake build folder is kept in
+# build/wheel-build. Not in sanitizer builds: the wheel's build is its own.
+find_program(GDU_WHEEL_PYTHON python3)
+if(NOT GDUNLOCK_SANITIZE)
+  add_test(NAME test_wheel COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_wheel.sh ${CMAKE_SOURCE_DIR}
+                                   ${CMAKE_BINARY_DIR} ${GDU_WHEEL_PYTHON})
+  set_tests_properties(test_wheel PROPERTIES LABELS unit)
+endif()
+
 # The symbol versions of the loader library and the shim (check_lib_versions.sh).
 add_test(NAME test_lib_versions COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_lib_versions.sh
                                         $<TARGET_FILE:gdu_safetensors_shared> $<TARGET_FILE:gdu_shim>)
