@@ -2,18 +2,18 @@
 the engine calls of include/gdunlock/io.h that the readers and benchmarks use).
 
 Where the library comes from, first match wins: $GDUNLOCK_LOAD_LIB (the only
-candidate when set); $BUILD/lib; a copy installed inside this package
-(gdunlock/_native/, put there by `pip install ./python` from a built tree);
-the build/ folder of the source tree this package sits in; sys.prefix/lib
+candidate when set); the one installed inside this package
+(gdunlock/_native/lib/, built by `pip install .`); $BUILD/lib; the build/
+folder of the source tree this package sits in; sys.prefix/lib
 (`cmake --install build --prefix PREFIX` into the environment); the dynamic
-loader's search path."""
+loader's search path. The name is the SONAME, libgdunlock-load.so.0."""
 import ctypes
 import json
 import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-LIBRARY_NAME = "libgdunlock-load.so"
+LIBRARY_NAME = "libgdunlock-load.so.0"
 
 
 class GdunlockError(RuntimeError):
@@ -30,10 +30,10 @@ def _candidates():
     if env:  # named explicitly: the only candidate
         yield env
         return
+    yield os.path.join(_HERE, "_native", "lib", LIBRARY_NAME)
     build = os.environ.get("BUILD")
     if build:
         yield os.path.join(build, "lib", LIBRARY_NAME)
-    yield os.path.join(_HERE, "_native", LIBRARY_NAME)
     root = os.path.dirname(os.path.dirname(_HERE))
     yield os.path.join(root, "build", "lib", LIBRARY_NAME)
     yield os.path.join(sys.prefix, "lib", LIBRARY_NAME)
@@ -51,8 +51,9 @@ def _open_library():
         except OSError as e:
             tried.append(f"{path} ({e})")
     raise GdunlockError("GDU_ST_ERR_NO_LIBRARY",
-                        f"{LIBRARY_NAME} not found; build it (cmake --build build) or set "
-                        f"GDUNLOCK_LOAD_LIB. Tried: " + "; ".join(tried))
+                        f"{LIBRARY_NAME} not found; install the package (pip install .), build "
+                        f"it (cmake --build build) or set GDUNLOCK_LOAD_LIB. Tried: "
+                        + "; ".join(tried))
 
 
 class StError(ctypes.Structure):

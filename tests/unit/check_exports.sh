@@ -5,7 +5,9 @@
 set -euo pipefail
 lib=$1
 shift
-exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort -u)
+# Names without their symbol version (name@@NODE); the version nodes
+# themselves are absolute symbols (A), not calls.
+exported=$(nm -D --defined-only "$lib" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u)
 declared=$(grep -ohE '\bgdu_[a-z0-9_]+[[:space:]]*\(' "$@" | sed 's/[[:space:]]*($//' | sort -u)
 extra=$(comm -23 <(echo "$exported") <(echo "$declared"))
 missing=$(comm -13 <(echo "$exported") <(echo "$declared"))

@@ -1,0 +1,17 @@
+"""The `gdunlock` command that pip installs: it becomes the gdunlock binary
+installed inside this package (gdunlock/_native/bin/gdunlock), which finds
+the shim beside it (gdunlock/_native/lib/libgdunlock.so) for `gdunlock run`."""
+import os
+import sys
+
+NATIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+
+
+def main():
+    exe = os.path.join(NATIVE, "bin", "gdunlock")
+    try:
+        os.execv(exe, ["gdunlock"] + sys.argv[1:])
+    except OSError as e:
+        sys.stderr.write(f"gdunlock: cannot run {exe}: {e.strerror}; this installation lacks its "
+                         f"binary: reinstall it (pip install --force-reinstall gdunlock)\n")
+        return 70
