@@ -48,6 +48,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -425,7 +426,7 @@ def main():
     print(f"# model: {len(shards(a.model))} shards, "
           f"{sum(os.path.getsize(p) for p in shards(a.model)) / 1e9:.2f} GB "
           f"({time.time() - t0:.0f} s)", flush=True)
-    env = dict(os.environ, GDU_PATTERNS_TMP=a.out)
+    env = dict(os.environ, GDU_PATTERNS_TMP=tempfile.mkdtemp(prefix="gdu-patterns-"))
     for path in shards(a.model):  # warm every shard once
         with open(path, "rb", buffering=0) as f:
             while f.read(64 << 20):
