@@ -275,7 +275,7 @@ def run_one(case, loader, a, env):
     if loader == "bench":
         return bench_cold(a, env)
     cmd = [sys.executable, os.path.abspath(__file__), "--one", case, "--loader", loader,
-           "--dir", a.model]
+           "--dir", a.dir]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
