@@ -256,9 +256,12 @@ gdu_st_status gdu_st_engines_release(gdu_st_error *err);
 /* Leases the kept engine for host memory (host != 0) or for GPU device, for
  * callers that read ranges themselves through include/gdunlock/io.h (the
  * Python module's safe_open). Every lease is given back with
- * gdu_st_engine_return; gdu_st_engines_release refuses while one is out. */
+ * gdu_st_engine_return; gdu_st_engines_release refuses while one is out.
+ * Leases are counted per engine: a return of an engine that has none out
+ * (returned twice, or never leased) is refused with
+ * GDU_ST_ERR_INVALID_ARGUMENT and changes nothing; NULL is GDU_ST_OK. */
 gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out, gdu_st_error *err);
-void gdu_st_engine_return(gdu_io_engine *engine);
+gdu_st_status gdu_st_engine_return(gdu_io_engine *engine);
 
 /* Reads every loaded tensor back to the host and compares it with the file.
  * GDU_ST_ERR_VERIFY_MISMATCH names the first tensor that differs. */

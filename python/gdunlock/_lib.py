@@ -133,7 +133,7 @@ def _declare(lib):
         "gdu_st_load_finish": (i, [p, err]),
         "gdu_st_engines_release": (i, [err]),
         "gdu_st_engine_acquire": (i, [i, i, ctypes.POINTER(p), err]),
-        "gdu_st_engine_return": (None, [p]),
+        "gdu_st_engine_return": (i, [p]),
         "gdu_st_version": (ctypes.c_char_p, []),
         "gdu_st_verify": (i, [p, err]),
         "gdu_st_model_free": (None, [p]),
