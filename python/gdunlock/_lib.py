@@ -142,6 +142,7 @@ def _declare(lib):
         "gdu_st_model_file_count": (sz, [p]),
         "gdu_st_model_file_path": (ctypes.c_char_p, [p, sz]),
         "gdu_st_model_file_header": (p, [p, sz]),
+        "gdu_st_model_file_open": (i, [p, sz, p, ctypes.POINTER(p), err]),
         "gdu_st_model_stats": (StLoadStats, [p]),
         "gdu_st_model_dlpack": (p, [p, sz]),
         "gdu_st_abi_layout": (ctypes.c_char_p, []),

@@ -34,6 +34,8 @@ static const char *const status_names[GDU_ST_STATUS_COUNT] = {
     [GDU_ST_ERR_TRAILING] = "GDU_ST_ERR_TRAILING",
     [GDU_ST_ERR_SETTINGS] = "GDU_ST_ERR_SETTINGS",
     [GDU_ST_ERR_BUSY] = "GDU_ST_ERR_BUSY",
+    [GDU_ST_ERR_CHANGED] = "GDU_ST_ERR_CHANGED",
+    [GDU_ST_ERR_TOO_MANY_FILES] = "GDU_ST_ERR_TOO_MANY_FILES",
 };
 
 const char *gdu_st_status_name(gdu_st_status status)

@@ -2,7 +2,6 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_index.h"
 #include "safetensors/st_model_internal.h"
-#include "safetensors/st_pread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +18,7 @@ static gdu_st_status read_small_file(const char *path, char **out, size_t *len, 
 {
     int fd = st_open_regular(path);
     if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
+        return st_open_fail(err, path, fd);
     struct stat st;
     gdu_st_status s = GDU_ST_OK;
     if (fstat(fd, &st) != 0)
@@ -49,19 +49,6 @@ static gdu_st_status read_small_file(const char *path, char **out, size_t *len, 
     return GDU_ST_OK;
 }
 
-static gdu_st_status open_file(const char *path, unsigned flags, gdu_st_header **out,
-                               gdu_st_error *err)
-{
-    int fd = st_open_regular(path);
-    if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
-    gdu_st_status s = gdu_st_header_read_fd(fd, flags, out, err);
-    close(fd);
-    if (s != GDU_ST_OK)
-        st_prefix(err, path);
-    return s;
-}
-
 /* Whether resolved path p lies under resolved folder dir. */
 static int lies_under(const char *p, const char *dir)
 {
@@ -74,11 +61,15 @@ static int lies_under(const char *p, const char *dir)
 /* A shard must resolve (symbolic links followed) inside the index's folder,
  * or inside the blobs/ folder of a Hugging Face cache repository whose
  * snapshots/REV/ folder holds the index (there every file is a link to
- * ../../blobs/HASH). */
-static gdu_st_status check_inside(const char *dir, const char *path, const char *name,
+ * ../../blobs/HASH). What is checked is where the open descriptor fd
+ * lies (through /proc/self/fd, else its path): the file read, not what
+ * the path named a moment earlier. */
+static gdu_st_status check_inside(const char *dir, int fd, const char *path, const char *name,
                                   gdu_st_error *err)
 {
-    char *root = realpath(dir, NULL), *real = realpath(path, NULL);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    char *root = realpath(dir, NULL), *real = realpath(access(proc, F_OK) == 0 ? proc : path, NULL);
     gdu_st_status s = GDU_ST_OK;
     if (root == NULL || real == NULL) {
         s = st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", root ? path : dir, strerror(errno));
@@ -111,14 +102,16 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* Fills the model's file list: the file itself, or the index's shards
- * resolved against the index's folder. */
-static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index,
+ * resolved against the index's folder (*folder, malloc'd; NULL for a single
+ * file). */
+static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index, char **folder,
                                 gdu_st_error *err)
 {
     if (!ends_with(path, ".json")) {
         m->files = calloc(1, sizeof *m->files);
         if (m->files == NULL || (m->files[0].path = strdup(path)) == NULL)
             return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        m->files[0].fd = -1;
         m->file_count = 1;
         return GDU_ST_OK;
     }
@@ -137,24 +130,79 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *ind
     int dir_len = slash ? (slash == path ? 1 : (int)(slash - path)) : 1;
     const char *dir = slash ? path : ".";
     m->files = calloc(index->shard_count, sizeof *m->files);
-    if (m->files == NULL)
+    if (m->files == NULL || (*folder = strndup(dir, (size_t)dir_len)) == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    char *folder = strndup(dir, (size_t)dir_len);
-    if (folder == NULL)
-        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; s == GDU_ST_OK && i < index->shard_count; i++) {
-        if (asprintf(&m->files[i].path, "%s/%s", folder, index->shards[i]) < 0) {
+    for (size_t i = 0; i < index->shard_count; i++) {
+        m->files[i].fd = -1;
+        if (asprintf(&m->files[i].path, "%s/%s", *folder, index->shards[i]) < 0) {
             m->files[i].path = NULL;
-            s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-            break;
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
         }
         m->file_count++;
-        s = check_inside(folder, m->files[i].path, index->shards[i], err);
     }
-    free(folder);
-    if (s != GDU_ST_OK)
-        st_prefix(err, path);
+    return GDU_ST_OK;
+}
+
+/* Opens file f, checks that a shard lies inside folder (when not NULL),
+ * reads and validates its header, and keeps the descriptor when f is among
+ * the first keep files. */
+static gdu_st_status open_file(gdu_st_model *m, size_t f, const char *folder, const char *name,
+                               unsigned flags, size_t keep, gdu_st_error *err)
+{
+    st_file *file = &m->files[f];
+    int fd = st_open_regular(file->path);
+    if (fd < 0)
+        return st_open_fail(err, file->path, fd);
+    gdu_st_status s = folder ? check_inside(folder, fd, file->path, name, err) : GDU_ST_OK;
+    if (s == GDU_ST_OK) {
+        s = gdu_st_header_read_fd(fd, flags, &file->header, err);
+        if (s != GDU_ST_OK)
+            st_prefix(err, file->path);
+    }
+    if (s == GDU_ST_OK && st_identity_of(fd, &file->id) != 0)
+        s = st_fail(err, GDU_ST_ERR_IO, "%s: fstat: %s", file->path, strerror(errno));
+    if (s == GDU_ST_OK && f < keep)
+        file->fd = fd;
+    else
+        close(fd);
     return s;
+}
+
+size_t st_files_within_limit(size_t max, unsigned divisor)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return max;
+    size_t n = (size_t)(lim.rlim_cur / divisor);
+    return n < 1 ? 1 : n < max ? n : max;
+}
+
+gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *out, gdu_st_error *err)
+{
+    const st_file *file = &m->files[f];
+    if (file->fd >= 0) {
+        *out = file->fd;
+        return GDU_ST_OK;
+    }
+    int fd = st_open_regular(file->path);
+    if (fd < 0)
+        return st_open_fail(err, file->path, fd);
+    st_identity now;
+    if (st_identity_of(fd, &now) != 0 || !st_identity_equal(&now, &file->id)) {
+        close(fd);
+        return st_fail(err, GDU_ST_ERR_CHANGED,
+                       "%s is not the file that was opened and validated (replaced, or its size "
+                       "or modification time changed since): open the checkpoint again",
+                       file->path);
+    }
+    *out = fd;
+    return GDU_ST_OK;
+}
+
+void st_file_descriptor_done(const gdu_st_model *m, size_t f, int fd)
+{
+    if (fd != m->files[f].fd)
+        close(fd);
 }
 
 /* Builds the merged tensor table and the name lookup; refuses a name found in
@@ -231,9 +279,15 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     st_index index = {0};
-    gdu_st_status s = list_files(m, path, &index, err);
-    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = open_file(m->files[f].path, flags, &m->files[f].header, err);
+    char *folder = NULL;
+    gdu_st_status s = list_files(m, path, &index, &folder, err);
+    size_t keep = st_files_within_limit(ST_KEEP_FILES, 8);
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
+        s = open_file(m, f, folder, folder ? index.shards[f] : NULL, flags, keep, err);
+        if (s == GDU_ST_ERR_PATH_ESCAPE)
+            st_prefix(err, path);
+    }
+    free(folder);
     if (s == GDU_ST_OK) {
         s = build_table(m, err);
         if (s == GDU_ST_OK && index.root != NULL)
@@ -260,6 +314,8 @@ void gdu_st_model_free(gdu_st_model *m)
         st_block_release(m->files[f].block);
         gdu_st_header_free(m->files[f].header);
         free(m->files[f].path);
+        if (m->files[f].fd >= 0)
+            close(m->files[f].fd);
     }
     free(m->files);
     free(m->tensors);
@@ -295,6 +351,30 @@ const char *gdu_st_model_file_path(const gdu_st_model *m, size_t index)
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t index)
 {
     return index < m->file_count ? m->files[index].header : NULL;
+}
+
+gdu_st_status gdu_st_model_file_open(const gdu_st_model *m, size_t index, gdu_io_engine *engine,
+                                     gdu_io_file **out, gdu_st_error *err)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL || engine == NULL || out == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (index >= m->file_count)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "file %zu of a checkpoint of %zu", index,
+                       m->file_count);
+    int fd = -1;
+    gdu_st_status s = st_file_descriptor(m, index, &fd, err);
+    if (s != GDU_ST_OK)
+        return s;
+    char why[256] = "";
+    int rc = gdu_io_open_fd(engine, fd, GDU_IO_READ, out, why, sizeof why);
+    st_file_descriptor_done(m, index, fd);
+    if (rc == -EMFILE || rc == -ENFILE)
+        return st_open_fail(err, m->files[index].path, rc);
+    if (rc != 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", m->files[index].path, why);
+    return st_ok(err);
 }
 
 gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }

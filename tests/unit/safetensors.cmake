@@ -2,6 +2,7 @@
 gdunlock_unit_test(test_safetensors_header SOURCES test_safetensors_header.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_open SOURCES test_safetensors_open.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_load SOURCES test_safetensors_load.c LIBS gdu_safetensors)
+gdunlock_unit_test(test_safetensors_files SOURCES test_safetensors_files.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_cli SOURCES test_safetensors_cli.c LIBS PkgConfig::JANSSON)
 target_compile_definitions(test_safetensors_cli PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
 add_dependencies(test_safetensors_cli gdunlock)
