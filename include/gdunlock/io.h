@@ -5,7 +5,9 @@
  * CUDA streams. Files are opened on an engine; reads and writes are split into
  * chunks that the workers move in parallel, overlapping storage I/O with PCIe
  * copies. Every call returns 0 or a negative errno and, where it takes one,
- * fills a message buffer with the cause; nothing here prints.
+ * fills a message buffer with the cause; nothing here prints. A NULL
+ * engine, file, request or output pointer is refused with -EINVAL; for a
+ * NULL handle the accessors answer NULL, "", 0 or GDU_IO_BACKEND_AUTO.
  *
  * Threads: all calls are thread-safe except that a file must not be closed,
  * nor an engine destroyed, while another thread still uses it.

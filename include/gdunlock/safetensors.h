@@ -15,7 +15,10 @@
  *
  * Every function returns GDU_ST_OK or a named status and, when err is not
  * NULL, fills err with that status and a message saying the cause. Nothing
- * here prints. */
+ * here prints. A NULL handle or output pointer, an index out of range, a
+ * flag bit not defined here or a target not in gdu_st_target is refused
+ * with GDU_ST_ERR_INVALID_ARGUMENT; for a NULL model or header, or an index
+ * out of range, the accessors answer 0, NULL, -1 or an empty struct. */
 #ifndef GDUNLOCK_SAFETENSORS_H
 #define GDUNLOCK_SAFETENSORS_H
 

@@ -324,18 +324,23 @@ void gdu_io_close(gdu_io_file *f)
     free(f);
 }
 
-gdu_io_backend gdu_io_file_backend(const gdu_io_file *f) { return f->backend; }
+gdu_io_backend gdu_io_file_backend(const gdu_io_file *f)
+{
+    return f ? f->backend : GDU_IO_BACKEND_AUTO;
+}
 
 int gdu_io_file_direct(const gdu_io_file *f)
 {
-    return atomic_load(&f->direct_reads) || atomic_load(&f->direct_writes);
+    return f && (atomic_load(&f->direct_reads) || atomic_load(&f->direct_writes));
 }
 
-const char *gdu_io_file_reason(const gdu_io_file *f) { return f->reason; }
+const char *gdu_io_file_reason(const gdu_io_file *f) { return f ? f->reason : ""; }
 
 int64_t gdu_io_file_size(const gdu_io_file *f)
 {
     struct stat st;
+    if (f == NULL)
+        return -EINVAL;
     if (fstat(f->fd, &st) != 0)
         return -errno;
     return (int64_t)st.st_size;

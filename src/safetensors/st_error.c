@@ -79,3 +79,10 @@ void st_prefix(gdu_st_error *err, const char *prefix)
     msg[p + 2 + m] = '\0';
     memcpy(err->message, msg, sizeof msg);
 }
+
+gdu_st_status st_unknown_flags(gdu_st_error *err, unsigned flags)
+{
+    return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                   "unknown parsing flags 0x%x (GDU_ST_LENIENT is the only one)",
+                   flags & ~GDU_ST_LENIENT);
+}

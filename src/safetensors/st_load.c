@@ -278,6 +278,10 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
             return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is already loaded");
     static const int gpu0 = 0;
     gdu_st_load_options o = options ? *options : (gdu_st_load_options){0};
+    if (o.target != GDU_ST_TARGET_GPU && o.target != GDU_ST_TARGET_HOST)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                       "load target %d is neither GDU_ST_TARGET_GPU nor GDU_ST_TARGET_HOST",
+                       (int)o.target);
     if (o.gpus == NULL || o.gpu_count == 0) {
         o.gpus = &gpu0;
         o.gpu_count = 1;

@@ -275,6 +275,8 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
     if (path == NULL || out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
+    if (flags & ~GDU_ST_LENIENT)
+        return st_unknown_flags(err, flags);
     gdu_st_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
@@ -323,16 +325,16 @@ void gdu_st_model_free(gdu_st_model *m)
     free(m);
 }
 
-size_t gdu_st_model_tensor_count(const gdu_st_model *m) { return m->tensor_count; }
+size_t gdu_st_model_tensor_count(const gdu_st_model *m) { return m ? m->tensor_count : 0; }
 
 const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
 {
-    return index < m->tensor_count ? &m->tensors[index] : NULL;
+    return m && index < m->tensor_count ? &m->tensors[index] : NULL;
 }
 
 long gdu_st_model_find_n(const gdu_st_model *m, const char *name, size_t len)
 {
-    json_t *v = name ? json_object_getn(m->by_name, name, len) : NULL;
+    json_t *v = m && name ? json_object_getn(m->by_name, name, len) : NULL;
     return v ? (long)json_integer_value(v) : -1;
 }
 
@@ -341,16 +343,16 @@ long gdu_st_model_find(const gdu_st_model *m, const char *name)
     return name ? gdu_st_model_find_n(m, name, strlen(name)) : -1;
 }
 
-size_t gdu_st_model_file_count(const gdu_st_model *m) { return m->file_count; }
+size_t gdu_st_model_file_count(const gdu_st_model *m) { return m ? m->file_count : 0; }
 
 const char *gdu_st_model_file_path(const gdu_st_model *m, size_t index)
 {
-    return index < m->file_count ? m->files[index].path : NULL;
+    return m && index < m->file_count ? m->files[index].path : NULL;
 }
 
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t index)
 {
-    return index < m->file_count ? m->files[index].header : NULL;
+    return m && index < m->file_count ? m->files[index].header : NULL;
 }
 
 gdu_st_status gdu_st_model_file_open(const gdu_st_model *m, size_t index, gdu_io_engine *engine,
@@ -377,6 +379,9 @@ gdu_st_status gdu_st_model_file_open(const gdu_st_model *m, size_t index, gdu_io
     return st_ok(err);
 }
 
-gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
+gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m)
+{
+    return m ? m->stats : (gdu_st_load_stats){0};
+}
 
 const char *gdu_st_version(void) { return GDUNLOCK_VERSION; }
