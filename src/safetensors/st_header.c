@@ -367,6 +367,8 @@ gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t 
         s = st_fail(err, GDU_ST_ERR_HEADER_NOT_OBJECT, "header JSON is not an object");
     else
         s = parse_object(h, root, flags, err);
+    if (s == GDU_ST_OK)
+        st_json_drop_tree(h->doc); /* names and metadata live on in its strings */
     if (s != GDU_ST_OK) {
         gdu_st_header_free(h);
         return s;

@@ -205,31 +205,40 @@ void st_file_descriptor_done(const gdu_st_model *m, size_t f, int fd)
         close(fd);
 }
 
-/* Builds the merged tensor table and the name lookup; refuses a name found in
- * two shards. */
+/* Orders names as bytes (NUL bytes included), a prefix first. */
+static int compare_names(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c != 0 ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* by_name's order: by name, then by file (the earlier file first). */
+static int by_name(const void *x, const void *y)
+{
+    const gdu_st_tensor *a = *(const gdu_st_tensor *const *)x,
+                        *b = *(const gdu_st_tensor *const *)y;
+    int c = compare_names(a->name, a->name_len, b->name, b->name_len);
+    return c != 0 ? c : (a->file > b->file) - (a->file < b->file);
+}
+
+/* Builds the merged tensor table and the name lookup (the tensors sorted by
+ * name: 8 bytes a tensor, and no hash a hostile header could flood);
+ * refuses a name found in two shards. */
 static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
 {
     size_t total = 0;
     for (size_t f = 0; f < m->file_count; f++)
         total += gdu_st_header_tensor_count(m->files[f].header);
     m->tensors = calloc(total ? total : 1, sizeof *m->tensors);
-    m->by_name = json_object();
+    m->by_name = calloc(total ? total : 1, sizeof *m->by_name);
     if (m->tensors == NULL || m->by_name == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", total);
     for (size_t f = 0; f < m->file_count; f++) {
         const gdu_st_header *h = m->files[f].header;
         for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
             const gdu_st_tensor_info *info = gdu_st_header_tensor(h, i);
-            json_t *prev = json_object_getn(m->by_name, info->name, info->name_len);
-            if (prev != NULL)
-                return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR,
-                               "tensor '%.80s' is in both %s and %s", info->name,
-                               m->files[m->tensors[json_integer_value(prev)].file].path,
-                               m->files[f].path);
-            if (json_object_setn_new_nocheck(m->by_name, info->name, info->name_len,
-                                             json_integer((json_int_t)m->tensor_count)) != 0)
-                return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-            gdu_st_tensor *t = &m->tensors[m->tensor_count++];
+            gdu_st_tensor *t = &m->tensors[m->tensor_count];
+            m->by_name[m->tensor_count++] = t;
             t->name = info->name;
             t->name_len = info->name_len;
             t->dtype = info->dtype;
@@ -241,7 +250,19 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
             t->file_offset = gdu_st_header_data_offset(h) + info->begin;
         }
     }
+    qsort(m->by_name, m->tensor_count, sizeof *m->by_name, by_name);
+    for (size_t i = 1; i < m->tensor_count; i++) {
+        const gdu_st_tensor *a = m->by_name[i - 1], *b = m->by_name[i];
+        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0)
+            return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR, "tensor '%.80s' is in both %s and %s",
+                           a->name, m->files[a->file].path, m->files[b->file].path);
+    }
     return GDU_ST_OK;
+}
+
+static int by_shard_name(const void *key, const void *shard)
+{
+    return strcmp(key, *(char *const *)shard);
 }
 
 /* Every tensor the index maps must be in the shard it names. */
@@ -253,10 +274,9 @@ static gdu_st_status check_index(const gdu_st_model *m, const st_index *index, g
     {
         long i = gdu_st_model_find(m, tensor);
         const char *name = json_string_value(shard);
-        size_t f = 0;
-        while (f < index->shard_count && strcmp(index->shards[f], name) != 0)
-            f++;
-        if (i < 0 || m->tensors[i].file != f)
+        char **hit = bsearch(name, index->shards, index->shard_count, sizeof *index->shards,
+                             by_shard_name); /* the shard names are sorted */
+        if (i < 0 || hit == NULL || m->tensors[i].file != (size_t)(hit - index->shards))
             return st_fail(err, GDU_ST_ERR_INDEX,
                            "the index maps tensor '%.80s' to %.120s, which does not hold it",
                            tensor, name);
@@ -321,7 +341,7 @@ void gdu_st_model_free(gdu_st_model *m)
     }
     free(m->files);
     free(m->tensors);
-    json_decref(m->by_name);
+    free(m->by_name);
     free(m);
 }
 
@@ -334,8 +354,19 @@ const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
 
 long gdu_st_model_find_n(const gdu_st_model *m, const char *name, size_t len)
 {
-    json_t *v = m && name ? json_object_getn(m->by_name, name, len) : NULL;
-    return v ? (long)json_integer_value(v) : -1;
+    size_t lo = 0, hi = m && name ? m->tensor_count : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const gdu_st_tensor *t = m->by_name[mid];
+        int c = compare_names(name, len, t->name, t->name_len);
+        if (c == 0)
+            return (long)(t - m->tensors);
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -1;
 }
 
 long gdu_st_model_find(const gdu_st_model *m, const char *name)

@@ -7,7 +7,6 @@
 #include "safetensors/st_block.h"
 #include "safetensors/st_pread.h"
 
-typedef struct json_t json_t;
 typedef struct st_pending_load st_pending_load;
 
 typedef struct st_file {
@@ -46,7 +45,7 @@ struct gdu_st_model {
     size_t file_count;
     gdu_st_tensor *tensors; /* file by file, each file's in offset order */
     size_t tensor_count;
-    json_t *by_name; /* name -> index into tensors */
+    gdu_st_tensor **by_name; /* the tensors sorted by name (then file) */
     gdu_st_load_stats stats;
     st_pending_load *pending; /* between gdu_st_load_start and _finish */
 };

@@ -3,6 +3,7 @@ gdunlock_unit_test(test_safetensors_header SOURCES test_safetensors_header.c LIB
 gdunlock_unit_test(test_safetensors_open SOURCES test_safetensors_open.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_load SOURCES test_safetensors_load.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_files SOURCES test_safetensors_files.c LIBS gdu_safetensors)
+gdunlock_unit_test(test_safetensors_memory SOURCES test_safetensors_memory.c LIBS gdu_safetensors)
 gdunlock_unit_test(test_safetensors_api SOURCES test_safetensors_api.c LIBS gdu_safetensors)
 target_compile_definitions(test_safetensors_api PRIVATE GDUNLOCK_INCLUDE="${CMAKE_SOURCE_DIR}/include")
 gdunlock_unit_test(test_safetensors_cli SOURCES test_safetensors_cli.c LIBS PkgConfig::JANSSON)
