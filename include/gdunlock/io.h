@@ -5,7 +5,9 @@
  * CUDA streams. Files are opened on an engine; reads and writes are split into
  * chunks that the workers move in parallel, overlapping storage I/O with PCIe
  * copies. Every call returns 0 or a negative errno and, where it takes one,
- * fills a message buffer with the cause; nothing here prints.
+ * fills a message buffer with the cause; nothing here prints. A NULL
+ * engine, file, request or output pointer is refused with -EINVAL; for a
+ * NULL handle the accessors answer NULL, "", 0 or GDU_IO_BACKEND_AUTO.
  *
  * Threads: all calls are thread-safe except that a file must not be closed,
  * nor an engine destroyed, while another thread still uses it.
@@ -130,11 +132,28 @@ enum {
     GDU_IO_TRUNCATE = 8, /* truncate to 0 on open */
 };
 
-/* Opens path on the engine. Returns 0 or a negative errno (-ENOENT, -EACCES,
- * -EINVAL for bad flags, or the cuFile refusal when the backend is CUFILE
- * explicitly: -ENOTSUP) with why. */
+/* Opens path on the engine. Only a regular file is opened: the open never
+ * blocks (a FIFO without a writer would block a plain open forever), and a
+ * directory, FIFO, device or socket is refused. Returns 0 or a negative
+ * errno (-ENOENT, -EACCES, -EISDIR for a directory, -EINVAL for any other
+ * file that is not a regular one or for bad flags, -EMFILE at the
+ * process's open-file limit, or the cuFile refusal when the backend is
+ * CUFILE explicitly: -ENOTSUP) with why. */
 int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out, char *why,
                 size_t why_len);
+
+/* Opens the file behind descriptor fd on the engine, for a caller that has
+ * already checked that file (a header it validated): the engine reads that
+ * file and no other, whatever happens to its path. fd is duplicated (the
+ * caller keeps and closes its own); the O_DIRECT descriptor and cuFile's
+ * registration reopen it through /proc/self/fd/N, so they are the same
+ * file too (without /proc, reads stay buffered). flags: READ and/or WRITE,
+ * allowed by fd's access mode (no CREATE or TRUNCATE; no WRITE on an
+ * O_APPEND descriptor). Returns 0 or a negative errno (-EBADF for a closed
+ * descriptor or one not open for that access, -EISDIR / -EINVAL for a file
+ * that is not a regular one, -EMFILE) with why. */
+int gdu_io_open_fd(gdu_io_engine *e, int fd, int flags, gdu_io_file **out, char *why,
+                   size_t why_len);
 
 /* Waits for the file's outstanding requests, then closes it. NULL is a no-op. */
 void gdu_io_close(gdu_io_file *f);

@@ -15,7 +15,10 @@
  *
  * Every function returns GDU_ST_OK or a named status and, when err is not
  * NULL, fills err with that status and a message saying the cause. Nothing
- * here prints. */
+ * here prints. A NULL handle or output pointer, an index out of range, a
+ * flag bit not defined here or a target not in gdu_st_target is refused
+ * with GDU_ST_ERR_INVALID_ARGUMENT; for a NULL model or header, or an index
+ * out of range, the accessors answer 0, NULL, -1 or an empty struct. */
 #ifndef GDUNLOCK_SAFETENSORS_H
 #define GDUNLOCK_SAFETENSORS_H
 
@@ -60,6 +63,9 @@ typedef enum gdu_st_status {
     GDU_ST_ERR_TRAILING,          /* (strict) bytes after the last tensor */
     GDU_ST_ERR_SETTINGS,          /* a GDUNLOCK_IO_* setting is invalid */
     GDU_ST_ERR_BUSY,              /* the engines are in use by a load or an open reader */
+    GDU_ST_ERR_CHANGED,           /* a file that had to be opened again is not the one validated
+                                  * (replaced, or its size or modification time changed) */
+    GDU_ST_ERR_TOO_MANY_FILES,    /* the process's open-file limit was reached (EMFILE, ENFILE) */
     GDU_ST_STATUS_COUNT
 } gdu_st_status;
 
@@ -222,21 +228,34 @@ typedef struct gdu_st_model gdu_st_model;
  * strictly. No tensor data is read. Only regular files are opened (a FIFO or
  * a device is refused without blocking). Every shard must resolve (symbolic
  * links followed) inside the index's folder or, for the Hugging Face cache
- * layout (.../snapshots/REV/), inside that cache repository's blobs/ folder. */
+ * layout (.../snapshots/REV/), inside that cache repository's blobs/ folder.
+ *
+ * The model keeps the descriptor each header was read from, and every later
+ * read (gdu_st_load, gdu_st_verify, gdu_st_model_file_open) goes through it,
+ * so that what is read is the file that was validated even if its path is
+ * replaced meanwhile (a writer's rename). It keeps at most 64, and at most
+ * an eighth of the open-file limit (RLIMIT_NOFILE); a file past those is
+ * opened again by path when needed and refused with GDU_ST_ERR_CHANGED
+ * unless it is the same file, unchanged. At the open-file limit the status
+ * is GDU_ST_ERR_TOO_MANY_FILES. */
 gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err);
 /* The same with parsing flags (GDU_ST_LENIENT). */
 gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model **out,
                                 gdu_st_error *err);
 
 /* Allocates memory (one block per file) and streams each file's data section
- * into it with the I/O engine. The engines (one per GPU, one for host memory)
+ * into it with the I/O engine, through the descriptors gdu_st_open read the
+ * headers from (see there). The engines (one per GPU, one for host memory)
  * are created by the first load that needs them, with the GDUNLOCK_IO_*
- * settings of that moment, and kept for later loads in the process. */
+ * settings of that moment, and kept for later loads in the process. At
+ * most 32 files (and a 32nd of the open-file limit) are open on the engines
+ * at once: the next is opened as one finishes. */
 gdu_st_status gdu_st_load(gdu_st_model *model, const gdu_st_load_options *options,
                           gdu_st_error *err);
 
-/* gdu_st_load in two halves. _start allocates the memory and submits every
- * read, then returns: from then on each tensor's address is set and
+/* gdu_st_load in two halves. _start allocates the memory and submits the
+ * reads (those of files past the 32 open at once: _finish, as files finish),
+ * then returns: from then on each tensor's address is set and
  * gdu_st_model_dlpack exports it, but its bytes are valid only once
  * gdu_st_load_finish has returned GDU_ST_OK (so a binding can build its
  * tensor objects while the data moves). _finish waits for the reads, calls
@@ -256,11 +275,16 @@ gdu_st_status gdu_st_engines_release(gdu_st_error *err);
 /* Leases the kept engine for host memory (host != 0) or for GPU device, for
  * callers that read ranges themselves through include/gdunlock/io.h (the
  * Python module's safe_open). Every lease is given back with
- * gdu_st_engine_return; gdu_st_engines_release refuses while one is out. */
+ * gdu_st_engine_return; gdu_st_engines_release refuses while one is out.
+ * Leases are counted per engine: a return of an engine that has none out
+ * (returned twice, or never leased) is refused with
+ * GDU_ST_ERR_INVALID_ARGUMENT and changes nothing; NULL is GDU_ST_OK. */
 gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out, gdu_st_error *err);
-void gdu_st_engine_return(gdu_io_engine *engine);
+gdu_st_status gdu_st_engine_return(gdu_io_engine *engine);
 
-/* Reads every loaded tensor back to the host and compares it with the file.
+/* Reads every loaded tensor back to the host and compares it with the file
+ * whose header was validated (through the descriptor gdu_st_open read it
+ * from, or the path opened again and checked: GDU_ST_ERR_CHANGED).
  * GDU_ST_ERR_VERIFY_MISMATCH names the first tensor that differs. */
 gdu_st_status gdu_st_verify(const gdu_st_model *model, gdu_st_error *err);
 
@@ -276,6 +300,20 @@ long gdu_st_model_find_n(const gdu_st_model *model, const char *name, size_t len
 size_t gdu_st_model_file_count(const gdu_st_model *model);
 const char *gdu_st_model_file_path(const gdu_st_model *model, size_t index);
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *model, size_t index);
+
+/* Opens file index of the model on engine (for reading), for callers that
+ * read tensor ranges themselves through include/gdunlock/io.h (the Python
+ * module's safe_open): the engine reads the file whose header the model
+ * validated, through the descriptor gdu_st_open read it from, whatever the
+ * path names by now (a checkpoint replaced by rename keeps being read as it
+ * was). Where the model did not keep that descriptor (see gdu_st_open),
+ * the path is opened again and refused with GDU_ST_ERR_CHANGED unless it is
+ * the same file (device, inode), unchanged (size, modification time).
+ * Close *out with gdu_io_close, before or after freeing the model (the
+ * engine holds its own descriptor). Thread-safe. GDU_ST_ERR_OPEN with the
+ * engine's reason, or GDU_ST_ERR_TOO_MANY_FILES at the open-file limit. */
+gdu_st_status gdu_st_model_file_open(const gdu_st_model *model, size_t index, gdu_io_engine *engine,
+                                     gdu_io_file **out, gdu_st_error *err);
 
 typedef struct gdu_st_load_stats {
     uint64_t files;

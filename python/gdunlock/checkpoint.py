@@ -2,6 +2,7 @@
 loading into GPU or host memory, verification, and raw access to the loaded
 bytes (no torch needed)."""
 import ctypes
+import operator
 import os
 from collections import namedtuple
 
@@ -80,12 +81,22 @@ class Checkpoint:
         if not self._model:
             raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the checkpoint is closed")
 
+    def _index(self, index, count, what):
+        """index as a position among count (negative counts from the end,
+        as for a list); IndexError out of range, TypeError for a non-integer."""
+        i = operator.index(index)
+        if not -count <= i < count:
+            raise IndexError(f"{what} index {index} is out of range: the checkpoint has {count} "
+                             f"{what}s")
+        return i + count if i < 0 else i
+
     def __len__(self):
         self._require_open()
         return self._lib.gdu_st_model_tensor_count(self._model)
 
     def tensor(self, index):
         self._require_open()
+        index = self._index(index, len(self), "tensor")
         t = self._lib.gdu_st_model_tensor(self._model, index).contents
         return TensorInfo(_text(t.name, t.name_len), self._lib.gdu_st_dtype_name(t.dtype).decode(),
                           tuple(t.shape[d] for d in range(t.ndim)), t.nbytes, t.address,
@@ -108,6 +119,7 @@ class Checkpoint:
         """The __metadata__ map of one file, None when absent or null (as
         safetensors' safe_open.metadata() answers)."""
         self._require_open()
+        file = self._index(file, self._lib.gdu_st_model_file_count(self._model), "file")
         header = self._lib.gdu_st_model_file_header(self._model, file)
         if not self._lib.gdu_st_header_has_metadata(header):
             return None
@@ -170,6 +182,7 @@ class Checkpoint:
         """A DLManagedTensor* (1-D uint8 over the tensor's bytes) holding a
         reference on its memory; see include/gdunlock/safetensors.h."""
         self._require_open()
+        index = self._index(index, len(self), "tensor")
         ptr = self._lib.gdu_st_model_dlpack(self._model, index)
         if not ptr:
             raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "not loaded, or out of memory")

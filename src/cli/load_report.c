@@ -54,6 +54,11 @@ const char *load_fix_hint(gdu_st_status status)
     case GDU_ST_ERR_VERIFY_MISMATCH:
         return "the data path corrupted the bytes: try GDUNLOCK_IO_BACKEND=pipeline and "
                "report it with 'gdunlock verify' output";
+    case GDU_ST_ERR_CHANGED:
+        return "the checkpoint was replaced or written to while it was read: run again once "
+               "its writer has finished";
+    case GDU_ST_ERR_TOO_MANY_FILES:
+        return "raise the open-file limit (ulimit -n) and run again";
     default:
         return "this is a bug in gdunlock: please report it";
     }
@@ -69,11 +74,13 @@ int load_exit_code(gdu_st_status status)
     case GDU_ST_ERR_INVALID_ARGUMENT:
     case GDU_ST_ERR_NOMEM:
     case GDU_ST_ERR_BUSY:
+    case GDU_ST_ERR_TOO_MANY_FILES:
         return GDU_EXIT_SOFTWARE;
     case GDU_ST_ERR_NO_CUDA:
         return GDU_EXIT_UNAVAILABLE;
     case GDU_ST_ERR_IO:
     case GDU_ST_ERR_ENGINE:
+    case GDU_ST_ERR_CHANGED:
         return GDU_EXIT_IOERR;
     case GDU_ST_ERR_DEVICE_MEMORY:
     case GDU_ST_ERR_VERIFY_MISMATCH:

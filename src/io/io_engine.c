@@ -34,12 +34,15 @@ void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
 
 void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piece = bytes; }
 
-const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return &e->opt; }
-gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e) { return e->backend; }
-const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e->reason; }
+const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return e ? &e->opt : NULL; }
+gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e)
+{
+    return e ? e->backend : GDU_IO_BACKEND_AUTO;
+}
+const char *gdu_io_engine_reason(const gdu_io_engine *e) { return e ? e->reason : ""; }
 int gdu_io_engine_direct_storage(const gdu_io_engine *e)
 {
-    return e->cufile_open && e->nvfs_loaded;
+    return e && e->cufile_open && e->nvfs_loaded;
 }
 
 int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
@@ -518,6 +521,8 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
         why_len = sizeof scratch;
     }
     why[0] = '\0';
+    if (out == NULL)
+        return -EINVAL;
     *out = NULL;
     gdu_io_engine *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -576,6 +581,8 @@ static bool short_of_staging(const gdu_io_engine *e)
 
 int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
 {
+    if (e == NULL)
+        return -EINVAL;
     pthread_mutex_lock(&e->qlock);
     while (e->prestage_left != 0) /* the round the engine started with */
         pthread_cond_wait(&e->prestage_cond, &e->qlock);

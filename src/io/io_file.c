@@ -63,9 +63,20 @@ static int open_flags(int flags)
     return o;
 }
 
-/* Decides O_DIRECT for reads and writes, opens the direct descriptor, and
- * writes the reason into note. */
-static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t len)
+/* Opens f's file again with other flags (O_DIRECT) through
+ * /proc/self/fd/N, which names the open file itself whatever now lies at
+ * the path it was opened by. Returns the descriptor or -errno. */
+static int reopen(const gdu_io_file *f, int oflags)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
+    int fd = open(proc, oflags | O_CLOEXEC | O_NOCTTY);
+    return fd >= 0 ? fd : -errno;
+}
+
+/* Decides O_DIRECT for reads and writes, opens the direct descriptor (the
+ * same file as f->fd, or none), and writes the reason into note. */
+static void choose_direct(gdu_io_file *f, char *note, size_t len)
 {
     gdu_io_direct mode = f->engine->opt.direct;
     bool reads = false, writes = mode == GDU_IO_DIRECT_ON && (f->flags & GDU_IO_WRITE);
@@ -95,10 +106,11 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
                  cache_note[0] ? cache_note : "O_DIRECT auto: writes buffered");
         return;
     }
-    f->dfd = open(path, open_flags(f->flags) | O_DIRECT);
+    f->dfd = reopen(f, open_flags(f->flags) | O_DIRECT);
     if (f->dfd < 0) {
-        int err = errno;
-        snprintf(note, len, "buffered (O_DIRECT refused by the file system: %s)", strerror(err));
+        snprintf(note, len, "buffered (O_DIRECT refused by the file system: %s%s)",
+                 strerror(-f->dfd), f->dfd == -ENOENT ? ": no /proc/self/fd to reopen it" : "");
+        f->dfd = -1;
         return;
     }
     atomic_store(&f->direct_reads, reads);
@@ -110,37 +122,37 @@ static void choose_direct(gdu_io_file *f, const char *path, char *note, size_t l
              cache_note[0] ? " (" : "", cache_note, cache_note[0] ? ")" : "");
 }
 
-int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out, char *why,
-                size_t why_len)
+/* 0 when fd is a regular file; else -EISDIR or -EINVAL (a FIFO, a device,
+ * a socket: reading them could block forever or never end) with why. */
+static int check_regular(int fd, const char *name, char *why, size_t why_len)
 {
-    char scratch[GDU_IO_WHY];
-    if (why == NULL || why_len == 0) {
-        why = scratch;
-        why_len = sizeof scratch;
-    }
-    why[0] = '\0';
-    if (out != NULL)
-        *out = NULL;
-    if (e == NULL || path == NULL || out == NULL || !(flags & (GDU_IO_READ | GDU_IO_WRITE)) ||
-        (flags & ~(GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE)) ||
-        ((flags & (GDU_IO_CREATE | GDU_IO_TRUNCATE)) && !(flags & GDU_IO_WRITE))) {
-        snprintf(why, why_len,
-                 "invalid open flags 0x%x (need READ and/or WRITE; CREATE and "
-                 "TRUNCATE need WRITE)",
-                 flags);
-        return -EINVAL;
-    }
-    int oflags = open_flags(flags) | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
-                 (flags & GDU_IO_TRUNCATE ? O_TRUNC : 0);
-    int fd = open(path, oflags, 0644);
-    if (fd < 0) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
         int err = errno;
-        snprintf(why, why_len, "cannot open %s: %s", path, strerror(err));
+        snprintf(why, why_len, "cannot stat %s: %s", name, strerror(err));
         return -err;
     }
+    if (S_ISREG(st.st_mode))
+        return 0;
+    snprintf(why, why_len, "%s is %s, not a regular file", name,
+             S_ISDIR(st.st_mode)    ? "a directory"
+             : S_ISFIFO(st.st_mode) ? "a FIFO"
+             : S_ISCHR(st.st_mode)  ? "a character device"
+             : S_ISBLK(st.st_mode)  ? "a block device"
+             : S_ISSOCK(st.st_mode) ? "a socket"
+                                    : "of an unknown type");
+    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+}
+
+/* Puts the checked regular-file descriptor fd (owned from here on) on the
+ * engine: the backend, and O_DIRECT through a descriptor of the same file. */
+static int adopt(gdu_io_engine *e, int fd, int flags, const char *name, gdu_io_file **out,
+                 char *why, size_t why_len)
+{
     gdu_io_file *f = calloc(1, sizeof *f);
     if (f == NULL) {
         close(fd);
+        snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
     f->engine = e;
@@ -151,8 +163,9 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
     pthread_cond_init(&f->idle, NULL);
     char note[2 * GDU_IO_WHY] = "";
     if (e->backend == GDU_IO_BACKEND_CUFILE) {
-        char cwhy[GDU_IO_WHY / 2] = "";
-        int r = gdu_io_cufile_register(f, path, cwhy, sizeof cwhy);
+        char cwhy[GDU_IO_WHY / 2] = "", proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd); /* this file, not the path's */
+        int r = gdu_io_cufile_register(f, proc, cwhy, sizeof cwhy);
         if (r == 0) {
             f->backend = GDU_IO_BACKEND_CUFILE;
             snprintf(f->reason, sizeof f->reason, "cufile: file registered (%s); %s",
@@ -161,7 +174,7 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
             return 0;
         }
         if (e->opt.backend == GDU_IO_BACKEND_CUFILE) {
-            snprintf(why, why_len, "cufile refused %s: %s", path, cwhy);
+            snprintf(why, why_len, "cufile refused %s: %s", name, cwhy);
             gdu_io_close(f);
             return r;
         }
@@ -169,11 +182,129 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
     }
     f->backend = e->backend == GDU_IO_BACKEND_HOST ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_PIPELINE;
     char dnote[GDU_IO_WHY / 2] = "";
-    choose_direct(f, path, dnote, sizeof dnote);
+    choose_direct(f, dnote, sizeof dnote);
     snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.200s", gdu_io_backend_name(f->backend),
              dnote, note[0] ? "; " : "", note);
     *out = f;
     return 0;
+}
+
+/* The why buffer to write into: the caller's, or scratch when it gave none. */
+static char *why_buffer(char *why, size_t *why_len, char *scratch, size_t scratch_len)
+{
+    if (why == NULL || *why_len == 0) {
+        *why_len = scratch_len;
+        why = scratch;
+    }
+    why[0] = '\0';
+    return why;
+}
+
+/* The open flags are READ and/or WRITE, CREATE and TRUNCATE only with WRITE. */
+static int check_flags(int flags, char *why, size_t why_len)
+{
+    if (!(flags & (GDU_IO_READ | GDU_IO_WRITE)) ||
+        (flags & ~(GDU_IO_READ | GDU_IO_WRITE | GDU_IO_CREATE | GDU_IO_TRUNCATE)) ||
+        ((flags & (GDU_IO_CREATE | GDU_IO_TRUNCATE)) && !(flags & GDU_IO_WRITE))) {
+        snprintf(why, why_len,
+                 "invalid open flags 0x%x (need READ and/or WRITE; CREATE and "
+                 "TRUNCATE need WRITE)",
+                 flags);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out, char *why,
+                size_t why_len)
+{
+    char scratch[GDU_IO_WHY];
+    why = why_buffer(why, &why_len, scratch, sizeof scratch);
+    if (out != NULL)
+        *out = NULL;
+    if (e == NULL || path == NULL || out == NULL) {
+        snprintf(why, why_len, "NULL %s", e == NULL ? "engine" : path == NULL ? "path" : "out");
+        return -EINVAL;
+    }
+    int r = check_flags(flags, why, why_len);
+    if (r != 0)
+        return r;
+    /* Non-blocking: a FIFO without a writer would block a plain open
+     * forever; the type is checked before anything reads. */
+    int oflags = open_flags(flags) | O_NONBLOCK | O_NOCTTY | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
+                 (flags & GDU_IO_TRUNCATE ? O_TRUNC : 0);
+    int fd = open(path, oflags, 0644);
+    if (fd < 0) {
+        int err = errno;
+        snprintf(why, why_len, "cannot open %s: %s%s", path, strerror(err),
+                 err == EMFILE || err == ENFILE
+                     ? " (the process's open-file limit: raise it with ulimit -n)"
+                     : "");
+        return -err;
+    }
+    r = check_regular(fd, path, why, why_len);
+    if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        r = -errno;
+        snprintf(why, why_len, "%s: fcntl: %s", path, strerror(-r));
+    }
+    if (r != 0) {
+        close(fd);
+        return r;
+    }
+    return adopt(e, fd, flags, path, out, why, why_len);
+}
+
+int gdu_io_open_fd(gdu_io_engine *e, int fd, int flags, gdu_io_file **out, char *why,
+                   size_t why_len)
+{
+    char scratch[GDU_IO_WHY];
+    why = why_buffer(why, &why_len, scratch, sizeof scratch);
+    if (out != NULL)
+        *out = NULL;
+    if (e == NULL || out == NULL) {
+        snprintf(why, why_len, "NULL %s", e == NULL ? "engine" : "out");
+        return -EINVAL;
+    }
+    int r = check_flags(flags, why, why_len);
+    if (r != 0)
+        return r;
+    if (flags & (GDU_IO_CREATE | GDU_IO_TRUNCATE)) {
+        snprintf(why, why_len, "CREATE and TRUNCATE need a path (gdu_io_open)");
+        return -EINVAL;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "descriptor %d", fd);
+    int status = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (status < 0) {
+        snprintf(why, why_len, "%s: %s", name, strerror(EBADF));
+        return -EBADF;
+    }
+    int mode = status & O_ACCMODE;
+    if (((flags & GDU_IO_READ) && mode == O_WRONLY) ||
+        ((flags & GDU_IO_WRITE) && mode == O_RDONLY)) {
+        snprintf(why, why_len, "%s is open %s, not for %s", name,
+                 mode == O_WRONLY ? "write-only" : "read-only",
+                 flags & GDU_IO_WRITE ? "writing" : "reading");
+        return -EBADF;
+    }
+    if ((flags & GDU_IO_WRITE) && (status & O_APPEND)) {
+        snprintf(why, why_len, "%s is open with O_APPEND: writes would not land at their offsets",
+                 name);
+        return -EINVAL;
+    }
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) {
+        int err = errno;
+        snprintf(why, why_len, "%s: dup: %s%s", name, strerror(err),
+                 err == EMFILE ? " (the process's open-file limit: raise it with ulimit -n)" : "");
+        return -err;
+    }
+    r = check_regular(own, name, why, why_len);
+    if (r != 0) {
+        close(own);
+        return r;
+    }
+    return adopt(e, own, flags, name, out, why, why_len);
 }
 
 void gdu_io_close(gdu_io_file *f)
@@ -193,18 +324,23 @@ void gdu_io_close(gdu_io_file *f)
     free(f);
 }
 
-gdu_io_backend gdu_io_file_backend(const gdu_io_file *f) { return f->backend; }
+gdu_io_backend gdu_io_file_backend(const gdu_io_file *f)
+{
+    return f ? f->backend : GDU_IO_BACKEND_AUTO;
+}
 
 int gdu_io_file_direct(const gdu_io_file *f)
 {
-    return atomic_load(&f->direct_reads) || atomic_load(&f->direct_writes);
+    return f && (atomic_load(&f->direct_reads) || atomic_load(&f->direct_writes));
 }
 
-const char *gdu_io_file_reason(const gdu_io_file *f) { return f->reason; }
+const char *gdu_io_file_reason(const gdu_io_file *f) { return f ? f->reason : ""; }
 
 int64_t gdu_io_file_size(const gdu_io_file *f)
 {
     struct stat st;
+    if (f == NULL)
+        return -EINVAL;
     if (fstat(f->fd, &st) != 0)
         return -errno;
     return (int64_t)st.st_size;

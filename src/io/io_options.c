@@ -39,6 +39,8 @@ const char *gdu_io_backend_name(gdu_io_backend b)
 
 int gdu_io_backend_parse(const char *name, gdu_io_backend *out)
 {
+    if (name == NULL || out == NULL)
+        return -EINVAL;
     for (unsigned i = 0; i < sizeof backend_names / sizeof backend_names[0]; i++)
         if (strcmp(name, backend_names[i]) == 0) {
             *out = (gdu_io_backend)i;
@@ -132,6 +134,8 @@ static void read_process_defaults(void)
 
 int gdu_io_options_default(gdu_io_options *o, char *why, size_t why_len)
 {
+    if (o == NULL)
+        return -EINVAL;
     pthread_once(&process_defaults.once, read_process_defaults);
     *o = process_defaults.options;
     if (process_defaults.status != 0 && why != NULL && why_len > 0)

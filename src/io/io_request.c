@@ -226,6 +226,8 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
 
 int gdu_io_poll(const gdu_io_request *r)
 {
+    if (r == NULL)
+        return -EINVAL;
     gdu_io_request *m = (gdu_io_request *)r;
     pthread_mutex_lock(&m->lock);
     int done = m->completed;
@@ -291,6 +293,8 @@ int gdu_io_write(gdu_io_file *f, uint64_t offset, uint64_t length, const void *m
 
 int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len)
 {
+    if (f == NULL)
+        return -EINVAL;
     while (fdatasync(f->fd) != 0) {
         if (errno == EINTR)
             continue;

@@ -43,7 +43,7 @@ unsigned gdu_st_dtype_bits(gdu_st_dtype dtype)
 
 int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out)
 {
-    if (name == NULL)
+    if (name == NULL || out == NULL)
         return -1;
     for (unsigned i = 0; i < GDU_ST_DTYPE_COUNT; i++) {
         if (strcmp(name, dtypes[i].name) == 0) {

@@ -7,10 +7,12 @@
 #define ENGINE_SLOTS (1 + 1024)
 
 static gdu_io_engine *engines[ENGINE_SLOTS];
-/* Leases out (loads running, readers open): release waits for none of them,
- * it refuses, since a destroyed engine under a running load would leave its
- * requests unserved forever. */
-static size_t leases;
+/* Leases out per engine (loads running, readers open): release waits for
+ * none of them, it refuses, since a destroyed engine under a running load
+ * would leave its requests unserved forever. Counted per engine, so that a
+ * return of an engine with no lease out (twice, or one never leased) is
+ * refused instead of cancelling a lease on another engine. */
+static size_t leases[ENGINE_SLOTS];
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_error *err)
@@ -41,7 +43,7 @@ gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_er
         s = create(host, device, &engines[slot], err);
     if (s == GDU_ST_OK) {
         *out = engines[slot];
-        leases++;
+        leases[slot]++;
     }
     pthread_mutex_unlock(&engines_lock);
     return s;
@@ -55,20 +57,27 @@ gdu_st_status gdu_st_engine_acquire(int host, int device, gdu_io_engine **out, g
     return s == GDU_ST_OK ? st_ok(err) : s;
 }
 
-void gdu_st_engine_return(gdu_io_engine *engine)
+gdu_st_status gdu_st_engine_return(gdu_io_engine *engine)
 {
     if (engine == NULL)
-        return;
+        return GDU_ST_OK;
     pthread_mutex_lock(&engines_lock);
-    if (leases > 0)
-        leases--;
+    size_t slot = 0;
+    while (slot < ENGINE_SLOTS && engines[slot] != engine)
+        slot++;
+    int leased = slot < ENGINE_SLOTS && leases[slot] > 0;
+    if (leased)
+        leases[slot]--;
     pthread_mutex_unlock(&engines_lock);
+    return leased ? GDU_ST_OK : GDU_ST_ERR_INVALID_ARGUMENT;
 }
 
 gdu_st_status gdu_st_engines_release(gdu_st_error *err)
 {
     pthread_mutex_lock(&engines_lock);
-    size_t busy = leases;
+    size_t busy = 0;
+    for (size_t i = 0; i < ENGINE_SLOTS; i++)
+        busy += leases[i];
     for (size_t i = 0; busy == 0 && i < ENGINE_SLOTS; i++) {
         gdu_io_engine_destroy(engines[i]);
         engines[i] = NULL;

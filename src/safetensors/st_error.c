@@ -34,6 +34,8 @@ static const char *const status_names[GDU_ST_STATUS_COUNT] = {
     [GDU_ST_ERR_TRAILING] = "GDU_ST_ERR_TRAILING",
     [GDU_ST_ERR_SETTINGS] = "GDU_ST_ERR_SETTINGS",
     [GDU_ST_ERR_BUSY] = "GDU_ST_ERR_BUSY",
+    [GDU_ST_ERR_CHANGED] = "GDU_ST_ERR_CHANGED",
+    [GDU_ST_ERR_TOO_MANY_FILES] = "GDU_ST_ERR_TOO_MANY_FILES",
 };
 
 const char *gdu_st_status_name(gdu_st_status status)
@@ -76,4 +78,11 @@ void st_prefix(gdu_st_error *err, const char *prefix)
     memcpy(msg + p + 2, err->message, m);
     msg[p + 2 + m] = '\0';
     memcpy(err->message, msg, sizeof msg);
+}
+
+gdu_st_status st_unknown_flags(gdu_st_error *err, unsigned flags)
+{
+    return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                   "unknown parsing flags 0x%x (GDU_ST_LENIENT is the only one)",
+                   flags & ~GDU_ST_LENIENT);
 }

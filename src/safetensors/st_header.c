@@ -334,6 +334,8 @@ gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t 
     if (out == NULL || (bytes == NULL && len > 0))
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
+    if (flags & ~GDU_ST_LENIENT)
+        return st_unknown_flags(err, flags);
     if (len > file_size)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "image longer than the file size");
     if (file_size < 8 || len < 8)
@@ -365,6 +367,8 @@ gdu_st_status gdu_st_header_parse_flags(const void *bytes, size_t len, uint64_t 
         s = st_fail(err, GDU_ST_ERR_HEADER_NOT_OBJECT, "header JSON is not an object");
     else
         s = parse_object(h, root, flags, err);
+    if (s == GDU_ST_OK)
+        st_json_drop_tree(h->doc); /* names and metadata live on in its strings */
     if (s != GDU_ST_OK) {
         gdu_st_header_free(h);
         return s;
@@ -384,6 +388,8 @@ gdu_st_status gdu_st_header_read_fd(int fd, unsigned flags, gdu_st_header **out,
     if (out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
+    if (flags & ~GDU_ST_LENIENT)
+        return st_unknown_flags(err, flags);
     struct stat st;
     if (fstat(fd, &st) != 0)
         return st_fail(err, GDU_ST_ERR_IO, "fstat: %s", strerror(errno));
@@ -423,25 +429,25 @@ void gdu_st_header_free(gdu_st_header *h)
     free(h);
 }
 
-size_t gdu_st_header_tensor_count(const gdu_st_header *h) { return h->tensor_count; }
+size_t gdu_st_header_tensor_count(const gdu_st_header *h) { return h ? h->tensor_count : 0; }
 
 const gdu_st_tensor_info *gdu_st_header_tensor(const gdu_st_header *h, size_t index)
 {
-    return index < h->tensor_count ? &h->tensors[index] : NULL;
+    return h && index < h->tensor_count ? &h->tensors[index] : NULL;
 }
 
-uint64_t gdu_st_header_data_offset(const gdu_st_header *h) { return h->data_offset; }
-uint64_t gdu_st_header_data_span(const gdu_st_header *h) { return h->data_span; }
-uint64_t gdu_st_header_hole_bytes(const gdu_st_header *h) { return h->hole_bytes; }
-uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *h) { return h->trailing_bytes; }
-size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h->metadata_count; }
+uint64_t gdu_st_header_data_offset(const gdu_st_header *h) { return h ? h->data_offset : 0; }
+uint64_t gdu_st_header_data_span(const gdu_st_header *h) { return h ? h->data_span : 0; }
+uint64_t gdu_st_header_hole_bytes(const gdu_st_header *h) { return h ? h->hole_bytes : 0; }
+uint64_t gdu_st_header_trailing_bytes(const gdu_st_header *h) { return h ? h->trailing_bytes : 0; }
+size_t gdu_st_header_metadata_count(const gdu_st_header *h) { return h ? h->metadata_count : 0; }
 
-int gdu_st_header_has_metadata(const gdu_st_header *h) { return h->has_metadata; }
+int gdu_st_header_has_metadata(const gdu_st_header *h) { return h ? h->has_metadata : 0; }
 
 int gdu_st_header_metadata(const gdu_st_header *h, size_t index, const char **key, size_t *key_len,
                            const char **value, size_t *value_len)
 {
-    if (index >= h->metadata_count)
+    if (h == NULL || key == NULL || value == NULL || index >= h->metadata_count)
         return -1;
     *key = h->metadata[index].key;
     if (key_len != NULL)

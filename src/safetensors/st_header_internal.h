@@ -1,5 +1,6 @@
 /* The parsed header's storage. Names and metadata strings point into the
- * JSON document (st_json.h), which lives as long as the header. */
+ * JSON document's strings (st_json.h), kept as long as the header; its tree
+ * is dropped once the header is validated. */
 #ifndef GDUNLOCK_ST_HEADER_INTERNAL_H
 #define GDUNLOCK_ST_HEADER_INTERNAL_H
 

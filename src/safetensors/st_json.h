@@ -13,7 +13,10 @@
  *     128, the outermost counted);
  *   - duplicate keys in an object are an error (the format's specification;
  *     serde would keep the last).
- * The tree lives in one arena, freed with st_json_free. */
+ * The tree lives in one arena and the decoded strings in another, so that
+ * a caller done with the tree keeps the strings alone (st_json_drop_tree);
+ * st_json_free frees both. Each container's items are allocated once, at
+ * their exact count. */
 #ifndef GDUNLOCK_ST_JSON_H
 #define GDUNLOCK_ST_JSON_H
 
@@ -29,17 +32,24 @@ typedef enum {
     ST_JSON_OBJECT
 } st_json_kind;
 
+/* A value, in 32 bytes: a header of a million tensors has over ten million
+ * of them. */
 typedef struct st_json st_json;
 struct st_json {
     st_json_kind kind;
-    const char
-        *str;   /* STRING: the decoded bytes, NUL-terminated (may hold NUL); NUMBER: as written */
-    size_t len; /* STRING, NUMBER: bytes of str */
-    int is_u64; /* NUMBER: an unsigned integer that fits 64 bits */
-    uint64_t u64;
-    int truth;      /* BOOL */
-    size_t count;   /* ARRAY: items; OBJECT: members */
-    st_json *items; /* ARRAY: count values; OBJECT: count keys (STRING) and values, interleaved */
+    unsigned char is_u64; /* NUMBER: an unsigned integer that fits 64 bits */
+    unsigned char truth;  /* BOOL */
+    size_t len;           /* STRING, NUMBER: bytes of str */
+    union {
+        const char *str; /* STRING: the decoded bytes, NUL-terminated (may hold NUL); NUMBER: as
+                          * written, in the parsed text */
+        st_json *items;  /* ARRAY: count values; OBJECT: count keys (STRING) and values,
+                          * interleaved */
+    };
+    union {
+        uint64_t u64; /* NUMBER, when is_u64 */
+        size_t count; /* ARRAY: items; OBJECT: members */
+    };
 };
 
 typedef struct st_json_doc st_json_doc;
@@ -50,6 +60,9 @@ typedef struct st_json_doc st_json_doc;
  * (and the byte offset of the error in *where). */
 st_json_doc *st_json_parse(const char *text, size_t len, char *why, size_t why_len, size_t *where);
 const st_json *st_json_root(const st_json_doc *doc);
+/* Frees the tree (st_json_root may not be used after it); the strings stay
+ * until st_json_free. */
+void st_json_drop_tree(st_json_doc *doc);
 void st_json_free(st_json_doc *doc);
 
 /* An object's member: key and value of member i. */

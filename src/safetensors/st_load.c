@@ -1,9 +1,12 @@
 /* Loading: one memory block per file, filled by engine reads of the file's
- * data span. All files are submitted before any is waited on, so the engine's
- * workers stay busy across shard boundaries, and shards placed on different
- * GPUs (one engine each, kept for the process: st_engines.h) load at the same
- * time. The load is split at that point (start: allocate and submit; finish:
- * wait), so a caller can hand the tensors on while their bytes move. */
+ * data span through the descriptor its header was read from. Files are
+ * submitted before earlier ones are waited on, so the engine's workers stay
+ * busy across shard boundaries, and shards placed on different GPUs (one
+ * engine each, kept for the process: st_engines.h) load at the same time;
+ * but only ST_LOAD_OPEN_FILES are open on the engines at once, the next
+ * opened and submitted as one finishes. The load is split (start: allocate
+ * every block, submit the first files; finish: wait, and submit the rest),
+ * so a caller can hand the tensors on while their bytes move. */
 #include "gdunlock/io.h"
 #include "safetensors/st_engines.h"
 #include "safetensors/st_error.h"
@@ -23,12 +26,33 @@
  * advances the progress report. */
 #define PIECE_BYTES ((uint64_t)256 << 20)
 
-/* One piece of one file and the engine request moving it. */
+/* One piece of one file and the engine request moving it (NULL before it
+ * is submitted and after it is waited for). */
 typedef struct {
     size_t file;
     gdu_io_extent extent;
     gdu_io_request *request;
 } load_piece;
+
+/* What a started load holds until gdu_st_load_finish. */
+struct st_pending_load {
+    gdu_io_file **ios;      /* per file, while its reads run */
+    gdu_io_engine **leased; /* per file, with ios */
+    int *devices;           /* per file: its GPU */
+    size_t *first_piece;    /* per file, and one past the last: its pieces */
+    int host;
+    size_t next_open;  /* files before it have been opened and submitted */
+    size_t open_files; /* files open on the engines now */
+    size_t open_limit;
+    load_piece *pieces;
+    size_t n_pieces;
+    uint64_t total;
+    double t0, first_submit;
+    void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
+    void *progress_ctx;
+    gdu_st_status status; /* the first failure, reported by finish */
+    gdu_st_error error;
+};
 
 static double now_seconds(void)
 {
@@ -45,84 +69,97 @@ static void record_path(gdu_st_model *m, const gdu_io_file *io)
     snprintf(m->stats.reason, sizeof m->stats.reason, "%s", gdu_io_file_reason(io));
 }
 
-/* Submits the reads of data-section bytes [start, end) of file f, in pieces. */
-static gdu_st_status submit_range(gdu_st_model *m, size_t f, gdu_io_file *io, uint64_t start,
-                                  uint64_t end, load_piece *pieces, size_t *n_pieces,
+/* Submits one piece on file f's engine file. */
+static gdu_st_status submit_piece(gdu_st_model *m, st_pending_load *p, load_piece *piece,
                                   gdu_st_error *err)
 {
-    st_file *file = &m->files[f];
-    for (uint64_t pos = start; pos < end; pos += PIECE_BYTES) {
-        load_piece *p = &pieces[(*n_pieces)];
-        p->file = f;
-        p->extent = (gdu_io_extent){
-            .offset = gdu_st_header_data_offset(file->header) + pos,
-            .length = end - pos < PIECE_BYTES ? end - pos : PIECE_BYTES,
-            .mem = (void *)(uintptr_t)st_block_address(file->block, pos, NULL),
-        };
-        if (gdu_io_submit(io, GDU_IO_OP_READ, &p->extent, 1, NULL, NULL, &p->request) != 0)
-            return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read", file->path);
-        (*n_pieces)++;
+    if (p->first_submit == 0)
+        p->first_submit = now_seconds();
+    if (gdu_io_submit(p->ios[piece->file], GDU_IO_OP_READ, &piece->extent, 1, NULL, NULL,
+                      &piece->request) != 0) {
+        piece->request = NULL;
+        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read",
+                       m->files[piece->file].path);
     }
     return GDU_ST_OK;
 }
 
-/* Allocates file f's next segment, up to end, and submits its reads. */
-static gdu_st_status add_segment(gdu_st_model *m, size_t f, gdu_io_file *io, uint64_t end,
-                                 load_piece *pieces, size_t *n_pieces, double *first_submit,
+/* Allocates file f's next segment, up to end, and adds its pieces, each
+ * submitted at once while the file is open on its engine. */
+static gdu_st_status add_segment(gdu_st_model *m, st_pending_load *p, size_t f, uint64_t end,
                                  gdu_st_error *err)
 {
-    st_block *b = m->files[f].block;
+    st_file *file = &m->files[f];
+    st_block *b = file->block;
     uint64_t start = b->n_segments ? b->segments[b->n_segments - 1].end : 0;
     double t = now_seconds();
     gdu_st_status s = st_block_add_segment(b, end, err);
     m->stats.alloc_seconds += now_seconds() - t;
-    if (s != GDU_ST_OK)
-        return s;
-    if (*first_submit == 0)
-        *first_submit = now_seconds();
-    return submit_range(m, f, io, start, end, pieces, n_pieces, err);
+    for (uint64_t pos = start; s == GDU_ST_OK && pos < end; pos += PIECE_BYTES) {
+        load_piece *piece = &p->pieces[p->n_pieces++];
+        *piece = (load_piece){
+            .file = f,
+            .extent =
+                {
+                    .offset = gdu_st_header_data_offset(file->header) + pos,
+                    .length = end - pos < PIECE_BYTES ? end - pos : PIECE_BYTES,
+                    .mem = (void *)(uintptr_t)st_block_address(b, pos, NULL),
+                },
+        };
+        if (p->ios[f] != NULL)
+            s = submit_piece(m, p, piece, err);
+    }
+    return s;
 }
 
-/* Opens file f on its engine, then allocates its block segment by segment
- * (boundaries at tensor starts), submitting each segment's reads at once
- * (appended to pieces[*n_pieces...]). */
-static gdu_st_status start_file(gdu_st_model *m, size_t f, int device, int host,
-                                gdu_io_engine **leased, gdu_io_file **io, load_piece *pieces,
-                                size_t *n_pieces, double *first_submit, gdu_st_error *err)
+/* Opens file f on its engine (leased: gdu_st_engines_release cannot destroy
+ * it under the reads) through the descriptor its header was read from, and
+ * submits the pieces it has so far. Host memory (pinned or not) is filled by
+ * one HOST engine for all files. */
+static gdu_st_status open_file(gdu_st_model *m, st_pending_load *p, size_t f, gdu_st_error *err)
+{
+    p->next_open = f + 1;
+    if (gdu_st_header_data_span(m->files[f].header) == 0)
+        return GDU_ST_OK;
+    double t = now_seconds();
+    gdu_st_status s = st_engine_get(p->host, p->devices[f], &p->leased[f], err);
+    m->stats.engine_seconds += now_seconds() - t;
+    if (s == GDU_ST_OK)
+        s = gdu_st_model_file_open(m, f, p->leased[f], &p->ios[f], err);
+    if (s != GDU_ST_OK)
+        return s;
+    p->open_files++;
+    record_path(m, p->ios[f]);
+    for (size_t i = p->first_piece[f]; s == GDU_ST_OK && i < p->n_pieces && p->pieces[i].file == f;
+         i++)
+        s = submit_piece(m, p, &p->pieces[i], err);
+    return s;
+}
+
+/* Creates file f's block and allocates it segment by segment (boundaries
+ * at tensor starts), each segment's reads submitted at once when the file
+ * is among those open. */
+static gdu_st_status start_file(gdu_st_model *m, st_pending_load *p, size_t f, gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
-    gdu_st_status s =
-        st_block_create(host ? ST_MEM_PINNED : ST_MEM_DEVICE, device, span, &file->block, err);
-    if (s != GDU_ST_OK)
-        return s;
-    if (span == 0)
-        return st_block_add_segment(file->block, 0, err);
-    /* Host memory (pinned or not) is filled by one HOST engine for all files.
-     * The lease keeps gdu_st_engines_release from destroying it under us. */
-    gdu_io_engine *engine = NULL;
-    double t = now_seconds();
-    s = st_engine_get(host, device, &engine, err);
-    m->stats.engine_seconds += now_seconds() - t;
-    if (s != GDU_ST_OK)
-        return s;
-    *leased = engine;
-    char why[256] = "";
-    if (gdu_io_open(engine, file->path, GDU_IO_READ, io, why, sizeof why) != 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, why);
-    record_path(m, *io);
+    p->first_piece[f] = p->n_pieces;
+    gdu_st_status s = st_block_create(p->host ? ST_MEM_PINNED : ST_MEM_DEVICE, p->devices[f], span,
+                                      &file->block, err);
+    if (s == GDU_ST_OK && p->next_open == f && p->open_files < p->open_limit)
+        s = open_file(m, p, f, err);
+    if (s != GDU_ST_OK || span == 0)
+        return s == GDU_ST_OK ? st_block_add_segment(file->block, 0, err) : s;
     uint64_t data = gdu_st_header_data_offset(file->header), start = 0;
     for (size_t i = 0; s == GDU_ST_OK && i < m->tensor_count; i++) {
         const gdu_st_tensor *tensor = &m->tensors[i];
         uint64_t pos = tensor->file_offset - data;
         if (tensor->file != f || pos - start < PIECE_BYTES || pos >= span)
             continue;
-        s = add_segment(m, f, *io, pos, pieces, n_pieces, first_submit, err);
+        s = add_segment(m, p, f, pos, err);
         start = pos;
     }
-    if (s == GDU_ST_OK)
-        s = add_segment(m, f, *io, span, pieces, n_pieces, first_submit, err);
-    return s;
+    return s == GDU_ST_OK ? add_segment(m, p, f, span, err) : s;
 }
 
 /* Waits for one piece; a short read means the file shrank since it was opened. */
@@ -158,42 +195,50 @@ static void fill_addresses(gdu_st_model *m)
     }
 }
 
-/* What a started load holds until gdu_st_load_finish. */
-struct st_pending_load {
-    gdu_io_file **ios;
-    gdu_io_engine **leased;
-    load_piece *pieces;
-    size_t n_pieces;
-    uint64_t total;
-    double t0, first_submit;
-    void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
-    void *progress_ctx;
-    gdu_st_status status; /* the first failure, reported by finish */
-    gdu_st_error error;
-};
+/* Closes file f once its reads are done, opening the next files in its
+ * place (before its lease goes back, so that the engines count as used
+ * throughout); a failure to open one is kept in p. */
+static void file_done(gdu_st_model *m, st_pending_load *p, size_t f)
+{
+    gdu_io_close(p->ios[f]);
+    p->ios[f] = NULL;
+    p->open_files--;
+    while (p->status == GDU_ST_OK && p->next_open < m->file_count && p->open_files < p->open_limit)
+        p->status = open_file(m, p, p->next_open, &p->error);
+    gdu_st_engine_return(p->leased[f]);
+    p->leased[f] = NULL;
+}
 
-/* Waits for every submitted piece (also after a failure), then gives the
- * files and engines back; keeps the first failure in p. */
+/* Waits for every submitted piece (also after a failure), opening the files
+ * not yet open as others finish (until a failure), then gives the files and
+ * engines back; keeps the first failure in p. */
 static void drain(gdu_st_model *m, st_pending_load *p)
 {
     uint64_t done = 0;
     for (size_t i = 0; i < p->n_pieces; i++) {
+        load_piece *piece = &p->pieces[i];
+        while (piece->request == NULL && p->status == GDU_ST_OK && p->next_open <= piece->file)
+            p->status = open_file(m, p, p->next_open, &p->error);
+        if (piece->request == NULL) /* its file was never opened: the load failed */
+            continue;
         gdu_st_error e2;
-        gdu_st_status s2 = finish_piece(m, &p->pieces[i], &e2);
+        gdu_st_status s2 = finish_piece(m, piece, &e2);
         if (p->status == GDU_ST_OK && s2 != GDU_ST_OK) {
             p->status = s2;
             p->error = e2;
         }
-        done += p->pieces[i].extent.length;
+        done += piece->extent.length;
         if (p->status == GDU_ST_OK && p->progress != NULL)
             p->progress(p->progress_ctx, done, p->total);
+        if (i + 1 == p->first_piece[piece->file + 1])
+            file_done(m, p, piece->file);
     }
     if (p->first_submit != 0)
         m->stats.transfer_seconds = now_seconds() - p->first_submit;
-    for (size_t f = 0; p->ios != NULL && f < m->file_count; f++)
+    for (size_t f = 0; f < m->file_count; f++) { /* opened, but not every piece was submitted */
         gdu_io_close(p->ios[f]);
-    for (size_t f = 0; p->leased != NULL && f < m->file_count; f++)
         gdu_st_engine_return(p->leased[f]);
+    }
 }
 
 static void pending_free(st_pending_load *p)
@@ -202,6 +247,8 @@ static void pending_free(st_pending_load *p)
         return;
     free(p->ios);
     free(p->leased);
+    free(p->devices);
+    free(p->first_piece);
     free(p->pieces);
     free(p);
 }
@@ -231,20 +278,25 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
             return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "the model is already loaded");
     static const int gpu0 = 0;
     gdu_st_load_options o = options ? *options : (gdu_st_load_options){0};
+    if (o.target != GDU_ST_TARGET_GPU && o.target != GDU_ST_TARGET_HOST)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
+                       "load target %d is neither GDU_ST_TARGET_GPU nor GDU_ST_TARGET_HOST",
+                       (int)o.target);
     if (o.gpus == NULL || o.gpu_count == 0) {
         o.gpus = &gpu0;
         o.gpu_count = 1;
     }
-    int host = o.target == GDU_ST_TARGET_HOST;
     memset(&m->stats, 0, sizeof m->stats);
     st_pending_load *p = calloc(1, sizeof *p);
     if (p == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     p->t0 = now_seconds();
+    p->host = o.target == GDU_ST_TARGET_HOST;
+    p->open_limit = st_files_within_limit(ST_LOAD_OPEN_FILES, 32);
     p->progress = o.progress;
     p->progress_ctx = o.progress_ctx;
 
-    size_t max_pieces = 0;
+    size_t max_pieces = 0, n = m->file_count ? m->file_count : 1;
     for (size_t f = 0; f < m->file_count; f++) {
         uint64_t span = gdu_st_header_data_span(m->files[f].header);
         p->total += span;
@@ -252,21 +304,26 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
          * adds at most one short piece. */
         max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
     }
-    p->ios = calloc(m->file_count ? m->file_count : 1, sizeof *p->ios);
-    p->leased = calloc(m->file_count ? m->file_count : 1, sizeof *p->leased);
+    p->ios = calloc(n, sizeof *p->ios);
+    p->leased = calloc(n, sizeof *p->leased);
+    p->devices = calloc(n, sizeof *p->devices);
+    p->first_piece = calloc(n + 1, sizeof *p->first_piece);
     p->pieces = calloc(max_pieces ? max_pieces : 1, sizeof *p->pieces);
-    gdu_st_status s = p->ios && p->leased && p->pieces
+    gdu_st_status s = p->ios && p->leased && p->devices && p->first_piece && p->pieces
                           ? GDU_ST_OK
                           : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = start_file(m, f, o.gpus[f % o.gpu_count], host, &p->leased[f], &p->ios[f], p->pieces,
-                       &p->n_pieces, &p->first_submit, err);
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
+        p->devices[f] = o.gpus[f % o.gpu_count];
+        s = start_file(m, p, f, err);
+    }
     if (s != GDU_ST_OK) {
-        drain(m, p); /* what was submitted lands before its memory goes */
+        p->next_open = m->file_count; /* open no more: drain only what was submitted */
+        drain(m, p);                  /* what was submitted lands before its memory goes */
         pending_free(p);
         release_blocks(m);
         return s;
     }
+    p->first_piece[m->file_count] = p->n_pieces;
     fill_addresses(m);
     m->pending = p;
     return st_ok(err);

@@ -2,7 +2,6 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_index.h"
 #include "safetensors/st_model_internal.h"
-#include "safetensors/st_pread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +18,7 @@ static gdu_st_status read_small_file(const char *path, char **out, size_t *len, 
 {
     int fd = st_open_regular(path);
     if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
+        return st_open_fail(err, path, fd);
     struct stat st;
     gdu_st_status s = GDU_ST_OK;
     if (fstat(fd, &st) != 0)
@@ -49,19 +49,6 @@ static gdu_st_status read_small_file(const char *path, char **out, size_t *len, 
     return GDU_ST_OK;
 }
 
-static gdu_st_status open_file(const char *path, unsigned flags, gdu_st_header **out,
-                               gdu_st_error *err)
-{
-    int fd = st_open_regular(path);
-    if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, st_open_error(fd));
-    gdu_st_status s = gdu_st_header_read_fd(fd, flags, out, err);
-    close(fd);
-    if (s != GDU_ST_OK)
-        st_prefix(err, path);
-    return s;
-}
-
 /* Whether resolved path p lies under resolved folder dir. */
 static int lies_under(const char *p, const char *dir)
 {
@@ -74,11 +61,15 @@ static int lies_under(const char *p, const char *dir)
 /* A shard must resolve (symbolic links followed) inside the index's folder,
  * or inside the blobs/ folder of a Hugging Face cache repository whose
  * snapshots/REV/ folder holds the index (there every file is a link to
- * ../../blobs/HASH). */
-static gdu_st_status check_inside(const char *dir, const char *path, const char *name,
+ * ../../blobs/HASH). What is checked is where the open descriptor fd
+ * lies (through /proc/self/fd, else its path): the file read, not what
+ * the path named a moment earlier. */
+static gdu_st_status check_inside(const char *dir, int fd, const char *path, const char *name,
                                   gdu_st_error *err)
 {
-    char *root = realpath(dir, NULL), *real = realpath(path, NULL);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    char *root = realpath(dir, NULL), *real = realpath(access(proc, F_OK) == 0 ? proc : path, NULL);
     gdu_st_status s = GDU_ST_OK;
     if (root == NULL || real == NULL) {
         s = st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", root ? path : dir, strerror(errno));
@@ -111,14 +102,16 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* Fills the model's file list: the file itself, or the index's shards
- * resolved against the index's folder. */
-static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index,
+ * resolved against the index's folder (*folder, malloc'd; NULL for a single
+ * file). */
+static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index, char **folder,
                                 gdu_st_error *err)
 {
     if (!ends_with(path, ".json")) {
         m->files = calloc(1, sizeof *m->files);
         if (m->files == NULL || (m->files[0].path = strdup(path)) == NULL)
             return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        m->files[0].fd = -1;
         m->file_count = 1;
         return GDU_ST_OK;
     }
@@ -137,51 +130,115 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *ind
     int dir_len = slash ? (slash == path ? 1 : (int)(slash - path)) : 1;
     const char *dir = slash ? path : ".";
     m->files = calloc(index->shard_count, sizeof *m->files);
-    if (m->files == NULL)
+    if (m->files == NULL || (*folder = strndup(dir, (size_t)dir_len)) == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    char *folder = strndup(dir, (size_t)dir_len);
-    if (folder == NULL)
-        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; s == GDU_ST_OK && i < index->shard_count; i++) {
-        if (asprintf(&m->files[i].path, "%s/%s", folder, index->shards[i]) < 0) {
+    for (size_t i = 0; i < index->shard_count; i++) {
+        m->files[i].fd = -1;
+        if (asprintf(&m->files[i].path, "%s/%s", *folder, index->shards[i]) < 0) {
             m->files[i].path = NULL;
-            s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-            break;
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
         }
         m->file_count++;
-        s = check_inside(folder, m->files[i].path, index->shards[i], err);
     }
-    free(folder);
-    if (s != GDU_ST_OK)
-        st_prefix(err, path);
+    return GDU_ST_OK;
+}
+
+/* Opens file f, checks that a shard lies inside folder (when not NULL),
+ * reads and validates its header, and keeps the descriptor when f is among
+ * the first keep files. */
+static gdu_st_status open_file(gdu_st_model *m, size_t f, const char *folder, const char *name,
+                               unsigned flags, size_t keep, gdu_st_error *err)
+{
+    st_file *file = &m->files[f];
+    int fd = st_open_regular(file->path);
+    if (fd < 0)
+        return st_open_fail(err, file->path, fd);
+    gdu_st_status s = folder ? check_inside(folder, fd, file->path, name, err) : GDU_ST_OK;
+    if (s == GDU_ST_OK) {
+        s = gdu_st_header_read_fd(fd, flags, &file->header, err);
+        if (s != GDU_ST_OK)
+            st_prefix(err, file->path);
+    }
+    if (s == GDU_ST_OK && st_identity_of(fd, &file->id) != 0)
+        s = st_fail(err, GDU_ST_ERR_IO, "%s: fstat: %s", file->path, strerror(errno));
+    if (s == GDU_ST_OK && f < keep)
+        file->fd = fd;
+    else
+        close(fd);
     return s;
 }
 
-/* Builds the merged tensor table and the name lookup; refuses a name found in
- * two shards. */
+size_t st_files_within_limit(size_t max, unsigned divisor)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return max;
+    size_t n = (size_t)(lim.rlim_cur / divisor);
+    return n < 1 ? 1 : n < max ? n : max;
+}
+
+gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *out, gdu_st_error *err)
+{
+    const st_file *file = &m->files[f];
+    if (file->fd >= 0) {
+        *out = file->fd;
+        return GDU_ST_OK;
+    }
+    int fd = st_open_regular(file->path);
+    if (fd < 0)
+        return st_open_fail(err, file->path, fd);
+    st_identity now;
+    if (st_identity_of(fd, &now) != 0 || !st_identity_equal(&now, &file->id)) {
+        close(fd);
+        return st_fail(err, GDU_ST_ERR_CHANGED,
+                       "%s is not the file that was opened and validated (replaced, or its size "
+                       "or modification time changed since): open the checkpoint again",
+                       file->path);
+    }
+    *out = fd;
+    return GDU_ST_OK;
+}
+
+void st_file_descriptor_done(const gdu_st_model *m, size_t f, int fd)
+{
+    if (fd != m->files[f].fd)
+        close(fd);
+}
+
+/* Orders names as bytes (NUL bytes included), a prefix first. */
+static int compare_names(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c != 0 ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* by_name's order: by name, then by file (the earlier file first). */
+static int by_name(const void *x, const void *y)
+{
+    const gdu_st_tensor *a = *(const gdu_st_tensor *const *)x,
+                        *b = *(const gdu_st_tensor *const *)y;
+    int c = compare_names(a->name, a->name_len, b->name, b->name_len);
+    return c != 0 ? c : (a->file > b->file) - (a->file < b->file);
+}
+
+/* Builds the merged tensor table and the name lookup (the tensors sorted by
+ * name: 8 bytes a tensor, and no hash a hostile header could flood);
+ * refuses a name found in two shards. */
 static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
 {
     size_t total = 0;
     for (size_t f = 0; f < m->file_count; f++)
         total += gdu_st_header_tensor_count(m->files[f].header);
     m->tensors = calloc(total ? total : 1, sizeof *m->tensors);
-    m->by_name = json_object();
+    m->by_name = calloc(total ? total : 1, sizeof *m->by_name);
     if (m->tensors == NULL || m->by_name == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory for %zu tensors", total);
     for (size_t f = 0; f < m->file_count; f++) {
         const gdu_st_header *h = m->files[f].header;
         for (size_t i = 0; i < gdu_st_header_tensor_count(h); i++) {
             const gdu_st_tensor_info *info = gdu_st_header_tensor(h, i);
-            json_t *prev = json_object_getn(m->by_name, info->name, info->name_len);
-            if (prev != NULL)
-                return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR,
-                               "tensor '%.80s' is in both %s and %s", info->name,
-                               m->files[m->tensors[json_integer_value(prev)].file].path,
-                               m->files[f].path);
-            if (json_object_setn_new_nocheck(m->by_name, info->name, info->name_len,
-                                             json_integer((json_int_t)m->tensor_count)) != 0)
-                return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-            gdu_st_tensor *t = &m->tensors[m->tensor_count++];
+            gdu_st_tensor *t = &m->tensors[m->tensor_count];
+            m->by_name[m->tensor_count++] = t;
             t->name = info->name;
             t->name_len = info->name_len;
             t->dtype = info->dtype;
@@ -193,7 +250,19 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
             t->file_offset = gdu_st_header_data_offset(h) + info->begin;
         }
     }
+    qsort(m->by_name, m->tensor_count, sizeof *m->by_name, by_name);
+    for (size_t i = 1; i < m->tensor_count; i++) {
+        const gdu_st_tensor *a = m->by_name[i - 1], *b = m->by_name[i];
+        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0)
+            return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR, "tensor '%.80s' is in both %s and %s",
+                           a->name, m->files[a->file].path, m->files[b->file].path);
+    }
     return GDU_ST_OK;
+}
+
+static int by_shard_name(const void *key, const void *shard)
+{
+    return strcmp(key, *(char *const *)shard);
 }
 
 /* Every tensor the index maps must be in the shard it names. */
@@ -205,10 +274,9 @@ static gdu_st_status check_index(const gdu_st_model *m, const st_index *index, g
     {
         long i = gdu_st_model_find(m, tensor);
         const char *name = json_string_value(shard);
-        size_t f = 0;
-        while (f < index->shard_count && strcmp(index->shards[f], name) != 0)
-            f++;
-        if (i < 0 || m->tensors[i].file != f)
+        char **hit = bsearch(name, index->shards, index->shard_count, sizeof *index->shards,
+                             by_shard_name); /* the shard names are sorted */
+        if (i < 0 || hit == NULL || m->tensors[i].file != (size_t)(hit - index->shards))
             return st_fail(err, GDU_ST_ERR_INDEX,
                            "the index maps tensor '%.80s' to %.120s, which does not hold it",
                            tensor, name);
@@ -227,13 +295,21 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
     if (path == NULL || out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
+    if (flags & ~GDU_ST_LENIENT)
+        return st_unknown_flags(err, flags);
     gdu_st_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     st_index index = {0};
-    gdu_st_status s = list_files(m, path, &index, err);
-    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++)
-        s = open_file(m->files[f].path, flags, &m->files[f].header, err);
+    char *folder = NULL;
+    gdu_st_status s = list_files(m, path, &index, &folder, err);
+    size_t keep = st_files_within_limit(ST_KEEP_FILES, 8);
+    for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
+        s = open_file(m, f, folder, folder ? index.shards[f] : NULL, flags, keep, err);
+        if (s == GDU_ST_ERR_PATH_ESCAPE)
+            st_prefix(err, path);
+    }
+    free(folder);
     if (s == GDU_ST_OK) {
         s = build_table(m, err);
         if (s == GDU_ST_OK && index.root != NULL)
@@ -260,24 +336,37 @@ void gdu_st_model_free(gdu_st_model *m)
         st_block_release(m->files[f].block);
         gdu_st_header_free(m->files[f].header);
         free(m->files[f].path);
+        if (m->files[f].fd >= 0)
+            close(m->files[f].fd);
     }
     free(m->files);
     free(m->tensors);
-    json_decref(m->by_name);
+    free(m->by_name);
     free(m);
 }
 
-size_t gdu_st_model_tensor_count(const gdu_st_model *m) { return m->tensor_count; }
+size_t gdu_st_model_tensor_count(const gdu_st_model *m) { return m ? m->tensor_count : 0; }
 
 const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *m, size_t index)
 {
-    return index < m->tensor_count ? &m->tensors[index] : NULL;
+    return m && index < m->tensor_count ? &m->tensors[index] : NULL;
 }
 
 long gdu_st_model_find_n(const gdu_st_model *m, const char *name, size_t len)
 {
-    json_t *v = name ? json_object_getn(m->by_name, name, len) : NULL;
-    return v ? (long)json_integer_value(v) : -1;
+    size_t lo = 0, hi = m && name ? m->tensor_count : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const gdu_st_tensor *t = m->by_name[mid];
+        int c = compare_names(name, len, t->name, t->name_len);
+        if (c == 0)
+            return (long)(t - m->tensors);
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -1;
 }
 
 long gdu_st_model_find(const gdu_st_model *m, const char *name)
@@ -285,18 +374,45 @@ long gdu_st_model_find(const gdu_st_model *m, const char *name)
     return name ? gdu_st_model_find_n(m, name, strlen(name)) : -1;
 }
 
-size_t gdu_st_model_file_count(const gdu_st_model *m) { return m->file_count; }
+size_t gdu_st_model_file_count(const gdu_st_model *m) { return m ? m->file_count : 0; }
 
 const char *gdu_st_model_file_path(const gdu_st_model *m, size_t index)
 {
-    return index < m->file_count ? m->files[index].path : NULL;
+    return m && index < m->file_count ? m->files[index].path : NULL;
 }
 
 const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *m, size_t index)
 {
-    return index < m->file_count ? m->files[index].header : NULL;
+    return m && index < m->file_count ? m->files[index].header : NULL;
 }
 
-gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m) { return m->stats; }
+gdu_st_status gdu_st_model_file_open(const gdu_st_model *m, size_t index, gdu_io_engine *engine,
+                                     gdu_io_file **out, gdu_st_error *err)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL || engine == NULL || out == NULL)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (index >= m->file_count)
+        return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "file %zu of a checkpoint of %zu", index,
+                       m->file_count);
+    int fd = -1;
+    gdu_st_status s = st_file_descriptor(m, index, &fd, err);
+    if (s != GDU_ST_OK)
+        return s;
+    char why[256] = "";
+    int rc = gdu_io_open_fd(engine, fd, GDU_IO_READ, out, why, sizeof why);
+    st_file_descriptor_done(m, index, fd);
+    if (rc == -EMFILE || rc == -ENFILE)
+        return st_open_fail(err, m->files[index].path, rc);
+    if (rc != 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", m->files[index].path, why);
+    return st_ok(err);
+}
+
+gdu_st_load_stats gdu_st_model_stats(const gdu_st_model *m)
+{
+    return m ? m->stats : (gdu_st_load_stats){0};
+}
 
 const char *gdu_st_version(void) { return GDUNLOCK_VERSION; }

@@ -5,22 +5,47 @@
 
 #include "gdunlock/safetensors.h"
 #include "safetensors/st_block.h"
+#include "safetensors/st_pread.h"
 
-typedef struct json_t json_t;
 typedef struct st_pending_load st_pending_load;
 
 typedef struct st_file {
     char *path;
     gdu_st_header *header;
     st_block *block; /* NULL before loading */
+    int fd;          /* the descriptor the header was read from, or -1 (see ST_KEEP_FILES) */
+    st_identity id;  /* the file the header was read from */
 } st_file;
+
+/* A model keeps the descriptor each header was read from, and every later
+ * read (loads, verify, readers) goes through it: it reads the file that was
+ * validated, whatever its path names by then. Only so many stay open (a
+ * checkpoint may have more shards than a process may open files): at most
+ * ST_KEEP_FILES and an eighth of the open-file limit (RLIMIT_NOFILE). A
+ * file past those is opened again by its path when it is needed, and
+ * refused (GDU_ST_ERR_CHANGED) unless it is the same file (device, inode),
+ * unchanged (size, modification time). */
+#define ST_KEEP_FILES 64
+/* A load has at most this many files open on the engines at once (a file
+ * holds two descriptors with O_DIRECT), and at most a 32nd of the limit;
+ * the next file is opened as one finishes. */
+#define ST_LOAD_OPEN_FILES 32
+
+/* min(max, the open-file limit / divisor), at least 1. */
+size_t st_files_within_limit(size_t max, unsigned divisor);
+
+/* The descriptor to read file f through: the kept one, or the path opened
+ * again and checked to be the file validated. Give it back with
+ * st_file_descriptor_done. */
+gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *fd, gdu_st_error *err);
+void st_file_descriptor_done(const gdu_st_model *m, size_t f, int fd);
 
 struct gdu_st_model {
     st_file *files;
     size_t file_count;
     gdu_st_tensor *tensors; /* file by file, each file's in offset order */
     size_t tensor_count;
-    json_t *by_name; /* name -> index into tensors */
+    gdu_st_tensor **by_name; /* the tensors sorted by name (then file) */
     gdu_st_load_stats stats;
     st_pending_load *pending; /* between gdu_st_load_start and _finish */
 };

@@ -1,8 +1,10 @@
 #include "safetensors/st_pread.h"
+#include "safetensors/st_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,4 +44,31 @@ int st_open_regular(const char *path)
     return fd;
 }
 
-const char *st_open_error(int rc) { return rc == -EINVAL ? "not a regular file" : strerror(-rc); }
+gdu_st_status st_open_fail(gdu_st_error *err, const char *path, int rc)
+{
+    if (rc == -EMFILE || rc == -ENFILE) {
+        struct rlimit lim = {0, 0};
+        getrlimit(RLIMIT_NOFILE, &lim);
+        return st_fail(err, GDU_ST_ERR_TOO_MANY_FILES,
+                       "%s: %s (this process may open %llu files): raise the limit (ulimit -n) or "
+                       "close files the process keeps open",
+                       path, strerror(-rc), (unsigned long long)lim.rlim_cur);
+    }
+    return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path,
+                   rc == -EINVAL ? "not a regular file" : strerror(-rc));
+}
+
+int st_identity_of(int fd, st_identity *id)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    *id = (st_identity){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    return 0;
+}
+
+int st_identity_equal(const st_identity *a, const st_identity *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}

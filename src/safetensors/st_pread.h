@@ -1,11 +1,18 @@
-/* pread of exactly len bytes (EINTR retried). */
+/* Reading checkpoint files: pread of exactly len bytes, opening a regular
+ * file without blocking, and what identifies the file a header was read
+ * from. */
 #ifndef GDUNLOCK_ST_PREAD_H
 #define GDUNLOCK_ST_PREAD_H
 
+#include "gdunlock/safetensors.h"
+
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
-/* Returns 0, a negative errno, or -ENODATA when the file ends first. */
+/* Returns 0, a negative errno, or -ENODATA when the file ends first (EINTR
+ * retried). */
 int st_pread_full(int fd, void *buf, size_t len, uint64_t offset);
 
 /* Opens a regular file for reading without blocking on anything else: the
@@ -15,7 +22,22 @@ int st_pread_full(int fd, void *buf, size_t len, uint64_t offset);
  * is not a regular file. */
 int st_open_regular(const char *path);
 
-/* strerror for st_open_regular's results ("not a regular file" for -EINVAL). */
-const char *st_open_error(int rc);
+/* The failure of st_open_regular(path) as a status: GDU_ST_ERR_TOO_MANY_FILES
+ * at the open-file limit (with the limit and the fix), else GDU_ST_ERR_OPEN. */
+gdu_st_status st_open_fail(gdu_st_error *err, const char *path, int rc);
+
+/* What a file was when it was validated: a path opened again must still
+ * name this file, unchanged. */
+typedef struct st_identity {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} st_identity;
+
+/* fstat of fd into *id; 0 or -errno. */
+int st_identity_of(int fd, st_identity *id);
+/* Whether a and b are the same file, unchanged. */
+int st_identity_equal(const st_identity *a, const st_identity *b);
 
 #endif

@@ -1,8 +1,9 @@
 /* --verify: reads every loaded block back to the host and compares it with
- * the file, chunk by chunk, naming the first tensor that differs. */
+ * the file whose header was validated (through the descriptor it was read
+ * from: st_file_descriptor), chunk by chunk, naming the first tensor that
+ * differs. */
 #include "cuda/cuda_ctx.h"
 #include "safetensors/st_error.h"
-#include "safetensors/st_pread.h"
 #include "safetensors/st_model_internal.h"
 
 #include <stdlib.h>
@@ -51,10 +52,8 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
     const st_file *file = &m->files[f];
     uint64_t span = gdu_st_header_data_span(file->header);
     uint64_t base = gdu_st_header_data_offset(file->header);
-    int fd = st_open_regular(file->path);
-    if (fd < 0)
-        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", file->path, st_open_error(fd));
-    gdu_st_status s = GDU_ST_OK;
+    int fd = -1;
+    gdu_st_status s = st_file_descriptor(m, f, &fd, err);
     for (uint64_t pos = 0, n = 0; s == GDU_ST_OK && pos < span; pos += n) {
         /* Up to a chunk, within one of the block's segments. */
         uint64_t contiguous = 0;
@@ -84,7 +83,8 @@ static gdu_st_status verify_file(const gdu_st_model *m, size_t f, char *loaded, 
                         file->path, (unsigned long long)(pos + i), tensor_at(m, f, pos + i));
         }
     }
-    close(fd);
+    if (fd >= 0)
+        st_file_descriptor_done(m, f, fd);
     return s;
 }
 

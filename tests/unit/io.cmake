@@ -3,6 +3,7 @@ gdunlock_unit_test(test_io_cufile_loader SOURCES test_io_cufile_loader.c LIBS gd
 gdunlock_unit_test(test_io_options SOURCES test_io_options.c LIBS gdu_io)
 gdunlock_unit_test(test_io_roundtrip SOURCES test_io_roundtrip.c LIBS gdu_io)
 gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
+gdunlock_unit_test(test_io_open SOURCES test_io_open.c LIBS gdu_io)
 gdunlock_unit_test(test_io_dispatch SOURCES test_io_dispatch.c LIBS gdu_io)
 gdunlock_unit_test(test_io_staging SOURCES test_io_staging.c LIBS gdu_io)
 gdunlock_unit_test(test_io_bench_pattern SOURCES test_io_bench_pattern.c LIBS gdu_bench)

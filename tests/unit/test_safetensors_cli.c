@@ -152,6 +152,21 @@ static void test_fifo_refused(void **state)
     rmdir(dir);
 }
 
+/* At the open-file limit (4: the second shard cannot be opened) the error
+ * names the limit, not the path: it was GDU_ST_ERR_OPEN, 66, "check the path
+ * and its permissions". */
+static void test_open_file_limit_named(void **state)
+{
+    static char out[1 << 14];
+    assert_int_equal(run_capture("sh -c 'exec 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-; ulimit -n 4 && "
+                                 "exec \"$@\"' limited",
+                                 "--to host --json " FIX "sharded/model.safetensors.index.json", 0,
+                                 out, sizeof out),
+                     70);
+    assert_non_null(strstr(out, "GDU_ST_ERR_TOO_MANY_FILES"));
+    assert_non_null(strstr(out, "ulimit -n"));
+}
+
 /* A bad GDUNLOCK_IO_* value is a bad argument: 64, with the variable named. */
 static void test_bad_setting_is_usage(void **state)
 {
@@ -202,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_control_characters_escaped),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_bad_setting_is_usage),
+        cmocka_unit_test(test_open_file_limit_named),
         cmocka_unit_test(test_lenient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -475,7 +475,29 @@ static void test_release_refused_while_loading(void **state)
     assert_int_equal(gdu_st_engine_acquire(1, 0, &e, &err), GDU_ST_OK);
     assert_non_null(e);
     assert_int_equal(gdu_st_engines_release(&err), GDU_ST_ERR_BUSY);
-    gdu_st_engine_return(e);
+    assert_int_equal(gdu_st_engine_return(e), GDU_ST_OK);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
+}
+
+/* A return of an engine that has no lease out (one never leased, or a
+ * lease returned twice) is refused and cancels no other lease: before, it
+ * let gdu_st_engines_release destroy the engine a reader still held (a
+ * use-after-free under ASan at the reader's next open). */
+static void test_foreign_and_double_returns_refused(void **state)
+{
+    gdu_io_engine *e = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_engine_acquire(1, 0, &e, &err), GDU_ST_OK);
+    int other = 0;
+    assert_int_equal(gdu_st_engine_return((gdu_io_engine *)&other), GDU_ST_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gdu_st_engines_release(&err), GDU_ST_ERR_BUSY);
+    gdu_io_file *f = NULL;
+    char why[256];
+    assert_int_equal(gdu_io_open(e, FIX "small.safetensors", GDU_IO_READ, &f, why, sizeof why), 0);
+    gdu_io_close(f);
+    assert_int_equal(gdu_st_engine_return(e), GDU_ST_OK);
+    assert_int_equal(gdu_st_engine_return(e), GDU_ST_ERR_INVALID_ARGUMENT); /* twice */
+    assert_int_equal(gdu_st_engine_return(NULL), GDU_ST_OK);
     assert_int_equal(gdu_st_engines_release(&err), GDU_ST_OK);
 }
 
@@ -493,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_failed_finish_clears_addresses),
         cmocka_unit_test(test_segments_at_tensor_boundaries),
         cmocka_unit_test(test_release_refused_while_loading),
+        cmocka_unit_test(test_foreign_and_double_returns_refused),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     gdu_st_engines_release(NULL);

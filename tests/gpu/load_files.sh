@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# GPU check of issue 22 item 1 (run by tests/gpu/run.sh load_files): a shard
+# replaced by rename after the checkpoint was opened is not what the GPU load
+# reads, through the pipeline with O_DIRECT and through cuFile (compat mode
+# needs udev's entry for the file system under $GDU_LOAD_DIR: tests/gpu/load.sh
+# writes one; without it cuFile's line is a FAIL with 5027). 64 MiB of files
+# in $GDU_LOAD_DIR/files (default /var/tmp/gdu-load: a disk), a few seconds.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=${GDU_ROOT:-$(cd "$here/../.." && pwd)}
+export BUILD=${BUILD:-$root/build}
+py=${PYTHON:-python3}
+dir=${GDU_LOAD_DIR:-/var/tmp/gdu-load}/files
+if ! "$py" -c "import torch, safetensors" 2>/dev/null; then
+  echo "SKIP load-files: $py lacks torch or safetensors"
+  exit 0
+fi
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+GDUNLOCK_IO_BACKEND=pipeline GDUNLOCK_IO_DIRECT=on "$py" "$here/load_files.py" --dir "$dir"
+GDUNLOCK_IO_BACKEND=cufile "$py" "$here/load_files.py" --dir "$dir"
+exit 0
