@@ -126,8 +126,13 @@ int main(int argc, char **argv)
         job jobs[256];
         uint64_t part = bytes / threads / stride * stride;
         for (unsigned t = 0; t < threads; t++) {
-            jobs[t] = (job){.way = ways[w], .fd = fd, .map = map, .begin = t * part,
-                            .end = (t + 1) * part, .piece = piece, .stride = stride,
+            jobs[t] = (job){.way = ways[w],
+                            .fd = fd,
+                            .map = map,
+                            .begin = t * part,
+                            .end = (t + 1) * part,
+                            .piece = piece,
+                            .stride = stride,
                             .out = aligned_alloc(4096, 64u << 20)};
         }
         double t0 = now();
