@@ -7,6 +7,7 @@
 #include "cli/load_report.h"
 #include "gdunlock/safetensors.h"
 #include "safetensors/st_stages.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <getopt.h>
@@ -133,7 +134,7 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 static int fail(const gdu_st_error *err)
 {
     fprintf(stderr, "gdunlock load: %s: ", gdu_st_status_name(err->code));
-    load_put_escaped(stderr, err->message);
+    gdu_text_put(stderr, err->message);
     fprintf(stderr, "\n  fix: %s\n", load_fix_hint(err->code));
     int exit_code = load_exit_code(err->code);
     gdu_cli_error_doc("load", exit_code, gdu_st_status_name(err->code), err->message,
@@ -198,7 +199,7 @@ int gdu_cmd_load(int argc, char **argv)
     }
     if (r.verified == 1) {
         fputs("gdunlock load: ", stderr);
-        load_put_escaped(stderr, r.verify_error.message);
+        gdu_text_put(stderr, r.verify_error.message);
         fprintf(stderr, "\n  fix: %s\n", load_fix_hint(r.verify_error.code));
     }
     gdu_st_model_free(model);

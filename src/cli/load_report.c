@@ -1,5 +1,6 @@
 #include "cli/load_report.h"
 #include "cli/exit_codes.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <inttypes.h>
@@ -83,43 +84,6 @@ int load_exit_code(gdu_st_status status)
     }
 }
 
-/* Writes the len bytes of s escaped to out (when out is not NULL); returns
- * the bytes written. */
-static size_t escape(FILE *out, const char *s, size_t len)
-{
-    size_t n = 0;
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    for (; p < end; p++) {
-        char buf[8];
-        const char *piece = buf;
-        /* C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8. */
-        if (p[0] == 0xc2 && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x9f) {
-            snprintf(buf, sizeof buf, "\\u%04x", p[1]);
-            p++;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(buf, sizeof buf, "\\x%02x", *p);
-        } else if (*p == '\\') {
-            piece = "\\\\";
-        } else {
-            buf[0] = (char)*p;
-            buf[1] = '\0';
-        }
-        n += strlen(piece);
-        if (out != NULL)
-            fputs(piece, out);
-    }
-    return n;
-}
-
-void load_put_escaped(FILE *out, const char *s) { escape(out, s, strlen(s)); }
-
-/* A name (len bytes, NUL bytes included) escaped, padded to width bytes. */
-static void put_padded(FILE *out, const char *s, size_t len, size_t width)
-{
-    for (size_t used = escape(out, s, len); used < width; used++)
-        fputc(' ', out);
-}
-
 static double gbps(const gdu_st_load_stats *s)
 {
     return s->seconds > 0 ? (double)s->read_bytes / s->seconds / 1e9 : 0.0;
@@ -159,7 +123,7 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
             snprintf(device, sizeof device, "host");
         else
             snprintf(device, sizeof device, "%d", t->device);
-        put_padded(out, t->name, t->name_len, 48);
+        gdu_text_pad(out, t->name, t->name_len, 48);
         fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n", gdu_st_dtype_name(t->dtype),
                 shape, device, t->address, t->nbytes);
     }
@@ -185,7 +149,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     gdu_format_bytes(s.read_bytes, read, sizeof read);
     format_placement(r, s.memory, placement, sizeof placement);
     fputs("gdunlock load: ", out);
-    load_put_escaped(out, r->path);
+    gdu_text_put(out, r->path);
     fputs(r->lenient ? " (lenient)\n" : "\n", out);
     fprintf(out, "  files        %" PRIu64 "\n", s.files);
     fprintf(out, "  tensors      %" PRIu64 "\n", s.tensors);
@@ -206,7 +170,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
         if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h)) {
             fputs("  note         ", out);
-            load_put_escaped(out, gdu_st_model_file_path(r->model, f));
+            gdu_text_put(out, gdu_st_model_file_path(r->model, f));
             fprintf(out,
                     ": %" PRIu64 " bytes between tensors and %" PRIu64
                     " after them belong to no tensor (the format forbids it; loaded with "
@@ -221,7 +185,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
             fprintf(out, "  verify       %sOK%s: every loaded byte equals the file\n", on, off);
         else {
             fprintf(out, "  verify       %sFAILED%s: ", on, off);
-            load_put_escaped(out, r->verify_error.message);
+            gdu_text_put(out, r->verify_error.message);
             fputc('\n', out);
         }
     }
