@@ -1,5 +1,6 @@
 #include "cli/cli_error.h"
 #include "cli/exit_codes.h"
+#include "util/json_text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,33 +31,16 @@ static const char *exit_name(int exit_code)
     }
 }
 
-/* A JSON string of outside text (paths, library messages): bytes that are
- * not valid UTF-8 become '?', so that the document can always be built. */
-static json_t *text(const char *s)
-{
-    json_t *j = json_string(s);
-    if (j != NULL)
-        return j;
-    char *copy = strdup(s);
-    if (copy == NULL)
-        return NULL;
-    for (char *c = copy; *c; c++)
-        if ((unsigned char)*c >= 0x80)
-            *c = '?';
-    j = json_string(copy);
-    free(copy);
-    return j;
-}
-
 json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
                            const char *message, const char *fix)
 {
-    json_t *error = json_pack("{s:s, s:o*}", "code", code ? code : exit_name(exit_code), "message",
-                              text(message));
+    json_t *error = json_pack("{s:s}", "code", code ? code : exit_name(exit_code));
+    if (error != NULL && gdu_json_set_text(error, "message", message) != 0)
+        error = (json_decref(error), NULL);
     if (error != NULL && fix != NULL)
-        json_object_set_new(error, "fix", text(fix));
-    return json_pack("{s:o*, s:i, s:o*}", "command", command ? text(command) : json_null(),
-                     "exit_code", exit_code, "error", error);
+        json_object_set_new(error, "fix", gdu_json_text(fix));
+    return json_pack("{s:o*, s:i, s:o*}", "command", gdu_json_text(command), "exit_code", exit_code,
+                     "error", error);
 }
 
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
