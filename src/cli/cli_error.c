@@ -54,27 +54,23 @@ void gdu_cli_error_doc(const char *command, int exit_code, const char *code, con
     json_decref(doc);
 }
 
-int gdu_cli_bad_option(const char *command, void (*usage)(FILE *))
-{
-    char message[128];
-    usage(stderr);
-    snprintf(message, sizeof message, "unknown option or missing argument (see gdunlock %s --help)",
-             command);
-    gdu_cli_error_doc(command, GDU_EXIT_USAGE, NULL, message, NULL);
-    return GDU_EXIT_USAGE;
-}
-
 int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
                  const char *fmt, ...)
 {
-    char message[1024];
+    char message[1024], see[64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     fprintf(stderr, "gdunlock %s: %s\n", command, message);
-    if (fix != NULL)
+    if (fix != NULL) {
         fprintf(stderr, "  fix: %s\n", fix);
+    } else if (exit_code == GDU_EXIT_USAGE) {
+        /* A bad argument: one line, and where the usage is. */
+        snprintf(see, sizeof see, "see 'gdunlock %s --help'", command);
+        fprintf(stderr, "%s\n", see);
+        fix = see;
+    }
     gdu_cli_error_doc(command, exit_code, code, message, fix);
     return exit_code;
 }

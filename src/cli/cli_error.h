@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* main() sets it once from the command's arguments: "--json" (or a prefix
- * getopt takes for it) before any "--". */
+/* Set once: by gdu_cli_parse from the command's options, or by main() when
+ * no command reads them (no command, an unknown one). */
 void gdu_cli_set_json(bool on);
 bool gdu_cli_json(void);
 
@@ -25,12 +25,10 @@ json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
                        const char *fix);
 
-/* An option getopt refused (it has printed why): the command's usage on
- * stderr and, with --json, the error document. Returns GDU_EXIT_USAGE. */
-int gdu_cli_bad_option(const char *command, void (*usage)(FILE *));
-
 /* Reports a failure: "gdunlock COMMAND: MESSAGE" and "  fix: FIX" on stderr
- * and, with --json, the error document on stdout. Returns exit_code. */
+ * and, with --json, the error document on stdout. Returns exit_code. A bad
+ * argument (GDU_EXIT_USAGE) without a fix says where the usage is instead:
+ * "see 'gdunlock COMMAND --help'". */
 __attribute__((format(printf, 5, 6))) int gdu_cli_fail(const char *command, int exit_code,
                                                        const char *code, const char *fix,
                                                        const char *fmt, ...);

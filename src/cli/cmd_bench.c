@@ -3,13 +3,13 @@
 #include "bench/bench.h"
 #include "cli/bench_render.h"
 #include "cli/cli_error.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
 #include "util/units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +71,7 @@ static void usage(FILE *out)
 
 static int bad_arg(const char *what, const char *value)
 {
-    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
-                        "invalid %s '%s' (see gdunlock bench --help)", what, value);
+    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "invalid %s '%s'", what, value);
 }
 
 static int parse_paths(const char *list, unsigned *out)
@@ -103,17 +102,111 @@ enum {
     OPT_CREATE,
     OPT_NOVERIFY,
     OPT_SEED,
-    OPT_JSON,
     OPT_PROGRESS,
     OPT_ROUNDS,
     OPT_FORCE
 };
 
-static int parse_args(int argc, char **argv, bench_config *c, bool *progress, char *path_buf,
-                      size_t path_len)
+struct bench_args {
+    bench_config *c;
+    const char *dir;
+    bool progress;
+};
+
+static int option(void *ctx, int opt, const char *arg)
 {
-    static const struct option longs[] = {{"help", no_argument, NULL, 'h'},
-                                          {"mem", required_argument, NULL, OPT_MEM},
+    struct bench_args *a = ctx;
+    bench_config *c = a->c;
+    uint64_t v;
+    switch (opt) {
+    case 'f':
+        c->file = arg;
+        break;
+    case 'D':
+        a->dir = arg;
+        break;
+    case 's':
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096)
+            return bad_arg("-s size (a multiple of 4K)", arg);
+        c->total = v;
+        break;
+    case 'i':
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
+            return bad_arg("-i size (a multiple of 4K, at most 1G)", arg);
+        c->io_size = v;
+        break;
+    case 'w':
+        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_WORKERS, &v) != 0)
+            return bad_arg("-w workers (1..256)", arg);
+        c->workers = (unsigned)v;
+        break;
+    case 'x':
+        if (strcmp(arg, "read") && strcmp(arg, "write"))
+            return bad_arg("-x (read or write)", arg);
+        c->write = strcmp(arg, "write") == 0;
+        break;
+    case 'm':
+        if (strcmp(arg, "seq") && strcmp(arg, "rand"))
+            return bad_arg("-m (seq or rand)", arg);
+        c->random = strcmp(arg, "rand") == 0;
+        break;
+    case 'd':
+        if (gdu_parse_uint(arg, 0, 1023, &v) != 0)
+            return bad_arg("-d GPU index", arg);
+        c->device = (int)v;
+        break;
+    case OPT_MEM:
+        if (strcmp(arg, "cudamalloc") && strcmp(arg, "vmm"))
+            return bad_arg("--mem (cudamalloc or vmm)", arg);
+        c->vmm = strcmp(arg, "vmm") == 0;
+        break;
+    case OPT_COLD:
+        c->cold = true;
+        break;
+    case OPT_PATHS:
+        if (parse_paths(arg, &c->paths) != 0)
+            return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", arg);
+        break;
+    case OPT_CHUNK:
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
+            return bad_arg("--chunk size (a multiple of 4K, at most 1G)", arg);
+        c->chunk = v;
+        break;
+    case OPT_STAGING:
+        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_STAGING, &v) != 0)
+            return bad_arg("--staging (1..16)", arg);
+        c->staging = (unsigned)v;
+        break;
+    case OPT_CREATE:
+        c->create = true;
+        break;
+    case OPT_FORCE:
+        c->force = true;
+        break;
+    case OPT_NOVERIFY:
+        c->verify = false;
+        break;
+    case OPT_SEED:
+        if (gdu_parse_uint(arg, 0, UINT32_MAX, &v) != 0)
+            return bad_arg("--seed", arg);
+        c->seed = (uint32_t)v;
+        break;
+    case OPT_ROUNDS:
+        if (gdu_parse_uint(arg, 1, BENCH_MAX_ROUNDS, &v) != 0)
+            return bad_arg("--rounds (1..9)", arg);
+        c->rounds = (unsigned)v;
+        break;
+    case OPT_PROGRESS:
+        a->progress = true;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
+/* The options into c; workers and staging stay 0 where no option set them. */
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+    static const struct option longs[] = {{"mem", required_argument, NULL, OPT_MEM},
                                           {"cold", no_argument, NULL, OPT_COLD},
                                           {"paths", required_argument, NULL, OPT_PATHS},
                                           {"chunk", required_argument, NULL, OPT_CHUNK},
@@ -121,122 +214,22 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
                                           {"create", no_argument, NULL, OPT_CREATE},
                                           {"no-verify", no_argument, NULL, OPT_NOVERIFY},
                                           {"seed", required_argument, NULL, OPT_SEED},
-                                          {"json", no_argument, NULL, OPT_JSON},
                                           {"progress", no_argument, NULL, OPT_PROGRESS},
                                           {"rounds", required_argument, NULL, OPT_ROUNDS},
                                           {"force", no_argument, NULL, OPT_FORCE},
+                                          GDU_CLI_JSON_OPTION,
+                                          GDU_CLI_HELP_OPTION,
                                           {NULL, 0, NULL, 0}};
-    uint64_t v;
-    const char *dir = NULL;
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "hf:D:s:i:w:x:m:d:", longs, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return -1;
-        case 'f':
-            c->file = optarg;
-            break;
-        case 'D':
-            dir = optarg;
-            break;
-        case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096)
-                return bad_arg("-s size (a multiple of 4K)", optarg);
-            c->total = v;
-            break;
-        case 'i':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-                return bad_arg("-i size (a multiple of 4K, at most 1G)", optarg);
-            c->io_size = v;
-            break;
-        case 'w':
-            if (gdu_parse_uint(optarg, 1, GDU_IO_MAX_WORKERS, &v) != 0)
-                return bad_arg("-w workers (1..256)", optarg);
-            c->workers = (unsigned)v;
-            break;
-        case 'x':
-            if (strcmp(optarg, "read") && strcmp(optarg, "write"))
-                return bad_arg("-x (read or write)", optarg);
-            c->write = strcmp(optarg, "write") == 0;
-            break;
-        case 'm':
-            if (strcmp(optarg, "seq") && strcmp(optarg, "rand"))
-                return bad_arg("-m (seq or rand)", optarg);
-            c->random = strcmp(optarg, "rand") == 0;
-            break;
-        case 'd':
-            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0)
-                return bad_arg("-d GPU index", optarg);
-            c->device = (int)v;
-            break;
-        case OPT_MEM:
-            if (strcmp(optarg, "cudamalloc") && strcmp(optarg, "vmm"))
-                return bad_arg("--mem (cudamalloc or vmm)", optarg);
-            c->vmm = strcmp(optarg, "vmm") == 0;
-            break;
-        case OPT_COLD:
-            c->cold = true;
-            break;
-        case OPT_PATHS:
-            if (parse_paths(optarg, &c->paths) != 0)
-                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)",
-                               optarg);
-            break;
-        case OPT_CHUNK:
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-                return bad_arg("--chunk size (a multiple of 4K, at most 1G)", optarg);
-            c->chunk = v;
-            break;
-        case OPT_STAGING:
-            if (gdu_parse_uint(optarg, 1, GDU_IO_MAX_STAGING, &v) != 0)
-                return bad_arg("--staging (1..16)", optarg);
-            c->staging = (unsigned)v;
-            break;
-        case OPT_CREATE:
-            c->create = true;
-            break;
-        case OPT_FORCE:
-            c->force = true;
-            break;
-        case OPT_NOVERIFY:
-            c->verify = false;
-            break;
-        case OPT_SEED:
-            if (gdu_parse_uint(optarg, 0, UINT32_MAX, &v) != 0)
-                return bad_arg("--seed", optarg);
-            c->seed = (uint32_t)v;
-            break;
-        case OPT_ROUNDS:
-            if (gdu_parse_uint(optarg, 1, BENCH_MAX_ROUNDS, &v) != 0)
-                return bad_arg("--rounds (1..9)", optarg);
-            c->rounds = (unsigned)v;
-            break;
-        case OPT_JSON:
-            c->json = true;
-            break;
-        case OPT_PROGRESS:
-            *progress = true;
-            break;
-        default:
-            return gdu_cli_bad_option("bench", usage);
-        }
-    }
-    if (optind < argc)
-        return bad_arg("argument", argv[optind]);
-    if ((c->file == NULL) == (dir == NULL))
+    static const gdu_cli_command cmd = {
+        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:m:d:", .longs = longs};
+    int first;
+    int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    if ((a->c->file == NULL) == (a->dir == NULL))
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
                             "give exactly one of -f FILE or -D DIR");
-    if (dir != NULL) {
-        snprintf(path_buf, path_len, "%s/gdunlock-bench.dat", dir);
-        c->file = path_buf;
-    }
-    if (c->io_size > c->total)
-        c->io_size = c->total;
-    if (c->chunk == 0) /* the engine's own default for this mode */
-        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c->default_chunk;
-    return 0;
+    return GDU_CLI_CONTINUE;
 }
 
 /* "bench: engine     3.00 / 8.00 GiB", rewritten in place. */
@@ -249,25 +242,36 @@ static void show_progress(void *user, const char *path, uint64_t done, uint64_t 
 
 int gdu_cmd_bench(int argc, char **argv)
 {
-    /* The engine's defaults, GDUNLOCK_IO_* included, until an option says otherwise. */
-    gdu_io_options d;
-    char why[512] = "";
-    if (gdu_io_options_default(&d, why, sizeof why) != 0)
-        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
     bench_config c = {.total = 1ull << 30,
                       .io_size = 16u << 20,
-                      .workers = d.workers,
-                      .staging = d.staging_per_worker,
-                      .default_chunk = d.chunk_size,
                       .rounds = 3,
                       .verify = true,
                       .seed = 1,
                       .paths = (1u << BENCH_NPATHS) - 1};
+    struct bench_args a = {.c = &c};
+    int rc = parse_args(argc, argv, &a);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    bool progress = a.progress;
+    /* The engine's defaults, GDUNLOCK_IO_* included, where no option set them. */
+    gdu_io_options d;
+    char why[512] = "";
+    if (gdu_io_options_default(&d, why, sizeof why) != 0)
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
+    if (c.workers == 0)
+        c.workers = d.workers;
+    if (c.staging == 0)
+        c.staging = d.staging_per_worker;
+    c.default_chunk = d.chunk_size;
     char path_buf[4096];
-    bool progress = false;
-    int rc = parse_args(argc, argv, &c, &progress, path_buf, sizeof path_buf);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
+    if (a.dir != NULL) {
+        snprintf(path_buf, sizeof path_buf, "%s/gdunlock-bench.dat", a.dir);
+        c.file = path_buf;
+    }
+    if (c.io_size > c.total)
+        c.io_size = c.total;
+    if (c.chunk == 0) /* the engine's own default for this mode */
+        c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
     if (progress || isatty(STDERR_FILENO))
         c.progress = show_progress;
     int s = bench_prepare_file(&c, why, sizeof why);
@@ -282,7 +286,7 @@ int gdu_cmd_bench(int argc, char **argv)
     if (bench_run_paths(&c, &run, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "%s", why);
     const bench_result *res = run.res;
-    if (c.json)
+    if (gdu_cli_json())
         bench_print_json(&c, &run.gpu, res, argc, argv);
     else
         bench_print_table(&c, &run.gpu, res);

@@ -1,6 +1,7 @@
 /* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
  * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
 #include "cli/cli_error.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
@@ -9,7 +10,6 @@
 #include "doctor/topo_matrix.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,42 +84,46 @@ static int target_path(const char *arg, bool live, char *out, size_t len)
     return 0;
 }
 
+struct doctor_args {
+    const char *sysroot, *capture;
+    bool progress;
+};
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct doctor_args *a = ctx;
+    if (opt == 's')
+        a->sysroot = arg;
+    else if (opt == 'c')
+        a->capture = arg;
+    else if (opt == 'p')
+        a->progress = true;
+    return GDU_CLI_CONTINUE;
+}
+
 int gdu_cmd_doctor(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"sysroot", required_argument, NULL, 's'}, {"capture", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},          {"progress", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    static const struct option longs[] = {
+        {"sysroot", required_argument, NULL, 's'},
+        {"capture", required_argument, NULL, 'c'},
+        {"progress", no_argument, NULL, 'p'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
+        {NULL, 0, NULL, 0},
     };
-    const char *sysroot = NULL, *capture = NULL;
-    bool json = false, progress = isatty(STDERR_FILENO);
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            sysroot = optarg;
-            break;
-        case 'c':
-            capture = optarg;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'p':
-            progress = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("doctor", usage);
-        }
-    }
-    if (argc - optind > 1) {
-        usage(stderr);
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "one PATH at most");
-    }
+    static const gdu_cli_command cmd = {.name = "doctor",
+                                        .usage = usage,
+                                        .shortopts = "",
+                                        .longs = longs,
+                                        .max_operands = 1,
+                                        .operands_wanted = "one PATH at most"};
+    struct doctor_args a = {.progress = isatty(STDERR_FILENO)};
+    int first;
+    int parsed = gdu_cli_parse(&cmd, argc, argv, option, &a, &first);
+    if (parsed != GDU_CLI_CONTINUE)
+        return parsed;
+    const char *sysroot = a.sysroot, *capture = a.capture;
+    bool json = gdu_cli_json(), progress = a.progress;
     if (sysroot != NULL && capture != NULL)
         return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL,
                             "--capture records the live "
@@ -132,8 +136,8 @@ int gdu_cmd_doctor(int argc, char **argv)
         return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
     const char *target = NULL;
-    if (optind < argc) {
-        int rc = target_path(argv[optind], sysroot == NULL, path, sizeof path);
+    if (first < argc) {
+        int rc = target_path(argv[first], sysroot == NULL, path, sizeof path);
         if (rc != 0)
             return rc;
         target = path;

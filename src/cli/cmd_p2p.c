@@ -1,13 +1,13 @@
 /* gdunlock p2p: GPU-to-GPU capability (CUDA and the RM's caps, with the
  * reason and fix where P2P is missing) and bandwidth/latency matrices. */
 #include "cli/cli_error.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "p2p/p2p_collect.h"
 #include "util/units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ struct options {
     const char *gpus;
     uint64_t size;
     unsigned iters;
-    int json, progress, no_bench, no_sm;
+    int progress, no_bench, no_sm;
 };
 
 static void usage(FILE *out)
@@ -61,76 +61,67 @@ static void usage(FILE *out)
         GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct options *o = ctx;
+    uint64_t v;
+    switch (opt) {
+    case 'g': {
+        /* The list's form is checked here, before any GPU is looked at;
+         * the ordinals are checked against the devices in pick_gpus. */
+        int ordinals[GDU_P2P_MAX_GPUS];
+        size_t got;
+        if (gdu_parse_index_list(arg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--gpus '%s': give up to %d "
+                                "comma-separated CUDA ordinals, e.g. 0,1",
+                                arg, GDU_P2P_MAX_GPUS);
+        o->gpus = arg;
+        break;
+    }
+    case 's':
+        if (gdu_parse_size(arg, &v) != 0 || v < 4096 || v > (64ull << 30))
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--size '%s': give a size from 4K to 64G (e.g. 256M)", arg);
+        o->size = v;
+        break;
+    case 'i':
+        if (gdu_parse_uint(arg, 1, 1000, &v) != 0)
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--iters '%s': give a count from 1 to 1000", arg);
+        o->iters = (unsigned)v;
+        break;
+    case 'n':
+        o->no_bench = 1;
+        break;
+    case 'S':
+        o->no_sm = 1;
+        break;
+    case 'p':
+        o->progress = 1;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
-    static const struct option longopts[] = {
+    static const struct option longs[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"size", required_argument, NULL, 's'},
         {"iters", required_argument, NULL, 'i'},
         {"no-bench", no_argument, NULL, 'n'},
         {"no-sm", no_argument, NULL, 'S'},
-        {"json", no_argument, NULL, 'j'},
         {"progress", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
+    static const gdu_cli_command cmd = {
+        .name = "p2p", .usage = usage, .shortopts = "", .longs = longs};
     *o = (struct options){.size = DEFAULT_SIZE, .iters = DEFAULT_ITERS};
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        uint64_t v;
-        switch (c) {
-        case 'g': {
-            /* The list's form is checked here, before any GPU is looked at;
-             * the ordinals are checked against the devices in pick_gpus. */
-            int ordinals[GDU_P2P_MAX_GPUS];
-            size_t got;
-            if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--gpus '%s': give up to %d "
-                                    "comma-separated CUDA ordinals, e.g. 0,1",
-                                    optarg, GDU_P2P_MAX_GPUS);
-            o->gpus = optarg;
-            break;
-        }
-        case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30))
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--size '%s': give a size from 4K to 64G (e.g. 256M)", optarg);
-            o->size = v;
-            break;
-        case 'i':
-            if (gdu_parse_uint(optarg, 1, 1000, &v) != 0)
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--iters '%s': give a count from 1 to 1000", optarg);
-            o->iters = (unsigned)v;
-            break;
-        case 'n':
-            o->no_bench = 1;
-            break;
-        case 'S':
-            o->no_sm = 1;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'p':
-            o->progress = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
-                            argv[optind]);
-    return 0;
+    int first;
+    return gdu_cli_parse(&cmd, argc, argv, option, o, &first);
 }
 
 /* The CUDA ordinals to test: --gpus (checked against the device count, no
@@ -224,7 +215,7 @@ static int run(const struct options *o, gdu_p2p_report *r)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "querying the GPUs failed: %s",
                             why);
     int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
-    if (output(r, o->json) != 0) {
+    if (output(r, gdu_cli_json()) != 0) {
         fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
         return GDU_EXIT_IOERR;
     }
@@ -237,8 +228,8 @@ int gdu_cmd_p2p(int argc, char **argv)
 {
     struct options o;
     int rc = parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
     gdu_p2p_report *r = calloc(1, sizeof *r);
     if (r == NULL)
         return gdu_cli_fail("p2p", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");

@@ -2,6 +2,7 @@
  * preloaded (src/launch/), waits for it, then prints what the shim did in
  * each process of CMD that used a GPU, and exits with CMD's exit status. */
 #include "cli/cli_error.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
@@ -9,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -21,7 +21,6 @@
 
 struct run_options {
     const char *report; /* also write the merged report here */
-    bool json;
     gdu_launch_options launch;
 };
 
@@ -54,49 +53,50 @@ static void usage(FILE *out)
         "74 the report could not be written\n");
 }
 
-static int parse(int argc, char **argv, struct run_options *o)
+static int option(void *ctx, int opt, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"report", required_argument, NULL, 'r'}, {"log", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},         {"test-drop-native", no_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    struct run_options *o = ctx;
+    switch (opt) {
+    case 'r':
+        o->report = arg;
+        break;
+    case 'l':
+        if (strcmp(arg, "error") != 0 && strcmp(arg, "info") != 0 && strcmp(arg, "debug") != 0)
+            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                                "--log '%s': give error, info or debug", arg);
+        o->launch.log = arg;
+        break;
+    case 't':
+        o->launch.test_drop_native = true;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
+/* The options end at CMD: what follows is CMD's own. */
+static int parse(int argc, char **argv, struct run_options *o, int *cmd_index)
+{
+    static const struct option longs[] = {
+        {"report", required_argument, NULL, 'r'},
+        {"log", required_argument, NULL, 'l'},
+        {"test-drop-native", no_argument, NULL, 't'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
+        {NULL, 0, NULL, 0},
+    };
+    static const gdu_cli_command cmd = {
+        .name = "run",
+        .usage = usage,
+        .shortopts = "",
+        .longs = longs,
+        .min_operands = 1,
+        .max_operands = -1,
+        .operands_wanted = "no command given; write it after '--', e.g. gdunlock run -- python3 "
+                           "train.py",
+        .stop_at_operand = 1,
     };
     *o = (struct run_options){0};
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            o->report = optarg;
-            break;
-        case 'l':
-            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 &&
-                strcmp(optarg, "debug") != 0)
-                return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--log '%s': give error, info or debug", optarg);
-            o->launch.log = optarg;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 't':
-            o->launch.test_drop_native = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                                "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                            "no command given; write it after "
-                            "'--', e.g. gdunlock run -- python3 train.py");
-    return 0;
+    return gdu_cli_parse(&cmd, argc, argv, option, o, cmd_index);
 }
 
 static int write_report(const json_t *doc, const char *path)
@@ -212,9 +212,10 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
 int gdu_cmd_run(int argc, char **argv)
 {
     struct run_options o;
-    int rc = parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
+    int cmd_at;
+    int rc = parse(argc, argv, &o, &cmd_at);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
     char shim[PATH_MAX * 2 + 64] = "", exe[PATH_MAX];
     if (!gdu_launch_find_shim(shim, sizeof shim, exe, sizeof exe))
         return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, NULL,
@@ -222,7 +223,7 @@ int gdu_cmd_run(int argc, char **argv)
                             "libgdunlock.so not found (looked for %s)", shim);
     gdu_launch_result res;
     char why[PATH_MAX + 128];
-    if (gdu_launch_run(argv + optind, shim, &o.launch, &res, why, sizeof why) != 0)
+    if (gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why) != 0)
         return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder", "%s",
                             why);
     size_t i;
@@ -239,24 +240,24 @@ int gdu_cmd_run(int argc, char **argv)
         return gdu_cli_fail("run",
                             exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
                                                                          : GDU_EXIT_SOFTWARE,
-                            NULL, NULL, "cannot run '%s': %s", argv[optind], strerror(exec_errno));
+                            NULL, NULL, "cannot run '%s': %s", argv[cmd_at], strerror(exec_errno));
     }
     int cmd_rc = WIFEXITED(status)     ? WEXITSTATUS(status)
                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                        : 1;
     if (ending_signal != 0) { /* as a shell reports a command a signal ended */
         fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
-                argv[optind], cmd_rc);
+                argv[cmd_at], cmd_rc);
         cmd_rc = 128 + ending_signal;
     }
-    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc,
+    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[cmd_at], "exit_status", cmd_rc,
                             "processes", processes);
     if (o.report != NULL && write_report(doc, o.report) != 0) {
         fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report,
                 strerror(errno));
         cmd_rc = GDU_EXIT_IOERR;
     }
-    if (o.json) {
+    if (gdu_cli_json()) {
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else {

@@ -1,11 +1,11 @@
 /* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
  * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
 #include "cli/cli_error.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "doctor/topo_matrix.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,35 +55,29 @@ static void print_table(const gdu_topo *t)
     }
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+    if (opt == 's')
+        *(const char **)ctx = arg;
+    return GDU_CLI_CONTINUE;
+}
+
 int gdu_cmd_topo(int argc, char **argv)
 {
-    static const struct option options[] = {
+    static const struct option longs[] = {
         {"sysroot", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
+    static const gdu_cli_command cmd = {
+        .name = "topo", .usage = usage, .shortopts = "", .longs = longs};
     const char *sysroot = NULL;
-    int json = 0, opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            sysroot = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("topo", usage);
-        }
-    }
-    if (optind < argc)
-        return gdu_cli_fail("topo", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
-                            argv[optind]);
+    int first;
+    int parsed = gdu_cli_parse(&cmd, argc, argv, option, &sysroot, &first);
+    if (parsed != GDU_CLI_CONTINUE)
+        return parsed;
+    bool json = gdu_cli_json();
     gdu_sysroot sr;
     char why[512] = "path too long";
     if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)

@@ -76,12 +76,29 @@ PY
 }
 
 check 64 --
-check 64 -- no-such-command
+check -m "unknown command 'no-such-command'" 64 -- no-such-command
 check 0 -- --help
+check -m "gdunlock 0" 0 -- -V
+# ok_if CONDITION DESCRIPTION: one pass or fail of its own.
+ok_if() {
+  if eval "$1"; then pass=$((pass + 1)); echo "ok   $2"; else fail=$((fail + 1)); echo "FAIL $2"; fi
+}
 for cmd in doctor topo verify bench p2p load run; do
   check 0 -- "$cmd" --help
-  check 64 -- "$cmd" --no-such-flag
+  cp "$work/out" "$work/help-$cmd"
+  # The same text however help is asked for, and --help wins over a bad option.
+  for asked in "help $cmd" "--help $cmd" "$cmd --no-such-flag --help"; do
+    "$bin" $asked >"$work/out" 2>/dev/null
+    ok_if 'cmp -s "$work/out" "$work/help-$cmd"' "gdunlock $asked prints '$cmd --help'"
+  done
+  # A bad option: one line saying which, and where the usage is; not the usage itself.
+  check -m "unknown option '--no-such-flag'" 64 -- "$cmd" --no-such-flag
+  ok_if '[ "$(wc -l <"$work/err")" -eq 2 ] && grep -qx "see '"'"'gdunlock $cmd --help'"'"'" "$work/err"' \
+    "gdunlock $cmd --no-such-flag: two lines, the second where to look"
 done
+check -m "option '--sysroot' needs a value" 64 -- topo --sysroot
+check -m "option '-s' needs a value" 64 -- bench -s
+check -m "no command given" -json 64 -- --json
 check 64 -- run
 check 66 -- run -- /no/such/program
 # CMD leaves a FIFO where the shim's reports go: not read, removed with the folder.
