@@ -10,7 +10,7 @@ json_t *gdu_json_textn(const char *s, size_t n)
 {
     if (gdu_utf8_valid(s, n))
         return json_stringn(s, n);
-    /* Each replaced byte grows to the three of U+FFFD. */
+    /* A replaced byte grows at most to the three of U+FFFD. */
     char *copy = malloc(3 * n + 1);
     if (copy == NULL)
         return NULL;
@@ -21,7 +21,7 @@ json_t *gdu_json_textn(const char *s, size_t n)
         if (k == 0) {
             memcpy(copy + len, GDU_UTF8_REPLACEMENT, 3);
             len += 3;
-            k = 1;
+            k = gdu_utf8_invalid_len(s + i, n - i);
         } else {
             memcpy(copy + len, s + i, k);
             len += k;

@@ -9,8 +9,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* A JSON string of the n bytes of s: valid UTF-8 as it is, each byte that is
- * not part of valid UTF-8 replaced by U+FFFD. NULL only without memory. */
+/* A JSON string of the n bytes of s: valid UTF-8 as it is, bytes that are
+ * not replaced by U+FFFD as decoders do (gdu_utf8_invalid_len). NULL only
+ * without memory. */
 json_t *gdu_json_textn(const char *s, size_t n);
 
 /* gdu_json_textn of a NUL-terminated string; NULL gives JSON null. */

@@ -36,8 +36,8 @@ static void put(gdu_jsonw *w, const char *s, size_t n)
 static void puts_(gdu_jsonw *w, const char *s) { put(w, s, strlen(s)); }
 
 /* A JSON string of any bytes: valid UTF-8 is copied, '"', '\\' and bytes
- * below 0x20 are escaped, and each byte that is not part of valid UTF-8
- * becomes U+FFFD, so that the document always parses. */
+ * below 0x20 are escaped, and bytes that are not valid UTF-8 become U+FFFD
+ * (gdu_utf8_invalid_len), so that the document always parses. */
 static void quoted(gdu_jsonw *w, const char *s)
 {
     put(w, "\"", 1);
@@ -60,7 +60,7 @@ static void quoted(gdu_jsonw *w, const char *s)
         else
             snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
         puts_(w, esc);
-        i += k > 0 ? k : 1;
+        i += k > 0 ? k : gdu_utf8_invalid_len(s + i, n - i);
         run = i;
     }
     put(w, s + run, i - run);

@@ -31,6 +31,24 @@ size_t gdu_utf8_seq(const char *s, size_t n, uint32_t *cp)
     return len;
 }
 
+size_t gdu_utf8_invalid_len(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+                 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+                 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                                : 1;
+    /* The second byte's range excludes overlong forms, surrogates and
+     * code points above U+10FFFF. */
+    unsigned char lo = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf;
+    size_t i = 1;
+    if (len > 1 && i < n && p[i] >= lo && p[i] <= hi)
+        for (i++; i < len && i < n && (p[i] & 0xc0) == 0x80; i++)
+            ;
+    return i;
+}
+
 bool gdu_utf8_valid(const char *s, size_t n)
 {
     uint32_t cp;

@@ -14,6 +14,11 @@
  * short). A NUL byte is a valid sequence of length 1. n must be > 0. */
 size_t gdu_utf8_seq(const char *s, size_t n, uint32_t *cp);
 
+/* Where s[0] begins no valid sequence: how many bytes one U+FFFD stands for,
+ * the longest start of a valid sequence there (at least 1), as Python's
+ * decode(errors="replace") and the WHATWG decoder count them. */
+size_t gdu_utf8_invalid_len(const char *s, size_t n);
+
 /* Whether all n bytes of s are valid UTF-8. */
 bool gdu_utf8_valid(const char *s, size_t n);
 

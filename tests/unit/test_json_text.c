@@ -15,9 +15,10 @@
 
 static void json_strings_of_any_bytes(void **state)
 {
-    json_t *j = gdu_json_text("caf\xe9/\xc3\xa9");
+    json_t *j = gdu_json_text("caf\xe9/\xc3\xa9\xe2\x80");
     assert_non_null(j);
-    assert_string_equal(json_string_value(j), "caf" GDU_UTF8_REPLACEMENT "/\xc3\xa9");
+    assert_string_equal(json_string_value(j),
+                        "caf" GDU_UTF8_REPLACEMENT "/\xc3\xa9" GDU_UTF8_REPLACEMENT);
     char *text = json_dumps(j, JSON_ENCODE_ANY);
     assert_non_null(text);
     free(text);

@@ -40,6 +40,26 @@ static void utf8_sequences(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (gdu_utf8_seq(bad[i], strlen(bad[i]), &cp) != 0)
             fail_msg("bad sequence %zu taken as valid", i);
+    /* What one U+FFFD stands for, as Python's decode(errors="replace") counts. */
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } subparts[] = {{"\xe9\x80\xc3", 2},
+                    {"\xe2\x80"
+                     "A",
+                     2},
+                    {"\xf0\x90\x80", 3},
+                    {"\xf4\x90\x80\x80", 1},
+                    {"\xc0\xaf", 1},
+                    {"\xe0\x80\xaf", 1},
+                    {"\xed\xa0\x80", 1},
+                    {"\xff", 1},
+                    {"\xc3", 1}};
+    for (size_t i = 0; i < sizeof subparts / sizeof subparts[0]; i++)
+        if (gdu_utf8_invalid_len(subparts[i].bytes, strlen(subparts[i].bytes)) != subparts[i].len)
+            fail_msg("subpart %zu: %zu bytes, want %zu", i,
+                     gdu_utf8_invalid_len(subparts[i].bytes, strlen(subparts[i].bytes)),
+                     subparts[i].len);
     assert_true(gdu_utf8_valid("plain \xc3\xa9t\xc3\xa9", 12));
     assert_false(gdu_utf8_valid("a\xffz", 3));
     assert_true(gdu_utf8_valid("a\0b", 3));
