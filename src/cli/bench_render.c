@@ -1,6 +1,8 @@
 /* gdunlock bench output: the human table and the --json document. */
 #include "cli/bench_render.h"
 
+#include "util/json_text.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,26 +69,26 @@ static json_t *machine(const bench_gpu *g)
     struct utsname u;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    json_t *m =
-        json_pack("{s:s, s:i}", "hostname", host, "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN));
+    json_t *m = json_pack("{s:o, s:i}", "hostname", gdu_json_text(host), "cpus",
+                          (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (uname(&u) == 0)
-        json_object_set_new(m, "kernel", json_string(u.release));
-    json_object_set_new(m, "gpu", g->ok ? json_string(g->name) : json_null());
+        json_object_set_new(m, "kernel", gdu_json_text(u.release));
+    json_object_set_new(m, "gpu", g->ok ? gdu_json_text(g->name) : json_null());
     return m;
 }
 
-int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_result *r, int argc,
-                     char **argv)
+json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_result *r)
 {
-    json_t *cmd = json_array();
-    for (int i = 0; i < argc; i++)
-        json_array_append_new(cmd, json_string(argv[i]));
-    json_t *params = json_pack(
-        "{s:s, s:I, s:I, s:i, s:I, s:i, s:s, s:s, s:b, s:i, s:s}", "file", c->file, "total_bytes",
-        (json_int_t)c->total, "io_bytes", (json_int_t)c->io_size, "workers", (int)c->workers,
-        "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging, "op",
-        c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold", c->cold, "device",
-        c->device, "mem", c->vmm ? "vmm" : "cudamalloc");
+    /* The file as the user named it (exact in file_escaped when not UTF-8). */
+    json_t *params = json_object();
+    gdu_json_set_text(params, "file", c->file);
+    json_object_update_new(
+        params,
+        json_pack("{s:I, s:I, s:i, s:I, s:i, s:s, s:s, s:b, s:i, s:s}", "total_bytes",
+                  (json_int_t)c->total, "io_bytes", (json_int_t)c->io_size, "workers",
+                  (int)c->workers, "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging,
+                  "op", c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold",
+                  c->cold, "device", c->device, "mem", c->vmm ? "vmm" : "cudamalloc"));
     json_object_set_new(params, "rounds", json_integer(c->rounds));
     json_t *paths = json_array();
     for (int p = 0; p < BENCH_NPATHS; p++) {
@@ -94,7 +96,8 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         if (!x->requested)
             continue;
         bool ok = x->ran && x->status == 0;
-        json_t *o = json_pack("{s:s, s:b, s:s}", "path", label(c, p), "ran", ok, "note", x->note);
+        json_t *o = json_pack("{s:s, s:b, s:o}", "path", label(c, p), "ran", ok, "note",
+                              gdu_json_text(x->note));
         if (ok) {
             json_object_set_new(o, "gbps", json_real(bench_gbps(x)));
             json_t *all = json_array();
@@ -123,10 +126,6 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         }
         json_array_append_new(paths, o);
     }
-    json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:f}", "command", cmd, "machine", machine(g),
-                            "params", params, "paths", paths, "ceiling_gbps", bench_ceiling(r));
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    printf("\n");
-    json_decref(doc);
-    return rc;
+    return json_pack("{s:o, s:o, s:o, s:f}", "machine", machine(g), "params", params, "paths",
+                     paths, "ceiling_gbps", bench_ceiling(r));
 }

@@ -3,6 +3,7 @@
 #include "bench/bench.h"
 #include "cli/bench_render.h"
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -286,10 +287,6 @@ int gdu_cmd_bench(int argc, char **argv)
     if (bench_run_paths(&c, &run, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "%s", why);
     const bench_result *res = run.res;
-    if (gdu_cli_json())
-        bench_print_json(&c, &run.gpu, res, argc, argv);
-    else
-        bench_print_table(&c, &run.gpu, res);
     rc = GDU_EXIT_OK;
     for (int p = 0; p < BENCH_NPATHS; p++) {
         if (res[p].verified == 0 && rc == GDU_EXIT_OK)
@@ -299,6 +296,11 @@ int gdu_cmd_bench(int argc, char **argv)
     }
     if (rc == GDU_EXIT_OK && run.needed_gpu)
         rc = GDU_EXIT_UNAVAILABLE;
+    if (gdu_cli_json())
+        rc = gdu_cli_print_report("bench", bench_to_json(&c, &run.gpu, res), "gdunlock-bench/1", rc,
+                                  0);
+    else
+        bench_print_table(&c, &run.gpu, res);
     bench_run_free(&run);
     return rc;
 }

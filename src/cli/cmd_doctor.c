@@ -1,6 +1,7 @@
 /* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
  * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
@@ -162,12 +163,10 @@ int gdu_cmd_doctor(int argc, char **argv)
              sysroot ? sysroot : "");
     /* A write error on stdout is main's to report (74). */
     int rc = code;
-    if (!json) {
+    if (!json)
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
-    } else if (gdu_doctor_print_json(stdout, &report, source, code) != 0 && !ferror(stdout)) {
-        fprintf(stderr, "gdunlock doctor: cannot build the JSON report\n");
-        rc = GDU_EXIT_SOFTWARE;
-    }
+    else
+        rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
     if (capture != NULL) {
         /* topo reads a little more (every mount's block devices, NIC names):
          * let it read now so that the capture replays topo too. */

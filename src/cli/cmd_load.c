@@ -2,6 +2,7 @@
  * index) into GPU or host memory through the I/O engine, and reports what
  * moved, how fast and by which path. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -193,16 +194,7 @@ int gdu_cmd_load(int argc, char **argv)
 
     rc = r.verified == 1 ? load_exit_code(r.verify_error.code) : GDU_EXIT_OK;
     if (gdu_cli_json()) {
-        json_t *doc = load_to_json(&r, a.list);
-        if (doc == NULL) {
-            fprintf(stderr, "gdunlock load: cannot express the result as JSON (a path that is "
-                            "not UTF-8?)\n");
-            rc = GDU_EXIT_SOFTWARE;
-        } else {
-            json_dumpf(doc, stdout, JSON_INDENT(2));
-            printf("\n");
-        }
-        json_decref(doc);
+        rc = gdu_cli_print_report("load", load_to_json(&r, a.list), "gdunlock-load/1", rc, 0);
     } else {
         int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
         load_print_human(stdout, &r, colour, a.list);

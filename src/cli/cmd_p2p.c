@@ -1,10 +1,12 @@
 /* gdunlock p2p: GPU-to-GPU capability (CUDA and the RM's caps, with the
  * reason and fix where P2P is missing) and bandwidth/latency matrices. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "p2p/p2p_collect.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -167,20 +169,16 @@ static void show_progress(void *user, const char *phase, unsigned done, unsigned
         fputc('\n', stderr);
 }
 
-static int output(const gdu_p2p_report *r, int json)
+/* The report on stdout: the table, or with --json the document. Returns the
+ * exit status (write errors are main's: 74). */
+static int output(const gdu_p2p_report *r, int status)
 {
-    if (!json) {
-        int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
-        gdu_p2p_print_report(stdout, r, colour);
-        return fflush(stdout) == 0 ? 0 : -1;
-    }
-    json_t *doc = gdu_p2p_report_json(r);
-    if (doc == NULL)
-        return -1;
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-    json_decref(doc);
-    fputc('\n', stdout);
-    return rc == 0 && fflush(stdout) == 0 ? 0 : -1;
+    if (gdu_cli_json())
+        return gdu_cli_print_report("p2p", gdu_p2p_report_json(r), "gdunlock-p2p/1", status,
+                                    JSON_REAL_PRECISION(6));
+    int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+    gdu_p2p_print_report(stdout, r, colour);
+    return status;
 }
 
 static int run(const struct options *o, gdu_p2p_report *r)
@@ -215,10 +213,7 @@ static int run(const struct options *o, gdu_p2p_report *r)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "querying the GPUs failed: %s",
                             why);
     int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
-    if (output(r, gdu_cli_json()) != 0) {
-        fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
-        return GDU_EXIT_IOERR;
-    }
+    status = output(r, status);
     if (r->bench_error[0])
         fprintf(stderr, "gdunlock p2p: measurement failed: %s\n", r->bench_error);
     return status;
@@ -236,10 +231,12 @@ int gdu_cmd_p2p(int argc, char **argv)
     time_t now = time(NULL);
     struct tm tm;
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    size_t len = (size_t)snprintf(r->command_line, sizeof r->command_line, "gdunlock");
-    for (int i = 0; i < argc && len < sizeof r->command_line; i++)
-        len +=
-            (size_t)snprintf(r->command_line + len, sizeof r->command_line - len, " %s", argv[i]);
+    /* For the table's "command:" line, escaped (the JSON document has it exact). */
+    char *line = gdu_cli_command_line();
+    char *shown = line != NULL ? gdu_text_escaped(line, strlen(line)) : NULL;
+    snprintf(r->command_line, sizeof r->command_line, "%s", shown != NULL ? shown : "gdunlock p2p");
+    free(shown);
+    free(line);
     rc = run(&o, r);
     free(r);
     return rc;

@@ -2,6 +2,7 @@
  * preloaded (src/launch/), waits for it, then prints what the shim did in
  * each process of CMD that used a GPU, and exits with CMD's exit status. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define RUN_SCHEMA "gdunlock-run/1"
 
 struct run_options {
     const char *report; /* also write the merged report here */
@@ -101,24 +104,51 @@ static int parse(int argc, char **argv, struct run_options *o, int *cmd_index)
 
 static int write_report(const json_t *doc, const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-    if (fd < 0)
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text == NULL) {
+        errno = ENOMEM;
         return -1;
-    int flags = fcntl(fd, F_GETFL);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
     FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         int e = errno;
-        close(fd);
+        if (fd >= 0)
+            close(fd);
+        free(text);
         errno = e;
         return -1;
     }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2));
+    fputs(text, f);
     fputc('\n', f);
+    free(text);
     int e = ferror(f) ? (errno ? errno : EIO) : 0;
     if (fclose(f) != 0 && e == 0)
-        e = errno;
+        e = errno ? errno : EIO;
     errno = e;
-    return rc == 0 && e == 0 ? 0 : -1;
+    return e == 0 ? 0 : -1;
+}
+
+/* With --json, stdout carries the report alone: CMD's standard output goes
+ * to stderr while it runs. Returns the saved stdout (or -1: nothing moved). */
+static int stdout_to_stderr(void)
+{
+    fflush(stdout);
+    int saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        close(saved);
+        saved = -1;
+    }
+    return saved;
+}
+
+static void stdout_back(int saved)
+{
+    if (saved >= 0) {
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
 }
 
 static const char *mode_colour(const char *mode, bool colour)
@@ -223,7 +253,10 @@ int gdu_cmd_run(int argc, char **argv)
                             "libgdunlock.so not found (looked for %s)", shim);
     gdu_launch_result res;
     char why[PATH_MAX + 128];
-    if (gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why) != 0)
+    int saved = gdu_cli_json() ? stdout_to_stderr() : -1;
+    int launched = gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why);
+    stdout_back(saved);
+    if (launched != 0)
         return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder", "%s",
                             why);
     size_t i;
@@ -250,16 +283,22 @@ int gdu_cmd_run(int argc, char **argv)
                 argv[cmd_at], cmd_rc);
         cmd_rc = 128 + ending_signal;
     }
-    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[cmd_at], "exit_status", cmd_rc,
-                            "processes", processes);
-    if (o.report != NULL && write_report(doc, o.report) != 0) {
+    /* The one document of --json and --report: CMD's exit status (exit_code
+     * is gdunlock's) and the merged reports. */
+    json_t *doc = gdu_cli_envelope(
+        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
+        cmd_rc);
+    if (o.report != NULL && (doc == NULL || write_report(doc, o.report) != 0)) {
         fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report,
-                strerror(errno));
+                strerror(doc == NULL ? ENOMEM : errno));
         cmd_rc = GDU_EXIT_IOERR;
+        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
     }
     if (gdu_cli_json()) {
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
+        if (doc == NULL)
+            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
+                                  "the JSON document could not be built (out of memory)");
+        gdu_cli_print(json_incref(doc), 0);
     } else {
         const char *nc = getenv("NO_COLOR");
         print_table(stderr, processes, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));

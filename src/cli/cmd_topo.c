@@ -1,6 +1,7 @@
 /* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
  * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -93,24 +94,15 @@ int gdu_cmd_topo(int argc, char **argv)
     gdu_topo_build(sys, t);
     int rc = GDU_EXIT_OK;
     if (t->n_gpus == 0) {
-        fprintf(stderr, "gdunlock topo: no NVIDIA GPU found%s%s\n",
-                sys->driver.loaded ? "" : " (no NVIDIA driver loaded)",
-                sys->pci_error[0] ? "; " : "");
-        if (sys->pci_error[0])
-            fprintf(stderr, "  %s\n", sys->pci_error);
-        rc = GDU_EXIT_UNAVAILABLE;
-    }
-    if (json) {
-        json_t *j = gdu_topo_to_json(t);
-        if (j == NULL) {
-            fprintf(stderr, "gdunlock topo: cannot build the JSON document\n");
-            rc = GDU_EXIT_SOFTWARE;
-        } else {
-            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* write errors: main's */
-            putchar('\n');
-        }
-        json_decref(j);
-    } else if (t->n_gpus > 0) {
+        /* No matrix without a GPU: the error document, not an empty report. */
+        const char *pci = sys->pci_error;
+        rc = gdu_cli_fail(
+            "topo", GDU_EXIT_UNAVAILABLE, NULL, "run 'gdunlock doctor' to see what is missing",
+            "no NVIDIA GPU found%s%s%s", sys->driver.loaded ? "" : " (no NVIDIA driver loaded)",
+            pci[0] ? ": " : "", pci);
+    } else if (json) {
+        rc = gdu_cli_print_report("topo", gdu_topo_to_json(t), NULL, rc, 0);
+    } else {
         print_table(t);
     }
     gdu_system_free(sys);

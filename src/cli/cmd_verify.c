@@ -3,6 +3,7 @@
  * correctly (FAILED, exit 1). Arguments and output; the run itself, and the
  * re-run as a child with libgdunlock.so preloaded, are in src/verify/. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -308,8 +309,7 @@ static int finish(const struct cli *c, json_t *doc)
     } else {
         code = (int)json_integer_value(json_object_get(doc, "exit_code"));
         if (gdu_cli_json()) {
-            json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-            printf("\n");
+            code = gdu_cli_print_report("verify", json_incref(doc), "gdunlock-verify/1", code, 0);
         } else {
             print_human(doc);
         }

@@ -1,5 +1,7 @@
 #include "cli/doctor_render.h"
 
+#include "util/json_text.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,15 +118,10 @@ void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, 
     }
 }
 
-int gdu_doctor_print_json(FILE *out, const gdu_report *r, const char *source, int exit_code)
+json_t *gdu_doctor_to_json(const gdu_report *r, const char *source)
 {
     json_t *j = gdu_report_to_json(r);
-    if (j == NULL)
-        return -1;
-    json_object_set_new(j, "source", json_string(source));
-    json_object_set_new(j, "exit_code", json_integer(exit_code));
-    int rc = json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', out);
-    json_decref(j);
-    return rc == 0 ? 0 : -1;
+    if (j != NULL && gdu_json_set_text(j, "source", source) != 0)
+        j = (json_decref(j), NULL);
+    return j;
 }

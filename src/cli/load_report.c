@@ -1,5 +1,6 @@
 #include "cli/load_report.h"
 #include "cli/exit_codes.h"
+#include "util/json_text.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -198,10 +199,11 @@ static json_t *tensor_json(const gdu_st_tensor *t)
     json_t *shape = json_array();
     for (uint32_t d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-    return json_pack("{s:s%, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, t->name_len,
-                     "dtype", gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
-                     "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes, "file",
-                     (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
+    return json_pack("{s:o, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name",
+                     gdu_json_textn(t->name, t->name_len), "dtype", gdu_st_dtype_name(t->dtype),
+                     "shape", shape, "device", t->device, "address", (json_int_t)t->address,
+                     "bytes", (json_int_t)t->nbytes, "file", (json_int_t)t->file, "file_offset",
+                     (json_int_t)t->file_offset);
 }
 
 json_t *load_to_json(const load_result *r, int list)
@@ -210,29 +212,39 @@ json_t *load_to_json(const load_result *r, int list)
     json_t *files = json_array(), *gpus = json_array();
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
-        json_array_append_new(files,
-                              json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "path",
-                                        gdu_st_model_file_path(r->model, f), "tensors",
-                                        (json_int_t)gdu_st_header_tensor_count(h), "data_offset",
-                                        (json_int_t)gdu_st_header_data_offset(h), "data_span",
-                                        (json_int_t)gdu_st_header_data_span(h), "hole_bytes",
-                                        (json_int_t)gdu_st_header_hole_bytes(h), "trailing_bytes",
-                                        (json_int_t)gdu_st_header_trailing_bytes(h)));
+        json_t *file = json_object();
+        gdu_json_set_text(file, "path", gdu_st_model_file_path(r->model, f));
+        json_object_update_new(file,
+                               json_pack("{s:I, s:I, s:I, s:I, s:I}", "tensors",
+                                         (json_int_t)gdu_st_header_tensor_count(h), "data_offset",
+                                         (json_int_t)gdu_st_header_data_offset(h), "data_span",
+                                         (json_int_t)gdu_st_header_data_span(h), "hole_bytes",
+                                         (json_int_t)gdu_st_header_hole_bytes(h), "trailing_bytes",
+                                         (json_int_t)gdu_st_header_trailing_bytes(h)));
+        json_array_append_new(files, file);
     }
     for (size_t i = 0; r->target == GDU_ST_TARGET_GPU && i < r->gpu_count; i++)
         json_array_append_new(gpus, json_integer(r->gpus[i]));
-    json_t *verify = r->verified < 0
-                         ? json_null()
-                         : json_pack("{s:b, s:s}", "ok", r->verified == 0, "message",
-                                     r->verified == 0 ? "every loaded byte equals the file"
-                                                      : r->verify_error.message);
-    json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s, s:o}", "command",
-        "load", "path", r->path, "target", r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus",
-        gpus, "files", files, "tensors", (json_int_t)s.tensors, "tensor_bytes",
-        (json_int_t)s.tensor_bytes, "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds,
-        "open_seconds", r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
-        "reason", s.reason, "verify", verify);
+    json_t *verify =
+        r->verified < 0
+            ? json_null()
+            : json_pack("{s:b, s:o}", "ok", r->verified == 0, "message",
+                        gdu_json_text(r->verified == 0 ? "every loaded byte equals the file"
+                                                       : r->verify_error.message));
+    /* The path as the user gave it (exact in path_escaped when not UTF-8). */
+    json_t *doc = json_object();
+    json_t *rest =
+        json_pack("{s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:o, s:o}", "target",
+                  r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus", gpus, "files", files,
+                  "tensors", (json_int_t)s.tensors, "tensor_bytes", (json_int_t)s.tensor_bytes,
+                  "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds, "open_seconds",
+                  r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
+                  "reason", gdu_json_text(s.reason), "verify", verify);
+    /* Both calls run, so that rest is always taken over. */
+    if ((gdu_json_set_text(doc, "path", r->path) != 0) | (json_object_update_new(doc, rest) != 0)) {
+        json_decref(doc);
+        return NULL;
+    }
     if (doc != NULL)
         json_object_set_new(doc, "lenient", json_boolean(r->lenient));
     if (doc != NULL)

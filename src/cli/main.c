@@ -1,5 +1,6 @@
 /* gdunlock: command-line entry point; dispatches to the subcommands. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -100,6 +101,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    gdu_cli_set_args(argc, argv);
     int rc = dispatch(argc, argv);
     /* Every command's report goes to stdout; when it cannot be written (a
      * full disk, /dev/full, a closed pipe with SIGPIPE ignored) the report is
