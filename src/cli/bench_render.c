@@ -2,6 +2,7 @@
 #include "cli/bench_render.h"
 
 #include "util/json_text.h"
+#include "util/text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -26,11 +27,16 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
     bool color = use_color();
     const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
                *green = color ? "\033[32m" : "", *off = color ? "\033[0m" : "";
-    printf("%s%s %s, %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d %s%s\n", bold,
-           c->write ? "write" : "read", c->file, (double)c->total / (1u << 30),
-           (unsigned long long)(c->io_size >> 10), c->workers, c->random ? "random" : "sequential",
-           c->cold ? "cold (O_DIRECT)" : "warm page cache", c->device, g->ok ? g->name : "(none)",
-           off);
+    /* The file, the GPU's name and the notes (errors with paths) are
+     * outside text: escaped. */
+    printf("%s%s ", bold, c->write ? "write" : "read");
+    gdu_text_put(stdout, c->file);
+    printf(", %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d ",
+           (double)c->total / (1u << 30), (unsigned long long)(c->io_size >> 10), c->workers,
+           c->random ? "random" : "sequential", c->cold ? "cold (O_DIRECT)" : "warm page cache",
+           c->device);
+    gdu_text_put(stdout, g->ok ? g->name : "(none)");
+    printf("%s\n", off);
     double ceil = bench_ceiling(r);
     printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
            "CPU%", "p50 ms", "p99 ms", "data", "note", off);
@@ -39,8 +45,10 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         if (!x->requested)
             continue;
         if (!x->ran || x->status != 0) {
-            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bench_failed(x) ? red : "",
-                   label(c, p), "-", "-", "-", "-", "-", "-", "-", x->note, off);
+            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s ", bench_failed(x) ? red : "",
+                   label(c, p), "-", "-", "-", "-", "-", "-", "-");
+            gdu_text_put(stdout, x->note);
+            printf("%s\n", off);
             continue;
         }
         double v = bench_gbps(x);
@@ -50,13 +58,15 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         const char *data = x->verified == 1 ? "ok" : x->verified == 0 ? "WRONG" : "-";
         char range[32];
         snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
-        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s %s\n", label(c, p), v, range, ratio,
+        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s ", label(c, p), v, range, ratio,
                x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
                x->p99_us / 1e3,
                x->verified == 0   ? red
                : x->verified == 1 ? green
                                   : "",
-               data, off, x->note);
+               data, off);
+        gdu_text_put(stdout, x->note);
+        putchar('\n');
     }
     if (ceil > 0)
         printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "

@@ -1,6 +1,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/exit_codes.h"
+#include "util/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,25 @@ void gdu_cli_error_doc(const char *command, int exit_code, const char *code, con
         gdu_cli_print(gdu_cli_error_json(command, exit_code, code, message, fix), 0);
 }
 
+/* "gdunlock COMMAND: " and message on stderr, escaped: it may hold outside
+ * text (paths, CMD's name, a library's message). */
+static void say(const char *command, const char *message)
+{
+    fprintf(stderr, "gdunlock %s: ", command);
+    gdu_text_put(stderr, message);
+    fputc('\n', stderr);
+}
+
+void gdu_cli_note(const char *command, const char *fmt, ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    say(command, message);
+}
+
 int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
                  const char *fmt, ...)
 {
@@ -44,9 +64,11 @@ int gdu_cli_fail(const char *command, int exit_code, const char *code, const cha
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "gdunlock %s: %s\n", command, message);
+    say(command, message);
     if (fix != NULL) {
-        fprintf(stderr, "  fix: %s\n", fix);
+        fputs("  fix: ", stderr);
+        gdu_text_put(stderr, fix);
+        fputc('\n', stderr);
     } else if (exit_code == GDU_EXIT_USAGE) {
         /* A bad argument: one line, and where the usage is. */
         snprintf(see, sizeof see, "see 'gdunlock %s --help'", command);

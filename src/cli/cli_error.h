@@ -19,6 +19,11 @@ const char *gdu_cli_exit_name(int exit_code);
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
                        const char *fix);
 
+/* A line on stderr that is not a failure: "gdunlock COMMAND: MESSAGE", the
+ * message escaped (util/text.h), as every message is: it may hold outside
+ * text that would otherwise drive the terminal. */
+__attribute__((format(printf, 2, 3))) void gdu_cli_note(const char *command, const char *fmt, ...);
+
 /* Reports a failure: "gdunlock COMMAND: MESSAGE" and "  fix: FIX" on stderr
  * and, with --json, the error document on stdout. Returns exit_code. A bad
  * argument (GDU_EXIT_USAGE) without a fix says where the usage is instead:

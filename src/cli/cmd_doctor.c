@@ -176,13 +176,13 @@ int gdu_cmd_doctor(int argc, char **argv)
         free(topo);
         gdu_capture_stats st;
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
-            fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
+            gdu_cli_note("doctor", "capture failed: %s", why);
             rc = GDU_EXIT_IOERR;
         } else {
-            fprintf(stderr,
-                    "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
-                    "unreadable); replay with: gdunlock doctor --sysroot %s\n",
-                    st.files, st.links, capture, st.missing, st.failed, capture);
+            gdu_cli_note("doctor",
+                         "captured %zu files and %zu links into %s (%zu absent, %zu "
+                         "unreadable); replay with: gdunlock doctor --sysroot %s",
+                         st.files, st.links, capture, st.missing, st.failed, capture);
         }
     }
     gdu_report_free(&report);

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
+#include "util/json_text.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -261,10 +262,9 @@ int gdu_cmd_run(int argc, char **argv)
                             why);
     size_t i;
     const json_t *u;
-    json_array_foreach(res.unreadable, i, u)
-        fprintf(stderr, "gdunlock run: shim report %s unreadable: %s\n",
-                json_string_value(json_object_get(u, "file")),
-                json_string_value(json_object_get(u, "error")));
+    json_array_foreach(res.unreadable, i, u) gdu_cli_note(
+        "run", "shim report %s unreadable: %s", json_string_value(json_object_get(u, "file")),
+        json_string_value(json_object_get(u, "error")));
     json_t *processes = json_incref(res.processes);
     int status = res.status, ending_signal = res.ending_signal, exec_errno = res.exec_errno;
     gdu_launch_result_free(&res);
@@ -279,8 +279,8 @@ int gdu_cmd_run(int argc, char **argv)
                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                        : 1;
     if (ending_signal != 0) { /* as a shell reports a command a signal ended */
-        fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
-                argv[cmd_at], cmd_rc);
+        gdu_cli_note("run", "%s; '%s' ended with status %d", strsignal(ending_signal), argv[cmd_at],
+                     cmd_rc);
         cmd_rc = 128 + ending_signal;
     }
     /* The one document of --json and --report: CMD's exit status (exit_code
@@ -289,8 +289,8 @@ int gdu_cmd_run(int argc, char **argv)
         "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
         cmd_rc);
     if (o.report != NULL && (doc == NULL || write_report(doc, o.report) != 0)) {
-        fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report,
-                strerror(doc == NULL ? ENOMEM : errno));
+        gdu_cli_note("run", "cannot write the report to %s: %s", o.report,
+                     strerror(doc == NULL ? ENOMEM : errno));
         cmd_rc = GDU_EXIT_IOERR;
         json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
     }
@@ -300,8 +300,12 @@ int gdu_cmd_run(int argc, char **argv)
                                   "the JSON document could not be built (out of memory)");
         gdu_cli_print(json_incref(doc), 0);
     } else {
+        /* The reports are the child's: printed escaped. */
         const char *nc = getenv("NO_COLOR");
-        print_table(stderr, processes, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_t *shown = gdu_json_escaped_copy(processes);
+        if (shown != NULL)
+            print_table(stderr, shown, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_decref(shown);
     }
     json_decref(doc);
     json_decref(processes);

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "doctor/topo_matrix.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,20 @@ static void usage(FILE *out)
             "  -h, --help      this text\n");
 }
 
+/* A cell of width columns, escaped: names, models and mount points come
+ * from the (possibly captured) machine's files. */
+static void cell(const char *s, size_t width) { gdu_text_pad(stdout, s, strlen(s), width); }
+
 static void print_table(const gdu_topo *t)
 {
     printf("%-8s", "");
-    for (size_t c = 0; c < t->n_cols; c++)
-        printf(" %-6s", t->cols[c].name);
+    for (size_t c = 0; c < t->n_cols; c++) {
+        putchar(' ');
+        cell(t->cols[c].name, 6);
+    }
     printf(" %-5s\n", "NUMA");
     for (size_t r = 0; r < t->n_gpus; r++) {
-        printf("%-8s", t->cols[r].name);
+        cell(t->cols[r].name, 8);
         for (size_t c = 0; c < t->n_cols; c++)
             printf(" %-6s", t->cell[r][c]);
         if (t->cols[r].numa_node >= 0)
@@ -47,10 +54,17 @@ static void print_table(const gdu_topo *t)
     printf("\n");
     for (size_t c = 0; c < t->n_cols; c++) {
         const gdu_topo_col *col = &t->cols[c];
-        printf("%-8s %s  %s\n", col->name, col->bdf[0] ? col->bdf : "(no PCI address)",
-               col->detail);
-        for (size_t m = 0; m < col->n_mounts; m++)
-            printf("%-8s   mounted: %s\n", "", col->mounts[m]);
+        cell(col->name, 8);
+        putchar(' ');
+        cell(col->bdf[0] ? col->bdf : "(no PCI address)", 0);
+        fputs("  ", stdout);
+        gdu_text_put(stdout, col->detail);
+        putchar('\n');
+        for (size_t m = 0; m < col->n_mounts; m++) {
+            printf("%-8s   mounted: ", "");
+            gdu_text_put(stdout, col->mounts[m]);
+            putchar('\n');
+        }
         if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
             printf("%-8s   mounted: nothing\n", "");
     }

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
+#include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"
 
@@ -311,7 +312,12 @@ static int finish(const struct cli *c, json_t *doc)
         if (gdu_cli_json()) {
             code = gdu_cli_print_report("verify", json_incref(doc), "gdunlock-verify/1", code, 0);
         } else {
-            print_human(doc);
+            json_t *shown = gdu_json_escaped_copy(doc); /* paths, library messages: escaped */
+            if (shown != NULL)
+                print_human(shown);
+            else
+                code = gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
+            json_decref(shown);
         }
     }
     json_decref(doc);

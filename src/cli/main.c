@@ -3,6 +3,7 @@
 #include "cli/cli_json.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -64,7 +65,9 @@ static int top_level_error(const char *word, const char *what)
     char message[256];
     snprintf(message, sizeof message, "%s%s%.200s%s", what, word ? " '" : "", word ? word : "",
              word ? "'" : "");
-    fprintf(stderr, "gdunlock: %s\nsee 'gdunlock --help'\n", message);
+    fputs("gdunlock: ", stderr);
+    gdu_text_put(stderr, message); /* the word as typed: escaped */
+    fputs("\nsee 'gdunlock --help'\n", stderr);
     gdu_cli_error_doc(word, GDU_EXIT_USAGE, NULL, message, "see 'gdunlock --help'");
     return GDU_EXIT_USAGE;
 }

@@ -19,15 +19,18 @@ documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-# check [-m TEXT] [-full|-json] expected-codes... -- args...: -m: the
+# check [-m TEXT] [-full|-json] [-esc] expected-codes... -- args...: -m: the
 # messages (stderr and stdout) must contain TEXT; -full: stdout is /dev/full;
 # -json: stdout must be one JSON document in the envelope, every member
-# documented, and a failure's the error document (tests/cli/json_check.py).
+# documented, and a failure's the error document (tests/cli/json_check.py);
+# -esc: the arguments or files hold terminal escapes (ESC), which must reach
+# neither stream raw, but escaped (\x1b).
 check() {
-  local want=() args=() says="" out="$work/out" json=0
+  local want=() args=() says="" out="$work/out" json=0 esc=0
   if [ "$1" = "-m" ]; then says=$2; shift 2; fi
   if [ "$1" = "-full" ]; then out=/dev/full; : >"$work/out"; shift; fi
   if [ "$1" = "-json" ]; then json=1; shift; fi
+  if [ "$1" = "-esc" ]; then esc=1; shift; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
@@ -48,6 +51,10 @@ check() {
     why="sanitizer report"
   elif [ -n "$says" ] && ! grep -qF -- "$says" "$work/err" "$work/out"; then
     why="the message does not say '$says'"
+  elif [ $esc = 1 ] && grep -q $'\x1b' "$work/out" "$work/err"; then
+    why="a raw ESC reached the terminal: $(grep -ah $'\x1b' "$work/out" "$work/err" | head -1 | od -c | head -2 | tr -s ' ')"
+  elif [ $esc = 1 ] && ! grep -qF '\x1b' "$work/out" "$work/err"; then
+    why="no escaped ESC (\\x1b) in the output"
   elif [ $json = 1 ] && ! json_why=$(python3 "$here/json_check.py" "$here/../../docs" "$work/out" $rc 2>&1); then
     why=$json_why
   fi
@@ -213,6 +220,25 @@ check 64 66 -- load "$work/junk" --to host
 check 64 66 69 -- load "$work/junk" --gpu 99
 check 64 -- load "$work/junk" --gpu -1
 check 64 -- load "$work/junk" --gpu 0,0,banana
+
+# Terminal escapes (a colour change, an OSC title) in strings from outside:
+# arguments, file names, a captured machine's files, the shim's reports.
+esc=$'\e]0;pwned\a\e[31m'
+check -esc 64 -- "x${esc}"
+check -esc 64 -- help "x${esc}"
+mkdir -p "$work/dir${esc}"
+check -esc 0 -- bench -f "$work/dir${esc}/bench" --create -s 4K -i 4K --paths host --rounds 1
+check -esc 66 -- bench -f "$work/no${esc}/bench" -s 4K -i 4K --paths host --rounds 1
+printf 'x' >"$work/dir${esc}/taken"
+check -esc 64 69 -- verify "$work/dir${esc}/taken" --no-shim
+check -esc 66 -- run -- "/no/such/${esc}"
+check -esc 0 -- run -- sh -c 'printf "%s" "{\"pid\": 1, \"driver\": \"\\u001b]0;pwned\\u0007\", \"gpus\": [{\"mode\": \"unlocked\", \"reason\": \"\\u001b[2J\"}]}" >"${GDUNLOCK_REPORT%/*}/report-1.json"'
+check -esc 66 -- doctor --sysroot "$work/no${esc}"
+cp -a "$fixtures/l40s-nvfs" "$work/esc-sysroot"
+sed -i "s/^Model:.*/Model: \t\t NVIDIA L40S${esc}/" "$work"/esc-sysroot/proc/driver/nvidia/gpus/*/information
+sed -i 's/"NVIDIA L40S"/"NVIDIA L40S\\u001b]0;pwned\\u0007"/' "$work/esc-sysroot/gdunlock-live.json"
+check -esc 0 10 11 12 13 -- doctor --sysroot "$work/esc-sysroot" /data/model.safetensors
+check -esc 0 -- topo --sysroot "$work/esc-sysroot"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
