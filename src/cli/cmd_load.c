@@ -53,7 +53,7 @@ typedef struct {
     int gpus[MAX_GPUS];
     size_t gpu_count;
     gdu_st_target target;
-    int verify, list, progress, lenient;
+    int gpu_given, verify, list, progress, lenient;
 } load_args;
 
 enum {
@@ -74,6 +74,7 @@ static int option(void *ctx, int opt, const char *arg)
             a->gpu_count == 0)
             return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
                                 "--gpu wants GPU ordinals like 0 or 0,1, not '%s'", arg);
+        a->gpu_given = 1;
         break;
     case OPT_TO:
         if (strcmp(arg, "host") == 0)
@@ -128,6 +129,9 @@ static int parse_args(int argc, char **argv, load_args *a)
     int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
     if (rc != GDU_CLI_CONTINUE)
         return rc;
+    if (a->target == GDU_ST_TARGET_HOST && a->gpu_given)
+        return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                            "--gpu names the GPUs to load into; with --to host there are none");
     a->path = argv[first];
     return GDU_CLI_CONTINUE;
 }

@@ -220,6 +220,13 @@ check 64 66 -- load "$work/junk" --to host
 check 64 66 69 -- load "$work/junk" --gpu 99
 check 64 -- load "$work/junk" --gpu -1
 check 64 -- load "$work/junk" --gpu 0,0,banana
+check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --to host --gpu 0
+check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --gpu 1 --to host
+# --list: a multi-byte name takes the columns of its characters, not of its bytes.
+printf '\x6f\x00\x00\x00\x00\x00\x00\x00{"\xc3\xa9t\xc3\xa9":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"ete":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}ab' >"$work/names.safetensors"
+check 0 -- load "$work/names.safetensors" --to host --list
+ok_if 'python3 -c "import sys; r = [l.index(\" U8 \") for l in open(sys.argv[1], encoding=\"utf-8\") if \" U8 \" in l]; sys.exit(len(r) != 2 or r[0] != r[1])" "$work/out"' \
+  "load --list: the dtype column lines up after a multi-byte name"
 
 # Terminal escapes (a colour change, an OSC title) in strings from outside:
 # arguments, file names, a captured machine's files, the shim's reports.
