@@ -33,8 +33,14 @@ static void usage(FILE *out)
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
             "  -w N             workers / threads (default %u: the CPUs, 2..16)\n"
-            "  -x read|write    direction (default read: file -> GPU)\n"
-            "  -m seq|rand      I/O order (default seq)\n"
+            "  -x 0|1|2         gdsio's transfer type, as the paths that move data so:\n"
+            "                   0 storage -> GPU by cuFile (direct, cufile-compat),\n"
+            "                   1 storage -> CPU memory (host, host-uring), 2 storage ->\n"
+            "                   CPU memory -> GPU (engine, naive); default every path\n"
+            "  -I 0|1|2|3       gdsio's I/O type: 0 read (default: file -> GPU), 1 write,\n"
+            "                   2 randread, 3 randwrite\n"
+            "  --rw TYPE        the same by name: read, write, randread, randwrite\n"
+            "  -m seq|rand      the I/O order alone (default seq)\n"
             "  -d N             GPU index (default 0)\n"
             "  --mem KIND       cudamalloc (default) or vmm (cuMemCreate + cuMemMap)\n"
             "  --cold           O_DIRECT for every path and the page cache dropped first\n"
@@ -95,6 +101,7 @@ static int parse_paths(const char *list, unsigned *out)
 }
 
 enum {
+    OPT_RW = 'I', /* -I takes gdsio's numbers, --rw their names */
     OPT_MEM = 256,
     OPT_COLD,
     OPT_PATHS,
@@ -112,7 +119,46 @@ struct bench_args {
     bench_config *c;
     const char *dir;
     bool progress;
+    unsigned paths; /* chosen by -x and --paths; 0: every path */
 };
+
+/* gdsio's I/O types (-I), in its order, and by name (--rw). */
+static const char *const io_types[] = {"read", "write", "randread", "randwrite"};
+
+static int io_type(const char *arg, bench_config *c)
+{
+    for (unsigned t = 0; t < 4; t++) {
+        char number[2] = {(char)('0' + t), '\0'};
+        if (strcmp(arg, number) == 0 || strcmp(arg, io_types[t]) == 0) {
+            c->write = t == 1 || t == 3;
+            c->random = t >= 2;
+            return GDU_CLI_CONTINUE;
+        }
+    }
+    return bad_arg("-I/--rw (0 read, 1 write, 2 randread, 3 randwrite)", arg);
+}
+
+/* gdsio's transfer types (-x): the paths that move data that way. */
+static int xfer_type(const char *arg, unsigned *paths)
+{
+    static const unsigned by_type[] = {
+        1u << BENCH_DIRECT | 1u << BENCH_COMPAT,
+        1u << BENCH_HOST | 1u << BENCH_HOST_URING,
+        1u << BENCH_ENGINE | 1u << BENCH_NAIVE,
+    };
+    uint64_t t;
+    if (strcmp(arg, "read") == 0 || strcmp(arg, "write") == 0)
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
+                            "-x is gdsio's transfer type (0, 1 or 2), no longer the direction: "
+                            "give -I %d or --rw %s",
+                            arg[0] == 'w', arg);
+    if (gdu_parse_uint(arg, 0, 2, &t) != 0)
+        return bad_arg("-x transfer type (0 GPU direct, 1 CPU only, 2 CPU -> GPU; gdsio's "
+                       "others have no bench path)",
+                       arg);
+    *paths |= by_type[t];
+    return GDU_CLI_CONTINUE;
+}
 
 static int option(void *ctx, int opt, const char *arg)
 {
@@ -142,10 +188,9 @@ static int option(void *ctx, int opt, const char *arg)
         c->workers = (unsigned)v;
         break;
     case 'x':
-        if (strcmp(arg, "read") && strcmp(arg, "write"))
-            return bad_arg("-x (read or write)", arg);
-        c->write = strcmp(arg, "write") == 0;
-        break;
+        return xfer_type(arg, &a->paths);
+    case OPT_RW:
+        return io_type(arg, c);
     case 'm':
         if (strcmp(arg, "seq") && strcmp(arg, "rand"))
             return bad_arg("-m (seq or rand)", arg);
@@ -164,10 +209,13 @@ static int option(void *ctx, int opt, const char *arg)
     case OPT_COLD:
         c->cold = true;
         break;
-    case OPT_PATHS:
-        if (parse_paths(arg, &c->paths) != 0)
+    case OPT_PATHS: {
+        unsigned named;
+        if (parse_paths(arg, &named) != 0)
             return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", arg);
+        a->paths |= named;
         break;
+    }
     case OPT_CHUNK:
         if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
             return bad_arg("--chunk size (a multiple of 4K, at most 1G)", arg);
@@ -207,7 +255,8 @@ static int option(void *ctx, int opt, const char *arg)
 /* The options into c; workers and staging stay 0 where no option set them. */
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
-    static const struct option longs[] = {{"mem", required_argument, NULL, OPT_MEM},
+    static const struct option longs[] = {{"rw", required_argument, NULL, OPT_RW},
+                                          {"mem", required_argument, NULL, OPT_MEM},
                                           {"cold", no_argument, NULL, OPT_COLD},
                                           {"paths", required_argument, NULL, OPT_PATHS},
                                           {"chunk", required_argument, NULL, OPT_CHUNK},
@@ -222,7 +271,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
                                           GDU_CLI_HELP_OPTION,
                                           {NULL, 0, NULL, 0}};
     static const gdu_cli_command cmd = {
-        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:m:d:", .longs = longs};
+        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:I:m:d:", .longs = longs};
     int first;
     int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
     if (rc != GDU_CLI_CONTINUE)
@@ -230,6 +279,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
     if ((a->c->file == NULL) == (a->dir == NULL))
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
                             "give exactly one of -f FILE or -D DIR");
+    if (a->paths != 0)
+        a->c->paths = a->paths;
     return GDU_CLI_CONTINUE;
 }
 

@@ -139,7 +139,8 @@ check 64 66 69 -- bench -D "$work/empty"
 # A file that is not a bench file is someone's data: never overwritten without --force.
 printf 'precious data\n' >"$work/precious"
 check -m "pass --force" 64 -- bench -f "$work/precious" --create -s 4K -i 4K --paths host --rounds 1
-check -m "pass --force" 64 -- bench -f "$work/precious" -x write -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" --rw write -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" -I 1 -s 4K -i 4K --paths host --rounds 1
 if [ "$(cat "$work/precious")" = "precious data" ]; then
   pass=$((pass + 1)); echo "ok   bench left the file it refused as it was"
 else
@@ -157,6 +158,14 @@ check 64 -- bench -f "$work/x" -s -5
 check 64 -- bench -f "$work/x" -s 99999999999999999999
 check 64 -- bench -f "$work/x" -w 0
 check 64 -- bench -f "$work/x" -w 100000000
+# gdsio's -x (transfer type) and -I (I/O type); -x is no longer the direction.
+check -m "no longer the direction: give -I 1 or --rw write" 64 -- bench -f "$work/x" -x write
+check -m "invalid -x transfer type" 64 -- bench -f "$work/x" -x 3
+check -m "invalid -I/--rw" 64 -- bench -f "$work/x" -I 4
+check -m "invalid -I/--rw" 64 -- bench -f "$work/x" --rw sideways
+check 0 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K -x 1 -I 2 --rounds 1 --json
+ok_if 'python3 -c "import json,sys; d = json.load(open(sys.argv[1])); p = d[\"params\"]; sys.exit([x[\"path\"] for x in d[\"paths\"]] != [\"host\", \"host-uring\"] or p[\"op\"] != \"read\" or p[\"order\"] != \"rand\")" "$work/out"' \
+  "bench -x 1 -I 2: the CPU-only paths, random reads"
 check 64 66 69 -- bench -f "$work/x" -d 99
 check 0 1 69 -- p2p
 check 64 -- p2p --gpus banana
