@@ -32,7 +32,7 @@ static void usage(FILE *out)
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
-            "  -w N             workers / threads (default %u: the CPUs, 2..16)\n"
+            "  -w N             workers / threads (default: the CPUs (up to 16; at least 2))\n"
             "  -x 0|1|2         gdsio's transfer type, as the paths that move data so:\n"
             "                   0 storage -> GPU by cuFile (direct, cufile-compat),\n"
             "                   1 storage -> CPU memory (host, host-uring), 2 storage ->\n"
@@ -72,8 +72,7 @@ static void usage(FILE *out)
             "64 bad arguments (or FILE would be overwritten without --force); 66 file\n"
             "missing, not a regular file or not a bench file; 69 no GPU;\n"
             "74 an I/O error.\n",
-            gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20,
-            GDU_IO_DEFAULT_STAGING);
+            GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
 }
 
 static int bad_arg(const char *what, const char *value)

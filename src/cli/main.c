@@ -27,7 +27,7 @@ static const struct command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: gdunlock COMMAND [OPTIONS]\n       gdunlock help COMMAND\n\ncommands:\n");
+    fprintf(out, "Usage: gdunlock COMMAND [OPTIONS]\n  or:  gdunlock help COMMAND\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'gdunlock COMMAND --help' (or 'gdunlock help COMMAND') describes a command's\n"

@@ -26,3 +26,9 @@ if(GDUNLOCK_SANITIZE)
   set_tests_properties(cli_json_schemas PROPERTIES
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1")
 endif()
+# The man pages scripts/man.sh made at build time: whole synopses.
+if(HELP2MAN)
+  add_test(NAME cli_man_pages COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/man_pages.sh
+                                      $<TARGET_FILE:gdunlock> ${CMAKE_BINARY_DIR}/man/man1)
+  set_tests_properties(cli_man_pages PROPERTIES LABELS unit)
+endif()
