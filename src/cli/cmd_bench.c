@@ -5,6 +5,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
+#include "cli/cli_progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
@@ -283,12 +284,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
     return GDU_CLI_CONTINUE;
 }
 
-/* "bench: engine     3.00 / 8.00 GiB", rewritten in place. */
+/* "bench: engine 3.00 GiB / 8.00 GiB ( 37%)  2.41 GB/s  ETA 2s"; each
+ * path (a static name) is a task of its own. */
 static void show_progress(void *user, const char *path, uint64_t done, uint64_t total, bool final)
 {
-    fprintf(stderr, "\rbench: %-13s %8.2f / %.2f GiB%s", path, (double)done / (1u << 30),
-            (double)total / (1u << 30), final ? "\n" : "");
-    fflush(stderr);
+    gdu_cli_progress_bytes(user, path, done, total, final);
 }
 
 int gdu_cmd_bench(int argc, char **argv)
@@ -323,8 +323,13 @@ int gdu_cmd_bench(int argc, char **argv)
         c.io_size = c.total;
     if (c.chunk == 0) /* the engine's own default for this mode */
         c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
-    if (progress || isatty(STDERR_FILENO))
+    gdu_cli_progress shown;
+    gdu_cli_progress_start(&shown);
+    shown.prefix = "bench: ";
+    if (progress || shown.tty) {
         c.progress = show_progress;
+        c.progress_user = &shown;
+    }
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
         int code = s == -EEXIST ? GDU_EXIT_USAGE

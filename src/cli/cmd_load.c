@@ -4,6 +4,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
+#include "cli/cli_progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
@@ -138,12 +139,7 @@ static int parse_args(int argc, char **argv, load_args *a)
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
 {
-    char d[32], t[32];
-    gdu_format_bytes(done, d, sizeof d);
-    gdu_format_bytes(total, t, sizeof t);
-    fprintf(stderr, "\rloading %s / %s (%3.0f%%)%s", d, t,
-            total ? 100.0 * (double)done / (double)total : 100.0, done == total ? "\n" : "");
-    fflush(stderr);
+    gdu_cli_progress_bytes(ctx, "loading", done, total, done == total);
 }
 
 static int fail(const gdu_st_error *err)
@@ -180,11 +176,14 @@ int gdu_cmd_load(int argc, char **argv)
         .lenient = a.lenient,
     };
     st_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
+    gdu_cli_progress progress;
+    gdu_cli_progress_start(&progress);
     gdu_st_load_options o = {
         .target = a.target,
         .gpus = a.gpus,
         .gpu_count = a.gpu_count,
-        .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
+        .progress = a.progress || progress.tty ? show_progress : NULL,
+        .progress_ctx = &progress,
     };
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
         rc = fail(&err);
