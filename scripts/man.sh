@@ -16,10 +16,14 @@ printf '[SEE ALSO]\n%s\n' "$see_also" >"$work/see-also"
 help2man --no-info --no-discard-stderr --version-string="$version" \
   --name="GPUDirect paths for NVIDIA GPUs, and what each delivers" \
   --include="$work/see-also" -o "$out/gdunlock.1" "$gdunlock"
+join="awk '/^Usage:/ { u = \$0; next } u != \"\" && /^ +[[(]/ { sub(/^ +/, \" \"); u = u \$0; next } u != \"\" { print u; u = \"\" } { print } END { if (u != \"\") print u }'"
 while read -r name what; do
   # help2man names a page after the program it runs: a gdunlock-NAME that
   # is `gdunlock NAME`.
-  printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$gdunlock" "$name" >"$work/gdunlock-$name"
+  # The synopsis is one line for help2man (it takes the "Usage:" line alone
+  # and would show a continuation as description); --help wraps it at 80
+  # columns, so the continuation lines are joined here.
+  printf '#!/bin/sh\n"%s" %s "$@" | %s\n' "$gdunlock" "$name" "$join" >"$work/gdunlock-$name"
   chmod +x "$work/gdunlock-$name"
   printf '[SEE ALSO]\n\\fBgdunlock\\fR(1)\n' >"$work/see-also-$name"
   help2man --no-info --no-discard-stderr --version-string="$version" --name="$what" \

@@ -33,7 +33,7 @@ typedef struct {
     uint64_t chunk;         /* engine chunk size (0: engine default) */
     uint64_t default_chunk; /* the chunk when none is given and O_DIRECT is off */
     unsigned staging;       /* engine staging buffers per worker (0: default) */
-    bool write, random, cold, create, verify, json, vmm;
+    bool write, random, cold, create, verify, vmm;
     /* Called with a path's bytes done of total, at most every half second
      * and once more (final) when the path ends; NULL: no progress. */
     void (*progress)(void *user, const char *path, uint64_t done, uint64_t total, bool final);

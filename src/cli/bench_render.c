@@ -1,6 +1,9 @@
 /* gdunlock bench output: the human table and the --json document. */
 #include "cli/bench_render.h"
 
+#include "util/json_text.h"
+#include "util/text.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +27,16 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
     bool color = use_color();
     const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
                *green = color ? "\033[32m" : "", *off = color ? "\033[0m" : "";
-    printf("%s%s %s, %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d %s%s\n", bold,
-           c->write ? "write" : "read", c->file, (double)c->total / (1u << 30),
-           (unsigned long long)(c->io_size >> 10), c->workers, c->random ? "random" : "sequential",
-           c->cold ? "cold (O_DIRECT)" : "warm page cache", c->device, g->ok ? g->name : "(none)",
-           off);
+    /* The file, the GPU's name and the notes (errors with paths) are
+     * outside text: escaped. */
+    printf("%s%s ", bold, c->write ? "write" : "read");
+    gdu_text_put(stdout, c->file);
+    printf(", %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d ",
+           (double)c->total / (1u << 30), (unsigned long long)(c->io_size >> 10), c->workers,
+           c->random ? "random" : "sequential", c->cold ? "cold (O_DIRECT)" : "warm page cache",
+           c->device);
+    gdu_text_put(stdout, g->ok ? g->name : "(none)");
+    printf("%s\n", off);
     double ceil = bench_ceiling(r);
     printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
            "CPU%", "p50 ms", "p99 ms", "data", "note", off);
@@ -37,8 +45,10 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         if (!x->requested)
             continue;
         if (!x->ran || x->status != 0) {
-            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bench_failed(x) ? red : "",
-                   label(c, p), "-", "-", "-", "-", "-", "-", "-", x->note, off);
+            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s ", bench_failed(x) ? red : "",
+                   label(c, p), "-", "-", "-", "-", "-", "-", "-");
+            gdu_text_put(stdout, x->note);
+            printf("%s\n", off);
             continue;
         }
         double v = bench_gbps(x);
@@ -48,13 +58,15 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         const char *data = x->verified == 1 ? "ok" : x->verified == 0 ? "WRONG" : "-";
         char range[32];
         snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
-        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s %s\n", label(c, p), v, range, ratio,
+        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s ", label(c, p), v, range, ratio,
                x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
                x->p99_us / 1e3,
                x->verified == 0   ? red
                : x->verified == 1 ? green
                                   : "",
-               data, off, x->note);
+               data, off);
+        gdu_text_put(stdout, x->note);
+        putchar('\n');
     }
     if (ceil > 0)
         printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
@@ -67,26 +79,26 @@ static json_t *machine(const bench_gpu *g)
     struct utsname u;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    json_t *m =
-        json_pack("{s:s, s:i}", "hostname", host, "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN));
+    json_t *m = json_pack("{s:o, s:i}", "hostname", gdu_json_text(host), "cpus",
+                          (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (uname(&u) == 0)
-        json_object_set_new(m, "kernel", json_string(u.release));
-    json_object_set_new(m, "gpu", g->ok ? json_string(g->name) : json_null());
+        json_object_set_new(m, "kernel", gdu_json_text(u.release));
+    json_object_set_new(m, "gpu", g->ok ? gdu_json_text(g->name) : json_null());
     return m;
 }
 
-int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_result *r, int argc,
-                     char **argv)
+json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_result *r)
 {
-    json_t *cmd = json_array();
-    for (int i = 0; i < argc; i++)
-        json_array_append_new(cmd, json_string(argv[i]));
-    json_t *params = json_pack(
-        "{s:s, s:I, s:I, s:i, s:I, s:i, s:s, s:s, s:b, s:i, s:s}", "file", c->file, "total_bytes",
-        (json_int_t)c->total, "io_bytes", (json_int_t)c->io_size, "workers", (int)c->workers,
-        "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging, "op",
-        c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold", c->cold, "device",
-        c->device, "mem", c->vmm ? "vmm" : "cudamalloc");
+    /* The file as the user named it (exact in file_escaped when not UTF-8). */
+    json_t *params = json_object();
+    gdu_json_set_text(params, "file", c->file);
+    json_object_update_new(
+        params,
+        json_pack("{s:I, s:I, s:i, s:I, s:i, s:s, s:s, s:b, s:i, s:s}", "total_bytes",
+                  (json_int_t)c->total, "io_bytes", (json_int_t)c->io_size, "workers",
+                  (int)c->workers, "chunk_bytes", (json_int_t)c->chunk, "staging", (int)c->staging,
+                  "op", c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold",
+                  c->cold, "device", c->device, "mem", c->vmm ? "vmm" : "cudamalloc"));
     json_object_set_new(params, "rounds", json_integer(c->rounds));
     json_t *paths = json_array();
     for (int p = 0; p < BENCH_NPATHS; p++) {
@@ -94,7 +106,8 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         if (!x->requested)
             continue;
         bool ok = x->ran && x->status == 0;
-        json_t *o = json_pack("{s:s, s:b, s:s}", "path", label(c, p), "ran", ok, "note", x->note);
+        json_t *o = json_pack("{s:s, s:b, s:o}", "path", label(c, p), "ran", ok, "note",
+                              gdu_json_text(x->note));
         if (ok) {
             json_object_set_new(o, "gbps", json_real(bench_gbps(x)));
             json_t *all = json_array();
@@ -123,10 +136,6 @@ int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_resu
         }
         json_array_append_new(paths, o);
     }
-    json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:f}", "command", cmd, "machine", machine(g),
-                            "params", params, "paths", paths, "ceiling_gbps", bench_ceiling(r));
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    printf("\n");
-    json_decref(doc);
-    return rc;
+    return json_pack("{s:o, s:o, s:o, s:f}", "machine", machine(g), "params", params, "paths",
+                     paths, "ceiling_gbps", bench_ceiling(r));
 }

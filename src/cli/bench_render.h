@@ -4,8 +4,10 @@
 
 #include "bench/bench.h"
 
+#include <jansson.h>
+
 void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_result *r);
-int bench_print_json(const bench_config *c, const bench_gpu *g, const bench_result *r, int argc,
-                     char **argv);
+/* The --json report (in the envelope of cli_json.h); NULL without memory. */
+json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_result *r);
 
 #endif

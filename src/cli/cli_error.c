@@ -1,10 +1,10 @@
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
 #include "cli/exit_codes.h"
+#include "util/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 static bool json_wanted;
 
@@ -12,7 +12,7 @@ void gdu_cli_set_json(bool on) { json_wanted = on; }
 
 bool gdu_cli_json(void) { return json_wanted; }
 
-static const char *exit_name(int exit_code)
+const char *gdu_cli_exit_name(int exit_code)
 {
     switch (exit_code) {
     case GDU_EXIT_FAILED:
@@ -30,67 +30,51 @@ static const char *exit_name(int exit_code)
     }
 }
 
-/* A JSON string of outside text (paths, library messages): bytes that are
- * not valid UTF-8 become '?', so that the document can always be built. */
-static json_t *text(const char *s)
-{
-    json_t *j = json_string(s);
-    if (j != NULL)
-        return j;
-    char *copy = strdup(s);
-    if (copy == NULL)
-        return NULL;
-    for (char *c = copy; *c; c++)
-        if ((unsigned char)*c >= 0x80)
-            *c = '?';
-    j = json_string(copy);
-    free(copy);
-    return j;
-}
-
-json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
-                           const char *message, const char *fix)
-{
-    json_t *error = json_pack("{s:s, s:o*}", "code", code ? code : exit_name(exit_code), "message",
-                              text(message));
-    if (error != NULL && fix != NULL)
-        json_object_set_new(error, "fix", text(fix));
-    return json_pack("{s:o*, s:i, s:o*}", "command", command ? text(command) : json_null(),
-                     "exit_code", exit_code, "error", error);
-}
-
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
                        const char *fix)
 {
-    if (!json_wanted)
-        return;
-    json_t *doc = gdu_cli_error_json(command, exit_code, code, message, fix);
-    if (doc != NULL && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0)
-        fputc('\n', stdout);
-    json_decref(doc);
+    if (json_wanted)
+        gdu_cli_print(gdu_cli_error_json(command, exit_code, code, message, fix), 0);
 }
 
-int gdu_cli_bad_option(const char *command, void (*usage)(FILE *))
+/* "gdunlock COMMAND: " and message on stderr, escaped: it may hold outside
+ * text (paths, CMD's name, a library's message). */
+static void say(const char *command, const char *message)
 {
-    char message[128];
-    usage(stderr);
-    snprintf(message, sizeof message, "unknown option or missing argument (see gdunlock %s --help)",
-             command);
-    gdu_cli_error_doc(command, GDU_EXIT_USAGE, NULL, message, NULL);
-    return GDU_EXIT_USAGE;
+    fprintf(stderr, "gdunlock %s: ", command);
+    gdu_text_put(stderr, message);
+    fputc('\n', stderr);
 }
 
-int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
-                 const char *fmt, ...)
+void gdu_cli_note(const char *command, const char *fmt, ...)
 {
     char message[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "gdunlock %s: %s\n", command, message);
-    if (fix != NULL)
-        fprintf(stderr, "  fix: %s\n", fix);
+    say(command, message);
+}
+
+int gdu_cli_fail(const char *command, int exit_code, const char *code, const char *fix,
+                 const char *fmt, ...)
+{
+    char message[1024], see[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    say(command, message);
+    if (fix != NULL) {
+        fputs("  fix: ", stderr);
+        gdu_text_put(stderr, fix);
+        fputc('\n', stderr);
+    } else if (exit_code == GDU_EXIT_USAGE) {
+        /* A bad argument: one line, and where the usage is. */
+        snprintf(see, sizeof see, "see 'gdunlock %s --help'", command);
+        fprintf(stderr, "%s\n", see);
+        fix = see;
+    }
     gdu_cli_error_doc(command, exit_code, code, message, fix);
     return exit_code;
 }

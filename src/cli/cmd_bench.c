@@ -3,13 +3,15 @@
 #include "bench/bench.h"
 #include "cli/bench_render.h"
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
+#include "cli/cli_progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
 #include "util/units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +33,15 @@ static void usage(FILE *out)
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
-            "  -w N             workers / threads (default %u: the CPUs, 2..16)\n"
-            "  -x read|write    direction (default read: file -> GPU)\n"
-            "  -m seq|rand      I/O order (default seq)\n"
+            "  -w N             workers / threads (default: the CPUs (up to 16; at least 2))\n"
+            "  -x 0|1|2         gdsio's transfer type, as the paths that move data so:\n"
+            "                   0 storage -> GPU by cuFile (direct, cufile-compat),\n"
+            "                   1 storage -> CPU memory (host, host-uring), 2 storage ->\n"
+            "                   CPU memory -> GPU (engine, naive); default every path\n"
+            "  -I 0|1|2|3       gdsio's I/O type: 0 read (default: file -> GPU), 1 write,\n"
+            "                   2 randread, 3 randwrite\n"
+            "  --rw TYPE        the same by name: read, write, randread, randwrite\n"
+            "  -m seq|rand      the I/O order alone (default seq)\n"
             "  -d N             GPU index (default 0)\n"
             "  --mem KIND       cudamalloc (default) or vmm (cuMemCreate + cuMemMap)\n"
             "  --cold           O_DIRECT for every path and the page cache dropped first\n"
@@ -65,14 +73,12 @@ static void usage(FILE *out)
             "64 bad arguments (or FILE would be overwritten without --force); 66 file\n"
             "missing, not a regular file or not a bench file; 69 no GPU;\n"
             "74 an I/O error.\n",
-            gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20,
-            GDU_IO_DEFAULT_STAGING);
+            GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
 }
 
 static int bad_arg(const char *what, const char *value)
 {
-    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
-                        "invalid %s '%s' (see gdunlock bench --help)", what, value);
+    return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "invalid %s '%s'", what, value);
 }
 
 static int parse_paths(const char *list, unsigned *out)
@@ -95,6 +101,7 @@ static int parse_paths(const char *list, unsigned *out)
 }
 
 enum {
+    OPT_RW = 'I', /* -I takes gdsio's numbers, --rw their names */
     OPT_MEM = 256,
     OPT_COLD,
     OPT_PATHS,
@@ -103,16 +110,152 @@ enum {
     OPT_CREATE,
     OPT_NOVERIFY,
     OPT_SEED,
-    OPT_JSON,
     OPT_PROGRESS,
     OPT_ROUNDS,
     OPT_FORCE
 };
 
-static int parse_args(int argc, char **argv, bench_config *c, bool *progress, char *path_buf,
-                      size_t path_len)
+struct bench_args {
+    bench_config *c;
+    const char *dir;
+    bool progress;
+    unsigned paths; /* chosen by -x and --paths; 0: every path */
+};
+
+/* gdsio's I/O types (-I), in its order, and by name (--rw). */
+static const char *const io_types[] = {"read", "write", "randread", "randwrite"};
+
+static int io_type(const char *arg, bench_config *c)
 {
-    static const struct option longs[] = {{"help", no_argument, NULL, 'h'},
+    for (unsigned t = 0; t < 4; t++) {
+        char number[2] = {(char)('0' + t), '\0'};
+        if (strcmp(arg, number) == 0 || strcmp(arg, io_types[t]) == 0) {
+            c->write = t == 1 || t == 3;
+            c->random = t >= 2;
+            return GDU_CLI_CONTINUE;
+        }
+    }
+    return bad_arg("-I/--rw (0 read, 1 write, 2 randread, 3 randwrite)", arg);
+}
+
+/* gdsio's transfer types (-x): the paths that move data that way. */
+static int xfer_type(const char *arg, unsigned *paths)
+{
+    static const unsigned by_type[] = {
+        1u << BENCH_DIRECT | 1u << BENCH_COMPAT,
+        1u << BENCH_HOST | 1u << BENCH_HOST_URING,
+        1u << BENCH_ENGINE | 1u << BENCH_NAIVE,
+    };
+    uint64_t t;
+    if (strcmp(arg, "read") == 0 || strcmp(arg, "write") == 0)
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
+                            "-x is gdsio's transfer type (0, 1 or 2), no longer the direction: "
+                            "give -I %d or --rw %s",
+                            arg[0] == 'w', arg);
+    if (gdu_parse_uint(arg, 0, 2, &t) != 0)
+        return bad_arg("-x transfer type (0 GPU direct, 1 CPU only, 2 CPU -> GPU; gdsio's "
+                       "others have no bench path)",
+                       arg);
+    *paths |= by_type[t];
+    return GDU_CLI_CONTINUE;
+}
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct bench_args *a = ctx;
+    bench_config *c = a->c;
+    uint64_t v;
+    switch (opt) {
+    case 'f':
+        c->file = arg;
+        break;
+    case 'D':
+        a->dir = arg;
+        break;
+    case 's':
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096)
+            return bad_arg("-s size (a multiple of 4K)", arg);
+        c->total = v;
+        break;
+    case 'i':
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
+            return bad_arg("-i size (a multiple of 4K, at most 1G)", arg);
+        c->io_size = v;
+        break;
+    case 'w':
+        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_WORKERS, &v) != 0)
+            return bad_arg("-w workers (1..256)", arg);
+        c->workers = (unsigned)v;
+        break;
+    case 'x':
+        return xfer_type(arg, &a->paths);
+    case OPT_RW:
+        return io_type(arg, c);
+    case 'm':
+        if (strcmp(arg, "seq") && strcmp(arg, "rand"))
+            return bad_arg("-m (seq or rand)", arg);
+        c->random = strcmp(arg, "rand") == 0;
+        break;
+    case 'd':
+        if (gdu_parse_uint(arg, 0, 1023, &v) != 0)
+            return bad_arg("-d GPU index", arg);
+        c->device = (int)v;
+        break;
+    case OPT_MEM:
+        if (strcmp(arg, "cudamalloc") && strcmp(arg, "vmm"))
+            return bad_arg("--mem (cudamalloc or vmm)", arg);
+        c->vmm = strcmp(arg, "vmm") == 0;
+        break;
+    case OPT_COLD:
+        c->cold = true;
+        break;
+    case OPT_PATHS: {
+        unsigned named;
+        if (parse_paths(arg, &named) != 0)
+            return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", arg);
+        a->paths |= named;
+        break;
+    }
+    case OPT_CHUNK:
+        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
+            return bad_arg("--chunk size (a multiple of 4K, at most 1G)", arg);
+        c->chunk = v;
+        break;
+    case OPT_STAGING:
+        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_STAGING, &v) != 0)
+            return bad_arg("--staging (1..16)", arg);
+        c->staging = (unsigned)v;
+        break;
+    case OPT_CREATE:
+        c->create = true;
+        break;
+    case OPT_FORCE:
+        c->force = true;
+        break;
+    case OPT_NOVERIFY:
+        c->verify = false;
+        break;
+    case OPT_SEED:
+        if (gdu_parse_uint(arg, 0, UINT32_MAX, &v) != 0)
+            return bad_arg("--seed", arg);
+        c->seed = (uint32_t)v;
+        break;
+    case OPT_ROUNDS:
+        if (gdu_parse_uint(arg, 1, BENCH_MAX_ROUNDS, &v) != 0)
+            return bad_arg("--rounds (1..9)", arg);
+        c->rounds = (unsigned)v;
+        break;
+    case OPT_PROGRESS:
+        a->progress = true;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
+/* The options into c; workers and staging stay 0 where no option set them. */
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+    static const struct option longs[] = {{"rw", required_argument, NULL, OPT_RW},
                                           {"mem", required_argument, NULL, OPT_MEM},
                                           {"cold", no_argument, NULL, OPT_COLD},
                                           {"paths", required_argument, NULL, OPT_PATHS},
@@ -121,155 +264,72 @@ static int parse_args(int argc, char **argv, bench_config *c, bool *progress, ch
                                           {"create", no_argument, NULL, OPT_CREATE},
                                           {"no-verify", no_argument, NULL, OPT_NOVERIFY},
                                           {"seed", required_argument, NULL, OPT_SEED},
-                                          {"json", no_argument, NULL, OPT_JSON},
                                           {"progress", no_argument, NULL, OPT_PROGRESS},
                                           {"rounds", required_argument, NULL, OPT_ROUNDS},
                                           {"force", no_argument, NULL, OPT_FORCE},
+                                          GDU_CLI_JSON_OPTION,
+                                          GDU_CLI_HELP_OPTION,
                                           {NULL, 0, NULL, 0}};
-    uint64_t v;
-    const char *dir = NULL;
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "hf:D:s:i:w:x:m:d:", longs, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return -1;
-        case 'f':
-            c->file = optarg;
-            break;
-        case 'D':
-            dir = optarg;
-            break;
-        case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096)
-                return bad_arg("-s size (a multiple of 4K)", optarg);
-            c->total = v;
-            break;
-        case 'i':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-                return bad_arg("-i size (a multiple of 4K, at most 1G)", optarg);
-            c->io_size = v;
-            break;
-        case 'w':
-            if (gdu_parse_uint(optarg, 1, GDU_IO_MAX_WORKERS, &v) != 0)
-                return bad_arg("-w workers (1..256)", optarg);
-            c->workers = (unsigned)v;
-            break;
-        case 'x':
-            if (strcmp(optarg, "read") && strcmp(optarg, "write"))
-                return bad_arg("-x (read or write)", optarg);
-            c->write = strcmp(optarg, "write") == 0;
-            break;
-        case 'm':
-            if (strcmp(optarg, "seq") && strcmp(optarg, "rand"))
-                return bad_arg("-m (seq or rand)", optarg);
-            c->random = strcmp(optarg, "rand") == 0;
-            break;
-        case 'd':
-            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0)
-                return bad_arg("-d GPU index", optarg);
-            c->device = (int)v;
-            break;
-        case OPT_MEM:
-            if (strcmp(optarg, "cudamalloc") && strcmp(optarg, "vmm"))
-                return bad_arg("--mem (cudamalloc or vmm)", optarg);
-            c->vmm = strcmp(optarg, "vmm") == 0;
-            break;
-        case OPT_COLD:
-            c->cold = true;
-            break;
-        case OPT_PATHS:
-            if (parse_paths(optarg, &c->paths) != 0)
-                return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)",
-                               optarg);
-            break;
-        case OPT_CHUNK:
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-                return bad_arg("--chunk size (a multiple of 4K, at most 1G)", optarg);
-            c->chunk = v;
-            break;
-        case OPT_STAGING:
-            if (gdu_parse_uint(optarg, 1, GDU_IO_MAX_STAGING, &v) != 0)
-                return bad_arg("--staging (1..16)", optarg);
-            c->staging = (unsigned)v;
-            break;
-        case OPT_CREATE:
-            c->create = true;
-            break;
-        case OPT_FORCE:
-            c->force = true;
-            break;
-        case OPT_NOVERIFY:
-            c->verify = false;
-            break;
-        case OPT_SEED:
-            if (gdu_parse_uint(optarg, 0, UINT32_MAX, &v) != 0)
-                return bad_arg("--seed", optarg);
-            c->seed = (uint32_t)v;
-            break;
-        case OPT_ROUNDS:
-            if (gdu_parse_uint(optarg, 1, BENCH_MAX_ROUNDS, &v) != 0)
-                return bad_arg("--rounds (1..9)", optarg);
-            c->rounds = (unsigned)v;
-            break;
-        case OPT_JSON:
-            c->json = true;
-            break;
-        case OPT_PROGRESS:
-            *progress = true;
-            break;
-        default:
-            return gdu_cli_bad_option("bench", usage);
-        }
-    }
-    if (optind < argc)
-        return bad_arg("argument", argv[optind]);
-    if ((c->file == NULL) == (dir == NULL))
+    static const gdu_cli_command cmd = {
+        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:I:m:d:", .longs = longs};
+    int first;
+    int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    if ((a->c->file == NULL) == (a->dir == NULL))
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL,
                             "give exactly one of -f FILE or -D DIR");
-    if (dir != NULL) {
-        snprintf(path_buf, path_len, "%s/gdunlock-bench.dat", dir);
-        c->file = path_buf;
-    }
-    if (c->io_size > c->total)
-        c->io_size = c->total;
-    if (c->chunk == 0) /* the engine's own default for this mode */
-        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c->default_chunk;
-    return 0;
+    if (a->paths != 0)
+        a->c->paths = a->paths;
+    return GDU_CLI_CONTINUE;
 }
 
-/* "bench: engine     3.00 / 8.00 GiB", rewritten in place. */
+/* "bench: engine 3.00 GiB / 8.00 GiB ( 37%)  2.41 GB/s  ETA 2s"; each
+ * path (a static name) is a task of its own. */
 static void show_progress(void *user, const char *path, uint64_t done, uint64_t total, bool final)
 {
-    fprintf(stderr, "\rbench: %-13s %8.2f / %.2f GiB%s", path, (double)done / (1u << 30),
-            (double)total / (1u << 30), final ? "\n" : "");
-    fflush(stderr);
+    gdu_cli_progress_bytes(user, path, done, total, final);
 }
 
 int gdu_cmd_bench(int argc, char **argv)
 {
-    /* The engine's defaults, GDUNLOCK_IO_* included, until an option says otherwise. */
-    gdu_io_options d;
-    char why[512] = "";
-    if (gdu_io_options_default(&d, why, sizeof why) != 0)
-        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
     bench_config c = {.total = 1ull << 30,
                       .io_size = 16u << 20,
-                      .workers = d.workers,
-                      .staging = d.staging_per_worker,
-                      .default_chunk = d.chunk_size,
                       .rounds = 3,
                       .verify = true,
                       .seed = 1,
                       .paths = (1u << BENCH_NPATHS) - 1};
+    struct bench_args a = {.c = &c};
+    int rc = parse_args(argc, argv, &a);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    bool progress = a.progress;
+    /* The engine's defaults, GDUNLOCK_IO_* included, where no option set them. */
+    gdu_io_options d;
+    char why[512] = "";
+    if (gdu_io_options_default(&d, why, sizeof why) != 0)
+        return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
+    if (c.workers == 0)
+        c.workers = d.workers;
+    if (c.staging == 0)
+        c.staging = d.staging_per_worker;
+    c.default_chunk = d.chunk_size;
     char path_buf[4096];
-    bool progress = false;
-    int rc = parse_args(argc, argv, &c, &progress, path_buf, sizeof path_buf);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
-    if (progress || isatty(STDERR_FILENO))
+    if (a.dir != NULL) {
+        snprintf(path_buf, sizeof path_buf, "%s/gdunlock-bench.dat", a.dir);
+        c.file = path_buf;
+    }
+    if (c.io_size > c.total)
+        c.io_size = c.total;
+    if (c.chunk == 0) /* the engine's own default for this mode */
+        c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
+    gdu_cli_progress shown;
+    gdu_cli_progress_start(&shown);
+    shown.prefix = "bench: ";
+    if (progress || shown.tty) {
         c.progress = show_progress;
+        c.progress_user = &shown;
+    }
     int s = bench_prepare_file(&c, why, sizeof why);
     if (s != 0) {
         int code = s == -EEXIST ? GDU_EXIT_USAGE
@@ -282,10 +342,6 @@ int gdu_cmd_bench(int argc, char **argv)
     if (bench_run_paths(&c, &run, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "%s", why);
     const bench_result *res = run.res;
-    if (c.json)
-        bench_print_json(&c, &run.gpu, res, argc, argv);
-    else
-        bench_print_table(&c, &run.gpu, res);
     rc = GDU_EXIT_OK;
     for (int p = 0; p < BENCH_NPATHS; p++) {
         if (res[p].verified == 0 && rc == GDU_EXIT_OK)
@@ -295,6 +351,11 @@ int gdu_cmd_bench(int argc, char **argv)
     }
     if (rc == GDU_EXIT_OK && run.needed_gpu)
         rc = GDU_EXIT_UNAVAILABLE;
+    if (gdu_cli_json())
+        rc = gdu_cli_print_report("bench", bench_to_json(&c, &run.gpu, res), "gdunlock-bench/1", rc,
+                                  0);
+    else
+        bench_print_table(&c, &run.gpu, res);
     bench_run_free(&run);
     return rc;
 }

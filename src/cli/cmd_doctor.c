@@ -1,6 +1,8 @@
 /* gdunlock doctor [PATH] [--sysroot DIR] [--capture DIR] [--json]: can
  * GPUDirect Storage and P2P work on this machine, why not, and the fix. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
@@ -9,7 +11,6 @@
 #include "doctor/topo_matrix.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,42 +85,46 @@ static int target_path(const char *arg, bool live, char *out, size_t len)
     return 0;
 }
 
+struct doctor_args {
+    const char *sysroot, *capture;
+    bool progress;
+};
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct doctor_args *a = ctx;
+    if (opt == 's')
+        a->sysroot = arg;
+    else if (opt == 'c')
+        a->capture = arg;
+    else if (opt == 'p')
+        a->progress = true;
+    return GDU_CLI_CONTINUE;
+}
+
 int gdu_cmd_doctor(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"sysroot", required_argument, NULL, 's'}, {"capture", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},          {"progress", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    static const struct option longs[] = {
+        {"sysroot", required_argument, NULL, 's'},
+        {"capture", required_argument, NULL, 'c'},
+        {"progress", no_argument, NULL, 'p'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
+        {NULL, 0, NULL, 0},
     };
-    const char *sysroot = NULL, *capture = NULL;
-    bool json = false, progress = isatty(STDERR_FILENO);
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            sysroot = optarg;
-            break;
-        case 'c':
-            capture = optarg;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'p':
-            progress = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("doctor", usage);
-        }
-    }
-    if (argc - optind > 1) {
-        usage(stderr);
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "one PATH at most");
-    }
+    static const gdu_cli_command cmd = {.name = "doctor",
+                                        .usage = usage,
+                                        .shortopts = "",
+                                        .longs = longs,
+                                        .max_operands = 1,
+                                        .operands_wanted = "one PATH at most"};
+    struct doctor_args a = {.progress = isatty(STDERR_FILENO)};
+    int first;
+    int parsed = gdu_cli_parse(&cmd, argc, argv, option, &a, &first);
+    if (parsed != GDU_CLI_CONTINUE)
+        return parsed;
+    const char *sysroot = a.sysroot, *capture = a.capture;
+    bool json = gdu_cli_json(), progress = a.progress;
     if (sysroot != NULL && capture != NULL)
         return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL,
                             "--capture records the live "
@@ -132,8 +137,8 @@ int gdu_cmd_doctor(int argc, char **argv)
         return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
     const char *target = NULL;
-    if (optind < argc) {
-        int rc = target_path(argv[optind], sysroot == NULL, path, sizeof path);
+    if (first < argc) {
+        int rc = target_path(argv[first], sysroot == NULL, path, sizeof path);
         if (rc != 0)
             return rc;
         target = path;
@@ -158,12 +163,10 @@ int gdu_cmd_doctor(int argc, char **argv)
              sysroot ? sysroot : "");
     /* A write error on stdout is main's to report (74). */
     int rc = code;
-    if (!json) {
+    if (!json)
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
-    } else if (gdu_doctor_print_json(stdout, &report, source, code) != 0 && !ferror(stdout)) {
-        fprintf(stderr, "gdunlock doctor: cannot build the JSON report\n");
-        rc = GDU_EXIT_SOFTWARE;
-    }
+    else
+        rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
     if (capture != NULL) {
         /* topo reads a little more (every mount's block devices, NIC names):
          * let it read now so that the capture replays topo too. */
@@ -173,13 +176,13 @@ int gdu_cmd_doctor(int argc, char **argv)
         free(topo);
         gdu_capture_stats st;
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
-            fprintf(stderr, "gdunlock doctor: capture failed: %s\n", why);
+            gdu_cli_note("doctor", "capture failed: %s", why);
             rc = GDU_EXIT_IOERR;
         } else {
-            fprintf(stderr,
-                    "doctor: captured %zu files and %zu links into %s (%zu absent, %zu "
-                    "unreadable); replay with: gdunlock doctor --sysroot %s\n",
-                    st.files, st.links, capture, st.missing, st.failed, capture);
+            gdu_cli_note("doctor",
+                         "captured %zu files and %zu links into %s (%zu absent, %zu "
+                         "unreadable); replay with: gdunlock doctor --sysroot %s",
+                         st.files, st.links, capture, st.missing, st.failed, capture);
         }
     }
     gdu_report_free(&report);

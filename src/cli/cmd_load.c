@@ -2,14 +2,17 @@
  * index) into GPU or host memory through the I/O engine, and reports what
  * moved, how fast and by which path. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
+#include "cli/cli_progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
 #include "gdunlock/safetensors.h"
 #include "safetensors/st_stages.h"
+#include "util/text.h"
 #include "util/units.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,89 +54,98 @@ typedef struct {
     int gpus[MAX_GPUS];
     size_t gpu_count;
     gdu_st_target target;
-    int verify, json, list, progress, lenient;
+    int gpu_given, verify, list, progress, lenient;
 } load_args;
 
-/* Returns -1 to continue, else the exit status. */
+enum {
+    OPT_GPU = 'g',
+    OPT_TO = 't',
+    OPT_VERIFY = 'v',
+    OPT_LIST = 'l',
+    OPT_PROGRESS = 'p',
+    OPT_LENIENT = 'L'
+};
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    load_args *a = ctx;
+    switch (opt) {
+    case OPT_GPU:
+        if (gdu_parse_index_list(arg, 1023, a->gpus, MAX_GPUS, &a->gpu_count) != 0 ||
+            a->gpu_count == 0)
+            return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                                "--gpu wants GPU ordinals like 0 or 0,1, not '%s'", arg);
+        a->gpu_given = 1;
+        break;
+    case OPT_TO:
+        if (strcmp(arg, "host") == 0)
+            a->target = GDU_ST_TARGET_HOST;
+        else if (strcmp(arg, "gpu") == 0)
+            a->target = GDU_ST_TARGET_GPU;
+        else
+            return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
+                                "--to wants 'host' or 'gpu', not '%s'", arg);
+        break;
+    case OPT_VERIFY:
+        a->verify = 1;
+        break;
+    case OPT_LIST:
+        a->list = 1;
+        break;
+    case OPT_PROGRESS:
+        a->progress = 1;
+        break;
+    case OPT_LENIENT:
+        a->lenient = 1;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
 static int parse_args(int argc, char **argv, load_args *a)
 {
-    static const struct option options[] = {
-        {"gpu", required_argument, NULL, 'g'},
-        {"to", required_argument, NULL, 't'},
-        {"verify", no_argument, NULL, 'v'},
-        {"json", no_argument, NULL, 'j'},
-        {"list", no_argument, NULL, 'l'},
-        {"progress", no_argument, NULL, 'p'},
-        {"lenient", no_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},
+    static const struct option longs[] = {
+        {"gpu", required_argument, NULL, OPT_GPU},
+        {"to", required_argument, NULL, OPT_TO},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"lenient", no_argument, NULL, OPT_LENIENT},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
+    };
+    static const gdu_cli_command cmd = {
+        .name = "load",
+        .usage = usage,
+        .shortopts = "",
+        .longs = longs,
+        .min_operands = 1,
+        .max_operands = 1,
+        .operands_wanted = "name exactly one checkpoint (a .safetensors file or an index .json)",
     };
     memset(a, 0, sizeof *a);
     a->gpu_count = 1;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (c) {
-        case 'g':
-            if (gdu_parse_index_list(optarg, 1023, a->gpus, MAX_GPUS, &a->gpu_count) != 0 ||
-                a->gpu_count == 0)
-                return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--gpu wants GPU ordinals like 0 or 0,1, not '%s'", optarg);
-            break;
-        case 't':
-            if (strcmp(optarg, "host") == 0)
-                a->target = GDU_ST_TARGET_HOST;
-            else if (strcmp(optarg, "gpu") == 0)
-                a->target = GDU_ST_TARGET_GPU;
-            else
-                return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--to wants 'host' or 'gpu', not '%s'", optarg);
-            break;
-        case 'v':
-            a->verify = 1;
-            break;
-        case 'j':
-            a->json = 1;
-            break;
-        case 'l':
-            a->list = 1;
-            break;
-        case 'p':
-            a->progress = 1;
-            break;
-        case 'L':
-            a->lenient = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("load", usage);
-        }
-    }
-    if (optind != argc - 1) {
-        usage(stderr);
+    int first;
+    int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    if (a->target == GDU_ST_TARGET_HOST && a->gpu_given)
         return gdu_cli_fail("load", GDU_EXIT_USAGE, NULL, NULL,
-                            "name exactly one checkpoint (a .safetensors file or an index .json)");
-    }
-    a->path = argv[optind];
-    return -1;
+                            "--gpu names the GPUs to load into; with --to host there are none");
+    a->path = argv[first];
+    return GDU_CLI_CONTINUE;
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
 {
-    char d[32], t[32];
-    gdu_format_bytes(done, d, sizeof d);
-    gdu_format_bytes(total, t, sizeof t);
-    fprintf(stderr, "\rloading %s / %s (%3.0f%%)%s", d, t,
-            total ? 100.0 * (double)done / (double)total : 100.0, done == total ? "\n" : "");
-    fflush(stderr);
+    gdu_cli_progress_bytes(ctx, "loading", done, total, done == total);
 }
 
 static int fail(const gdu_st_error *err)
 {
     fprintf(stderr, "gdunlock load: %s: ", gdu_st_status_name(err->code));
-    load_put_escaped(stderr, err->message);
+    gdu_text_put(stderr, err->message);
     fprintf(stderr, "\n  fix: %s\n", load_fix_hint(err->code));
     int exit_code = load_exit_code(err->code);
     gdu_cli_error_doc("load", exit_code, gdu_st_status_name(err->code), err->message,
@@ -145,7 +157,7 @@ int gdu_cmd_load(int argc, char **argv)
 {
     load_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc >= 0)
+    if (rc != GDU_CLI_CONTINUE)
         return rc;
 
     gdu_st_error err;
@@ -164,11 +176,14 @@ int gdu_cmd_load(int argc, char **argv)
         .lenient = a.lenient,
     };
     st_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
+    gdu_cli_progress progress;
+    gdu_cli_progress_start(&progress);
     gdu_st_load_options o = {
         .target = a.target,
         .gpus = a.gpus,
         .gpu_count = a.gpu_count,
-        .progress = a.progress || isatty(STDERR_FILENO) ? show_progress : NULL,
+        .progress = a.progress || progress.tty ? show_progress : NULL,
+        .progress_ctx = &progress,
     };
     if (gdu_st_load(model, &o, &err) != GDU_ST_OK) {
         rc = fail(&err);
@@ -181,24 +196,15 @@ int gdu_cmd_load(int argc, char **argv)
         r.verified = gdu_st_verify(model, &r.verify_error) == GDU_ST_OK ? 0 : 1;
 
     rc = r.verified == 1 ? load_exit_code(r.verify_error.code) : GDU_EXIT_OK;
-    if (a.json) {
-        json_t *doc = load_to_json(&r, a.list);
-        if (doc == NULL) {
-            fprintf(stderr, "gdunlock load: cannot express the result as JSON (a path that is "
-                            "not UTF-8?)\n");
-            rc = GDU_EXIT_SOFTWARE;
-        } else {
-            json_dumpf(doc, stdout, JSON_INDENT(2));
-            printf("\n");
-        }
-        json_decref(doc);
+    if (gdu_cli_json()) {
+        rc = gdu_cli_print_report("load", load_to_json(&r, a.list), "gdunlock-load/1", rc, 0);
     } else {
         int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
         load_print_human(stdout, &r, colour, a.list);
     }
     if (r.verified == 1) {
         fputs("gdunlock load: ", stderr);
-        load_put_escaped(stderr, r.verify_error.message);
+        gdu_text_put(stderr, r.verify_error.message);
         fprintf(stderr, "\n  fix: %s\n", load_fix_hint(r.verify_error.code));
     }
     gdu_st_model_free(model);

@@ -1,13 +1,15 @@
 /* gdunlock p2p: GPU-to-GPU capability (CUDA and the RM's caps, with the
  * reason and fix where P2P is missing) and bandwidth/latency matrices. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "p2p/p2p_collect.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ struct options {
     const char *gpus;
     uint64_t size;
     unsigned iters;
-    int json, progress, no_bench, no_sm;
+    int progress, no_bench, no_sm;
 };
 
 static void usage(FILE *out)
@@ -61,76 +63,67 @@ static void usage(FILE *out)
         GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct options *o = ctx;
+    uint64_t v;
+    switch (opt) {
+    case 'g': {
+        /* The list's form is checked here, before any GPU is looked at;
+         * the ordinals are checked against the devices in pick_gpus. */
+        int ordinals[GDU_P2P_MAX_GPUS];
+        size_t got;
+        if (gdu_parse_index_list(arg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--gpus '%s': give up to %d "
+                                "comma-separated CUDA ordinals, e.g. 0,1",
+                                arg, GDU_P2P_MAX_GPUS);
+        o->gpus = arg;
+        break;
+    }
+    case 's':
+        if (gdu_parse_size(arg, &v) != 0 || v < 4096 || v > (64ull << 30))
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--size '%s': give a size from 4K to 64G (e.g. 256M)", arg);
+        o->size = v;
+        break;
+    case 'i':
+        if (gdu_parse_uint(arg, 1, 1000, &v) != 0)
+            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
+                                "--iters '%s': give a count from 1 to 1000", arg);
+        o->iters = (unsigned)v;
+        break;
+    case 'n':
+        o->no_bench = 1;
+        break;
+    case 'S':
+        o->no_sm = 1;
+        break;
+    case 'p':
+        o->progress = 1;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
-    static const struct option longopts[] = {
+    static const struct option longs[] = {
         {"gpus", required_argument, NULL, 'g'},
         {"size", required_argument, NULL, 's'},
         {"iters", required_argument, NULL, 'i'},
         {"no-bench", no_argument, NULL, 'n'},
         {"no-sm", no_argument, NULL, 'S'},
-        {"json", no_argument, NULL, 'j'},
         {"progress", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
+    static const gdu_cli_command cmd = {
+        .name = "p2p", .usage = usage, .shortopts = "", .longs = longs};
     *o = (struct options){.size = DEFAULT_SIZE, .iters = DEFAULT_ITERS};
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        uint64_t v;
-        switch (c) {
-        case 'g': {
-            /* The list's form is checked here, before any GPU is looked at;
-             * the ordinals are checked against the devices in pick_gpus. */
-            int ordinals[GDU_P2P_MAX_GPUS];
-            size_t got;
-            if (gdu_parse_index_list(optarg, 1023, ordinals, GDU_P2P_MAX_GPUS, &got) != 0)
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--gpus '%s': give up to %d "
-                                    "comma-separated CUDA ordinals, e.g. 0,1",
-                                    optarg, GDU_P2P_MAX_GPUS);
-            o->gpus = optarg;
-            break;
-        }
-        case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v < 4096 || v > (64ull << 30))
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--size '%s': give a size from 4K to 64G (e.g. 256M)", optarg);
-            o->size = v;
-            break;
-        case 'i':
-            if (gdu_parse_uint(optarg, 1, 1000, &v) != 0)
-                return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--iters '%s': give a count from 1 to 1000", optarg);
-            o->iters = (unsigned)v;
-            break;
-        case 'n':
-            o->no_bench = 1;
-            break;
-        case 'S':
-            o->no_sm = 1;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'p':
-            o->progress = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL,
-                                "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return gdu_cli_fail("p2p", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
-                            argv[optind]);
-    return 0;
+    int first;
+    return gdu_cli_parse(&cmd, argc, argv, option, o, &first);
 }
 
 /* The CUDA ordinals to test: --gpus (checked against the device count, no
@@ -176,20 +169,16 @@ static void show_progress(void *user, const char *phase, unsigned done, unsigned
         fputc('\n', stderr);
 }
 
-static int output(const gdu_p2p_report *r, int json)
+/* The report on stdout: the table, or with --json the document. Returns the
+ * exit status (write errors are main's: 74). */
+static int output(const gdu_p2p_report *r, int status)
 {
-    if (!json) {
-        int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
-        gdu_p2p_print_report(stdout, r, colour);
-        return fflush(stdout) == 0 ? 0 : -1;
-    }
-    json_t *doc = gdu_p2p_report_json(r);
-    if (doc == NULL)
-        return -1;
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-    json_decref(doc);
-    fputc('\n', stdout);
-    return rc == 0 && fflush(stdout) == 0 ? 0 : -1;
+    if (gdu_cli_json())
+        return gdu_cli_print_report("p2p", gdu_p2p_report_json(r), "gdunlock-p2p/1", status,
+                                    JSON_REAL_PRECISION(6));
+    int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+    gdu_p2p_print_report(stdout, r, colour);
+    return status;
 }
 
 static int run(const struct options *o, gdu_p2p_report *r)
@@ -224,10 +213,7 @@ static int run(const struct options *o, gdu_p2p_report *r)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "querying the GPUs failed: %s",
                             why);
     int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
-    if (output(r, o->json) != 0) {
-        fprintf(stderr, "gdunlock p2p: writing the report failed: %s\n", strerror(errno));
-        return GDU_EXIT_IOERR;
-    }
+    status = output(r, status);
     if (r->bench_error[0])
         fprintf(stderr, "gdunlock p2p: measurement failed: %s\n", r->bench_error);
     return status;
@@ -237,18 +223,20 @@ int gdu_cmd_p2p(int argc, char **argv)
 {
     struct options o;
     int rc = parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
     gdu_p2p_report *r = calloc(1, sizeof *r);
     if (r == NULL)
         return gdu_cli_fail("p2p", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     time_t now = time(NULL);
     struct tm tm;
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    size_t len = (size_t)snprintf(r->command_line, sizeof r->command_line, "gdunlock");
-    for (int i = 0; i < argc && len < sizeof r->command_line; i++)
-        len +=
-            (size_t)snprintf(r->command_line + len, sizeof r->command_line - len, " %s", argv[i]);
+    /* For the table's "command:" line, escaped (the JSON document has it exact). */
+    char *line = gdu_cli_command_line();
+    char *shown = line != NULL ? gdu_text_escaped(line, strlen(line)) : NULL;
+    snprintf(r->command_line, sizeof r->command_line, "%s", shown != NULL ? shown : "gdunlock p2p");
+    free(shown);
+    free(line);
     rc = run(&o, r);
     free(r);
     return rc;

@@ -2,14 +2,16 @@
  * preloaded (src/launch/), waits for it, then prints what the shim did in
  * each process of CMD that used a GPU, and exits with CMD's exit status. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
+#include "util/json_text.h"
 #include "util/units.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -19,9 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define RUN_SCHEMA "gdunlock-run/1"
+
 struct run_options {
     const char *report; /* also write the merged report here */
-    bool json;
     gdu_launch_options launch;
 };
 
@@ -54,71 +57,99 @@ static void usage(FILE *out)
         "74 the report could not be written\n");
 }
 
-static int parse(int argc, char **argv, struct run_options *o)
+static int option(void *ctx, int opt, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"report", required_argument, NULL, 'r'}, {"log", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},         {"test-drop-native", no_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    struct run_options *o = ctx;
+    switch (opt) {
+    case 'r':
+        o->report = arg;
+        break;
+    case 'l':
+        if (strcmp(arg, "error") != 0 && strcmp(arg, "info") != 0 && strcmp(arg, "debug") != 0)
+            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
+                                "--log '%s': give error, info or debug", arg);
+        o->launch.log = arg;
+        break;
+    case 't':
+        o->launch.test_drop_native = true;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
+/* The options end at CMD: what follows is CMD's own. */
+static int parse(int argc, char **argv, struct run_options *o, int *cmd_index)
+{
+    static const struct option longs[] = {
+        {"report", required_argument, NULL, 'r'},
+        {"log", required_argument, NULL, 'l'},
+        {"test-drop-native", no_argument, NULL, 't'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
+        {NULL, 0, NULL, 0},
+    };
+    static const gdu_cli_command cmd = {
+        .name = "run",
+        .usage = usage,
+        .shortopts = "",
+        .longs = longs,
+        .min_operands = 1,
+        .max_operands = -1,
+        .operands_wanted = "no command given; write it after '--', e.g. gdunlock run -- python3 "
+                           "train.py",
+        .stop_at_operand = 1,
     };
     *o = (struct run_options){0};
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            o->report = optarg;
-            break;
-        case 'l':
-            if (strcmp(optarg, "error") != 0 && strcmp(optarg, "info") != 0 &&
-                strcmp(optarg, "debug") != 0)
-                return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                                    "--log '%s': give error, info or debug", optarg);
-            o->launch.log = optarg;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 't':
-            o->launch.test_drop_native = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                                "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return gdu_cli_fail("run", GDU_EXIT_USAGE, NULL, NULL,
-                            "no command given; write it after "
-                            "'--', e.g. gdunlock run -- python3 train.py");
-    return 0;
+    return gdu_cli_parse(&cmd, argc, argv, option, o, cmd_index);
 }
 
 static int write_report(const json_t *doc, const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-    if (fd < 0)
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text == NULL) {
+        errno = ENOMEM;
         return -1;
-    int flags = fcntl(fd, F_GETFL);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
     FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         int e = errno;
-        close(fd);
+        if (fd >= 0)
+            close(fd);
+        free(text);
         errno = e;
         return -1;
     }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2));
+    fputs(text, f);
     fputc('\n', f);
+    free(text);
     int e = ferror(f) ? (errno ? errno : EIO) : 0;
     if (fclose(f) != 0 && e == 0)
-        e = errno;
+        e = errno ? errno : EIO;
     errno = e;
-    return rc == 0 && e == 0 ? 0 : -1;
+    return e == 0 ? 0 : -1;
+}
+
+/* With --json, stdout carries the report alone: CMD's standard output goes
+ * to stderr while it runs. Returns the saved stdout (or -1: nothing moved). */
+static int stdout_to_stderr(void)
+{
+    fflush(stdout);
+    int saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        close(saved);
+        saved = -1;
+    }
+    return saved;
+}
+
+static void stdout_back(int saved)
+{
+    if (saved >= 0) {
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
 }
 
 static const char *mode_colour(const char *mode, bool colour)
@@ -212,9 +243,10 @@ static void print_table(FILE *out, const json_t *processes, bool colour)
 int gdu_cmd_run(int argc, char **argv)
 {
     struct run_options o;
-    int rc = parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? GDU_EXIT_OK : rc;
+    int cmd_at;
+    int rc = parse(argc, argv, &o, &cmd_at);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
     char shim[PATH_MAX * 2 + 64] = "", exe[PATH_MAX];
     if (!gdu_launch_find_shim(shim, sizeof shim, exe, sizeof exe))
         return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, NULL,
@@ -222,15 +254,17 @@ int gdu_cmd_run(int argc, char **argv)
                             "libgdunlock.so not found (looked for %s)", shim);
     gdu_launch_result res;
     char why[PATH_MAX + 128];
-    if (gdu_launch_run(argv + optind, shim, &o.launch, &res, why, sizeof why) != 0)
+    int saved = gdu_cli_json() ? stdout_to_stderr() : -1;
+    int launched = gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why);
+    stdout_back(saved);
+    if (launched != 0)
         return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder", "%s",
                             why);
     size_t i;
     const json_t *u;
-    json_array_foreach(res.unreadable, i, u)
-        fprintf(stderr, "gdunlock run: shim report %s unreadable: %s\n",
-                json_string_value(json_object_get(u, "file")),
-                json_string_value(json_object_get(u, "error")));
+    json_array_foreach(res.unreadable, i, u) gdu_cli_note(
+        "run", "shim report %s unreadable: %s", json_string_value(json_object_get(u, "file")),
+        json_string_value(json_object_get(u, "error")));
     json_t *processes = json_incref(res.processes);
     int status = res.status, ending_signal = res.ending_signal, exec_errno = res.exec_errno;
     gdu_launch_result_free(&res);
@@ -239,29 +273,39 @@ int gdu_cmd_run(int argc, char **argv)
         return gdu_cli_fail("run",
                             exec_errno == ENOENT || exec_errno == EACCES ? GDU_EXIT_NOINPUT
                                                                          : GDU_EXIT_SOFTWARE,
-                            NULL, NULL, "cannot run '%s': %s", argv[optind], strerror(exec_errno));
+                            NULL, NULL, "cannot run '%s': %s", argv[cmd_at], strerror(exec_errno));
     }
     int cmd_rc = WIFEXITED(status)     ? WEXITSTATUS(status)
                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                        : 1;
     if (ending_signal != 0) { /* as a shell reports a command a signal ended */
-        fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
-                argv[optind], cmd_rc);
+        gdu_cli_note("run", "%s; '%s' ended with status %d", strsignal(ending_signal), argv[cmd_at],
+                     cmd_rc);
         cmd_rc = 128 + ending_signal;
     }
-    json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc,
-                            "processes", processes);
-    if (o.report != NULL && write_report(doc, o.report) != 0) {
-        fprintf(stderr, "gdunlock run: cannot write the report to %s: %s\n", o.report,
-                strerror(errno));
+    /* The one document of --json and --report: CMD's exit status (exit_code
+     * is gdunlock's) and the merged reports. */
+    json_t *doc = gdu_cli_envelope(
+        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
+        cmd_rc);
+    if (o.report != NULL && (doc == NULL || write_report(doc, o.report) != 0)) {
+        gdu_cli_note("run", "cannot write the report to %s: %s", o.report,
+                     strerror(doc == NULL ? ENOMEM : errno));
         cmd_rc = GDU_EXIT_IOERR;
+        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
     }
-    if (o.json) {
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
+    if (gdu_cli_json()) {
+        if (doc == NULL)
+            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
+                                  "the JSON document could not be built (out of memory)");
+        gdu_cli_print(json_incref(doc), 0);
     } else {
+        /* The reports are the child's: printed escaped. */
         const char *nc = getenv("NO_COLOR");
-        print_table(stderr, processes, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_t *shown = gdu_json_escaped_copy(processes);
+        if (shown != NULL)
+            print_table(stderr, shown, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_decref(shown);
     }
     json_decref(doc);
     json_decref(processes);

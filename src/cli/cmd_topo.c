@@ -1,11 +1,13 @@
 /* gdunlock topo [--sysroot DIR] [--json]: GPUs against GPUs, NVMe drives and
  * network cards, labelled like nvidia-smi topo -m, and the mounts per NVMe. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "doctor/topo_matrix.h"
+#include "util/text.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +30,20 @@ static void usage(FILE *out)
             "  -h, --help      this text\n");
 }
 
+/* A cell of width columns, escaped: names, models and mount points come
+ * from the (possibly captured) machine's files. */
+static void cell(const char *s, size_t width) { gdu_text_pad(stdout, s, strlen(s), width); }
+
 static void print_table(const gdu_topo *t)
 {
     printf("%-8s", "");
-    for (size_t c = 0; c < t->n_cols; c++)
-        printf(" %-6s", t->cols[c].name);
+    for (size_t c = 0; c < t->n_cols; c++) {
+        putchar(' ');
+        cell(t->cols[c].name, 6);
+    }
     printf(" %-5s\n", "NUMA");
     for (size_t r = 0; r < t->n_gpus; r++) {
-        printf("%-8s", t->cols[r].name);
+        cell(t->cols[r].name, 8);
         for (size_t c = 0; c < t->n_cols; c++)
             printf(" %-6s", t->cell[r][c]);
         if (t->cols[r].numa_node >= 0)
@@ -46,44 +54,45 @@ static void print_table(const gdu_topo *t)
     printf("\n");
     for (size_t c = 0; c < t->n_cols; c++) {
         const gdu_topo_col *col = &t->cols[c];
-        printf("%-8s %s  %s\n", col->name, col->bdf[0] ? col->bdf : "(no PCI address)",
-               col->detail);
-        for (size_t m = 0; m < col->n_mounts; m++)
-            printf("%-8s   mounted: %s\n", "", col->mounts[m]);
+        cell(col->name, 8);
+        putchar(' ');
+        cell(col->bdf[0] ? col->bdf : "(no PCI address)", 0);
+        fputs("  ", stdout);
+        gdu_text_put(stdout, col->detail);
+        putchar('\n');
+        for (size_t m = 0; m < col->n_mounts; m++) {
+            printf("%-8s   mounted: ", "");
+            gdu_text_put(stdout, col->mounts[m]);
+            putchar('\n');
+        }
         if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
             printf("%-8s   mounted: nothing\n", "");
     }
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+    if (opt == 's')
+        *(const char **)ctx = arg;
+    return GDU_CLI_CONTINUE;
+}
+
 int gdu_cmd_topo(int argc, char **argv)
 {
-    static const struct option options[] = {
+    static const struct option longs[] = {
         {"sysroot", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
+    static const gdu_cli_command cmd = {
+        .name = "topo", .usage = usage, .shortopts = "", .longs = longs};
     const char *sysroot = NULL;
-    int json = 0, opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            sysroot = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("topo", usage);
-        }
-    }
-    if (optind < argc)
-        return gdu_cli_fail("topo", GDU_EXIT_USAGE, NULL, NULL, "unexpected argument '%s'",
-                            argv[optind]);
+    int first;
+    int parsed = gdu_cli_parse(&cmd, argc, argv, option, &sysroot, &first);
+    if (parsed != GDU_CLI_CONTINUE)
+        return parsed;
+    bool json = gdu_cli_json();
     gdu_sysroot sr;
     char why[512] = "path too long";
     if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
@@ -99,24 +108,15 @@ int gdu_cmd_topo(int argc, char **argv)
     gdu_topo_build(sys, t);
     int rc = GDU_EXIT_OK;
     if (t->n_gpus == 0) {
-        fprintf(stderr, "gdunlock topo: no NVIDIA GPU found%s%s\n",
-                sys->driver.loaded ? "" : " (no NVIDIA driver loaded)",
-                sys->pci_error[0] ? "; " : "");
-        if (sys->pci_error[0])
-            fprintf(stderr, "  %s\n", sys->pci_error);
-        rc = GDU_EXIT_UNAVAILABLE;
-    }
-    if (json) {
-        json_t *j = gdu_topo_to_json(t);
-        if (j == NULL) {
-            fprintf(stderr, "gdunlock topo: cannot build the JSON document\n");
-            rc = GDU_EXIT_SOFTWARE;
-        } else {
-            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER); /* write errors: main's */
-            putchar('\n');
-        }
-        json_decref(j);
-    } else if (t->n_gpus > 0) {
+        /* No matrix without a GPU: the error document, not an empty report. */
+        const char *pci = sys->pci_error;
+        rc = gdu_cli_fail(
+            "topo", GDU_EXIT_UNAVAILABLE, NULL, "run 'gdunlock doctor' to see what is missing",
+            "no NVIDIA GPU found%s%s%s", sys->driver.loaded ? "" : " (no NVIDIA driver loaded)",
+            pci[0] ? ": " : "", pci);
+    } else if (json) {
+        rc = gdu_cli_print_report("topo", gdu_topo_to_json(t), NULL, rc, 0);
+    } else {
         print_table(t);
     }
     gdu_system_free(sys);

@@ -3,14 +3,16 @@
  * correctly (FAILED, exit 1). Arguments and output; the run itself, and the
  * re-run as a child with libgdunlock.so preloaded, are in src/verify/. */
 #include "cli/cli_error.h"
+#include "cli/cli_json.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
+#include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,7 +22,6 @@
 
 struct cli {
     gdu_verify_options opts;
-    bool json;
     bool no_shim;
     bool progress;
 };
@@ -61,71 +62,71 @@ static void print_stage(void *user, const char *stage)
     fprintf(stderr, "verify: %s...\n", stage);
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct cli *c = ctx;
+    uint64_t v;
+    switch (opt) {
+    case 's':
+        if (gdu_parse_size(arg, &v) != 0 || v == 0)
+            return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                                "bad --size '%s': give a size such as 16MiB", arg);
+        c->opts.size = v;
+        break;
+    case 'g':
+        if (gdu_parse_uint(arg, 0, 1023, &v) != 0)
+            return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                                "bad --gpu '%s': give a device ordinal such as 0", arg);
+        c->opts.gpu = (int)v;
+        break;
+    case 'f':
+        c->opts.force = true;
+        break;
+    case 'k':
+        c->opts.keep = true;
+        break;
+    case 'n':
+        c->no_shim = true;
+        break;
+    case 'p':
+        c->progress = true;
+        break;
+    }
+    return GDU_CLI_CONTINUE;
+}
+
 static int parse_args(int argc, char **argv, struct cli *c)
 {
-    static const struct option longopts[] = {
+    static const struct option longs[] = {
         {"size", required_argument, NULL, 's'},
         {"gpu", required_argument, NULL, 'g'},
         {"force", no_argument, NULL, 'f'},
         {"keep", no_argument, NULL, 'k'},
         {"no-shim", no_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
         {"progress", no_argument, NULL, 'p'},
+        GDU_CLI_JSON_OPTION,
+        GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
+    static const gdu_cli_command cmd = {.name = "verify",
+                                        .usage = usage,
+                                        .shortopts = "s:g:fk",
+                                        .longs = longs,
+                                        .min_operands = 1,
+                                        .max_operands = 1,
+                                        .operands_wanted = "name exactly one file to write (PATH)"};
     memset(c, 0, sizeof *c);
     c->opts.size = GDU_VERIFY_DEFAULT_SIZE;
     /* Another stats file (a copy, or a test's): GDUNLOCK_NVFS_STATS. */
     c->opts.nvfs_stats_path = getenv("GDUNLOCK_NVFS_STATS");
-    uint64_t v;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:g:fkjh", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 's':
-            if (gdu_parse_size(optarg, &v) != 0 || v == 0)
-                return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
-                                    "bad --size '%s': give a size such as 16MiB", optarg);
-            c->opts.size = v;
-            break;
-        case 'g':
-            if (gdu_parse_uint(optarg, 0, 1023, &v) != 0)
-                return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
-                                    "bad --gpu '%s': give a device ordinal such as 0", optarg);
-            c->opts.gpu = (int)v;
-            break;
-        case 'f':
-            c->opts.force = true;
-            break;
-        case 'k':
-            c->opts.keep = true;
-            break;
-        case 'n':
-            c->no_shim = true;
-            break;
-        case 'j':
-            c->json = true;
-            break;
-        case 'p':
-            c->progress = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GDU_EXIT_OK;
-        default:
-            return gdu_cli_bad_option("verify", usage);
-        }
-    }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
-                            "name exactly one file to write (PATH)");
-    }
-    c->opts.path = argv[optind];
+    int first;
+    int rc = gdu_cli_parse(&cmd, argc, argv, option, c, &first);
+    if (rc != GDU_CLI_CONTINUE)
+        return rc;
+    c->opts.path = argv[first];
     if (c->progress || isatty(STDERR_FILENO))
         c->opts.progress = print_stage;
-    return -1;
+    return GDU_CLI_CONTINUE;
 }
 
 static int exit_for_errno(int rc)
@@ -308,11 +309,15 @@ static int finish(const struct cli *c, json_t *doc)
         gdu_cli_fail("verify", code, NULL, NULL, "%s", json_string_value(err));
     } else {
         code = (int)json_integer_value(json_object_get(doc, "exit_code"));
-        if (c->json) {
-            json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-            printf("\n");
+        if (gdu_cli_json()) {
+            code = gdu_cli_print_report("verify", json_incref(doc), "gdunlock-verify/1", code, 0);
         } else {
-            print_human(doc);
+            json_t *shown = gdu_json_escaped_copy(doc); /* paths, library messages: escaped */
+            if (shown != NULL)
+                print_human(shown);
+            else
+                code = gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
+            json_decref(shown);
         }
     }
     json_decref(doc);
@@ -323,7 +328,7 @@ int gdu_cmd_verify(int argc, char **argv)
 {
     struct cli c;
     int rc = parse_args(argc, argv, &c);
-    if (rc >= 0)
+    if (rc != GDU_CLI_CONTINUE)
         return rc;
 
     gdu_verify_shim shim;

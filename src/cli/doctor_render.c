@@ -1,5 +1,8 @@
 #include "cli/doctor_render.h"
 
+#include "util/json_text.h"
+#include "util/text.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,16 @@ bool gdu_doctor_want_color(FILE *out)
 }
 
 static const char *paint(bool color, const char *code) { return color ? code : ""; }
+
+/* lead, then text escaped, then a newline: every text that reaches the
+ * report from outside (paths, a captured machine's files, driver strings)
+ * goes through here. */
+static void line(FILE *out, const char *lead, const char *text)
+{
+    fputs(lead, out);
+    gdu_text_put(out, text);
+    fputc('\n', out);
+}
 
 static const char *status_color(gdu_status s)
 {
@@ -56,27 +69,29 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
         "cuFile cannot read this data; use plain reads and a copy to the GPU",
         "doctor cannot tell: evidence it needs is missing; the reasons say what to capture or run",
     };
-    fprintf(out, "  GPUDirect Storage (%s): %s%s%s (%s)\n", r->gds_target[0] ? r->gds_target : "-",
-            paint(color, verdict_color(r->gds)), gdu_gds_verdict_text(r->gds), paint(color, RESET),
+    fputs("  GPUDirect Storage (", out);
+    gdu_text_put(out, r->gds_target[0] ? r->gds_target : "-");
+    fprintf(out, "): %s%s%s (%s)\n", paint(color, verdict_color(r->gds)),
+            gdu_gds_verdict_text(r->gds), paint(color, RESET),
             meaning[r->gds <= GDU_GDS_UNKNOWN ? r->gds : GDU_GDS_UNKNOWN]);
     for (size_t i = 0; i < r->n_reasons; i++)
-        fprintf(out, "    - %s%s\n",
-                r->reasons[i].note                       ? "note: "
-                : r->reasons[i].level == GDU_GDS_UNKNOWN ? "unknown: "
-                                                         : "",
-                r->reasons[i].text);
+        line(out,
+             r->reasons[i].note                       ? "    - note: "
+             : r->reasons[i].level == GDU_GDS_UNKNOWN ? "    - unknown: "
+                                                      : "    - ",
+             r->reasons[i].text);
     if (r->n_reasons == 0)
         fprintf(out, "    - nothing stands in the way\n");
     for (size_t i = 0; i < r->n_pairs; i++) {
         const gdu_p2p_pair *p = &r->pairs[i];
         bool staged = p->verdict.link == GDU_P2P_LINK_NONE || p->undetermined;
-        fprintf(out, "  P2P GPU%d<->GPU%d: %s%s%s\n    - %s\n", p->a, p->b,
-                paint(color, staged ? RED : GREEN), gdu_p2p_pair_class(p), paint(color, RESET),
-                p->verdict.reason);
+        fprintf(out, "  P2P GPU%d<->GPU%d: %s%s%s\n", p->a, p->b,
+                paint(color, staged ? RED : GREEN), gdu_p2p_pair_class(p), paint(color, RESET));
+        line(out, "    - ", p->verdict.reason);
         if (p->verdict.warning[0])
-            fprintf(out, "    - %s\n", p->verdict.warning);
+            line(out, "    - ", p->verdict.warning);
         if (p->verdict.fix[0])
-            fprintf(out, "    fix: %s\n", p->verdict.fix);
+            line(out, "    fix: ", p->verdict.fix);
     }
     fputc('\n', out);
 }
@@ -85,7 +100,9 @@ void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, 
 {
     static const char *const areas[] = {"driver", "gpu",     "nvidia-fs", "cufile",
                                         "iommu",  "storage", "pcie",      "p2p"};
-    fprintf(out, "%sgdunlock doctor%s: %s\n\n", paint(color, BOLD), paint(color, RESET), source);
+    fprintf(out, "%sgdunlock doctor%s: ", paint(color, BOLD), paint(color, RESET));
+    line(out, "", source);
+    fputc('\n', out);
     print_verdicts(out, r, color);
     for (size_t a = 0; a < sizeof areas / sizeof areas[0]; a++) {
         bool header = false;
@@ -103,28 +120,25 @@ void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, 
                 fprintf(out, "%s%s%s\n", paint(color, BOLD), upper, paint(color, RESET));
                 header = true;
             }
-            fprintf(out, "  [%s%s%s] %s\n", paint(color, status_color(f->status)),
-                    status_tag(f->status), paint(color, RESET), f->title);
+            fprintf(out, "  [%s%s%s] ", paint(color, status_color(f->status)),
+                    status_tag(f->status), paint(color, RESET));
+            line(out, "", f->title);
             for (size_t e = 0; e < f->n_evidence; e++)
-                fprintf(out, "         %s\n", f->evidence[e]);
-            if (f->fix[0] && f->status != GDU_ST_OK)
-                fprintf(out, "         %sfix:%s %s\n", paint(color, BOLD), paint(color, RESET),
-                        f->fix);
+                line(out, "         ", f->evidence[e]);
+            if (f->fix[0] && f->status != GDU_ST_OK) {
+                fprintf(out, "         %sfix:%s ", paint(color, BOLD), paint(color, RESET));
+                line(out, "", f->fix);
+            }
         }
         if (header)
             fputc('\n', out);
     }
 }
 
-int gdu_doctor_print_json(FILE *out, const gdu_report *r, const char *source, int exit_code)
+json_t *gdu_doctor_to_json(const gdu_report *r, const char *source)
 {
     json_t *j = gdu_report_to_json(r);
-    if (j == NULL)
-        return -1;
-    json_object_set_new(j, "source", json_string(source));
-    json_object_set_new(j, "exit_code", json_integer(exit_code));
-    int rc = json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', out);
-    json_decref(j);
-    return rc == 0 ? 0 : -1;
+    if (j != NULL && gdu_json_set_text(j, "source", source) != 0)
+        j = (json_decref(j), NULL);
+    return j;
 }

@@ -5,6 +5,7 @@
 
 #include "doctor/doctor_report.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -14,7 +15,7 @@ bool gdu_doctor_want_color(FILE *out);
 /* source: "live machine" or "sysroot DIR". */
 void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color);
 
-/* Returns 0 or -1 when the JSON cannot be built or written. */
-int gdu_doctor_print_json(FILE *out, const gdu_report *r, const char *source, int exit_code);
+/* The --json report (the envelope is cli_json.h's); NULL without memory. */
+json_t *gdu_doctor_to_json(const gdu_report *r, const char *source);
 
 #endif

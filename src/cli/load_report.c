@@ -1,5 +1,7 @@
 #include "cli/load_report.h"
 #include "cli/exit_codes.h"
+#include "util/json_text.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <inttypes.h>
@@ -90,43 +92,6 @@ int load_exit_code(gdu_st_status status)
     }
 }
 
-/* Writes the len bytes of s escaped to out (when out is not NULL); returns
- * the bytes written. */
-static size_t escape(FILE *out, const char *s, size_t len)
-{
-    size_t n = 0;
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    for (; p < end; p++) {
-        char buf[8];
-        const char *piece = buf;
-        /* C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8. */
-        if (p[0] == 0xc2 && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x9f) {
-            snprintf(buf, sizeof buf, "\\u%04x", p[1]);
-            p++;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(buf, sizeof buf, "\\x%02x", *p);
-        } else if (*p == '\\') {
-            piece = "\\\\";
-        } else {
-            buf[0] = (char)*p;
-            buf[1] = '\0';
-        }
-        n += strlen(piece);
-        if (out != NULL)
-            fputs(piece, out);
-    }
-    return n;
-}
-
-void load_put_escaped(FILE *out, const char *s) { escape(out, s, strlen(s)); }
-
-/* A name (len bytes, NUL bytes included) escaped, padded to width bytes. */
-static void put_padded(FILE *out, const char *s, size_t len, size_t width)
-{
-    for (size_t used = escape(out, s, len); used < width; used++)
-        fputc(' ', out);
-}
-
 static double gbps(const gdu_st_load_stats *s)
 {
     return s->seconds > 0 ? (double)s->read_bytes / s->seconds / 1e9 : 0.0;
@@ -166,7 +131,7 @@ static void print_tensor_table(FILE *out, const gdu_st_model *m)
             snprintf(device, sizeof device, "host");
         else
             snprintf(device, sizeof device, "%d", t->device);
-        put_padded(out, t->name, t->name_len, 48);
+        gdu_text_pad(out, t->name, t->name_len, 48);
         fprintf(out, " %-8s %-20s %6s %#18" PRIx64 " %12" PRIu64 "\n", gdu_st_dtype_name(t->dtype),
                 shape, device, t->address, t->nbytes);
     }
@@ -192,7 +157,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
     gdu_format_bytes(s.read_bytes, read, sizeof read);
     format_placement(r, s.memory, placement, sizeof placement);
     fputs("gdunlock load: ", out);
-    load_put_escaped(out, r->path);
+    gdu_text_put(out, r->path);
     fputs(r->lenient ? " (lenient)\n" : "\n", out);
     fprintf(out, "  files        %" PRIu64 "\n", s.files);
     fprintf(out, "  tensors      %" PRIu64 "\n", s.tensors);
@@ -213,7 +178,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
         if (gdu_st_header_hole_bytes(h) || gdu_st_header_trailing_bytes(h)) {
             fputs("  note         ", out);
-            load_put_escaped(out, gdu_st_model_file_path(r->model, f));
+            gdu_text_put(out, gdu_st_model_file_path(r->model, f));
             fprintf(out,
                     ": %" PRIu64 " bytes between tensors and %" PRIu64
                     " after them belong to no tensor (the format forbids it; loaded with "
@@ -228,7 +193,7 @@ void load_print_human(FILE *out, const load_result *r, int colour, int list)
             fprintf(out, "  verify       %sOK%s: every loaded byte equals the file\n", on, off);
         else {
             fprintf(out, "  verify       %sFAILED%s: ", on, off);
-            load_put_escaped(out, r->verify_error.message);
+            gdu_text_put(out, r->verify_error.message);
             fputc('\n', out);
         }
     }
@@ -241,10 +206,11 @@ static json_t *tensor_json(const gdu_st_tensor *t)
     json_t *shape = json_array();
     for (uint32_t d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-    return json_pack("{s:s%, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name", t->name, t->name_len,
-                     "dtype", gdu_st_dtype_name(t->dtype), "shape", shape, "device", t->device,
-                     "address", (json_int_t)t->address, "bytes", (json_int_t)t->nbytes, "file",
-                     (json_int_t)t->file, "file_offset", (json_int_t)t->file_offset);
+    return json_pack("{s:o, s:s, s:o, s:i, s:I, s:I, s:I, s:I}", "name",
+                     gdu_json_textn(t->name, t->name_len), "dtype", gdu_st_dtype_name(t->dtype),
+                     "shape", shape, "device", t->device, "address", (json_int_t)t->address,
+                     "bytes", (json_int_t)t->nbytes, "file", (json_int_t)t->file, "file_offset",
+                     (json_int_t)t->file_offset);
 }
 
 json_t *load_to_json(const load_result *r, int list)
@@ -253,29 +219,39 @@ json_t *load_to_json(const load_result *r, int list)
     json_t *files = json_array(), *gpus = json_array();
     for (size_t f = 0; f < gdu_st_model_file_count(r->model); f++) {
         const gdu_st_header *h = gdu_st_model_file_header(r->model, f);
-        json_array_append_new(files,
-                              json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "path",
-                                        gdu_st_model_file_path(r->model, f), "tensors",
-                                        (json_int_t)gdu_st_header_tensor_count(h), "data_offset",
-                                        (json_int_t)gdu_st_header_data_offset(h), "data_span",
-                                        (json_int_t)gdu_st_header_data_span(h), "hole_bytes",
-                                        (json_int_t)gdu_st_header_hole_bytes(h), "trailing_bytes",
-                                        (json_int_t)gdu_st_header_trailing_bytes(h)));
+        json_t *file = json_object();
+        gdu_json_set_text(file, "path", gdu_st_model_file_path(r->model, f));
+        json_object_update_new(file,
+                               json_pack("{s:I, s:I, s:I, s:I, s:I}", "tensors",
+                                         (json_int_t)gdu_st_header_tensor_count(h), "data_offset",
+                                         (json_int_t)gdu_st_header_data_offset(h), "data_span",
+                                         (json_int_t)gdu_st_header_data_span(h), "hole_bytes",
+                                         (json_int_t)gdu_st_header_hole_bytes(h), "trailing_bytes",
+                                         (json_int_t)gdu_st_header_trailing_bytes(h)));
+        json_array_append_new(files, file);
     }
     for (size_t i = 0; r->target == GDU_ST_TARGET_GPU && i < r->gpu_count; i++)
         json_array_append_new(gpus, json_integer(r->gpus[i]));
-    json_t *verify = r->verified < 0
-                         ? json_null()
-                         : json_pack("{s:b, s:s}", "ok", r->verified == 0, "message",
-                                     r->verified == 0 ? "every loaded byte equals the file"
-                                                      : r->verify_error.message);
-    json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s, s:o}", "command",
-        "load", "path", r->path, "target", r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus",
-        gpus, "files", files, "tensors", (json_int_t)s.tensors, "tensor_bytes",
-        (json_int_t)s.tensor_bytes, "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds,
-        "open_seconds", r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
-        "reason", s.reason, "verify", verify);
+    json_t *verify =
+        r->verified < 0
+            ? json_null()
+            : json_pack("{s:b, s:o}", "ok", r->verified == 0, "message",
+                        gdu_json_text(r->verified == 0 ? "every loaded byte equals the file"
+                                                       : r->verify_error.message));
+    /* The path as the user gave it (exact in path_escaped when not UTF-8). */
+    json_t *doc = json_object();
+    json_t *rest =
+        json_pack("{s:s, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:o, s:o}", "target",
+                  r->target == GDU_ST_TARGET_HOST ? "host" : "gpu", "gpus", gpus, "files", files,
+                  "tensors", (json_int_t)s.tensors, "tensor_bytes", (json_int_t)s.tensor_bytes,
+                  "read_bytes", (json_int_t)s.read_bytes, "seconds", s.seconds, "open_seconds",
+                  r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
+                  "reason", gdu_json_text(s.reason), "verify", verify);
+    /* Both calls run, so that rest is always taken over. */
+    if ((gdu_json_set_text(doc, "path", r->path) != 0) | (json_object_update_new(doc, rest) != 0)) {
+        json_decref(doc);
+        return NULL;
+    }
     if (doc != NULL)
         json_object_set_new(doc, "lenient", json_boolean(r->lenient));
     if (doc != NULL)

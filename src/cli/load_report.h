@@ -30,10 +30,6 @@ int load_exit_code(gdu_st_status status);
 
 void load_print_human(FILE *out, const load_result *r, int colour, int list);
 
-/* Writes s with control characters (C0, DEL, C1) and backslashes escaped
- * (\x1b, \\), so that names and paths from a file cannot drive the
- * terminal; JSON output keeps them exact. */
-void load_put_escaped(FILE *out, const char *s);
 json_t *load_to_json(const load_result *r, int list);
 
 #endif

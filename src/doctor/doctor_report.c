@@ -1,4 +1,5 @@
 #include "doctor/doctor_report.h"
+#include "util/json_text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,10 +165,10 @@ static json_t *finding_to_json(const gdu_finding *f)
 {
     json_t *evidence = json_array();
     for (size_t i = 0; i < f->n_evidence; i++)
-        json_array_append_new(evidence, json_string(f->evidence[i]));
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "area", f->area, "status",
-                     gdu_status_id(f->status), "title", f->title, "evidence", evidence, "fix",
-                     f->fix);
+        json_array_append_new(evidence, gdu_json_text(f->evidence[i]));
+    return json_pack("{s:o, s:s, s:s, s:o, s:o, s:o}", "id", gdu_json_text(f->id), "area", f->area,
+                     "status", gdu_status_id(f->status), "title", gdu_json_text(f->title),
+                     "evidence", evidence, "fix", gdu_json_text(f->fix));
 }
 
 json_t *gdu_report_to_json(const gdu_report *r)
@@ -175,8 +176,9 @@ json_t *gdu_report_to_json(const gdu_report *r)
     json_t *reasons = json_array(), *pairs = json_array(), *findings = json_array();
     for (size_t i = 0; i < r->n_reasons; i++) {
         const gdu_reason *x = &r->reasons[i];
-        json_t *o = json_pack("{s:s, s:s}", "level",
-                              x->note ? "note" : gdu_gds_verdict_id(x->level), "text", x->text);
+        json_t *o =
+            json_pack("{s:s, s:o}", "level", x->note ? "note" : gdu_gds_verdict_id(x->level),
+                      "text", gdu_json_text(x->text));
         if (!x->note && x->level == GDU_GDS_UNKNOWN)
             json_object_set_new(o, "could_be", json_string(gdu_gds_verdict_id(x->could_be)));
         json_array_append_new(reasons, o);
@@ -185,14 +187,15 @@ json_t *gdu_report_to_json(const gdu_report *r)
         const gdu_p2p_pair *p = &r->pairs[i];
         json_t *bridges = json_array();
         for (size_t k = 0; k < p->path.n_bridges; k++)
-            json_array_append_new(bridges, json_string(p->path.bridges[k]));
+            json_array_append_new(bridges, gdu_json_text(p->path.bridges[k]));
         json_array_append_new(
             pairs,
-            json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:s}", "gpu_a", p->a, "gpu_b",
+            json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "gpu_a", p->a, "gpu_b",
                       p->b, "verdict", gdu_p2p_pair_class(p), "link",
                       gdu_p2p_link_id(p->verdict.link), "cause", gdu_p2p_cause_id(p->verdict.cause),
                       "pcie_path", gdu_path_kind_name(p->path.kind), "bridges", bridges, "reason",
-                      p->verdict.reason, "fix", p->verdict.fix, "warning", p->verdict.warning));
+                      gdu_json_text(p->verdict.reason), "fix", gdu_json_text(p->verdict.fix),
+                      "warning", gdu_json_text(p->verdict.warning)));
     }
     for (size_t i = 0; i < r->n_findings; i++)
         json_array_append_new(findings, finding_to_json(&r->findings[i]));
@@ -200,16 +203,21 @@ json_t *gdu_report_to_json(const gdu_report *r)
     for (size_t i = 0; i < r->n_gpus; i++) {
         const gdu_report_gpu *g = &r->gpus[i];
         json_array_append_new(
-            gpus,
-            json_pack("{s:i, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
-                      g->index, "pci", g->bdf, "name", g->name, "geforce", g->geforce,
-                      "cuda_ordinal", g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes,
-                      "memory_bytes", (json_int_t)g->memory_bytes, "link", "cur_gen", g->cur_gen,
-                      "cur_width", g->cur_width, "max_gen", g->max_gen, "max_width", g->max_width));
+            gpus, json_pack("{s:i, s:o, s:o, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
+                            g->index, "pci", gdu_json_text(g->bdf), "name", gdu_json_text(g->name),
+                            "geforce", g->geforce, "cuda_ordinal", g->cuda_ordinal, "bar1_bytes",
+                            (json_int_t)g->bar1_bytes, "memory_bytes", (json_int_t)g->memory_bytes,
+                            "link", "cur_gen", g->cur_gen, "cur_width", g->cur_width, "max_gen",
+                            g->max_gen, "max_width", g->max_width));
     }
-    return json_pack("{s:s, s:b, s:{s:s, s:i}, s:o, s:{s:s, s:s, s:o}, s:o, s:o}", "schema",
-                     "gdunlock-doctor/1", "driver_present", r->driver_present, "driver", "version",
-                     r->driver_version, "open_module", r->open_module, "gpus", gpus, "gds",
-                     "verdict", gdu_gds_verdict_id(r->gds), "target", r->gds_target, "reasons",
-                     reasons, "p2p", pairs, "findings", findings);
+    /* The target is a path the user named: exact in target_escaped when not UTF-8. */
+    json_t *gds = json_pack("{s:s}", "verdict", gdu_gds_verdict_id(r->gds));
+    if (gds != NULL && gdu_json_set_text(gds, "target", r->gds_target) != 0)
+        gds = (json_decref(gds), NULL);
+    if (json_object_set_new(gds, "reasons", reasons) != 0)
+        gds = (json_decref(gds), NULL);
+    return json_pack("{s:s, s:b, s:{s:o, s:i}, s:o, s:o, s:o, s:o}", "schema", "gdunlock-doctor/1",
+                     "driver_present", r->driver_present, "driver", "version",
+                     gdu_json_text(r->driver_version), "open_module", r->open_module, "gpus", gpus,
+                     "gds", gds, "p2p", pairs, "findings", findings);
 }

@@ -1,4 +1,5 @@
 #include "doctor/topo_matrix.h"
+#include "util/json_text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -134,18 +135,23 @@ json_t *gdu_topo_to_json(const gdu_topo *t)
         const gdu_topo_col *col = &t->cols[c];
         json_t *mounts = json_array();
         for (size_t m = 0; m < col->n_mounts; m++)
-            json_array_append_new(mounts, json_string(col->mounts[m]));
+            json_array_append_new(mounts, gdu_json_text(col->mounts[m]));
         json_array_append_new(cols,
-                              json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "name", col->name, "kind",
-                                        kinds[col->kind], "pci", col->bdf, "numa_node",
-                                        col->numa_node, "detail", col->detail, "mounts", mounts));
+                              json_pack("{s:o, s:s, s:o, s:i, s:o, s:o}", "name",
+                                        gdu_json_text(col->name), "kind", kinds[col->kind], "pci",
+                                        gdu_json_text(col->bdf), "numa_node", col->numa_node,
+                                        "detail", gdu_json_text(col->detail), "mounts", mounts));
     }
     for (size_t r = 0; r < t->n_gpus; r++) {
         json_t *cells = json_object();
-        for (size_t c = 0; c < t->n_cols; c++)
-            json_object_set_new(cells, t->cols[c].name, json_string(t->cell[r][c]));
-        json_array_append_new(rows,
-                              json_pack("{s:s, s:o}", "gpu", t->cols[r].name, "paths", cells));
+        for (size_t c = 0; c < t->n_cols; c++) {
+            json_t *name = gdu_json_text(t->cols[c].name); /* a key must be UTF-8 too */
+            if (name != NULL)
+                json_object_set_new(cells, json_string_value(name), json_string(t->cell[r][c]));
+            json_decref(name);
+        }
+        json_array_append_new(
+            rows, json_pack("{s:o, s:o}", "gpu", gdu_json_text(t->cols[r].name), "paths", cells));
     }
     return json_pack("{s:s, s:o, s:o}", "schema", "gdunlock-topo/1", "devices", cols, "matrix",
                      rows);

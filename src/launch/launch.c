@@ -34,7 +34,9 @@ bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, si
             return true;
         }
     }
-    snprintf(shim, len, "%s%s%s", next_to, installed[0] ? " or " : "", installed);
+    /* A relative libdir of "lib" is the same place as ../lib: named once. */
+    bool two = installed[0] != '\0' && strcmp(installed, next_to) != 0;
+    snprintf(shim, len, "%s%s%s", next_to, two ? " or " : "", two ? installed : "");
     return false;
 }
 

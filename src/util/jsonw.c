@@ -1,4 +1,5 @@
 #include "util/jsonw.h"
+#include "util/utf8.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,26 +35,35 @@ static void put(gdu_jsonw *w, const char *s, size_t n)
 
 static void puts_(gdu_jsonw *w, const char *s) { put(w, s, strlen(s)); }
 
+/* A JSON string of any bytes: valid UTF-8 is copied, '"', '\\' and bytes
+ * below 0x20 are escaped, and bytes that are not valid UTF-8 become U+FFFD
+ * (gdu_utf8_invalid_len), so that the document always parses. */
 static void quoted(gdu_jsonw *w, const char *s)
 {
     put(w, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
+    size_t n = strlen(s), run = 0, i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = gdu_utf8_seq(s + i, n - i, &cp);
+        if (k > 0 && cp >= 0x20 && cp != '"' && cp != '\\') {
+            i += k;
             continue;
-        put(w, run, (size_t)(s - run));
+        }
+        put(w, s + run, i - run);
         char esc[8];
-        if (c == '"' || c == '\\')
-            snprintf(esc, sizeof esc, "\\%c", c);
-        else if (c == '\n')
+        if (k == 0)
+            snprintf(esc, sizeof esc, "\\ufffd");
+        else if (cp == '"' || cp == '\\')
+            snprintf(esc, sizeof esc, "\\%c", (char)cp);
+        else if (cp == '\n')
             snprintf(esc, sizeof esc, "\\n");
         else
-            snprintf(esc, sizeof esc, "\\u%04x", c);
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
         puts_(w, esc);
-        run = s + 1;
+        i += k > 0 ? k : gdu_utf8_invalid_len(s + i, n - i);
+        run = i;
     }
-    put(w, run, (size_t)(s - run));
+    put(w, s + run, i - run);
     put(w, "\"", 1);
 }
 

@@ -24,8 +24,10 @@ void gdu_jsonw_object_begin(gdu_jsonw *w, const char *key);
 void gdu_jsonw_object_end(gdu_jsonw *w);
 void gdu_jsonw_array_begin(gdu_jsonw *w, const char *key);
 void gdu_jsonw_array_end(gdu_jsonw *w);
-/* value NULL writes null. Bytes below 0x20, '"' and '\\' are escaped; other
- * bytes are copied (the caller passes UTF-8). */
+/* value NULL writes null. Bytes below 0x20, '"' and '\\' are escaped, valid
+ * UTF-8 is copied, and bytes that are not valid UTF-8 become U+FFFD (one
+ * for each gdu_utf8_invalid_len): the document parses whatever bytes the
+ * caller passes. */
 void gdu_jsonw_string(gdu_jsonw *w, const char *key, const char *value);
 void gdu_jsonw_uint(gdu_jsonw *w, const char *key, uint64_t value);
 void gdu_jsonw_int(gdu_jsonw *w, const char *key, int64_t value);

@@ -3,6 +3,7 @@
  * system or block device not supported, the cuFile 5027 udev case, ...),
  * probed live on PATH's directory and added to the verify document. */
 #include "doctor/doctor.h"
+#include "util/json_text.h"
 #include "verify/verify.h"
 
 #include <limits.h>
@@ -49,18 +50,20 @@ void gdu_verify_add_doctor(json_t *doc, const char *path)
     for (size_t i = 0; i < report.n_reasons; i++) {
         const gdu_reason *r = &report.reasons[i];
         const char *level = r->note ? "note" : gdu_gds_verdict_id(r->level);
-        json_array_append_new(all, json_pack("{s:s, s:s}", "level", level, "text", r->text));
+        json_array_append_new(
+            all, json_pack("{s:s, s:o}", "level", level, "text", gdu_json_text(r->text)));
         if (r->note || r->level < GDU_GDS_COMPAT)
             continue;
         char id[48], text[2 * GDU_VERIFY_TEXT];
         snprintf(id, sizeof id, "doctor:%s", level);
         snprintf(text, sizeof text, "doctor: %s", r->text);
-        json_array_append_new(reasons, json_pack("{s:s, s:s}", "id", id, "text", text));
+        json_array_append_new(reasons,
+                              json_pack("{s:s, s:o}", "id", id, "text", gdu_json_text(text)));
     }
-    json_object_set_new(doc, "doctor",
-                        json_pack("{s:s, s:s, s:o}", "gds_verdict", gdu_gds_verdict_id(report.gds),
-                                  "target", report.gds_target[0] ? report.gds_target : dir,
-                                  "reasons", all));
+    json_object_set_new(
+        doc, "doctor",
+        json_pack("{s:s, s:o, s:o}", "gds_verdict", gdu_gds_verdict_id(report.gds), "target",
+                  gdu_json_text(report.gds_target[0] ? report.gds_target : dir), "reasons", all));
     gdu_report_free(&report);
     gdu_system_free(sys);
     free(sys);

@@ -7,6 +7,7 @@
 # stream counts. Usage: nonsense.sh path/to/gdunlock
 set -uo pipefail
 bin=$1
+here=$(cd "$(dirname "$0")" && pwd)
 fixtures=$(cd "$(dirname "$0")/../fixtures/doctor" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -18,15 +19,18 @@ documented=" 0 1 2 10 11 12 13 64 66 69 70 74 "
 pass=0
 fail=0
 
-# check [-m TEXT] [-full|-json] expected-codes... -- args...: -m: the
+# check [-m TEXT] [-full|-json] [-esc] expected-codes... -- args...: -m: the
 # messages (stderr and stdout) must contain TEXT; -full: stdout is /dev/full;
-# -json: stdout must be one JSON document, and a failure's the error
-# document ({"command", "exit_code": the exit status, "error": {"code", "message"}}).
+# -json: stdout must be one JSON document in the envelope, every member
+# documented, and a failure's the error document (tests/cli/json_check.py);
+# -esc: the arguments or files hold terminal escapes (ESC), which must reach
+# neither stream raw, but escaped (\x1b).
 check() {
-  local want=() args=() says="" out="$work/out" json=0
+  local want=() args=() says="" out="$work/out" json=0 esc=0
   if [ "$1" = "-m" ]; then says=$2; shift 2; fi
   if [ "$1" = "-full" ]; then out=/dev/full; : >"$work/out"; shift; fi
   if [ "$1" = "-json" ]; then json=1; shift; fi
+  if [ "$1" = "-esc" ]; then esc=1; shift; fi
   while [ "$1" != "--" ]; do want+=("$1"); shift; done
   shift
   args=("$@")
@@ -47,22 +51,11 @@ check() {
     why="sanitizer report"
   elif [ -n "$says" ] && ! grep -qF -- "$says" "$work/err" "$work/out"; then
     why="the message does not say '$says'"
-  elif [ $json = 1 ] && ! json_why=$(python3 - "$work/out" $rc 2>&1 <<'PY'
-import json, sys
-try:
-    doc = json.load(open(sys.argv[1]))
-except Exception as e:
-    sys.exit("stdout is not one JSON document (%s)" % e)
-rc = int(sys.argv[2])
-if "exit_code" in doc and doc["exit_code"] != rc:
-    sys.exit("exit_code %s in the document, exit status %d" % (doc["exit_code"], rc))
-err = doc.get("error")
-if rc != 0 and "schema" not in doc and "verdict" not in doc and not (
-        isinstance(err, dict) and err.get("code") and err.get("message")
-        and doc.get("exit_code") == rc and "command" in doc):
-    sys.exit("not the error document: %s" % json.dumps(doc)[:200])
-PY
-  ); then
+  elif [ $esc = 1 ] && grep -q $'\x1b' "$work/out" "$work/err"; then
+    why="a raw ESC reached the terminal: $(grep -ah $'\x1b' "$work/out" "$work/err" | head -1 | od -c | head -2 | tr -s ' ')"
+  elif [ $esc = 1 ] && ! grep -qF '\x1b' "$work/out" "$work/err"; then
+    why="no escaped ESC (\\x1b) in the output"
+  elif [ $json = 1 ] && ! json_why=$(python3 "$here/json_check.py" "$here/../../docs" "$work/out" $rc 2>&1); then
     why=$json_why
   fi
   if [ -n "$why" ]; then
@@ -76,12 +69,29 @@ PY
 }
 
 check 64 --
-check 64 -- no-such-command
+check -m "unknown command 'no-such-command'" 64 -- no-such-command
 check 0 -- --help
+check -m "gdunlock 0" 0 -- -V
+# ok_if CONDITION DESCRIPTION: one pass or fail of its own.
+ok_if() {
+  if eval "$1"; then pass=$((pass + 1)); echo "ok   $2"; else fail=$((fail + 1)); echo "FAIL $2"; fi
+}
 for cmd in doctor topo verify bench p2p load run; do
   check 0 -- "$cmd" --help
-  check 64 -- "$cmd" --no-such-flag
+  cp "$work/out" "$work/help-$cmd"
+  # The same text however help is asked for, and --help wins over a bad option.
+  for asked in "help $cmd" "--help $cmd" "$cmd --no-such-flag --help"; do
+    "$bin" $asked >"$work/out" 2>/dev/null
+    ok_if 'cmp -s "$work/out" "$work/help-$cmd"' "gdunlock $asked prints '$cmd --help'"
+  done
+  # A bad option: one line saying which, and where the usage is; not the usage itself.
+  check -m "unknown option '--no-such-flag'" 64 -- "$cmd" --no-such-flag
+  ok_if '[ "$(wc -l <"$work/err")" -eq 2 ] && grep -qx "see '"'"'gdunlock $cmd --help'"'"'" "$work/err"' \
+    "gdunlock $cmd --no-such-flag: two lines, the second where to look"
 done
+check -m "option '--sysroot' needs a value" 64 -- topo --sysroot
+check -m "option '-s' needs a value" 64 -- bench -s
+check -m "no command given" -json 64 -- --json
 check 64 -- run
 check 66 -- run -- /no/such/program
 # CMD leaves a FIFO where the shim's reports go: not read, removed with the folder.
@@ -129,7 +139,8 @@ check 64 66 69 -- bench -D "$work/empty"
 # A file that is not a bench file is someone's data: never overwritten without --force.
 printf 'precious data\n' >"$work/precious"
 check -m "pass --force" 64 -- bench -f "$work/precious" --create -s 4K -i 4K --paths host --rounds 1
-check -m "pass --force" 64 -- bench -f "$work/precious" -x write -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" --rw write -s 4K -i 4K --paths host --rounds 1
+check -m "pass --force" 64 -- bench -f "$work/precious" -I 1 -s 4K -i 4K --paths host --rounds 1
 if [ "$(cat "$work/precious")" = "precious data" ]; then
   pass=$((pass + 1)); echo "ok   bench left the file it refused as it was"
 else
@@ -147,6 +158,14 @@ check 64 -- bench -f "$work/x" -s -5
 check 64 -- bench -f "$work/x" -s 99999999999999999999
 check 64 -- bench -f "$work/x" -w 0
 check 64 -- bench -f "$work/x" -w 100000000
+# gdsio's -x (transfer type) and -I (I/O type); -x is no longer the direction.
+check -m "no longer the direction: give -I 1 or --rw write" 64 -- bench -f "$work/x" -x write
+check -m "invalid -x transfer type" 64 -- bench -f "$work/x" -x 3
+check -m "invalid -I/--rw" 64 -- bench -f "$work/x" -I 4
+check -m "invalid -I/--rw" 64 -- bench -f "$work/x" --rw sideways
+check 0 -- bench -f "$work/precious" --seed 9 -s 8K -i 4K -x 1 -I 2 --rounds 1 --json
+ok_if 'python3 -c "import json,sys; d = json.load(open(sys.argv[1])); p = d[\"params\"]; sys.exit([x[\"path\"] for x in d[\"paths\"]] != [\"host\", \"host-uring\"] or p[\"op\"] != \"read\" or p[\"order\"] != \"rand\")" "$work/out"' \
+  "bench -x 1 -I 2: the CPU-only paths, random reads"
 check 64 66 69 -- bench -f "$work/x" -d 99
 check 0 1 69 -- p2p
 check 64 -- p2p --gpus banana
@@ -210,6 +229,32 @@ check 64 66 -- load "$work/junk" --to host
 check 64 66 69 -- load "$work/junk" --gpu 99
 check 64 -- load "$work/junk" --gpu -1
 check 64 -- load "$work/junk" --gpu 0,0,banana
+check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --to host --gpu 0
+check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --gpu 1 --to host
+# --list: a multi-byte name takes the columns of its characters, not of its bytes.
+printf '\x6f\x00\x00\x00\x00\x00\x00\x00{"\xc3\xa9t\xc3\xa9":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"ete":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}ab' >"$work/names.safetensors"
+check 0 -- load "$work/names.safetensors" --to host --list
+ok_if 'python3 -c "import sys; r = [l.index(\" U8 \") for l in open(sys.argv[1], encoding=\"utf-8\") if \" U8 \" in l]; sys.exit(len(r) != 2 or r[0] != r[1])" "$work/out"' \
+  "load --list: the dtype column lines up after a multi-byte name"
+
+# Terminal escapes (a colour change, an OSC title) in strings from outside:
+# arguments, file names, a captured machine's files, the shim's reports.
+esc=$'\e]0;pwned\a\e[31m'
+check -esc 64 -- "x${esc}"
+check -esc 64 -- help "x${esc}"
+mkdir -p "$work/dir${esc}"
+check -esc 0 -- bench -f "$work/dir${esc}/bench" --create -s 4K -i 4K --paths host --rounds 1
+check -esc 66 -- bench -f "$work/no${esc}/bench" -s 4K -i 4K --paths host --rounds 1
+printf 'x' >"$work/dir${esc}/taken"
+check -esc 64 69 -- verify "$work/dir${esc}/taken" --no-shim
+check -esc 66 -- run -- "/no/such/${esc}"
+check -esc 0 -- run -- sh -c 'printf "%s" "{\"pid\": 1, \"driver\": \"\\u001b]0;pwned\\u0007\", \"gpus\": [{\"mode\": \"unlocked\", \"reason\": \"\\u001b[2J\"}]}" >"${GDUNLOCK_REPORT%/*}/report-1.json"'
+check -esc 66 -- doctor --sysroot "$work/no${esc}"
+cp -a "$fixtures/l40s-nvfs" "$work/esc-sysroot"
+sed -i "s/^Model:.*/Model: \t\t NVIDIA L40S${esc}/" "$work"/esc-sysroot/proc/driver/nvidia/gpus/*/information
+sed -i 's/"NVIDIA L40S"/"NVIDIA L40S\\u001b]0;pwned\\u0007"/' "$work/esc-sysroot/gdunlock-live.json"
+check -esc 0 10 11 12 13 -- doctor --sysroot "$work/esc-sysroot" /data/model.safetensors
+check -esc 0 -- topo --sysroot "$work/esc-sysroot"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

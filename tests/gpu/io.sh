@@ -136,7 +136,7 @@ check cold 'p["engine"] >= 0.9 * p["host"]' "io-cold-engine-vs-host"
 # engine chunk host would also write in that size and keep the better of two
 # runs, a best-of-two the engine's single run does not get). naive is left
 # out: 3 rounds of it plus its writeback would cost half a minute.
-run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 -x write --chunk 16M --create --paths engine,host,h2d
+run_bench write -f "$dir/write.dat" -s "$write_size" -i 16M -w 8 --rw write --chunk 16M --create --paths engine,host,h2d
 check write 'p["engine"] >= 0.9 * p["host"]' "io-write-engine-vs-host"
 
 # 5. sweep: workers x chunk, engine only (warm, then cold); GDU_IO_SWEEP=0 leaves it out

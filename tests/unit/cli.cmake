@@ -15,3 +15,24 @@ if(GDUNLOCK_SANITIZE)
   set_tests_properties(cli_run_signals PROPERTIES
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
+# Every command's --json document against the schemas docs/cli-json.md and
+# docs/doctor-json.md document, text that is not UTF-8 included; the GPU
+# commands on the fakes p2p.cmake and verify.cmake build (their folders).
+add_test(NAME cli_json_schemas
+         COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/json_schemas.sh $<TARGET_FILE:gdunlock>
+                 ${CMAKE_BINARY_DIR}/fake-cuda-p2p ${CMAKE_BINARY_DIR}/tests/verify-fakes)
+set_tests_properties(cli_json_schemas PROPERTIES LABELS unit TIMEOUT 120)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(cli_json_schemas PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1")
+endif()
+# The man pages scripts/man.sh made at build time: whole synopses.
+if(HELP2MAN)
+  add_test(NAME cli_man_pages COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/man_pages.sh
+                                      $<TARGET_FILE:gdunlock> ${CMAKE_BINARY_DIR}/man/man1)
+  set_tests_properties(cli_man_pages PROPERTIES LABELS unit)
+endif()
+# The progress line of load and bench.
+gdunlock_unit_test(test_cli_progress SOURCES test_cli_progress.c ${CMAKE_SOURCE_DIR}/src/cli/cli_progress.c
+                   LIBS gdu_util)
+gdu_sees(test_cli_progress cli)

@@ -74,7 +74,7 @@ if(TARGET gdunlock)
   foreach(variant "read" "write" "read-vmm-rand" "read-cold" "write-cold")
     set(args --create)
     if(variant MATCHES "write")
-      list(APPEND args -x write)
+      list(APPEND args --rw write)
     endif()
     if(variant MATCHES "vmm")
       list(APPEND args --mem vmm -m rand)
@@ -100,7 +100,7 @@ if(TARGET gdunlock)
     list(GET parts 2 op)
     list(GET parts 3 expect)
     add_test(NAME test_io_bench_fake_${name}
-             COMMAND ${bench} --create -x ${op} --paths direct,cufile-compat,engine --json)
+             COMMAND ${bench} --create --rw ${op} --paths direct,cufile-compat,engine --json)
     set_tests_properties(test_io_bench_fake_${name} PROPERTIES
       ENVIRONMENT "LD_LIBRARY_PATH=${GDU_FAKE_CUDA_DIR};GDUNLOCK_LIBCUFILE=${fake_cufile};${env}"
       PASS_REGULAR_EXPRESSION "${expect}" LABELS unit)

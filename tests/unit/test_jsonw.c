@@ -70,9 +70,34 @@ static void unbalanced_is_refused(void **state)
     assert_null(gdu_jsonw_finish(&w));
 }
 
+/* Bytes that are not UTF-8 (a Latin-1 path, a cut sequence, a lone
+ * continuation byte) still give a document every parser reads: U+FFFD each. */
+static void any_bytes_parse(void **state)
+{
+    gdu_jsonw w;
+    gdu_jsonw_init(&w);
+    gdu_jsonw_object_begin(&w, NULL);
+    gdu_jsonw_string(&w, "path", "/m/caf\xe9\x80\xc3");
+    gdu_jsonw_string(&w, "caf\xe9", "\xed\xa0\x80ok\xc3\xa9\x7f");
+    gdu_jsonw_object_end(&w);
+    char *text = gdu_jsonw_finish(&w);
+    assert_non_null(text);
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    if (j == NULL)
+        fail_msg("not JSON (%s):\n%s", err.text, text);
+    assert_string_equal(json_string_value(json_object_get(j, "path")),
+                        "/m/caf\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(j, "caf\xef\xbf\xbd")),
+                        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdok\xc3\xa9\x7f");
+    json_decref(j);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(round_trip),
-                                       cmocka_unit_test(unbalanced_is_refused)};
+                                       cmocka_unit_test(unbalanced_is_refused),
+                                       cmocka_unit_test(any_bytes_parse)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,6 +110,10 @@ static void test_shim_missing_names_both(void **state)
         strstr(shim, "usr/bin/../lib/libgdunlock.so or /nonexistent/lib/libgdunlock.so"));
     assert_false(gdu_launch_find_shim_in(exe, NULL, shim, sizeof shim));
     assert_null(strstr(shim, " or "));
+    /* An installed libdir of "lib" is ../lib itself: one place, named once. */
+    assert_false(gdu_launch_find_shim_in(exe, "lib", shim, sizeof shim));
+    assert_null(strstr(shim, " or "));
+    assert_non_null(strstr(shim, "usr/bin/../lib/libgdunlock.so"));
 }
 
 static void test_preload_goes_first(void **state)

@@ -11,7 +11,7 @@ gdunlock_unit_test(test_verify_verdict
           ${CMAKE_SOURCE_DIR}/src/verify/verify_verdict.c ${CMAKE_SOURCE_DIR}/src/verify/verify_shim.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c ${CMAKE_SOURCE_DIR}/src/verify/verify_pattern.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_evidence.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
-  LIBS gdu_launch PkgConfig::JANSSON)
+  LIBS gdu_launch gdu_util_json PkgConfig::JANSSON)
 gdu_sees(test_verify_verdict verify probe cuda)
 
 # gdunlock verify end to end without a GPU: fake libcuda.so.1 and libcufile

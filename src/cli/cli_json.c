@@ -1,0 +1,120 @@
+#include "cli/cli_json.h"
+#include "cli/cli_error.h"
+#include "cli/exit_codes.h"
+#include "util/json_text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int saved_argc;
+static char *const *saved_argv;
+
+void gdu_cli_set_args(int argc, char **argv)
+{
+    /* A copy of the array: getopt_long reorders argv as it reads it. */
+    static char **copy;
+    free(copy);
+    copy = malloc(((size_t)argc + 1) * sizeof *copy);
+    if (copy != NULL)
+        memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+    saved_argc = copy != NULL ? argc : 0;
+    saved_argv = copy;
+}
+
+/* Whether a shell reads word as it is, unquoted. */
+static int plain_word(const char *word)
+{
+    if (word[0] == '\0')
+        return 0;
+    for (const char *c = word; *c; c++)
+        if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-",
+                   *c) == NULL)
+            return 0;
+    return 1;
+}
+
+char *gdu_cli_command_line(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m == NULL)
+        return NULL;
+    fputs("gdunlock", m);
+    for (int i = 1; i < saved_argc; i++) {
+        const char *w = saved_argv[i];
+        fputc(' ', m);
+        if (plain_word(w)) {
+            fputs(w, m);
+            continue;
+        }
+        /* '...' with each ' written as '\'' */
+        fputc('\'', m);
+        for (; *w; w++)
+            fputs(*w == '\'' ? "'\\''" : (char[]){*w, '\0'}, m);
+        fputc('\'', m);
+    }
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* doc (taken over) in the envelope; NULL without memory. */
+static json_t *wrap(const char *command, json_t *doc, const char *schema, int exit_code)
+{
+    json_t *env = json_object();
+    char *line = gdu_cli_command_line();
+    if (schema == NULL)
+        schema = json_string_value(json_object_get(doc, "schema"));
+    int bad = env == NULL || line == NULL || doc == NULL || schema == NULL ||
+              json_object_set_new(env, "schema", json_string(schema)) != 0 ||
+              json_object_set_new(env, "command", gdu_json_text(command)) != 0 ||
+              gdu_json_set_text(env, "command_line", line) != 0 ||
+              json_object_set_new(env, "exit_code", json_integer(exit_code)) != 0 ||
+              json_object_update_missing(env, doc) != 0;
+    free(line);
+    json_decref(doc);
+    if (!bad)
+        return env;
+    json_decref(env);
+    return NULL;
+}
+
+json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
+                           const char *message, const char *fix)
+{
+    json_t *error = json_pack("{s:s}", "code", code ? code : gdu_cli_exit_name(exit_code));
+    if (error != NULL && gdu_json_set_text(error, "message", message) != 0)
+        error = (json_decref(error), NULL);
+    if (error != NULL && fix != NULL)
+        json_object_set_new(error, "fix", gdu_json_text(fix));
+    return wrap(command, json_pack("{s:o*}", "error", error), GDU_CLI_ERROR_SCHEMA, exit_code);
+}
+
+json_t *gdu_cli_envelope(const char *command, json_t *doc, const char *schema, int exit_code)
+{
+    return wrap(command, doc, schema, exit_code);
+}
+
+void gdu_cli_print(json_t *doc, size_t flags)
+{
+    if (doc != NULL && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | flags) == 0)
+        fputc('\n', stdout);
+    json_decref(doc);
+}
+
+int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
+                         size_t flags)
+{
+    json_t *env = wrap(command, doc, schema, exit_code);
+    if (env == NULL) {
+        exit_code = gdu_cli_fail(command, GDU_EXIT_SOFTWARE, NULL, NULL,
+                                 "the JSON document could not be built (out of memory)");
+        return exit_code;
+    }
+    gdu_cli_print(env, flags);
+    return exit_code;
+}
