@@ -46,6 +46,25 @@ def parse_device(device):
                      f"not {device!r}")
 
 
+class FileRef:
+    """One file of an open Checkpoint, as a reader opens it on an engine:
+    through the descriptor the checkpoint validated (gdu_st_model_file_open).
+    It keeps the checkpoint open while it lives."""
+
+    def __init__(self, checkpoint, index, path):
+        self.checkpoint, self.index, self.path = checkpoint, index, path
+        self.key = (id(checkpoint), index)
+
+    def open_on(self, engine):
+        """A gdu_io_file handle on engine (close it with gdu_io_close)."""
+        ckpt = self.checkpoint
+        ckpt._require_open()
+        f, err = ctypes.c_void_p(), StError()
+        check(ckpt._lib.gdu_st_model_file_open(ckpt._model, self.index, engine, ctypes.byref(f),
+                                               ctypes.byref(err)), err)
+        return f
+
+
 class Checkpoint:
     """Opens (and validates) a .safetensors file or a sharded index JSON.
     Validation is the reference implementation's (no holes, no trailing
@@ -110,6 +129,11 @@ class Checkpoint:
         self._require_open()
         n = self._lib.gdu_st_model_file_count(self._model)
         return [os.fsdecode(self._lib.gdu_st_model_file_path(self._model, i)) for i in range(n)]
+
+    def file_ref(self, index):
+        """A FileRef to file index, for readers: what they read is the file
+        this checkpoint validated, whatever its path names by now."""
+        return FileRef(self, index, self.files[index])
 
     def metadata(self, file=0):
         """The __metadata__ map of one file ({} when it has none)."""

@@ -87,30 +87,36 @@ def rank_index(shape, dim, rank, world_size):
 class _Progress:
     """progress=True: a tqdm bar of bytes when tqdm is installed, else a
     line on stderr at most twice a second; a callable gets (bytes done,
-    bytes in all, name) after each tensor."""
+    bytes known so far, name) after each tensor. The total grows as the
+    iterator reaches each file's header."""
 
-    def __init__(self, progress, total):
-        self.call, self.bar, self.total, self.done, self.shown = None, None, total, 0, 0.0
+    def __init__(self, progress):
+        self.call, self.bar, self.total, self.done, self.shown = None, None, 0, 0, 0.0
         if callable(progress):
             self.call = progress
         elif progress:
             try:
                 from tqdm.auto import tqdm
-                self.bar = tqdm(total=total, unit="B", unit_scale=True, desc="gdunlock")
+                self.bar = tqdm(total=0, unit="B", unit_scale=True, desc="gdunlock")
             except ImportError:
                 self.bar = False
 
-    def step(self, nbytes, name):
+    def grow(self, nbytes):
+        self.total += nbytes
+        if self.bar:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    def step(self, nbytes, name, last):
         self.done += nbytes
         if self.call is not None:
             self.call(self.done, self.total, name)
         elif self.bar:
             self.bar.update(nbytes)
-        elif self.bar is False and (time.monotonic() - self.shown > 0.5 or
-                                    self.done == self.total):
+        elif self.bar is False and (time.monotonic() - self.shown > 0.5 or last):
             self.shown = time.monotonic()
             sys.stderr.write(f"\rgdunlock: {self.done / 1e9:.2f} of {self.total / 1e9:.2f} GB")
-            if self.done == self.total:
+            if last:
                 sys.stderr.write("\n")
             sys.stderr.flush()
 
@@ -121,13 +127,21 @@ class _Progress:
 
 class WeightsIterator:
     """What weights_iterator returns: an iterator of (name, tensor), with
-    stats() and close() (also called when it is exhausted or dropped)."""
+    stats() and close() (also called when it is exhausted or dropped).
 
-    def __init__(self, items, target, memory_budget, progress):
-        self._items, self._target, self._budget = items, target, memory_budget
+    Files are opened as the reads reach them and closed once their last
+    tensor is handed out, so that a folder of more shards than the process
+    may open descriptors is read all the same; each file's reads go through
+    the descriptor its header was validated from."""
+
+    def __init__(self, paths, plan_file, target, memory_budget, progress):
+        self._paths, self._plan_file = deque(paths), plan_file
+        self._target, self._budget = target, memory_budget
         self._reader = target.reader()
-        self._queue, self._ahead, self._next = deque(), 0, 0
-        self._progress = _Progress(progress, sum(p.nbytes for _, _, p in items))
+        self._items = deque()  # (FileRef, info, plan) planned, not yet submitted
+        self._queue, self._ahead = deque(), 0  # submitted, not yet handed out
+        self._open = deque()  # [checkpoint, tensors not yet handed out]
+        self._progress = _Progress(progress)
         self.skipped = 0
         self._bytes = self._requests = 0  # the reader's counts, kept when it closes
 
@@ -146,22 +160,46 @@ class WeightsIterator:
         if read is None:
             self.close()
             raise StopIteration
-        self._progress.step(read.plan.nbytes, read.info.name)
+        self._handed_out()
+        self._progress.step(read.plan.nbytes, read.info.name,
+                            not self._queue and not self._items and not self._paths)
         return read.info.name, tensor
+
+    def _plan_next_file(self):
+        """Opens the next file and plans its reads; False when none is left."""
+        if not self._paths:
+            return False
+        ckpt, items, skipped = self._plan_file(self._paths.popleft())
+        self.skipped += skipped
+        if items:
+            self._open.append([ckpt, len(items)])
+            self._items.extend(items)
+            self._progress.grow(sum(plan.nbytes for _, _, plan in items))
+        else:
+            ckpt.close()
+        return True
 
     def _take(self):
         """The next tensor's read (None at the end), after submitting reads
         ahead up to the budget."""
-        while self._next < len(self._items) and (not self._queue or self._ahead < self._budget):
-            path, info, plan = self._items[self._next]
-            self._queue.append(submit_plan(self._reader, self._target, path, info, plan))
-            self._ahead += plan.nbytes
-            self._next += 1
+        while not self._queue or self._ahead < self._budget:
+            if not self._items and not self._plan_next_file():
+                break
+            if self._items:
+                source, info, plan = self._items.popleft()
+                self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
+                self._ahead += plan.nbytes
         if not self._queue:
             return None
         read = self._queue.popleft()
         self._ahead -= read.plan.nbytes
         return read
+
+    def _handed_out(self):
+        """One tensor handed out: its file closes after its last one."""
+        self._open[0][1] -= 1
+        if self._open[0][1] == 0:
+            self._open.popleft()[0].close()
 
     def stats(self):
         """Bytes asked of the engine, in how many requests, and the tensors
@@ -176,8 +214,11 @@ class WeightsIterator:
         if reader is not None:
             self._bytes, self._requests = reader.bytes_read, reader.requests
             self._queue.clear()
+            self._items.clear()
             reader.close()
             self._progress.close()
+            while self._open:
+                self._open.popleft()[0].close()
 
     def __del__(self):
         try:
@@ -218,32 +259,38 @@ def weights_iterator(files, device=0, rank=0, world_size=1, shard=None,
         raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
     rule, keep = _shard_rule(shard), _select_rule(select)
     target = Target(device)
-    items, skipped = [], 0
-    for path in _expand(files):
-        with Checkpoint(path, lenient=lenient) as ckpt:
-            names = ckpt.files
+    def plan_file(path):
+        """(the open checkpoint, [(FileRef, info, plan)] in byte order,
+        tensors select= left out)."""
+        ckpt = Checkpoint(path, lenient=lenient)
+        try:
+            sources = [ckpt.file_ref(i) for i in range(len(ckpt.files))]
+            items, skipped = [], 0
             for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
                 if not keep(t.name):
                     skipped += 1
                     continue
-                dim = rule(t.name, t.shape) if world_size > 1 else None
-                index = None
-                if dim is not None:
-                    if isinstance(dim, bool) or not isinstance(dim, int) or \
-                            not -len(t.shape) <= dim < len(t.shape):
-                        raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                            f"shard dimension {dim!r} for {t.name} of shape "
-                                            f"{list(t.shape)}")
-                    index = rank_index(t.shape, dim % len(t.shape), rank, world_size)
-                try:
-                    plan = plan_tensor(t, index)
-                except SliceError as e:
-                    raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                        f"cannot shard {t.name} ({t.dtype}, "
-                                        f"{_BITS[t.dtype]} bits, shape {list(t.shape)}) "
-                                        f"{world_size} ways along dimension {dim}: "
-                                        f"{e.message}") from None
-                items.append((names[t.file], t, plan))
-    it = WeightsIterator(items, target, memory_budget, progress)
-    it.skipped = skipped
-    return it
+                items.append((sources[t.file], t, plan_shard(t)))
+        except BaseException:
+            ckpt.close()
+            raise
+        return ckpt, items, skipped
+
+    def plan_shard(t):
+        """The plan of rank's part of t (all of it when not sharded)."""
+        dim = rule(t.name, t.shape) if world_size > 1 else None
+        if dim is None:
+            return plan_tensor(t)
+        if isinstance(dim, bool) or not isinstance(dim, int) or \
+                not -len(t.shape) <= dim < len(t.shape):
+            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", f"shard dimension {dim!r} for "
+                                f"{t.name} of shape {list(t.shape)}")
+        try:
+            return plan_tensor(t, rank_index(t.shape, dim % len(t.shape), rank, world_size))
+        except SliceError as e:
+            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
+                                f"cannot shard {t.name} ({t.dtype}, {_BITS[t.dtype]} bits, shape "
+                                f"{list(t.shape)}) {world_size} ways along dimension {dim}: "
+                                f"{e.message}") from None
+
+    return WeightsIterator(_expand(files), plan_file, target, memory_budget, progress)

@@ -3,11 +3,9 @@ engines (a lease each, given back on close), and the byte ranges a basic
 index of a tensor needs. No torch here: memory is an address."""
 import ctypes
 import math
-import os
 import threading
 
-from ._lib import (IO_OP_READ, IO_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check,
-                   check_regular_file, lib)
+from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
 
 
 class SliceError(GdunlockError, IndexError):
@@ -27,9 +25,9 @@ class Pending:
     for those left). It holds the destination (keep) until then: memory
     freed under a running read would be written after its reuse."""
 
-    def __init__(self, reader, path, extents, request, nbytes, keep):
+    def __init__(self, reader, key, extents, request, nbytes, keep):
         self._reader, self._extents, self._request, self.nbytes = reader, extents, request, nbytes
-        self.path, self._keep = path, keep
+        self.key, self._keep = key, keep
 
     def wait(self):
         if self._request is None:
@@ -62,35 +60,29 @@ class RangeReader:
         err = StError()
         check(self._lib.gdu_st_engine_acquire(1 if self.host else 0, 0 if self.host else device,
                                               ctypes.byref(self._engine), ctypes.byref(err)), err)
-        self._files = {}  # path -> [handle, reads out], least recently used first
+        self._files = {}  # FileRef.key -> [handle, reads out], least recently used first
         self._max_open = max(1, max_open)
         self._pending = set()
         self._lock = threading.Lock()
         self.bytes_read = 0
         self.requests = 0
 
-    def _file(self, path):
-        """Under the lock: path's open handle, opened (and the set trimmed) if needed."""
-        entry = self._files.pop(path, None)
+    def _file(self, source):
+        """Under the lock: source's open handle, opened (and the set
+        trimmed) if needed."""
+        entry = self._files.pop(source.key, None)
         if entry is None:
-            check_regular_file(path)
-            idle = [p for p, (_, out) in self._files.items() if out == 0]
-            for p in idle[:max(0, len(self._files) + 1 - self._max_open)]:
-                self._lib.gdu_io_close(self._files.pop(p)[0])
-            f = ctypes.c_void_p()
-            why = ctypes.create_string_buffer(512)
-            rc = self._lib.gdu_io_open(self._engine, os.fsencode(path), IO_READ, ctypes.byref(f),
-                                       why, len(why))
-            if rc != 0:
-                raise GdunlockError("GDU_ST_ERR_OPEN", why.value.decode(errors="replace"))
-            entry = [f, 0]
-        self._files[path] = entry  # most recently used last
+            idle = [k for k, (_, out) in self._files.items() if out == 0]
+            for k in idle[:max(0, len(self._files) + 1 - self._max_open)]:
+                self._lib.gdu_io_close(self._files.pop(k)[0])
+            entry = [source.open_on(self._engine), 0]
+        self._files[source.key] = entry  # most recently used last
         return entry
 
-    def submit(self, path, runs, keep=None):
-        """Queues reads of runs [(file offset, length, address)] from path;
-        keep (the object owning that memory) is held until the read is
-        waited for."""
+    def submit(self, source, runs, keep=None):
+        """Queues reads of runs [(file offset, length, address)] from source
+        (a FileRef: the file its checkpoint validated); keep (the object
+        owning that memory) is held until the read is waited for."""
         n = len(runs)
         extents = (IoExtent * max(n, 1))()
         total = 0
@@ -101,14 +93,14 @@ class RangeReader:
         with self._lock:
             if self._engine is None:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
-            entry = self._file(path)
+            entry = self._file(source)
             rc = self._lib.gdu_io_submit(entry[0], IO_OP_READ, extents, n, None, None,
                                          ctypes.byref(request))
             if rc != 0:
-                raise GdunlockError("GDU_ST_ERR_ENGINE", f"{path}: the engine refused the read "
-                                    f"({n} ranges, {total} bytes)")
+                raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
+                                    f"the read ({n} ranges, {total} bytes)")
             entry[1] += 1
-            pending = Pending(self, path, extents, request, total, keep)
+            pending = Pending(self, source.key, extents, request, total, keep)
             self._pending.add(pending)
             self.bytes_read += total
             self.requests += 1
@@ -117,7 +109,7 @@ class RangeReader:
     def _forget(self, pending):
         with self._lock:
             self._pending.discard(pending)
-            entry = self._files.get(pending.path)
+            entry = self._files.get(pending.key)
             if entry is not None:
                 entry[1] -= 1
 

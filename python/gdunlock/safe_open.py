@@ -139,23 +139,15 @@ class Read:
         return part.reshape(-1).view(torch.uint8)
 
 
-def submit_plan(reader, target, path, info, plan):
-    """Queues the reads of plan (of tensor info, in file path) into fresh
-    memory of target; returns the Read."""
+def submit_plan(reader, target, source, info, plan):
+    """Queues the reads of plan (of tensor info, in the file source, a
+    FileRef) into fresh memory of target; returns the Read."""
     buf = target.empty(plan.nbytes)
     address, extents = buf.data_ptr(), []
     for offset, n in plan.runs:
         extents.append((info.file_offset + offset, n, address))
         address += n
-    return Read(reader.submit(path, extents, keep=buf), buf, info, plan)
-
-
-def submit_tensor(reader, target, path, info, index=None):
-    """Queues the read of tensor info (or of index of it) into fresh memory
-    of target. Returns a Read, or None when index needs the whole tensor
-    (advanced indexing)."""
-    plan = plan_tensor(info, index)
-    return None if plan is None else submit_plan(reader, target, path, info, plan)
+    return Read(reader.submit(source, extents, keep=buf), buf, info, plan)
 
 
 def _settle(reads):
@@ -205,11 +197,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
             raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
                                 f"returns torch tensors ('pt')")
         self._target = Target(device)
+        # Kept open: every read goes through the descriptors it validated.
         self._ckpt = Checkpoint(filename, lenient=lenient)
-        self._files = self._ckpt.files
+        self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
-        self._ckpt.close()
         self._keys = sorted(self._infos)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
                                                   key=lambda t: (t.file, t.file_offset))]
@@ -270,6 +262,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         _settle(dropped)
         for reader in readers:
             reader.close()
+        self._ckpt.close()
 
     def stats(self):
         """Bytes the engine was asked to read for this file, and in how many

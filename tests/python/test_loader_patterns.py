@@ -142,7 +142,9 @@ class SubByteTest(unittest.TestCase):
 
 @unittest.skipIf(torch is None, "torch is not installed")
 class ErrorsBelongToTheirCallTest(unittest.TestCase):
-    def test_an_unreadable_next_shard_fails_only_its_own_tensors(self):
+    def test_a_damaged_next_shard_fails_only_its_own_tensors(self):
+        """b's shard is cut short after the open: its read ahead fails, and
+        only get_tensor("b") says so."""
         with tempfile.TemporaryDirectory() as d:
             write_safetensors(os.path.join(d, "a.safetensors"),
                               {"a": ("U8", [8], bytes(8)), "a2": ("U8", [8], bytes(8))})
@@ -152,11 +154,35 @@ class ErrorsBelongToTheirCallTest(unittest.TestCase):
                 out.write('{"weight_map": {"a": "a.safetensors", "a2": "a.safetensors", '
                           '"b": "b.safetensors"}}')
             with gdunlock.safe_open(index, "pt") as f:
-                os.unlink(os.path.join(d, "b.safetensors"))
+                os.truncate(os.path.join(d, "b.safetensors"), 20)
                 self.assertEqual(f.get_tensor("a").numel(), 8)
                 self.assertEqual(f.get_tensor("a2").numel(), 8)
                 with self.assertRaises(gdunlock.GdunlockError):
                     f.get_tensor("b")
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ValidatedFileTest(unittest.TestCase):
+    def test_a_file_replaced_by_rename_is_not_read(self):
+        """safe_open and weights_iterator read the file whose header they
+        checked, not whatever the path names by the time the bytes move
+        (issue 22, item 1: the old reader opened the path at its first read
+        and returned the new file's bytes at the old header's offsets). The
+        iterator checks a file when it reaches it, and from then on reads
+        that one."""
+        with tempfile.TemporaryDirectory() as d:
+            path, other = os.path.join(d, "m.safetensors"), os.path.join(d, "new.safetensors")
+            zeros, nines = struct.pack("<4f", 0, 0, 0, 0), struct.pack("<4f", 9, 9, 9, 9)
+            write_safetensors(path, {"a": ("F32", [4], zeros), "b": ("F32", [4], zeros)})
+            write_safetensors(other, {"a": ("F32", [4], nines), "b": ("F32", [4], nines)})
+            f = gdunlock.safe_open(path, "pt")
+            it = gdunlock.weights_iterator(path, device="cpu", memory_budget=0)
+            self.assertEqual(next(it)[1].tolist(), [0.0] * 4)
+            os.rename(other, path)
+            self.assertEqual(f.get_tensor("a").tolist(), [0.0] * 4)
+            self.assertEqual(next(it)[1].tolist(), [0.0] * 4)
+            f.close()
+            it.close()
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
@@ -169,16 +195,19 @@ class ReaderBoundsTest(unittest.TestCase):
                 write_safetensors(p, {f"t{i}": ("U8", [16], bytes([i]) * 16)})
                 paths.append(p)
             r = reader.RangeReader(gdunlock.reader.TARGET_HOST, 0, max_open=2)
+            ckpts = [gdunlock.Checkpoint(p) for p in paths]
             buf = torch.empty(16, dtype=torch.uint8)
             try:
                 for round_ in range(2):
-                    for i, p in enumerate(paths):
-                        r.submit(p, [(os.path.getsize(p) - 16, 16, buf.data_ptr())],
+                    for i, (p, c) in enumerate(zip(paths, ckpts)):
+                        r.submit(c.file_ref(0), [(os.path.getsize(p) - 16, 16, buf.data_ptr())],
                                  keep=buf).wait()
                         self.assertEqual(buf[0].item(), i)
                         self.assertLessEqual(len(r._files), 2)
             finally:
                 r.close()
+                for c in ckpts:
+                    c.close()
 
     def test_close_racing_reads_keeps_no_lease(self):
         with tempfile.TemporaryDirectory() as d:
