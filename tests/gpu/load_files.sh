@@ -2,8 +2,8 @@
 # GPU check of issue 22 item 1 (run by tests/gpu/run.sh load_files): a shard
 # replaced by rename after the checkpoint was opened is not what the GPU load
 # reads, through the pipeline with O_DIRECT and through cuFile (compat mode
-# needs udev's entry for the file system under $GDU_LOAD_DIR: tests/gpu/load.sh
-# writes one; without it cuFile's line is a FAIL with 5027). 64 MiB of files
+# needs udev's entry for the file system under $GDU_LOAD_DIR: written here
+# when missing, removed at the end; needs root). 64 MiB of files
 # in $GDU_LOAD_DIR/files (default /var/tmp/gdu-load: a disk), a few seconds.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +16,11 @@ if ! "$py" -c "import torch, safetensors" 2>/dev/null; then
   exit 0
 fi
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p "$dir"
+# shellcheck source=udev_root.sh
+. "$here/udev_root.sh"
+udev_root_setup "$dir" || echo "INFO udev: no entry written: cuFile will refuse the files (5027)"
+trap udev_root_remove EXIT
 GDUNLOCK_IO_BACKEND=pipeline GDUNLOCK_IO_DIRECT=on "$py" "$here/load_files.py" --dir "$dir"
 GDUNLOCK_IO_BACKEND=cufile "$py" "$here/load_files.py" --dir "$dir"
 exit 0
