@@ -31,6 +31,17 @@ endif()
 # The ioctl path allocates nothing from malloc (signal handlers).
 gdunlock_unit_test(test_shim_nomalloc SOURCES test_shim_nomalloc.c LIBS gdu_fake_rm)
 
+# A preloaded process under a seccomp filter that kills on process_vm_readv
+# runs as without the shim (check_shim_seccomp.sh).
+add_executable(shim_seccomp_run shim_seccomp_run.c)
+add_test(NAME test_shim_seccomp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_seccomp.sh
+         $<TARGET_FILE:gdu_shim> $<TARGET_FILE:shim_seccomp_run> $<TARGET_FILE:test_shim_interpose>)
+set_tests_properties(test_shim_seccomp PROPERTIES LABELS unit ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(test_shim_seccomp PROPERTIES
+                       ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
+
 # What the shim costs a process it is preloaded into (check_shim_preload.sh).
 add_test(NAME test_shim_preload COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_preload.sh $<TARGET_FILE:gdu_shim>)
 set_tests_properties(test_shim_preload PROPERTIES LABELS unit)

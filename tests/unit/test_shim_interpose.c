@@ -13,10 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 static void preloaded(void **state)
 {
@@ -155,6 +162,42 @@ static void dlsym_hands_out_the_hooks(void **state)
     dlclose(cuda);
 }
 
+/* The reader of blocks handed to ioctls before they run: what can be read is
+ * copied, a block touching a page that cannot be read is refused, errno is
+ * left as it was. check_shim_seccomp.sh runs this under a filter that kills
+ * on process_vm_readv. */
+static void reads_blocks_safely(void **state)
+{
+    int (*read_block)(const void *, void *, size_t);
+    *(void **)&read_block = dlsym(RTLD_DEFAULT, "gdunlock_test_read_block");
+    assert_non_null(read_block);
+    size_t page = (size_t)getpagesize();
+    unsigned char *m =
+        mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    for (size_t i = 0; i < page; i++)
+        m[i] = (unsigned char)(i * 7);
+    assert_int_equal(mprotect(m + page, page, PROT_NONE), 0);
+    assert_int_equal(munmap(m + 2 * page, page), 0);
+    unsigned char out[64];
+    errno = 1234;
+    assert_int_equal(read_block(m + page - sizeof out, out, sizeof out), 0);
+    assert_memory_equal(out, m + page - sizeof out, sizeof out);
+    assert_int_equal(read_block(m + 5, out, 3), 0); /* not word aligned */
+    assert_int_equal(out[0], 35);
+    if (RUNNING_ON_VALGRIND) { /* memcheck reports a system call given unreadable memory */
+        munmap(m, 2 * page);
+        return;
+    }
+    assert_int_equal(read_block(m + page - 8, out, 16), -1); /* runs into PROT_NONE */
+    assert_int_equal(read_block(m + page + 64, out, 8), -1);
+    assert_int_equal(read_block(m + 2 * page, out, 8), -1); /* unmapped */
+    assert_int_equal(read_block(NULL, out, 8), -1);
+    assert_int_equal(read_block((void *)(uintptr_t)-8, out, 16), -1); /* wraps */
+    assert_int_equal(errno, 1234);
+    munmap(m, 2 * page);
+}
+
 static void fork_works(void **state)
 {
     pid_t pid = fork();
@@ -177,6 +220,7 @@ int main(void)
         cmocka_unit_test(ordinary_ioctls),
         cmocka_unit_test(test_queries),
         cmocka_unit_test(fork_works),
+        cmocka_unit_test(reads_blocks_safely),
         cmocka_unit_test(dlsym_keeps_the_caller),
         cmocka_unit_test(dlsym_hands_out_the_hooks),
     };
