@@ -50,8 +50,8 @@ static void usage(FILE *out)
         "SIGTERM.\n"
         "\n"
         "exit: CMD's exit status (128+N if a signal N ended it or was passed on), 64 bad\n"
-        "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found, 70 internal error,\n"
-        "74 the report could not be written\n");
+        "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found or not loaded in CMD\n"
+        "(a static or setuid program), 70 internal error, 74 the report could not be written\n");
 }
 
 static int parse(int argc, char **argv, struct run_options *o)
@@ -222,9 +222,12 @@ int gdu_cmd_run(int argc, char **argv)
                             "libgdunlock.so not found (looked for %s)", shim);
     gdu_launch_result res;
     char why[PATH_MAX + 128];
-    if (gdu_launch_run(argv + optind, shim, &o.launch, &res, why, sizeof why) != 0)
-        return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder", "%s",
-                            why);
+    rc = gdu_launch_run(argv + optind, shim, &o.launch, &res, why, sizeof why);
+    if (rc != 0)
+        return gdu_cli_fail("run", rc == -EINVAL ? GDU_EXIT_UNAVAILABLE : GDU_EXIT_SOFTWARE, NULL,
+                            rc == -EINVAL ? "set TMPDIR to a folder whose path has no space or ':'"
+                                          : "set TMPDIR to a writable folder",
+                            "%s", why);
     size_t i;
     const json_t *u;
     json_array_foreach(res.unreadable, i, u)
@@ -233,6 +236,7 @@ int gdu_cmd_run(int argc, char **argv)
                 json_string_value(json_object_get(u, "error")));
     json_t *processes = json_incref(res.processes);
     int status = res.status, ending_signal = res.ending_signal, exec_errno = res.exec_errno;
+    bool shim_loaded = res.shim_loaded;
     gdu_launch_result_free(&res);
     if (status < 0) {
         json_decref(processes);
@@ -248,6 +252,15 @@ int gdu_cmd_run(int argc, char **argv)
         fprintf(stderr, "gdunlock run: %s; '%s' ended with status %d\n", strsignal(ending_signal),
                 argv[optind], cmd_rc);
         cmd_rc = 128 + ending_signal;
+    }
+    if (!shim_loaded && ending_signal == 0) {
+        json_decref(processes);
+        return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, "shim_not_loaded",
+                            "run a dynamically linked program (LD_PRELOAD reaches no static or "
+                            "setuid one) and leave LD_PRELOAD as gdunlock sets it",
+                            "libgdunlock.so did not load in '%s' (%s), which ran without gdunlock "
+                            "and exited with status %d",
+                            argv[optind], shim, cmd_rc);
     }
     json_t *doc = json_pack("{s:s, s:i, s:O}", "command", argv[optind], "exit_status", cmd_rc,
                             "processes", processes);

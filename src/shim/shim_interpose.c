@@ -8,7 +8,8 @@
  * (anything else: error, silently: a warning would repeat in every process
  * of a pipeline; `gdunlock run --log` checks the value once);
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
- * by processes that used a GPU; GDUNLOCK_RDMA_ATTR=0 turns off the answer to
+ * by processes that used a GPU; GDUNLOCK_LAUNCH_MARK=path is created at load
+ * (gdunlock run's check that the shim loaded); GDUNLOCK_RDMA_ATTR=0 turns off the answer to
  * the GPUDirect RDMA attribute (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
@@ -309,7 +310,25 @@ gdu_shim *gdu_preload_shim(void)
     return s;
 }
 
-__attribute__((constructor)) static void gdunlock_init(void) { gdu_preload_shim(); }
+/* gdunlock run learns that the shim loaded in its program (LD_PRELOAD does
+ * not reach every program) from a file the first process it loads in makes
+ * (src/launch). Taken out of the environment: one process answers. */
+static void announce_loaded(void)
+{
+    const char *mark = getenv("GDUNLOCK_LAUNCH_MARK");
+    if (mark == NULL)
+        return;
+    int fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    unsetenv("GDUNLOCK_LAUNCH_MARK");
+}
+
+__attribute__((constructor)) static void gdunlock_init(void)
+{
+    announce_loaded();
+    gdu_preload_shim();
+}
 
 /* Writes text to path, "%p" replaced by the pid, through a temporary file. */
 static void write_report(const char *pattern, const char *text)
