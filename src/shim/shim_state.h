@@ -10,6 +10,7 @@
 #include "shim/shim_map.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #define GDU_SHIM_MAX_VASPACES 8 /* FERMI_VASPACE_A per device we follow */
 #define GDU_SHIM_GPU_SLOTS 33   /* RM device instances 0..31, and "unknown" */
@@ -113,6 +114,14 @@ typedef struct {
 
 typedef struct gdu_testmode gdu_testmode;
 
+/* One GPUDirect RDMA attribute: queries where libcuda's answer was 0,
+ * those answered 1, those whose 0 was kept, and the first RDMA networking
+ * library it was kept for. */
+typedef struct {
+    uint64_t asked, answered, kept;
+    char kept_for[64];
+} gdu_attr_answers;
+
 struct gdu_shim {
     pthread_mutex_t lock;
     gdu_shim_config cfg;
@@ -141,10 +150,8 @@ struct gdu_shim {
     gdu_cufile_buf cufile[GDU_SHIM_CUFILE_BUFS];
     uint64_t cufile_registered, cufile_found; /* every cuFileBufRegister seen, and found */
     uint64_t cufile_dropped;                  /* of those, not (or no longer) listed */
-    /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: asked with libcuda's 0,
-     * answered 1, kept (and for whom, the first such caller) */
-    uint64_t rdma_attr_asked, rdma_attr_answered, rdma_attr_kept;
-    char rdma_attr_kept_for[64];
+    gdu_attr_answers rdma_device_attr;        /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED */
+    gdu_attr_answers rdma_pointer_attr;       /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE */
 };
 
 /* shim_objects.c: the record of RM objects, the per-GPU statistics, the log. */
@@ -156,7 +163,10 @@ void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
 gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
 void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void gdu_shim_vlog(gdu_shim *s, int level, const char *fmt, va_list ap);
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
+/* The tracked mapping that holds GPU VA va, or NULL. */
+gdu_mapping *gdu_shim_mapping_at(gdu_shim *s, uint64_t va);
 
 /* shim_tpp.c: the NV503C lifecycle on one subdevice. */
 /* Registers the mapping's memory with the subdevice's NV503C, creating that

@@ -28,6 +28,20 @@ set_tests_properties(test_shim_interpose PROPERTIES ENVIRONMENT "${GDU_SHIM_PREL
 if(GDUNLOCK_VALGRIND)
   set_tests_properties(test_shim_interpose-valgrind PROPERTIES ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV}")
 endif()
+add_library(shim_trace_probe SHARED shim_trace_probe.c)
+set_target_properties(shim_trace_probe PROPERTIES OUTPUT_NAME cufile_trace_probe)
+target_link_libraries(shim_trace_probe PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(test_shim_interpose shim_trace_probe)
+target_compile_definitions(test_shim_interpose PRIVATE
+                           TRACE_PROBE="$<TARGET_FILE:shim_trace_probe>")
+# The same at debug log level: the trace of what libcufile asks.
+add_test(NAME test_shim_interpose_trace COMMAND test_shim_interpose)
+set_tests_properties(test_shim_interpose_trace PROPERTIES LABELS unit
+                     ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_LOG=debug")
+# The same under the GeForce stand-in: libcuda's GPUDirect RDMA answers read 0.
+add_test(NAME test_shim_interpose_standin COMMAND test_shim_interpose)
+set_tests_properties(test_shim_interpose_standin PROPERTIES LABELS unit
+                     ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_TEST_RDMA_ATTR=0")
 # The ioctl path allocates nothing from malloc (signal handlers).
 gdunlock_unit_test(test_shim_nomalloc SOURCES test_shim_nomalloc.c LIBS gdu_fake_rm)
 

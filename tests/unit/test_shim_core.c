@@ -729,6 +729,65 @@ static void rdma_attribute(void **state)
     env_free(e);
 }
 
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: 1 for a buffer the shim
+ * registered on a GPU it unlocked, libcuda's answer for anything else; under
+ * the GeForce stand-in libcuda's 1 reads 0 first. */
+static int pointer_attr(gdu_shim *s, int libcuda, uint64_t ptr, const char *caller)
+{
+    return gdu_shim_rdma_pointer_attribute(s, libcuda, ptr, caller);
+}
+
+static void rdma_pointer_attribute(void **state)
+{
+    env *e = env_new(DRIVER, 2, 0, 0); /* strict stand-in: every registration is the shim's */
+    gdu_shim_free(e->s);
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
+                           .test_drop_native = true,
+                           .test_strict = true,
+                           .driver_version = DRIVER,
+                           .pid = FAKE_RM_PID,
+                           .rdma_attr_answer = true,
+                           .test_rdma_attr_zero = true};
+    gdu_shim_ops ops = fake_rm_ops(e->f);
+    e->s = gdu_shim_new(&cfg, &ops);
+    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, &e->g);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "libcufile.so.0"), 1);
+    assert_int_equal(pointer_attr(e->s, 0, VA(1) + 63 * MiB, "libcufile.so.0"), 1);
+    assert_int_equal(pointer_attr(e->s, 1, VA(1) + 64 * MiB, "libcufile.so.0"), 0); /* past it */
+    assert_int_equal(pointer_attr(e->s, 1, VA(7), NULL), 0); /* nothing mapped: the stand-in's 0 */
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "/opt/nccl/lib/libnccl.so.2"), 0);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *a = json_object_get(r, "gpu_direct_rdma_pointer_attribute");
+    assert_int_equal(json_integer_value(json_object_get(a, "asked_with_0")), 5);
+    assert_int_equal(json_integer_value(json_object_get(a, "answered_1")), 2);
+    assert_int_equal(json_integer_value(json_object_get(a, "kept")), 3);
+    assert_string_equal(json_string_value(json_object_get(a, "kept_for")), "libnccl.so.2");
+    json_decref(r);
+    /* Freed: registered no more, 0 again. */
+    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "libcufile.so.0"), 0);
+    env_free(e);
+
+    /* Native: libcuda's object holds the registration; its answers pass. */
+    e = env_new(DRIVER, 0, 0, 1);
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 0, VA(2), "libcufile.so.0"), 0);
+    assert_int_equal(pointer_attr(e->s, 1, VA(2), "libcufile.so.0"), 1);
+    env_free(e);
+
+    /* The shim's own registration, without the stand-in: libcuda's 0 becomes 1. */
+    e = env_new(DRIVER, 0, 0, 1);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(3), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 0, VA(3) + 4096, "libcufile.so.0"), 1);
+    env_free(e);
+}
+
 /* cuFile buffers the kernel cannot pin get the reason the memory's kind
  * gives (host, managed, MPS), not only the model's "not registered"; a
  * registered buffer stays found whatever else is said. */
@@ -892,6 +951,7 @@ int main(void)
         cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
         cmocka_unit_test(rdma_attribute),
+        cmocka_unit_test(rdma_pointer_attribute),
         cmocka_unit_test(cufile_buffer_diagnostics),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),
