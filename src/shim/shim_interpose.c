@@ -10,7 +10,7 @@
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
  * by processes that used a GPU; GDUNLOCK_LAUNCH_MARK=path is created at load
  * (gdunlock run's check that the shim loaded); GDUNLOCK_RDMA_ATTR=0 turns off the answer to
- * the GPUDirect RDMA attribute (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
+ * the GPUDirect RDMA attributes (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
 #include "shim/shim_preload.h"

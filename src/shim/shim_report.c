@@ -34,6 +34,8 @@ static void rm_device(gdu_jsonw *w, const char *key, unsigned slot)
 static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g)
 {
     const char *reason = g->reason[0] ? g->reason : NULL;
+    if (reason == NULL && g->mode == GDU_TPP_NATIVE && g->native_empty[0])
+        reason = g->native_empty;
     if (reason == NULL && s->refused)
         reason = s->refusal;
     gdu_jsonw_object_begin(w, NULL);

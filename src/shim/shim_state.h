@@ -17,6 +17,7 @@
 #define GDU_SHIM_FAIL_KINDS 8   /* distinct failure statuses counted per GPU */
 #define GDU_SHIM_FREED_RING 64  /* recently freed mappings kept for probes */
 #define GDU_SHIM_CUFILE_BUFS 64 /* cuFile buffer registrations kept for the report */
+#define GDU_SHIM_MAX_DEPS 16    /* objects an NV503C dies with, per NV503C */
 
 typedef enum { GDU_TPP_NONE = 0, GDU_TPP_NATIVE, GDU_TPP_UNLOCKED, GDU_TPP_FAILED } gdu_tpp_mode;
 
@@ -50,6 +51,12 @@ typedef struct gdu_obj {
     uint32_t tpp_vaspaces_by_shim; /* bit i: tpp_vaspaces[i] was registered by the shim */
     uint32_t tpp_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
     unsigned n_tpp_vaspaces_failed;
+    /* NV503C: every handle ever registered as its VA space. RM frees the
+     * object with any of them, unregistered since or not
+     * (third_party_p2p.c:394 against 403-421, rs_server.c:974-982, 580.142) */
+    uint32_t tpp_deps[GDU_SHIM_MAX_DEPS];
+    unsigned n_tpp_deps;
+    uint32_t tpp_freed_with; /* NV503C being freed with this VA space (0: not so) */
     /* memory: where it is registered (reg_tpp == 0: nowhere we know of), by
      * whom, and whether it counts in the report (made on an NV503C of the
      * shim's own: by the shim, or in test mode by libcuda on the object that
@@ -106,6 +113,8 @@ typedef struct {
     uint64_t bar1_bytes;         /* BAR1 size (0: unknown) */
     bool bar1_asked;
     uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
+    /* native: why libcuda's NV503C holds nothing of the program's ("": it does) */
+    char native_empty[240];
     struct {
         uint32_t status;
         uint64_t count;
@@ -192,6 +201,10 @@ void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *
                            size_t size);
 /* The NV503C tpp is gone (freed directly, with a parent, or with a VA space). */
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp);
+/* RM freed the NV503C tpp with a VA space once registered with it
+ * (tpp->tpp_freed_with) while its subdevice lives on: logged, and for
+ * libcuda's own object the GPU's report says why it holds nothing. */
+void gdu_tpp_freed_with_vaspace(gdu_shim *s, gdu_obj *tpp);
 /* The primitives of shim_tpp.c that the test modes use too. */
 uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle,
                            uint32_t cls, void *params, uint32_t params_size);
@@ -207,7 +220,9 @@ void gdu_tpp_own_made(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *reason);
 unsigned gdu_tpp_gpu_number(gdu_shim *s, const gdu_obj *sub);
 bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub);
-void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
+/* Gives tpp exactly one VA space; returns the NV503C serving sub afterwards
+ * (a new one where the shim's own had to be made again), or NULL. */
+gdu_obj *gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp);
 void gdu_tpp_remove_vaspace(gdu_obj *tpp, uint32_t vaspace);
 bool gdu_tpp_vaspace_by_shim(const gdu_obj *tpp, unsigned i);

@@ -82,9 +82,10 @@ static void stand_in(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
 static uint64_t own_token(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
 {
     gdu_obj *own = sub->tpp_owned ? gdu_shim_obj(s, sub->client, sub->tpp) : NULL;
+    if (own != NULL)
+        own = gdu_tpp_ensure_vaspace(s, sub, own);
     if (own == NULL)
         return 0;
-    gdu_tpp_ensure_vaspace(s, sub, own);
     for (unsigned i = 0; i < own->n_tpp_vaspaces; i++)
         if (own->tpp_vaspaces[i] == vaspace)
             return own->tpp_vaspace_tokens[i];
