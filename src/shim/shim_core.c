@@ -657,3 +657,18 @@ bool gdu_shim_saw_gpu(gdu_shim *s)
     pthread_mutex_unlock(&s->lock);
     return saw;
 }
+
+int gdu_shim_mapping_handles(gdu_shim *s, uint64_t va, uint32_t *client, uint32_t *memory,
+                             int *rm_fd)
+{
+    pthread_mutex_lock(&s->lock);
+    const gdu_mapping *m = gdu_shim_mapping_at(s, va);
+    const gdu_obj *c = m != NULL ? gdu_shim_obj(s, m->client, m->client) : NULL;
+    if (m != NULL) {
+        *client = m->client;
+        *memory = m->memory;
+        *rm_fd = c != NULL ? c->fd : -1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return m != NULL ? 0 : -1;
+}

@@ -159,6 +159,12 @@ void gdu_shim_cufile_deregistered(gdu_shim *s, uint64_t ptr);
 int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why,
                         size_t why_len);
 
+/* Test support: the RM client, memory handle and the client's RM fd of the
+ * mapping that holds GPU VA va. Returns 0, or -1 when nothing known is
+ * mapped there. */
+int gdu_shim_mapping_handles(gdu_shim *s, uint64_t va, uint32_t *client, uint32_t *memory,
+                             int *rm_fd);
+
 /* True once the process made an RM client (worth a report). */
 bool gdu_shim_saw_gpu(gdu_shim *s);
 

@@ -505,6 +505,23 @@ GDU_EXPORT int gdunlock_test_pin_lookup(unsigned long long ptr, unsigned long lo
     return gdu_shim_pin_lookup(s, ptr, size, err, why, why_len);
 }
 
+/* The RM handles of the GPU mapping at gpu_va: out[0] client, out[1]
+ * memory, out[2] the client's RM fd. 0, -1 (nothing known there), or -2
+ * (the shim is not active). */
+GDU_EXPORT int gdunlock_test_mapping(unsigned long long gpu_va, unsigned out[3])
+{
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return -2;
+    uint32_t client = 0, memory = 0;
+    int fd = -1;
+    int r = gdu_shim_mapping_handles(s, gpu_va, &client, &memory, &fd);
+    out[0] = client;
+    out[1] = memory;
+    out[2] = (unsigned)fd;
+    return r;
+}
+
 /* The shim's reader of blocks handed to ioctls (see op_read_block): 0 with
  * n bytes at addr copied to dst, -1 where they cannot be read. */
 GDU_EXPORT int gdunlock_test_read_block(const void *addr, void *dst, size_t n)
