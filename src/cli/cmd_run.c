@@ -53,8 +53,8 @@ static void usage(FILE *out)
         "SIGTERM.\n"
         "\n"
         "exit: CMD's exit status (128+N if a signal N ended it or was passed on), 64 bad\n"
-        "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found, 70 internal error,\n"
-        "74 the report could not be written\n");
+        "arguments, 66 CMD cannot be run, 69 libgdunlock.so not found or not loaded in CMD\n"
+        "(a static or setuid program), 70 internal error, 74 the report could not be written\n");
 }
 
 static int option(void *ctx, int opt, const char *arg)
@@ -255,11 +255,13 @@ int gdu_cmd_run(int argc, char **argv)
     gdu_launch_result res;
     char why[PATH_MAX + 128];
     int saved = gdu_cli_json() ? stdout_to_stderr() : -1;
-    int launched = gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why);
+    rc = gdu_launch_run(argv + cmd_at, shim, &o.launch, &res, why, sizeof why);
     stdout_back(saved);
-    if (launched != 0)
-        return gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, "set TMPDIR to a writable folder", "%s",
-                            why);
+    if (rc != 0)
+        return gdu_cli_fail("run", rc == -EINVAL ? GDU_EXIT_UNAVAILABLE : GDU_EXIT_SOFTWARE, NULL,
+                            rc == -EINVAL ? "set TMPDIR to a folder whose path has no space or ':'"
+                                          : "set TMPDIR to a writable folder",
+                            "%s", why);
     size_t i;
     const json_t *u;
     json_array_foreach(res.unreadable, i, u) gdu_cli_note(
@@ -267,6 +269,7 @@ int gdu_cmd_run(int argc, char **argv)
         json_string_value(json_object_get(u, "error")));
     json_t *processes = json_incref(res.processes);
     int status = res.status, ending_signal = res.ending_signal, exec_errno = res.exec_errno;
+    bool shim_loaded = res.shim_loaded;
     gdu_launch_result_free(&res);
     if (status < 0) {
         json_decref(processes);
@@ -282,6 +285,15 @@ int gdu_cmd_run(int argc, char **argv)
         gdu_cli_note("run", "%s; '%s' ended with status %d", strsignal(ending_signal), argv[cmd_at],
                      cmd_rc);
         cmd_rc = 128 + ending_signal;
+    }
+    if (!shim_loaded && ending_signal == 0) {
+        json_decref(processes);
+        return gdu_cli_fail("run", GDU_EXIT_UNAVAILABLE, "shim_not_loaded",
+                            "run a dynamically linked program (LD_PRELOAD reaches no static or "
+                            "setuid one) and leave LD_PRELOAD as gdunlock sets it",
+                            "libgdunlock.so did not load in '%s' (%s), which ran without gdunlock "
+                            "and exited with status %d",
+                            argv[cmd_at], shim, cmd_rc);
     }
     /* The one document of --json and --report: CMD's exit status (exit_code
      * is gdunlock's) and the merged reports. */

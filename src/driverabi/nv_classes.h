@@ -62,6 +62,26 @@ _Static_assert(offsetof(gdu_nv0080_alloc_params, flags) == 16, "NV0080.flags off
 _Static_assert(offsetof(gdu_nv0080_alloc_params, vaSpaceSize) == 24, "NV0080.vaSpaceSize offset");
 _Static_assert(offsetof(gdu_nv0080_alloc_params, vaMode) == 48, "NV0080.vaMode offset");
 
+/* Alloc parameters of FERMI_VASPACE_A (NV_VASPACE_ALLOCATION_PARAMETERS,
+ * nvos.h); index 0 (NEW) and zeros: a new VA space of the default size. */
+typedef struct {
+    uint32_t index;
+    uint32_t flags;
+    _Alignas(8) uint64_t vaSize;
+    _Alignas(8) uint64_t vaStartInternal;
+    _Alignas(8) uint64_t vaLimitInternal;
+    uint32_t bigPageSize;
+    _Alignas(8) uint64_t vaBase;
+    uint32_t pasid;
+} gdu_nv_vaspace_alloc_params;
+
+_Static_assert(sizeof(gdu_nv_vaspace_alloc_params) == 56, "NV_VASPACE_ALLOCATION_PARAMETERS size");
+_Static_assert(offsetof(gdu_nv_vaspace_alloc_params, vaSize) == 8, "NV_VASPACE.vaSize offset");
+_Static_assert(offsetof(gdu_nv_vaspace_alloc_params, bigPageSize) == 32,
+               "NV_VASPACE.bigPageSize offset");
+_Static_assert(offsetof(gdu_nv_vaspace_alloc_params, vaBase) == 40, "NV_VASPACE.vaBase offset");
+_Static_assert(offsetof(gdu_nv_vaspace_alloc_params, pasid) == 48, "NV_VASPACE.pasid offset");
+
 /* Alloc parameters of NV20_SUBDEVICE_0. */
 typedef struct {
     uint32_t subDeviceId;

@@ -19,6 +19,7 @@ enum {
     GDU_UVM_UNMAP_EXTERNAL = 66,
     GDU_UVM_CREATE_EXTERNAL_RANGE = 73,
     GDU_UVM_MM_INITIALIZE = 75,
+    GDU_UVM_ALLOC_DEVICE_P2P = 78,
     GDU_UVM_INITIALIZE = 0x30000001,
     GDU_UVM_DEINITIALIZE = 0x30000002,
 };
@@ -125,6 +126,43 @@ typedef struct {
 } gdu_uvm_initialize_params;
 
 _Static_assert(sizeof(gdu_uvm_initialize_params) == 16, "UVM_INITIALIZE_PARAMS size");
+
+/* UVM_ALLOC_DEVICE_P2P (uvm_ioctl.h, open modules >= 565; the route of
+ * cuFile's P2PDMA mode): makes [base, base + length) of the process's UVM
+ * range, mmap-able from the UVM file, stand for the pages of RM memory
+ * hMemory (of hClient, from offset) on the GPU gpuUuid, as PCI P2PDMA pages
+ * of its static BAR1. UVM answers (uvm_va_range_device_p2p.c:523-548, 580.142):
+ * NV_ERR_INVALID_ARGUMENT for a range not page aligned, NV_ERR_INVALID_DEVICE
+ * for a GPU not registered in this UVM file, NV_ERR_NOT_SUPPORTED where the
+ * GPU's P2PDMA pages were never made (a kernel without CONFIG_PCI_P2PDMA, no
+ * static BAR1, or BAR1 mapped write-combined: uvm_pmm_gpu.c:3477-3560),
+ * NV_ERR_ILLEGAL_ACTION on a UVM file not initialised. */
+typedef struct {
+    _Alignas(8) uint64_t base;
+    _Alignas(8) uint64_t length;
+    _Alignas(8) uint64_t offset;
+    gdu_nv_processor_uuid gpuUuid;
+    int32_t rmCtrlFd;
+    uint32_t hClient;
+    uint32_t hMemory;
+    uint32_t rmStatus;
+} gdu_uvm_alloc_device_p2p_params;
+
+_Static_assert(sizeof(gdu_uvm_alloc_device_p2p_params) == 56, "UVM_ALLOC_DEVICE_P2P_PARAMS size");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, length) == 8,
+               "ALLOC_DEVICE_P2P.length offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, offset) == 16,
+               "ALLOC_DEVICE_P2P.offset offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, gpuUuid) == 24,
+               "ALLOC_DEVICE_P2P.gpuUuid offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, rmCtrlFd) == 40,
+               "ALLOC_DEVICE_P2P.rmCtrlFd offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, hClient) == 44,
+               "ALLOC_DEVICE_P2P.hClient offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, hMemory) == 48,
+               "ALLOC_DEVICE_P2P.hMemory offset");
+_Static_assert(offsetof(gdu_uvm_alloc_device_p2p_params, rmStatus) == 52,
+               "ALLOC_DEVICE_P2P.rmStatus offset");
 
 /* Where the fields after the per-GPU array sit for one driver version. */
 typedef struct {

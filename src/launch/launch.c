@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,10 +52,41 @@ bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len)
     return gdu_launch_find_shim_in(exe, GDUNLOCK_INSTALL_LIBDIR, shim, len);
 }
 
-bool gdu_launch_shim_preloaded(void)
+static int is_shim(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "libgdunlock.so");
+    const char *slash = strrchr(info->dlpi_name, '/');
+    return strcmp(slash != NULL ? slash + 1 : info->dlpi_name, "libgdunlock.so") == 0;
+}
+
+bool gdu_launch_shim_preloaded(void) { return dl_iterate_phdr(is_shim, NULL) != 0; }
+
+/* What ld.so splits LD_PRELOAD at (glibc's rtld.c: space and colon). */
+#define PRELOAD_SEPARATORS " :"
+
+int gdu_launch_preload_path(const char *shim, const char *dir, char *out, size_t len, char *why,
+                            size_t why_len)
+{
+    if (strpbrk(shim, PRELOAD_SEPARATORS) == NULL) {
+        snprintf(out, len, "%s", shim);
+        return 0;
+    }
+    if (strpbrk(dir, PRELOAD_SEPARATORS) != NULL) {
+        snprintf(why, why_len,
+                 "the shim's path %s has a space or ':', where LD_PRELOAD splits paths, and so "
+                 "has the folder for a link to it (%s)",
+                 shim, dir);
+        return -EINVAL;
+    }
+    char target[PATH_MAX];
+    if (realpath(shim, target) == NULL)
+        snprintf(target, sizeof target, "%s", shim);
+    snprintf(out, len, "%s/libgdunlock.so", dir);
+    if (symlink(target, out) != 0) {
+        int e = errno;
+        snprintf(why, why_len, "cannot link %s to the shim %s: %s", out, target, strerror(e));
+        return -e;
+    }
+    return 0;
 }
 
 void gdu_launch_preload(const char *shim, const char *report)

@@ -20,11 +20,21 @@ bool gdu_launch_find_shim_in(const char *exe, const char *libdir, char *shim, si
  * install libdir CMake compiled in (GDUNLOCK_INSTALL_LIBDIR). */
 bool gdu_launch_find_shim(char *shim, size_t len, char *exe, size_t exe_len);
 
-/* Whether libgdunlock.so is in LD_PRELOAD. */
+/* Whether libgdunlock.so is loaded in this process (not merely named in
+ * LD_PRELOAD: a path LD_PRELOAD splits is never loaded). */
 bool gdu_launch_shim_preloaded(void);
 
-/* In a child between fork and exec: shim ahead of what LD_PRELOAD held, and
- * the path its report goes to (GDUNLOCK_REPORT; %p becomes the pid). */
+/* The path to put in LD_PRELOAD for shim into out: shim itself, or where its
+ * path has a space or ':' (ld.so splits LD_PRELOAD there, and nothing
+ * escapes them) a link to it made in dir, a private folder that lives as
+ * long as the program. Returns 0, or -errno with why (-EINVAL: dir has
+ * them too). */
+int gdu_launch_preload_path(const char *shim, const char *dir, char *out, size_t len, char *why,
+                            size_t why_len);
+
+/* In a child between fork and exec: shim (a path LD_PRELOAD can carry)
+ * ahead of what LD_PRELOAD held, and the path its report goes to
+ * (GDUNLOCK_REPORT; %p becomes the pid). */
 void gdu_launch_preload(const char *shim, const char *report);
 
 /* A private folder for the reports: $TMPDIR (else /tmp)/gdunlock-<what>-XXXXXX
@@ -46,17 +56,20 @@ typedef struct gdu_launch_result {
     int status;         /* the program's wait status; -1 when it could not be started */
     int exec_errno;     /* why it could not be started */
     int ending_signal;  /* a signal passed on to it (or received before it started), 0 none */
+    bool shim_loaded;   /* the shim loaded in one of its processes (it said so) */
     json_t *processes;  /* the report of every process of it that used a GPU, an array */
     json_t *unreadable; /* reports that could not be read: [{"file", "error"}] */
 } gdu_launch_result;
 
 /* Runs argv (argv[0] looked up in PATH) with shim preloaded and waits for
- * it. SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to this process meanwhile are
+ * it; the first of its processes the shim loads in says so
+ * (GDUNLOCK_LAUNCH_MARK, a file the shim creates). SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to this process meanwhile are
  * passed on to it (a terminal's own reach it directly); if this process is
  * killed, it gets SIGTERM. Each of its processes writes its report into a
  * private folder, which is read and removed before the signals are let go.
  * Returns 0 with out filled (free with gdu_launch_result_free), or -errno
- * with why when the folder cannot be created. */
+ * with why when the folder cannot be created or the shim cannot be put in
+ * LD_PRELOAD (-EINVAL: see gdu_launch_preload_path). */
 int gdu_launch_run(char **argv, const char *shim, const gdu_launch_options *o,
                    gdu_launch_result *out, char *why, size_t why_len);
 void gdu_launch_result_free(gdu_launch_result *r);

@@ -71,7 +71,7 @@ static void block_ending(int how, sigset_t *old)
 
 /* Runs argv with the shim preloaded; returns its wait status, or -1 with
  * *exec_errno set when it could not be started. */
-static int run_child(char **argv, const char *shim, const char *report_pattern,
+static int run_child(char **argv, const char *shim, const char *report_pattern, const char *mark,
                      const gdu_launch_options *o, int *exec_errno)
 {
     int pipefd[2];
@@ -106,6 +106,7 @@ static int run_child(char **argv, const char *shim, const char *report_pattern,
             _exit(127);
         close(pipefd[0]);
         gdu_launch_preload(shim, report_pattern);
+        setenv("GDUNLOCK_LAUNCH_MARK", mark, 1);
         unsetenv("GDUNLOCK");
         if (o->log != NULL)
             setenv("GDUNLOCK_LOG", o->log, 1);
@@ -145,8 +146,9 @@ static int run_child(char **argv, const char *shim, const char *report_pattern,
     return status;
 }
 
-/* Loads every report-*.json of dir into an array (and removes the files);
- * those that cannot be read go into unreadable. */
+/* Loads every report-*.json of dir into an array and removes everything
+ * there (the shim's mark and the link to it too); reports that cannot be
+ * read go into unreadable. */
 static json_t *collect_reports(const char *dir, json_t *unreadable)
 {
     json_t *all = json_array();
@@ -187,7 +189,7 @@ int gdu_launch_run(char **argv, const char *shim, const gdu_launch_options *o,
                    gdu_launch_result *out, char *why, size_t why_len)
 {
     memset(out, 0, sizeof *out);
-    char dir[PATH_MAX], pattern[PATH_MAX + 32];
+    char dir[PATH_MAX], pattern[PATH_MAX + 32], mark[PATH_MAX + 32], preload[PATH_MAX + 32];
     int rc = gdu_launch_mkdtemp("run", dir, sizeof dir);
     if (rc != 0) {
         const char *tmp = getenv("TMPDIR");
@@ -195,10 +197,18 @@ int gdu_launch_run(char **argv, const char *shim, const gdu_launch_options *o,
                  tmp && *tmp ? tmp : "/tmp", strerror(-rc));
         return rc;
     }
+    rc = gdu_launch_preload_path(shim, dir, preload, sizeof preload, why, why_len);
+    if (rc != 0) {
+        rmdir(dir);
+        return rc;
+    }
     snprintf(pattern, sizeof pattern, "%s/report-%%p.json", dir);
+    snprintf(mark, sizeof mark, "%s/loaded", dir);
     struct sigaction old[N_ENDING];
     catch_ending(old);
-    out->status = run_child(argv, shim, pattern, o, &out->exec_errno);
+    out->status = run_child(argv, preload, pattern, mark, o, &out->exec_errno);
+    struct stat st;
+    out->shim_loaded = lstat(mark, &st) == 0 && S_ISREG(st.st_mode);
     out->unreadable = json_array();
     out->processes = collect_reports(dir, out->unreadable);
     /* The folder is gone: from here a signal may end gdunlock as it would

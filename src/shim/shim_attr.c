@@ -1,11 +1,15 @@
-/* The answer to CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED. libcufile
- * reads it through libcuda and fastsafetensors through cudart, and both turn
- * GPUDirect Storage off where it is 0, as it is on GeForce. On a GPU the shim
- * unlocks for nvidia-fs it answers 1, but not to the libraries that read it
- * for GPUDirect RDMA with a network adapter: the unlock does not make that
- * path work, so they keep libcuda's answer. */
+/* The answers to the GPUDirect RDMA attributes: the device's
+ * (CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED), which libcufile reads
+ * through libcuda and fastsafetensors through cudart, and each buffer's
+ * (CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE), which libcufile asks in
+ * cuFileBufRegister. They turn GPUDirect Storage off where these read 0, as
+ * on GeForce. On a GPU the shim unlocks for nvidia-fs (for a buffer: one it
+ * registered there) the shim answers 1, but not to the libraries that read
+ * them for GPUDirect RDMA with a network adapter: the unlock does not make
+ * that path work, so they keep libcuda's answer. */
 #include "shim/shim_state.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +40,27 @@ static gdu_tpp_mode mode_by_pci(const gdu_shim *s, const char *pci)
     return GDU_TPP_NONE; /* not seen yet: unlocked at its first allocation */
 }
 
+/* Counts one query whose value (after the test mode) is 0 and says whether
+ * the shim answers 1: where the unlock holds for it and the caller is no RDMA
+ * networking library. Under the lock. */
+static bool answers(gdu_shim *s, gdu_attr_answers *a, bool unlocked, const char *caller)
+{
+    bool network = gdu_shim_caller_is_rdma_network(caller);
+    bool answer = s->cfg.rdma_attr_answer && unlocked && !s->passive && !s->refused &&
+                  s->layout_known && !network;
+    a->asked++;
+    if (answer) {
+        a->answered++;
+    } else {
+        a->kept++;
+        if (network && a->kept_for[0] == '\0') {
+            const char *base = strrchr(caller, '/');
+            snprintf(a->kept_for, sizeof a->kept_for, "%s", base != NULL ? base + 1 : caller);
+        }
+    }
+    return answer;
+}
+
 int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller)
 {
     int value = s->cfg.test_rdma_attr_zero ? 0 : libcuda_value;
@@ -43,25 +68,51 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
         return value; /* a GPU with GPUDirect RDMA natively is left as it is */
     pthread_mutex_lock(&s->lock);
     gdu_tpp_mode mode = mode_by_pci(s, pci);
-    bool unlockable = !s->passive && !s->refused && s->layout_known &&
-                      (mode == GDU_TPP_NONE || mode == GDU_TPP_UNLOCKED);
-    bool network = gdu_shim_caller_is_rdma_network(caller);
-    bool answer = s->cfg.rdma_attr_answer && unlockable && !network;
-    s->rdma_attr_asked++;
-    if (answer) {
-        s->rdma_attr_answered++;
-    } else {
-        s->rdma_attr_kept++;
-        if (network && s->rdma_attr_kept_for[0] == '\0') {
-            const char *base = strrchr(caller, '/');
-            snprintf(s->rdma_attr_kept_for, sizeof s->rdma_attr_kept_for, "%s",
-                     base != NULL ? base + 1 : caller);
-        }
-    }
+    bool answer =
+        answers(s, &s->rdma_device_attr, mode == GDU_TPP_NONE || mode == GDU_TPP_UNLOCKED, caller);
     pthread_mutex_unlock(&s->lock);
     if (answer)
         gdu_shim_log(s, GDU_LOG_DEBUG,
                      "GPUDirect RDMA attribute of GPU %s: 1 for %s (the storage unlock)",
                      pci != NULL ? pci : "?", caller != NULL ? caller : "an unknown caller");
     return answer ? 1 : value;
+}
+
+/* Whether the GPU VA ptr lies in memory registered with an NV503C of the
+ * shim's own: what nvidia-fs finds there. Under the lock. */
+static bool registered_by_unlock(gdu_shim *s, uint64_t ptr)
+{
+    const gdu_mapping *m = gdu_shim_mapping_at(s, ptr);
+    const gdu_obj *mem = m != NULL ? gdu_shim_obj(s, m->client, m->memory) : NULL;
+    const gdu_obj *tpp =
+        mem != NULL && mem->reg_tpp != 0 ? gdu_shim_obj(s, mem->client, mem->reg_tpp) : NULL;
+    return tpp != NULL && tpp->tpp_owned && ptr >= mem->reg_address &&
+           ptr - mem->reg_address < mem->reg_size;
+}
+
+int gdu_shim_rdma_pointer_attribute(gdu_shim *s, int libcuda_value, uint64_t ptr,
+                                    const char *caller)
+{
+    int value = s->cfg.test_rdma_attr_zero ? 0 : libcuda_value;
+    if (value != 0)
+        return value;
+    pthread_mutex_lock(&s->lock);
+    bool answer = answers(s, &s->rdma_pointer_attr, registered_by_unlock(s, ptr), caller);
+    pthread_mutex_unlock(&s->lock);
+    if (answer)
+        gdu_shim_log(s, GDU_LOG_DEBUG,
+                     "GPUDirect RDMA capability of buffer 0x%llx: 1 for %s (registered by the "
+                     "unlock)",
+                     (unsigned long long)ptr, caller != NULL ? caller : "an unknown caller");
+    return answer ? 1 : value;
+}
+
+bool gdu_shim_tracing(const gdu_shim *s) { return s->cfg.log_level >= GDU_LOG_DEBUG; }
+
+void gdu_shim_trace(gdu_shim *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gdu_shim_vlog(s, GDU_LOG_DEBUG, fmt, ap);
+    va_end(ap);
 }

@@ -51,6 +51,14 @@ static void list_add(obj_list *l, gdu_obj *o)
     l->items[l->n++] = o;
 }
 
+static bool list_has(const obj_list *l, uint32_t client, uint32_t handle)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->items[i]->client == client && l->items[i]->handle == handle)
+            return true;
+    return false;
+}
+
 struct subtree_scan {
     gdu_shim *s;
     uint32_t client, root;
@@ -83,16 +91,20 @@ struct dependant_scan {
     obj_list *out;
 };
 
-/* RM frees a ThirdPartyP2P object together with any VA space registered with it. */
+/* RM frees a ThirdPartyP2P object together with any VA space ever
+ * registered with it (an unregistration leaves the dependency). */
 static void dependant_visit(gdu_map_node *n, void *arg)
 {
     struct dependant_scan *sc = arg;
     gdu_obj *o = (gdu_obj *)n;
     if (o->cls != GDU_NV50_THIRD_PARTY_P2P || o->client != sc->vaspace->client)
         return;
-    for (unsigned i = 0; i < o->n_tpp_vaspaces; i++)
-        if (o->tpp_vaspaces[i] == sc->vaspace->handle)
+    for (unsigned i = 0; i < o->n_tpp_deps; i++)
+        if (o->tpp_deps[i] == sc->vaspace->handle) {
+            if (o->tpp_freed_with == 0)
+                o->tpp_freed_with = sc->vaspace->handle;
             list_add(sc->out, o);
+        }
 }
 
 static void remove_handle(uint32_t *arr, unsigned *n, uint32_t h)
@@ -163,6 +175,8 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
     for (size_t i = 0; i < dying.n; i++) {
         gdu_obj *o = dying.items[i];
         if (o->cls == GDU_NV50_THIRD_PARTY_P2P) {
+            if (o->tpp_freed_with != 0 && !list_has(&dying, o->client, o->parent))
+                gdu_tpp_freed_with_vaspace(s, o); /* its GPU lives on without it */
             gdu_tpp_forget(s, o);
         } else if (o->reg_tpp != 0 || o->n_mappings != 0) {
             if (o->reg_tpp != 0)
@@ -642,4 +656,19 @@ bool gdu_shim_saw_gpu(gdu_shim *s)
     bool saw = s->saw_client;
     pthread_mutex_unlock(&s->lock);
     return saw;
+}
+
+int gdu_shim_mapping_handles(gdu_shim *s, uint64_t va, uint32_t *client, uint32_t *memory,
+                             int *rm_fd)
+{
+    pthread_mutex_lock(&s->lock);
+    const gdu_mapping *m = gdu_shim_mapping_at(s, va);
+    const gdu_obj *c = m != NULL ? gdu_shim_obj(s, m->client, m->client) : NULL;
+    if (m != NULL) {
+        *client = m->client;
+        *memory = m->memory;
+        *rm_fd = c != NULL ? c->fd : -1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return m != NULL ? 0 : -1;
 }

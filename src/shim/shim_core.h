@@ -52,11 +52,12 @@ typedef struct {
      * kernel's lookup searches by it). */
     uint32_t pid;
     /* Answer 1 for CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED on GPUs the
-     * shim unlocks (libcufile and the loaders refuse GPUDirect Storage where
-     * it reads 0), except to the RDMA networking libraries (NCCL and the
-     * like), for which the unlock changes nothing. */
+     * shim unlocks and for CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE of
+     * buffers it registered there (libcufile and the loaders refuse GPUDirect
+     * Storage where they read 0), except to the RDMA networking libraries
+     * (NCCL and the like), for which the unlock changes nothing. */
     bool rdma_attr_answer;
-    /* Test mode: libcuda's own answer for that attribute reads 0, as on
+    /* Test mode: libcuda's own answer for both attributes reads 0, as on
      * GeForce, before the shim's answer. */
     bool test_rdma_attr_zero;
 } gdu_shim_config;
@@ -129,6 +130,20 @@ void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int fl
  * that asked (NULL: unknown). Counted for the report. */
 int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller);
 
+/* The value a caller sees for CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE
+ * of the buffer at GPU VA ptr, given libcuda's own value: 1 where the memory
+ * there is registered with an NV503C of the shim's own (the GPU is
+ * unlocked), libcuda's answer elsewhere and for the RDMA networking
+ * libraries; the test mode (test_rdma_attr_zero) and rdma_attr_answer apply
+ * as for the device attribute. Counted for the report. */
+int gdu_shim_rdma_pointer_attribute(gdu_shim *s, int libcuda_value, uint64_t ptr,
+                                    const char *caller);
+
+/* Debug log level: the trace of what libcufile resolves from libcuda and
+ * asks of it (the interposer writes it; docs/shim-report.md). */
+bool gdu_shim_tracing(const gdu_shim *s);
+void gdu_shim_trace(gdu_shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* True for the libraries that read the attribute for GPUDirect RDMA with a
  * network adapter (NCCL, NVSHMEM, UCX, libfabric, MPI, gdrcopy, verbs): the
  * storage unlock gives them nothing, so they keep libcuda's answer.
@@ -143,6 +158,12 @@ void gdu_shim_cufile_deregistered(gdu_shim *s, uint64_t ptr);
  * why one line (may be NULL). */
 int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char *why,
                         size_t why_len);
+
+/* Test support: the RM client, memory handle and the client's RM fd of the
+ * mapping that holds GPU VA va. Returns 0, or -1 when nothing known is
+ * mapped there. */
+int gdu_shim_mapping_handles(gdu_shim *s, uint64_t va, uint32_t *client, uint32_t *memory,
+                             int *rm_fd);
 
 /* True once the process made an RM client (worth a report). */
 bool gdu_shim_saw_gpu(gdu_shim *s);

@@ -3,15 +3,18 @@
  * - cuFileBufRegister / cuFileBufDeregister: the buffers a program hands to
  *   cuFile, each checked against the model of the kernel's lookup when it is
  *   registered (nvidia-fs pins it then) and listed in the report.
- * - cuDeviceGetAttribute, cuGetProcAddress, cuGetProcAddress_v2: the
- *   GPUDirect RDMA attribute of a GPU the shim unlocks (shim_attr.c).
+ * - cuDeviceGetAttribute, cuPointerGetAttribute, cuPointerGetAttributes,
+ *   cuGetProcAddress, cuGetProcAddress_v2: the GPUDirect RDMA attributes of a
+ *   GPU the shim unlocks and of the buffers it registered there (shim_attr.c).
  * - through dlsym on a handle (shim_dlsym.c): libcufile reaches libcuda, and
  *   kvikio, fastsafetensors and gdunlock itself reach libcufile, through
  *   dlopen + dlsym, which LD_PRELOAD alone does not interpose; for those few
  *   names dlsym hands out the shim's function, which calls the one dlsym found.
  *
  * Each entry point calls the real function with the caller's arguments and
- * returns its result unchanged, but for the attribute's value. */
+ * returns its result unchanged, but for the attribute's value. At debug log
+ * level the names libcufile resolves and the attributes it asks are traced
+ * (the list of what libcufile takes from the driver, issue 24). */
 #include "cuda/cufile_api.h"
 #include "shim/shim_preload.h"
 
@@ -32,6 +35,7 @@ typedef gdu_CUresult (*get_attribute_fn)(int *, int, gdu_CUdevice);
 typedef gdu_CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long long, int *);
 typedef gdu_CUresult (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef gdu_CUresult (*pointer_attribute_fn)(void *, int, gdu_CUdeviceptr);
+typedef gdu_CUresult (*pointer_attributes_fn)(unsigned, int *, void **, gdu_CUdeviceptr);
 typedef gdu_CUfileError (*buf_register_fn)(const void *, size_t, int);
 typedef gdu_CUfileError (*buf_deregister_fn)(const void *);
 
@@ -39,6 +43,8 @@ typedef gdu_CUfileError (*buf_deregister_fn)(const void *);
 static get_attribute_fn g_get_attribute;
 static get_proc_v1_fn g_get_proc_v1;
 static get_proc_v2_fn g_get_proc_v2;
+static pointer_attribute_fn g_pointer_attribute;
+static pointer_attributes_fn g_pointer_attributes;
 static buf_register_fn g_buf_register;
 static buf_deregister_fn g_buf_deregister;
 
@@ -46,6 +52,7 @@ static buf_deregister_fn g_buf_deregister;
 enum {
     POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
     POINTER_ATTRIBUTE_IS_MANAGED = 8,
+    POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15,
     MEMORYTYPE_HOST = 1,
     MEMORYTYPE_DEVICE = 2,
 };
@@ -78,6 +85,9 @@ gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsig
                               int *status);
 gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
                                  unsigned long long flags, int *status);
+gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr);
+gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data,
+                                    gdu_CUdeviceptr ptr);
 gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags);
 gdu_CUfileError cuFileBufDeregister(const void *ptr);
 
@@ -91,6 +101,10 @@ static const struct {
     {"cuDeviceGetAttribute", "libcuda.so", (void **)&g_get_attribute, (void *)cuDeviceGetAttribute},
     {"cuGetProcAddress", "libcuda.so", (void **)&g_get_proc_v1, (void *)cuGetProcAddress},
     {"cuGetProcAddress_v2", "libcuda.so", (void **)&g_get_proc_v2, (void *)cuGetProcAddress_v2},
+    {"cuPointerGetAttribute", "libcuda.so", (void **)&g_pointer_attribute,
+     (void *)cuPointerGetAttribute},
+    {"cuPointerGetAttributes", "libcuda.so", (void **)&g_pointer_attributes,
+     (void *)cuPointerGetAttributes},
     {"cuFileBufRegister", "libcufile.so", (void **)&g_buf_register, (void *)cuFileBufRegister},
     {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister,
      (void *)cuFileBufDeregister},
@@ -114,13 +128,52 @@ static void *substitute(const char *name, void *real, int version)
     return real;
 }
 
+/* The library that called the shim's function whose return address is ret,
+ * when it is libcufile and the trace is on (else NULL). */
+static const char *traced_caller(gdu_shim *s, const void *ret)
+{
+    if (s == NULL || !gdu_shim_tracing(s))
+        return NULL;
+    const char *o = object_of(ret);
+    return strncmp(o, "libcufile", 9) == 0 ? o : NULL;
+}
+
+static void trace_resolved(gdu_shim *s, const void *ret, const char *how, const char *name,
+                           const void *real, const void *given)
+{
+    const char *caller = traced_caller(s, ret);
+    if (caller != NULL)
+        gdu_shim_trace(s, "%s resolves %s through %s: %s", caller, name, how,
+                       real == NULL    ? "not found"
+                       : given != real ? "the shim's hook"
+                                       : object_of(real));
+}
+
 /* dlsym on an explicit handle (the stub below takes RTLD_DEFAULT and
- * RTLD_NEXT straight to libc's dlsym, whose answer depends on the caller). */
+ * RTLD_NEXT straight to libc's dlsym, whose answer depends on the caller);
+ * reached by a tail jump, so the return address is the caller's. */
 GDU_HIDDEN void *gdu_dlsym_handle(void *handle, const char *name)
 {
     void *real = gdu_preload_real_dlsym(handle, name);
     gdu_shim *s = gdu_preload_shim();
-    return s != NULL ? substitute(name, real, -1) : real;
+    if (s == NULL)
+        return real;
+    void *given = substitute(name, real, -1);
+    trace_resolved(s, __builtin_return_address(0), "dlsym", name, real, given);
+    return given;
+}
+
+/* What cuGetProcAddress(_v2) found, the shim's hook in place (called from ret). */
+static gdu_CUresult got_proc(gdu_CUresult r, const char *symbol, void **pfn, int version,
+                             const void *ret)
+{
+    gdu_shim *s = gdu_preload_shim();
+    if (r != GDU_CUDA_SUCCESS || pfn == NULL || s == NULL)
+        return r;
+    void *real = *pfn;
+    *pfn = substitute(symbol, real, version);
+    trace_resolved(s, ret, "cuGetProcAddress", symbol != NULL ? symbol : "(null)", real, *pfn);
+    return r;
 }
 
 /* ---- the real functions, where no route handed them to us ---- */
@@ -190,14 +243,21 @@ GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice 
     if (real == NULL)
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
     gdu_CUresult r = real(value, attr, dev);
-    if (r != GDU_CUDA_SUCCESS || attr != GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED || value == NULL)
-        return r;
     gdu_shim *s = gdu_preload_shim();
-    if (s == NULL)
-        return r;
-    char pci[32];
-    *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci),
-                                     asking_library());
+    int libcuda_value = r == GDU_CUDA_SUCCESS && value != NULL ? *value : -1;
+    if (s != NULL && r == GDU_CUDA_SUCCESS && attr == GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED &&
+        value != NULL) {
+        char pci[32];
+        *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci),
+                                         asking_library());
+    }
+    const char *caller = traced_caller(s, __builtin_return_address(0));
+    if (caller != NULL)
+        gdu_shim_trace(s,
+                       "%s calls cuDeviceGetAttribute(%d) of device %d: status %d, value %d "
+                       "(libcuda's %d)",
+                       caller, attr, (int)dev, (int)r, r == GDU_CUDA_SUCCESS ? *value : -1,
+                       libcuda_value);
     return r;
 }
 
@@ -207,10 +267,8 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver
     get_proc_v1_fn real = REAL(g_get_proc_v1, "libcuda.so.1", "cuGetProcAddress");
     if (real == NULL)
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
-    gdu_CUresult r = real(symbol, pfn, version, flags, status);
-    if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
-        *pfn = substitute(symbol, *pfn, version);
-    return r;
+    return got_proc(real(symbol, pfn, version, flags, status), symbol, pfn, version,
+                    __builtin_return_address(0));
 }
 
 GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
@@ -219,9 +277,66 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int 
     get_proc_v2_fn real = REAL(g_get_proc_v2, "libcuda.so.1", "cuGetProcAddress_v2");
     if (real == NULL)
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
-    gdu_CUresult r = real(symbol, pfn, version, flags, status);
-    if (r == GDU_CUDA_SUCCESS && pfn != NULL && gdu_preload_shim() != NULL)
-        *pfn = substitute(symbol, *pfn, version);
+    return got_proc(real(symbol, pfn, version, flags, status), symbol, pfn, version,
+                    __builtin_return_address(0));
+}
+
+/* Where libcuda's answer for this buffer is what nvidia-fs will find, it
+ * stands; 0 and 1 fill the lowest byte alike whether the caller reads an int
+ * (cuda.h) or a one-byte bool, so only that byte is read and written. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the lowest byte comes first");
+static void rdma_capable(gdu_shim *s, void *data, gdu_CUdeviceptr ptr)
+{
+    unsigned char *low = data;
+    *low = gdu_shim_rdma_pointer_attribute(s, *low != 0, (uint64_t)ptr, asking_library()) != 0;
+}
+
+GDU_EXPORT gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr)
+{
+    pointer_attribute_fn real = REAL(g_pointer_attribute, "libcuda.so.1", "cuPointerGetAttribute");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(data, attribute, ptr);
+    gdu_shim *s = gdu_preload_shim();
+    int libcuda_value = r == GDU_CUDA_SUCCESS && data != NULL ? *(unsigned char *)data : -1;
+    if (s != NULL && r == GDU_CUDA_SUCCESS && data != NULL &&
+        attribute == POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE)
+        rdma_capable(s, data, ptr);
+    const char *caller = traced_caller(s, __builtin_return_address(0));
+    if (caller != NULL)
+        gdu_shim_trace(s, "%s calls cuPointerGetAttribute(%d) of 0x%llx: status %d%s", caller,
+                       attribute, (unsigned long long)ptr, (int)r,
+                       attribute == POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE &&
+                               libcuda_value >= 0
+                           ? *(unsigned char *)data ? ", value 1" : ", value 0"
+                           : "");
+    return r;
+}
+
+GDU_EXPORT gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data,
+                                               gdu_CUdeviceptr ptr)
+{
+    pointer_attributes_fn real =
+        REAL(g_pointer_attributes, "libcuda.so.1", "cuPointerGetAttributes");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(count, attributes, data, ptr);
+    gdu_shim *s = gdu_preload_shim();
+    if (s == NULL || r != GDU_CUDA_SUCCESS || attributes == NULL || data == NULL)
+        return r;
+    char asked[160] = "";
+    size_t used = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (attributes[i] == POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE && data[i] != NULL)
+            rdma_capable(s, data[i], ptr);
+        if (used < sizeof asked)
+            used += (size_t)snprintf(asked + used, sizeof asked - used, "%s%d", i ? "," : "",
+                                     attributes[i]);
+    }
+    const char *caller = traced_caller(s, __builtin_return_address(0));
+    if (caller != NULL)
+        gdu_shim_trace(s, "%s calls cuPointerGetAttributes(%s) of 0x%llx: status %d", caller, asked,
+                       (unsigned long long)ptr, (int)r);
     return r;
 }
 
@@ -230,9 +345,7 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int 
 /* What CUDA says the buffer is: "device", "host", "managed", or NULL. */
 static const char *memory_kind(const void *ptr)
 {
-    static pointer_attribute_fn real;
-    if (real == NULL)
-        *(void **)&real = from_loaded("libcuda.so.1", "cuPointerGetAttribute");
+    pointer_attribute_fn real = REAL(g_pointer_attribute, "libcuda.so.1", "cuPointerGetAttribute");
     if (real == NULL)
         return NULL;
     int managed = 0;

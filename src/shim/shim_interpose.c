@@ -8,8 +8,9 @@
  * (anything else: error, silently: a warning would repeat in every process
  * of a pipeline; `gdunlock run --log` checks the value once);
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
- * by processes that used a GPU; GDUNLOCK_RDMA_ATTR=0 turns off the answer to
- * the GPUDirect RDMA attribute (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
+ * by processes that used a GPU; GDUNLOCK_LAUNCH_MARK=path is created at load
+ * (gdunlock run's check that the shim loaded); GDUNLOCK_RDMA_ATTR=0 turns off the answer to
+ * the GPUDirect RDMA attributes (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
 #include "shim/shim_preload.h"
@@ -18,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GDU_EXPORT __attribute__((visibility("default")))
@@ -44,7 +46,6 @@ static int g_log_level = GDU_LOG_ERROR;
 static char g_report_path[1024];
 static dev_t g_uvm_rdev;
 static int g_have_uvm_rdev;
-static int g_vm_readv_works;
 /* Per fd: 0 not known, else 1 + gdu_fd_kind of an NVIDIA node. Only NVIDIA
  * kinds are kept: a number closed behind our back (fclose and other libc
  * paths do not call close) may come back as anything, and a stale "other"
@@ -125,18 +126,39 @@ static void forget_fds(int first, int last)
         __atomic_store_n(&g_fd_kind[fd], 0, __ATOMIC_RELAXED);
 }
 
-/* Reads a block an ioctl has not validated yet without risking a fault:
- * process_vm_readv on ourselves fails with EFAULT where memcpy would crash. */
+/* Whether the page holding p can be read, asked of the kernel with a call
+ * every sandbox allows (threads need futex): FUTEX_WAIT reads the word at p,
+ * fails with EFAULT where it cannot, and with a zero timeout returns at once
+ * either way. process_vm_readv, which once did this, is refused or kills the
+ * process under seccomp filters (browsers, container runtimes). */
+static bool word_readable(const void *p)
+{
+    const uint32_t *word = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+    struct timespec zero = {0, 0};
+    return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0x5a5a5a5au, &zero, NULL, 0) == 0 ||
+           errno != EFAULT;
+}
+
+/* Reads a block an ioctl has not validated yet without risking a fault: every
+ * page it touches is checked, then copied. A block another thread unmaps in
+ * between is a race the program's own ioctl would lose as well. */
 static int op_read_block(void *ctx, const void *addr, void *dst, size_t n)
 {
-    if (addr == NULL)
+    static uintptr_t page;
+    if (page == 0)
+        page = (uintptr_t)getpagesize();
+    uintptr_t a = (uintptr_t)addr, end = a + n;
+    if (addr == NULL || end < a)
         return -1;
-    if (!g_vm_readv_works) {
-        memcpy(dst, addr, n); /* only where the syscall is forbidden (seccomp) */
-        return 0;
-    }
-    struct iovec local = {dst, n}, remote = {(void *)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+    int saved = errno;
+    bool readable = true;
+    for (uintptr_t p = a; readable && p < end; p = (p & ~(page - 1)) + page)
+        readable = word_readable((const void *)p);
+    errno = saved;
+    if (!readable)
+        return -1;
+    memcpy(dst, addr, n);
+    return 0;
 }
 
 static void op_log(void *ctx, int level, const char *line)
@@ -260,10 +282,6 @@ static void init_once(void)
         .rdma_attr_answer = !env_is("GDUNLOCK_RDMA_ATTR", "0"),
         .test_rdma_attr_zero = env_is("GDUNLOCK_TEST_RDMA_ATTR", "0"),
     };
-    int probe = 0, copy = -1;
-    struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
-    g_vm_readv_works =
-        process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof probe;
     gdu_shim_ops ops = {op_ioctl, op_fd_kind, op_read_block, op_log, NULL, op_bar1_bytes};
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     if (s == NULL) {
@@ -292,7 +310,25 @@ gdu_shim *gdu_preload_shim(void)
     return s;
 }
 
-__attribute__((constructor)) static void gdunlock_init(void) { gdu_preload_shim(); }
+/* gdunlock run learns that the shim loaded in its program (LD_PRELOAD does
+ * not reach every program) from a file the first process it loads in makes
+ * (src/launch). Taken out of the environment: one process answers. */
+static void announce_loaded(void)
+{
+    const char *mark = getenv("GDUNLOCK_LAUNCH_MARK");
+    if (mark == NULL)
+        return;
+    int fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    unsetenv("GDUNLOCK_LAUNCH_MARK");
+}
+
+__attribute__((constructor)) static void gdunlock_init(void)
+{
+    announce_loaded();
+    gdu_preload_shim();
+}
 
 /* Writes text to path, "%p" replaced by the pid, through a temporary file. */
 static void write_report(const char *pattern, const char *text)
@@ -467,6 +503,30 @@ GDU_EXPORT int gdunlock_test_pin_lookup(unsigned long long ptr, unsigned long lo
     if (s == NULL)
         return -2;
     return gdu_shim_pin_lookup(s, ptr, size, err, why, why_len);
+}
+
+/* The RM handles of the GPU mapping at gpu_va: out[0] client, out[1]
+ * memory, out[2] the client's RM fd. 0, -1 (nothing known there), or -2
+ * (the shim is not active). */
+GDU_EXPORT int gdunlock_test_mapping(unsigned long long gpu_va, unsigned out[3])
+{
+    gdu_shim *s = __atomic_load_n(&g_shim, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return -2;
+    uint32_t client = 0, memory = 0;
+    int fd = -1;
+    int r = gdu_shim_mapping_handles(s, gpu_va, &client, &memory, &fd);
+    out[0] = client;
+    out[1] = memory;
+    out[2] = (unsigned)fd;
+    return r;
+}
+
+/* The shim's reader of blocks handed to ioctls (see op_read_block): 0 with
+ * n bytes at addr copied to dst, -1 where they cannot be read. */
+GDU_EXPORT int gdunlock_test_read_block(const void *addr, void *dst, size_t n)
+{
+    return op_read_block(NULL, addr, dst, n);
 }
 
 /* The report as it stands, with every registration RM holds for the

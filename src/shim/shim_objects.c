@@ -17,17 +17,22 @@ static uint64_t obj_key(uint32_t client, uint32_t handle)
     return (uint64_t)client << 32 | handle;
 }
 
-void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
+void gdu_shim_vlog(gdu_shim *s, int level, const char *fmt, va_list ap)
 {
     if (level > s->cfg.log_level || s->ops.log == NULL)
         return;
     char line[512];
     int n = snprintf(line, sizeof line, "gdunlock: ");
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    s->ops.log(s->ops.ctx, level, line);
+}
+
+void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    gdu_shim_vlog(s, level, fmt, ap);
     va_end(ap);
-    s->ops.log(s->ops.ctx, level, line);
 }
 
 gdu_obj *gdu_shim_obj(gdu_shim *s, uint32_t client, uint32_t handle)
@@ -101,4 +106,25 @@ gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice)
                                                                           : GDU_SHIM_GPU_SLOTS - 1;
     s->gpus[slot].seen = true;
     return &s->gpus[slot];
+}
+
+struct containing_scan {
+    uint64_t va;
+    gdu_mapping *found;
+};
+
+static void containing_visit(gdu_map_node *n, void *arg)
+{
+    struct containing_scan *sc = arg;
+    gdu_mapping *m = (gdu_mapping *)n;
+    if (sc->va >= m->base && sc->va - m->base < m->length)
+        sc->found = m;
+}
+
+gdu_mapping *gdu_shim_mapping_at(gdu_shim *s, uint64_t va)
+{
+    struct containing_scan sc = {va, (gdu_mapping *)gdu_map_find(&s->mappings, va)};
+    if (sc.found == NULL)
+        gdu_map_each(&s->mappings, containing_visit, &sc);
+    return sc.found;
 }

@@ -155,28 +155,47 @@ int gdu_shim_pin_lookup(gdu_shim *s, uint64_t ptr, uint64_t size, int *err, char
     return (int)v.rule;
 }
 
-struct mapping_scan {
-    uint64_t va;
-    const gdu_mapping *found;
-};
-
-static void mapping_visit(gdu_map_node *n, void *arg)
-{
-    struct mapping_scan *sc = arg;
-    const gdu_mapping *m = (const gdu_mapping *)n;
-    if (sc->va >= m->base && sc->va - m->base < m->length)
-        sc->found = m;
-}
-
 /* The GPU slot of the mapping holding va, or the unknown slot. */
 static unsigned slot_of_address(gdu_shim *s, uint64_t va)
 {
-    struct mapping_scan sc = {va, NULL};
-    gdu_map_each(&s->mappings, mapping_visit, &sc);
-    const gdu_obj *mem =
-        sc.found != NULL ? gdu_shim_obj(s, sc.found->client, sc.found->memory) : NULL;
+    const gdu_mapping *m = gdu_shim_mapping_at(s, va);
+    const gdu_obj *mem = m != NULL ? gdu_shim_obj(s, m->client, m->memory) : NULL;
     const gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
     return sub != NULL ? slot_of(s, sub) : GDU_SHIM_GPU_SLOTS - 1;
+}
+
+struct native_scan {
+    gdu_shim *s;
+    unsigned slot, live;
+};
+
+static void native_reg_visit(gdu_map_node *n, void *arg)
+{
+    struct native_scan *sc = arg;
+    const gdu_obj *o = (const gdu_obj *)n;
+    const gdu_obj *tpp = o->reg_tpp != 0 ? gdu_shim_obj(sc->s, o->client, o->reg_tpp) : NULL;
+    const gdu_obj *sub =
+        tpp != NULL && !tpp->tpp_owned ? gdu_shim_obj(sc->s, tpp->client, tpp->parent) : NULL;
+    if (sub != NULL && slot_of(sc->s, sub) == sc->slot)
+        sc->live++;
+}
+
+/* A native GPU: libcuda's own NV503C must hold the program's buffers. One
+ * that holds none when the program gives cuFile a buffer is reported once,
+ * with the likely reason. */
+static void check_native(gdu_shim *s, unsigned slot, uint64_t ptr)
+{
+    gdu_gpu_stats *g = &s->gpus[slot];
+    if (slot >= GDU_SHIM_GPU_SLOTS - 1 || g->mode != GDU_TPP_NATIVE || g->native_empty[0])
+        return;
+    struct native_scan sc = {s, slot, 0};
+    gdu_map_each(&s->objects, native_reg_visit, &sc);
+    if (sc.live == 0)
+        snprintf(g->native_empty, sizeof g->native_empty,
+                 "libcuda's ThirdPartyP2P held no registration when cuFile buffer 0x%llx was "
+                 "registered: libcuda registers cuMemAlloc memory, VMM memory only when made with "
+                 "gpuDirectRDMACapable",
+                 (unsigned long long)ptr);
 }
 
 /* Why a buffer no registration holds cannot be pinned, where the memory's
@@ -243,6 +262,7 @@ void gdu_shim_cufile_registered(gdu_shim *s, uint64_t ptr, uint64_t size, int fl
                           .rule = (int)v.rule,
                           .err = v.err};
     b->slot = v.object != SIZE_MAX ? v.gpu : slot_of_address(s, ptr);
+    check_native(s, b->slot, ptr);
     if (memory_kind != NULL)
         snprintf(b->memory_kind, sizeof b->memory_kind, "%s", memory_kind);
     gdu_pin_explain(&v, b->why, sizeof b->why);

@@ -34,6 +34,8 @@ static void rm_device(gdu_jsonw *w, const char *key, unsigned slot)
 static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_gpu_stats *g)
 {
     const char *reason = g->reason[0] ? g->reason : NULL;
+    if (reason == NULL && g->mode == GDU_TPP_NATIVE && g->native_empty[0])
+        reason = g->native_empty;
     if (reason == NULL && s->refused)
         reason = s->refusal;
     gdu_jsonw_object_begin(w, NULL);
@@ -160,6 +162,18 @@ static void object_visit(gdu_map_node *n, void *arg)
     gdu_jsonw_object_end(w);
 }
 
+static void attr_json(gdu_jsonw *w, const gdu_shim *s, const char *key, const gdu_attr_answers *a)
+{
+    gdu_jsonw_object_begin(w, key);
+    gdu_jsonw_bool(w, "answer_on", s->cfg.rdma_attr_answer);
+    gdu_jsonw_bool(w, "test_libcuda_zero", s->cfg.test_rdma_attr_zero);
+    gdu_jsonw_uint(w, "asked_with_0", a->asked);
+    gdu_jsonw_uint(w, "answered_1", a->answered);
+    gdu_jsonw_uint(w, "kept", a->kept);
+    gdu_jsonw_string(w, "kept_for", a->kept_for[0] ? a->kept_for : NULL);
+    gdu_jsonw_object_end(w);
+}
+
 char *gdu_shim_report_json(gdu_shim *s, bool with_registrations)
 {
     gdu_jsonw w;
@@ -191,14 +205,8 @@ char *gdu_shim_report_json(gdu_shim *s, bool with_registrations)
             gpu_json(&w, s, i, &s->gpus[i]);
     gdu_jsonw_array_end(&w);
     cufile_json(&w, s);
-    gdu_jsonw_object_begin(&w, "gpu_direct_rdma_attribute");
-    gdu_jsonw_bool(&w, "answer_on", s->cfg.rdma_attr_answer);
-    gdu_jsonw_bool(&w, "test_libcuda_zero", s->cfg.test_rdma_attr_zero);
-    gdu_jsonw_uint(&w, "asked_with_0", s->rdma_attr_asked);
-    gdu_jsonw_uint(&w, "answered_1", s->rdma_attr_answered);
-    gdu_jsonw_uint(&w, "kept", s->rdma_attr_kept);
-    gdu_jsonw_string(&w, "kept_for", s->rdma_attr_kept_for[0] ? s->rdma_attr_kept_for : NULL);
-    gdu_jsonw_object_end(&w);
+    attr_json(&w, s, "gpu_direct_rdma_attribute", &s->rdma_device_attr);
+    attr_json(&w, s, "gpu_direct_rdma_pointer_attribute", &s->rdma_pointer_attr);
     if (with_registrations) {
         gdu_jsonw_array_begin(&w, "thirdpartyp2p");
         struct object_scan os = {s, &w};

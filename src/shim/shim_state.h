@@ -10,12 +10,14 @@
 #include "shim/shim_map.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #define GDU_SHIM_MAX_VASPACES 8 /* FERMI_VASPACE_A per device we follow */
 #define GDU_SHIM_GPU_SLOTS 33   /* RM device instances 0..31, and "unknown" */
 #define GDU_SHIM_FAIL_KINDS 8   /* distinct failure statuses counted per GPU */
 #define GDU_SHIM_FREED_RING 64  /* recently freed mappings kept for probes */
 #define GDU_SHIM_CUFILE_BUFS 64 /* cuFile buffer registrations kept for the report */
+#define GDU_SHIM_MAX_DEPS 16    /* objects an NV503C dies with, per NV503C */
 
 typedef enum { GDU_TPP_NONE = 0, GDU_TPP_NATIVE, GDU_TPP_UNLOCKED, GDU_TPP_FAILED } gdu_tpp_mode;
 
@@ -49,6 +51,12 @@ typedef struct gdu_obj {
     uint32_t tpp_vaspaces_by_shim; /* bit i: tpp_vaspaces[i] was registered by the shim */
     uint32_t tpp_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
     unsigned n_tpp_vaspaces_failed;
+    /* NV503C: every handle ever registered as its VA space. RM frees the
+     * object with any of them, unregistered since or not
+     * (third_party_p2p.c:394 against 403-421, rs_server.c:974-982, 580.142) */
+    uint32_t tpp_deps[GDU_SHIM_MAX_DEPS];
+    unsigned n_tpp_deps;
+    uint32_t tpp_freed_with; /* NV503C being freed with this VA space (0: not so) */
     /* memory: where it is registered (reg_tpp == 0: nowhere we know of), by
      * whom, and whether it counts in the report (made on an NV503C of the
      * shim's own: by the shim, or in test mode by libcuda on the object that
@@ -105,6 +113,8 @@ typedef struct {
     uint64_t bar1_bytes;         /* BAR1 size (0: unknown) */
     bool bar1_asked;
     uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
+    /* native: why libcuda's NV503C holds nothing of the program's ("": it does) */
+    char native_empty[240];
     struct {
         uint32_t status;
         uint64_t count;
@@ -112,6 +122,14 @@ typedef struct {
 } gdu_gpu_stats;
 
 typedef struct gdu_testmode gdu_testmode;
+
+/* One GPUDirect RDMA attribute: queries where libcuda's answer was 0,
+ * those answered 1, those whose 0 was kept, and the first RDMA networking
+ * library it was kept for. */
+typedef struct {
+    uint64_t asked, answered, kept;
+    char kept_for[64];
+} gdu_attr_answers;
 
 struct gdu_shim {
     pthread_mutex_t lock;
@@ -141,10 +159,8 @@ struct gdu_shim {
     gdu_cufile_buf cufile[GDU_SHIM_CUFILE_BUFS];
     uint64_t cufile_registered, cufile_found; /* every cuFileBufRegister seen, and found */
     uint64_t cufile_dropped;                  /* of those, not (or no longer) listed */
-    /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: asked with libcuda's 0,
-     * answered 1, kept (and for whom, the first such caller) */
-    uint64_t rdma_attr_asked, rdma_attr_answered, rdma_attr_kept;
-    char rdma_attr_kept_for[64];
+    gdu_attr_answers rdma_device_attr;        /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED */
+    gdu_attr_answers rdma_pointer_attr;       /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE */
 };
 
 /* shim_objects.c: the record of RM objects, the per-GPU statistics, the log. */
@@ -156,7 +172,10 @@ void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
 gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
 void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void gdu_shim_vlog(gdu_shim *s, int level, const char *fmt, va_list ap);
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
+/* The tracked mapping that holds GPU VA va, or NULL. */
+gdu_mapping *gdu_shim_mapping_at(gdu_shim *s, uint64_t va);
 
 /* shim_tpp.c: the NV503C lifecycle on one subdevice. */
 /* Registers the mapping's memory with the subdevice's NV503C, creating that
@@ -182,6 +201,10 @@ void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *
                            size_t size);
 /* The NV503C tpp is gone (freed directly, with a parent, or with a VA space). */
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp);
+/* RM freed the NV503C tpp with a VA space once registered with it
+ * (tpp->tpp_freed_with) while its subdevice lives on: logged, and for
+ * libcuda's own object the GPU's report says why it holds nothing. */
+void gdu_tpp_freed_with_vaspace(gdu_shim *s, gdu_obj *tpp);
 /* The primitives of shim_tpp.c that the test modes use too. */
 uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle,
                            uint32_t cls, void *params, uint32_t params_size);
@@ -197,7 +220,9 @@ void gdu_tpp_own_made(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_set_mode(gdu_shim *s, gdu_obj *sub, gdu_tpp_mode mode, const char *reason);
 unsigned gdu_tpp_gpu_number(gdu_shim *s, const gdu_obj *sub);
 bool gdu_tpp_create(gdu_shim *s, gdu_obj *sub);
-void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
+/* Gives tpp exactly one VA space; returns the NV503C serving sub afterwards
+ * (a new one where the shim's own had to be made again), or NULL. */
+gdu_obj *gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp);
 void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp);
 void gdu_tpp_remove_vaspace(gdu_obj *tpp, uint32_t vaspace);
 bool gdu_tpp_vaspace_by_shim(const gdu_obj *tpp, unsigned i);

@@ -82,9 +82,10 @@ static void stand_in(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
 static uint64_t own_token(gdu_shim *s, gdu_obj *sub, uint32_t vaspace)
 {
     gdu_obj *own = sub->tpp_owned ? gdu_shim_obj(s, sub->client, sub->tpp) : NULL;
+    if (own != NULL)
+        own = gdu_tpp_ensure_vaspace(s, sub, own);
     if (own == NULL)
         return 0;
-    gdu_tpp_ensure_vaspace(s, sub, own);
     for (unsigned i = 0; i < own->n_tpp_vaspaces; i++)
         if (own->tpp_vaspaces[i] == vaspace)
             return own->tpp_vaspace_tokens[i];
@@ -204,27 +205,11 @@ void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const 
 /* A GPU VA in the kernel half, which no allocation of a process has. */
 #define GDU_PROBE_VA 0xfff0000000000000ull
 
-struct containing_scan {
-    uint64_t va;
-    gdu_mapping *found;
-};
-
-static void containing_visit(gdu_map_node *n, void *arg)
-{
-    struct containing_scan *sc = arg;
-    gdu_mapping *m = (gdu_mapping *)n;
-    if (sc->va >= m->base && sc->va - m->base < m->length)
-        sc->found = m;
-}
-
 int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status)
 {
     *status = GDU_NV_ERR_GENERIC;
-    struct containing_scan sc = {gpu_va, (gdu_mapping *)gdu_map_find(&s->mappings, gpu_va)};
-    if (sc.found == NULL)
-        gdu_map_each(&s->mappings, containing_visit, &sc);
-    if (sc.found != NULL) {
-        gdu_mapping *m = sc.found;
+    gdu_mapping *m = gdu_shim_mapping_at(s, gpu_va);
+    if (m != NULL) {
         gdu_obj *mem = gdu_shim_obj(s, m->client, m->memory);
         gdu_obj *sub = mem != NULL ? gdu_shim_subdevice_of(s, mem) : NULL;
         gdu_obj *tpp = sub != NULL ? gdu_shim_obj(s, sub->client, sub->tpp) : NULL;

@@ -166,6 +166,8 @@ static bool in_list(const uint32_t *arr, unsigned n, uint32_t h)
 
 static void add_vaspace(gdu_obj *tpp, uint32_t vaspace, bool by_shim, uint64_t token)
 {
+    if (!in_list(tpp->tpp_deps, tpp->n_tpp_deps, vaspace) && tpp->n_tpp_deps < GDU_SHIM_MAX_DEPS)
+        tpp->tpp_deps[tpp->n_tpp_deps++] = vaspace;
     if (in_list(tpp->tpp_vaspaces, tpp->n_tpp_vaspaces, vaspace) ||
         tpp->n_tpp_vaspaces >= GDU_SHIM_MAX_VASPACES)
         return;
@@ -233,34 +235,63 @@ void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp)
     }
 }
 
+/* Frees the shim's own NV503C and makes a new one, registered with the VA
+ * space chosen now and the device's mappings. RM frees an NV503C with any VA
+ * space ever registered with it, unregistered or not (third_party_p2p.c:394
+ * against 403-421, rs_server.c:974-982): an object moved to another VA space
+ * would die when the process frees the first. Returns the new object, the
+ * old one where it could not be freed, or NULL. */
+static gdu_obj *renew(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
+{
+    uint32_t old = tpp->handle;
+    uint32_t st = gdu_tpp_own_free(s, sub->client, sub->handle, old);
+    if (st != GDU_NV_OK) {
+        gdu_tpp_failure(s, sub, st,
+                        "freeing the shim's ThirdPartyP2P to move it to UVM's VA space");
+        return tpp;
+    }
+    gdu_tpp_forget(s, tpp);
+    gdu_shim_obj_remove(s, tpp);
+    bool made = gdu_tpp_create(s, sub);
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: ThirdPartyP2P 0x%x made anew as 0x%x for UVM's VA space (RM would free "
+                 "an object with any VA space once registered with it)",
+                 gdu_tpp_gpu_number(s, sub), old, made ? sub->tpp : 0);
+    return made ? gdu_shim_obj(s, sub->client, sub->tpp) : NULL;
+}
+
 /* Gives the NV503C exactly one VA space. RM's lookup validates a buffer once
  * per registered VA space and rejects the object when a second one
  * validates too (p2p.c:886-887, src/pinmodel): so one, never all. */
-void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
+gdu_obj *gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
 {
     gdu_obj *dev = gdu_shim_obj(s, sub->client, sub->parent);
     const char *source = NULL;
     gdu_obj *v = dev != NULL ? chosen_vaspace(s, dev, &source) : NULL;
     if (v == NULL)
-        return;
+        return tpp;
     gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
     if (in_list(tpp->tpp_vaspaces, tpp->n_tpp_vaspaces, v->handle)) {
         g->vaspace = v->handle;
         if (g->vaspace_source == NULL || strcmp(source, "uvm") == 0)
             g->vaspace_source = source;
-        return;
+        return tpp;
     }
     if (tpp->n_tpp_vaspaces > 0) {
         /* A registration of libcuda's stays as it is; the shim's own moves
-         * to the VA space UVM maps into once that one is known. */
+         * to the VA space UVM maps into once that one is known: on an object
+         * of its own by making it anew, on libcuda's handle (test mode) by
+         * unregistering. */
         if (strcmp(source, "uvm") != 0)
-            return;
+            return tpp;
+        if (tpp->tpp_owned && !tpp->tpp_adopted)
+            return renew(s, sub, tpp);
         gdu_tpp_unregister_own_vaspaces(s, tpp);
         if (tpp->n_tpp_vaspaces > 0)
-            return;
+            return tpp;
     }
     if (in_list(tpp->tpp_vaspaces_failed, tpp->n_tpp_vaspaces_failed, v->handle))
-        return;
+        return tpp;
     gdu_nv503c_register_va_space p = {.hVASpace = v->handle};
     uint32_t st =
         gdu_tpp_own_control(s, tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p, true);
@@ -281,6 +312,7 @@ void gdu_tpp_ensure_vaspace(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
         snprintf(what, sizeof what, "REGISTER_VA_SPACE of VA space 0x%x", v->handle);
         gdu_tpp_failure(s, sub, st, what);
     }
+    return tpp;
 }
 
 struct overlap_scan {
@@ -473,10 +505,9 @@ void gdu_tpp_on_mapping(gdu_shim *s, gdu_obj *sub, gdu_obj *mem, const gdu_mappi
     if (sub->mode != GDU_TPP_UNLOCKED)
         return; /* native: libcuda registers; failed: said so once */
     gdu_obj *tpp = gdu_shim_obj(s, sub->client, sub->tpp);
-    if (tpp == NULL)
-        return;
-    gdu_tpp_ensure_vaspace(s, sub, tpp);
-    register_memory(s, sub, tpp, mem, m);
+    gdu_obj *now = tpp != NULL ? gdu_tpp_ensure_vaspace(s, sub, tpp) : NULL;
+    if (now != NULL && now == tpp)
+        register_memory(s, sub, tpp, mem, m); /* a new object has every mapping already */
 }
 
 void gdu_tpp_on_uvm_vaspace(gdu_shim *s, gdu_obj *vaspace)
@@ -535,6 +566,7 @@ void gdu_tpp_on_native(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     }
     sub->tpp = tpp->handle;
     sub->tpp_owned = false;
+    gdu_shim_gpu(s, sub)->native_empty[0] = '\0'; /* a new object of libcuda's */
     gdu_tpp_set_mode(s, sub, GDU_TPP_NATIVE, NULL);
     gdu_shim_log(s, GDU_LOG_INFO,
                  "GPU %u: libcuda has its own ThirdPartyP2P 0x%x: native, nothing to do",
@@ -654,6 +686,25 @@ static void forget_visit(gdu_map_node *n, void *arg)
     gdu_obj *o = (gdu_obj *)n;
     if (o->client == sc->tpp->client && o->reg_tpp == sc->tpp->handle)
         gdu_tpp_registration_ended(sc->s, o); /* RM dropped it with the object */
+}
+
+void gdu_tpp_freed_with_vaspace(gdu_shim *s, gdu_obj *tpp)
+{
+    gdu_obj *sub = gdu_shim_obj(s, tpp->client, tpp->parent);
+    if (sub == NULL)
+        return;
+    gdu_shim_log(s, GDU_LOG_INFO,
+                 "GPU %u: RM freed ThirdPartyP2P 0x%x (%s) with VA space 0x%x, once registered "
+                 "with it",
+                 gdu_tpp_gpu_number(s, sub), tpp->handle,
+                 tpp->tpp_owned ? "the shim's" : "libcuda's", tpp->tpp_freed_with);
+    gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
+    if (!tpp->tpp_owned && sub->mode == GDU_TPP_NATIVE)
+        snprintf(g->native_empty, sizeof g->native_empty,
+                 "libcuda's ThirdPartyP2P 0x%x was freed with VA space 0x%x, once registered with "
+                 "it (RM frees the object with it: third_party_p2p.c:394, rs_server.c:974-982); "
+                 "nvidia-fs finds no buffer on this GPU",
+                 tpp->handle, tpp->tpp_freed_with);
 }
 
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp)

@@ -1,15 +1,32 @@
-/* cufile_gate: what libcufile does with a GPU buffer: cuInit, a 16 MiB
- * cuMemAlloc buffer, cuFileDriverOpen, cuFileBufRegister, cuFileBufDeregister,
- * cuFileDriverClose, each through dlopen + dlsym as libcufile's users reach
- * it. Lines: STEP <call> <status>. Run with CUFILE_ENV_PATH_JSON pointing at a
+/* cufile_gate [FILE]: what libcufile does with a GPU buffer: cuInit, a 16 MiB
+ * cuMemAlloc buffer, cuFileDriverOpen, cuFileBufRegister, with FILE
+ * cuFileHandleRegister and a 1 MiB cuFileRead (its bytes compared with the
+ * file's), cuFileBufDeregister, cuFileDriverClose, each through dlopen + dlsym
+ * as libcufile's users reach it. Lines: STEP <call> <status>; each call is
+ * announced on stderr ("PHASE <call>"), where the shim's trace of libcufile
+ * (GDUNLOCK_LOG=debug) goes too. Run with CUFILE_ENV_PATH_JSON pointing at a
  * config whose logging level is TRACE to see libcufile's reasons. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 typedef struct {
     int err, cu_err;
 } cufile_error;
+
+/* CUfileDescr_t with an fd (type 1: CU_FILE_HANDLE_TYPE_OPAQUE_FD). */
+typedef struct {
+    int type;
+    int fd;
+    long pad;
+    const void *fs_ops;
+} cufile_descr;
+
+static void phase(const char *call) { fprintf(stderr, "PHASE %s\n", call); }
 
 static void *sym(void *h, const char *name)
 {
@@ -19,7 +36,42 @@ static void *sym(void *h, const char *name)
     return f;
 }
 
-int main(void)
+/* cuFileHandleRegister, a 1 MiB cuFileRead into ptr, the bytes compared. */
+static void read_file(void *cuda, void *cufile, const char *path, unsigned long long ptr)
+{
+    cufile_error (*hreg)(void **, cufile_descr *) =
+        (cufile_error(*)(void **, cufile_descr *))sym(cufile, "cuFileHandleRegister");
+    void (*hdereg)(void *) = (void (*)(void *))sym(cufile, "cuFileHandleDeregister");
+    ssize_t (*rd)(void *, void *, size_t, off_t, off_t) =
+        (ssize_t(*)(void *, void *, size_t, off_t, off_t))sym(cufile, "cuFileRead");
+    int (*dtoh)(void *, unsigned long long, size_t) =
+        (int (*)(void *, unsigned long long, size_t))sym(cuda, "cuMemcpyDtoH_v2");
+    int fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0)
+        fd = open(path, O_RDONLY);
+    if (!hreg || !hdereg || !rd || !dtoh || fd < 0) {
+        printf("STEP cuFileRead unavailable\n");
+        return;
+    }
+    cufile_descr d = {.type = 1, .fd = fd};
+    void *fh = NULL;
+    phase("cuFileHandleRegister");
+    cufile_error e = hreg(&fh, &d);
+    printf("STEP cuFileHandleRegister %d %d\n", e.err, e.cu_err);
+    if (e.err == 0) {
+        phase("cuFileRead");
+        ssize_t n = rd(fh, (void *)(size_t)ptr, 1 << 20, 0, 0);
+        static char got[1 << 20], want[1 << 20];
+        int same = n == (1 << 20) && dtoh(got, ptr, sizeof got) == 0 &&
+                   pread(fd, want, sizeof want, 0) == (ssize_t)sizeof want &&
+                   memcmp(got, want, sizeof got) == 0;
+        printf("STEP cuFileRead %zd %s\n", n, same ? "bytes-match" : "bytes-differ");
+        hdereg(fh);
+    }
+    close(fd);
+}
+
+int main(int argc, char **argv)
 {
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     void *cufile = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
@@ -48,10 +100,15 @@ int main(void)
         printf("NOGPU: CUDA set-up failed\n");
         return 69;
     }
+    phase("cuFileDriverOpen");
     cufile_error e = drv_open();
     printf("STEP cuFileDriverOpen %d %d\n", e.err, e.cu_err);
+    phase("cuFileBufRegister");
     e = reg((const void *)(size_t)ptr, 16 << 20, 0);
     printf("STEP cuFileBufRegister %d %d\n", e.err, e.cu_err);
+    if (argc > 1)
+        read_file(cuda, cufile, argv[1], ptr);
+    phase("cuFileBufDeregister");
     e = dereg((const void *)(size_t)ptr);
     printf("STEP cuFileBufDeregister %d %d\n", e.err, e.cu_err);
     e = drv_close();

@@ -76,6 +76,30 @@ want_routes geforce 0 0 && pass attr-geforce "GeForce stand-in (libcuda's 0, the
 want_routes unlocked 0 1 && pass attr-unlocked "the shim's answer on an unlocked GPU: 1 on every route, libcuda's 0 for a library named like NCCL's: $(routes unlocked)" \
   || fail attr-unlocked "$(routes unlocked)"
 
+# ---- the per-buffer attribute (15) on every route ----
+proutes() { grep "^PROUTE .* $2 " "$O/$1-routes.out" | cut -d' ' -f2,4- | tr '\n' ';'; }
+want_proutes() { # SETUP DEVICE-RDMA-LIBRARY-VALUE DEVICE-OTHERS
+  local s=$1 lib=$2 others=$3 bad n
+  bad=$(grep '^PROUTE .* device ' "$O/$s-routes.out" | awk -v l="$lib" -v o="$others" \
+    '($2 == "rdma-library" && $4 != l) || ($2 != "rdma-library" && $4 != o)')
+  n=$(grep -c '^PROUTE .* device [0-9]' "$O/$s-routes.out")
+  [ -z "$bad" ] && [ "$n" -ge 5 ]
+}
+want_proutes plain 1 1 && pass pattr-plain "no shim, attribute 15 of a cuMemAlloc buffer: $(proutes plain device) host memory: $(proutes plain host)" \
+  || fail pattr-plain "$(proutes plain device) host: $(proutes plain host)"
+if want_proutes native 1 1 && [ "$(proutes native host)" = "$(proutes plain host)" ]; then
+  pass pattr-native-untouched "shim, native GPU: libcuda's answers pass: $(proutes native device)"
+else
+  fail pattr-native-untouched "$(proutes native device) host: $(proutes native host) (plain: $(proutes plain host))"
+fi
+want_proutes geforce 0 0 && pass pattr-geforce "GeForce stand-in, the shim's answer off: libcuda's answer reads 0: $(proutes geforce device)" \
+  || fail pattr-geforce "$(proutes geforce device)"
+if want_proutes unlocked 0 1 && [ "$(proutes unlocked host)" = "$(proutes geforce host)" ]; then
+  pass pattr-unlocked "stand-in, a buffer the shim registered: 1 on every route, libcuda's 0 for the NCCL-named library, memory it did not register as libcuda says: $(proutes unlocked device) host: $(proutes unlocked host)"
+else
+  fail pattr-unlocked "$(proutes unlocked device) host: $(proutes unlocked host) (geforce host: $(proutes geforce host))"
+fi
+
 # ---- libcufile's gate: its TRACE log and the status of cuFileBufRegister ----
 for s in plain geforce unlocked; do
   mkdir -p "$O/cufile-$s"
@@ -83,13 +107,28 @@ for s in plain geforce unlocked; do
 { "logging": { "dir": "$O/cufile-$s", "level": "TRACE" },
   "properties": { "allow_compat_mode": true } }
 EOF
-  run_in "$s" gate env CUFILE_ENV_PATH_JSON="$O/cufile-$s.json" "$BIN/cufile_gate"
+  head -c 4194304 /dev/urandom >"$O/cufile-$s.bin"
+  run_in "$s" gate env CUFILE_ENV_PATH_JSON="$O/cufile-$s.json" GDUNLOCK_LOG=debug "$BIN/cufile_gate" "$O/cufile-$s.bin"
+  # What libcufile resolved and asked, call by call (the shim's trace).
+  grep -E '^PHASE |gdunlock: libcufile' "$O/$s-gate.err" >"$O/libcufile-trace-$s.log"
   log=$(ls "$O/cufile-$s"/*.log 2>/dev/null | head -1)
   attr_line=$( [ -n "$log" ] && grep -m1 -i 'GPU_DIRECT_RDMA_SUPPORTED' "$log" | sed 's/^.*\(cuDeviceGetAttribute\)/\1/' | cut -c1-160)
   gate_line=$( [ -n "$log" ] && grep -m1 -i 'not supported on gpu\|GPUDirect Storage not supported' "$log" | cut -c1-200)
   steps=$(grep '^STEP' "$O/$s-gate.out" | cut -d' ' -f2-3 | tr '\n' ';')
   echo "INFO cufile-gate-$s: steps $steps | attribute line: ${attr_line:-none} | gate line: ${gate_line:-none}"
+  asked=$(grep -oE 'calls cu[A-Za-z]+\([0-9,]+\)' "$O/libcufile-trace-$s.log" | sort | uniq -c | awk '{print $3 " x" $1}' | tr '\n' ' ')
+  nvml=$(grep -c 'resolves nvml' "$O/libcufile-trace-$s.log")
+  echo "INFO libcufile-trace-$s: $(grep -c resolves "$O/libcufile-trace-$s.log") names resolved ($nvml NVML), attributes asked: ${asked:-none} ($O/libcufile-trace-$s.log)"
 done
+r_plain=$(sed -n 's/^STEP cuFileRead //p' "$O/plain-gate.out")
+r_unlocked=$(sed -n 's/^STEP cuFileRead //p' "$O/unlocked-gate.out")
+if [ -n "$r_plain" ] && [ "$r_plain" = "$r_unlocked" ] && [ "${r_plain#* }" = bytes-match ]; then
+  pass cufile-read-unchanged "compat-mode cuFileRead of 1 MiB: '$r_plain' without the shim, '$r_unlocked' under the unlocked stand-in"
+elif grep -q '^STEP cuFileHandleRegister [1-9]' "$O/plain-gate.out"; then
+  skip cufile-read-unchanged "libcufile refuses the file here: $(grep '^STEP cuFileHandleRegister' "$O/plain-gate.out")"
+else
+  fail cufile-read-unchanged "plain '$r_plain', unlocked '$r_unlocked'"
+fi
 reg_plain=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/plain-gate.out")
 reg_geforce=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/geforce-gate.out")
 reg_unlocked=$(sed -n 's/^STEP cuFileBufRegister \([0-9]*\).*/\1/p' "$O/unlocked-gate.out")

@@ -10,7 +10,12 @@
  *   ROUTE rdma-library <v>  asked from a library whose name starts with
  *                           "libnccl" (libnccl_gdunlock_probe.so beside this
  *                           program), as NCCL asks
- * A route that cannot be taken prints "ROUTE <name> unavailable: why". */
+ * A route that cannot be taken prints "ROUTE <name> unavailable: why".
+ * Then CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) of a 16 MiB
+ * cuMemAlloc buffer ("device") and of malloc'd memory CUDA does not know
+ * ("host"), one line each, "PROUTE <route> <buffer> <v>" (or "error <r>"):
+ * dlsym, cuPointerGetAttributes (through dlsym), cuGetProcAddress_v2,
+ * cuGetProcAddress, rdma-library (the probe library named like NCCL's). */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
@@ -34,6 +39,83 @@ static void route(const char *name, attr_fn f, const char *why)
         printf("ROUTE %s error %d\n", name, r);
     else
         printf("ROUTE %s %d\n", name, v);
+}
+
+typedef int (*pointer_fn)(void *, int, unsigned long long);
+typedef int (*pointers_fn)(unsigned, int *, void **, unsigned long long);
+
+static void proute(const char *name, const char *buffer, int r, int v)
+{
+    if (r != 0)
+        printf("PROUTE %s %s error %d\n", name, buffer, r);
+    else
+        printf("PROUTE %s %s %d\n", name, buffer, v);
+}
+
+static void pointer_routes(void *cuda,
+                           int (*gp2)(const char *, void **, int, unsigned long long, int *),
+                           int (*gp1)(const char *, void **, int, unsigned long long))
+{
+    int (*retain)(void **, int);
+    int (*set)(void *);
+    int (*alloc)(unsigned long long *, size_t);
+    *(void **)&retain = dlsym(cuda, "cuDevicePrimaryCtxRetain");
+    *(void **)&set = dlsym(cuda, "cuCtxSetCurrent");
+    *(void **)&alloc = dlsym(cuda, "cuMemAlloc_v2");
+    void *ctx = NULL;
+    unsigned long long dev = 0;
+    if (!retain || !set || !alloc || retain(&ctx, 0) != 0 || set(ctx) != 0 ||
+        alloc(&dev, 16 << 20) != 0) {
+        printf("PROUTE unavailable: no context or buffer\n");
+        return;
+    }
+    static char host_buffer[1 << 16];
+    const struct {
+        const char *name;
+        unsigned long long ptr;
+    } buffers[] = {{"device", dev}, {"host", (unsigned long long)(size_t)host_buffer}};
+    pointer_fn direct, v2 = NULL, v1 = NULL;
+    pointers_fn many;
+    *(void **)&direct = dlsym(cuda, "cuPointerGetAttribute");
+    *(void **)&many = dlsym(cuda, "cuPointerGetAttributes");
+    int status = 0;
+    if (gp2 != NULL)
+        gp2("cuPointerGetAttribute", (void **)&v2, 12000, 0, &status);
+    if (gp1 != NULL)
+        gp1("cuPointerGetAttribute", (void **)&v1, 12000, 0);
+    char self[PATH_MAX], probe[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    snprintf(probe, sizeof probe, "%s/libnccl_gdunlock_probe.so", dirname(self));
+    void *lib = dlopen(probe, RTLD_NOW | RTLD_LOCAL);
+    int (*ask)(pointer_fn, unsigned long long, int *) = NULL;
+    if (lib != NULL)
+        *(void **)&ask = dlsym(lib, "gdunlock_probe_ask_pointer");
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) {
+        const char *b = buffers[i].name;
+        unsigned long long p = buffers[i].ptr;
+        int v = -1;
+        const struct {
+            const char *name;
+            pointer_fn f;
+        } one[] = {{"dlsym", direct}, {"cuGetProcAddress_v2", v2}, {"cuGetProcAddress", v1}};
+        for (size_t k = 0; k < sizeof one / sizeof one[0]; k++) {
+            if (one[k].f == NULL) {
+                printf("PROUTE %s %s unavailable\n", one[k].name, b);
+                continue;
+            }
+            v = -1;
+            proute(one[k].name, b, one[k].f(&v, 15, p), v);
+        }
+        int attr = 15;
+        void *data[1] = {&v};
+        v = -1;
+        if (many != NULL)
+            proute("cuPointerGetAttributes", b, many(1, &attr, data, p), v);
+        v = -1;
+        if (ask != NULL && direct != NULL)
+            proute("rdma-library", b, ask(direct, p, &v), v);
+    }
 }
 
 int main(int argc, char **argv)
@@ -74,6 +156,8 @@ int main(int argc, char **argv)
     if (cudart != NULL)
         *(void **)&fr = dlsym(cudart, "cudaDeviceGetAttribute");
     route("cudaDeviceGetAttribute", fr, cudart == NULL ? dlerror() : "no cudaDeviceGetAttribute");
+
+    pointer_routes(cuda, gp2, gp1);
 
     char self[PATH_MAX], probe[PATH_MAX + 64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

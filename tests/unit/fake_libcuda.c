@@ -360,6 +360,24 @@ gdu_CUresult cuMemSetAccess(gdu_CUdeviceptr p, size_t n, const gdu_CUmemAccessDe
     return 0;
 }
 
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) reads 1, as the H200's
+ * libcuda answers for a cuMemAlloc buffer; no other pointer attribute. */
+gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr)
+{
+    if (attribute != 15)
+        return GDU_CUDA_ERROR_INVALID_VALUE;
+    *(int *)data = 1;
+    return 0;
+}
+gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data,
+                                    gdu_CUdeviceptr ptr)
+{
+    for (unsigned i = 0; i < count; i++)
+        if (cuPointerGetAttribute(data[i], attributes[i], ptr) != 0)
+            return GDU_CUDA_ERROR_INVALID_VALUE;
+    return 0;
+}
+
 /* cuGetProcAddress as libcuda answers it: the four-argument export, the
  * five-argument _v2, and asked for "cuGetProcAddress" from CUDA 12.0 on, the
  * five-argument one under the old name (what NCCL and cudart then call with
@@ -382,6 +400,10 @@ static void *lookup_proc(const char *symbol, int version)
 {
     if (strcmp(symbol, "cuDeviceGetAttribute") == 0)
         return (void *)cuDeviceGetAttribute;
+    if (strcmp(symbol, "cuPointerGetAttribute") == 0)
+        return (void *)cuPointerGetAttribute;
+    if (strcmp(symbol, "cuPointerGetAttributes") == 0)
+        return (void *)cuPointerGetAttributes;
     if (strcmp(symbol, "cuGetProcAddress") == 0)
         return version >= 12000 ? (void *)get_proc_v2 : (void *)get_proc_v1;
     return NULL;

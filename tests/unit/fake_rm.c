@@ -15,13 +15,19 @@
 
 #define FAKE_MAX_FDS 256
 #define FAKE_MAX_VAS 8
+#define FAKE_MAX_DEPS 16
 
 typedef struct {
     uint32_t client, handle, parent, cls;
     bool live;
-    /* NV503C */
+    /* NV503C: its VA spaces, and every handle ever registered as one, which
+     * RM keeps as a dependency even after UNREGISTER_VA_SPACE: freeing that
+     * object frees the NV503C (third_party_p2p.c:394 vs 403-421,
+     * rs_server.c:974-982, 580.142) */
     uint32_t vaspaces[FAKE_MAX_VAS];
     unsigned n_vaspaces;
+    uint32_t deps[FAKE_MAX_DEPS];
+    unsigned n_deps;
 } fake_obj;
 
 typedef struct {
@@ -145,21 +151,22 @@ static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
      * not exist answers NV_OK; libcuda does it before reusing a handle. */
     if (find(f, client, handle) == NULL)
         return GDU_NV_OK;
-    /* Mark the subtree, then NV503C objects that depend on a dying VA space. */
+    /* Mark the subtree, then NV503C objects that depend on a dying object (a
+     * VA space once registered with them). */
     size_t n = f->n_objs;
     bool *dying = calloc(n, sizeof *dying);
     for (size_t i = 0; i < n; i++)
         dying[i] = f->objs[i].live && f->objs[i].client == client &&
                    (handle == client || is_below(f, &f->objs[i], handle));
     for (size_t i = 0; i < n; i++) {
-        if (!dying[i] || f->objs[i].cls != GDU_FERMI_VASPACE_A)
+        if (!dying[i])
             continue;
         for (size_t j = 0; j < n; j++) {
             fake_obj *p = &f->objs[j];
             if (!p->live || p->client != client || p->cls != GDU_NV50_THIRD_PARTY_P2P)
                 continue;
-            for (unsigned k = 0; k < p->n_vaspaces; k++)
-                if (p->vaspaces[k] == f->objs[i].handle)
+            for (unsigned k = 0; k < p->n_deps; k++)
+                if (p->deps[k] == f->objs[i].handle)
                     dying[j] = true;
         }
     }
@@ -244,6 +251,12 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             return 0x00000051; /* NV_ERR_INSUFFICIENT_RESOURCES */
         p->vaSpaceToken = 0xfe00 + tpp->n_vaspaces;
         tpp->vaspaces[tpp->n_vaspaces++] = p->hVASpace;
+        /* RM adds the dependency for any handle of the client (refAddDependant). */
+        bool known = false;
+        for (unsigned i = 0; i < tpp->n_deps; i++)
+            known |= tpp->deps[i] == p->hVASpace;
+        if (!known && find(f, client, p->hVASpace) != NULL && tpp->n_deps < FAKE_MAX_DEPS)
+            tpp->deps[tpp->n_deps++] = p->hVASpace;
         return GDU_NV_OK;
     }
     case GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE: {

@@ -9,8 +9,9 @@
  *  - UNREGISTER_VIDMEM of what is not registered -> 0x57;
  *  - freeing an unknown handle answers NV_OK (libcuda does it);
  *  - freeing an object frees everything below it; freeing a VA space frees
- *    the NV503C objects it is registered with; freeing memory drops its
- *    registrations.
+ *    the NV503C objects it is or ever was registered with (UNREGISTER_VA_SPACE
+ *    leaves RM's dependency in place: third_party_p2p.c:394 vs 403-421,
+ *    rs_server.c:974-982, 580.142); freeing memory drops its registrations.
  * Thread-safe. */
 #ifndef GDUNLOCK_TESTS_FAKE_RM_H
 #define GDUNLOCK_TESTS_FAKE_RM_H

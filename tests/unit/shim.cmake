@@ -28,8 +28,33 @@ set_tests_properties(test_shim_interpose PROPERTIES ENVIRONMENT "${GDU_SHIM_PREL
 if(GDUNLOCK_VALGRIND)
   set_tests_properties(test_shim_interpose-valgrind PROPERTIES ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV}")
 endif()
+add_library(shim_trace_probe SHARED shim_trace_probe.c)
+set_target_properties(shim_trace_probe PROPERTIES OUTPUT_NAME cufile_trace_probe)
+target_link_libraries(shim_trace_probe PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(test_shim_interpose shim_trace_probe)
+target_compile_definitions(test_shim_interpose PRIVATE
+                           TRACE_PROBE="$<TARGET_FILE:shim_trace_probe>")
+# The same at debug log level: the trace of what libcufile asks.
+add_test(NAME test_shim_interpose_trace COMMAND test_shim_interpose)
+set_tests_properties(test_shim_interpose_trace PROPERTIES LABELS unit
+                     ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_LOG=debug")
+# The same under the GeForce stand-in: libcuda's GPUDirect RDMA answers read 0.
+add_test(NAME test_shim_interpose_standin COMMAND test_shim_interpose)
+set_tests_properties(test_shim_interpose_standin PROPERTIES LABELS unit
+                     ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_TEST_RDMA_ATTR=0")
 # The ioctl path allocates nothing from malloc (signal handlers).
 gdunlock_unit_test(test_shim_nomalloc SOURCES test_shim_nomalloc.c LIBS gdu_fake_rm)
+
+# A preloaded process under a seccomp filter that kills on process_vm_readv
+# runs as without the shim (check_shim_seccomp.sh).
+add_executable(shim_seccomp_run shim_seccomp_run.c)
+add_test(NAME test_shim_seccomp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_seccomp.sh
+         $<TARGET_FILE:gdu_shim> $<TARGET_FILE:shim_seccomp_run> $<TARGET_FILE:test_shim_interpose>)
+set_tests_properties(test_shim_seccomp PROPERTIES LABELS unit ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(test_shim_seccomp PROPERTIES
+                       ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
 
 # What the shim costs a process it is preloaded into (check_shim_preload.sh).
 add_test(NAME test_shim_preload COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_preload.sh $<TARGET_FILE:gdu_shim>)

@@ -36,7 +36,7 @@ static void put(const char *rel, const char *text)
     fclose(f);
 }
 
-static void dir(const char *rel)
+static void dir_at(const char *rel)
 {
     char p[PATH_MAX];
     path_of(p, sizeof p, rel);
@@ -48,14 +48,14 @@ static int setup(void **state)
     snprintf(top, sizeof top, "%s/gdunlock-test-launch-XXXXXX",
              getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(top));
-    dir("build");
-    dir("build/bin");
-    dir("build/lib");
+    dir_at("build");
+    dir_at("build/bin");
+    dir_at("build/lib");
     put("build/lib/libgdunlock.so", "");
-    dir("usr");
-    dir("usr/bin");
-    dir("usr/lib");
-    dir("usr/lib/x86_64-linux-gnu");
+    dir_at("usr");
+    dir_at("usr/bin");
+    dir_at("usr/lib");
+    dir_at("usr/lib/x86_64-linux-gnu");
     put("usr/lib/x86_64-linux-gnu/libgdunlock.so", "");
     return 0;
 }
@@ -122,13 +122,46 @@ static void test_preload_goes_first(void **state)
     gdu_launch_preload("/x/libgdunlock.so", "/tmp/r-%p.json");
     assert_string_equal(getenv("LD_PRELOAD"), "/x/libgdunlock.so:libother.so");
     assert_string_equal(getenv("GDUNLOCK_REPORT"), "/tmp/r-%p.json");
-    assert_true(gdu_launch_shim_preloaded());
     unsetenv("LD_PRELOAD");
     gdu_launch_preload("/x/libgdunlock.so", "r.json");
     assert_string_equal(getenv("LD_PRELOAD"), "/x/libgdunlock.so");
     unsetenv("LD_PRELOAD");
     unsetenv("GDUNLOCK_REPORT");
+}
+
+/* Named in LD_PRELOAD is not loaded: only a shim in this process counts. */
+static void test_shim_loaded_is_what_is_mapped(void **state)
+{
+    setenv("LD_PRELOAD", "/x/libgdunlock.so", 1);
     assert_false(gdu_launch_shim_preloaded());
+    unsetenv("LD_PRELOAD");
+}
+
+/* A shim path with a space or ':' (which ld.so splits LD_PRELOAD at) is
+ * preloaded through a link in the run's own folder; where that folder has
+ * them too, refused. */
+static void test_preload_path(void **state)
+{
+    char shim[PATH_MAX], dir[PATH_MAX], out[PATH_MAX + 32], why[512], link[PATH_MAX];
+    path_of(shim, sizeof shim, "build/lib/libgdunlock.so");
+    path_of(dir, sizeof dir, "usr");
+    assert_int_equal(gdu_launch_preload_path(shim, dir, out, sizeof out, why, sizeof why), 0);
+    assert_string_equal(out, shim);
+    dir_at("pre fix:1");
+    path_of(shim, sizeof shim, "pre fix:1/libgdunlock.so");
+    put("pre fix:1/libgdunlock.so", "");
+    assert_int_equal(gdu_launch_preload_path(shim, dir, out, sizeof out, why, sizeof why), 0);
+    char want[PATH_MAX + 32];
+    snprintf(want, sizeof want, "%s/libgdunlock.so", dir);
+    assert_string_equal(out, want);
+    ssize_t n = readlink(out, link, sizeof link - 1);
+    assert_true(n > 0);
+    link[n] = '\0';
+    assert_non_null(strstr(link, "pre fix:1/libgdunlock.so"));
+    unlink(out);
+    path_of(dir, sizeof dir, "pre fix:1");
+    assert_int_equal(gdu_launch_preload_path(shim, dir, out, sizeof out, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "has a space or ':'"));
 }
 
 static void test_load_report(void **state)
@@ -153,30 +186,58 @@ static void test_load_report(void **state)
     assert_string_equal(why, strerror(ENOENT));
 }
 
+/* Runs sh -c script with shim preloaded; returns its exit status. */
+static int run_sh(const char *script, const char *shim, gdu_launch_result *r)
+{
+    char why[512];
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    gdu_launch_options o = {0};
+    assert_int_equal(gdu_launch_run(argv, shim, &o, r, why, sizeof why), 0);
+    assert_true(WIFEXITED(r->status));
+    assert_int_equal(r->ending_signal, 0);
+    return WEXITSTATUS(r->status);
+}
+
 /* gdunlock run's launch: every readable report-*.json of the program's
  * processes, the unreadable ones named, anything else left unread; the
  * folder gone afterwards. The shim path is a file that is no library (the
  * loader says so and goes on), so the program writes the reports itself. */
 static void test_run_collects_reports(void **state)
 {
-    char fake[PATH_MAX], why[256];
+    char fake[PATH_MAX];
     path_of(fake, sizeof fake, "build/lib/libgdunlock.so");
-    char *argv[] = {"/bin/sh", "-c",
-                    "r=$(printf %s \"$GDUNLOCK_REPORT\" | sed \"s/%p/$$/\"); d=${r%/*}; "
-                    "printf '{\"pid\": %d}' $$ >\"$r\"; printf '{' >\"$d/report-1.json\"; "
-                    "printf '{}' >\"$d/report-2.json.tmp\"; mkfifo \"$d/report-3.json\"; exit 3",
-                    NULL};
-    gdu_launch_options o = {0};
     gdu_launch_result r;
-    assert_int_equal(gdu_launch_run(argv, fake, &o, &r, why, sizeof why), 0);
-    assert_true(WIFEXITED(r.status));
-    assert_int_equal(WEXITSTATUS(r.status), 3);
-    assert_int_equal(r.ending_signal, 0);
+    assert_int_equal(
+        run_sh("r=$(printf %s \"$GDUNLOCK_REPORT\" | sed \"s/%p/$$/\"); d=${r%/*}; "
+               "printf '{\"pid\": %d}' $$ >\"$r\"; printf '{' >\"$d/report-1.json\"; "
+               "printf '{}' >\"$d/report-2.json.tmp\"; mkfifo \"$d/report-3.json\"; exit 3",
+               fake, &r),
+        3);
+    assert_false(r.shim_loaded); /* not a library: ld.so skipped it */
     assert_int_equal(json_array_size(r.processes), 1);
     assert_true(json_is_integer(json_object_get(json_array_get(r.processes, 0), "pid")));
     assert_int_equal(json_array_size(r.unreadable), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(r.unreadable, 0), "file")),
                         "report-1.json");
+    gdu_launch_result_free(&r);
+}
+
+/* The real shim from a folder whose path has a space and a ':': it loads in
+ * the program and in the programs that one starts, and says so. */
+static void test_run_shim_from_odd_path(void **state)
+{
+    char odd[PATH_MAX];
+    dir_at("odd lib:2");
+    path_of(odd, sizeof odd, "odd lib:2/libgdunlock.so");
+    assert_int_equal(symlink(GDU_SHIM, odd), 0);
+    setenv("ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0", 1);
+    gdu_launch_result r;
+    assert_int_equal(run_sh("grep -q libgdunlock.so /proc/$$/maps && "
+                            "sh -c 'grep -q libgdunlock.so /proc/$$/maps' && "
+                            "test -z \"$GDUNLOCK_LAUNCH_MARK\"",
+                            odd, &r),
+                     0);
+    assert_true(r.shim_loaded);
     gdu_launch_result_free(&r);
 }
 
@@ -202,6 +263,9 @@ int main(void)
         cmocka_unit_test(test_shim_in_relative_libdir),
         cmocka_unit_test(test_shim_missing_names_both),
         cmocka_unit_test(test_preload_goes_first),
+        cmocka_unit_test(test_shim_loaded_is_what_is_mapped),
+        cmocka_unit_test(test_preload_path),
+        cmocka_unit_test(test_run_shim_from_odd_path),
         cmocka_unit_test(test_load_report),
         cmocka_unit_test(test_run_collects_reports),
         cmocka_unit_test(test_run_cannot_start),

@@ -158,13 +158,119 @@ static void vaspace_moves_to_uvms(void **state)
                      0);
     uint32_t own = fake_rm_tpp_of(e->f, c, g->subdevice[0]);
     assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
-    assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
-    assert_false(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][0]));
-    assert_true(fake_rm_vaspace_registered(e->f, c, own, g->vaspace[0][1]));
     assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
+    /* Moved by making the object anew: RM keeps an object dependent on every
+     * VA space once registered with it, so one moved by unregistering would
+     * die with the first VA space. */
+    uint32_t now = fake_rm_tpp_of(e->f, c, g->subdevice[0]);
+    assert_int_not_equal(now, 0);
+    assert_int_not_equal(now, own);
+    uint32_t vas[4];
+    assert_int_equal(fake_rm_vaspaces_under(e->f, c, g->subdevice[0], vas, 4), 1);
+    assert_int_equal(vas[0], g->vaspace[0][1]);
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND); /* registered again */
+    assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a02, VA(2), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_pin(e->f, VA(2), 64 * MiB), GDU_PIN_FOUND);
+    /* The process frees the first VA space: the object and its registrations stay. */
+    assert_int_equal(lc_free(e->s, c, g->device[0], g->vaspace[0][0]), GDU_NV_OK);
+    assert_int_equal(fake_rm_tpp_of(e->f, c, g->subdevice[0]), now);
     assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    assert_int_equal(lc_alloc_mapped(e->s, g, 0, 0x5c000a03, VA(3), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_pin(e->f, VA(3), 64 * MiB), GDU_PIN_FOUND);
     assert_int_equal(totals(e).failures, 0);
+    assert_string_equal(gpu_mode(e, 0), "unlocked");
     env_free(e);
+}
+
+/* The fake-RM twin of tests/gpu/shim_rm_lifetime.c: an NV503C dies with a
+ * VA space once registered with it, though unregistered since; one it never
+ * had takes nothing with it. The shim follows: libcuda's object gone, the
+ * GPU's report says why nvidia-fs finds nothing there. */
+static void vaspace_dependency_outlives_unregister(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 2);
+    lc_gpus *g = &e->g;
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    for (unsigned d = 0; d < 2; d++)
+        assert_int_equal(lc_alloc(e->s, g->client, g->subdevice[d], 0x5c0000f0 + d,
+                                  GDU_NV50_THIRD_PARTY_P2P, &ap),
+                         GDU_NV_OK);
+    /* GPU 0: register A, unregister A, free A. */
+    gdu_nv503c_register_va_space a = {.hVASpace = g->vaspace[0][0]};
+    gdu_nv503c_unregister_va_space ua = {.hVASpace = g->vaspace[0][0]};
+    assert_int_equal(lc_control(e->s, g->client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE,
+                                &a, sizeof a),
+                     GDU_NV_OK);
+    assert_int_equal(lc_control(e->s, g->client, 0x5c0000f0,
+                                GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &ua, sizeof ua),
+                     GDU_NV_OK);
+    assert_int_equal(lc_free(e->s, g->client, g->device[0], g->vaspace[0][0]), GDU_NV_OK);
+    gdu_nv503c_register_va_space b = {.hVASpace = g->vaspace[0][1]};
+    assert_int_equal(lc_control(e->s, g->client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE,
+                                &b, sizeof b),
+                     GDU_NV_ERR_OBJECT_NOT_FOUND);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *g0 = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_string_equal(json_string_value(json_object_get(g0, "mode")), "native");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(g0, "reason")), "was freed with VA space"));
+    json_decref(r);
+    assert_non_null(strstr(fake_rm_log(e->f), "RM freed ThirdPartyP2P 0x5c0000f0 (libcuda's)"));
+    assert_int_equal(
+        lc_alloc(e->s, g->client, g->subdevice[0], 0x5c0000f2, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK); /* not NV_ERR_STATE_IN_USE: the old one is gone */
+    /* GPU 1: B registered, A (never registered) freed: the object lives. */
+    b.hVASpace = g->vaspace[1][1];
+    assert_int_equal(lc_control(e->s, g->client, 0x5c0000f1, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE,
+                                &b, sizeof b),
+                     GDU_NV_OK);
+    assert_int_equal(lc_free(e->s, g->client, g->device[1], g->vaspace[1][0]), GDU_NV_OK);
+    assert_int_equal(fake_rm_tpp_of(e->f, g->client, g->subdevice[1]), 0x5c0000f1);
+    r = fake_rm_shim_report(e->s, false);
+    for (unsigned d = 0; d < 2; d++) /* GPU 0 has libcuda's new object */
+        assert_true(
+            json_is_null(json_object_get(json_array_get(json_object_get(r, "gpus"), d), "reason")));
+    json_decref(r);
+    env_free(e);
+}
+
+/* Native: libcuda's own object must hold the program's buffers. A cuFile
+ * buffer registered while it holds none (VMM memory, which libcuda does not
+ * register) is reported with the reason; with libcuda's registration, not. */
+static void native_object_left_empty(void **state)
+{
+    for (int registered = 0; registered < 2; registered++) {
+        env *e = env_new(DRIVER, 0, 0, 1);
+        gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+        assert_int_equal(lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0,
+                                  GDU_NV50_THIRD_PARTY_P2P, &ap),
+                         GDU_NV_OK);
+        gdu_nv503c_register_va_space rv = {.hVASpace = e->g.vaspace[0][0]};
+        lc_control(e->s, e->g.client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &rv,
+                   sizeof rv);
+        assert_int_equal(lc_alloc(e->s, e->g.client, e->g.device[0], 0x5c000a01,
+                                  GDU_NV01_MEMORY_LOCAL_USER, NULL),
+                         GDU_NV_OK);
+        if (registered) {
+            gdu_nv503c_register_vidmem reg = {0x5c000a01, VA(1), 64 * MiB, 0};
+            assert_int_equal(lc_control(e->s, e->g.client, 0x5c0000f0,
+                                        GDU_NV503C_CTRL_CMD_REGISTER_VIDMEM, &reg, sizeof reg),
+                             GDU_NV_OK);
+        }
+        assert_int_equal(lc_map(e->s, e->g.client, 0x5c000a01, VA(1), 64 * MiB, 0), GDU_NV_OK);
+        gdu_shim_cufile_registered(e->s, VA(1), MiB, 0, 0, "device", false);
+        json_t *r = fake_rm_shim_report(e->s, false);
+        json_t *g = json_array_get(json_object_get(r, "gpus"), 0);
+        assert_string_equal(json_string_value(json_object_get(g, "mode")), "native");
+        const char *reason = json_string_value(json_object_get(g, "reason"));
+        if (registered)
+            assert_null(reason);
+        else
+            assert_non_null(strstr(reason, "held no registration when cuFile buffer"));
+        json_decref(r);
+        env_free(e);
+    }
 }
 
 /* RM drops a registration only with its memory: a VA range freed while the
@@ -729,6 +835,65 @@ static void rdma_attribute(void **state)
     env_free(e);
 }
 
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: 1 for a buffer the shim
+ * registered on a GPU it unlocked, libcuda's answer for anything else; under
+ * the GeForce stand-in libcuda's 1 reads 0 first. */
+static int pointer_attr(gdu_shim *s, int libcuda, uint64_t ptr, const char *caller)
+{
+    return gdu_shim_rdma_pointer_attribute(s, libcuda, ptr, caller);
+}
+
+static void rdma_pointer_attribute(void **state)
+{
+    env *e = env_new(DRIVER, 2, 0, 0); /* strict stand-in: every registration is the shim's */
+    gdu_shim_free(e->s);
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
+                           .test_drop_native = true,
+                           .test_strict = true,
+                           .driver_version = DRIVER,
+                           .pid = FAKE_RM_PID,
+                           .rdma_attr_answer = true,
+                           .test_rdma_attr_zero = true};
+    gdu_shim_ops ops = fake_rm_ops(e->f);
+    e->s = gdu_shim_new(&cfg, &ops);
+    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, &e->g);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "libcufile.so.0"), 1);
+    assert_int_equal(pointer_attr(e->s, 0, VA(1) + 63 * MiB, "libcufile.so.0"), 1);
+    assert_int_equal(pointer_attr(e->s, 1, VA(1) + 64 * MiB, "libcufile.so.0"), 0); /* past it */
+    assert_int_equal(pointer_attr(e->s, 1, VA(7), NULL), 0); /* nothing mapped: the stand-in's 0 */
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "/opt/nccl/lib/libnccl.so.2"), 0);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *a = json_object_get(r, "gpu_direct_rdma_pointer_attribute");
+    assert_int_equal(json_integer_value(json_object_get(a, "asked_with_0")), 5);
+    assert_int_equal(json_integer_value(json_object_get(a, "answered_1")), 2);
+    assert_int_equal(json_integer_value(json_object_get(a, "kept")), 3);
+    assert_string_equal(json_string_value(json_object_get(a, "kept_for")), "libnccl.so.2");
+    json_decref(r);
+    /* Freed: registered no more, 0 again. */
+    assert_int_equal(lc_free_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 1, VA(1), "libcufile.so.0"), 0);
+    env_free(e);
+
+    /* Native: libcuda's object holds the registration; its answers pass. */
+    e = env_new(DRIVER, 0, 0, 1);
+    gdu_nv503c_alloc_params ap = {GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
+    assert_int_equal(
+        lc_alloc(e->s, e->g.client, e->g.subdevice[0], 0x5c0000f0, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 0, VA(2), "libcufile.so.0"), 0);
+    assert_int_equal(pointer_attr(e->s, 1, VA(2), "libcufile.so.0"), 1);
+    env_free(e);
+
+    /* The shim's own registration, without the stand-in: libcuda's 0 becomes 1. */
+    e = env_new(DRIVER, 0, 0, 1);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a03, VA(3), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(pointer_attr(e->s, 0, VA(3) + 4096, "libcufile.so.0"), 1);
+    env_free(e);
+}
+
 /* cuFile buffers the kernel cannot pin get the reason the memory's kind
  * gives (host, managed, MPS), not only the model's "not registered"; a
  * registered buffer stays found whatever else is said. */
@@ -874,6 +1039,8 @@ int main(void)
         cmocka_unit_test(geforce_unlocked),
         cmocka_unit_test(uvm_vaspace_chosen),
         cmocka_unit_test(vaspace_moves_to_uvms),
+        cmocka_unit_test(vaspace_dependency_outlives_unregister),
+        cmocka_unit_test(native_object_left_empty),
         cmocka_unit_test(unmap_anywhere_inside),
         cmocka_unit_test(duplicate_is_not_registered),
         cmocka_unit_test(native_untouched),
@@ -892,6 +1059,7 @@ int main(void)
         cmocka_unit_test(probe_after_remap),
         cmocka_unit_test(probes),
         cmocka_unit_test(rdma_attribute),
+        cmocka_unit_test(rdma_pointer_attribute),
         cmocka_unit_test(cufile_buffer_diagnostics),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),

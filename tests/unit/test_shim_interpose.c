@@ -9,14 +9,22 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 static void preloaded(void **state)
 {
@@ -85,6 +93,16 @@ static void dlsym_keeps_the_caller(void **state)
     dlclose(libc);
 }
 
+/* What a GPUDirect RDMA attribute reads through the shim here: the fake
+ * libcuda's 1, or 0 under the GeForce stand-in (GDUNLOCK_TEST_RDMA_ATTR=0,
+ * the ctest test_shim_interpose_standin): no driver, so nothing the shim
+ * registered, so no 1 of its own. */
+static int libcuda_answer(void)
+{
+    const char *z = getenv("GDUNLOCK_TEST_RDMA_ATTR");
+    return z != NULL && strcmp(z, "0") == 0 ? 0 : 1;
+}
+
 /* libcufile reaches libcuda, and loaders reach libcufile, by dlsym on a
  * handle: for those names the shim hands out its own function, which calls
  * the library's and returns its answer. */
@@ -101,8 +119,7 @@ static void dlsym_hands_out_the_hooks(void **state)
     assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
     int v = -1;
     assert_int_equal(attr(&v, 116, 0), 0);
-    assert_int_equal(v,
-                     1); /* the fake's answer, untouched (no driver here: the shim does not act) */
+    assert_int_equal(v, libcuda_answer()); /* no driver here: the shim does not act */
     /* cuGetProcAddress_v2 asked for "cuGetProcAddress" as of CUDA 12 hands
      * back libcuda's five-argument function under the old name (NCCL and
      * cudart call it so): the shim's stand-in for it must take five too. */
@@ -149,10 +166,142 @@ static void dlsym_hands_out_the_hooks(void **state)
     assert_non_null(text);
     assert_non_null(strstr(text, "\"registered\": 1"));
     assert_non_null(strstr(text, "\"kernel_lookup\": \"not-registered\""));
-    assert_non_null(strstr(text, "no ThirdPartyP2P registration of this process holds"));
+    /* CUDA (the fake) does not know the buffer: host memory, and said so. */
+    assert_non_null(strstr(text, "\"memory_kind\": \"host\""));
+    assert_non_null(strstr(text, "host memory: nvidia-fs pins only GPU memory"));
     free(text);
     dlclose(cufile);
     dlclose(cuda);
+}
+
+/* The reader of blocks handed to ioctls before they run: what can be read is
+ * copied, a block touching a page that cannot be read is refused, errno is
+ * left as it was. check_shim_seccomp.sh runs this under a filter that kills
+ * on process_vm_readv. */
+static void reads_blocks_safely(void **state)
+{
+    int (*read_block)(const void *, void *, size_t);
+    *(void **)&read_block = dlsym(RTLD_DEFAULT, "gdunlock_test_read_block");
+    assert_non_null(read_block);
+    size_t page = (size_t)getpagesize();
+    unsigned char *m =
+        mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    for (size_t i = 0; i < page; i++)
+        m[i] = (unsigned char)(i * 7);
+    assert_int_equal(mprotect(m + page, page, PROT_NONE), 0);
+    assert_int_equal(munmap(m + 2 * page, page), 0);
+    unsigned char out[64];
+    errno = 1234;
+    assert_int_equal(read_block(m + page - sizeof out, out, sizeof out), 0);
+    assert_memory_equal(out, m + page - sizeof out, sizeof out);
+    assert_int_equal(read_block(m + 5, out, 3), 0); /* not word aligned */
+    assert_int_equal(out[0], 35);
+    if (RUNNING_ON_VALGRIND) { /* memcheck reports a system call given unreadable memory */
+        munmap(m, 2 * page);
+        return;
+    }
+    assert_int_equal(read_block(m + page - 8, out, 16), -1); /* runs into PROT_NONE */
+    assert_int_equal(read_block(m + page + 64, out, 8), -1);
+    assert_int_equal(read_block(m + 2 * page, out, 8), -1); /* unmapped */
+    assert_int_equal(read_block(NULL, out, 8), -1);
+    assert_int_equal(read_block((void *)(uintptr_t)-8, out, 16), -1); /* wraps */
+    assert_int_equal(errno, 1234);
+    munmap(m, 2 * page);
+}
+
+typedef int (*pointer_attr_fn)(void *, int, unsigned long long);
+typedef int (*pointer_attrs_fn)(unsigned, int *, void **, unsigned long long);
+
+static void assert_shims(const void *f)
+{
+    Dl_info info;
+    assert_non_null(f);
+    assert_true(dladdr(f, &info) != 0);
+    assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
+}
+
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) on every route
+ * libcufile and others take: dlsym on the handle, cuGetProcAddress and its
+ * _v2, cuPointerGetAttributes, the exported name. Each reaches the shim,
+ * which gives libcuda's answer (the stand-in's 0) for memory it did not
+ * register. */
+static void pointer_attribute_routes(void **state)
+{
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    static char buffer[4096];
+    unsigned long long ptr = (unsigned long long)(uintptr_t)buffer;
+    pointer_attr_fn routes[4];
+    *(void **)&routes[0] = dlsym(cuda, "cuPointerGetAttribute");
+    int (*gpa2)(const char *, void **, int, unsigned long long, int *);
+    int (*gpa1)(const char *, void **, int, unsigned long long);
+    *(void **)&gpa2 = dlsym(cuda, "cuGetProcAddress_v2");
+    *(void **)&gpa1 = dlsym(cuda, "cuGetProcAddress");
+    int status = -1;
+    assert_int_equal(gpa2("cuPointerGetAttribute", (void **)&routes[1], 12000, 0, &status), 0);
+    assert_int_equal(gpa1("cuPointerGetAttribute", (void **)&routes[2], 11030, 0), 0);
+    *(void **)&routes[3] = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* linked with -lcuda */
+    for (int i = 0; i < 4; i++) {
+        assert_shims((void *)routes[i]);
+        int v = -1;
+        assert_int_equal(routes[i](&v, 15, ptr), 0);
+        assert_int_equal(v, libcuda_answer());
+        assert_int_equal(routes[i](&v, 2, ptr), 1); /* another attribute: libcuda's error */
+    }
+    pointer_attrs_fn many[2];
+    *(void **)&many[0] = dlsym(cuda, "cuPointerGetAttributes");
+    assert_int_equal(gpa2("cuPointerGetAttributes", (void **)&many[1], 12000, 0, &status), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_shims((void *)many[i]);
+        int attrs[2] = {15, 15};
+        int a = -1, b = -1;
+        void *data[2] = {&a, &b};
+        assert_int_equal(many[i](2, attrs, data, ptr), 0);
+        assert_int_equal(a, libcuda_answer());
+        assert_int_equal(b, libcuda_answer());
+    }
+    dlclose(cuda);
+}
+
+/* At debug log level the shim traces what a library named libcufile*
+ * resolves from libcuda and the attributes it asks (ctest
+ * test_shim_interpose_trace); at other levels nothing is written. */
+static void traces_libcufile(void **state)
+{
+    const char *level = getenv("GDUNLOCK_LOG");
+    bool debug = level != NULL && strcmp(level, "debug") == 0;
+    char path[] = "/tmp/gdu-test-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    void *probe = dlopen(TRACE_PROBE, RTLD_NOW | RTLD_LOCAL);
+    int (*ask)(const char *, unsigned long long, int[2]);
+    *(void **)&ask = probe != NULL ? dlsym(probe, "trace_probe_ask") : NULL;
+    int out[2] = {-1, -1};
+    int r = ask != NULL ? ask(FAKE_LIBCUDA, 0x7f0000100000ull, out) : -2;
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    assert_int_equal(r, 0);
+    assert_int_equal(out[0], libcuda_answer());
+    assert_int_equal(out[1], libcuda_answer());
+    char text[8192];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    if (!debug) {
+        assert_string_equal(text, "");
+    } else {
+        assert_non_null(strstr(text, "gdunlock: libcufile_trace_probe.so resolves "
+                                     "cuPointerGetAttribute through dlsym: the shim's hook"));
+        assert_non_null(strstr(text, "libcufile_trace_probe.so calls cuDeviceGetAttribute(116) "
+                                     "of device 0: status 0"));
+        assert_non_null(strstr(text, "libcufile_trace_probe.so calls cuPointerGetAttribute(15) of "
+                                     "0x7f0000100000: status 0, value"));
+    }
+    dlclose(probe);
 }
 
 static void fork_works(void **state)
@@ -177,6 +326,9 @@ int main(void)
         cmocka_unit_test(ordinary_ioctls),
         cmocka_unit_test(test_queries),
         cmocka_unit_test(fork_works),
+        cmocka_unit_test(reads_blocks_safely),
+        cmocka_unit_test(pointer_attribute_routes),
+        cmocka_unit_test(traces_libcufile),
         cmocka_unit_test(dlsym_keeps_the_caller),
         cmocka_unit_test(dlsym_hands_out_the_hooks),
     };
