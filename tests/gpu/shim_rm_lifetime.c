@@ -59,7 +59,7 @@ static const char *alive(const char *tag, uint32_t sub, uint32_t tpp, uint32_t o
     uint32_t st = step(name, alloc(sub, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &second));
     if (st == GDU_NV_OK)
         gdu_rm_free(&c, sub, second);
-    return st == GDU_NV_OK && ctl != GDU_NV_OK                  ? "gone"
+    return st == GDU_NV_OK && ctl != GDU_NV_OK                 ? "gone"
            : st == GDU_NV_ERR_STATE_IN_USE && ctl == GDU_NV_OK ? "alive"
                                                                : "unclear";
 }
