@@ -1,11 +1,15 @@
 """Reading byte ranges of checkpoint files through the process's kept I/O
 engines (a lease each, given back on close), and the byte ranges a basic
 index of a tensor needs. No torch here: memory is an address."""
+import array
 import ctypes
 import math
 import threading
 
 from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
+
+_EXTENT_WORDS = ctypes.sizeof(IoExtent) // 8  # an extent as 64-bit words (offset, length, mem...)
+assert ctypes.sizeof(IoExtent) % 8 == 0
 
 
 class SliceError(GdunlockError, IndexError):
@@ -83,12 +87,15 @@ class RangeReader:
         """Queues reads of runs [(file offset, length, address)] from source
         (a FileRef: the file its checkpoint validated); keep (the object
         owning that memory) is held until the read is waited for."""
-        n = len(runs)
-        extents = (IoExtent * max(n, 1))()
-        total = 0
+        extents = (IoExtent * max(len(runs), 1))()
         for i, (offset, length, address) in enumerate(runs):
             extents[i].offset, extents[i].length, extents[i].mem = offset, length, address
-            total += length
+        return self.submit_extents(source, extents, len(runs),
+                                   sum(length for _, length, _ in runs), keep)
+
+    def submit_extents(self, source, extents, n, total, keep=None):
+        """Queues the n extents (an IoExtent array, total bytes) from source;
+        extents and keep are held until the read is waited for."""
         request = ctypes.c_void_p()
         with self._lock:
             if self._engine is None:
@@ -215,20 +222,77 @@ def plan_slice(shape, bits, index):
     box = [h - l for l, h in zip(lo, hi)]
     esize = bits // 8
     if any(b == 0 for b in box):
-        return [], box, tuple(post)
+        return Runs(0, [(0, 0)], 0), box, tuple(post)
     # The trailing dimensions the box covers whole are contiguous with the
     # last partial one: each run spans them.
     k = ndim - 1
     while k >= 0 and lo[k] == 0 and hi[k] == shape[k]:
         k -= 1
     if k < 0:
-        return [(0, math.prod(shape) * esize)], box, tuple(post)
+        return Runs(0, [], math.prod(shape) * esize), box, tuple(post)
     strides = [math.prod(shape[d + 1:]) * esize for d in range(ndim)]
-    run = box[k] * strides[k]
-    offsets = [lo[k] * strides[k]]
-    for d in range(k - 1, -1, -1):
-        offsets = [(lo[d] + i) * strides[d] + o for i in range(box[d]) for o in offsets]
-    return [(o, run) for o in offsets], box, tuple(post)
+    base = sum(lo[d] * strides[d] for d in range(k + 1))
+    return Runs(base, [(box[d], strides[d]) for d in range(k)], box[k] * strides[k]), box, \
+        tuple(post)
+
+
+class Runs:
+    """The byte runs of a box of a tensor, without a list of them: `length`
+    bytes at base + sum(i_d * stride_d) for every i_d < count_d of the
+    outer dimensions dims [(count, stride)], in row-major order. A column of
+    a [32000, 4096] tensor is 32000 runs: extents() builds the engine's
+    array of them at C speed (array slices over ranges), where a Python
+    loop cost more than the reads. It also reads as a list of (offset,
+    length) pairs."""
+
+    def __init__(self, base, dims, length):
+        self.base, self.dims, self.length = base, dims, length
+        self.count = math.prod(c for c, _ in dims) if length else 0
+        self.nbytes = self.count * length
+
+    def offsets(self, at=0):
+        """The runs' offsets plus at, an array('Q'), in order."""
+        out = array.array("Q")
+        if not self.count:
+            return out
+        starts = [self.base + at]
+        for count, stride in self.dims[:-1]:
+            starts = [o + i * stride for o in starts for i in range(count)]
+        if not self.dims:
+            out.extend(starts)
+            return out
+        count, stride = self.dims[-1]
+        for o in starts:
+            out.extend(range(o, o + count * stride, stride))
+        return out
+
+    def extents(self, at, address):
+        """The engine's extents for reading these runs, shifted by file
+        offset `at`, into memory one run after another from address: an
+        IoExtent array over an array('Q'), returned with it (keep both)."""
+        n = self.count
+        words = array.array("Q", bytes(_EXTENT_WORDS * 8 * max(n, 1)))
+        if n:
+            words[0::_EXTENT_WORDS] = self.offsets(at)
+            words[1::_EXTENT_WORDS] = array.array("Q", [self.length]) * n
+            words[2::_EXTENT_WORDS] = array.array("Q", range(address, address + n * self.length,
+                                                             self.length))
+        return (IoExtent * max(n, 1)).from_buffer(words), words
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        return ((o, self.length) for o in self.offsets())
+
+    def __eq__(self, other):
+        if isinstance(other, Runs):
+            return (self.base, self.dims, self.length, self.count) == \
+                (other.base, other.dims, other.length, other.count) or \
+                (self.count == other.count == 0)
+        return list(self) == list(other)
+
+    __hash__ = None
 
 
 def plan_read(shape, bits, index):
