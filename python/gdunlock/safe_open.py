@@ -17,7 +17,7 @@ import threading
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
-from .reader import RangeReader, SliceError, plan_read
+from .reader import RangeReader, Runs, SliceError, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
          "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16,
@@ -87,7 +87,7 @@ class Plan:
 
     def __init__(self, runs, box, post):
         self.runs, self.box, self.post = runs, box, post
-        self.nbytes = sum(n for _, n in runs)
+        self.nbytes = runs.nbytes
 
     def __eq__(self, other):
         return isinstance(other, Plan) and (self.runs, self.box, self.post) == \
@@ -96,16 +96,42 @@ class Plan:
     __hash__ = None
 
 
+def _index_key(index):
+    """index as a dict key (slices are unhashable before Python 3.12), or
+    None for an index that is not worth keeping (advanced indexing)."""
+    items = index if isinstance(index, tuple) else (index,)
+    key = []
+    for i in items:
+        if isinstance(i, slice):
+            key.append(("s", i.start, i.stop, i.step))
+        elif i is None or i is Ellipsis or (isinstance(i, int) and not isinstance(i, bool)):
+            key.append(i)
+        else:
+            return None
+    return tuple(key)
+
+
+_plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
+
+
 def plan_tensor(info, index=None):
     """The Plan of info (index None: the whole tensor), or None when index
     needs the whole tensor read first (advanced indexing: lists, masks)."""
     if index is None:
-        return Plan([(0, info.nbytes)] if info.nbytes else [], list(info.shape), None)
-    try:
-        runs, box, post = plan_read(list(info.shape), _BITS[info.dtype], index)
-    except TypeError:
-        return None
-    return Plan(runs, box, post)
+        return Plan(Runs(0, [], info.nbytes), list(info.shape), None)
+    key = _index_key(index)
+    key = key and (info.shape, info.dtype, key)
+    plan = _plans.get(key) if key else None
+    if plan is None:
+        try:
+            plan = Plan(*plan_read(list(info.shape), _BITS[info.dtype], index))
+        except TypeError:
+            return None
+        if key:
+            if len(_plans) >= 4096:
+                _plans.clear()
+            _plans[key] = plan
+    return plan
 
 
 class Read:
@@ -143,11 +169,10 @@ def submit_plan(reader, target, source, info, plan):
     """Queues the reads of plan (of tensor info, in the file source, a
     FileRef) into fresh memory of target; returns the Read."""
     buf = target.empty(plan.nbytes)
-    address, extents = buf.data_ptr(), []
-    for offset, n in plan.runs:
-        extents.append((info.file_offset + offset, n, address))
-        address += n
-    return Read(reader.submit(source, extents, keep=buf), buf, info, plan)
+    extents, words = plan.runs.extents(info.file_offset, buf.data_ptr())
+    pending = reader.submit_extents(source, extents, plan.runs.count, plan.nbytes,
+                                    keep=(buf, words))
+    return Read(pending, buf, info, plan)
 
 
 def _settle(reads):
@@ -209,14 +234,18 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._positions = [{k: i for i, k in enumerate(o)} for o in self._orders]
         self._readahead = readahead
         self._readers = {}  # torch device -> RangeReader
+        self._targets = {}  # read_to's device argument -> Target
+        self._walk_target = self._target  # where the reads ahead go
         self._lock = threading.Lock()
         self._closed = False
         self._order, self._pos = self._orders[0], self._positions[0]
         self._ahead, self._ahead_bytes = {}, 0
         self._next = 0
+        self._last = None  # the key asked last
         self._window = 0
         self._families = {}  # name with its numbers taken out -> (shape, index) last asked
         self._whole_walk = False  # the last request was for a whole tensor
+        self._scanned = 0  # keys before this position were looked at with what is known now
         safe_open.opened += 1
 
     # -- the safetensors interface ------------------------------------------------
@@ -279,15 +308,17 @@ class safe_open:  # noqa: N801  (safetensors' name)
         """tensor name (or index of it, None for all of it) read straight
         into fresh memory of another device than the file was opened for
         (patch() serves transformers' parameters this way, on the device
-        its device_map gives each). Not read ahead."""
+        its device_map gives each). Requests in key order, to one device,
+        are read ahead as get_tensor's are, also when they come from a pool
+        of threads a little out of order."""
         info = self._info(name)
-        target = Target(device)
+        target = self._targets.get(device)
+        if target is None:
+            target = self._targets[device] = Target(device)
         plan = plan_tensor(info, index)
         if plan is None:
             return self._whole_then_index(info, index, target)
-        with self._lock:
-            read = submit_plan(self._reader(target), target, self._files[info.file], info, plan)
-        return read.result()
+        return self._request(info, index, plan, target).result()
 
     # -- internals ----------------------------------------------------------------
     def _check_open(self):
@@ -310,8 +341,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return reader
 
     def _submit(self, info, plan):
-        return submit_plan(self._reader(self._target), self._target, self._files[info.file],
-                           info, plan)
+        """Under the lock: the read of plan into memory of the walk's target."""
+        target = self._walk_target
+        return submit_plan(self._reader(target), target, self._files[info.file], info, plan)
 
     def _slice(self, info, index):
         self._check_open()
@@ -332,58 +364,78 @@ class safe_open:  # noqa: N801  (safetensors' name)
         except IndexError as e:
             raise SliceError(str(e)) from None
 
-    def _request(self, info, index, plan=None):
-        """The read of info's plan: read ahead already, or submitted now;
-        then the window is filled. Errors of reads submitted ahead for other
-        tensors are theirs: they surface when those tensors are asked for."""
+    def _request(self, info, index, plan=None, target=None):
+        """The read of info's plan into target's memory (the file's device
+        when None): read ahead already, or submitted now; then the window is
+        filled. Errors of reads submitted ahead for other tensors are
+        theirs: they surface when those tensors are asked for."""
         if plan is None:
             plan = plan_tensor(info, index)
+        target = target or self._target
         with self._lock:
-            self._families[_DIGITS.sub("#", info.name)] = (info.shape, index)
-            self._whole_walk = index is None
             dropped = []
+            if target.device != self._walk_target.device:  # a walk to another device
+                self._walk_target = target
+                self._drop_ahead(dropped)
+            family, seen = _DIGITS.sub("#", info.name), (info.shape, index)
+            if self._families.get(family) != seen or self._whole_walk != (index is None):
+                self._families[family] = seen
+                self._whole_walk = index is None
+                self._scanned = 0  # what was not predictable before may be now
             read = self._take(info.name, plan, dropped)
-            self._fill()
+            self._fill(dropped)
         _settle(dropped)
         return read
 
-    def _follow(self, name):
-        """Under the lock: after a request that did not follow the current
-        order, the order (sorted, by offset, natural) in which name follows
-        the key asked before it, if any."""
-        prev = self._order[self._next - 1] if self._next > 0 else None
-        for order, pos in zip(self._orders, self._positions):
-            if prev is not None and pos.get(prev, -2) + 1 == pos[name]:
-                return order, pos
-        return None
+    def _drop_ahead(self, dropped):
+        """Under the lock: everything read ahead goes to dropped (to be
+        settled outside the lock); the window starts over."""
+        dropped += self._ahead.values()
+        self._ahead, self._ahead_bytes, self._window, self._scanned = {}, 0, 0, 0
 
     def _in_step(self, name):
-        """Under the lock: whether asking for name continues the walk: the
-        next key, one read ahead, or one a few keys further (the caller skips
-        keys it does not need, norms when it shards)."""
-        i = self._pos[name]
-        return self._next <= i and (name in self._ahead or i - self._next < _SKIP)
+        """Under the lock: whether asking for name continues the walk. The
+        walk follows the order (sorted, by offset, natural) in which name
+        comes soonest after the key asked before it, the current one on a
+        tie; a key a few places from the next one (the caller skips keys it
+        does not need, norms when it shards; a pool of threads asks a little
+        out of order) or one read ahead is in step too."""
+        if self._last is not None:
+            best = None
+            for order, pos in [(self._order, self._pos)] + list(zip(self._orders,
+                                                                     self._positions)):
+                d = pos[name] - pos[self._last]
+                if 0 < d < _SKIP and (best is None or d < best[0]):
+                    best = (d, order, pos)
+            if best is not None:
+                self._switch(best[1], best[2])
+                return True
+        return name in self._ahead or abs(self._pos[name] - self._next) < _SKIP
+
+    def _switch(self, order, pos):
+        """Under the lock: the walk follows order from the key asked last
+        on; what was read ahead stays for the keys it holds."""
+        if order is not self._order:
+            self._order, self._pos = order, pos
+            self._next, self._scanned = pos[self._last] + 1, 0
 
     def _take(self, name, plan, dropped):
         """The read of name with plan. A request in step (_in_step) is a hit:
-        the window grows and the keys skipped are dropped; any other request
-        drops what was read ahead and starts again from there. Under the
-        lock."""
-        if not self._in_step(name):
-            switched = self._follow(name)
-            if switched is not None:  # what was read ahead in the other order stays
-                self._order, self._pos = switched
-                self._next = self._pos[name]
-        i = self._pos[name]
-        if self._in_step(name):
-            for skipped in self._order[self._next:i]:
-                if skipped in self._ahead:
-                    dropped.append(self._ahead.pop(skipped))
-                    self._ahead_bytes -= dropped[-1].plan.nbytes
+        the window grows; a key the walk has passed is served on its own; any
+        other request drops what was read ahead and starts again from there.
+        Under the lock."""
+        straggler = name in self._ahead and self._pos[name] < self._next
+        if straggler:  # read ahead for a thread left behind: the walk goes on
+            i = self._pos[name]
+        elif self._in_step(name):
+            i = self._pos[name]
             self._window = min(max(2 * self._window, _FIRST_WINDOW), self._readahead)
+        elif self._pos[name] < self._next:  # a thread left behind: the walk goes on
+            i, straggler = self._pos[name], True
         else:
-            dropped += self._ahead.values()
-            self._ahead, self._ahead_bytes, self._window = {}, 0, 0
+            i = self._pos[name]
+            self._drop_ahead(dropped)
+            self._next = i
         read = self._ahead.pop(name, None)
         if read is not None:
             self._ahead_bytes -= read.plan.nbytes
@@ -392,7 +444,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 read = None
         if read is None:
             read = self._submit(self._infos[name], plan)
-        self._next = i + 1
+        if not straggler:
+            self._next = max(self._next, i + 1)
+            self._last = name
         return read
 
     def _predict(self, name):
@@ -411,24 +465,35 @@ class safe_open:  # noqa: N801  (safetensors' name)
         except SliceError:
             return None
 
-    def _fill(self):
+    def _evict_passed(self, dropped):
+        """Under the lock: reads ahead of keys the walk has passed (skipped,
+        or left for a thread behind) go to dropped, to make room in the
+        window; kept until the room is needed."""
+        for name in [k for k in self._ahead if self._pos[k] < self._next]:
+            dropped.append(self._ahead.pop(name))
+            self._ahead_bytes -= dropped[-1].plan.nbytes
+
+    def _fill(self, dropped):
         """Under the lock: reads ahead, from the next key on, up to the
         window, the keys whose request can be predicted (at most _SCAN keys
-        looked at per request). A read that cannot be submitted (its shard
+        ahead of the next; keys looked at already with what is known now are
+        not looked at again), first making room from reads of keys the walk
+        has passed when the window is full. A read that cannot be submitted (its shard
         unreadable, memory short) ends the filling quietly: the error is the
         request's that needs those bytes."""
+        i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
-        for name in self._order[self._next:stop]:
-            if self._ahead_bytes >= self._window:
-                return
-            if name in self._ahead:
-                continue
-            plan = self._predict(name)
-            if plan is None:
-                continue
-            try:
-                self._ahead[name] = self._submit(self._infos[name], plan)
-            except GdunlockError:
-                self._window = 0
-                return
-            self._ahead_bytes += plan.nbytes
+        if i < stop and self._ahead_bytes >= self._window:
+            self._evict_passed(dropped)
+        while i < stop and self._ahead_bytes < self._window:
+            name = self._order[i]
+            plan = None if name in self._ahead else self._predict(name)
+            if plan is not None:
+                try:
+                    self._ahead[name] = self._submit(self._infos[name], plan)
+                except GdunlockError:
+                    self._window = 0
+                    break
+                self._ahead_bytes += plan.nbytes
+            i += 1
+        self._scanned = i

@@ -63,6 +63,24 @@ class SliceReadAheadTest(unittest.TestCase):
                                  for k in wanted)
                 self.assertEqual(f.stats()["bytes_read"], want_bytes)
 
+    def test_a_thread_pool_in_key_order_is_read_ahead_once(self):
+        """transformers materializes parameters in natural key order from a
+        pool of 4 threads, so the requests arrive a little out of order: they
+        must not reset the read-ahead (each tensor read exactly once)."""
+        from concurrent.futures import ThreadPoolExecutor
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=12)
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                keys = sorted(f.keys(), key=natural_key)
+                with ThreadPoolExecutor(4) as pool:
+                    got = list(pool.map(lambda k: f.read_to(k, None, "cpu"), keys))
+                for k, t in zip(keys, got):
+                    self.assertTrue(torch.equal(t, values[k]), k)
+                self.assertEqual(f.stats()["bytes_read"],
+                                 sum(v.numel() * 4 for v in values.values()))
+                self.assertGreater(f._window, 0)
+
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
