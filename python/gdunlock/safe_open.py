@@ -112,6 +112,9 @@ def _index_key(index):
 
 
 _plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
+# family -> (shape, index) last asked through any safe_open of the process: the
+# next shard of a checkpoint is walked as the last one was.
+_families_seen = {}
 
 
 def plan_tensor(info, index=None):
@@ -382,6 +385,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 self._families[family] = seen
                 self._whole_walk = index is None
                 self._scanned = 0  # what was not predictable before may be now
+                if len(_families_seen) >= 4096:
+                    _families_seen.clear()
+                _families_seen[family] = seen
             read = self._take(info.name, plan, dropped)
             self._fill(dropped)
         _settle(dropped)
@@ -452,12 +458,15 @@ class safe_open:  # noqa: N801  (safetensors' name)
     def _predict(self, name):
         """The plan the next request for name will most likely have: its
         family's last index when the shapes agree; for a family not seen
-        yet, the whole tensor while the caller reads whole tensors; None
-        when unknown."""
+        yet, the whole tensor while the caller reads whole tensors, else the
+        index the family got in another file; None when unknown."""
         info = self._infos[name]
-        seen = self._families.get(_DIGITS.sub("#", name))
+        family = _DIGITS.sub("#", name)
+        seen = self._families.get(family)
         if seen is None and self._whole_walk:
             return plan_tensor(info)
+        if seen is None:  # as another shard of the checkpoint was walked
+            seen = _families_seen.get(family)
         if seen is None or seen[0] != info.shape:
             return None
         try:

@@ -37,6 +37,11 @@ def layered(path, layers=6, rows=64, cols=48):
 
 @unittest.skipIf(torch is None, "torch is not installed")
 class SliceReadAheadTest(unittest.TestCase):
+    def setUp(self):
+        # what other tests' walks taught the process (the next shard is walked
+        # as the last one was) must not predict this test's slices
+        sys.modules["gdunlock.safe_open"]._families_seen.clear()
+
     def test_slices_in_key_order_are_read_ahead(self):
         """A rank's rows of every 2-D tensor, in natural order: after the
         first layer the next layers' slices are already submitted (more
@@ -62,6 +67,21 @@ class SliceReadAheadTest(unittest.TestCase):
                 want_bytes = sum(values[k][:values[k].shape[0] // 4].numel() * 4
                                  for k in wanted)
                 self.assertEqual(f.stats()["bytes_read"], want_bytes)
+
+    def test_the_next_shard_is_walked_as_the_last(self):
+        """A caller opens shard after shard (transformers, vLLM): what the
+        first shard's walk taught predicts the second's first slices."""
+        with tempfile.TemporaryDirectory() as d:
+            first, second = os.path.join(d, "a.safetensors"), os.path.join(d, "b.safetensors")
+            layered(first, layers=3)
+            values = layered(second, layers=3)
+            q, o = "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight"
+            with gdunlock.safe_open(first, "pt", device="cpu") as f:
+                f.get_slice(q)[:16]
+            with gdunlock.safe_open(second, "pt", device="cpu") as f:
+                f.get_slice(o)[:16]  # q_proj comes next: this file has not seen its family
+                self.assertIn(q, f._ahead)
+                self.assertTrue(torch.equal(f.get_slice(q)[:16], values[q][:16]))
 
     def test_a_thread_pool_in_key_order_is_read_ahead_once(self):
         """transformers materializes parameters in natural key order from a
