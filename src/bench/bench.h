@@ -6,6 +6,7 @@
 
 #include "cuda/cuda_api.h"
 #include "cuda/cuda_ctx.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -102,7 +103,6 @@ typedef struct {
     size_t n;
 } bench_lat;
 
-double bench_now(void);
 double bench_cpu_seconds(void);
 
 /* Pattern: the 8-byte little-endian word at file offset 8*i is

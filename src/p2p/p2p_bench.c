@@ -1,12 +1,12 @@
 #include "p2p/p2p_bench_priv.h"
 
 #include "p2p/p2p_pattern.h"
+#include "util/clock.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { LATENCY_BYTES = 4 };
 
@@ -14,13 +14,6 @@ int gdu_p2p_bench_fail(struct bench *b, const char *fn, gdu_CUresult r)
 {
     snprintf(b->why, b->why_len, "%s: %s", fn, gdu_cuda_result_name(r));
     return -1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 uint64_t gdu_p2p_bench_seed(int gpu)
@@ -240,12 +233,12 @@ static int latency(struct bench *b, int mode, int i, int j)
         TRY(timed_copies(b, i, j, LATENCY_BYTES, reps, &ms));
         b->samples[it] = ms * 1e3 / reps;
 
-        double t0 = now_s();
+        double t0 = gdu_now_seconds();
         for (unsigned r = 0; r < reps; r++) {
             TRY(copy(b, i, j, d->dst, s->src, LATENCY_BYTES, st));
             CU(b, cuStreamSynchronize, (st));
         }
-        cpu[it] = (now_s() - t0) * 1e6 / reps;
+        cpu[it] = (gdu_now_seconds() - t0) * 1e6 / reps;
     }
     b->res->lat_gpu_us[mode].cell[i][j] = gdu_p2p_stat_of(b->samples, b->cfg->iters);
     b->res->lat_cpu_us[mode].cell[i][j] = gdu_p2p_stat_of(cpu, b->cfg->iters);
