@@ -1,7 +1,7 @@
 #include "p2p/p2p_bench_priv.h"
 
-#include "p2p/p2p_pattern.h"
 #include "util/clock.h"
+#include "util/pattern.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -67,7 +67,7 @@ static int setup(struct bench *b, const int *ordinals)
     TRY(gdu_p2p_bench_use(b, 0));
     CU(b, cuMemHostAlloc, (&b->host, bytes, GDU_CU_MEMHOSTALLOC_PORTABLE));
     for (int i = 0; i < b->n; i++) {
-        gdu_p2p_pattern_fill(b->host, bytes, gdu_p2p_bench_seed(i));
+        gdu_pattern_fill(b->host, 0, bytes, gdu_p2p_bench_seed(i));
         TRY(gdu_p2p_bench_use(b, i));
         CU(b, cuMemcpyHtoD, (b->g[i].src, b->host, bytes));
     }
@@ -128,7 +128,7 @@ static int check(struct bench *b, int gpu, gdu_CUdeviceptr p, int src, int mode,
     TRY(gdu_p2p_bench_use(b, gpu));
     CU(b, cuMemcpyDtoH, (b->host, p, b->cfg->bytes));
     b->res->buffers_checked++;
-    if (gdu_p2p_pattern_check(b->host, b->cfg->bytes, gdu_p2p_bench_seed(src)) != SIZE_MAX) {
+    if (gdu_pattern_check(b->host, 0, b->cfg->bytes, gdu_p2p_bench_seed(src)) != UINT64_MAX) {
         b->res->buffers_corrupt++;
         b->res->corrupt[mode][row][col] = 1;
     }

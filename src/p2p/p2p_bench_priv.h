@@ -62,7 +62,7 @@ int gdu_p2p_bench_clear(struct bench *b, int gpu, gdu_CUdeviceptr p);
 /* Waits for stop and gives the time from start in ms (never 0). */
 int gdu_p2p_bench_elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, double *ms);
 
-/* The seed of source GPU gpu's copy-engine pattern (p2p_pattern.h). */
+/* The seed of source GPU gpu's copy-engine pattern (util/pattern.h). */
 uint64_t gdu_p2p_bench_seed(int gpu);
 
 /* Steps of the SM part (progress total). */

@@ -18,7 +18,7 @@
  * Exit 0 (the lines say what happened), 2 bad arguments. */
 #include "cuda/cuda_api.h"
 #include "p2p/p2p_kernels.h"
-#include "p2p/p2p_pattern.h"
+#include "util/pattern.h"
 #include "p2p/p2p_sm_pattern.h"
 #include "p2p/p2p_window.h"
 #include "p2p/rm_bar1.h"
@@ -272,7 +272,7 @@ static int step1(struct study *s)
     double tw = 0, tr = 0;
     for (size_t k = 0; k < 2; k++) {
         size_t n = sizes[k];
-        gdu_p2p_pattern_fill(s->host, n, 0x57494e31 + k); /* "WIN1" */
+        gdu_pattern_fill(s->host, 0, n, 0x57494e31 + k); /* "WIN1" */
         double t0 = now_s();
         memcpy((void *)win, s->host, n);
         __sync_synchronize();
@@ -356,7 +356,7 @@ static int copies(struct study *s, int k, const char *check, gdu_CUdeviceptr dpt
     }
     long long bad = -2;
     if (r == GDU_CUDA_SUCCESS) {
-        gdu_p2p_pattern_fill(s->host, s->size, 0x57494e32); /* "WIN2" */
+        gdu_pattern_fill(s->host, 0, s->size, 0x57494e32); /* "WIN2" */
         r = cu->cuMemcpyHtoD(local, s->host, s->size);
         double t0 = now_s();
         if (r == GDU_CUDA_SUCCESS)

@@ -9,7 +9,7 @@ gdu_sees(test_nvfs_stats probe)
 gdunlock_unit_test(test_verify_verdict
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_verdict.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_verdict.c ${CMAKE_SOURCE_DIR}/src/verify/verify_shim.c
-          ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c ${CMAKE_SOURCE_DIR}/src/verify/verify_pattern.c
+          ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_evidence.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
   LIBS gdu_launch gdu_util_json PkgConfig::JANSSON)
 gdu_sees(test_verify_verdict verify probe cuda)
