@@ -4,6 +4,7 @@
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
 #include "p2p/rm_p2p_caps.h"
+#include "util/pci_addr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,17 +16,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-int gdu_normalize_bdf(const char *in, char *out, size_t len)
-{
-    unsigned domain, bus, dev, fn;
-    int used = 0;
-    if (sscanf(in, "%x:%x:%x.%1x%n", &domain, &bus, &dev, &fn, &used) != 4 || in[used] != '\0' ||
-        domain > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
-        return -EINVAL;
-    snprintf(out, len, "%04x:%02x:%02x.%x", domain, bus, dev, fn);
-    return 0;
-}
-
 /* The RM's entry for the GPU CUDA numbers ordinal, matched by PCI address. */
 static const gdu_rm_gpu *rm_gpu_of(const gdu_live *out, int ordinal, const gdu_rm_gpu *rm, size_t n)
 {
@@ -33,9 +23,8 @@ static const gdu_rm_gpu *rm_gpu_of(const gdu_live *out, int ordinal, const gdu_r
         if (out->gpus[g].ordinal != ordinal)
             continue;
         for (size_t i = 0; i < n; i++) {
-            char bdf[16];
-            snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.0", rm[i].domain & 0xffff, rm[i].bus & 0xff,
-                     rm[i].device & 0x1f);
+            char bdf[GDU_PCI_ADDR_SIZE];
+            gdu_pci_addr_format(bdf, sizeof bdf, rm[i].domain, rm[i].bus, rm[i].device, 0);
             if (strcmp(out->gpus[g].bdf, bdf) == 0)
                 return &rm[i];
         }
@@ -94,7 +83,7 @@ static void collect_cuda(gdu_live *out)
         g->ordinal = i;
         cu->cuDeviceGetName(g->name, (int)sizeof g->name, dev);
         cu->cuDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, dev);
-        if (gdu_normalize_bdf(bus_id, g->bdf, sizeof g->bdf) != 0)
+        if (gdu_pci_addr_normalize(bus_id, g->bdf, sizeof g->bdf) != 0)
             snprintf(g->bdf, sizeof g->bdf, "%.15s", bus_id);
         if (cu->cuDeviceTotalMem(&bytes, dev) == GDU_CUDA_SUCCESS)
             g->total_mem = bytes;

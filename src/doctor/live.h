@@ -85,7 +85,4 @@ const gdu_live_gpu *gdu_live_gpu_by_bdf(const gdu_live *live, const char *bdf);
 const gdu_live_pair *gdu_live_pair_find(const gdu_live *live, int a, int b);
 const gdu_live_path *gdu_live_path_find(const gdu_live *live, const char *path);
 
-/* "0000:01:00.0" from any of CUDA's spellings ("00000000:01:00.0", upper case). */
-int gdu_normalize_bdf(const char *in, char *out, size_t len);
-
 #endif

@@ -1,6 +1,8 @@
 /* gdunlock-live.json: the live answers of a captured machine. */
 #include "doctor/live.h"
 
+#include "util/pci_addr.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -257,7 +259,7 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         g->ordinal = (int)get_int(v, "ordinal", (long long)i);
         copy_string(v, "name", g->name, sizeof g->name);
         copy_string(v, "pci", bdf, sizeof bdf);
-        if (gdu_normalize_bdf(bdf, g->bdf, sizeof g->bdf) != 0)
+        if (gdu_pci_addr_normalize(bdf, g->bdf, sizeof g->bdf) != 0)
             g->bdf[0] = '\0';
         long long mem = get_int(v, "total_mem", 0);
         g->total_mem = mem > 0 ? (uint64_t)mem : 0;

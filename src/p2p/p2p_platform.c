@@ -3,6 +3,7 @@
 #include "p2p/p2p_report.h"
 
 #include "p2p/p2p_facts.h"
+#include "util/pci_addr.h"
 
 #include <stdio.h>
 
@@ -23,8 +24,8 @@ void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
     const gdu_p2p_platform platform = {&sr, &pci, iommu.mode};
     char bdf[GDU_P2P_MAX_GPUS][16];
     for (int i = 0; i < r->n; i++) {
-        snprintf(bdf[i], sizeof bdf[i], "%04x:%02x:%02x.0", r->gpu[i].domain & 0xffffu,
-                 r->gpu[i].bus & 0xffu, r->gpu[i].device & 0x1fu);
+        gdu_pci_addr_format(bdf[i], sizeof bdf[i], r->gpu[i].domain, r->gpu[i].bus,
+                            r->gpu[i].device, 0);
         const gdu_pci_dev *dev = gdu_pci_find(&pci, bdf[i]);
         int index;
         if (dev != NULL)

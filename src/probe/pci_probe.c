@@ -1,5 +1,6 @@
 #include "probe/pci_probe.h"
 #include "probe/text_parse.h"
+#include "util/pci_addr.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -125,8 +126,7 @@ static int fill_device(gdu_sysroot *sr, struct pci_dev *pd, gdu_pci_dev *d)
 {
     char dir[64], path[PATH_MAX];
     memset(d, 0, sizeof *d);
-    snprintf(d->bdf, sizeof d->bdf, "%04x:%02x:%02x.%d", pd->domain & 0xffff, pd->bus, pd->dev,
-             pd->func);
+    gdu_pci_addr_format(d->bdf, sizeof d->bdf, (unsigned)pd->domain, pd->bus, pd->dev, pd->func);
     snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", d->bdf);
     for (size_t i = 0; i < sizeof device_files / sizeof device_files[0]; i++) {
         snprintf(path, sizeof path, "%.200s/%s", dir, device_files[i]);

@@ -21,18 +21,6 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-static void bus_ids_normalise(void **state)
-{
-    char out[16];
-    assert_int_equal(gdu_normalize_bdf("00000000:1B:00.0", out, sizeof out), 0);
-    assert_string_equal(out, "0000:1b:00.0");
-    assert_int_equal(gdu_normalize_bdf("0001:c1:1f.7", out, sizeof out), 0);
-    assert_string_equal(out, "0001:c1:1f.7");
-    assert_int_equal(gdu_normalize_bdf("0000:01:00", out, sizeof out), -EINVAL);
-    assert_int_equal(gdu_normalize_bdf("0000:01:20.0", out, sizeof out), -EINVAL);
-    assert_int_equal(gdu_normalize_bdf("0000:01:00.0x", out, sizeof out), -EINVAL);
-}
-
 static void json_round_trip(void **state)
 {
     gdu_live a, b;
@@ -311,7 +299,6 @@ static void live_load_without_file_is_absent(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bus_ids_normalise),
         cmocka_unit_test(json_round_trip),
         cmocka_unit_test(rejects_foreign_json),
         cmocka_unit_test(probes_a_path),
