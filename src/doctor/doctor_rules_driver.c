@@ -195,7 +195,7 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
     }
     if (g->pci && g->bar1 != 0) {
         int index;
-        gdu_pci_nvidia_bar1(g->pci, &index);
+        gdu_pci_bar1(g->pci->bar_size, &index);
         gdu_finding_evidence(f, "/sys/bus/pci/devices/%s/resource region %d: %s", g->bdf, index,
                              gdu_format_bytes(g->bar1, a, sizeof a));
         if (g->pci->rebar == GDU_CFG_UNKNOWN)

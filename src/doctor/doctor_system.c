@@ -42,7 +42,7 @@ static void fill_view(const gdu_system *s, gdu_gpu_view *v)
     v->name = v->cuda && v->cuda->name[0] ? v->cuda->name : v->info ? v->info->model : "";
     v->geforce = gdu_gpu_name_geforce(v->name);
     int index;
-    v->bar1 = v->pci ? gdu_pci_nvidia_bar1(v->pci, &index) : 0;
+    v->bar1 = v->pci ? gdu_pci_bar1(v->pci->bar_size, &index) : 0;
     v->rebar_max = v->pci && index >= 0 ? v->pci->rebar_max[index] : 0;
     v->memory = v->cuda ? v->cuda->total_mem : 0;
 }

@@ -27,8 +27,8 @@ void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const
     if (path != NULL)
         *path = between;
     int index;
-    f->bar1_bytes[0] = a ? gdu_pci_nvidia_bar1(a, &index) : 0;
-    f->bar1_bytes[1] = b ? gdu_pci_nvidia_bar1(b, &index) : 0;
+    f->bar1_bytes[0] = a ? gdu_pci_bar1(a->bar_size, &index) : 0;
+    f->bar1_bytes[1] = b ? gdu_pci_bar1(b->bar_size, &index) : 0;
     f->topo = gdu_p2p_topo_of_path(between.kind);
     f->acs_redirect =
         a && b ? gdu_pci_path_acs_redirect(pl->pci, &between, NULL, 0) : GDU_TRI_UNKNOWN;

@@ -29,7 +29,7 @@ void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
         const gdu_pci_dev *dev = gdu_pci_find(&pci, bdf[i]);
         int index;
         if (dev != NULL)
-            r->bar1_bytes[i] = gdu_pci_nvidia_bar1(dev, &index);
+            r->bar1_bytes[i] = gdu_pci_bar1(dev->bar_size, &index);
     }
     for (int i = 0; i < r->n; i++)
         for (int j = 0; j < r->n; j++)

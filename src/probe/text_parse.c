@@ -100,24 +100,6 @@ int gdu_parse_link_gen(const char *text)
     return 0;
 }
 
-int gdu_parse_resource_size(const char *text, unsigned index, uint64_t *size)
-{
-    const char *line = text;
-    for (unsigned i = 0; i < index; i++) {
-        line = strchr(line, '\n');
-        if (line == NULL)
-            return -ENOENT;
-        line++;
-    }
-    unsigned long long start, end, flags;
-    if (*line == '\0')
-        return -ENOENT;
-    if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3)
-        return -EINVAL;
-    *size = (end > start || (end == start && end != 0)) ? end - start + 1 : 0;
-    return 0;
-}
-
 /* Copies one space-separated field, undoing mountinfo's octal escapes. */
 static const char *mount_field(const char *p, char *out, size_t len)
 {

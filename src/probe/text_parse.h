@@ -23,10 +23,6 @@ int gdu_parse_nvidia_version(const char *text, gdu_nvidia_version *out);
 /* "16.0 GT/s PCIe" (sysfs current_link_speed) -> PCIe generation 1..6, or 0 if unknown. */
 int gdu_parse_link_gen(const char *text);
 
-/* One region of a sysfs PCI "resource" file (line index, 0-based): its size in
- * bytes (0 when unused). Returns 0 or -ENOENT / -EINVAL. */
-int gdu_parse_resource_size(const char *text, unsigned index, uint64_t *size);
-
 /* One line of /proc/self/mountinfo. Strings are unescaped (\040 -> ' '). */
 typedef struct gdu_mount {
     unsigned major, minor;

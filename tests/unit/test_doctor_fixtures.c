@@ -108,7 +108,7 @@ static void rtx3060_direct_with_gdunlock(void **state)
     assert_int_equal(gpu->rebar, GDU_CFG_PRESENT);
     assert_int_equal(gpu->rebar_max[1], 16ull << 30);
     int index;
-    assert_int_equal(gdu_pci_nvidia_bar1(gpu, &index), 16ull << 30);
+    assert_int_equal(gdu_pci_bar1(gpu->bar_size, &index), 16ull << 30);
     assert_int_equal(index, 1);
     assert_string_equal(gpu->driver, "nvidia");
     assert_non_null(strstr(gpu->path, "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"));
