@@ -2,7 +2,7 @@
  * copy-kernel bandwidth both ways, pointer-chase latency. Every CUDA error in
  * here is the fault of the route being measured: it is recorded and the part
  * stops, since a context whose kernel faulted refuses all further work. */
-#include "p2p/p2p_bench_priv.h"
+#include "p2p/p2p_bench_ops.h"
 
 #include "util/pattern.h"
 #include "p2p/p2p_sm_pattern.h"

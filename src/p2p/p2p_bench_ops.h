@@ -1,7 +1,8 @@
-/* What p2p_bench.c (copy engines) and p2p_bench_sm.c (SM routes) share
- * while one measurement runs. Not part of the library's interface. */
-#ifndef GDUNLOCK_P2P_P2P_BENCH_PRIV_H
-#define GDUNLOCK_P2P_P2P_BENCH_PRIV_H
+/* One measurement's state and the operations both of its parts, the copy
+ * engines (p2p_bench.c) and the SM routes (p2p_bench_sm.c), perform on its
+ * GPUs (p2p_bench_ops.c). Not part of the library's interface. */
+#ifndef GDUNLOCK_P2P_P2P_BENCH_OPS_H
+#define GDUNLOCK_P2P_P2P_BENCH_OPS_H
 
 #include "cuda/cuda_ctx.h"
 #include "p2p/p2p_bench.h"
