@@ -2,10 +2,10 @@
 
 #include <stdio.h>
 
-void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *r)
+void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *r)
 {
     gdu_gpu_view gpus[GDU_MAX_GPUS];
-    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    size_t n = gdu_snapshot_gpus(sys, gpus, GDU_MAX_GPUS);
     gdu_report_init(r);
     r->driver_present = sys->driver.loaded;
     const gdu_driver *d = &sys->driver;

@@ -9,7 +9,7 @@
 enum { MIN_DRIVER_MAJOR = 555 }; /* nvidia-fs's persistent pinning API, which the shim targets */
 
 /* any_geforce: some GPU is (or may be) a GeForce, which needs the shim. */
-static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report *r)
+static void driver_findings(const gdu_snapshot *sys, bool any_geforce, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     if (!d->loaded) {
@@ -103,7 +103,7 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
 }
 
 /* A replay's live answers: read, absent, or refused (with the field that was wrong). */
-static void capture_finding(const gdu_system *sys, gdu_report *r)
+static void capture_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     gdu_finding *f;
     if (sys->live.origin == GDU_LIVE_CAPTURED) {
@@ -126,7 +126,7 @@ static void capture_finding(const gdu_system *sys, gdu_report *r)
                        "(doctor writes " GDU_LIVE_FILE "; it is not meant to be edited)");
 }
 
-static void cuda_finding(const gdu_system *sys, gdu_report *r)
+static void cuda_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
@@ -227,7 +227,7 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
                         p->max_width);
 }
 
-void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_driver(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                              gdu_report *r)
 {
     bool any_geforce = n_gpus == 0;

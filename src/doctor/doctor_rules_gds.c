@@ -50,7 +50,7 @@ static fs_class classify_fs(const gdu_mount *m, char *why, size_t len)
     return FS_COMPAT;
 }
 
-static void nvfs_findings(const gdu_system *sys, gdu_report *r)
+static void nvfs_findings(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     gdu_finding *f;
@@ -93,14 +93,14 @@ static void nvfs_findings(const gdu_system *sys, gdu_report *r)
 
 /* How to get evidence doctor lacks: live it could not be read here; in a
  * replay the capture does not hold it. */
-static const char *how_to_get(const gdu_system *sys)
+static const char *how_to_get(const gdu_snapshot *sys)
 {
     return gdu_sysroot_is_live(sys->sr) ? "run doctor as root, or check why it cannot be read"
                                         : "capture the machine again with 'gdunlock doctor "
                                           "--capture DIR [PATH]'";
 }
 
-static void cufile_findings(const gdu_system *sys, gdu_report *r)
+static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
@@ -167,7 +167,7 @@ static void cufile_findings(const gdu_system *sys, gdu_report *r)
         gdu_finding_evidence(f, "max_device_cache_size_kb: %lld", c->max_device_cache_size_kb);
 }
 
-static void iommu_finding(const gdu_system *sys, gdu_report *r)
+static void iommu_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_iommu *io = &sys->iommu;
     gdu_status st = io->mode == GDU_IOMMU_TRANSLATED ? GDU_ST_FAIL
@@ -196,7 +196,7 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
 }
 
 /* The GPU kind decides whether stock libcuda serves nvidia-fs. */
-static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void gpu_kind_reasons(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                              gdu_report *r)
 {
     size_t geforce = 0, pro = 0;
@@ -254,7 +254,7 @@ static void bar1_notes(const gdu_gpu_view *gpus, size_t n, gdu_report *r)
 }
 
 /* The GPU nearest to a PCI function and the path to it. Returns its index or -1. */
-static int nearest_gpu(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, const char *bdf,
+static int nearest_gpu(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n, const char *bdf,
                        gdu_pcie_path *best)
 {
     int idx = -1;
@@ -270,7 +270,7 @@ static int nearest_gpu(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
 }
 
 /* Checks the PCIe path from the nearest GPU to each NVMe controller named. */
-static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void nvme_paths(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                        const char (*bdfs)[16], size_t n_bdfs, gdu_report *r)
 {
     for (size_t k = 0; k < n_bdfs; k++) {
@@ -308,7 +308,7 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
     }
 }
 
-static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void no_path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                             gdu_report *r)
 {
     gdu_finding *f =
@@ -334,7 +334,7 @@ static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, siz
 /* O_DIRECT on the path, tried live; in a replay, the capture's answer for it,
  * or for another path on the same filesystem (it is a property of the
  * filesystem). */
-static void o_direct_finding(const gdu_system *sys, const gdu_mount *m, const char *path,
+static void o_direct_finding(const gdu_snapshot *sys, const gdu_mount *m, const char *path,
                              const gdu_live_path *lp, gdu_report *r)
 {
     gdu_finding *f;
@@ -372,7 +372,7 @@ static void o_direct_finding(const gdu_system *sys, const gdu_mount *m, const ch
     }
 }
 
-static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                          const char *path, gdu_report *r)
 {
     const gdu_mount *m = gdu_mount_for_path(&sys->mounts, path);
@@ -465,7 +465,7 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
     o_direct_finding(sys, m, path, lp, r);
 }
 
-void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_gds(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           const char *path, gdu_report *r)
 {
     snprintf(r->gds_target, sizeof r->gds_target, "%s", path ? path : "any NVMe drive");

@@ -3,13 +3,13 @@
  * evidence. */
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
-#include "p2p/p2p_facts.h"
+#include "facts/pair_facts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view *a,
+static const gdu_live_pair *live_pair(const gdu_snapshot *sys, const gdu_gpu_view *a,
                                       const gdu_gpu_view *b)
 {
     if (a->cuda == NULL || b->cuda == NULL)
@@ -17,7 +17,7 @@ static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view 
     return gdu_live_pair_find(&sys->live, a->cuda->ordinal, b->cuda->ordinal);
 }
 
-static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+static void gather_facts(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
                          gdu_pcie_path *path, gdu_p2p_facts *f)
 {
     gdu_p2p_facts_init(f);
@@ -50,7 +50,7 @@ static const char *lock_name(gdu_p2p_cause c)
     }
 }
 
-static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_finding *f)
+static void rm_evidence(const gdu_live_pair *lp, const gdu_snapshot *sys, gdu_finding *f)
 {
     if (lp == NULL || !lp->rm_known) {
         gdu_finding_evidence(f, "RM P2P caps: not available%s%s", sys->live.rm_why[0] ? ": " : "",
@@ -67,7 +67,7 @@ static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_find
     gdu_finding_evidence(f, "%s", line);
 }
 
-static void regkey_evidence(const gdu_system *sys, gdu_finding *f)
+static void regkey_evidence(const gdu_snapshot *sys, gdu_finding *f)
 {
     static const char *const keys[] = {"RMForceP2PType", "RMPcieP2PType", "ForceP2P"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -97,7 +97,7 @@ static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, 
 }
 
 /* Neither CUDA nor the RM answered: say so rather than guess. */
-static void undetermined(const gdu_system *sys, gdu_p2p_pair *p)
+static void undetermined(const gdu_snapshot *sys, gdu_p2p_pair *p)
 {
     const char *why = sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
                       : !sys->live.cuda_ok                ? sys->live.cuda_why
@@ -111,7 +111,7 @@ static void undetermined(const gdu_system *sys, gdu_p2p_pair *p)
              "run doctor on the machine itself with the NVIDIA driver's libcuda installed");
 }
 
-static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
                          const gdu_p2p_pair *p, const gdu_p2p_facts *facts, gdu_report *r)
 {
     char id[48];
@@ -144,7 +144,8 @@ static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu
         gdu_finding_fix(f, "%s", v->fix);
 }
 
-void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
+void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
+                          gdu_report *r)
 {
     if (n < 2)
         return;

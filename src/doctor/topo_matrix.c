@@ -61,7 +61,7 @@ static gdu_topo_col *nvme_col_of_disk(gdu_topo *t, const gdu_nvme_list *nvme, co
     return NULL;
 }
 
-static void add_mounts(const gdu_system *sys, gdu_topo *t)
+static void add_mounts(const gdu_snapshot *sys, gdu_topo *t)
 {
     for (size_t i = 0; i < sys->mounts.n; i++) {
         const gdu_mount *m = &sys->mounts.m[i];
@@ -77,10 +77,10 @@ static void add_mounts(const gdu_system *sys, gdu_topo *t)
     }
 }
 
-void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
+void gdu_topo_build(const gdu_snapshot *sys, gdu_topo *t)
 {
     gdu_gpu_view gpus[GDU_MAX_GPUS];
-    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    size_t n = gdu_snapshot_gpus(sys, gpus, GDU_MAX_GPUS);
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < n; i++) {
         gdu_topo_col *c = add_col(t, GDU_TOPO_GPU, gpus[i].pci);
@@ -116,7 +116,7 @@ void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
         for (size_t c = 0; c < t->n_cols; c++) {
             gdu_pcie_path path;
             gdu_nvlink_answer nv = c < t->n_gpus && c != r
-                                       ? gdu_system_nvlink(sys, &gpus[r], &gpus[c])
+                                       ? gdu_snapshot_nvlink(sys, &gpus[r], &gpus[c])
                                        : GDU_NVLINK_UNKNOWN;
             if (nv == GDU_NVLINK_YES || nv == GDU_NVLINK_INFERRED) {
                 snprintf(t->cell[r][c], sizeof t->cell[r][c], "NV");

@@ -2,8 +2,8 @@
  * pair, the RM's P2P caps through our own RM client, and the verdicts. */
 #include "p2p/p2p_collect.h"
 
-#include "p2p/p2p_facts.h"
-#include "p2p/rm_p2p_caps.h"
+#include "facts/pair_facts.h"
+#include "facts/rm_p2p_caps.h"
 
 #include <stdio.h>
 #include <string.h>

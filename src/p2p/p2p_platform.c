@@ -2,7 +2,7 @@
  * layer's gatherer over the PCI tree and the IOMMU read through sysroot. */
 #include "p2p/p2p_report.h"
 
-#include "p2p/p2p_facts.h"
+#include "facts/pair_facts.h"
 #include "util/pci_addr.h"
 
 #include <stdio.h>

@@ -16,17 +16,6 @@
     "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "                 \
     "NVreg_EnableResizableBar=1 so that BAR1 covers all GPU memory"
 
-void gdu_p2p_facts_init(gdu_p2p_facts *facts)
-{
-    memset(facts, 0, sizeof *facts);
-    facts->cuda_can_access = GDU_TRI_UNKNOWN;
-    facts->native_atomics = GDU_TRI_UNKNOWN;
-    facts->enable_failed = GDU_TRI_UNKNOWN;
-    facts->data_corrupt = GDU_TRI_UNKNOWN;
-    facts->acs_redirect = GDU_TRI_UNKNOWN;
-    facts->geforce = GDU_TRI_UNKNOWN;
-}
-
 const char *gdu_p2p_cause_id(gdu_p2p_cause cause)
 {
     static const char *const ids[] = {
@@ -44,12 +33,6 @@ const char *gdu_p2p_cause_id(gdu_p2p_cause cause)
         [GDU_P2P_CAUSE_UNKNOWN] = "unknown",
     };
     return (unsigned)cause < sizeof ids / sizeof ids[0] ? ids[cause] : "unknown";
-}
-
-const char *gdu_p2p_topo_name(gdu_p2p_topo topo)
-{
-    static const char *const names[] = {"?", "PIX", "PXB", "PHB", "NODE", "SYS"};
-    return (unsigned)topo < sizeof names / sizeof names[0] ? names[topo] : "?";
 }
 
 /* Index (0 or 1) of a GPU whose BAR1 is smaller than its memory, or -1. */

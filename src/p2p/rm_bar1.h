@@ -10,7 +10,7 @@
 #ifndef GDUNLOCK_P2P_RM_BAR1_H
 #define GDUNLOCK_P2P_RM_BAR1_H
 
-#include "p2p/rm_client.h"
+#include "facts/rm_client.h"
 
 #include <stddef.h>
 #include <stdint.h>

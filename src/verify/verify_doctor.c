@@ -36,12 +36,12 @@ void gdu_verify_add_doctor(json_t *doc, const char *path)
     parent_dir(path, dir, sizeof dir);
     const char *target = dir;
     gdu_sysroot sr;
-    gdu_system *sys = malloc(sizeof *sys);
+    gdu_snapshot *sys = malloc(sizeof *sys);
     if (!sys || gdu_sysroot_init(&sr, NULL) != 0) {
         free(sys);
         return;
     }
-    gdu_system_probe(&sr, &target, 1, sys);
+    gdu_snapshot_take(&sr, &target, 1, sys);
     gdu_report report;
     gdu_doctor_diagnose(sys, target, &report);
 
@@ -65,7 +65,7 @@ void gdu_verify_add_doctor(json_t *doc, const char *path)
         json_pack("{s:s, s:o, s:o}", "gds_verdict", gdu_gds_verdict_id(report.gds), "target",
                   gdu_json_text(report.gds_target[0] ? report.gds_target : dir), "reasons", all));
     gdu_report_free(&report);
-    gdu_system_free(sys);
+    gdu_snapshot_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
 }

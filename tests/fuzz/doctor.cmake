@@ -11,5 +11,5 @@ gdunlock_fuzz_target(fuzz_doctor_cufile_json
           ${CMAKE_SOURCE_DIR}/src/probe/sysroot.c
   LIBS PkgConfig::JANSSON)
 gdunlock_fuzz_target(fuzz_doctor_live_json
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_doctor_live_json.c ${CMAKE_SOURCE_DIR}/src/doctor/live_json.c
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_doctor_live_json.c ${CMAKE_SOURCE_DIR}/src/facts/live_json.c
   LIBS gdu_doctor PkgConfig::JANSSON)

@@ -22,7 +22,7 @@
 #include "p2p/p2p_sm_pattern.h"
 #include "p2p/p2p_window.h"
 #include "p2p/rm_bar1.h"
-#include "p2p/rm_p2p_caps.h"
+#include "facts/rm_p2p_caps.h"
 
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_status.h"

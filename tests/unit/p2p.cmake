@@ -1,8 +1,5 @@
-# p2p: caps decoding, reason logic (fixtures), the RM client against a fake
-# RM, measurement statistics and data pattern, report formatting.
+# p2p: reason logic (fixtures), measurement statistics, report formatting.
 gdunlock_unit_test(test_p2p_reason SOURCES test_p2p_reason.c LIBS gdu_p2p PkgConfig::JANSSON)
-gdunlock_unit_test(test_p2p_caps SOURCES test_p2p_caps.c LIBS gdu_p2p)
-gdunlock_unit_test(test_p2p_rm SOURCES test_p2p_rm.c LIBS gdu_p2p PkgConfig::JANSSON)
 gdunlock_unit_test(test_p2p_stats SOURCES test_p2p_stats.c LIBS gdu_p2p)
 # The renderers live in the CLI; the test compiles them in.
 gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c LIBS gdu_p2p PkgConfig::JANSSON)
@@ -49,8 +46,6 @@ if(TARGET gdunlock)
   set_tests_properties(test_p2p_cli_fake_corrupt PROPERTIES WILL_FAIL TRUE)
 endif()
 
-# Platform facts through the p2p gatherer, from doctor's fixture sysroots.
-gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c LIBS gdu_p2p)
 
 # The SM kernels: the embedded PTX's header, kernel signatures and pattern;
 # with a CUDA toolkit here, ptxas compiles it for every target it knows and

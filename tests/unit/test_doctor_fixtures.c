@@ -18,7 +18,7 @@
 
 typedef struct {
     gdu_sysroot sr;
-    gdu_system sys;
+    gdu_snapshot sys;
     gdu_report r;
 } run_t;
 
@@ -27,7 +27,7 @@ static run_t *run(const char *root, const char *path)
     run_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     assert_int_equal(gdu_sysroot_init(&t->sr, root), 0);
-    gdu_system_probe(&t->sr, NULL, 0, &t->sys);
+    gdu_snapshot_take(&t->sr, NULL, 0, &t->sys);
     gdu_doctor_diagnose(&t->sys, path, &t->r);
     return t;
 }
@@ -43,7 +43,7 @@ static run_t *fixture(const char *name, const char *path)
 static void done(run_t *t)
 {
     gdu_report_free(&t->r);
-    gdu_system_free(&t->sys);
+    gdu_snapshot_free(&t->sys);
     gdu_sysroot_free(&t->sr);
     free(t);
 }

@@ -88,9 +88,9 @@ static int compare_fixture(const char *name, bool without_rm)
     snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
     gdu_sysroot sr;
     assert_int_equal(gdu_sysroot_init(&sr, dir), 0);
-    gdu_system *sys = malloc(sizeof *sys);
+    gdu_snapshot *sys = malloc(sizeof *sys);
     assert_non_null(sys);
-    gdu_system_probe(&sr, NULL, 0, sys);
+    gdu_snapshot_take(&sr, NULL, 0, sys);
     for (size_t k = 0; without_rm && k < sys->live.n_pairs; k++)
         sys->live.pairs[k].rm_known = false;
     gdu_report report;
@@ -110,7 +110,7 @@ static int compare_fixture(const char *name, bool without_rm)
     }
     free(r);
     gdu_report_free(&report);
-    gdu_system_free(sys);
+    gdu_snapshot_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
     return compared;

@@ -1,7 +1,7 @@
 /* gdu_live_collect against a fake two-GPU libcuda (LD_LIBRARY_PATH set by
  * ctest): CUDA's view, peer answers, the RM's absence explained, libcufile
  * missing, and the named path probed. */
-#include "doctor/live.h"
+#include "facts/live.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -3,8 +3,8 @@
  * RM refusal named by its NV_STATUS. The ioctl function is injectable for
  * tests. Users: the P2P caps (rm_p2p_caps.h) and the BAR1 window study
  * (rm_bar1.h). */
-#ifndef GDUNLOCK_P2P_RM_CLIENT_H
-#define GDUNLOCK_P2P_RM_CLIENT_H
+#ifndef GDUNLOCK_FACTS_RM_CLIENT_H
+#define GDUNLOCK_FACTS_RM_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>

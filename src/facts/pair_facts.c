@@ -1,7 +1,59 @@
-#include "p2p/p2p_facts.h"
+#include "facts/pair_facts.h"
 
-#include "p2p/p2p_terms.h"
 #include "probe/driver_probe.h"
+
+#include <string.h>
+
+void gdu_p2p_facts_init(gdu_p2p_facts *facts)
+{
+    memset(facts, 0, sizeof *facts);
+    facts->cuda_can_access = GDU_TRI_UNKNOWN;
+    facts->native_atomics = GDU_TRI_UNKNOWN;
+    facts->enable_failed = GDU_TRI_UNKNOWN;
+    facts->data_corrupt = GDU_TRI_UNKNOWN;
+    facts->acs_redirect = GDU_TRI_UNKNOWN;
+    facts->geforce = GDU_TRI_UNKNOWN;
+}
+
+const char *gdu_p2p_topo_name(gdu_p2p_topo topo)
+{
+    static const char *const names[] = {"?", "PIX", "PXB", "PHB", "NODE", "SYS"};
+    return (unsigned)topo < sizeof names / sizeof names[0] ? names[topo] : "?";
+}
+
+/* X (one device) counts as the nearest class, PIX. */
+static gdu_p2p_topo topo_of_path(gdu_path_kind k)
+{
+    switch (k) {
+    case GDU_PATH_X:
+    case GDU_PATH_PIX:
+        return GDU_P2P_TOPO_PIX;
+    case GDU_PATH_PXB:
+        return GDU_P2P_TOPO_PXB;
+    case GDU_PATH_PHB:
+        return GDU_P2P_TOPO_PHB;
+    case GDU_PATH_NODE:
+        return GDU_P2P_TOPO_NODE;
+    case GDU_PATH_SYS:
+        return GDU_P2P_TOPO_SYS;
+    default:
+        return GDU_P2P_TOPO_UNKNOWN;
+    }
+}
+
+static gdu_p2p_iommu iommu_of_mode(gdu_iommu_mode m)
+{
+    switch (m) {
+    case GDU_IOMMU_NONE:
+        return GDU_P2P_IOMMU_OFF;
+    case GDU_IOMMU_PASSTHROUGH:
+        return GDU_P2P_IOMMU_PASSTHROUGH;
+    case GDU_IOMMU_TRANSLATED:
+        return GDU_P2P_IOMMU_TRANSLATED;
+    default:
+        return GDU_P2P_IOMMU_UNKNOWN;
+    }
+}
 
 /* The IOMMU as one GPU's own group sees it; for a GPU without a group the
  * system-wide mode only when there is no IOMMU at all, for one missing from
@@ -15,7 +67,7 @@ static gdu_p2p_iommu iommu_of(const gdu_p2p_platform *pl, const gdu_pci_dev *d)
         return pl->iommu == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
     if (gdu_iommu_group_type(pl->sr, d->iommu_group, type, sizeof type) != 0)
         return GDU_P2P_IOMMU_UNKNOWN;
-    return gdu_p2p_iommu_of_mode(gdu_iommu_type_mode(type));
+    return iommu_of_mode(gdu_iommu_type_mode(type));
 }
 
 void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const char *bdf_b,
@@ -29,7 +81,7 @@ void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const
     int index;
     f->bar1_bytes[0] = a ? gdu_pci_bar1(a->bar_size, &index) : 0;
     f->bar1_bytes[1] = b ? gdu_pci_bar1(b->bar_size, &index) : 0;
-    f->topo = gdu_p2p_topo_of_path(between.kind);
+    f->topo = topo_of_path(between.kind);
     f->acs_redirect =
         a && b ? gdu_pci_path_acs_redirect(pl->pci, &between, NULL, 0) : GDU_TRI_UNKNOWN;
     gdu_p2p_iommu ia = iommu_of(pl, a), ib = iommu_of(pl, b);

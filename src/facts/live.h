@@ -2,10 +2,10 @@
  * their peers, the RM's P2P caps, libcufile found by the loader, O_DIRECT on a
  * named path). On the live machine they are collected; with --sysroot they
  * come from the capture file gdunlock-live.json inside the captured tree. */
-#ifndef GDUNLOCK_DOCTOR_LIVE_H
-#define GDUNLOCK_DOCTOR_LIVE_H
+#ifndef GDUNLOCK_FACTS_LIVE_H
+#define GDUNLOCK_FACTS_LIVE_H
 
-#include "p2p/p2p_caps.h"
+#include "facts/p2p_caps.h"
 #include "probe/sysroot.h"
 
 #include <jansson.h>

@@ -1,4 +1,4 @@
-#include "p2p/rm_client.h"
+#include "facts/rm_client.h"
 
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_escape.h"

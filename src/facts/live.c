@@ -1,9 +1,9 @@
-#include "doctor/live.h"
+#include "facts/live.h"
 
 #include "cuda/cuda_api.h"
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
-#include "p2p/rm_p2p_caps.h"
+#include "facts/rm_p2p_caps.h"
 #include "util/pci_addr.h"
 
 #include <errno.h>

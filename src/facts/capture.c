@@ -1,4 +1,4 @@
-#include "doctor/capture.h"
+#include "facts/capture.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,20 +1,21 @@
 /* Everything doctor and topo look at, probed once: driver, PCI devices, NVMe,
  * mounts, IOMMU, cufile.json, nvidia-fs stats and the live-driver answers. */
-#ifndef GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
-#define GDUNLOCK_DOCTOR_DOCTOR_SYSTEM_H
+#ifndef GDUNLOCK_FACTS_SNAPSHOT_H
+#define GDUNLOCK_FACTS_SNAPSHOT_H
 
-#include "p2p/p2p_reason.h"
+#include "facts/p2p_caps.h"
+#include "util/tri.h"
 #include "probe/cufile_config.h"
 #include "probe/driver_probe.h"
 #include "probe/iommu_probe.h"
-#include "doctor/live.h"
+#include "facts/live.h"
 #include "probe/nvfs_stats.h"
 #include "probe/pci_probe.h"
 #include "probe/storage_probe.h"
 #include "probe/topo_path.h"
 #include "probe/sysroot.h"
 
-typedef struct gdu_system {
+typedef struct gdu_snapshot {
     gdu_sysroot *sr;
     gdu_driver driver;
     gdu_pci pci;
@@ -27,7 +28,7 @@ typedef struct gdu_system {
     char live_error[256]; /* why the capture file could not be used */
     bool nvfs_stats_parsed;
     gdu_nvfs_stats nvfs;
-} gdu_system;
+} gdu_snapshot;
 
 /* One NVIDIA GPU as every source sees it; any of the pointers may be NULL. */
 typedef struct gdu_gpu_view {
@@ -45,11 +46,12 @@ typedef struct gdu_gpu_view {
 
 /* paths: the files or directories named on the command line (O_DIRECT is
  * tried on them live). Never fails; what could not be read is left empty. */
-void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_system *out);
-void gdu_system_free(gdu_system *s);
+void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
+                       gdu_snapshot *out);
+void gdu_snapshot_free(gdu_snapshot *s);
 
 /* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
-size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap);
+size_t gdu_snapshot_gpus(const gdu_snapshot *s, gdu_gpu_view *out, size_t cap);
 
 /* What the live answers say about NVLink between two GPUs. */
 typedef enum {
@@ -59,7 +61,7 @@ typedef enum {
     GDU_NVLINK_INFERRED, /* no RM answer, but CUDA reports native peer atomics, which
                                CUDA offers over NVLink only */
 } gdu_nvlink_answer;
-gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a,
-                                    const gdu_gpu_view *b);
+gdu_nvlink_answer gdu_snapshot_nvlink(const gdu_snapshot *s, const gdu_gpu_view *a,
+                                      const gdu_gpu_view *b);
 
 #endif

@@ -1,11 +1,11 @@
-#include "doctor/doctor_system.h"
+#include "facts/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_system *out)
+void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_snapshot *out)
 {
     memset(out, 0, sizeof *out);
     out->sr = sr;
@@ -27,13 +27,13 @@ void gdu_system_probe(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
     }
 }
 
-void gdu_system_free(gdu_system *s)
+void gdu_snapshot_free(gdu_snapshot *s)
 {
     gdu_pci_free(&s->pci);
     gdu_mounts_free(&s->mounts);
 }
 
-static void fill_view(const gdu_system *s, gdu_gpu_view *v)
+static void fill_view(const gdu_snapshot *s, gdu_gpu_view *v)
 {
     for (size_t i = 0; i < s->driver.n_gpus; i++)
         if (strcasecmp(s->driver.gpus[i].bdf, v->bdf) == 0)
@@ -47,7 +47,7 @@ static void fill_view(const gdu_system *s, gdu_gpu_view *v)
     v->memory = v->cuda ? v->cuda->total_mem : 0;
 }
 
-size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap)
+size_t gdu_snapshot_gpus(const gdu_snapshot *s, gdu_gpu_view *out, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->pci.n && n < cap; i++) {
@@ -73,8 +73,8 @@ size_t gdu_system_gpus(const gdu_system *s, gdu_gpu_view *out, size_t cap)
     return n;
 }
 
-gdu_nvlink_answer gdu_system_nvlink(const gdu_system *s, const gdu_gpu_view *a,
-                                    const gdu_gpu_view *b)
+gdu_nvlink_answer gdu_snapshot_nvlink(const gdu_snapshot *s, const gdu_gpu_view *a,
+                                      const gdu_gpu_view *b)
 {
     if (a->cuda == NULL || b->cuda == NULL)
         return GDU_NVLINK_UNKNOWN;

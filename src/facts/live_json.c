@@ -1,5 +1,5 @@
 /* gdunlock-live.json: the live answers of a captured machine. */
-#include "doctor/live.h"
+#include "facts/live.h"
 
 #include "util/pci_addr.h"
 

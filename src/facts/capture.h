@@ -2,10 +2,10 @@
  * (the sysroot's record) into a directory, symbolic links included so that
  * sysfs's device paths resolve the same way, and writes the live answers to
  * DIR/gdunlock-live.json. The result replays with --sysroot DIR. */
-#ifndef GDUNLOCK_DOCTOR_CAPTURE_H
-#define GDUNLOCK_DOCTOR_CAPTURE_H
+#ifndef GDUNLOCK_FACTS_CAPTURE_H
+#define GDUNLOCK_FACTS_CAPTURE_H
 
-#include "doctor/live.h"
+#include "facts/live.h"
 #include "probe/sysroot.h"
 
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* The RM client against an in-process fake RM: request codes and block
  * sizes as the driver checks them, the generated client handle, statuses by
  * name, the attached-GPU walk and the caps copy-out. */
-#include "p2p/rm_p2p_caps.h"
+#include "facts/rm_p2p_caps.h"
 
 #include "driverabi/ctrl0000_gpu.h"
 #include "driverabi/nv_escape.h"

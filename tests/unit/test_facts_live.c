@@ -1,7 +1,7 @@
 /* Live answers: the capture file round trip, bus id spelling, O_DIRECT
  * probing and doctor --capture's copy of what was read. */
-#include "doctor/capture.h"
-#include "doctor/live.h"
+#include "facts/capture.h"
+#include "facts/live.h"
 #include "probe/pci_probe.h"
 #include "probe/sysroot.h"
 
