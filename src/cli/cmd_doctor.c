@@ -8,7 +8,6 @@
 #include "cli/exit_codes.h"
 #include "facts/capture.h"
 #include "doctor/doctor.h"
-#include "doctor/topo_matrix.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -168,12 +167,6 @@ int gdu_cmd_doctor(int argc, char **argv)
     else
         rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
     if (capture != NULL) {
-        /* topo reads a little more (every mount's block devices, NIC names):
-         * let it read now so that the capture replays topo too. */
-        gdu_topo *topo = malloc(sizeof *topo);
-        if (topo != NULL)
-            gdu_topo_build(sys, topo);
-        free(topo);
         gdu_capture_stats st;
         if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
             gdu_cli_note("doctor", "capture failed: %s", why);

@@ -130,7 +130,7 @@ static void cuda_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
-    if (!gdu_sysroot_is_live(sys->sr))
+    if (!sys->live_machine)
         capture_finding(sys, r);
     if (l->origin == GDU_LIVE_ABSENT) {
         f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_UNKNOWN, "CUDA's view: not captured");

@@ -95,9 +95,9 @@ static void nvfs_findings(const gdu_snapshot *sys, gdu_report *r)
  * replay the capture does not hold it. */
 static const char *how_to_get(const gdu_snapshot *sys)
 {
-    return gdu_sysroot_is_live(sys->sr) ? "run doctor as root, or check why it cannot be read"
-                                        : "capture the machine again with 'gdunlock doctor "
-                                          "--capture DIR [PATH]'";
+    return sys->live_machine ? "run doctor as root, or check why it cannot be read"
+                             : "capture the machine again with 'gdunlock doctor "
+                               "--capture DIR [PATH]'";
 }
 
 static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
@@ -298,8 +298,8 @@ static void nvme_paths(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t
                                "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
                                "config space needs root (%s)",
                                gpus[g].index, bdfs[k],
-                               gdu_sysroot_is_live(sys->sr) ? "run doctor as root"
-                                                            : "capture the machine as root");
+                               sys->live_machine ? "run doctor as root"
+                                                 : "capture the machine as root");
         else if (path.kind == GDU_PATH_SYS)
             gdu_report_note(r,
                             "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
@@ -409,10 +409,11 @@ static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size
         o_direct_finding(sys, m, path, lp, r);
         return;
     }
-    gdu_block_chain chain;
+    const gdu_block *block = gdu_snapshot_block(sys, m->major, m->minor);
     char top[32];
     snprintf(top, sizeof top, "%u:%u", m->major, m->minor);
-    if (gdu_block_resolve(sys->sr, m->major, m->minor, &chain) == 0) {
+    if (block != NULL && block->found) {
+        const gdu_block_chain chain = block->chain;
         snprintf(top, sizeof top, "%s", chain.top);
         size_t nvme = 0;
         for (size_t i = 0; i < chain.n_disks; i++)
@@ -442,7 +443,7 @@ static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size
                            "whether it is on NVMe, and the PCIe path to it, are not known; %s",
                            m->major, m->minor, path, m->major, m->minor, how_to_get(sys));
     }
-    bool udev = gdu_udev_has_fs_usage(sys->sr, m->major, m->minor);
+    bool udev = block != NULL && block->udev_fs_usage;
     f = gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
                        udev ? "udev identifies the volume (ID_FS_USAGE)"
                             : "cuFile cannot identify the volume: no udev ID_FS_USAGE");

@@ -21,7 +21,7 @@ static void gather_facts(const gdu_snapshot *sys, const gdu_gpu_view *a, const g
                          gdu_pcie_path *path, gdu_p2p_facts *f)
 {
     gdu_p2p_facts_init(f);
-    const gdu_p2p_platform platform = {sys->sr, &sys->pci, sys->iommu.mode};
+    const gdu_p2p_platform platform = {&sys->pci, &sys->iommu};
     gdu_p2p_facts_platform(&platform, a->bdf, b->bdf, f, path);
     const gdu_live_pair *lp = live_pair(sys, a, b);
     gdu_p2p_answers answers = {GDU_TRI_UNKNOWN, GDU_TRI_UNKNOWN, 0, {0}};

@@ -60,14 +60,11 @@ static gdu_p2p_iommu iommu_of_mode(gdu_iommu_mode m)
  * the PCI tree nothing. */
 static gdu_p2p_iommu iommu_of(const gdu_p2p_platform *pl, const gdu_pci_dev *d)
 {
-    char type[32];
     if (d == NULL)
         return GDU_P2P_IOMMU_UNKNOWN;
     if (d->iommu_group < 0)
-        return pl->iommu == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
-    if (gdu_iommu_group_type(pl->sr, d->iommu_group, type, sizeof type) != 0)
-        return GDU_P2P_IOMMU_UNKNOWN;
-    return iommu_of_mode(gdu_iommu_type_mode(type));
+        return pl->iommu->mode == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
+    return iommu_of_mode(gdu_iommu_group_mode(pl->iommu, d->iommu_group));
 }
 
 void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const char *bdf_b,

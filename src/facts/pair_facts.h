@@ -1,7 +1,7 @@
 /* The facts a GPU pair's P2P verdict (p2p/p2p_reason.h) rests on, and their
  * one gatherer, for doctor and for gdunlock p2p alike, so that both give the
- * same answer: the platform's facts from the PCI tree read through a
- * sysroot, and each GPU's and the pair's from what CUDA and the RM said.
+ * same answer: the platform's facts from a snapshot's PCI tree and IOMMU
+ * groups, and each GPU's and the pair's from what CUDA and the RM said.
  * What cannot be read stays unknown. */
 #ifndef GDUNLOCK_FACTS_PAIR_FACTS_H
 #define GDUNLOCK_FACTS_PAIR_FACTS_H
@@ -9,7 +9,6 @@
 #include "facts/p2p_caps.h"
 #include "probe/iommu_probe.h"
 #include "probe/pci_probe.h"
-#include "probe/sysroot.h"
 #include "probe/topo_path.h"
 #include "util/tri.h"
 
@@ -56,9 +55,8 @@ const char *gdu_p2p_topo_name(gdu_p2p_topo topo);
 
 /* One machine's platform, read once. */
 typedef struct gdu_p2p_platform {
-    gdu_sysroot *sr; /* where each GPU's IOMMU group type is read */
     const gdu_pci *pci;
-    gdu_iommu_mode iommu; /* system-wide (gdu_iommu_probe): for a GPU without a group */
+    const gdu_iommu *iommu; /* each GPU's group's mode, and the system's */
 } gdu_p2p_platform;
 
 /* The platform's facts of the pair from GPU bdf_a to GPU bdf_b: BAR1 sizes,

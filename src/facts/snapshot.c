@@ -5,14 +5,75 @@
 #include <string.h>
 #include <strings.h>
 
+/* Each distinct block device a mount is on: its chain down to the disks
+ * (the storage rules and topo's mounts per drive) and udev's data (cuFile
+ * identifies a volume by it). */
+static void take_blocks(gdu_sysroot *sr, gdu_snapshot *out)
+{
+    out->blocks = out->mounts.n ? calloc(out->mounts.n, sizeof *out->blocks) : NULL;
+    for (size_t i = 0; out->blocks != NULL && i < out->mounts.n; i++) {
+        const gdu_mount *m = &out->mounts.m[i];
+        if (m->major == 0 || gdu_snapshot_block(out, m->major, m->minor) != NULL)
+            continue;
+        gdu_block *b = &out->blocks[out->n_blocks++];
+        b->major = m->major;
+        b->minor = m->minor;
+        b->found = gdu_block_resolve(sr, m->major, m->minor, &b->chain) == 0;
+        b->udev_fs_usage = gdu_udev_has_fs_usage(sr, m->major, m->minor);
+    }
+}
+
+static void append_names(gdu_sysroot *sr, const char *dir, char *out, size_t len)
+{
+    char **names;
+    long n = gdu_sysroot_list(sr, dir, &names);
+    for (long i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        if (used < len)
+            snprintf(out + used, len - used, "%s%s", used ? "," : "", names[i]);
+    }
+    if (n > 0)
+        gdu_sysroot_free_names(names, n);
+}
+
+/* Interface names: the entries of <dev>/net, or of <dev>/virtio<N>/net for virtio-net. */
+static void take_nics(gdu_sysroot *sr, gdu_snapshot *out)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < out->pci.n; i++)
+        count += gdu_pci_is_nic(&out->pci.devs[i]);
+    out->nics = count ? calloc(count, sizeof *out->nics) : NULL;
+    for (size_t i = 0; out->nics != NULL && i < out->pci.n; i++) {
+        const gdu_pci_dev *d = &out->pci.devs[i];
+        if (!gdu_pci_is_nic(d))
+            continue;
+        gdu_nic *nic = &out->nics[out->n_nics++];
+        char dir[160], **children;
+        snprintf(nic->bdf, sizeof nic->bdf, "%s", d->bdf);
+        snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/net", d->bdf);
+        append_names(sr, dir, nic->names, sizeof nic->names);
+        snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", d->bdf);
+        long n = gdu_sysroot_list(sr, dir, &children);
+        for (long k = 0; k < n; k++)
+            if (strncmp(children[k], "virtio", 6) == 0) {
+                snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/%.32s/net", d->bdf, children[k]);
+                append_names(sr, dir, nic->names, sizeof nic->names);
+            }
+        if (n > 0)
+            gdu_sysroot_free_names(children, n);
+    }
+}
+
 void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_snapshot *out)
 {
     memset(out, 0, sizeof *out);
-    out->sr = sr;
+    out->live_machine = gdu_sysroot_is_live(sr);
     gdu_driver_probe(sr, &out->driver);
     gdu_pci_scan(sr, &out->pci, out->pci_error, sizeof out->pci_error);
     gdu_nvme_scan(sr, &out->nvme);
     gdu_mounts_read(sr, &out->mounts);
+    take_blocks(sr, out);
+    take_nics(sr, out);
     gdu_iommu_probe(sr, &out->iommu);
     if (gdu_sysroot_is_live(sr))
         gdu_live_collect(&out->live, paths, n_paths);
@@ -31,6 +92,17 @@ void gdu_snapshot_free(gdu_snapshot *s)
 {
     gdu_pci_free(&s->pci);
     gdu_mounts_free(&s->mounts);
+    free(s->blocks);
+    free(s->nics);
+    gdu_iommu_free(&s->iommu);
+}
+
+const gdu_block *gdu_snapshot_block(const gdu_snapshot *s, unsigned major, unsigned minor)
+{
+    for (size_t i = 0; i < s->n_blocks; i++)
+        if (s->blocks[i].major == major && s->blocks[i].minor == minor)
+            return &s->blocks[i];
+    return NULL;
 }
 
 static void fill_view(const gdu_snapshot *s, gdu_gpu_view *v)

@@ -1,5 +1,8 @@
-/* Everything doctor and topo look at, probed once: driver, PCI devices, NVMe,
- * mounts, IOMMU, cufile.json, nvidia-fs stats and the live-driver answers. */
+/* The snapshot of a machine: everything doctor, topo, p2p and verify judge,
+ * read once when it is taken (driver, PCI devices, NVMe, mounts with their
+ * block devices and udev data, IOMMU groups, network cards, cufile.json,
+ * nvidia-fs stats and the live driver's answers). The judges read nothing
+ * else: they are functions of a snapshot, and a capture is one written out. */
 #ifndef GDUNLOCK_FACTS_SNAPSHOT_H
 #define GDUNLOCK_FACTS_SNAPSHOT_H
 
@@ -15,13 +18,32 @@
 #include "probe/topo_path.h"
 #include "probe/sysroot.h"
 
+/* The block device under a mount, down to its disks, and what udev knows of it. */
+typedef struct gdu_block {
+    unsigned major, minor;
+    bool found; /* /sys/dev/block/<major>:<minor> exists: chain holds it */
+    gdu_block_chain chain;
+    bool udev_fs_usage; /* /run/udev/data/b<major>:<minor> has E:ID_FS_USAGE (cuFile needs it) */
+} gdu_block;
+
+/* A network card's interface names (its net/ entries, or its virtio
+ * device's), comma-separated. */
+typedef struct gdu_nic {
+    char bdf[16];
+    char names[96];
+} gdu_nic;
+
 typedef struct gdu_snapshot {
-    gdu_sysroot *sr;
+    bool live_machine; /* taken from the running machine, not a capture */
     gdu_driver driver;
     gdu_pci pci;
     char pci_error[256]; /* why the PCI scan failed, "" when it worked */
     gdu_nvme_list nvme;
     gdu_mounts mounts;
+    gdu_block *blocks; /* one per block device some mount is on */
+    size_t n_blocks;
+    gdu_nic *nics; /* one per network card in the PCI tree */
+    size_t n_nics;
     gdu_iommu iommu;
     gdu_cufile_config cufile;
     gdu_live live;
@@ -44,11 +66,15 @@ typedef struct gdu_gpu_view {
     uint64_t memory;    /* bytes, 0 unknown */
 } gdu_gpu_view;
 
-/* paths: the files or directories named on the command line (O_DIRECT is
- * tried on them live). Never fails; what could not be read is left empty. */
+/* Reads the machine through sr (the live machine, or a capture). paths: the
+ * files or directories named on the command line (O_DIRECT is tried on them
+ * live). Never fails; what could not be read is left empty. */
 void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
                        gdu_snapshot *out);
 void gdu_snapshot_free(gdu_snapshot *s);
+
+/* The block device with that number under some mount; NULL when no mount is on it. */
+const gdu_block *gdu_snapshot_block(const gdu_snapshot *s, unsigned major, unsigned minor);
 
 /* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
 size_t gdu_snapshot_gpus(const gdu_snapshot *s, gdu_gpu_view *out, size_t cap);

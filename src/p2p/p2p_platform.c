@@ -21,7 +21,7 @@ void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
     }
     gdu_iommu iommu;
     gdu_iommu_probe(&sr, &iommu);
-    const gdu_p2p_platform platform = {&sr, &pci, iommu.mode};
+    const gdu_p2p_platform platform = {&pci, &iommu};
     char bdf[GDU_P2P_MAX_GPUS][16];
     for (int i = 0; i < r->n; i++) {
         gdu_pci_addr_format(bdf[i], sizeof bdf[i], r->gpu[i].domain, r->gpu[i].bus,
@@ -36,5 +36,6 @@ void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot)
             if (i != j)
                 gdu_p2p_facts_platform(&platform, bdf[i], bdf[j], &r->pair[i][j].facts, NULL);
     gdu_pci_free(&pci);
+    gdu_iommu_free(&iommu);
     gdu_sysroot_free(&sr);
 }
