@@ -17,22 +17,6 @@ static const gdu_live_pair *live_pair(const gdu_snapshot *sys, const gdu_gpu_vie
     return gdu_live_pair_find(&sys->live, a->cuda->ordinal, b->cuda->ordinal);
 }
 
-static void gather_facts(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
-                         gdu_pcie_path *path, gdu_p2p_facts *f)
-{
-    gdu_p2p_facts_init(f);
-    const gdu_p2p_platform platform = {&sys->pci, &sys->iommu};
-    gdu_p2p_facts_platform(&platform, a->bdf, b->bdf, f, path);
-    const gdu_live_pair *lp = live_pair(sys, a, b);
-    gdu_p2p_answers answers = {GDU_TRI_UNKNOWN, GDU_TRI_UNKNOWN, 0, {0}};
-    if (lp != NULL)
-        answers = (gdu_p2p_answers){gdu_tri_of(lp->can_access), gdu_tri_of(lp->native_atomics),
-                                    lp->rm_known, lp->rm};
-    const gdu_p2p_gpu_facts ga = {a->name, a->memory, a->cuda ? a->cuda->cc_major : 0};
-    const gdu_p2p_gpu_facts gb = {b->name, b->memory, b->cuda ? b->cuda->cc_major : 0};
-    gdu_p2p_facts_answers(&ga, &gb, &answers, f);
-}
-
 /* Which of the four driver locks of the BAR1/mailbox analysis a cause is. */
 static const char *lock_name(gdu_p2p_cause c)
 {
@@ -158,7 +142,7 @@ void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, siz
             gdu_p2p_facts facts;
             p->a = gpus[i].index;
             p->b = gpus[j].index;
-            gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
+            gdu_pair_facts(sys, &gpus[i], &gpus[j], &facts, &p->path);
             if (facts.cuda_can_access == GDU_TRI_UNKNOWN && !facts.rm_caps_known)
                 undetermined(sys, p);
             else

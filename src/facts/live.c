@@ -16,20 +16,18 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-/* The RM's entry for the GPU CUDA numbers ordinal, matched by PCI address. */
-static const gdu_rm_gpu *rm_gpu_of(const gdu_live *out, int ordinal, const gdu_rm_gpu *rm, size_t n)
+/* Each CUDA GPU's gpuId among the RM's attached GPUs, matched by PCI address. */
+static void match_rm_ids(gdu_live *out, const gdu_rm_gpu *rm, size_t n)
 {
-    for (size_t g = 0; g < out->n_gpus; g++) {
-        if (out->gpus[g].ordinal != ordinal)
-            continue;
+    for (size_t g = 0; g < out->n_gpus; g++)
         for (size_t i = 0; i < n; i++) {
             char bdf[GDU_PCI_ADDR_SIZE];
             gdu_pci_addr_format(bdf, sizeof bdf, rm[i].domain, rm[i].bus, rm[i].device, 0);
-            if (strcmp(out->gpus[g].bdf, bdf) == 0)
-                return &rm[i];
+            if (strcmp(out->gpus[g].bdf, bdf) == 0) {
+                out->gpus[g].rm_known = true;
+                out->gpus[g].rm_gpu_id = rm[i].gpu_id;
+            }
         }
-    }
-    return NULL;
 }
 
 /* The RM's P2P caps for every pair. The RM answers only for GPUs it has
@@ -45,18 +43,20 @@ static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
     char *why = out->rm_why;
     size_t why_len = sizeof out->rm_why;
     if (gdu_rm_client_open(&client, NULL, NULL, why, why_len) == 0) {
-        if (gdu_rm_attached_gpus(&client, rm, GDU_LIVE_MAX_GPUS, &n_rm, why, why_len) == 0)
+        if (gdu_rm_attached_gpus(&client, rm, GDU_LIVE_MAX_GPUS, &n_rm, why, why_len) == 0) {
+            match_rm_ids(out, rm, n_rm);
             for (size_t k = 0; k < out->n_pairs; k++) {
                 gdu_live_pair *p = &out->pairs[k];
-                const gdu_rm_gpu *ga = rm_gpu_of(out, p->a, rm, n_rm);
-                const gdu_rm_gpu *gb = rm_gpu_of(out, p->b, rm, n_rm);
-                if (ga == NULL || gb == NULL)
+                const gdu_live_gpu *ga = gdu_live_gpu_by_ordinal(out, p->a);
+                const gdu_live_gpu *gb = gdu_live_gpu_by_ordinal(out, p->b);
+                if (!ga->rm_known || !gb->rm_known)
                     snprintf(why, why_len, "CUDA device %d is not among the RM's attached GPUs",
-                             ga == NULL ? p->a : p->b);
-                else if (gdu_rm_p2p_caps(&client, ga->gpu_id, gb->gpu_id, &p->rm, why, why_len) ==
-                         0)
+                             !ga->rm_known ? p->a : p->b);
+                else if (gdu_rm_p2p_caps(&client, ga->rm_gpu_id, gb->rm_gpu_id, &p->rm, why,
+                                         why_len) == 0)
                     p->rm_known = true;
             }
+        }
         gdu_rm_client_close(&client);
     }
     for (size_t i = 0; i < out->n_gpus; i++)
@@ -98,7 +98,8 @@ static void collect_cuda(gdu_live *out)
             memset(p, 0, sizeof *p);
             p->a = out->gpus[a].ordinal;
             p->b = out->gpus[b].ordinal;
-            p->can_access = p->native_atomics = -1;
+            p->can_access = p->performance_rank = p->access_supported = p->native_atomics =
+                p->cuda_array_access = -1;
             gdu_CUdevice da, db;
             if (cu->cuDeviceGet(&da, p->a) != GDU_CUDA_SUCCESS ||
                 cu->cuDeviceGet(&db, p->b) != GDU_CUDA_SUCCESS)
@@ -106,9 +107,17 @@ static void collect_cuda(gdu_live *out)
             int v;
             if (cu->cuDeviceCanAccessPeer(&v, da, db) == GDU_CUDA_SUCCESS)
                 p->can_access = v;
-            if (cu->cuDeviceGetP2PAttribute(&v, GDU_CU_P2P_ATTR_NATIVE_ATOMIC_SUPPORTED, da, db) ==
-                GDU_CUDA_SUCCESS)
-                p->native_atomics = v;
+            const struct {
+                int attribute, *out;
+            } attrs[] = {
+                {GDU_CU_P2P_ATTR_PERFORMANCE_RANK, &p->performance_rank},
+                {GDU_CU_P2P_ATTR_ACCESS_SUPPORTED, &p->access_supported},
+                {GDU_CU_P2P_ATTR_NATIVE_ATOMIC_SUPPORTED, &p->native_atomics},
+                {GDU_CU_P2P_ATTR_CUDA_ARRAY_ACCESS_SUPPORTED, &p->cuda_array_access},
+            };
+            for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
+                if (cu->cuDeviceGetP2PAttribute(&v, attrs[k].attribute, da, db) == GDU_CUDA_SUCCESS)
+                    *attrs[k].out = v;
         }
     if (out->n_pairs > 0)
         collect_rm_caps(cu, out);
@@ -193,6 +202,14 @@ const gdu_live_gpu *gdu_live_gpu_by_bdf(const gdu_live *live, const char *bdf)
 {
     for (size_t i = 0; i < live->n_gpus; i++)
         if (strcmp(live->gpus[i].bdf, bdf) == 0)
+            return &live->gpus[i];
+    return NULL;
+}
+
+const gdu_live_gpu *gdu_live_gpu_by_ordinal(const gdu_live *live, int ordinal)
+{
+    for (size_t i = 0; i < live->n_gpus; i++)
+        if (live->gpus[i].ordinal == ordinal)
             return &live->gpus[i];
     return NULL;
 }

@@ -1,7 +1,9 @@
 /* Answers that only the running driver can give (CUDA's view of the GPUs and
  * their peers, the RM's P2P caps, libcufile found by the loader, O_DIRECT on a
- * named path). On the live machine they are collected; with --sysroot they
- * come from the capture file gdunlock-live.json inside the captured tree. */
+ * named path). On the live machine they are collected, by the one collector
+ * of CUDA's and the RM's answers doctor and gdunlock p2p share; with
+ * --sysroot they come from the capture file gdunlock-live.json inside the
+ * captured tree. */
 #ifndef GDUNLOCK_FACTS_LIVE_H
 #define GDUNLOCK_FACTS_LIVE_H
 
@@ -28,13 +30,20 @@ typedef struct gdu_live_gpu {
     char bdf[16];       /* lower case, "0000:01:00.0" */
     uint64_t total_mem; /* bytes, cuDeviceTotalMem */
     int cc_major, cc_minor;
+    bool rm_known; /* the RM lists it: rm_gpu_id is its gpuId */
+    uint32_t rm_gpu_id;
 } gdu_live_gpu;
 
+/* CUDA's and the RM's answers for the ordered pair a -> b; -1 where CUDA
+ * did not answer. */
 typedef struct gdu_live_pair {
-    int a, b;           /* CUDA ordinals */
-    int can_access;     /* cuDeviceCanAccessPeer, -1 unknown */
-    int native_atomics; /* CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, -1 unknown */
-    bool rm_known;      /* rm holds the RM's NV0000 P2P caps answer */
+    int a, b;              /* CUDA ordinals */
+    int can_access;        /* cuDeviceCanAccessPeer */
+    int performance_rank;  /* CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK */
+    int access_supported;  /* CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED */
+    int native_atomics;    /* CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED */
+    int cuda_array_access; /* CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED */
+    bool rm_known;         /* rm holds the RM's NV0000 P2P caps answer */
     gdu_p2p_rm_caps rm;
 } gdu_live_pair;
 
@@ -82,6 +91,7 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
 int gdu_live_load(gdu_sysroot *sr, gdu_live *out, char *why, size_t why_len);
 
 const gdu_live_gpu *gdu_live_gpu_by_bdf(const gdu_live *live, const char *bdf);
+const gdu_live_gpu *gdu_live_gpu_by_ordinal(const gdu_live *live, int ordinal);
 const gdu_live_pair *gdu_live_pair_find(const gdu_live *live, int a, int b);
 const gdu_live_path *gdu_live_path_find(const gdu_live *live, const char *path);
 

@@ -13,14 +13,19 @@
 
 static json_t *pair_to_json(const gdu_live_pair *p)
 {
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i}", "a", p->a, "b", p->b, "can_access_peer",
-                          p->can_access, "native_atomics", p->native_atomics);
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "a", p->a, "b", p->b,
+                          "can_access_peer", p->can_access, "performance_rank", p->performance_rank,
+                          "access_supported", p->access_supported, "native_atomics",
+                          p->native_atomics, "cuda_array_access", p->cuda_array_access);
     if (o != NULL && p->rm_known) {
         json_t *status = json_array();
         for (unsigned i = 0; i < GDU_P2P_CAPS_INDEX_COUNT; i++)
             json_array_append_new(status, json_integer(p->rm.status[i]));
-        json_object_set_new(
-            o, "rm", json_pack("{s:I, s:o}", "caps", (json_int_t)p->rm.caps, "status", status));
+        json_object_set_new(o, "rm",
+                            json_pack("{s:I, s:o, s:[I,I]}", "caps", (json_int_t)p->rm.caps,
+                                      "status", status, "optimal_ces",
+                                      (json_int_t)p->rm.optimal_read_ces,
+                                      (json_int_t)p->rm.optimal_write_ces));
     }
     return o;
 }
@@ -30,10 +35,12 @@ json_t *gdu_live_to_json(const gdu_live *live)
     json_t *gpus = json_array(), *pairs = json_array(), *paths = json_array();
     for (size_t i = 0; i < live->n_gpus; i++) {
         const gdu_live_gpu *g = &live->gpus[i];
-        json_array_append_new(gpus,
-                              json_pack("{s:i, s:s, s:s, s:I, s:[i,i]}", "ordinal", g->ordinal,
-                                        "name", g->name, "pci", g->bdf, "total_mem",
-                                        (json_int_t)g->total_mem, "cc", g->cc_major, g->cc_minor));
+        json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:[i,i]}", "ordinal", g->ordinal, "name",
+                              g->name, "pci", g->bdf, "total_mem", (json_int_t)g->total_mem, "cc",
+                              g->cc_major, g->cc_minor);
+        if (o != NULL && g->rm_known)
+            json_object_set_new(o, "rm_gpu_id", json_integer(g->rm_gpu_id));
+        json_array_append_new(gpus, o);
     }
     for (size_t i = 0; i < live->n_pairs; i++)
         json_array_append_new(pairs, pair_to_json(&live->pairs[i]));
@@ -154,12 +161,20 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
     static const live_field cuda[] = {
         {"ok", 'b'},     {"why", 's'}, {"driver_version", 'i'}, {"gpus", 'a'}, {"pairs", 'a'},
         {"rm_why", 's'}, {0}};
-    static const live_field gpu[] = {{"ordinal", 'i'},   {"name", 's'}, {"pci", 's'},
-                                     {"total_mem", 'i'}, {"cc", 'a'},   {0}};
-    static const live_field pair[] = {
-        {"a", 'i'},  {"b", 'i'}, {"can_access_peer", 'i'}, {"native_atomics", 'i'},
-        {"rm", 'O'}, {0}};
-    static const live_field rm[] = {{"caps", 'i'}, {"status", 'a'}, {0}};
+    /* Captures made before the one collector lack the fields marked optional. */
+    static const live_field gpu[] = {
+        {"ordinal", 'i'}, {"name", 's'},      {"pci", 's'}, {"total_mem", 'i'},
+        {"cc", 'a'},      {"rm_gpu_id", 'I'}, {0}};
+    static const live_field pair[] = {{"a", 'i'},
+                                      {"b", 'i'},
+                                      {"can_access_peer", 'i'},
+                                      {"performance_rank", 'I'},
+                                      {"access_supported", 'I'},
+                                      {"native_atomics", 'i'},
+                                      {"cuda_array_access", 'I'},
+                                      {"rm", 'O'},
+                                      {0}};
+    static const live_field rm[] = {{"caps", 'i'}, {"status", 'a'}, {"optimal_ces", 'A'}, {0}};
     static const live_field cufile[] = {{"found", 'b'}, {"path", 's'},     {"version", 's'},
                                         {"why", 's'},   {"env_json", 's'}, {0}};
     static const live_field path[] = {
@@ -190,6 +205,10 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
         snprintf(at, sizeof at, "cuda.pairs[%zu].rm.status", i);
         if (r != NULL && !check_integers(json_object_get(r, "status"), at, why, why_len))
             return false;
+        snprintf(at, sizeof at, "cuda.pairs[%zu].rm.optimal_ces", i);
+        const json_t *ces = json_object_get(r, "optimal_ces");
+        if (ces != NULL && !check_integers(ces, at, why, why_len))
+            return false;
     }
     return true;
 }
@@ -215,12 +234,18 @@ static void pair_from_json(const json_t *o, gdu_live_pair *p)
     p->a = (int)get_int(o, "a", -1);
     p->b = (int)get_int(o, "b", -1);
     p->can_access = clamp_tri(get_int(o, "can_access_peer", -1));
+    p->performance_rank = (int)get_int(o, "performance_rank", -1);
+    p->access_supported = clamp_tri(get_int(o, "access_supported", -1));
     p->native_atomics = clamp_tri(get_int(o, "native_atomics", -1));
+    p->cuda_array_access = clamp_tri(get_int(o, "cuda_array_access", -1));
     const json_t *rm = json_object_get(o, "rm");
     const json_t *status = json_object_get(rm, "status");
     if (json_is_object(rm) && json_is_integer(json_object_get(rm, "caps"))) {
         p->rm_known = true;
         p->rm.caps = (uint32_t)get_int(rm, "caps", 0);
+        const json_t *ces = json_object_get(rm, "optimal_ces");
+        p->rm.optimal_read_ces = (uint32_t)json_integer_value(json_array_get(ces, 0));
+        p->rm.optimal_write_ces = (uint32_t)json_integer_value(json_array_get(ces, 1));
         for (unsigned i = 0; i < GDU_P2P_CAPS_INDEX_COUNT; i++) {
             const json_t *s = json_array_get(status, i);
             /* A capability the capture lacks reads as not supported. */
@@ -270,6 +295,9 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         g->cc_minor = json_is_integer(json_array_get(cc, 1))
                           ? (int)json_integer_value(json_array_get(cc, 1))
                           : 0;
+        const json_t *id = json_object_get(v, "rm_gpu_id");
+        g->rm_known = json_is_integer(id);
+        g->rm_gpu_id = g->rm_known ? (uint32_t)json_integer_value(id) : 0;
     }
     json_array_foreach(json_object_get(cuda, "pairs"), i, v)
     {

@@ -1,7 +1,5 @@
 #include "facts/pair_facts.h"
 
-#include "probe/driver_probe.h"
-
 #include <string.h>
 
 void gdu_p2p_facts_init(gdu_p2p_facts *facts)
@@ -58,50 +56,49 @@ static gdu_p2p_iommu iommu_of_mode(gdu_iommu_mode m)
 /* The IOMMU as one GPU's own group sees it; for a GPU without a group the
  * system-wide mode only when there is no IOMMU at all, for one missing from
  * the PCI tree nothing. */
-static gdu_p2p_iommu iommu_of(const gdu_p2p_platform *pl, const gdu_pci_dev *d)
+static gdu_p2p_iommu iommu_of(const gdu_iommu *io, const gdu_pci_dev *d)
 {
     if (d == NULL)
         return GDU_P2P_IOMMU_UNKNOWN;
     if (d->iommu_group < 0)
-        return pl->iommu->mode == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
-    return iommu_of_mode(gdu_iommu_group_mode(pl->iommu, d->iommu_group));
+        return io->mode == GDU_IOMMU_NONE ? GDU_P2P_IOMMU_OFF : GDU_P2P_IOMMU_UNKNOWN;
+    return iommu_of_mode(gdu_iommu_group_mode(io, d->iommu_group));
 }
 
-void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const char *bdf_b,
-                            gdu_p2p_facts *f, gdu_pcie_path *path)
+void gdu_pair_facts(const gdu_snapshot *s, const gdu_gpu_view *a, const gdu_gpu_view *b,
+                    gdu_p2p_facts *f, gdu_pcie_path *path)
 {
-    const gdu_pci_dev *a = gdu_pci_find(pl->pci, bdf_a), *b = gdu_pci_find(pl->pci, bdf_b);
+    gdu_p2p_facts_init(f);
     gdu_pcie_path between;
-    gdu_pci_path(pl->pci, bdf_a, bdf_b, &between);
+    gdu_pci_path(&s->pci, a->bdf, b->bdf, &between);
     if (path != NULL)
         *path = between;
-    int index;
-    f->bar1_bytes[0] = a ? gdu_pci_bar1(a->bar_size, &index) : 0;
-    f->bar1_bytes[1] = b ? gdu_pci_bar1(b->bar_size, &index) : 0;
+    f->bar1_bytes[0] = a->bar1;
+    f->bar1_bytes[1] = b->bar1;
     f->topo = topo_of_path(between.kind);
     f->acs_redirect =
-        a && b ? gdu_pci_path_acs_redirect(pl->pci, &between, NULL, 0) : GDU_TRI_UNKNOWN;
-    gdu_p2p_iommu ia = iommu_of(pl, a), ib = iommu_of(pl, b);
+        a->pci && b->pci ? gdu_pci_path_acs_redirect(&s->pci, &between, NULL, 0) : GDU_TRI_UNKNOWN;
+    gdu_p2p_iommu ia = iommu_of(&s->iommu, a->pci), ib = iommu_of(&s->iommu, b->pci);
     f->iommu = ia == GDU_P2P_IOMMU_TRANSLATED || ib == GDU_P2P_IOMMU_TRANSLATED
                    ? GDU_P2P_IOMMU_TRANSLATED
                : ia == ib ? ia
                           : GDU_P2P_IOMMU_UNKNOWN;
-}
 
-void gdu_p2p_facts_answers(const gdu_p2p_gpu_facts *a, const gdu_p2p_gpu_facts *b,
-                           const gdu_p2p_answers *ans, gdu_p2p_facts *f)
-{
-    f->cuda_can_access = ans->can_access;
-    f->native_atomics = ans->native_atomics;
-    f->rm_caps_known = ans->rm_known;
-    f->rm = ans->rm;
     f->vram_bytes[0] = a->memory;
     f->vram_bytes[1] = b->memory;
-    gdu_tri ga = gdu_gpu_name_geforce(a->name), gb = gdu_gpu_name_geforce(b->name);
-    f->geforce = ga == GDU_TRI_YES || gb == GDU_TRI_YES ? GDU_TRI_YES
-                 : ga == GDU_TRI_NO && gb == GDU_TRI_NO ? GDU_TRI_NO
-                                                        : GDU_TRI_UNKNOWN;
-    f->cc_major = a->cc_major == 0 || b->cc_major == 0 ? 0
-                  : a->cc_major < b->cc_major          ? a->cc_major
-                                                       : b->cc_major;
+    f->geforce = a->geforce == GDU_TRI_YES || b->geforce == GDU_TRI_YES ? GDU_TRI_YES
+                 : a->geforce == GDU_TRI_NO && b->geforce == GDU_TRI_NO ? GDU_TRI_NO
+                                                                        : GDU_TRI_UNKNOWN;
+    int cc_a = a->cuda ? a->cuda->cc_major : 0, cc_b = b->cuda ? b->cuda->cc_major : 0;
+    f->cc_major = cc_a == 0 || cc_b == 0 ? 0 : cc_a < cc_b ? cc_a : cc_b;
+
+    const gdu_live_pair *lp = a->cuda && b->cuda
+                                  ? gdu_live_pair_find(&s->live, a->cuda->ordinal, b->cuda->ordinal)
+                                  : NULL;
+    if (lp != NULL) {
+        f->cuda_can_access = gdu_tri_of(lp->can_access);
+        f->native_atomics = gdu_tri_of(lp->native_atomics);
+        f->rm_caps_known = lp->rm_known;
+        f->rm = lp->rm;
+    }
 }

@@ -7,8 +7,7 @@
 #define GDUNLOCK_FACTS_PAIR_FACTS_H
 
 #include "facts/p2p_caps.h"
-#include "probe/iommu_probe.h"
-#include "probe/pci_probe.h"
+#include "facts/snapshot.h"
 #include "probe/topo_path.h"
 #include "util/tri.h"
 
@@ -53,38 +52,13 @@ void gdu_p2p_facts_init(gdu_p2p_facts *facts);
 /* "PIX", "SYS", ... ; "?" when unknown. */
 const char *gdu_p2p_topo_name(gdu_p2p_topo topo);
 
-/* One machine's platform, read once. */
-typedef struct gdu_p2p_platform {
-    const gdu_pci *pci;
-    const gdu_iommu *iommu; /* each GPU's group's mode, and the system's */
-} gdu_p2p_platform;
-
-/* The platform's facts of the pair from GPU bdf_a to GPU bdf_b: BAR1 sizes,
- * the PCIe path class, ACS on that path, and the IOMMU as each GPU's own
- * group sees it (translated if either translates). path (may be NULL) gets
- * the PCIe path between them. */
-void gdu_p2p_facts_platform(const gdu_p2p_platform *pl, const char *bdf_a, const char *bdf_b,
-                            gdu_p2p_facts *f, gdu_pcie_path *path);
-
-/* One GPU as CUDA (or the driver) names it. */
-typedef struct gdu_p2p_gpu_facts {
-    const char *name; /* marketing name; NULL or "" unknown */
-    uint64_t memory;  /* bytes; 0 unknown */
-    int cc_major;     /* 0 unknown */
-} gdu_p2p_gpu_facts;
-
-/* What CUDA and the RM answered for the ordered pair. */
-typedef struct gdu_p2p_answers {
-    gdu_tri can_access;     /* cuDeviceCanAccessPeer */
-    gdu_tri native_atomics; /* CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED */
-    int rm_known;           /* rm holds the RM's answer */
-    gdu_p2p_rm_caps rm;
-} gdu_p2p_answers;
-
-/* The GPUs' and the pair's facts: memory, the older compute capability,
- * GeForce (yes when either is, no when neither is, else unknown), and the
- * answers. */
-void gdu_p2p_facts_answers(const gdu_p2p_gpu_facts *a, const gdu_p2p_gpu_facts *b,
-                           const gdu_p2p_answers *ans, gdu_p2p_facts *f);
+/* The facts of the ordered pair from GPU a to GPU b of a snapshot: the
+ * platform's (BAR1 sizes, the PCIe path class, ACS on that path, the IOMMU as
+ * each GPU's own group sees it: translated if either translates), each GPU's
+ * (memory, the older compute capability, GeForce: yes when either is, no
+ * when neither is) and what CUDA and the RM answered for the pair. path (may
+ * be NULL) gets the PCIe path between them. */
+void gdu_pair_facts(const gdu_snapshot *s, const gdu_gpu_view *a, const gdu_gpu_view *b,
+                    gdu_p2p_facts *f, gdu_pcie_path *path);
 
 #endif

@@ -1,5 +1,6 @@
 #include "facts/snapshot.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,26 @@ size_t gdu_snapshot_gpus(const gdu_snapshot *s, gdu_gpu_view *out, size_t cap)
             n++;
         }
     return n;
+}
+
+int gdu_snapshot_gpu_by_ordinal(const gdu_snapshot *s, int ordinal, gdu_gpu_view *out)
+{
+    const gdu_live_gpu *g = gdu_live_gpu_by_ordinal(&s->live, ordinal);
+    if (g == NULL)
+        return -ENOENT;
+    gdu_gpu_view views[GDU_MAX_GPUS];
+    size_t n = gdu_snapshot_gpus(s, views, GDU_MAX_GPUS);
+    for (size_t i = 0; i < n; i++)
+        if (views[i].cuda == g) {
+            *out = views[i];
+            return 0;
+        }
+    memset(out, 0, sizeof *out);
+    out->index = -1;
+    snprintf(out->bdf, sizeof out->bdf, "%s", g->bdf);
+    out->pci = gdu_pci_find(&s->pci, g->bdf);
+    fill_view(s, out);
+    return 0;
 }
 
 gdu_nvlink_answer gdu_snapshot_nvlink(const gdu_snapshot *s, const gdu_gpu_view *a,

@@ -79,6 +79,11 @@ const gdu_block *gdu_snapshot_block(const gdu_snapshot *s, unsigned major, unsig
 /* The NVIDIA GPUs in PCI order (from PCI, else the driver's list). Returns the count. */
 size_t gdu_snapshot_gpus(const gdu_snapshot *s, gdu_gpu_view *out, size_t cap);
 
+/* The GPU CUDA numbers ordinal: its view among gdu_snapshot_gpus, or one
+ * from CUDA's answers alone (index -1) for a GPU the PCI tree lacks. Returns
+ * 0, or -ENOENT when CUDA has no such device. */
+int gdu_snapshot_gpu_by_ordinal(const gdu_snapshot *s, int ordinal, gdu_gpu_view *out);
+
 /* What the live answers say about NVLink between two GPUs. */
 typedef enum {
     GDU_NVLINK_UNKNOWN = 0, /* no live answer for the pair */

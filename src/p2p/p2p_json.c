@@ -82,6 +82,12 @@ static json_t *rm_caps(const gdu_p2p_rm_caps *c)
         (json_int_t)c->optimal_read_ces, "optimal_write_ces", (json_int_t)c->optimal_write_ces);
 }
 
+/* One of CUDA's answers: null where it did not answer (-1). */
+static json_t *answer(int v, bool boolean)
+{
+    return v < 0 ? json_null() : boolean ? json_boolean(v) : json_integer(v);
+}
+
 static json_t *pairs(const gdu_p2p_report *r)
 {
     json_t *a = json_array();
@@ -91,11 +97,12 @@ static json_t *pairs(const gdu_p2p_report *r)
                 continue;
             const gdu_p2p_pair_report *p = &r->pair[i][j];
             const gdu_p2p_verdict *v = &p->verdict;
-            json_t *cuda =
-                json_pack("{s:b, s:i, s:b, s:b, s:b}", "can_access_peer", p->cuda.can_access,
-                          "performance_rank", p->cuda.performance_rank, "access_supported",
-                          p->cuda.access_supported, "native_atomics", p->cuda.native_atomics,
-                          "cuda_array_access", p->cuda.cuda_array_access);
+            json_t *cuda = json_pack("{s:o, s:o, s:o, s:o, s:o}", "can_access_peer",
+                                     answer(p->cuda.can_access, true), "performance_rank",
+                                     answer(p->cuda.performance_rank, false), "access_supported",
+                                     answer(p->cuda.access_supported, true), "native_atomics",
+                                     answer(p->cuda.native_atomics, true), "cuda_array_access",
+                                     answer(p->cuda.cuda_array_access, true));
             json_t *verdict =
                 json_pack("{s:b, s:s, s:s, s:s, s:s, s:s}", "p2p", v->cause == GDU_P2P_CAUSE_NONE,
                           "link", gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause),

@@ -1,9 +1,11 @@
-/* The p2p command's platform facts read through doctor's probes from its
- * fixture sysroots, and the verdicts they lead to together with the RM's
- * and CUDA's answers recorded in those fixtures. */
-#include "p2p/p2p_collect.h"
-#include "p2p/p2p_report.h"
+/* A GPU pair's facts (facts/pair_facts.h) from the fixture sysroots of
+ * tests/fixtures/doctor: the platform's from the captured PCI tree and IOMMU
+ * groups, each GPU's and the pair's from the recorded CUDA and RM answers,
+ * and the verdict they lead to. */
+#include "facts/pair_facts.h"
+#include "p2p/p2p_reason.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,85 +17,101 @@
 
 #define SYSROOT(name) GDUNLOCK_FIXTURES "/doctor/" name
 
-/* Two RTX 4090 at 0000:03:00.0 and 0000:04:00.0, as in doctor's fixtures. */
-static gdu_p2p_report *rtx4090_pair(void)
+typedef struct {
+    gdu_sysroot sr;
+    gdu_snapshot s;
+    gdu_gpu_view gpus[GDU_MAX_GPUS];
+    size_t n;
+} machine;
+
+static machine *take(const char *root)
 {
-    gdu_p2p_report *r = calloc(1, sizeof *r);
-    r->n = 2;
-    for (int i = 0; i < 2; i++) {
-        r->gpu[i] = (gdu_p2p_gpu){.ordinal = i,
-                                  .bus = 3u + (unsigned)i,
-                                  .memory_bytes = 24ull << 30,
-                                  .cc_major = 8,
-                                  .cc_minor = 9};
-        snprintf(r->gpu[i].name, sizeof r->gpu[i].name, "NVIDIA GeForce RTX 4090");
-        for (int j = 0; j < 2; j++)
-            gdu_p2p_facts_init(&r->pair[i][j].facts);
-    }
-    return r;
+    machine *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(gdu_sysroot_init(&m->sr, root), 0);
+    gdu_snapshot_take(&m->sr, NULL, 0, &m->s);
+    m->n = gdu_snapshot_gpus(&m->s, m->gpus, GDU_MAX_GPUS);
+    return m;
 }
 
-static void test_facts_from_sysroot(void **state)
+static void done(machine *m)
 {
-    gdu_p2p_report *r = rtx4090_pair();
-    gdu_p2p_collect_platform(r, SYSROOT("rtx4090x2-stock"));
-    assert_int_equal(r->bar1_bytes[0], 32ull << 30);
-    assert_int_equal(r->bar1_bytes[1], 32ull << 30);
-    const gdu_p2p_facts *f = &r->pair[0][1].facts;
-    assert_true(f->topo == GDU_P2P_TOPO_PIX || f->topo == GDU_P2P_TOPO_PXB);
-    assert_int_equal(r->pair[1][0].facts.topo, f->topo);
-    assert_int_not_equal(f->acs_redirect, GDU_TRI_YES);
-    free(r);
+    gdu_snapshot_free(&m->s);
+    gdu_sysroot_free(&m->sr);
+    free(m);
 }
 
-static void test_stock_driver_verdict(void **state)
+/* Two RTX 4090 behind one switch, BAR1 32 GiB over 24 GiB, the stock
+ * driver's refusal recorded: the SKU lock, and no ReBAR fix. */
+static void stock_geforce_pair(void **state)
 {
-    gdu_p2p_report *r = rtx4090_pair();
-    gdu_p2p_collect_platform(r, SYSROOT("rtx4090x2-stock"));
-    /* What the stock driver answers for a GeForce pair (doctor's fixture). */
-    for (int i = 0; i < 2; i++) {
-        gdu_p2p_pair_report *p = &r->pair[i][1 - i];
-        p->rm_known = 1;
-        memset(p->rm.status, GDU_P2P_CAPS_STATUS_NOT_SUPPORTED, sizeof p->rm.status);
-        p->rm.status[GDU_P2P_CAPS_INDEX_READ] = GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED;
-        p->rm.status[GDU_P2P_CAPS_INDEX_WRITE] = GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED;
-    }
-    gdu_p2p_decide(r);
-    const gdu_p2p_verdict *v = &r->pair[0][1].verdict;
-    assert_int_equal(v->cause, GDU_P2P_CAUSE_SKU_LOCK);
-    assert_int_equal(r->pair[0][1].facts.geforce, GDU_TRI_YES);
-    assert_int_equal(r->pair[0][1].facts.vram_bytes[1], 24ull << 30);
-    assert_null(strstr(v->fix, "Resizable BAR")); /* 32 GiB BAR1 covers 24 GiB */
-    free(r);
+    machine *m = take(SYSROOT("rtx4090x2-stock"));
+    assert_int_equal(m->n, 2);
+    gdu_p2p_facts f;
+    gdu_pcie_path path;
+    gdu_pair_facts(&m->s, &m->gpus[0], &m->gpus[1], &f, &path);
+    assert_int_equal(f.bar1_bytes[0], 32ull << 30);
+    assert_int_equal(f.bar1_bytes[1], 32ull << 30);
+    assert_int_equal(f.vram_bytes[1], 24ull << 30);
+    assert_int_equal(f.topo, GDU_P2P_TOPO_PIX);
+    assert_int_equal(path.kind, GDU_PATH_PIX);
+    assert_int_not_equal(f.acs_redirect, GDU_TRI_YES);
+    assert_int_equal(f.geforce, GDU_TRI_YES);
+    assert_int_equal(f.cc_major, 8);
+    assert_true(f.rm_caps_known);
+    gdu_p2p_facts back;
+    gdu_pair_facts(&m->s, &m->gpus[1], &m->gpus[0], &back, NULL);
+    assert_int_equal(back.topo, f.topo);
+    gdu_p2p_verdict v;
+    gdu_p2p_reason(&f, &v);
+    assert_int_equal(v.cause, GDU_P2P_CAUSE_SKU_LOCK);
+    assert_null(strstr(v.fix, "Resizable BAR")); /* 32 GiB BAR1 covers 24 GiB */
+    /* The GPU CUDA numbers 1 is the view doctor calls GPU1. */
+    gdu_gpu_view by_ordinal;
+    assert_int_equal(gdu_snapshot_gpu_by_ordinal(&m->s, 1, &by_ordinal), 0);
+    assert_string_equal(by_ordinal.bdf, m->gpus[1].bdf);
+    assert_int_equal(gdu_snapshot_gpu_by_ordinal(&m->s, 7, &by_ordinal), -ENOENT);
+    done(m);
 }
 
-static void test_gpu_not_in_tree(void **state)
+/* A GPU the PCI tree lacks: nothing of the platform is known. */
+static void gpu_not_in_tree(void **state)
 {
-    gdu_p2p_report *r = rtx4090_pair();
-    r->gpu[1].bus = 0x77;
-    gdu_p2p_collect_platform(r, SYSROOT("rtx4090x2-stock"));
-    assert_int_equal(r->bar1_bytes[1], 0);
-    assert_int_equal(r->pair[0][1].facts.topo, GDU_P2P_TOPO_UNKNOWN);
-    assert_int_equal(r->pair[0][1].facts.acs_redirect, GDU_TRI_UNKNOWN);
-    free(r);
+    machine *m = take(SYSROOT("rtx4090x2-stock"));
+    gdu_gpu_view away = m->gpus[1];
+    away.pci = NULL;
+    away.bar1 = 0;
+    snprintf(away.bdf, sizeof away.bdf, "0000:77:00.0");
+    gdu_p2p_facts f;
+    gdu_pair_facts(&m->s, &m->gpus[0], &away, &f, NULL);
+    assert_int_equal(f.bar1_bytes[1], 0);
+    assert_int_equal(f.topo, GDU_P2P_TOPO_UNKNOWN);
+    assert_int_equal(f.acs_redirect, GDU_TRI_UNKNOWN);
+    assert_int_equal(f.iommu, GDU_P2P_IOMMU_UNKNOWN);
+    done(m);
 }
 
-static void test_missing_sysroot(void **state)
+/* Each GPU's own IOMMU group decides: one translating group is enough. */
+static void iommu_by_group(void **state)
 {
-    gdu_p2p_report *r = rtx4090_pair();
-    gdu_p2p_collect_platform(r, "/nonexistent/sysroot");
-    assert_int_equal(r->bar1_bytes[0], 0);
-    assert_int_equal(r->pair[0][1].facts.iommu, GDU_P2P_IOMMU_UNKNOWN);
-    free(r);
+    machine *m = take(SYSROOT("rtx3060-iommu-dma"));
+    assert_int_equal(m->n, 1);
+    gdu_p2p_facts f;
+    gdu_pair_facts(&m->s, &m->gpus[0], &m->gpus[0], &f, NULL);
+    assert_int_equal(f.iommu, GDU_P2P_IOMMU_TRANSLATED);
+    done(m);
+    m = take(SYSROOT("rtx4090x2-stock"));
+    gdu_pair_facts(&m->s, &m->gpus[0], &m->gpus[1], &f, NULL);
+    assert_int_equal(f.iommu, GDU_P2P_IOMMU_OFF);
+    done(m);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_facts_from_sysroot),
-        cmocka_unit_test(test_stock_driver_verdict),
-        cmocka_unit_test(test_gpu_not_in_tree),
-        cmocka_unit_test(test_missing_sysroot),
+        cmocka_unit_test(stock_geforce_pair),
+        cmocka_unit_test(gpu_not_in_tree),
+        cmocka_unit_test(iommu_by_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,40 +22,17 @@
 
 #define FIXTURES GDUNLOCK_FIXTURES "/doctor"
 
-/* The p2p command's report for the machine a fixture recorded: what
- * gdu_p2p_collect_cuda and gdu_p2p_collect_rm would have asked, from the
- * fixture's live answers; the platform and the verdicts as the command
- * gathers and decides them. */
-static gdu_p2p_report *p2p_report_of(const gdu_live *live, const char *sysroot)
+/* The p2p command's report for the machine a fixture recorded, from the
+ * same snapshot doctor judged. */
+static gdu_p2p_report *p2p_report_of(const gdu_snapshot *sys)
 {
     gdu_p2p_report *r = calloc(1, sizeof *r);
     assert_non_null(r);
-    r->n = (int)(live->n_gpus < GDU_P2P_MAX_GPUS ? live->n_gpus : GDU_P2P_MAX_GPUS);
-    for (int i = 0; i < r->n; i++) {
-        const gdu_live_gpu *g = &live->gpus[i];
-        gdu_p2p_gpu *p = &r->gpu[i];
-        p->ordinal = g->ordinal;
-        assert_true(snprintf(p->name, sizeof p->name, "%s", g->name) < (int)sizeof p->name);
-        snprintf(p->pci_bus_id, sizeof p->pci_bus_id, "%s", g->bdf);
-        assert_int_equal(sscanf(g->bdf, "%x:%x:%x", &p->domain, &p->bus, &p->device), 3);
-        p->memory_bytes = g->total_mem;
-        p->cc_major = g->cc_major;
-        p->cc_minor = g->cc_minor;
-    }
-    for (int i = 0; i < r->n; i++)
-        for (int j = 0; j < r->n; j++) {
-            gdu_p2p_pair_report *p = &r->pair[i][j];
-            gdu_p2p_facts_init(&p->facts);
-            const gdu_live_pair *lp =
-                gdu_live_pair_find(live, r->gpu[i].ordinal, r->gpu[j].ordinal);
-            if (i == j || lp == NULL)
-                continue;
-            p->cuda.can_access = lp->can_access;
-            p->cuda.native_atomics = lp->native_atomics;
-            p->rm_known = lp->rm_known;
-            p->rm = lp->rm;
-        }
-    gdu_p2p_collect_platform(r, sysroot);
+    int ordinals[GDU_P2P_MAX_GPUS], n = 0;
+    for (size_t i = 0; i < sys->live.n_gpus && n < GDU_P2P_MAX_GPUS; i++)
+        ordinals[n++] = sys->live.gpus[i].ordinal;
+    char why[256];
+    assert_int_equal(gdu_p2p_collect_facts(r, sys, ordinals, n, why, sizeof why), 0);
     gdu_p2p_decide(r);
     return r;
 }
@@ -95,7 +72,7 @@ static int compare_fixture(const char *name, bool without_rm)
         sys->live.pairs[k].rm_known = false;
     gdu_report report;
     gdu_doctor_diagnose(sys, NULL, &report);
-    gdu_p2p_report *r = p2p_report_of(&sys->live, dir);
+    gdu_p2p_report *r = p2p_report_of(sys);
     int compared = 0;
     for (size_t k = 0; k < report.n_pairs; k++) {
         const gdu_p2p_pair *d = &report.pairs[k];
