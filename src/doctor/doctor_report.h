@@ -44,8 +44,7 @@ typedef struct gdu_reason {
 } gdu_reason;
 
 typedef struct gdu_p2p_pair {
-    int a, b;          /* GPU indexes in PCI order */
-    bool undetermined; /* neither CUDA nor the RM answered: no verdict */
+    int a, b; /* GPU indexes in PCI order */
     gdu_pcie_path path;
     gdu_p2p_verdict verdict;
 } gdu_p2p_pair;
@@ -112,8 +111,6 @@ const char *gdu_status_id(gdu_status s); /* "ok", "warn", "fail", "unknown" */
 const char *
 gdu_gds_verdict_id(gdu_gds_verdict v); /* "direct", "direct_with_gdunlock", ..., "unknown" */
 const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */
-/* "NVLink", "BAR1", "PCIe", "staged only", or "unknown" when undetermined. */
-const char *gdu_p2p_pair_class(const gdu_p2p_pair *p);
 
 json_t *gdu_report_to_json(const gdu_report *r);
 

@@ -80,19 +80,12 @@ static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, 
                              facts->cc_major);
 }
 
-/* Neither CUDA nor the RM answered: say so rather than guess. */
-static void undetermined(const gdu_snapshot *sys, gdu_p2p_pair *p)
+/* Why neither CUDA nor the RM answered for a pair. */
+static const char *unanswered_why(const gdu_snapshot *sys)
 {
-    const char *why = sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
-                      : !sys->live.cuda_ok                ? sys->live.cuda_why
-                                                          : "CUDA does not list both GPUs";
-    p->undetermined = true;
-    p->verdict.link = GDU_P2P_LINK_NONE;
-    p->verdict.cause = GDU_P2P_CAUSE_UNKNOWN;
-    snprintf(p->verdict.reason, sizeof p->verdict.reason,
-             "neither CUDA nor the RM was asked about this pair: %s", why);
-    snprintf(p->verdict.fix, sizeof p->verdict.fix,
-             "run doctor on the machine itself with the NVIDIA driver's libcuda installed");
+    return sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
+           : !sys->live.cuda_ok                ? sys->live.cuda_why
+                                               : "CUDA does not list both GPUs";
 }
 
 static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
@@ -101,13 +94,15 @@ static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const g
     char id[48];
     snprintf(id, sizeof id, "p2p.gpu%d-gpu%d", a->index, b->index);
     const gdu_p2p_verdict *v = &p->verdict;
-    gdu_status st = p->undetermined                  ? GDU_ST_UNKNOWN
+    gdu_status st = v->undetermined                  ? GDU_ST_UNKNOWN
                     : v->cause != GDU_P2P_CAUSE_NONE ? GDU_ST_FAIL
                     : v->warning[0]                  ? GDU_ST_WARN
                                                      : GDU_ST_OK;
     gdu_finding *f = gdu_report_add(r, id, "p2p", st, "P2P GPU%d<->GPU%d: %s", a->index, b->index,
-                                    gdu_p2p_pair_class(p));
+                                    gdu_p2p_verdict_class(v));
     gdu_finding_evidence(f, "%s", v->reason);
+    if (v->undetermined)
+        gdu_finding_evidence(f, "not asked: %s", unanswered_why(sys));
     const gdu_live_pair *lp = live_pair(sys, a, b);
     gdu_finding_evidence(f, "cuDeviceCanAccessPeer: %s",
                          facts->cuda_can_access == GDU_TRI_YES  ? "1"
@@ -143,10 +138,7 @@ void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, siz
             p->a = gpus[i].index;
             p->b = gpus[j].index;
             gdu_pair_facts(sys, &gpus[i], &gpus[j], &facts, &p->path);
-            if (facts.cuda_can_access == GDU_TRI_UNKNOWN && !facts.rm_caps_known)
-                undetermined(sys, p);
-            else
-                gdu_p2p_reason(&facts, &p->verdict);
+            gdu_p2p_reason(&facts, &p->verdict);
             pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
         }
 }

@@ -2,9 +2,21 @@
  * are arrays of rows (source GPU) of columns (destination GPU), null where
  * nothing was measured. */
 #include "p2p/p2p_report.h"
+#include "p2p/p2p_verdict_json.h"
 #include "probe/driver_probe.h"
+#include "util/json_text.h"
 
 #include <jansson.h>
+
+json_t *gdu_p2p_verdict_json(const gdu_p2p_verdict *v)
+{
+    /* The sentences carry outside text (GPU names, bridges): UTF-8 made safe. */
+    return json_pack("{s:s, s:b, s:s, s:s, s:o, s:o, s:o}", "class", gdu_p2p_verdict_class(v),
+                     "p2p", !v->undetermined && v->cause == GDU_P2P_CAUSE_NONE, "link",
+                     gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause), "reason",
+                     gdu_json_text(v->reason), "fix", gdu_json_text(v->fix), "warning",
+                     gdu_json_text(v->warning));
+}
 
 static json_t *stat_matrix(const gdu_p2p_matrix *m, int which)
 {
@@ -103,14 +115,10 @@ static json_t *pairs(const gdu_p2p_report *r)
                                      answer(p->cuda.access_supported, true), "native_atomics",
                                      answer(p->cuda.native_atomics, true), "cuda_array_access",
                                      answer(p->cuda.cuda_array_access, true));
-            json_t *verdict =
-                json_pack("{s:b, s:s, s:s, s:s, s:s, s:s}", "p2p", v->cause == GDU_P2P_CAUSE_NONE,
-                          "link", gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause),
-                          "reason", v->reason, "fix", v->fix, "warning", v->warning);
-            json_t *o = json_pack("{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal, "dst",
-                                  r->gpu[j].ordinal, "cuda", cuda, "rm",
-                                  p->rm_known ? rm_caps(&p->rm) : json_null(), "verdict", verdict,
-                                  "topology", gdu_p2p_topo_name(p->facts.topo));
+            json_t *o = json_pack(
+                "{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal, "dst",
+                r->gpu[j].ordinal, "cuda", cuda, "rm", p->rm_known ? rm_caps(&p->rm) : json_null(),
+                "verdict", gdu_p2p_verdict_json(v), "topology", gdu_p2p_topo_name(p->facts.topo));
             json_array_append_new(a, o);
         }
     return a;

@@ -242,6 +242,14 @@ static void refused_without_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 {
     memset(v, 0, sizeof *v);
+    if (f->cuda_can_access == GDU_TRI_UNKNOWN && !f->rm_caps_known) {
+        set(v, GDU_P2P_CAUSE_UNKNOWN,
+            "run doctor (or gdunlock p2p) on the machine itself with the NVIDIA driver's "
+            "libcuda installed",
+            "neither CUDA nor the RM answered for this pair%s", "");
+        v->undetermined = true;
+        return;
+    }
     int rm_allows = f->rm_caps_known && gdu_p2p_caps_allowed(&f->rm);
     int works =
         f->cuda_can_access == GDU_TRI_YES || (f->cuda_can_access == GDU_TRI_UNKNOWN && rm_allows);
@@ -276,6 +284,25 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         refused_by_rm(f, v);
     else
         refused_without_rm(f, v);
+}
+
+const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *v)
+{
+    if (v->undetermined)
+        return "unknown";
+    switch (v->link) {
+    case GDU_P2P_LINK_NVLINK:
+    case GDU_P2P_LINK_NVLINK_INDIRECT:
+    case GDU_P2P_LINK_C2C:
+        return "NVLink";
+    case GDU_P2P_LINK_PCIE_BAR1:
+        return "BAR1";
+    case GDU_P2P_LINK_PCIE_MAILBOX:
+    case GDU_P2P_LINK_UNKNOWN:
+        return "PCIe";
+    default:
+        return "staged only";
+    }
 }
 
 static const char *route_subject(gdu_p2p_route route)

@@ -9,6 +9,7 @@
 #include "facts/pair_facts.h"
 #include "p2p/p2p_route.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum gdu_p2p_cause {
@@ -27,6 +28,7 @@ typedef enum gdu_p2p_cause {
 } gdu_p2p_cause;
 
 typedef struct gdu_p2p_verdict {
+    bool undetermined;   /* neither CUDA nor the RM answered for the pair: no verdict */
     gdu_p2p_link link;   /* the path peer copies take (NONE: staged through host) */
     gdu_p2p_cause cause; /* why there is no P2P (NONE when it works) */
     char reason[384];    /* one or two sentences with the evidence */
@@ -34,7 +36,12 @@ typedef struct gdu_p2p_verdict {
     char warning[256];   /* works, but something costs speed or safety; may be empty */
 } gdu_p2p_verdict;
 
+/* The pair's verdict; undetermined when neither CUDA nor the RM answered. */
 void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);
+
+/* The verdict's class: "NVLink" (C2C included), "BAR1", "PCIe", "staged
+ * only", or "unknown" when undetermined. */
+const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *verdict);
 
 /* Why one route (p2p_route.h) came out as it did, from the pair's facts:
  * cause NONE for OK; for NO_PEER the pair's own refusal; for FAULT and WRONG

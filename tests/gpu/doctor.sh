@@ -94,8 +94,8 @@ for i, row in enumerate(rows):
         print("FAIL doctor-link-%s: %s" % (b, ev))
 pairs = doc["p2p"]
 if len(doc["gpus"]) >= 2:
-    v = ", ".join("GPU%d<->GPU%d %s (%s)" % (p["gpu_a"], p["gpu_b"], p["verdict"], p["cause"]) for p in pairs)
-    ok = pairs and all(p["verdict"] == "NVLink" for p in pairs)
+    v = ", ".join("GPU%d<->GPU%d %s (%s)" % (p["gpu_a"], p["gpu_b"], p["verdict"]["class"], p["verdict"]["cause"]) for p in pairs)
+    ok = pairs and all(p["verdict"]["class"] == "NVLink" for p in pairs)
     print("%s doctor-p2p: %s" % ("PASS" if ok else "FAIL", v or "no pairs"))
 else:
     print("SKIP doctor-p2p: one GPU")
@@ -168,7 +168,7 @@ except Exception as e:
     err = open(sys.argv[3]).read().strip()[-400:].replace("\n", " | ")
     print("FAIL doctor-capture-replay: %s; %s" % (e, err)); sys.exit(0)
 def key(d):
-    return (d["gds"]["verdict"], tuple((p["gpu_a"], p["gpu_b"], p["verdict"]) for p in d["p2p"]),
+    return (d["gds"]["verdict"], tuple((p["gpu_a"], p["gpu_b"], p["verdict"]["class"]) for p in d["p2p"]),
             tuple((g["pci"], g["bar1_bytes"], g["memory_bytes"]) for g in d["gpus"]))
 stats = open(sys.argv[3]).read().strip().splitlines()
 if key(a) == key(b):

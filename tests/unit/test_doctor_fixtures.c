@@ -358,7 +358,7 @@ static void rtx4090_stock_sku_lock(void **state)
     assert_int_equal(p->path.kind, GDU_PATH_PIX);
     assert_int_equal(p->verdict.link, GDU_P2P_LINK_NONE);
     assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_SKU_LOCK);
-    assert_string_equal(gdu_p2p_pair_class(p), "staged only");
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "staged only");
     assert_non_null(strstr(p->verdict.fix, "BAR1 P2P patches"));
     const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_FAIL);
     assert_true(has_evidence(f, "lock: SKU lock"));
@@ -376,7 +376,7 @@ static void rtx4090_patched_bar1(void **state)
     const gdu_p2p_pair *p = &t->r.pairs[0];
     assert_int_equal(p->verdict.link, GDU_P2P_LINK_PCIE_BAR1);
     assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_NONE);
-    assert_string_equal(gdu_p2p_pair_class(p), "BAR1");
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "BAR1");
     const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK);
     assert_true(has_evidence(f, "pci_bar1=ok"));
     assert_true(has_evidence(f, "RMPcieP2PType=0x1"));
@@ -414,7 +414,7 @@ static void h200_vm_cufile_5027(void **state)
         has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "resource region 2: 256.00 GiB"));
     assert_non_null(strstr(finding(&t->r, "gpu1.link", GDU_ST_OK)->title, "Gen5 x16"));
     assert_int_equal(t->r.n_pairs, 1);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "NVLink");
     done(t);
     t = fixture("h200x2-vm-virtio", NULL);
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
@@ -432,16 +432,17 @@ static void h200_vm_cufile_5027(void **state)
         t->sys.live.pairs[i].native_atomics = 0;
     gdu_report_free(&t->r);
     gdu_doctor_diagnose(&t->sys, NULL, &t->r);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "PCIe");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "PCIe");
     /* nothing live at all: no verdict, and doctor says why */
     t->sys.live.origin = GDU_LIVE_ABSENT;
     t->sys.live.n_pairs = 0;
     gdu_report_free(&t->r);
     gdu_doctor_diagnose(&t->sys, NULL, &t->r);
-    assert_true(t->r.pairs[0].undetermined);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "unknown");
-    assert_non_null(strstr(finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_UNKNOWN)->evidence[0],
-                           "the capture has no live answers"));
+    assert_true(t->r.pairs[0].verdict.undetermined);
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "unknown");
+    const gdu_finding *pair = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_UNKNOWN);
+    assert_true(has_evidence(pair, "neither CUDA nor the RM answered"));
+    assert_true(has_evidence(pair, "not asked: the capture has no live answers"));
     done(t);
 }
 
@@ -476,7 +477,7 @@ static void h200_capture_replays(void **state)
     const gdu_finding *config = finding(&t->r, "cufile.config", GDU_ST_OK);
     assert_true(has_evidence(config, "allow_compat_mode: true"));
     assert_int_equal(t->r.n_pairs, 1);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "NVLink");
     done(t);
 }
 

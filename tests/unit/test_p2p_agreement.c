@@ -80,7 +80,7 @@ static int compare_fixture(const char *name, bool without_rm)
         int j = p2p_index(r, report.gpus[d->b].cuda_ordinal);
         /* Undetermined in doctor: neither CUDA nor the RM answered, and the
          * p2p command asks CUDA itself. */
-        if (d->undetermined || i < 0 || j < 0 || r->pair[i][j].cuda.can_access < 0)
+        if (d->verdict.undetermined || i < 0 || j < 0 || r->pair[i][j].cuda.can_access < 0)
             continue;
         same_verdict(name, &d->verdict, &r->pair[i][j].verdict);
         compared++;
