@@ -168,7 +168,7 @@ int gdu_cmd_doctor(int argc, char **argv)
         rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
     if (capture != NULL) {
         gdu_capture_stats st;
-        if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
+        if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
             gdu_cli_note("doctor", "capture failed: %s", why);
             rc = GDU_EXIT_IOERR;
         } else {

@@ -101,12 +101,19 @@ static void resolve_relative(const char *link_dir, const char *target, char *out
         snprintf(out, len, "/");
 }
 
-/* Recreates path under dir component by component: directories as
- * directories, links as the same links (then follows them), the last
- * component copied if it is a file. */
-static void capture_path(const char *dir, const char *path, gdu_capture_stats *st, int hops)
+/* Recreates path (as the examined machine names it, found under root) under
+ * dir component by component: directories as directories, links as the same
+ * links (then follows them), the last component copied if it is a file. */
+static void capture_path(const char *root, const char *dir, const char *path, gdu_capture_stats *st,
+                         int hops)
 {
-    char cur[PATH_MAX] = "", dst[PATH_MAX * 2];
+    /* src and dst are root and dir followed by cur, kept so as cur grows. */
+    char src[PATH_MAX * 2], dst[PATH_MAX * 2], cur[PATH_MAX] = "";
+    size_t root_len = strlen(root), dir_len = strlen(dir), used = 0;
+    if (root_len >= PATH_MAX || dir_len >= PATH_MAX)
+        return;
+    memcpy(src, root, root_len);
+    memcpy(dst, dir, dir_len);
     const char *p = path;
     while (*p) {
         while (*p == '/')
@@ -116,38 +123,44 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
             p++;
         if (p == s)
             break;
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof parent, "%s", cur[0] ? cur : "/");
-        size_t used = strlen(cur);
-        snprintf(cur + used, sizeof cur - used, "/%.*s", (int)(p - s), s);
-        snprintf(dst, sizeof dst, "%s%s", dir, cur);
+        size_t n = (size_t)(p - s), parent_len = used;
+        if (used + 1 + n >= sizeof cur) {
+            st->failed++;
+            return;
+        }
+        cur[used] = '/';
+        memcpy(cur + used + 1, s, n);
+        used += 1 + n;
+        cur[used] = '\0';
+        memcpy(src + root_len, cur, used + 1);
+        memcpy(dst + dir_len, cur, used + 1);
         struct stat sb;
-        if (lstat(cur, &sb) != 0) {
+        if (lstat(src, &sb) != 0) {
             st->missing++;
             return;
         }
         if (S_ISLNK(sb.st_mode)) {
             char target[PATH_MAX], resolved[PATH_MAX], rest[PATH_MAX];
-            ssize_t n = readlink(cur, target, sizeof target - 1);
-            if (n < 0 || hops >= MAX_LINK_HOPS) {
+            ssize_t got = readlink(src, target, sizeof target - 1);
+            if (got < 0 || hops >= MAX_LINK_HOPS) {
                 st->failed++;
                 return;
             }
-            target[n] = '\0';
-            char dst_parent[PATH_MAX * 2];
-            snprintf(dst_parent, sizeof dst_parent, "%s%s", dir, parent);
-            mkdir_p(dst_parent);
+            target[got] = '\0';
+            /* Its parent was made as the component before it. */
             if (symlink(target, dst) == 0)
                 st->links++;
             else if (errno != EEXIST)
                 st->unwritten++;
+            char parent[PATH_MAX];
+            snprintf(parent, sizeof parent, "%.*s", (int)parent_len, parent_len ? cur : "/");
             resolve_relative(parent, target, resolved, sizeof resolved);
             snprintf(rest, sizeof rest, "%s%s", resolved, p);
-            capture_path(dir, rest, st, hops + 1);
+            capture_path(root, dir, rest, st, hops + 1);
             return;
         }
         if (S_ISDIR(sb.st_mode)) {
-            if (mkdir_p(dst) != 0)
+            if (mkdir(dst, 0755) != 0 && errno != EEXIST)
                 st->unwritten++;
             continue;
         }
@@ -156,7 +169,7 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
         struct stat existing;
         if (lstat(dst, &existing) == 0)
             return;
-        int rc = S_ISREG(sb.st_mode) ? copy_file(cur, dst) : -EINVAL; /* no FIFO, no device */
+        int rc = S_ISREG(sb.st_mode) ? copy_file(src, dst) : -EINVAL; /* no FIFO, no device */
         if (rc == 0)
             st->files++;
         else if (rc > 0)
@@ -165,6 +178,51 @@ static void capture_path(const char *dir, const char *path, gdu_capture_stats *s
             st->failed++;
         return;
     }
+}
+
+/* A directory whose entries' names were read ("path/" in the record): each
+ * entry the capture lacks is made by kind, without content (a listing tells
+ * names, not what the files hold): folders as folders, links as the same
+ * links, anything else as an empty file. */
+static void capture_listing(const char *root, const char *dir, const char *path,
+                            gdu_capture_stats *st)
+{
+    gdu_sysroot sr;
+    char inner[PATH_MAX];
+    if (gdu_sysroot_init(&sr, root[0] ? root : NULL) != 0)
+        return;
+    int rc = gdu_sysroot_realpath(&sr, path, inner, sizeof inner);
+    gdu_sysroot_free(&sr);
+    char src[PATH_MAX * 2], from[PATH_MAX * 3], to[PATH_MAX * 3];
+    snprintf(src, sizeof src, "%s%s", root, inner);
+    DIR *d = rc == 0 ? opendir(src) : NULL;
+    if (d == NULL)
+        return;
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') /* as gdu_sysroot_list: no dot files */
+            continue;
+        struct stat sb;
+        snprintf(from, sizeof from, "%s/%s", src, e->d_name);
+        snprintf(to, sizeof to, "%s%s/%s", dir, strcmp(inner, "/") == 0 ? "" : inner, e->d_name);
+        if (lstat(to, &sb) == 0 || lstat(from, &sb) != 0)
+            continue;
+        char target[PATH_MAX];
+        ssize_t n;
+        int made = -1;
+        if (S_ISDIR(sb.st_mode))
+            made = mkdir(to, 0755);
+        else if (S_ISLNK(sb.st_mode) && (n = readlink(from, target, sizeof target - 1)) >= 0) {
+            target[n] = '\0';
+            made = symlink(target, to);
+        } else {
+            int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            made = fd >= 0 ? close(fd) : -1;
+        }
+        if (made != 0)
+            st->unwritten++;
+    }
+    closedir(d);
 }
 
 int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
@@ -195,8 +253,18 @@ int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
     return 0;
 }
 
-int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *dir,
-                      gdu_capture_stats *stats, char *why, size_t why_len)
+static bool write_file_list(const gdu_snapshot *s, const char *file)
+{
+    FILE *f = fopen(file, "wx");
+    if (f == NULL)
+        return false;
+    for (size_t i = 0; i < s->n_files; i++)
+        fprintf(f, "%s\n", s->files[i]);
+    return fclose(f) == 0;
+}
+
+int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats *stats, char *why,
+                      size_t why_len)
 {
     memset(stats, 0, sizeof *stats);
     int rc = mkdir_p(dir);
@@ -209,13 +277,26 @@ int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *d
         snprintf(why, why_len, "cannot resolve %s: %s", dir, strerror(errno));
         return -errno;
     }
-    for (size_t i = 0; i < sr->n_recorded; i++)
-        capture_path(root, sr->recorded[i], stats, 0);
+    for (size_t i = 0; i < s->n_files; i++)
+        capture_path(s->root, root, s->files[i], stats, 0);
+    /* Listings last, so that what was read is there before placeholders. */
+    for (size_t i = 0; i < s->n_files; i++) {
+        size_t n = strlen(s->files[i]);
+        if (n > 1 && s->files[i][n - 1] == '/')
+            capture_listing(s->root, root, s->files[i], stats);
+    }
     char file[PATH_MAX + 64];
-    snprintf(file, sizeof file, "%s/%s", root, GDU_LIVE_FILE);
-    json_t *j = gdu_live_to_json(live);
-    bool written = j != NULL && json_dump_file(j, file, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
-    json_decref(j);
+    bool written = true;
+    if (s->live_machine) {
+        snprintf(file, sizeof file, "%s/%s", root, GDU_LIVE_FILE);
+        json_t *j = gdu_live_to_json(&s->live);
+        written = j != NULL && json_dump_file(j, file, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
+        json_decref(j);
+    }
+    if (written) {
+        snprintf(file, sizeof file, "%s/%s", root, GDU_CAPTURE_FILES);
+        written = write_file_list(s, file);
+    }
     if (stats->unwritten > 0) {
         snprintf(why, why_len,
                  "%zu files, folders or links could not be written into %s (disk "

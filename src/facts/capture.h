@@ -1,12 +1,12 @@
-/* doctor --capture: copies every file the probes read on the live machine
- * (the sysroot's record) into a directory, symbolic links included so that
- * sysfs's device paths resolve the same way, and writes the live answers to
- * DIR/gdunlock-live.json. The result replays with --sysroot DIR. */
+/* doctor --capture: a snapshot (facts/snapshot.h) written out. Every file
+ * it was taken from is copied into a directory, symbolic links included so
+ * that sysfs's device paths resolve the same way; the live answers go to
+ * DIR/gdunlock-live.json and the list of files to DIR/gdunlock-files.txt.
+ * The result replays with --sysroot DIR to the same snapshot. */
 #ifndef GDUNLOCK_FACTS_CAPTURE_H
 #define GDUNLOCK_FACTS_CAPTURE_H
 
-#include "facts/live.h"
-#include "probe/sysroot.h"
+#include "facts/snapshot.h"
 
 #include <stddef.h>
 
@@ -21,10 +21,16 @@ typedef struct gdu_capture_stats {
  * old files), or -errno when it cannot be created or read; why says which. */
 int gdu_capture_prepare(const char *dir, char *why, size_t why_len);
 
-/* sr must be the live sysroot. Returns 0, or -errno with the reason (the
- * directory cannot be created, the JSON or a copy cannot be written). Files
- * that vanish or cannot be read (or are no regular files) are counted, not fatal. */
-int gdu_capture_write(const gdu_sysroot *sr, const gdu_live *live, const char *dir,
-                      gdu_capture_stats *stats, char *why, size_t why_len);
+/* The list of the files a capture holds, one absolute path a line. */
+#define GDU_CAPTURE_FILES "gdunlock-files.txt"
+
+/* Writes s into dir: its files, copied from where it was taken (the live
+ * machine or another capture, whose gdunlock-live.json is then one of the
+ * files), the live answers of a live snapshot, and the file list. Returns
+ * 0, or -errno with the reason (the directory cannot be created, the JSON
+ * or a copy cannot be written). Files that vanish or cannot be read (or
+ * are no regular files) are counted, not fatal. */
+int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats *stats, char *why,
+                      size_t why_len);
 
 #endif

@@ -87,6 +87,11 @@ void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths
         out->nvfs_stats_parsed = gdu_nvfs_stats_parse(text, (size_t)len, &out->nvfs) == 0;
         free(text);
     }
+    snprintf(out->root, sizeof out->root, "%s", sr->root);
+    out->files = sr->recorded;
+    out->n_files = sr->n_recorded;
+    sr->recorded = NULL;
+    sr->n_recorded = sr->cap_recorded = 0;
 }
 
 void gdu_snapshot_free(gdu_snapshot *s)
@@ -96,6 +101,9 @@ void gdu_snapshot_free(gdu_snapshot *s)
     free(s->blocks);
     free(s->nics);
     gdu_iommu_free(&s->iommu);
+    for (size_t i = 0; i < s->n_files; i++)
+        free(s->files[i]);
+    free(s->files);
 }
 
 const gdu_block *gdu_snapshot_block(const gdu_snapshot *s, unsigned major, unsigned minor)

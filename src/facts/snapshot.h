@@ -35,6 +35,10 @@ typedef struct gdu_nic {
 
 typedef struct gdu_snapshot {
     bool live_machine; /* taken from the running machine, not a capture */
+    char root[4096];   /* where it was read: "" the live machine, else the capture's folder */
+    char **files;      /* every path read to take it (present or not), in first-read
+                          order: what a capture of it holds (facts/capture.h) */
+    size_t n_files;
     gdu_driver driver;
     gdu_pci pci;
     char pci_error[256]; /* why the PCI scan failed, "" when it worked */
@@ -66,9 +70,10 @@ typedef struct gdu_gpu_view {
     uint64_t memory;    /* bytes, 0 unknown */
 } gdu_gpu_view;
 
-/* Reads the machine through sr (the live machine, or a capture). paths: the
- * files or directories named on the command line (O_DIRECT is tried on them
- * live). Never fails; what could not be read is left empty. */
+/* Reads the machine through sr (the live machine, or a capture); the paths
+ * sr recorded move into the snapshot's files. paths: the files or
+ * directories named on the command line (O_DIRECT is tried on them live).
+ * Never fails; what could not be read is left empty. */
 void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
                        gdu_snapshot *out);
 void gdu_snapshot_free(gdu_snapshot *s);

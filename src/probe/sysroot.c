@@ -292,9 +292,13 @@ static int cmp_names(const void *a, const void *b)
 
 long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names)
 {
-    char full[PATH_MAX];
+    char full[PATH_MAX], listed[PATH_MAX];
     *names = NULL;
-    gdu_sysroot_record(sr, dir);
+    size_t n_dir = strlen(dir);
+    while (n_dir > 1 && dir[n_dir - 1] == '/')
+        n_dir--;
+    snprintf(listed, sizeof listed, "%.*s/", (int)n_dir, dir);
+    gdu_sysroot_record(sr, listed);
     int rc = resolve(sr, dir, true, full, sizeof full);
     if (rc != 0)
         return rc;

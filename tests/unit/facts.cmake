@@ -18,3 +18,7 @@ if(NOT GDUNLOCK_SANITIZE)
     endif()
   endforeach()
 endif()
+
+# A capture is the snapshot written out: every fixture replays from its own
+# capture to the same report, and reads only the files the capture lists.
+gdunlock_unit_test(test_facts_capture SOURCES test_facts_capture.c LIBS gdu_doctor)
