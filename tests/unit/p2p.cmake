@@ -109,5 +109,8 @@ gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
                    LIBS gdu_p2p PkgConfig::JANSSON)
 gdu_p2p_on_fake_cuda(test_p2p_window_program)
 
-# doctor and gdunlock p2p give the same P2P verdict on every fixture sysroot.
-gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c LIBS gdu_doctor gdu_p2p)
+# doctor and gdunlock p2p (the binaries) give the same P2P verdicts on every
+# fixture sysroot.
+gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c LIBS PkgConfig::JANSSON)
+target_compile_definitions(test_p2p_agreement PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
+add_dependencies(test_p2p_agreement gdunlock)
