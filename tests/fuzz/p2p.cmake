@@ -12,5 +12,9 @@ gdunlock_fuzz_target(fuzz_p2p_rm_answer
 # The BAR1 window study's outside input: smaps and status text, card info.
 gdunlock_fuzz_target(fuzz_p2p_window
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_p2p_window.c ${CMAKE_SOURCE_DIR}/src/facts/rm_client.c
-          ${CMAKE_SOURCE_DIR}/src/p2p/rm_bar1.c ${CMAKE_SOURCE_DIR}/src/p2p/p2p_window.c
+          ${CMAKE_SOURCE_DIR}/src/facts/rm_device.c ${CMAKE_SOURCE_DIR}/tests/gpu/rm_bar1.c
+          ${CMAKE_SOURCE_DIR}/tests/gpu/p2p_window_study.c
   LIBS gdu_driverabi)
+if(TARGET fuzz_p2p_window)
+  target_include_directories(fuzz_p2p_window PRIVATE ${CMAKE_SOURCE_DIR}/tests/gpu)
+endif()

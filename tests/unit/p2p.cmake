@@ -101,12 +101,12 @@ endif()
 # The BAR1 window study's library code (RM mapping of video memory, the
 # I/O-memory probe, the smaps/CapEff parsers, refusal attribution) against
 # an in-process fake RM.
-gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
+gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p_window_study)
 
 # The BAR1 window feasibility program itself (tests/gpu/p2p_window.c,
 # compiled in) on the fake GPUs and a fake RM.
 gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
-                   LIBS gdu_p2p PkgConfig::JANSSON)
+                   LIBS gdu_p2p_window_study gdu_p2p PkgConfig::JANSSON)
 gdu_p2p_on_fake_cuda(test_p2p_window_program)
 
 # doctor and gdunlock p2p (the binaries) give the same P2P verdicts on every

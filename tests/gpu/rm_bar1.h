@@ -7,10 +7,10 @@
  * Used by the BAR1 window feasibility study (tests/gpu/p2p_window.c); only
  * memory allocated here is touched. Errors come back as -errno with why,
  * and RM's status where RM answered. */
-#ifndef GDUNLOCK_P2P_RM_BAR1_H
-#define GDUNLOCK_P2P_RM_BAR1_H
+#ifndef GDUNLOCK_TESTS_GPU_RM_BAR1_H
+#define GDUNLOCK_TESTS_GPU_RM_BAR1_H
 
-#include "facts/rm_client.h"
+#include "facts/rm_device.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,18 +33,6 @@ int gdu_rm_cards(gdu_rm_client *c, gdu_rm_card *out, size_t cap, size_t *count, 
 /* The card at a PCI address, or NULL. */
 const gdu_rm_card *gdu_rm_card_find(const gdu_rm_card *cards, size_t count, uint32_t domain,
                                     uint32_t bus, uint32_t slot);
-
-/* One GPU opened in our client. */
-typedef struct gdu_rm_device {
-    uint32_t device_instance;
-    uint32_t hdevice, hsubdevice;
-} gdu_rm_device;
-
-/* Allocates the device and subdevice of RM gpuId gpu_id (its device instance
- * from GET_ID_INFO_V2). The process must hold the GPU's /dev/nvidiaN open
- * (RM refuses otherwise); a CUDA context on it does. */
-int gdu_rm_device_open(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_device *d, uint32_t *status,
-                       char *why, size_t why_len);
 
 /* Video memory of our own and its CPU mapping through BAR1. */
 typedef struct gdu_rm_vidmem {

@@ -5,10 +5,10 @@
  * open-gpu-kernel-modules 580.142, from RM's status and the facts around
  * it; and the facts' parsers. The steps themselves are run by the
  * feasibility program tests/gpu/p2p_window.c. */
-#ifndef GDUNLOCK_P2P_P2P_WINDOW_H
-#define GDUNLOCK_P2P_P2P_WINDOW_H
+#ifndef GDUNLOCK_TESTS_GPU_P2P_WINDOW_STUDY_H
+#define GDUNLOCK_TESTS_GPU_P2P_WINDOW_STUDY_H
 
-#include "p2p/rm_bar1.h"
+#include "rm_bar1.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "p2p/p2p_window.h"
+#include "p2p_window_study.h"
 
 #include "driverabi/nv_status.h"
 
