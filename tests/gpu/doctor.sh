@@ -29,11 +29,20 @@ case $rc in
 esac
 "$GDU" doctor --json >"$D/doctor.json" 2>>"$D/doctor.err"
 rc_json=$?
-if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/doctor.json" 2>>"$D/doctor.err"; then
-  echo "PASS doctor-json: valid JSON, exit $rc_json (human run: $rc)"
-else
-  echo "FAIL doctor-json: not valid JSON (exit $rc_json)"
-fi
+# A verdict's exit status (0, 10-13), the same as the human run's, and the
+# document's own exit_code; anything else (70, a crash) fails.
+python3 - "$D/doctor.json" "$rc_json" "$rc" <<'PY'
+import json, sys
+rc_json, rc = int(sys.argv[2]), int(sys.argv[3])
+try:
+    code = json.load(open(sys.argv[1])).get("exit_code")
+except Exception as e:
+    print("FAIL doctor-json: not valid JSON (exit %d): %s" % (rc_json, e)); sys.exit(0)
+if rc_json in (0, 10, 11, 12, 13) and rc_json == rc and code == rc_json:
+    print("PASS doctor-json: valid JSON, exit %d = exit_code %s = the human run's" % (rc_json, code))
+else:
+    print("FAIL doctor-json: exit %d, exit_code %s, human run %d (expected one verdict status 0, 10-13 in all three)" % (rc_json, code, rc))
+PY
 
 # 2. Live findings against nvidia-smi.
 nvidia-smi -q >"$D/nvidia-smi-q.txt" 2>&1

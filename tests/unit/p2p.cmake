@@ -28,12 +28,12 @@ gdu_p2p_on_fake_cuda(test_p2p_bench_fake)
 # The command end to end on the fake GPUs (no RM here: its caps are reported missing).
 if(TARGET gdunlock)
   add_dependencies(gdunlock gdu_p2p_fake_cuda)
-  add_test(NAME test_p2p_cli_fake COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
+  add_test(NAME test_p2p_cli_fake_smoke COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
   add_test(NAME test_p2p_cli_fake_json
            COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2 --json)
   add_test(NAME test_p2p_cli_fake_one_gpu COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
   add_test(NAME test_p2p_cli_fake_corrupt COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
-  set_tests_properties(test_p2p_cli_fake test_p2p_cli_fake_json test_p2p_cli_fake_one_gpu
+  set_tests_properties(test_p2p_cli_fake_smoke test_p2p_cli_fake_json test_p2p_cli_fake_one_gpu
                        test_p2p_cli_fake_corrupt PROPERTIES LABELS unit
                        ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
   set_tests_properties(test_p2p_cli_fake_json PROPERTIES PASS_REGULAR_EXPRESSION
