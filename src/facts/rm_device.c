@@ -30,3 +30,10 @@ int gdu_rm_device_open(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_device *d, uint
     }
     return rc;
 }
+
+void gdu_rm_device_close(gdu_rm_client *c, gdu_rm_device *d)
+{
+    if (d->hdevice != 0)
+        gdu_rm_free(c, c->hclient, d->hdevice); /* the subdevice goes with it */
+    memset(d, 0, sizeof *d);
+}

@@ -19,4 +19,7 @@ typedef struct gdu_rm_device {
 int gdu_rm_device_open(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_device *d, uint32_t *status,
                        char *why, size_t why_len);
 
+/* Frees the device and its subdevice; safe on one that failed to open. */
+void gdu_rm_device_close(gdu_rm_client *c, gdu_rm_device *d);
+
 #endif
