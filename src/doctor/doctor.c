@@ -21,6 +21,10 @@ void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *
         g->cuda_ordinal = gpus[i].cuda ? gpus[i].cuda->ordinal : -1;
         g->bar1_bytes = gpus[i].bar1;
         g->memory_bytes = gpus[i].memory;
+        if (gpus[i].cuda && gpus[i].cuda->rm_bar1_known) {
+            g->rm_bar1_bytes = gpus[i].cuda->rm_bar1_total;
+            g->rm_bar1_available = gpus[i].cuda->rm_bar1_available;
+        }
         if (gpus[i].pci) {
             g->cur_gen = gpus[i].pci->cur_gen;
             g->cur_width = gpus[i].pci->cur_width;

@@ -182,12 +182,15 @@ json_t *gdu_report_to_json(const gdu_report *r)
     for (size_t i = 0; i < r->n_gpus; i++) {
         const gdu_report_gpu *g = &r->gpus[i];
         json_array_append_new(
-            gpus, json_pack("{s:i, s:o, s:o, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
-                            g->index, "pci", gdu_json_text(g->bdf), "name", gdu_json_text(g->name),
-                            "geforce", g->geforce, "cuda_ordinal", g->cuda_ordinal, "bar1_bytes",
-                            (json_int_t)g->bar1_bytes, "memory_bytes", (json_int_t)g->memory_bytes,
-                            "link", "cur_gen", g->cur_gen, "cur_width", g->cur_width, "max_gen",
-                            g->max_gen, "max_width", g->max_width));
+            gpus,
+            json_pack("{s:i, s:o, s:o, s:i, s:i, s:I, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i}}",
+                      "index", g->index, "pci", gdu_json_text(g->bdf), "name",
+                      gdu_json_text(g->name), "geforce", g->geforce, "cuda_ordinal",
+                      g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes, "rm_bar1_bytes",
+                      (json_int_t)g->rm_bar1_bytes, "rm_bar1_available_bytes",
+                      (json_int_t)g->rm_bar1_available, "memory_bytes",
+                      (json_int_t)g->memory_bytes, "link", "cur_gen", g->cur_gen, "cur_width",
+                      g->cur_width, "max_gen", g->max_gen, "max_width", g->max_width));
     }
     /* The target is a path the user named: exact in target_escaped when not UTF-8. */
     json_t *gds = json_pack("{s:s}", "verdict", gdu_gds_verdict_id(r->gds));

@@ -57,6 +57,7 @@ typedef struct gdu_report_gpu {
     int geforce;                                /* 1, 0, -1 unknown */
     int cuda_ordinal;                           /* -1 unknown */
     uint64_t bar1_bytes, memory_bytes;          /* 0 unknown */
+    uint64_t rm_bar1_bytes, rm_bar1_available;  /* RM's count of BAR1; 0 unknown */
     int cur_gen, cur_width, max_gen, max_width; /* 0 unknown */
 } gdu_report_gpu;
 

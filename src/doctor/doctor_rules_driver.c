@@ -208,6 +208,16 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
                                  gdu_format_bytes(g->rebar_max, a, sizeof a));
     }
 
+    if (g->cuda != NULL && g->cuda->rm_bar1_known)
+        gdu_finding_evidence(f,
+                             "RM counts BAR1 %s, %s of it unused now: every process's nvidia-fs "
+                             "pins, CPU mappings, USERD and the console take from it (doctor's "
+                             "own CUDA context included)",
+                             gdu_format_bytes(g->cuda->rm_bar1_total, a, sizeof a),
+                             gdu_format_bytes(g->cuda->rm_bar1_available, b, sizeof b));
+    else if (g->cuda != NULL && g->cuda->rm_bar1_why[0])
+        gdu_finding_evidence(f, "RM's BAR1 figures: %s", g->cuda->rm_bar1_why);
+
     snprintf(id, sizeof id, "gpu%d.link", g->index);
     if (g->pci == NULL || g->pci->cur_gen == 0 || g->pci->max_gen == 0) {
         f = gdu_report_add(r, id, "gpu", GDU_ST_UNKNOWN, "GPU%d PCIe link unknown", g->index);

@@ -243,13 +243,17 @@ static void bar1_notes(const gdu_gpu_view *gpus, size_t n, gdu_report *r)
     for (size_t i = 0; i < n; i++) {
         const gdu_gpu_view *g = &gpus[i];
         bool small = g->bar1 != 0 && (g->memory ? g->bar1 < g->memory : g->bar1 <= 256ull << 20);
+        char rm[96] = "";
+        if (small && g->cuda != NULL && g->cuda->rm_bar1_known)
+            snprintf(rm, sizeof rm, "; RM counts %s of it unused now, for every process together",
+                     gdu_format_bytes(g->cuda->rm_bar1_available, b, sizeof b));
         if (small)
             gdu_report_note(r,
                             "GPU%d's BAR1 is a %s window%s%s: cuFile can register at most that "
-                            "much GPU memory at once (Resizable BAR is off)",
+                            "much GPU memory at once (Resizable BAR is off)%s",
                             g->index, gdu_format_bytes(g->bar1, a, sizeof a),
                             g->memory ? " on " : "",
-                            g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "");
+                            g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "", rm);
     }
 }
 

@@ -3,6 +3,7 @@
 #include "cuda/cuda_api.h"
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
+#include "facts/rm_bar1_info.h"
 #include "facts/rm_p2p_caps.h"
 #include "util/pci_addr.h"
 
@@ -30,9 +31,28 @@ static void match_rm_ids(gdu_live *out, const gdu_rm_gpu *rm, size_t n)
         }
 }
 
-/* The RM's P2P caps for every pair. The RM answers only for GPUs it has
- * attached, so each GPU's primary context is held meanwhile. */
-static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
+/* RM's BAR1 figures for each GPU it lists. */
+static void collect_rm_bar1(gdu_rm_client *client, gdu_live *out)
+{
+    for (size_t i = 0; i < out->n_gpus; i++) {
+        gdu_live_gpu *g = &out->gpus[i];
+        gdu_rm_bar1 b;
+        uint32_t status = 0;
+        if (!g->rm_known)
+            snprintf(g->rm_bar1_why, sizeof g->rm_bar1_why, "not among the RM's attached GPUs");
+        else if (gdu_rm_bar1_query(client, g->rm_gpu_id, &b, &status, g->rm_bar1_why,
+                                   sizeof g->rm_bar1_why) == 0) {
+            g->rm_bar1_known = true;
+            g->rm_bar1_total = b.total;
+            g->rm_bar1_available = b.available;
+        }
+    }
+}
+
+/* The RM's P2P caps for every pair and its BAR1 figures for every GPU. The
+ * RM answers only for GPUs it has attached, so each GPU's primary context
+ * is held meanwhile (its own BAR1 mappings are then counted as used). */
+static void collect_rm(const gdu_cuda *cu, gdu_live *out)
 {
     gdu_cuda_ctx held[GDU_LIVE_MAX_GPUS];
     for (size_t i = 0; i < out->n_gpus; i++)
@@ -56,6 +76,7 @@ static void collect_rm_caps(const gdu_cuda *cu, gdu_live *out)
                                          why_len) == 0)
                     p->rm_known = true;
             }
+            collect_rm_bar1(&client, out);
         }
         gdu_rm_client_close(&client);
     }
@@ -119,8 +140,8 @@ static void collect_cuda(gdu_live *out)
                 if (cu->cuDeviceGetP2PAttribute(&v, attrs[k].attribute, da, db) == GDU_CUDA_SUCCESS)
                     *attrs[k].out = v;
         }
-    if (out->n_pairs > 0)
-        collect_rm_caps(cu, out);
+    if (out->n_gpus > 0)
+        collect_rm(cu, out);
 }
 
 /* "libcufile.so.1.15.1" -> "1.15.1"; nothing for a bare "libcufile.so.0". */

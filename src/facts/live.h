@@ -32,6 +32,10 @@ typedef struct gdu_live_gpu {
     int cc_major, cc_minor;
     bool rm_known; /* the RM lists it: rm_gpu_id is its gpuId */
     uint32_t rm_gpu_id;
+    bool rm_bar1_known;     /* RM's BAR1 figures (facts/rm_bar1_info.h) follow */
+    uint64_t rm_bar1_total; /* bytes */
+    uint64_t rm_bar1_available;
+    char rm_bar1_why[128]; /* why they are missing */
 } gdu_live_gpu;
 
 /* CUDA's and the RM's answers for the ordered pair a -> b; -1 where CUDA

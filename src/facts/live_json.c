@@ -40,6 +40,12 @@ json_t *gdu_live_to_json(const gdu_live *live)
                               g->cc_major, g->cc_minor);
         if (o != NULL && g->rm_known)
             json_object_set_new(o, "rm_gpu_id", json_integer(g->rm_gpu_id));
+        if (o != NULL && g->rm_bar1_known)
+            json_object_set_new(o, "rm_bar1",
+                                json_pack("{s:I, s:I}", "total", (json_int_t)g->rm_bar1_total,
+                                          "available", (json_int_t)g->rm_bar1_available));
+        else if (o != NULL)
+            json_object_set_new(o, "rm_bar1_why", json_string(g->rm_bar1_why));
         json_array_append_new(gpus, o);
     }
     for (size_t i = 0; i < live->n_pairs; i++)
@@ -162,9 +168,10 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
         {"ok", 'b'},     {"why", 's'}, {"driver_version", 'i'}, {"gpus", 'a'}, {"pairs", 'a'},
         {"rm_why", 's'}, {0}};
     /* Captures made before the one collector lack the fields marked optional. */
-    static const live_field gpu[] = {
-        {"ordinal", 'i'}, {"name", 's'},      {"pci", 's'}, {"total_mem", 'i'},
-        {"cc", 'a'},      {"rm_gpu_id", 'I'}, {0}};
+    static const live_field gpu[] = {{"ordinal", 'i'},   {"name", 's'},        {"pci", 's'},
+                                     {"total_mem", 'i'}, {"cc", 'a'},          {"rm_gpu_id", 'I'},
+                                     {"rm_bar1", 'O'},   {"rm_bar1_why", 'S'}, {0}};
+    static const live_field bar1[] = {{"total", 'i'}, {"available", 'i'}, {0}};
     static const live_field pair[] = {{"a", 'i'},
                                       {"b", 'i'},
                                       {"can_access_peer", 'i'},
@@ -194,6 +201,10 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
     {
         snprintf(at, sizeof at, "cuda.gpus[%zu].cc", i);
         if (!check_integers(json_object_get(v, "cc"), at, why, why_len))
+            return false;
+        const json_t *b = json_object_get(v, "rm_bar1");
+        snprintf(at, sizeof at, "cuda.gpus[%zu].rm_bar1", i);
+        if (b != NULL && !check_fields(b, at, bar1, why, why_len))
             return false;
     }
     json_array_foreach(json_object_get(c, "pairs"), i, v)
@@ -298,6 +309,12 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         const json_t *id = json_object_get(v, "rm_gpu_id");
         g->rm_known = json_is_integer(id);
         g->rm_gpu_id = g->rm_known ? (uint32_t)json_integer_value(id) : 0;
+        const json_t *bar1 = json_object_get(v, "rm_bar1");
+        long long total = get_int(bar1, "total", 0), available = get_int(bar1, "available", 0);
+        g->rm_bar1_known = bar1 != NULL && total > 0 && available >= 0;
+        g->rm_bar1_total = g->rm_bar1_known ? (uint64_t)total : 0;
+        g->rm_bar1_available = g->rm_bar1_known ? (uint64_t)available : 0;
+        copy_string(v, "rm_bar1_why", g->rm_bar1_why, sizeof g->rm_bar1_why);
     }
     json_array_foreach(json_object_get(cuda, "pairs"), i, v)
     {

@@ -59,6 +59,7 @@ rows = [r.split(", ") for r in open(sys.argv[2]).read().strip().splitlines()]
 q = open(sys.argv[3]).read()
 # BAR1 totals in nvidia-smi -q order (one "BAR1 Memory Usage" block per GPU, each with Total)
 bar1 = [int(m) for m in re.findall(r"BAR1 Memory Usage\s*\n\s*Total\s*:\s*(\d+) MiB", q)]
+free = [int(m) for m in re.findall(r"BAR1 Memory Usage\s*\n(?:\s*\w+\s*:.*\n)*?\s*Free\s*:\s*(\d+) MiB", q)]
 bus = [b.strip() for b in re.findall(r"^GPU ([0-9A-Fa-f:.]+)\s*$", q, re.M)]
 def norm(b):
     d, rest = b.lower().split(":", 1)
@@ -87,6 +88,18 @@ for i, row in enumerate(rows):
         print("PASS doctor-bar1-%s: %d MiB in both" % (b, mib))
     else:
         print("FAIL doctor-bar1-%s: doctor %d MiB, nvidia-smi %d MiB" % (b, mib, smi_bar1))
+    # BAR1 as RM counts it (NV2080_CTRL_CMD_FB_GET_INFO_V2): the same total as
+    # nvidia-smi's, and an unused part no larger than it (doctor's own CUDA
+    # context maps a little of it while it asks).
+    rm_total, rm_avail = g.get("rm_bar1_bytes", 0) >> 20, g.get("rm_bar1_available_bytes", 0) >> 20
+    smi_free = None
+    if b in [norm(x) for x in bus]:
+        k = [norm(x) for x in bus].index(b)
+        smi_free = free[k] if k < len(free) else None
+    if rm_total and smi_bar1 == rm_total and 0 < rm_avail <= rm_total:
+        print("PASS doctor-rm-bar1-%s: RM %d MiB, %d MiB unused; nvidia-smi Total %d MiB, Free %s MiB" % (b, rm_total, rm_avail, smi_bar1, smi_free))
+    else:
+        print("FAIL doctor-rm-bar1-%s: RM %d MiB, %d MiB unused; nvidia-smi Total %s MiB, Free %s MiB" % (b, rm_total, rm_avail, smi_bar1, smi_free))
     mem = g["memory_bytes"] >> 20
     smi_mem = int(row[2])
     if mem and abs(mem - smi_mem) <= max(smi_mem // 100, 1024):

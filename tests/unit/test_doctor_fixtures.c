@@ -140,6 +140,11 @@ static void small_bar1_is_a_caveat(void **state)
     const gdu_finding *f = finding(&t->r, "gpu0.bar1", GDU_ST_WARN);
     assert_non_null(strstr(f->fix, "Resizable BAR"));
     assert_non_null(strstr(f->fix, "NVreg_EnableResizableBar=1"));
+    /* RM's own count, shared by every process (the capture recorded it). */
+    assert_true(has_evidence(f, "RM counts BAR1 256.00 MiB, 200.00 MiB of it unused now"));
+    assert_true(has_reason(&t->r, "RM counts 200.00 MiB of it unused now, for every process"));
+    assert_int_equal(t->r.gpus[0].rm_bar1_bytes, 256u << 20);
+    assert_int_equal(t->r.gpus[0].rm_bar1_available, 200u << 20);
     done(t);
 }
 

@@ -49,11 +49,22 @@ static void json_round_trip(void **state)
         a.gpus[i].total_mem = 150754820096ull;
         a.gpus[i].cc_major = 9;
     }
+    /* The one collector's fields: the RM's gpuId and BAR1 count, CUDA's other
+     * peer attributes, the RM's copy engines. */
+    a.gpus[0].rm_known = a.gpus[0].rm_bar1_known = true;
+    a.gpus[0].rm_gpu_id = 0x1800;
+    a.gpus[0].rm_bar1_total = 256ull << 30;
+    a.gpus[0].rm_bar1_available = (256ull << 30) - (40ull << 20);
+    snprintf(a.gpus[1].rm_bar1_why, sizeof a.gpus[1].rm_bar1_why, "not among the RM's GPUs");
     a.n_pairs = 1;
     a.pairs[0] =
         (gdu_live_pair){.a = 0, .b = 1, .can_access = 1, .native_atomics = 1, .rm_known = true};
     a.pairs[0].rm.caps = GDU_P2P_CAPS_NVLINK | GDU_P2P_CAPS_READS;
     a.pairs[0].rm.status[GDU_P2P_CAPS_INDEX_PCI] = GDU_P2P_CAPS_STATUS_NOT_SUPPORTED;
+    a.pairs[0].rm.optimal_read_ces = 0x30;
+    a.pairs[0].performance_rank = 2;
+    a.pairs[0].access_supported = 1;
+    a.pairs[0].cuda_array_access = 0;
     a.cufile_found = true;
     snprintf(a.cufile_version, sizeof a.cufile_version, "1.15.1");
     a.n_paths = 1;
@@ -71,11 +82,21 @@ static void json_round_trip(void **state)
     assert_string_equal(b.gpus[1].bdf, "0000:19:00.0");
     assert_int_equal(b.gpus[1].total_mem, 150754820096ull);
     assert_int_equal(b.gpus[0].cc_major, 9);
+    assert_true(b.gpus[0].rm_known && b.gpus[0].rm_bar1_known);
+    assert_int_equal(b.gpus[0].rm_gpu_id, 0x1800);
+    assert_int_equal(b.gpus[0].rm_bar1_total, 256ull << 30);
+    assert_int_equal(b.gpus[0].rm_bar1_available, (256ull << 30) - (40ull << 20));
+    assert_false(b.gpus[1].rm_known || b.gpus[1].rm_bar1_known);
+    assert_string_equal(b.gpus[1].rm_bar1_why, "not among the RM's GPUs");
     const gdu_live_pair *p = gdu_live_pair_find(&b, 0, 1);
     assert_non_null(p);
     assert_true(p->rm_known);
     assert_int_equal(p->rm.caps, GDU_P2P_CAPS_NVLINK | GDU_P2P_CAPS_READS);
     assert_int_equal(p->rm.status[GDU_P2P_CAPS_INDEX_PCI], GDU_P2P_CAPS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(p->rm.optimal_read_ces, 0x30);
+    assert_int_equal(p->performance_rank, 2);
+    assert_int_equal(p->access_supported, 1);
+    assert_int_equal(p->cuda_array_access, 0);
     assert_null(gdu_live_pair_find(&b, 1, 0));
     assert_string_equal(b.cufile_version, "1.15.1");
     const gdu_live_path *lp = gdu_live_path_find(&b, "/root");
