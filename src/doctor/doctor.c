@@ -33,6 +33,8 @@ void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *
         }
     }
     gdu_doctor_rules_driver(sys, gpus, n, r);
+    if (sys->driver.loaded)
+        gdu_doctor_rules_p2pdma(sys, gpus, n, r);
     gdu_doctor_rules_gds(sys, gpus, n, path, r);
     gdu_doctor_rules_p2p(sys, gpus, n, r);
 }

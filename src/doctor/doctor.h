@@ -24,6 +24,11 @@ void gdu_doctor_rules_driver(const gdu_snapshot *sys, const gdu_gpu_view *gpus, 
                              gdu_report *report);
 void gdu_doctor_rules_gds(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           const char *path, gdu_report *report);
+/* cuFile's P2PDMA route: each precondition a finding, then the direct path
+ * cuFile would take (also in report->direct_path). Run before the GDS rules,
+ * which read report->direct_path. */
+gdu_direct_path gdu_doctor_rules_p2pdma(const gdu_snapshot *sys, const gdu_gpu_view *gpus,
+                                        size_t n_gpus, gdu_report *report);
 void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           gdu_report *report);
 

@@ -137,6 +137,12 @@ const char *gdu_gds_verdict_id(gdu_gds_verdict v)
     return (unsigned)v < 5 ? ids[v] : "unknown";
 }
 
+const char *gdu_direct_path_id(gdu_direct_path p)
+{
+    static const char *const ids[] = {"none", "nvidia-fs", "p2pdma", "unknown"};
+    return (unsigned)p < 4 ? ids[p] : "unknown";
+}
+
 const char *gdu_gds_verdict_text(gdu_gds_verdict v)
 {
     static const char *const text[] = {"direct", "direct with gdunlock", "compat only",
@@ -188,15 +194,18 @@ json_t *gdu_report_to_json(const gdu_report *r)
                       gdu_json_text(g->name), "geforce", g->geforce, "cuda_ordinal",
                       g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes, "rm_bar1_bytes",
                       (json_int_t)g->rm_bar1_bytes, "rm_bar1_available_bytes",
-                      (json_int_t)g->rm_bar1_available, "memory_bytes",
-                      (json_int_t)g->memory_bytes, "link", "cur_gen", g->cur_gen, "cur_width",
-                      g->cur_width, "max_gen", g->max_gen, "max_width", g->max_width));
+                      (json_int_t)g->rm_bar1_available, "memory_bytes", (json_int_t)g->memory_bytes,
+                      "link", "cur_gen", g->cur_gen, "cur_width", g->cur_width, "max_gen",
+                      g->max_gen, "max_width", g->max_width));
     }
     /* The target is a path the user named: exact in target_escaped when not UTF-8. */
     json_t *gds = json_pack("{s:s}", "verdict", gdu_gds_verdict_id(r->gds));
     if (gds != NULL && gdu_json_set_text(gds, "target", r->gds_target) != 0)
         gds = (json_decref(gds), NULL);
-    if (json_object_set_new(gds, "reasons", reasons) != 0)
+    if (json_object_set_new(gds, "reasons", reasons) != 0 ||
+        json_object_set_new(gds, "direct_path", json_string(gdu_direct_path_id(r->direct_path))) !=
+            0 ||
+        json_object_set_new(gds, "direct_path_why", gdu_json_text(r->direct_path_why)) != 0)
         gds = (json_decref(gds), NULL);
     return json_pack("{s:s, s:b, s:{s:o, s:i}, s:o, s:o, s:o, s:o}", "schema", "gdunlock-doctor/2",
                      "driver_present", r->driver_present, "driver", "version",

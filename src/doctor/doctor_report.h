@@ -43,6 +43,16 @@ typedef struct gdu_reason {
     char text[320];
 } gdu_reason;
 
+/* The direct path cuFile would take here. */
+typedef enum {
+    GDU_PATH_NONE = 0,  /* neither: compat (POSIX reads and a copy) */
+    GDU_PATH_NVIDIA_FS, /* nvidia-fs pins GPU memory through the driver's P2P API */
+    GDU_PATH_P2PDMA,    /* the kernel's PCI P2PDMA on UVM's BAR1 pages (CUDA 12.8+) */
+    GDU_PATH_UNDECIDED, /* evidence missing: the finding says which */
+} gdu_direct_path;
+
+const char *gdu_direct_path_id(gdu_direct_path p); /* "none", "nvidia-fs", "p2pdma", "unknown" */
+
 typedef struct gdu_p2p_pair {
     int a, b; /* GPU indexes in PCI order */
     gdu_pcie_path path;
@@ -68,6 +78,8 @@ typedef struct gdu_report {
     gdu_report_gpu gpus[16];
     size_t n_gpus;
     gdu_gds_verdict gds;
+    gdu_direct_path direct_path;
+    char direct_path_why[384];
     char gds_target
         [128]; /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
     gdu_reason reasons[GDU_MAX_REASONS];

@@ -54,20 +54,27 @@ static void nvfs_findings(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     gdu_finding *f;
-    if (!d->nvfs_loaded) {
+    if (!d->nvfs_loaded && r->direct_path == GDU_PATH_P2PDMA) {
+        f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_OK,
+                           "nvidia-fs is not loaded, and not needed: cuFile goes through the "
+                           "kernel's PCI P2PDMA");
+        gdu_finding_evidence(f, "/proc/driver/nvidia-fs and /sys/module/nvidia_fs are absent");
+        gdu_report_note(r, "cuFile's direct path here is the kernel's PCI P2PDMA (%s)",
+                        r->direct_path_why);
+    } else if (!d->nvfs_loaded) {
         f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_FAIL,
                            "nvidia-fs is not loaded");
         gdu_finding_evidence(f, "/proc/driver/nvidia-fs and /sys/module/nvidia_fs are absent");
         gdu_finding_fix(f, "install nvidia-fs (the nvidia-gds / nvidia-fs-dkms package, or build "
-                           "github.com/NVIDIA/gds-nvidia-fs) and run 'modprobe nvidia-fs'");
+                           "github.com/NVIDIA/gds-nvidia-fs) and run 'modprobe nvidia-fs', or "
+                           "meet the P2PDMA preconditions doctor lists");
         gdu_report_reason(r, GDU_GDS_COMPAT,
-                          "nvidia-fs is not loaded: cuFile falls back to its compat (POSIX "
-                          "read + copy) path");
+                          "nvidia-fs is not loaded and cuFile's P2PDMA path is %s: cuFile falls "
+                          "back to its compat (POSIX read + copy) path",
+                          r->direct_path == GDU_PATH_UNDECIDED ? "not confirmed" : "not possible");
         if (sys->cufile.use_pci_p2pdma == 1)
-            gdu_report_note(r, "cufile.json sets use_pci_p2pdma: cuFile may use the kernel's PCI "
-                               "P2PDMA instead of nvidia-fs where the kernel, the NVMe driver "
-                               "and the open GPU driver support it; doctor cannot confirm that "
-                               "path, so the verdict assumes compat");
+            gdu_report_note(r, "cufile.json asks for the kernel's PCI P2PDMA: %s",
+                            r->direct_path_why);
     } else {
         f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_OK, "nvidia-fs %s is loaded",
                            d->nvfs_version[0] ? d->nvfs_version : "(version unknown)");

@@ -45,6 +45,10 @@ static void collect_rm_bar1(gdu_rm_client *client, gdu_live *out)
             g->rm_bar1_known = true;
             g->rm_bar1_total = b.total;
             g->rm_bar1_available = b.available;
+            g->rm_static_known = b.static_known;
+            g->rm_static_bar1 = b.static_enabled;
+            g->rm_static_wc = b.write_combined;
+            g->rm_static_size = b.static_size;
         }
     }
 }
@@ -208,11 +212,31 @@ void gdu_live_probe_path(const char *path, gdu_live_path *out)
         out->o_direct = 0;
 }
 
+/* Whether the kernel was built with PCI P2PDMA, by one of its symbols (the
+ * check NVIDIA's GDS troubleshooting guide gives): /proc/kallsyms is too
+ * large to capture, so the answer is. Symbol names are readable by anyone. */
+static int kallsyms_p2pdma(void)
+{
+    FILE *f = fopen("/proc/kallsyms", "re");
+    if (f == NULL)
+        return -1;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        const char *name = strrchr(line, ' ');
+        found = name != NULL && strncmp(name + 1, "p2pdma_pgmap_ops", 16) == 0 &&
+                (name[17] == '\n' || name[17] == '\0' || name[17] == '\t');
+    }
+    fclose(f);
+    return found;
+}
+
 void gdu_live_collect(gdu_live *out, const char *const *paths, size_t n_paths)
 {
     memset(out, 0, sizeof *out);
     out->origin = GDU_LIVE_COLLECTED;
     out->euid = (int)geteuid();
+    out->kernel_p2pdma = kallsyms_p2pdma();
     collect_cuda(out);
     collect_cufile(out);
     for (size_t i = 0; i < n_paths && out->n_paths < GDU_LIVE_MAX_PATHS; i++)

@@ -35,7 +35,11 @@ typedef struct gdu_live_gpu {
     bool rm_bar1_known;     /* RM's BAR1 figures (facts/rm_bar1_info.h) follow */
     uint64_t rm_bar1_total; /* bytes */
     uint64_t rm_bar1_available;
-    char rm_bar1_why[128]; /* why they are missing */
+    char rm_bar1_why[128];   /* why they are missing */
+    bool rm_static_known;    /* RM said whether BAR1 is static (rm_bar1_info.h) */
+    bool rm_static_bar1;     /* all of video memory mapped through BAR1 at once */
+    bool rm_static_wc;       /* that mapping is write-combined */
+    uint64_t rm_static_size; /* bytes */
 } gdu_live_gpu;
 
 /* CUDA's and the RM's answers for the ordered pair a -> b; -1 where CUDA
@@ -61,6 +65,9 @@ typedef struct gdu_live_path {
 typedef struct gdu_live {
     gdu_live_origin origin;
     int euid; /* -1 unknown */
+    /* The running kernel has PCI P2PDMA built in: p2pdma_pgmap_ops is in
+     * /proc/kallsyms (1), is not (0), or it could not be read (-1). */
+    int kernel_p2pdma;
     bool cuda_ok;
     char cuda_why[256];
     int cuda_version; /* cuDriverGetVersion, 13000 for 13.0; 0 unknown */

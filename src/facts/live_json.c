@@ -40,11 +40,16 @@ json_t *gdu_live_to_json(const gdu_live *live)
                               g->cc_major, g->cc_minor);
         if (o != NULL && g->rm_known)
             json_object_set_new(o, "rm_gpu_id", json_integer(g->rm_gpu_id));
-        if (o != NULL && g->rm_bar1_known)
-            json_object_set_new(o, "rm_bar1",
-                                json_pack("{s:I, s:I}", "total", (json_int_t)g->rm_bar1_total,
-                                          "available", (json_int_t)g->rm_bar1_available));
-        else if (o != NULL)
+        if (o != NULL && g->rm_bar1_known) {
+            json_t *b = json_pack("{s:I, s:I}", "total", (json_int_t)g->rm_bar1_total, "available",
+                                  (json_int_t)g->rm_bar1_available);
+            if (b != NULL && g->rm_static_known)
+                json_object_set_new(b, "static",
+                                    json_pack("{s:b, s:b, s:I}", "enabled", g->rm_static_bar1,
+                                              "write_combined", g->rm_static_wc, "size",
+                                              (json_int_t)g->rm_static_size));
+            json_object_set_new(o, "rm_bar1", b);
+        } else if (o != NULL)
             json_object_set_new(o, "rm_bar1_why", json_string(g->rm_bar1_why));
         json_array_append_new(gpus, o);
     }
@@ -56,13 +61,17 @@ json_t *gdu_live_to_json(const gdu_live *live)
                                                p->o_direct, "o_direct_error", p->o_direct_error,
                                                "fs_magic", (json_int_t)p->fs_magic));
     }
-    return json_pack(
-        "{s:s, s:i, s:{s:b, s:s, s:i, s:o, s:o, s:s}, s:{s:b, s:s, s:s, s:s, s:s}, s:o}", "format",
-        LIVE_FORMAT, "euid", live->euid, "cuda", "ok", live->cuda_ok, "why", live->cuda_why,
-        "driver_version", live->cuda_version, "gpus", gpus, "pairs", pairs, "rm_why", live->rm_why,
-        "cufile", "found", live->cufile_found, "path", live->cufile_path, "version",
-        live->cufile_version, "why", live->cufile_why, "env_json", live->cufile_env_json, "paths",
-        paths);
+    json_t *doc =
+        json_pack("{s:s, s:i, s:{s:b, s:s, s:i, s:o, s:o, s:s}, s:{s:b, s:s, s:s, s:s, s:s}, s:o}",
+                  "format", LIVE_FORMAT, "euid", live->euid, "cuda", "ok", live->cuda_ok, "why",
+                  live->cuda_why, "driver_version", live->cuda_version, "gpus", gpus, "pairs",
+                  pairs, "rm_why", live->rm_why, "cufile", "found", live->cufile_found, "path",
+                  live->cufile_path, "version", live->cufile_version, "why", live->cufile_why,
+                  "env_json", live->cufile_env_json, "paths", paths);
+    if (doc != NULL)
+        json_object_set_new(doc, "kernel",
+                            json_pack("{s:i}", "p2pdma_pgmap_ops", live->kernel_p2pdma));
+    return doc;
 }
 
 static const char *type_name(const json_t *v)
@@ -162,8 +171,8 @@ static bool check_integers(const json_t *array, const char *where, char *why, si
 
 static bool check_live(const json_t *root, char *why, size_t why_len)
 {
-    static const live_field top[] = {
-        {"euid", 'i'}, {"cuda", 'o'}, {"cufile", 'o'}, {"paths", 'a'}, {0}};
+    static const live_field top[] = {{"euid", 'i'},  {"cuda", 'o'},   {"cufile", 'o'},
+                                     {"paths", 'a'}, {"kernel", 'O'}, {0}};
     static const live_field cuda[] = {
         {"ok", 'b'},     {"why", 's'}, {"driver_version", 'i'}, {"gpus", 'a'}, {"pairs", 'a'},
         {"rm_why", 's'}, {0}};
@@ -171,7 +180,10 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
     static const live_field gpu[] = {{"ordinal", 'i'},   {"name", 's'},        {"pci", 's'},
                                      {"total_mem", 'i'}, {"cc", 'a'},          {"rm_gpu_id", 'I'},
                                      {"rm_bar1", 'O'},   {"rm_bar1_why", 'S'}, {0}};
-    static const live_field bar1[] = {{"total", 'i'}, {"available", 'i'}, {0}};
+    static const live_field bar1[] = {{"total", 'i'}, {"available", 'i'}, {"static", 'O'}, {0}};
+    static const live_field static_bar1[] = {
+        {"enabled", 'b'}, {"write_combined", 'b'}, {"size", 'i'}, {0}};
+    static const live_field kernel[] = {{"p2pdma_pgmap_ops", 'i'}, {0}};
     static const live_field pair[] = {{"a", 'i'},
                                       {"b", 'i'},
                                       {"can_access_peer", 'i'},
@@ -194,6 +206,9 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
         !check_fields(json_object_get(root, "cufile"), "cufile", cufile, why, why_len) ||
         !check_elements(root, "", "paths", path, why, why_len))
         return false;
+    const json_t *k = json_object_get(root, "kernel");
+    if (k != NULL && !check_fields(k, "kernel", kernel, why, why_len))
+        return false;
     size_t i;
     const json_t *v;
     char at[64];
@@ -205,6 +220,10 @@ static bool check_live(const json_t *root, char *why, size_t why_len)
         const json_t *b = json_object_get(v, "rm_bar1");
         snprintf(at, sizeof at, "cuda.gpus[%zu].rm_bar1", i);
         if (b != NULL && !check_fields(b, at, bar1, why, why_len))
+            return false;
+        const json_t *st = json_object_get(b, "static");
+        snprintf(at, sizeof at, "cuda.gpus[%zu].rm_bar1.static", i);
+        if (st != NULL && !check_fields(st, at, static_bar1, why, why_len))
             return false;
     }
     json_array_foreach(json_object_get(c, "pairs"), i, v)
@@ -279,6 +298,8 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         return -EINVAL;
     out->origin = GDU_LIVE_CAPTURED;
     out->euid = (int)get_int(root, "euid", -1);
+    out->kernel_p2pdma =
+        clamp_tri(get_int(json_object_get(root, "kernel"), "p2pdma_pgmap_ops", -1));
     const json_t *cuda = json_object_get(root, "cuda");
     out->cuda_ok = json_is_true(json_object_get(cuda, "ok"));
     copy_string(cuda, "why", out->cuda_why, sizeof out->cuda_why);
@@ -314,6 +335,12 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
         g->rm_bar1_known = bar1 != NULL && total > 0 && available >= 0;
         g->rm_bar1_total = g->rm_bar1_known ? (uint64_t)total : 0;
         g->rm_bar1_available = g->rm_bar1_known ? (uint64_t)available : 0;
+        const json_t *st = json_object_get(bar1, "static");
+        g->rm_static_known = json_is_object(st);
+        g->rm_static_bar1 = json_is_true(json_object_get(st, "enabled"));
+        g->rm_static_wc = json_is_true(json_object_get(st, "write_combined"));
+        long long size = get_int(st, "size", 0);
+        g->rm_static_size = size > 0 ? (uint64_t)size : 0;
         copy_string(v, "rm_bar1_why", g->rm_bar1_why, sizeof g->rm_bar1_why);
     }
     json_array_foreach(json_object_get(cuda, "pairs"), i, v)
@@ -345,7 +372,7 @@ int gdu_live_from_json(const json_t *root, gdu_live *out, char *why, size_t why_
 int gdu_live_load(gdu_sysroot *sr, gdu_live *out, char *why, size_t why_len)
 {
     memset(out, 0, sizeof *out);
-    out->euid = -1;
+    out->euid = out->kernel_p2pdma = -1;
     char *text;
     long n = gdu_sysroot_read(sr, "/" GDU_LIVE_FILE, &text);
     if (n == -ENOENT)
@@ -366,7 +393,7 @@ int gdu_live_load(gdu_sysroot *sr, gdu_live *out, char *why, size_t why_len)
     int rc = gdu_live_from_json(root, out, inner, sizeof inner);
     if (rc != 0) {
         memset(out, 0, sizeof *out);
-        out->euid = -1;
+        out->euid = out->kernel_p2pdma = -1;
         snprintf(why, why_len, "%s: %s", GDU_LIVE_FILE, inner);
     }
     json_decref(root);

@@ -25,6 +25,17 @@ int gdu_rm_bar1_query(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_bar1 *out, uint3
     rc = gdu_rm_control(c, d.hsubdevice, GDU_NV2080_CTRL_CMD_FB_GET_INFO_V2, &p, sizeof p, status,
                         "reading BAR1's size and use (NV2080_CTRL_CMD_FB_GET_INFO_V2)", why,
                         why_len);
+    gdu_nv2080_fb_static_bar1_info_params st = {0};
+    char ignored[64];
+    uint32_t st_status = 0;
+    if (rc == 0 &&
+        gdu_rm_control(c, d.hsubdevice, GDU_NV2080_CTRL_CMD_FB_GET_STATIC_BAR1_INFO, &st, sizeof st,
+                       &st_status, "reading the static BAR1", ignored, sizeof ignored) == 0) {
+        out->static_known = true;
+        out->static_enabled = st.bStaticBar1Enabled != 0;
+        out->write_combined = st.bStaticBar1WriteCombined != 0;
+        out->static_size = st.bStaticBar1Enabled ? st.staticBar1Size : 0;
+    }
     gdu_rm_device_close(c, &d);
     if (rc != 0)
         return rc;

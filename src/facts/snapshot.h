@@ -11,6 +11,7 @@
 #include "probe/cufile_config.h"
 #include "probe/driver_probe.h"
 #include "probe/iommu_probe.h"
+#include "probe/kernel_probe.h"
 #include "facts/live.h"
 #include "probe/nvfs_stats.h"
 #include "probe/pci_probe.h"
@@ -40,6 +41,7 @@ typedef struct gdu_snapshot {
                           order: what a capture of it holds (facts/capture.h) */
     size_t n_files;
     gdu_driver driver;
+    gdu_kernel kernel;
     gdu_pci pci;
     char pci_error[256]; /* why the PCI scan failed, "" when it worked */
     gdu_nvme_list nvme;

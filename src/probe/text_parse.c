@@ -169,6 +169,31 @@ int gdu_cmdline_get(const char *cmdline, const char *name, char *out, size_t len
     return found;
 }
 
+int gdu_parse_kernel_release(const char *text, int *major, int *minor)
+{
+    int used = 0;
+    if (sscanf(text, "%d.%d%n", major, minor, &used) != 2 || *major <= 0 || *minor < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int gdu_kernel_config_option(const char *config, const char *option)
+{
+    static const char not_set[] = " is not set";
+    size_t n = strlen(option), k = sizeof not_set - 1;
+    for (const char *line = config; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > n + 1 && strncmp(line, option, n) == 0 && line[n] == '=')
+            return line[n + 1] == 'y' || line[n + 1] == 'm';
+        if (len == 2 + n + k && strncmp(line, "# ", 2) == 0 && strncmp(line + 2, option, n) == 0 &&
+            strncmp(line + 2 + n, not_set, k) == 0)
+            return 0;
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
 void gdu_strip_json_comments(char *text)
 {
     char *w = text;

@@ -39,6 +39,13 @@ int gdu_parse_mountinfo_line(const char *line, gdu_mount *out);
  * or -ENOENT. The last occurrence wins, as in the kernel. */
 int gdu_cmdline_get(const char *cmdline, const char *name, char *out, size_t len);
 
+/* "6.8.0-49-generic" (/proc/sys/kernel/osrelease) -> 6 and 8. Returns 0 or -EINVAL. */
+int gdu_parse_kernel_release(const char *text, int *major, int *minor);
+
+/* A kernel configuration's answer for option ("CONFIG_PCI_P2PDMA"): 1 for
+ * "=y" or "=m", 0 for "# ... is not set", -1 when the text does not say. */
+int gdu_kernel_config_option(const char *config, const char *option);
+
 /* Strips // and block comments outside strings, in place (cufile.json carries them). */
 void gdu_strip_json_comments(char *text);
 

@@ -28,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gdu_pci_resource_parse(text, sizes) >= 0)
         gdu_pci_bar1(sizes, &bar1);
     gdu_cmdline_get(text, "iommu", value, sizeof value);
+    int major, minor;
+    gdu_parse_kernel_release(text, &major, &minor);
+    gdu_kernel_config_option(text, "CONFIG_PCI_P2PDMA");
     unsigned long dword;
     gdu_registry_dword(text, "RMForceP2PType", &dword);
 

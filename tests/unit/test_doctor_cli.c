@@ -56,6 +56,9 @@ static void verdict_exit_codes(void **state)
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-nvfs-rebar /data/model.safetensors"), 10);
     assert_non_null(strstr(output, "direct with gdunlock"));
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs"), 11);
+    /* No nvidia-fs, but cuFile's PCI P2PDMA path: direct. */
+    assert_int_equal(gdu("doctor --json --sysroot " FIX "l40s-p2pdma /data/model.safetensors"), 0);
+    assert_non_null(strstr(output, "\"direct_path\": \"p2pdma\""));
     assert_int_equal(gdu("doctor --sysroot " FIX "h200x2-vm-virtio /root"), 12);
     assert_non_null(strstr(output, "error 5027"));
     assert_non_null(strstr(output, "P2P GPU0<->GPU1: NVLink"));

@@ -538,9 +538,80 @@ static void topo_matrix_cells(void **state)
     free(topo);
 }
 
+/* cuFile's PCI P2PDMA route: every precondition met, no nvidia-fs, direct. */
+static void p2pdma_route_taken(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_P2PDMA);
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT);
+    assert_true(has_reason(&t->r, "the kernel's PCI P2PDMA"));
+    finding(&t->r, "nvidia_fs.loaded", GDU_ST_OK);
+    assert_true(has_evidence(finding(&t->r, "p2pdma.kernel_config", GDU_ST_OK),
+                             "/boot/config-6.8.0-49-generic: CONFIG_PCI_P2PDMA=y"));
+    assert_true(has_evidence(finding(&t->r, "p2pdma.kernel_config", GDU_ST_OK),
+                             "/proc/kallsyms has p2pdma_pgmap_ops"));
+    finding(&t->r, "p2pdma.kernel_version", GDU_ST_OK);
+    finding(&t->r, "p2pdma.nvme_multipath", GDU_ST_OK);
+    finding(&t->r, "p2pdma.driver", GDU_ST_OK);
+    finding(&t->r, "p2pdma.gpu0.kind", GDU_ST_OK);
+    assert_true(has_evidence(finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_OK),
+                             "RM: static BAR1 on, 48.00 GiB mapped"));
+    finding(&t->r, "p2pdma.gpu0.write_combining", GDU_ST_OK);
+    finding(&t->r, "p2pdma.cufile_json", GDU_ST_OK);
+    done(t);
+}
+
+/* Every precondition unmet, each with its fix: neither path, compat only. */
+static void p2pdma_route_unmet(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma-unmet", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NONE);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    const gdu_finding *f = finding(&t->r, "p2pdma.kernel_config", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "# CONFIG_PCI_P2PDMA is not set"));
+    assert_true(has_evidence(f, "NV_ERR_NOT_SUPPORTED"));
+    assert_non_null(strstr(f->fix, "CONFIG_PCI_P2PDMA=y"));
+    assert_non_null(strstr(finding(&t->r, "p2pdma.kernel_version", GDU_ST_FAIL)->fix, "6.2"));
+    assert_non_null(
+        strstr(finding(&t->r, "p2pdma.nvme_multipath", GDU_ST_FAIL)->fix, "multipath=N"));
+    assert_non_null(
+        strstr(finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_FAIL)->fix, "RMForceStaticBar1=1"));
+    assert_non_null(strstr(finding(&t->r, "p2pdma.gpu0.write_combining", GDU_ST_FAIL)->fix,
+                           "RmForceDisableIomapWC=1"));
+    const gdu_finding *path = finding(&t->r, "cufile.direct_path", GDU_ST_FAIL);
+    assert_non_null(strstr(path->title, "neither"));
+    assert_true(has_evidence(path, "unmet: the kernel has PCI P2PDMA"));
+    done(t);
+}
+
+/* A capture without the kernel's configuration and RM's static BAR1 answer:
+ * the path is not decided, and the verdict stays compat (no better). */
+static void p2pdma_route_unconfirmed(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma-unconfirmed", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_UNDECIDED);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    finding(&t->r, "p2pdma.kernel_config", GDU_ST_UNKNOWN);
+    finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_UNKNOWN);
+    finding(&t->r, "cufile.direct_path", GDU_ST_UNKNOWN);
+    done(t);
+    /* nvidia-fs loaded, P2PDMA not asked for: nvidia-fs; a GeForce never gets P2PDMA. */
+    t = fixture("l40s-nvfs", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NVIDIA_FS);
+    finding(&t->r, "p2pdma.cufile_json", GDU_ST_FAIL);
+    done(t);
+    t = fixture("rtx3060-nvfs-rebar", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NVIDIA_FS);
+    finding(&t->r, "p2pdma.gpu0.kind", GDU_ST_FAIL);
+    done(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(p2pdma_route_taken),
+        cmocka_unit_test(p2pdma_route_unmet),
+        cmocka_unit_test(p2pdma_route_unconfirmed),
         cmocka_unit_test(rtx3060_direct_with_gdunlock),
         cmocka_unit_test(without_nvidia_fs_compat_only),
         cmocka_unit_test(small_bar1_is_a_caveat),

@@ -1,8 +1,8 @@
 /* RM's BAR1 figures through our RM client (facts/rm_bar1_info.h) against an
  * in-process fake RM: the device and subdevice opened for the query and
  * freed after it, NV2080_CTRL_CMD_FB_GET_INFO_V2 asked on the subdevice for
- * BAR1_SIZE and BAR1_AVAIL_SIZE, KiB turned into bytes, a refusal named by
- * its status, an empty answer taken for no answer. */
+ * BAR1_SIZE and BAR1_AVAIL_SIZE, KiB turned into bytes, the static BAR1's
+ * mode, a refusal named by its status, an empty answer taken for no answer. */
 #include "facts/rm_bar1_info.h"
 
 #include "driverabi/ctrl0000_gpu_id.h"
@@ -24,6 +24,7 @@ enum { CLIENT = 0xc1d00042u, DEVICE = 0xcaf00001u, SUBDEVICE = 0xcaf00002u, GPU_
 
 static struct {
     uint32_t control_status; /* the FB control's answer */
+    uint32_t static_status;  /* the static BAR1 control's answer */
     uint32_t size_kib, avail_kib;
     int device_allocs, device_frees;
 } rm;
@@ -64,8 +65,17 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
         q->deviceInstance = 0;
         return 0;
     }
-    assert_int_equal(p->cmd, GDU_NV2080_CTRL_CMD_FB_GET_INFO_V2);
     assert_int_equal(p->hObject, SUBDEVICE);
+    if (p->cmd == GDU_NV2080_CTRL_CMD_FB_GET_STATIC_BAR1_INFO) {
+        assert_int_equal(p->paramsSize, 24);
+        gdu_nv2080_fb_static_bar1_info_params *q = params;
+        q->bStaticBar1Enabled = 1;
+        q->bStaticBar1WriteCombined = 1;
+        q->staticBar1Size = (uint64_t)rm.size_kib << 10;
+        p->status = rm.static_status;
+        return 0;
+    }
+    assert_int_equal(p->cmd, GDU_NV2080_CTRL_CMD_FB_GET_INFO_V2);
     assert_int_equal(p->paramsSize, sizeof(gdu_nv2080_fb_get_info_v2_params));
     gdu_nv2080_fb_get_info_v2_params *q = params;
     assert_int_equal(q->fbInfoListSize, 2);
@@ -102,6 +112,15 @@ static void figures_in_bytes(void **state)
     query(0, 0, &b, &status);
     assert_int_equal(b.total, 256ull << 20);
     assert_int_equal(b.available, 200ull << 20);
+    /* The static BAR1 on the same subdevice: all of it, write-combined. */
+    assert_true(b.static_known && b.static_enabled && b.write_combined);
+    assert_int_equal(b.static_size, 256ull << 20);
+    /* A driver that does not answer it leaves it unknown, not an error. */
+    rm.static_status = 0x56;
+    query(0, 0, &b, &status);
+    assert_false(b.static_known);
+    assert_int_equal(b.total, 256ull << 20);
+    rm.static_status = 0;
     /* The H200's 256 GiB do not fit 32 bits in bytes; in KiB they do. */
     rm.size_kib = 256u << 20;
     query(0, 0, &b, &status);

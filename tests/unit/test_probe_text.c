@@ -136,9 +136,26 @@ static void registry_dwords(void **state)
     assert_int_equal(gdu_registry_dword("", "ForceP2P", &v), -ENOENT);
 }
 
+static void kernel_release_and_config(void **state)
+{
+    int major = 0, minor = 0;
+    assert_int_equal(gdu_parse_kernel_release("6.8.0-49-generic", &major, &minor), 0);
+    assert_int_equal(major, 6);
+    assert_int_equal(minor, 8);
+    assert_int_equal(gdu_parse_kernel_release("junk", &major, &minor), -EINVAL);
+    const char *config = "CONFIG_PCI=y\n# CONFIG_PCI_P2PDMA_X is not set\nCONFIG_PCI_P2PDMA=y\n";
+    assert_int_equal(gdu_kernel_config_option(config, "CONFIG_PCI_P2PDMA"), 1);
+    assert_int_equal(
+        gdu_kernel_config_option("# CONFIG_PCI_P2PDMA is not set\n", "CONFIG_PCI_P2PDMA"), 0);
+    assert_int_equal(gdu_kernel_config_option("# CONFIG_PCI_P2PDMA is\n", "CONFIG_PCI_P2PDMA"), -1);
+    assert_int_equal(gdu_kernel_config_option("CONFIG_NVME_CORE=m\n", "CONFIG_NVME_CORE"), 1);
+    assert_int_equal(gdu_kernel_config_option("CONFIG_PCI=y\n", "CONFIG_PCI_P2PDMA"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kernel_release_and_config),
         cmocka_unit_test(kv_finds_keys_with_spaces_and_tabs),
         cmocka_unit_test(nvidia_version_open_and_proprietary),
         cmocka_unit_test(link_generations),
