@@ -123,6 +123,27 @@ else:
     print("SKIP doctor-p2p: one GPU")
 PY
 
+# cuFile's P2PDMA route on the H200 machine: its kernel lacks CONFIG_PCI_P2PDMA
+# (the issue's reading of the machine), which doctor must name, with the path
+# cuFile takes; RM's static BAR1 answer is printed for the record.
+python3 - "$D/doctor.json" <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("FAIL doctor-p2pdma: doctor --json unreadable: %s" % e); sys.exit(0)
+f = {x["id"]: x for x in doc["findings"]}
+k = f.get("p2pdma.kernel_config", {})
+gpu = {i: f.get("p2pdma.gpu0.%s" % i, {}) for i in ("static_bar1", "write_combining")}
+line = "%s; direct path %s (%s); static BAR1 %s / %s" % (
+    " | ".join(k.get("evidence", [])), doc["gds"].get("direct_path"), doc["gds"].get("direct_path_why"),
+    " | ".join(gpu["static_bar1"].get("evidence", [])), " | ".join(gpu["write_combining"].get("evidence", [])))
+if k.get("status") == "fail" and "CONFIG_PCI_P2PDMA" in k.get("title", "") and doc["gds"].get("direct_path") in ("nvidia-fs", "none"):
+    print("PASS doctor-p2pdma: names the kernel's missing P2PDMA: %s" % line)
+else:
+    print("FAIL doctor-p2pdma: kernel_config %s: %s" % (k.get("status"), line))
+PY
+
 # libcufile's version as doctor reports it against the library file's name.
 lib=$(python3 -c 'import json,sys; f={x["id"]:x for x in json.load(open(sys.argv[1]))["findings"]}; c=f.get("cufile.library",{}); print(" ".join(c.get("evidence",[])).replace("loaded from ",""), "|", c.get("title",""))' "$D/doctor.json" 2>/dev/null)
 lib_path=${lib%% |*}
