@@ -6,6 +6,8 @@
 
 #include "cuda/cuda_api.h"
 #include "cuda/cuda_ctx.h"
+#include "util/clock.h"
+#include "util/pattern.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -102,18 +104,8 @@ typedef struct {
     size_t n;
 } bench_lat;
 
-double bench_now(void);
 double bench_cpu_seconds(void);
 
-/* Pattern: the 8-byte little-endian word at file offset 8*i is
- * bench_word(i, seed). */
-static inline uint64_t bench_word(uint64_t i, uint32_t seed)
-{
-    return (i * 0x9E3779B97F4A7C15ull) ^ (((uint64_t)seed << 32) | 0x5bd1e995u);
-}
-void bench_fill(void *buf, uint64_t file_offset, size_t n, uint32_t seed);
-/* Returns the file offset of the first wrong byte, or UINT64_MAX. */
-uint64_t bench_check(const void *buf, uint64_t file_offset, size_t n, uint32_t seed);
 /* Makes sure the file holds the pattern over [0, total): creates it with
  * --create, else checks its size and a sample. A file that is not empty and
  * not a bench file is never overwritten (--create, -x write) without

@@ -18,7 +18,7 @@ typedef struct {
 
 static void on_complete(void *user, int status, uint64_t bytes)
 {
-    ((slot *)user)->completed = bench_now();
+    ((slot *)user)->completed = gdu_now_seconds();
 }
 
 /* Makes an engine for the path, or says in r why this path cannot run here. */
@@ -98,7 +98,7 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
     int status = 0;
     char fail_why[256] = "";
     r->ran = true;
-    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
     for (size_t i = 0; i < p->n + depth && slots != NULL; i++) {
         if (i >= depth) { /* retire I/O i - depth, whose slot I/O i reuses */
             size_t k = i - depth;
@@ -124,7 +124,7 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
         sl->x.length = c->total - off < c->io_size ? c->total - off : c->io_size;
         sl->x.mem = (void *)(uintptr_t)(g->buf + off);
         expected += sl->x.length;
-        sl->submitted = bench_now();
+        sl->submitted = gdu_now_seconds();
         s = gdu_io_submit(f, c->write ? GDU_IO_OP_WRITE : GDU_IO_OP_READ, &sl->x, 1, on_complete,
                           sl, &sl->req);
         if (s != 0) { /* nothing queued: account it as retired with an error */
@@ -133,7 +133,7 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
             sl->req = NULL;
         }
     }
-    r->seconds = bench_now() - t0;
+    r->seconds = gdu_now_seconds() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, name, r->bytes, true);
     if (slots == NULL)

@@ -116,7 +116,7 @@ int bench_gpu_reset(bench_gpu *g, const bench_config *c, char *why, size_t len)
     }
     for (uint64_t off = 0; r == GDU_CUDA_SUCCESS && off < c->total; off += PIECE) {
         size_t n = c->total - off < PIECE ? (size_t)(c->total - off) : PIECE;
-        bench_fill(host, off, n, c->seed);
+        gdu_pattern_fill(host, off, n, c->seed);
         r = cu->cuMemcpyHtoD(g->buf + off, host, n);
     }
     cu->cuMemFreeHost(host);
@@ -144,7 +144,7 @@ int bench_gpu_verify(bench_gpu *g, const bench_config *c, char *why, size_t len)
             ok = -EIO;
             break;
         }
-        uint64_t bad = bench_check(host, off, n, c->seed);
+        uint64_t bad = gdu_pattern_check(host, off, n, c->seed);
         if (bad != UINT64_MAX) {
             snprintf(why, len, "GPU data differs from the file at offset %" PRIu64, bad);
             ok = 0;

@@ -92,13 +92,13 @@ void bench_run_h2d(const bench_config *c, bench_gpu *g, const bench_plan *p, ben
     }
     memset(host, 0x5A, c->io_size);
     r->ran = true;
-    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
     for (size_t i = 0; i < p->n; i++) {
         uint64_t off = p->offset[i], n = io_len(c, off);
-        double t = bench_now();
+        double t = gdu_now_seconds();
         gdu_CUresult e = c->write ? g->cu->cuMemcpyDtoH(host, g->buf + off, n)
                                   : g->cu->cuMemcpyHtoD(g->buf + off, host, n);
-        lat->us[i] = (bench_now() - t) * 1e6;
+        lat->us[i] = (gdu_now_seconds() - t) * 1e6;
         if (e != GDU_CUDA_SUCCESS) {
             r->status = -EIO;
             snprintf(r->note, sizeof r->note, "copy failed: %s", gdu_cuda_result_name(e));
@@ -107,7 +107,7 @@ void bench_run_h2d(const bench_config *c, bench_gpu *g, const bench_plan *p, ben
         r->bytes += n;
         bench_progress(c, "h2d", r->bytes, false);
     }
-    r->seconds = bench_now() - t0;
+    r->seconds = gdu_now_seconds() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, "h2d", r->bytes, true);
     if (r->status == 0)
@@ -143,12 +143,12 @@ static void *host_worker(void *arg)
         if (i >= s->p->n || atomic_load(&s->status) != 0)
             break;
         uint64_t off = s->p->offset[i], n = io_len(c, off);
-        double t = bench_now();
+        double t = gdu_now_seconds();
         int e = 0;
         for (uint64_t at = 0; e == 0 && at < n; at += s->unit)
             e = full_io(c->write, s->fd, (char *)buf + at, n - at < s->unit ? n - at : s->unit,
                         off + at);
-        s->lat->us[i] = (bench_now() - t) * 1e6;
+        s->lat->us[i] = (gdu_now_seconds() - t) * 1e6;
         if (e != 0) {
             int expected = 0;
             if (atomic_compare_exchange_strong(&s->status, &expected, e))
@@ -157,7 +157,7 @@ static void *host_worker(void *arg)
         }
         atomic_fetch_add(&s->bytes, n);
     }
-    s->finished[me] = bench_now();
+    s->finished[me] = gdu_now_seconds();
     return NULL;
 }
 
@@ -179,7 +179,7 @@ static void run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, b
             memset(s.bufs[i], 0x5A, c->io_size);
     }
     r->ran = true;
-    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
     unsigned started = 0;
     for (; ready && started < c->workers; started++)
         if (pthread_create(&th[started], NULL, host_worker, &s) != 0)
@@ -277,10 +277,10 @@ void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, b
         return;
     }
     r->ran = true;
-    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
     for (size_t i = 0; i < p->n; i++) {
         uint64_t off = p->offset[i], n = io_len(c, off);
-        double t = bench_now();
+        double t = gdu_now_seconds();
         int e = 0;
         gdu_CUresult ce = GDU_CUDA_SUCCESS;
         if (c->write) {
@@ -292,7 +292,7 @@ void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, b
             if (e == 0)
                 ce = g->cu->cuMemcpyHtoD(g->buf + off, buf, n);
         }
-        lat->us[i] = (bench_now() - t) * 1e6;
+        lat->us[i] = (gdu_now_seconds() - t) * 1e6;
         if (e != 0) {
             io_failed(r, c->write ? "pwrite" : "pread", e, off);
             break;
@@ -305,7 +305,7 @@ void bench_run_naive(const bench_config *c, bench_gpu *g, const bench_plan *p, b
         r->bytes += n;
         bench_progress(c, "naive", r->bytes, false);
     }
-    r->seconds = bench_now() - t0;
+    r->seconds = gdu_now_seconds() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, "naive", r->bytes, true);
     if (r->status == 0 && r->note[0] == '\0')

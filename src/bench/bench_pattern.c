@@ -13,47 +13,6 @@
 
 #define PIECE ((size_t)16 << 20)
 
-static uint8_t pattern_byte(uint64_t off, uint32_t seed)
-{
-    uint64_t w = bench_word(off / 8, seed);
-    return (uint8_t)(w >> (8 * (off % 8)));
-}
-
-void bench_fill(void *buf, uint64_t file_offset, size_t n, uint32_t seed)
-{
-    uint8_t *b = buf;
-    size_t i = 0;
-    for (; i < n && (file_offset + i) % 8 != 0; i++)
-        b[i] = pattern_byte(file_offset + i, seed);
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w = bench_word((file_offset + i) / 8, seed);
-        memcpy(b + i, &w, 8);
-    }
-    for (; i < n; i++)
-        b[i] = pattern_byte(file_offset + i, seed);
-}
-
-uint64_t bench_check(const void *buf, uint64_t file_offset, size_t n, uint32_t seed)
-{
-    const uint8_t *b = buf;
-    size_t i = 0;
-    for (; i < n && (file_offset + i) % 8 != 0; i++)
-        if (b[i] != pattern_byte(file_offset + i, seed))
-            return file_offset + i;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        if (w != bench_word((file_offset + i) / 8, seed))
-            for (size_t k = 0; k < 8; k++)
-                if (b[i + k] != pattern_byte(file_offset + i + k, seed))
-                    return file_offset + i + k;
-    }
-    for (; i < n; i++)
-        if (b[i] != pattern_byte(file_offset + i, seed))
-            return file_offset + i;
-    return UINT64_MAX;
-}
-
 static int write_pattern(const bench_config *c, char *why, size_t len)
 {
     /* O_NONBLOCK: a FIFO put there since the check fails instead of blocking. */
@@ -67,7 +26,7 @@ static int write_pattern(const bench_config *c, char *why, size_t len)
     int r = buf ? 0 : -ENOMEM;
     for (uint64_t off = 0; r == 0 && off < c->total; off += PIECE) {
         size_t n = c->total - off < PIECE ? (size_t)(c->total - off) : PIECE;
-        bench_fill(buf, off, n, c->seed);
+        gdu_pattern_fill(buf, off, n, c->seed);
         for (size_t put = 0; put < n;) {
             ssize_t w = pwrite(fd, buf + put, n - put, (off_t)(off + put));
             if (w < 0 && errno == EINTR)
@@ -125,7 +84,7 @@ static int check_range(int fd, const bench_config *c, uint8_t *buf, uint64_t off
         }
         got += (size_t)r;
     }
-    uint64_t bad = bench_check(buf, off, n, c->seed);
+    uint64_t bad = gdu_pattern_check(buf, off, n, c->seed);
     if (bad != UINT64_MAX) {
         snprintf(why, len, "%s differs from the pattern at offset %" PRIu64, c->file, bad);
         return 0;
@@ -134,7 +93,7 @@ static int check_range(int fd, const bench_config *c, uint8_t *buf, uint64_t off
 }
 
 /* Whether the file holds the bench pattern of some seed (its first word
- * names the seed), so that bench may rewrite it: 1 yes, 0 no, <0 error. */
+ * gives the seed back), so that bench may rewrite it: 1 yes, 0 no, <0 error. */
 static int is_bench_file(const bench_config *c, char *why, size_t len)
 {
     int fd = open_to_read(c, why, len);
@@ -147,9 +106,8 @@ static int is_bench_file(const bench_config *c, char *why, size_t len)
         return 0;
     uint64_t first;
     memcpy(&first, buf, 8);
-    uint32_t seed = (uint32_t)(first >> 32);
-    return first == bench_word(0, seed) &&
-           bench_check(buf, 0, (size_t)n / 8 * 8, seed) == UINT64_MAX;
+    uint64_t seed = gdu_pattern_seed_of(first);
+    return seed <= UINT32_MAX && gdu_pattern_check(buf, 0, (size_t)n, seed) == UINT64_MAX;
 }
 
 /* Refuses to overwrite a file that is not empty and not a bench file of any

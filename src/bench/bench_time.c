@@ -2,15 +2,7 @@
 #include "bench/bench.h"
 
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
-
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 double bench_cpu_seconds(void)
 {
@@ -25,7 +17,7 @@ void bench_progress(const bench_config *c, const char *path, uint64_t done, bool
     static double last;
     if (c->progress == NULL)
         return;
-    double now = bench_now();
+    double now = gdu_now_seconds();
     if (!final && now - last < 0.5)
         return;
     last = now;

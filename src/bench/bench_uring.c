@@ -63,9 +63,9 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
     memset(mem, 0x5A, bytes);
     size_t next = 0, inflight = 0;
     r->ran = true;
-    double t0 = bench_now(), c0 = bench_cpu_seconds();
+    double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
     for (unsigned k = 0; k < depth; k++, next++, inflight++) {
-        slots[k] = (ring_slot){next, 0, bench_now()};
+        slots[k] = (ring_slot){next, 0, gdu_now_seconds()};
         prep(&ring, c, p, fd, (char *)mem + (size_t)k * c->io_size, &slots[k], k);
     }
     while (inflight > 0) {
@@ -99,17 +99,17 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
             inflight--;
             continue;
         }
-        lat->us[s->io] = (bench_now() - s->start) * 1e6;
+        lat->us[s->io] = (gdu_now_seconds() - s->start) * 1e6;
         r->bytes += io_len(c, p->offset[s->io]);
         bench_progress(c, "host-uring", r->bytes, false);
         if (next < p->n && r->status == 0) {
-            *s = (ring_slot){next++, 0, bench_now()};
+            *s = (ring_slot){next++, 0, gdu_now_seconds()};
             prep(&ring, c, p, fd, buf, s, k);
         } else {
             inflight--;
         }
     }
-    r->seconds = bench_now() - t0;
+    r->seconds = gdu_now_seconds() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, "host-uring", r->bytes, true);
     if (r->status == 0)

@@ -1,20 +1,13 @@
 #include "cli/cli_progress.h"
+#include "util/clock.h"
 #include "util/units.h"
 
-#include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void gdu_cli_progress_start(gdu_cli_progress *p)
 {
-    *p =
-        (gdu_cli_progress){.out = stderr, .tty = isatty(STDERR_FILENO), .start = now(), .last = -1};
+    *p = (gdu_cli_progress){
+        .out = stderr, .tty = isatty(STDERR_FILENO), .start = gdu_now_seconds(), .last = -1};
 }
 
 /* "45s", "3m05s", "2h01m". */
@@ -48,7 +41,7 @@ void gdu_cli_progress_line(char *buf, size_t len, const char *task, uint64_t don
 void gdu_cli_progress_bytes(gdu_cli_progress *p, const char *task, uint64_t done, uint64_t total,
                             bool final)
 {
-    double t = now();
+    double t = gdu_now_seconds();
     if ((p->task != NULL && task != p->task) || done < p->done) {
         p->start = t;
         p->start_done = done;

@@ -6,9 +6,8 @@
 #include "cli/commands.h"
 #include "cli/doctor_render.h"
 #include "cli/exit_codes.h"
-#include "doctor/capture.h"
+#include "facts/capture.h"
 #include "doctor/doctor.h"
-#include "doctor/topo_matrix.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -148,12 +147,12 @@ int gdu_cmd_doctor(int argc, char **argv)
     if (prepared != 0)
         return gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
                             NULL, "--capture %s", why);
-    gdu_system *sys = malloc(sizeof *sys);
+    gdu_snapshot *sys = malloc(sizeof *sys);
     if (sys == NULL)
         return gdu_cli_fail("doctor", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     if (progress)
         fprintf(stderr, "doctor: probing driver, PCI devices, storage, IOMMU and CUDA...\n");
-    gdu_system_probe(&sr, target ? &target : NULL, target ? 1 : 0, sys);
+    gdu_snapshot_take(&sr, target ? &target : NULL, target ? 1 : 0, sys);
     gdu_report report;
     gdu_doctor_diagnose(sys, target, &report);
     int code = exit_code(&report);
@@ -168,14 +167,8 @@ int gdu_cmd_doctor(int argc, char **argv)
     else
         rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
     if (capture != NULL) {
-        /* topo reads a little more (every mount's block devices, NIC names):
-         * let it read now so that the capture replays topo too. */
-        gdu_topo *topo = malloc(sizeof *topo);
-        if (topo != NULL)
-            gdu_topo_build(sys, topo);
-        free(topo);
         gdu_capture_stats st;
-        if (gdu_capture_write(&sr, &sys->live, capture, &st, why, sizeof why) != 0) {
+        if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
             gdu_cli_note("doctor", "capture failed: %s", why);
             rc = GDU_EXIT_IOERR;
         } else {
@@ -186,7 +179,7 @@ int gdu_cmd_doctor(int argc, char **argv)
         }
     }
     gdu_report_free(&report);
-    gdu_system_free(sys);
+    gdu_snapshot_free(sys);
     free(sys);
     gdu_sysroot_free(&sr);
     return rc;

@@ -162,7 +162,7 @@ int gdu_cmd_load(int argc, char **argv)
 
     gdu_st_error err;
     gdu_st_model *model = NULL;
-    double t0 = st_now_seconds();
+    double t0 = gdu_now_seconds();
     if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
         return fail(&err);
     load_result r = {
@@ -171,7 +171,7 @@ int gdu_cmd_load(int argc, char **argv)
         .target = a.target,
         .gpus = a.gpus,
         .gpu_count = a.gpu_count,
-        .open_seconds = st_now_seconds() - t0,
+        .open_seconds = gdu_now_seconds() - t0,
         .verified = -1,
         .lenient = a.lenient,
     };

@@ -21,7 +21,7 @@ enum { DEFAULT_ITERS = 5, COPIES_PER_SAMPLE = 5, LATENCY_COPIES = 100, CHASE_HOP
 #define DEFAULT_SIZE (256ull << 20)
 
 struct options {
-    const char *gpus;
+    const char *gpus, *sysroot;
     uint64_t size;
     unsigned iters;
     int progress, no_bench, no_sm;
@@ -32,7 +32,7 @@ static void usage(FILE *out)
     fprintf(
         out,
         "Usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
-        "                    [--progress]\n"
+        "                    [--progress] [--sysroot DIR]\n"
         "\n"
         "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
         "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
@@ -53,12 +53,15 @@ static void usage(FILE *out)
         "  --iters N     timed samples per cell (default %d; 1..1000)\n"
         "  --no-bench    capability only, no measurements\n"
         "  --no-sm       copy engines only, no SM kernels\n"
+        "  --sysroot DIR the capability part of a machine captured with 'gdunlock doctor\n"
+        "                --capture DIR' (no measurements)\n"
         "  --json        machine-readable output\n"
         "  --progress    progress on stderr even when it is not a terminal\n"
         "\n"
         "exit: 0 done (pairs without P2P and SM faults between GPUs included, each with its\n"
         "reason), 1 a measurement failed, copied data was wrong, or the SM kernels did not\n"
-        "load, 64 bad arguments, 69 no NVIDIA driver / libcuda / GPU, 70 internal error,\n"
+        "load, 64 bad arguments, 66 --sysroot DIR missing, 69 no NVIDIA driver / libcuda /\n"
+        "GPU (or a capture without CUDA's answers), 70 internal error,\n"
         "74 the report could not be written\n",
         GDU_P2P_MAX_GPUS, DEFAULT_ITERS);
 }
@@ -102,6 +105,9 @@ static int option(void *ctx, int opt, const char *arg)
     case 'p':
         o->progress = 1;
         break;
+    case 'r':
+        o->sysroot = arg;
+        break;
     }
     return GDU_CLI_CONTINUE;
 }
@@ -115,6 +121,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"no-bench", no_argument, NULL, 'n'},
         {"no-sm", no_argument, NULL, 'S'},
         {"progress", no_argument, NULL, 'p'},
+        {"sysroot", required_argument, NULL, 'r'},
         GDU_CLI_JSON_OPTION,
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
@@ -181,25 +188,31 @@ static int output(const gdu_p2p_report *r, int status)
     return status;
 }
 
-static int run(const struct options *o, gdu_p2p_report *r)
+/* The report from a snapshot of the machine (the collection doctor judges
+ * too), taken before the measurements. */
+static int judge(const struct options *o, const gdu_snapshot *s, gdu_p2p_report *r)
 {
     char why[256];
-    const gdu_cuda *cu = gdu_cuda_load(why, sizeof why);
-    if (cu == NULL)
+    if (!s->live.cuda_ok)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL,
                             "install the NVIDIA driver (it provides libcuda.so.1) on a machine "
                             "with an NVIDIA GPU",
-                            "CUDA is not usable: %s", why);
-    int count = 0;
-    gdu_CUresult cr = cu->cuDeviceGetCount(&count);
-    if (cr != GDU_CUDA_SUCCESS || count == 0)
+                            "CUDA is not usable: %s",
+                            s->live.cuda_why[0] ? s->live.cuda_why
+                            : s->live_error[0]  ? s->live_error
+                                                : "the capture has no " GDU_LIVE_FILE);
+    int count = (int)s->live.n_gpus;
+    if (count == 0)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL,
-                            "check nvidia-smi and CUDA_VISIBLE_DEVICES", "no CUDA GPU visible (%s)",
-                            cr != GDU_CUDA_SUCCESS ? gdu_cuda_result_name(cr) : "device count 0");
+                            "check nvidia-smi and CUDA_VISIBLE_DEVICES",
+                            "no CUDA GPU visible (device count 0)");
     int ordinals[GDU_P2P_MAX_GPUS], n = 0;
     int rc = pick_gpus(o->gpus, count, ordinals, &n);
     if (rc != 0)
         return rc;
+    const gdu_cuda *cu = NULL;
+    if (s->live_machine && !o->no_bench && (cu = gdu_cuda_load(why, sizeof why)) == NULL)
+        return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "CUDA is not usable: %s", why);
     int tty = isatty(STDERR_FILENO);
     r->bench = (gdu_p2p_bench_config){.bytes = o->size,
                                       .iters = o->iters,
@@ -209,7 +222,7 @@ static int run(const struct options *o, gdu_p2p_report *r)
                                       .chase_hops = CHASE_HOPS,
                                       .progress = (tty || o->progress) ? show_progress : NULL,
                                       .progress_user = &tty};
-    if (gdu_p2p_collect(r, cu, ordinals, n, !o->no_bench, why, sizeof why) != 0)
+    if (gdu_p2p_collect(r, s, cu, ordinals, n, why, sizeof why) != 0)
         return gdu_cli_fail("p2p", GDU_EXIT_UNAVAILABLE, NULL, NULL, "querying the GPUs failed: %s",
                             why);
     int status = r->bench_error[0] || gdu_p2p_measurement_failed(r) ? GDU_EXIT_FAILED : GDU_EXIT_OK;
@@ -217,6 +230,25 @@ static int run(const struct options *o, gdu_p2p_report *r)
     if (r->bench_error[0])
         fprintf(stderr, "gdunlock p2p: measurement failed: %s\n", r->bench_error);
     return status;
+}
+
+static int run(const struct options *o, gdu_p2p_report *r)
+{
+    gdu_sysroot sr;
+    char why[512] = "path too long";
+    if (gdu_sysroot_init(&sr, o->sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+        return gdu_cli_fail("p2p", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
+    gdu_snapshot *s = malloc(sizeof *s);
+    if (s == NULL) {
+        gdu_sysroot_free(&sr);
+        return gdu_cli_fail("p2p", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
+    }
+    gdu_snapshot_take(&sr, NULL, 0, s);
+    int rc = judge(o, s, r);
+    gdu_snapshot_free(s);
+    free(s);
+    gdu_sysroot_free(&sr);
+    return rc;
 }
 
 int gdu_cmd_p2p(int argc, char **argv)

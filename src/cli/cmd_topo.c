@@ -97,14 +97,14 @@ int gdu_cmd_topo(int argc, char **argv)
     char why[512] = "path too long";
     if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
         return gdu_cli_fail("topo", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
-    gdu_system *sys = malloc(sizeof *sys);
+    gdu_snapshot *sys = malloc(sizeof *sys);
     gdu_topo *t = malloc(sizeof *t);
     if (sys == NULL || t == NULL) {
         free(sys);
         free(t);
         return gdu_cli_fail("topo", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     }
-    gdu_system_probe(&sr, NULL, 0, sys);
+    gdu_snapshot_take(&sr, NULL, 0, sys);
     gdu_topo_build(sys, t);
     int rc = GDU_EXIT_OK;
     if (t->n_gpus == 0) {
@@ -119,7 +119,7 @@ int gdu_cmd_topo(int argc, char **argv)
     } else {
         print_table(t);
     }
-    gdu_system_free(sys);
+    gdu_snapshot_free(sys);
     free(sys);
     free(t);
     gdu_sysroot_free(&sr);

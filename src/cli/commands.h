@@ -10,5 +10,6 @@ int gdu_cmd_bench(int argc, char **argv);
 int gdu_cmd_p2p(int argc, char **argv);
 int gdu_cmd_load(int argc, char **argv);
 int gdu_cmd_run(int argc, char **argv);
+int gdu_cmd_report(int argc, char **argv);
 
 #endif

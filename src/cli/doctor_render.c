@@ -84,9 +84,10 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
         fprintf(out, "    - nothing stands in the way\n");
     for (size_t i = 0; i < r->n_pairs; i++) {
         const gdu_p2p_pair *p = &r->pairs[i];
-        bool staged = p->verdict.link == GDU_P2P_LINK_NONE || p->undetermined;
+        bool staged = p->verdict.link == GDU_P2P_LINK_NONE;
         fprintf(out, "  P2P GPU%d<->GPU%d: %s%s%s\n", p->a, p->b,
-                paint(color, staged ? RED : GREEN), gdu_p2p_pair_class(p), paint(color, RESET));
+                paint(color, staged ? RED : GREEN), gdu_p2p_verdict_class(&p->verdict),
+                paint(color, RESET));
         line(out, "    - ", p->verdict.reason);
         if (p->verdict.warning[0])
             line(out, "    - ", p->verdict.warning);
@@ -98,7 +99,7 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
 
 void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color)
 {
-    static const char *const areas[] = {"driver", "gpu",     "nvidia-fs", "cufile",
+    static const char *const areas[] = {"driver", "gpu",     "nvidia-fs", "cufile", "p2pdma",
                                         "iommu",  "storage", "pcie",      "p2p"};
     fprintf(out, "%sgdunlock doctor%s: ", paint(color, BOLD), paint(color, RESET));
     line(out, "", source);

@@ -23,6 +23,8 @@ static const struct command commands[] = {
     {"p2p", gdu_cmd_p2p, "GPU-to-GPU capability, bandwidth and latency matrices"},
     {"load", gdu_cmd_load, "load a safetensors checkpoint into GPU (or host) memory"},
     {"run", gdu_cmd_run, "run a command with the gdunlock shim preloaded"},
+    {"report", gdu_cmd_report,
+     "this machine's evidence in one scrubbed file to attach to an issue"},
 };
 
 static void usage(FILE *out)

@@ -2,10 +2,10 @@
 
 #include <stdio.h>
 
-void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *r)
+void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *r)
 {
     gdu_gpu_view gpus[GDU_MAX_GPUS];
-    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    size_t n = gdu_snapshot_gpus(sys, gpus, GDU_MAX_GPUS);
     gdu_report_init(r);
     r->driver_present = sys->driver.loaded;
     const gdu_driver *d = &sys->driver;
@@ -21,6 +21,10 @@ void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *r)
         g->cuda_ordinal = gpus[i].cuda ? gpus[i].cuda->ordinal : -1;
         g->bar1_bytes = gpus[i].bar1;
         g->memory_bytes = gpus[i].memory;
+        if (gpus[i].cuda && gpus[i].cuda->rm_bar1_known) {
+            g->rm_bar1_bytes = gpus[i].cuda->rm_bar1_total;
+            g->rm_bar1_available = gpus[i].cuda->rm_bar1_available;
+        }
         if (gpus[i].pci) {
             g->cur_gen = gpus[i].pci->cur_gen;
             g->cur_width = gpus[i].pci->cur_width;
@@ -29,6 +33,8 @@ void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *r)
         }
     }
     gdu_doctor_rules_driver(sys, gpus, n, r);
+    if (sys->driver.loaded)
+        gdu_doctor_rules_p2pdma(sys, gpus, n, r);
     gdu_doctor_rules_gds(sys, gpus, n, path, r);
     gdu_doctor_rules_p2p(sys, gpus, n, r);
 }

@@ -4,7 +4,7 @@
 #define GDUNLOCK_DOCTOR_DOCTOR_H
 
 #include "doctor/doctor_report.h"
-#include "doctor/doctor_system.h"
+#include "facts/snapshot.h"
 
 /* Doctor's exit statuses (see README "doctor"). */
 enum {
@@ -17,14 +17,19 @@ enum {
 
 /* path: the file or directory the GDS verdict is about (as the examined
  * machine names it), or NULL for "any NVMe drive". Fills report. */
-void gdu_doctor_diagnose(const gdu_system *sys, const char *path, gdu_report *report);
+void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *report);
 
 /* The rule groups gdu_doctor_diagnose runs, in this order. */
-void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_driver(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                              gdu_report *report);
-void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_gds(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           const char *path, gdu_report *report);
-void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+/* cuFile's P2PDMA route: each precondition a finding, then the direct path
+ * cuFile would take (also in report->direct_path). Run before the GDS rules,
+ * which read report->direct_path. */
+gdu_direct_path gdu_doctor_rules_p2pdma(const gdu_snapshot *sys, const gdu_gpu_view *gpus,
+                                        size_t n_gpus, gdu_report *report);
+void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           gdu_report *report);
 
 /* The fixes several rules share. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, gdu_finding *f)
+void gdu_path_bridge_evidence(const gdu_snapshot *sys, const gdu_pcie_path *path, gdu_finding *f)
 {
     char bits[128];
     for (size_t i = 0; i < path->n_bridges; i++) {
@@ -23,7 +23,7 @@ void gdu_path_bridge_evidence(const gdu_system *sys, const gdu_pcie_path *path, 
     }
 }
 
-gdu_tri gdu_path_finding(const gdu_system *sys, gdu_report *r, const char *id, const char *what,
+gdu_tri gdu_path_finding(const gdu_snapshot *sys, gdu_report *r, const char *id, const char *what,
                          const gdu_pcie_path *path)
 {
     char redirecting[GDU_PATH_MAX_BRIDGES * 16];

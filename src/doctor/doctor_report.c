@@ -1,6 +1,8 @@
 #include "doctor/doctor_report.h"
 #include "util/json_text.h"
 
+#include "p2p/p2p_verdict_json.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,30 +137,17 @@ const char *gdu_gds_verdict_id(gdu_gds_verdict v)
     return (unsigned)v < 5 ? ids[v] : "unknown";
 }
 
+const char *gdu_direct_path_id(gdu_direct_path p)
+{
+    static const char *const ids[] = {"none", "nvidia-fs", "p2pdma", "unknown"};
+    return (unsigned)p < 4 ? ids[p] : "unknown";
+}
+
 const char *gdu_gds_verdict_text(gdu_gds_verdict v)
 {
     static const char *const text[] = {"direct", "direct with gdunlock", "compat only",
                                        "impossible", "unknown"};
     return (unsigned)v < 5 ? text[v] : "unknown";
-}
-
-const char *gdu_p2p_pair_class(const gdu_p2p_pair *p)
-{
-    if (p->undetermined)
-        return "unknown";
-    switch (p->verdict.link) {
-    case GDU_P2P_LINK_NVLINK:
-    case GDU_P2P_LINK_NVLINK_INDIRECT:
-    case GDU_P2P_LINK_C2C:
-        return "NVLink";
-    case GDU_P2P_LINK_PCIE_BAR1:
-        return "BAR1";
-    case GDU_P2P_LINK_PCIE_MAILBOX:
-    case GDU_P2P_LINK_UNKNOWN:
-        return "PCIe";
-    default:
-        return "staged only";
-    }
 }
 
 static json_t *finding_to_json(const gdu_finding *f)
@@ -188,14 +177,10 @@ json_t *gdu_report_to_json(const gdu_report *r)
         json_t *bridges = json_array();
         for (size_t k = 0; k < p->path.n_bridges; k++)
             json_array_append_new(bridges, gdu_json_text(p->path.bridges[k]));
-        json_array_append_new(
-            pairs,
-            json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "gpu_a", p->a, "gpu_b",
-                      p->b, "verdict", gdu_p2p_pair_class(p), "link",
-                      gdu_p2p_link_id(p->verdict.link), "cause", gdu_p2p_cause_id(p->verdict.cause),
-                      "pcie_path", gdu_path_kind_name(p->path.kind), "bridges", bridges, "reason",
-                      gdu_json_text(p->verdict.reason), "fix", gdu_json_text(p->verdict.fix),
-                      "warning", gdu_json_text(p->verdict.warning)));
+        json_array_append_new(pairs,
+                              json_pack("{s:i, s:i, s:o, s:s, s:o}", "gpu_a", p->a, "gpu_b", p->b,
+                                        "verdict", gdu_p2p_verdict_json(&p->verdict), "pcie_path",
+                                        gdu_path_kind_name(p->path.kind), "bridges", bridges));
     }
     for (size_t i = 0; i < r->n_findings; i++)
         json_array_append_new(findings, finding_to_json(&r->findings[i]));
@@ -203,20 +188,26 @@ json_t *gdu_report_to_json(const gdu_report *r)
     for (size_t i = 0; i < r->n_gpus; i++) {
         const gdu_report_gpu *g = &r->gpus[i];
         json_array_append_new(
-            gpus, json_pack("{s:i, s:o, s:o, s:i, s:i, s:I, s:I, s:{s:i, s:i, s:i, s:i}}", "index",
-                            g->index, "pci", gdu_json_text(g->bdf), "name", gdu_json_text(g->name),
-                            "geforce", g->geforce, "cuda_ordinal", g->cuda_ordinal, "bar1_bytes",
-                            (json_int_t)g->bar1_bytes, "memory_bytes", (json_int_t)g->memory_bytes,
-                            "link", "cur_gen", g->cur_gen, "cur_width", g->cur_width, "max_gen",
-                            g->max_gen, "max_width", g->max_width));
+            gpus,
+            json_pack("{s:i, s:o, s:o, s:i, s:i, s:I, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i}}",
+                      "index", g->index, "pci", gdu_json_text(g->bdf), "name",
+                      gdu_json_text(g->name), "geforce", g->geforce, "cuda_ordinal",
+                      g->cuda_ordinal, "bar1_bytes", (json_int_t)g->bar1_bytes, "rm_bar1_bytes",
+                      (json_int_t)g->rm_bar1_bytes, "rm_bar1_available_bytes",
+                      (json_int_t)g->rm_bar1_available, "memory_bytes", (json_int_t)g->memory_bytes,
+                      "link", "cur_gen", g->cur_gen, "cur_width", g->cur_width, "max_gen",
+                      g->max_gen, "max_width", g->max_width));
     }
     /* The target is a path the user named: exact in target_escaped when not UTF-8. */
     json_t *gds = json_pack("{s:s}", "verdict", gdu_gds_verdict_id(r->gds));
     if (gds != NULL && gdu_json_set_text(gds, "target", r->gds_target) != 0)
         gds = (json_decref(gds), NULL);
-    if (json_object_set_new(gds, "reasons", reasons) != 0)
+    if (json_object_set_new(gds, "reasons", reasons) != 0 ||
+        json_object_set_new(gds, "direct_path", json_string(gdu_direct_path_id(r->direct_path))) !=
+            0 ||
+        json_object_set_new(gds, "direct_path_why", gdu_json_text(r->direct_path_why)) != 0)
         gds = (json_decref(gds), NULL);
-    return json_pack("{s:s, s:b, s:{s:o, s:i}, s:o, s:o, s:o, s:o}", "schema", "gdunlock-doctor/1",
+    return json_pack("{s:s, s:b, s:{s:o, s:i}, s:o, s:o, s:o, s:o}", "schema", "gdunlock-doctor/2",
                      "driver_present", r->driver_present, "driver", "version",
                      gdu_json_text(r->driver_version), "open_module", r->open_module, "gpus", gpus,
                      "gds", gds, "p2p", pairs, "findings", findings);

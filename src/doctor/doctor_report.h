@@ -43,9 +43,18 @@ typedef struct gdu_reason {
     char text[320];
 } gdu_reason;
 
+/* The direct path cuFile would take here. */
+typedef enum {
+    GDU_PATH_NONE = 0,  /* neither: compat (POSIX reads and a copy) */
+    GDU_PATH_NVIDIA_FS, /* nvidia-fs pins GPU memory through the driver's P2P API */
+    GDU_PATH_P2PDMA,    /* the kernel's PCI P2PDMA on UVM's BAR1 pages (CUDA 12.8+) */
+    GDU_PATH_UNDECIDED, /* evidence missing: the finding says which */
+} gdu_direct_path;
+
+const char *gdu_direct_path_id(gdu_direct_path p); /* "none", "nvidia-fs", "p2pdma", "unknown" */
+
 typedef struct gdu_p2p_pair {
-    int a, b;          /* GPU indexes in PCI order */
-    bool undetermined; /* neither CUDA nor the RM answered: no verdict */
+    int a, b; /* GPU indexes in PCI order */
     gdu_pcie_path path;
     gdu_p2p_verdict verdict;
 } gdu_p2p_pair;
@@ -58,6 +67,7 @@ typedef struct gdu_report_gpu {
     int geforce;                                /* 1, 0, -1 unknown */
     int cuda_ordinal;                           /* -1 unknown */
     uint64_t bar1_bytes, memory_bytes;          /* 0 unknown */
+    uint64_t rm_bar1_bytes, rm_bar1_available;  /* RM's count of BAR1; 0 unknown */
     int cur_gen, cur_width, max_gen, max_width; /* 0 unknown */
 } gdu_report_gpu;
 
@@ -68,6 +78,8 @@ typedef struct gdu_report {
     gdu_report_gpu gpus[16];
     size_t n_gpus;
     gdu_gds_verdict gds;
+    gdu_direct_path direct_path;
+    char direct_path_why[384];
     char gds_target
         [128]; /* what the verdict is about: "/data/model.safetensors", "any NVMe drive" */
     gdu_reason reasons[GDU_MAX_REASONS];
@@ -112,8 +124,6 @@ const char *gdu_status_id(gdu_status s); /* "ok", "warn", "fail", "unknown" */
 const char *
 gdu_gds_verdict_id(gdu_gds_verdict v); /* "direct", "direct_with_gdunlock", ..., "unknown" */
 const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */
-/* "NVLink", "BAR1", "PCIe", "staged only", or "unknown" when undetermined. */
-const char *gdu_p2p_pair_class(const gdu_p2p_pair *p);
 
 json_t *gdu_report_to_json(const gdu_report *r);
 

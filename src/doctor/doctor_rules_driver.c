@@ -9,7 +9,7 @@
 enum { MIN_DRIVER_MAJOR = 555 }; /* nvidia-fs's persistent pinning API, which the shim targets */
 
 /* any_geforce: some GPU is (or may be) a GeForce, which needs the shim. */
-static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report *r)
+static void driver_findings(const gdu_snapshot *sys, bool any_geforce, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     if (!d->loaded) {
@@ -103,7 +103,7 @@ static void driver_findings(const gdu_system *sys, bool any_geforce, gdu_report 
 }
 
 /* A replay's live answers: read, absent, or refused (with the field that was wrong). */
-static void capture_finding(const gdu_system *sys, gdu_report *r)
+static void capture_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     gdu_finding *f;
     if (sys->live.origin == GDU_LIVE_CAPTURED) {
@@ -126,11 +126,11 @@ static void capture_finding(const gdu_system *sys, gdu_report *r)
                        "(doctor writes " GDU_LIVE_FILE "; it is not meant to be edited)");
 }
 
-static void cuda_finding(const gdu_system *sys, gdu_report *r)
+static void cuda_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
-    if (!gdu_sysroot_is_live(sys->sr))
+    if (!sys->live_machine)
         capture_finding(sys, r);
     if (l->origin == GDU_LIVE_ABSENT) {
         f = gdu_report_add(r, "cuda.driver", "driver", GDU_ST_UNKNOWN, "CUDA's view: not captured");
@@ -195,7 +195,7 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
     }
     if (g->pci && g->bar1 != 0) {
         int index;
-        gdu_pci_nvidia_bar1(g->pci, &index);
+        gdu_pci_bar1(g->pci->bar_size, &index);
         gdu_finding_evidence(f, "/sys/bus/pci/devices/%s/resource region %d: %s", g->bdf, index,
                              gdu_format_bytes(g->bar1, a, sizeof a));
         if (g->pci->rebar == GDU_CFG_UNKNOWN)
@@ -207,6 +207,16 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
             gdu_finding_evidence(f, "Resizable BAR capability: BAR1 up to %s",
                                  gdu_format_bytes(g->rebar_max, a, sizeof a));
     }
+
+    if (g->cuda != NULL && g->cuda->rm_bar1_known)
+        gdu_finding_evidence(f,
+                             "RM counts BAR1 %s, %s of it unused now: every process's nvidia-fs "
+                             "pins, CPU mappings, USERD and the console take from it (doctor's "
+                             "own CUDA context included)",
+                             gdu_format_bytes(g->cuda->rm_bar1_total, a, sizeof a),
+                             gdu_format_bytes(g->cuda->rm_bar1_available, b, sizeof b));
+    else if (g->cuda != NULL && g->cuda->rm_bar1_why[0])
+        gdu_finding_evidence(f, "RM's BAR1 figures: %s", g->cuda->rm_bar1_why);
 
     snprintf(id, sizeof id, "gpu%d.link", g->index);
     if (g->pci == NULL || g->pci->cur_gen == 0 || g->pci->max_gen == 0) {
@@ -227,7 +237,7 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
                         p->max_width);
 }
 
-void gdu_doctor_rules_driver(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_driver(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                              gdu_report *r)
 {
     bool any_geforce = n_gpus == 0;

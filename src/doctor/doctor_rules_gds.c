@@ -50,24 +50,31 @@ static fs_class classify_fs(const gdu_mount *m, char *why, size_t len)
     return FS_COMPAT;
 }
 
-static void nvfs_findings(const gdu_system *sys, gdu_report *r)
+static void nvfs_findings(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_driver *d = &sys->driver;
     gdu_finding *f;
-    if (!d->nvfs_loaded) {
+    if (!d->nvfs_loaded && r->direct_path == GDU_PATH_P2PDMA) {
+        f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_OK,
+                           "nvidia-fs is not loaded, and not needed: cuFile goes through the "
+                           "kernel's PCI P2PDMA");
+        gdu_finding_evidence(f, "/proc/driver/nvidia-fs and /sys/module/nvidia_fs are absent");
+        gdu_report_note(r, "cuFile's direct path here is the kernel's PCI P2PDMA (%s)",
+                        r->direct_path_why);
+    } else if (!d->nvfs_loaded) {
         f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_FAIL,
                            "nvidia-fs is not loaded");
         gdu_finding_evidence(f, "/proc/driver/nvidia-fs and /sys/module/nvidia_fs are absent");
         gdu_finding_fix(f, "install nvidia-fs (the nvidia-gds / nvidia-fs-dkms package, or build "
-                           "github.com/NVIDIA/gds-nvidia-fs) and run 'modprobe nvidia-fs'");
+                           "github.com/NVIDIA/gds-nvidia-fs) and run 'modprobe nvidia-fs', or "
+                           "meet the P2PDMA preconditions doctor lists");
         gdu_report_reason(r, GDU_GDS_COMPAT,
-                          "nvidia-fs is not loaded: cuFile falls back to its compat (POSIX "
-                          "read + copy) path");
+                          "nvidia-fs is not loaded and cuFile's P2PDMA path is %s: cuFile falls "
+                          "back to its compat (POSIX read + copy) path",
+                          r->direct_path == GDU_PATH_UNDECIDED ? "not confirmed" : "not possible");
         if (sys->cufile.use_pci_p2pdma == 1)
-            gdu_report_note(r, "cufile.json sets use_pci_p2pdma: cuFile may use the kernel's PCI "
-                               "P2PDMA instead of nvidia-fs where the kernel, the NVMe driver "
-                               "and the open GPU driver support it; doctor cannot confirm that "
-                               "path, so the verdict assumes compat");
+            gdu_report_note(r, "cufile.json asks for the kernel's PCI P2PDMA: %s",
+                            r->direct_path_why);
     } else {
         f = gdu_report_add(r, "nvidia_fs.loaded", "nvidia-fs", GDU_ST_OK, "nvidia-fs %s is loaded",
                            d->nvfs_version[0] ? d->nvfs_version : "(version unknown)");
@@ -93,14 +100,14 @@ static void nvfs_findings(const gdu_system *sys, gdu_report *r)
 
 /* How to get evidence doctor lacks: live it could not be read here; in a
  * replay the capture does not hold it. */
-static const char *how_to_get(const gdu_system *sys)
+static const char *how_to_get(const gdu_snapshot *sys)
 {
-    return gdu_sysroot_is_live(sys->sr) ? "run doctor as root, or check why it cannot be read"
-                                        : "capture the machine again with 'gdunlock doctor "
-                                          "--capture DIR [PATH]'";
+    return sys->live_machine ? "run doctor as root, or check why it cannot be read"
+                             : "capture the machine again with 'gdunlock doctor "
+                               "--capture DIR [PATH]'";
 }
 
-static void cufile_findings(const gdu_system *sys, gdu_report *r)
+static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_live *l = &sys->live;
     gdu_finding *f;
@@ -167,7 +174,7 @@ static void cufile_findings(const gdu_system *sys, gdu_report *r)
         gdu_finding_evidence(f, "max_device_cache_size_kb: %lld", c->max_device_cache_size_kb);
 }
 
-static void iommu_finding(const gdu_system *sys, gdu_report *r)
+static void iommu_finding(const gdu_snapshot *sys, gdu_report *r)
 {
     const gdu_iommu *io = &sys->iommu;
     gdu_status st = io->mode == GDU_IOMMU_TRANSLATED ? GDU_ST_FAIL
@@ -196,7 +203,7 @@ static void iommu_finding(const gdu_system *sys, gdu_report *r)
 }
 
 /* The GPU kind decides whether stock libcuda serves nvidia-fs. */
-static void gpu_kind_reasons(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void gpu_kind_reasons(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                              gdu_report *r)
 {
     size_t geforce = 0, pro = 0;
@@ -243,18 +250,22 @@ static void bar1_notes(const gdu_gpu_view *gpus, size_t n, gdu_report *r)
     for (size_t i = 0; i < n; i++) {
         const gdu_gpu_view *g = &gpus[i];
         bool small = g->bar1 != 0 && (g->memory ? g->bar1 < g->memory : g->bar1 <= 256ull << 20);
+        char rm[96] = "";
+        if (small && g->cuda != NULL && g->cuda->rm_bar1_known)
+            snprintf(rm, sizeof rm, "; RM counts %s of it unused now, for every process together",
+                     gdu_format_bytes(g->cuda->rm_bar1_available, b, sizeof b));
         if (small)
             gdu_report_note(r,
                             "GPU%d's BAR1 is a %s window%s%s: cuFile can register at most that "
-                            "much GPU memory at once (Resizable BAR is off)",
+                            "much GPU memory at once (Resizable BAR is off)%s",
                             g->index, gdu_format_bytes(g->bar1, a, sizeof a),
                             g->memory ? " on " : "",
-                            g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "");
+                            g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "", rm);
     }
 }
 
 /* The GPU nearest to a PCI function and the path to it. Returns its index or -1. */
-static int nearest_gpu(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, const char *bdf,
+static int nearest_gpu(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n, const char *bdf,
                        gdu_pcie_path *best)
 {
     int idx = -1;
@@ -270,7 +281,7 @@ static int nearest_gpu(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
 }
 
 /* Checks the PCIe path from the nearest GPU to each NVMe controller named. */
-static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void nvme_paths(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                        const char (*bdfs)[16], size_t n_bdfs, gdu_report *r)
 {
     for (size_t k = 0; k < n_bdfs; k++) {
@@ -298,8 +309,8 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
                                "ACS on the bridges between GPU%d and NVMe %s is unknown: extended "
                                "config space needs root (%s)",
                                gpus[g].index, bdfs[k],
-                               gdu_sysroot_is_live(sys->sr) ? "run doctor as root"
-                                                            : "capture the machine as root");
+                               sys->live_machine ? "run doctor as root"
+                                                 : "capture the machine as root");
         else if (path.kind == GDU_PATH_SYS)
             gdu_report_note(r,
                             "NVMe %s sits on the other CPU socket from GPU%d (SYS): direct "
@@ -308,7 +319,7 @@ static void nvme_paths(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n
     }
 }
 
-static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void no_path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                             gdu_report *r)
 {
     gdu_finding *f =
@@ -334,7 +345,7 @@ static void no_path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, siz
 /* O_DIRECT on the path, tried live; in a replay, the capture's answer for it,
  * or for another path on the same filesystem (it is a property of the
  * filesystem). */
-static void o_direct_finding(const gdu_system *sys, const gdu_mount *m, const char *path,
+static void o_direct_finding(const gdu_snapshot *sys, const gdu_mount *m, const char *path,
                              const gdu_live_path *lp, gdu_report *r)
 {
     gdu_finding *f;
@@ -372,7 +383,7 @@ static void o_direct_finding(const gdu_system *sys, const gdu_mount *m, const ch
     }
 }
 
-static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n,
+static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                          const char *path, gdu_report *r)
 {
     const gdu_mount *m = gdu_mount_for_path(&sys->mounts, path);
@@ -409,10 +420,11 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
         o_direct_finding(sys, m, path, lp, r);
         return;
     }
-    gdu_block_chain chain;
+    const gdu_block *block = gdu_snapshot_block(sys, m->major, m->minor);
     char top[32];
     snprintf(top, sizeof top, "%u:%u", m->major, m->minor);
-    if (gdu_block_resolve(sys->sr, m->major, m->minor, &chain) == 0) {
+    if (block != NULL && block->found) {
+        const gdu_block_chain chain = block->chain;
         snprintf(top, sizeof top, "%s", chain.top);
         size_t nvme = 0;
         for (size_t i = 0; i < chain.n_disks; i++)
@@ -442,7 +454,7 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
                            "whether it is on NVMe, and the PCIe path to it, are not known; %s",
                            m->major, m->minor, path, m->major, m->minor, how_to_get(sys));
     }
-    bool udev = gdu_udev_has_fs_usage(sys->sr, m->major, m->minor);
+    bool udev = block != NULL && block->udev_fs_usage;
     f = gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
                        udev ? "udev identifies the volume (ID_FS_USAGE)"
                             : "cuFile cannot identify the volume: no udev ID_FS_USAGE");
@@ -465,7 +477,7 @@ static void path_storage(const gdu_system *sys, const gdu_gpu_view *gpus, size_t
     o_direct_finding(sys, m, path, lp, r);
 }
 
-void gdu_doctor_rules_gds(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+void gdu_doctor_rules_gds(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           const char *path, gdu_report *r)
 {
     snprintf(r->gds_target, sizeof r->gds_target, "%s", path ? path : "any NVMe drive");

@@ -3,34 +3,18 @@
  * evidence. */
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
-#include "p2p/p2p_facts.h"
+#include "facts/pair_facts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const gdu_live_pair *live_pair(const gdu_system *sys, const gdu_gpu_view *a,
+static const gdu_live_pair *live_pair(const gdu_snapshot *sys, const gdu_gpu_view *a,
                                       const gdu_gpu_view *b)
 {
     if (a->cuda == NULL || b->cuda == NULL)
         return NULL;
     return gdu_live_pair_find(&sys->live, a->cuda->ordinal, b->cuda->ordinal);
-}
-
-static void gather_facts(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
-                         gdu_pcie_path *path, gdu_p2p_facts *f)
-{
-    gdu_p2p_facts_init(f);
-    const gdu_p2p_platform platform = {sys->sr, &sys->pci, sys->iommu.mode};
-    gdu_p2p_facts_platform(&platform, a->bdf, b->bdf, f, path);
-    const gdu_live_pair *lp = live_pair(sys, a, b);
-    gdu_p2p_answers answers = {GDU_TRI_UNKNOWN, GDU_TRI_UNKNOWN, 0, {0}};
-    if (lp != NULL)
-        answers = (gdu_p2p_answers){gdu_tri_of(lp->can_access), gdu_tri_of(lp->native_atomics),
-                                    lp->rm_known, lp->rm};
-    const gdu_p2p_gpu_facts ga = {a->name, a->memory, a->cuda ? a->cuda->cc_major : 0};
-    const gdu_p2p_gpu_facts gb = {b->name, b->memory, b->cuda ? b->cuda->cc_major : 0};
-    gdu_p2p_facts_answers(&ga, &gb, &answers, f);
 }
 
 /* Which of the four driver locks of the BAR1/mailbox analysis a cause is. */
@@ -50,7 +34,7 @@ static const char *lock_name(gdu_p2p_cause c)
     }
 }
 
-static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_finding *f)
+static void rm_evidence(const gdu_live_pair *lp, const gdu_snapshot *sys, gdu_finding *f)
 {
     if (lp == NULL || !lp->rm_known) {
         gdu_finding_evidence(f, "RM P2P caps: not available%s%s", sys->live.rm_why[0] ? ": " : "",
@@ -67,7 +51,7 @@ static void rm_evidence(const gdu_live_pair *lp, const gdu_system *sys, gdu_find
     gdu_finding_evidence(f, "%s", line);
 }
 
-static void regkey_evidence(const gdu_system *sys, gdu_finding *f)
+static void regkey_evidence(const gdu_snapshot *sys, gdu_finding *f)
 {
     static const char *const keys[] = {"RMForceP2PType", "RMPcieP2PType", "ForceP2P"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -96,34 +80,29 @@ static void arch_evidence(const gdu_p2p_facts *facts, const gdu_p2p_verdict *v, 
                              facts->cc_major);
 }
 
-/* Neither CUDA nor the RM answered: say so rather than guess. */
-static void undetermined(const gdu_system *sys, gdu_p2p_pair *p)
+/* Why neither CUDA nor the RM answered for a pair. */
+static const char *unanswered_why(const gdu_snapshot *sys)
 {
-    const char *why = sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
-                      : !sys->live.cuda_ok                ? sys->live.cuda_why
-                                                          : "CUDA does not list both GPUs";
-    p->undetermined = true;
-    p->verdict.link = GDU_P2P_LINK_NONE;
-    p->verdict.cause = GDU_P2P_CAUSE_UNKNOWN;
-    snprintf(p->verdict.reason, sizeof p->verdict.reason,
-             "neither CUDA nor the RM was asked about this pair: %s", why);
-    snprintf(p->verdict.fix, sizeof p->verdict.fix,
-             "run doctor on the machine itself with the NVIDIA driver's libcuda installed");
+    return sys->live.origin == GDU_LIVE_ABSENT ? "the capture has no live answers"
+           : !sys->live.cuda_ok                ? sys->live.cuda_why
+                                               : "CUDA does not list both GPUs";
 }
 
-static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
+static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
                          const gdu_p2p_pair *p, const gdu_p2p_facts *facts, gdu_report *r)
 {
     char id[48];
     snprintf(id, sizeof id, "p2p.gpu%d-gpu%d", a->index, b->index);
     const gdu_p2p_verdict *v = &p->verdict;
-    gdu_status st = p->undetermined                  ? GDU_ST_UNKNOWN
+    gdu_status st = v->undetermined                  ? GDU_ST_UNKNOWN
                     : v->cause != GDU_P2P_CAUSE_NONE ? GDU_ST_FAIL
                     : v->warning[0]                  ? GDU_ST_WARN
                                                      : GDU_ST_OK;
     gdu_finding *f = gdu_report_add(r, id, "p2p", st, "P2P GPU%d<->GPU%d: %s", a->index, b->index,
-                                    gdu_p2p_pair_class(p));
+                                    gdu_p2p_verdict_class(v));
     gdu_finding_evidence(f, "%s", v->reason);
+    if (v->undetermined)
+        gdu_finding_evidence(f, "not asked: %s", unanswered_why(sys));
     const gdu_live_pair *lp = live_pair(sys, a, b);
     gdu_finding_evidence(f, "cuDeviceCanAccessPeer: %s",
                          facts->cuda_can_access == GDU_TRI_YES  ? "1"
@@ -144,7 +123,8 @@ static void pair_finding(const gdu_system *sys, const gdu_gpu_view *a, const gdu
         gdu_finding_fix(f, "%s", v->fix);
 }
 
-void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_t n, gdu_report *r)
+void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
+                          gdu_report *r)
 {
     if (n < 2)
         return;
@@ -157,11 +137,8 @@ void gdu_doctor_rules_p2p(const gdu_system *sys, const gdu_gpu_view *gpus, size_
             gdu_p2p_facts facts;
             p->a = gpus[i].index;
             p->b = gpus[j].index;
-            gather_facts(sys, &gpus[i], &gpus[j], &p->path, &facts);
-            if (facts.cuda_can_access == GDU_TRI_UNKNOWN && !facts.rm_caps_known)
-                undetermined(sys, p);
-            else
-                gdu_p2p_reason(&facts, &p->verdict);
+            gdu_pair_facts(sys, &gpus[i], &gpus[j], &facts, &p->path);
+            gdu_p2p_reason(&facts, &p->verdict);
             pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
         }
 }

@@ -17,37 +17,6 @@ static gdu_topo_col *add_col(gdu_topo *t, gdu_topo_kind kind, const gdu_pci_dev 
     return c;
 }
 
-static void append_names(gdu_sysroot *sr, const char *dir, char *out, size_t len)
-{
-    char **names;
-    long n = gdu_sysroot_list(sr, dir, &names);
-    for (long i = 0; i < n; i++) {
-        size_t used = strlen(out);
-        if (used < len)
-            snprintf(out + used, len - used, "%s%s", used ? "," : "", names[i]);
-    }
-    if (n > 0)
-        gdu_sysroot_free_names(names, n);
-}
-
-/* Interface names: the entries of <dev>/net, or of <dev>/virtio<N>/net for virtio-net. */
-static void nic_names(gdu_sysroot *sr, const char *bdf, char *out, size_t len)
-{
-    char dir[160], **children;
-    out[0] = '\0';
-    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/net", bdf);
-    append_names(sr, dir, out, len);
-    snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", bdf);
-    long n = gdu_sysroot_list(sr, dir, &children);
-    for (long i = 0; i < n; i++)
-        if (strncmp(children[i], "virtio", 6) == 0) {
-            snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/%.32s/net", bdf, children[i]);
-            append_names(sr, dir, out, len);
-        }
-    if (n > 0)
-        gdu_sysroot_free_names(children, n);
-}
-
 /* The controller ("nvme0") whose namespaces include disk ("nvme0n1"). */
 static gdu_topo_col *nvme_col_of_disk(gdu_topo *t, const gdu_nvme_list *nvme, const char *disk)
 {
@@ -61,15 +30,15 @@ static gdu_topo_col *nvme_col_of_disk(gdu_topo *t, const gdu_nvme_list *nvme, co
     return NULL;
 }
 
-static void add_mounts(const gdu_system *sys, gdu_topo *t)
+static void add_mounts(const gdu_snapshot *sys, gdu_topo *t)
 {
     for (size_t i = 0; i < sys->mounts.n; i++) {
         const gdu_mount *m = &sys->mounts.m[i];
-        gdu_block_chain chain;
-        if (m->major == 0 || gdu_block_resolve(sys->sr, m->major, m->minor, &chain) != 0)
+        const gdu_block *b = gdu_snapshot_block(sys, m->major, m->minor);
+        if (b == NULL || !b->found)
             continue;
-        for (size_t d = 0; d < chain.n_disks; d++) {
-            gdu_topo_col *c = nvme_col_of_disk(t, &sys->nvme, chain.disks[d]);
+        for (size_t d = 0; d < b->chain.n_disks; d++) {
+            gdu_topo_col *c = nvme_col_of_disk(t, &sys->nvme, b->chain.disks[d]);
             if (c != NULL && c->n_mounts < GDU_TOPO_MAX_MOUNTS)
                 snprintf(c->mounts[c->n_mounts++], sizeof c->mounts[0], "%.100s (%.20s)",
                          m->mount_point, m->fstype);
@@ -77,10 +46,10 @@ static void add_mounts(const gdu_system *sys, gdu_topo *t)
     }
 }
 
-void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
+void gdu_topo_build(const gdu_snapshot *sys, gdu_topo *t)
 {
     gdu_gpu_view gpus[GDU_MAX_GPUS];
-    size_t n = gdu_system_gpus(sys, gpus, GDU_MAX_GPUS);
+    size_t n = gdu_snapshot_gpus(sys, gpus, GDU_MAX_GPUS);
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < n; i++) {
         gdu_topo_col *c = add_col(t, GDU_TOPO_GPU, gpus[i].pci);
@@ -100,23 +69,20 @@ void gdu_topo_build(const gdu_system *sys, gdu_topo *t)
         snprintf(c->bdf, sizeof c->bdf, "%s", nv->bdf);
         snprintf(c->detail, sizeof c->detail, "%s", nv->model);
     }
-    size_t nics = 0;
-    for (size_t i = 0; i < sys->pci.n; i++) {
-        const gdu_pci_dev *d = &sys->pci.devs[i];
-        if (!gdu_pci_is_nic(d))
-            continue;
-        gdu_topo_col *c = add_col(t, GDU_TOPO_NIC, d);
+    for (size_t i = 0; i < sys->n_nics; i++) {
+        const gdu_nic *nic = &sys->nics[i];
+        gdu_topo_col *c = add_col(t, GDU_TOPO_NIC, gdu_pci_find(&sys->pci, nic->bdf));
         if (c == NULL)
             break;
-        nic_names(sys->sr, d->bdf, c->detail, sizeof c->detail);
-        snprintf(c->name, sizeof c->name, "NIC%zu", nics++);
+        snprintf(c->detail, sizeof c->detail, "%s", nic->names);
+        snprintf(c->name, sizeof c->name, "NIC%zu", i);
     }
     add_mounts(sys, t);
     for (size_t r = 0; r < t->n_gpus; r++)
         for (size_t c = 0; c < t->n_cols; c++) {
             gdu_pcie_path path;
             gdu_nvlink_answer nv = c < t->n_gpus && c != r
-                                       ? gdu_system_nvlink(sys, &gpus[r], &gpus[c])
+                                       ? gdu_snapshot_nvlink(sys, &gpus[r], &gpus[c])
                                        : GDU_NVLINK_UNKNOWN;
             if (nv == GDU_NVLINK_YES || nv == GDU_NVLINK_INFERRED) {
                 snprintf(t->cell[r][c], sizeof t->cell[r][c], "NV");

@@ -4,7 +4,7 @@
 #ifndef GDUNLOCK_DOCTOR_TOPO_MATRIX_H
 #define GDUNLOCK_DOCTOR_TOPO_MATRIX_H
 
-#include "doctor/doctor_system.h"
+#include "facts/snapshot.h"
 
 #include <jansson.h>
 
@@ -28,7 +28,7 @@ typedef struct gdu_topo {
     char cell[GDU_TOPO_MAX_COLS][GDU_TOPO_MAX_COLS][8]; /* [gpu row][col] */
 } gdu_topo;
 
-void gdu_topo_build(const gdu_system *sys, gdu_topo *out);
+void gdu_topo_build(const gdu_snapshot *sys, gdu_topo *out);
 json_t *gdu_topo_to_json(const gdu_topo *t);
 
 #endif

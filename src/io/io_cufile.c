@@ -11,9 +11,10 @@
  * destination on the GPU (device to device, far faster than the storage). */
 #include "io/io_internal.h"
 #include "pinmodel/pin_model.h"
+#include "util/pci_addr.h"
+#include "util/pci_resource.h"
 #include "util/units.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -133,26 +134,12 @@ static int64_t bar1_bytes(gdu_io_engine *e, char *src, size_t len)
         snprintf(src, len, "GDUNLOCK_TEST_BAR1=%s", test);
         return (int64_t)v;
     }
-    char id[32] = "", path[96];
-    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->primary.dev) != GDU_CUDA_SUCCESS)
+    char id[32] = "", addr[GDU_PCI_ADDR_SIZE];
+    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->primary.dev) != GDU_CUDA_SUCCESS ||
+        gdu_pci_addr_normalize(id, addr, sizeof addr) != 0)
         return 0;
-    for (char *p = id; *p; p++)
-        *p = (char)tolower((unsigned char)*p);
-    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/resource", id);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    unsigned long long start, end, flags;
-    int seen = 0;
-    for (int bar = 0; bar < 6 && fscanf(f, "%llx %llx %llx", &start, &end, &flags) == 3; bar++) {
-        if (end > start && ++seen == 2) {
-            v = end - start + 1;
-            break;
-        }
-    }
-    fclose(f);
-    snprintf(src, len, "%s", path);
-    return (int64_t)v;
+    snprintf(src, len, "/sys/bus/pci/devices/%s/resource", addr);
+    return (int64_t)gdu_pci_bar1_read(addr);
 }
 
 /* One buffer of the ring, allocated, given a stream and registered. */

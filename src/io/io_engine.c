@@ -45,13 +45,6 @@ int gdu_io_engine_direct_storage(const gdu_io_engine *e)
     return e && e->cufile_open && e->nvfs_loaded;
 }
 
-int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
-{
-    return gdu_cuda_ctx_make_current(e->cu, e->primary.ctx, prev, why, len) == GDU_CUDA_SUCCESS
-               ? 0
-               : -EIO;
-}
-
 /* Under e->qlock: starts a prestage round. Every worker makes the staging it
  * lacks (its part of the region in the first round, slots on their own
  * where the region did not provide them) before it takes another chunk, and
@@ -62,18 +55,6 @@ static void start_prestage(gdu_io_engine *e)
     e->prestage_left = e->opt.workers;
     e->prestage_status = 0;
     pthread_cond_broadcast(&e->qcond);
-}
-
-void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
-{
-    pthread_mutex_lock(&e->qlock);
-    if (e->qtail != NULL)
-        e->qtail->next = first;
-    else
-        e->qhead = first;
-    e->qtail = last;
-    pthread_cond_broadcast(&e->qcond);
-    pthread_mutex_unlock(&e->qlock);
 }
 
 /* Completes the chunk whose copy is in flight in slot i (waiting for the

@@ -7,6 +7,7 @@
 #include "cuda/cufile_api.h"
 #include "gdunlock/io.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -224,8 +225,19 @@ void gdu_io_staging_free(gdu_io_engine *e);
 int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mover,
                                 gdu_io_engine **out, char *why, size_t why_len);
 
-/* Queues the chunks of a request (already linked through ->next). */
-void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last);
+/* Queues the chunks of a request (already linked through ->next). Here
+ * rather than in io_engine.c, so that io_request.c needs nothing of it. */
+static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
+{
+    pthread_mutex_lock(&e->qlock);
+    if (e->qtail != NULL)
+        e->qtail->next = first;
+    else
+        e->qhead = first;
+    e->qtail = last;
+    pthread_cond_broadcast(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+}
 
 /* Worker side: records one chunk's outcome (good bytes from its start, 0 or
  * a negative errno with why) and completes the request after its last chunk. */
@@ -275,7 +287,13 @@ int gdu_io_cufile_chunk(gdu_io_file *f, gdu_io_op op, const gdu_io_chunk *c, uin
                         char *why, size_t len);
 
 /* Makes the engine's CUDA context current on the calling thread; returns the
- * previous one through *prev (may be NULL). */
-int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len);
+ * previous one through *prev (may be NULL). Here rather than in io_engine.c,
+ * so that io_cufile.c needs nothing of it. */
+static inline int gdu_io_cuda_enter(gdu_io_engine *e, gdu_CUcontext *prev, char *why, size_t len)
+{
+    return gdu_cuda_ctx_make_current(e->cu, e->primary.ctx, prev, why, len) == GDU_CUDA_SUCCESS
+               ? 0
+               : -EIO;
+}
 
 #endif

@@ -1,46 +1,14 @@
-#include "p2p/p2p_bench_priv.h"
+#include "p2p/p2p_bench_ops.h"
 
-#include "p2p/p2p_pattern.h"
+#include "util/clock.h"
+#include "util/pattern.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { LATENCY_BYTES = 4 };
-
-int gdu_p2p_bench_fail(struct bench *b, const char *fn, gdu_CUresult r)
-{
-    snprintf(b->why, b->why_len, "%s: %s", fn, gdu_cuda_result_name(r));
-    return -1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-uint64_t gdu_p2p_bench_seed(int gpu)
-{
-    return 0x6764756e6c6f636bull + (uint64_t)gpu; /* "gdunlock" + index */
-}
-
-int gdu_p2p_bench_use(struct bench *b, int gpu)
-{
-    gdu_CUcontext ctx = b->g[gpu].primary.ctx;
-    return gdu_cuda_ctx_make_current(b->cu, ctx, NULL, b->why, b->why_len) == GDU_CUDA_SUCCESS ? 0
-                                                                                               : -1;
-}
-
-void gdu_p2p_bench_progress(struct bench *b, const char *phase)
-{
-    if (b->cfg->progress != NULL)
-        b->cfg->progress(b->cfg->progress_user, phase, b->done, b->total);
-    b->done++;
-}
 
 /* One copy of bytes from GPU s to GPU d on stream st (the current context is s's). */
 static int copy(struct bench *b, int s, int d, gdu_CUdeviceptr dst, gdu_CUdeviceptr src,
@@ -74,7 +42,7 @@ static int setup(struct bench *b, const int *ordinals)
     TRY(gdu_p2p_bench_use(b, 0));
     CU(b, cuMemHostAlloc, (&b->host, bytes, GDU_CU_MEMHOSTALLOC_PORTABLE));
     for (int i = 0; i < b->n; i++) {
-        gdu_p2p_pattern_fill(b->host, bytes, gdu_p2p_bench_seed(i));
+        gdu_pattern_fill(b->host, 0, bytes, gdu_p2p_bench_seed(i));
         TRY(gdu_p2p_bench_use(b, i));
         CU(b, cuMemcpyHtoD, (b->g[i].src, b->host, bytes));
     }
@@ -121,33 +89,16 @@ static void teardown(struct bench *b)
     gdu_cuda_ctx_restore(cu, NULL);
 }
 
-int gdu_p2p_bench_clear(struct bench *b, int gpu, gdu_CUdeviceptr p)
-{
-    TRY(gdu_p2p_bench_use(b, gpu));
-    CU(b, cuMemsetD8, (p, 0, b->cfg->bytes));
-    CU(b, cuCtxSynchronize, ());
-    return 0;
-}
-
 /* Reads back a buffer of GPU gpu and compares it with source GPU src's pattern. */
 static int check(struct bench *b, int gpu, gdu_CUdeviceptr p, int src, int mode, int row, int col)
 {
     TRY(gdu_p2p_bench_use(b, gpu));
     CU(b, cuMemcpyDtoH, (b->host, p, b->cfg->bytes));
     b->res->buffers_checked++;
-    if (gdu_p2p_pattern_check(b->host, b->cfg->bytes, gdu_p2p_bench_seed(src)) != SIZE_MAX) {
+    if (gdu_pattern_check(b->host, 0, b->cfg->bytes, gdu_p2p_bench_seed(src)) != UINT64_MAX) {
         b->res->buffers_corrupt++;
         b->res->corrupt[mode][row][col] = 1;
     }
-    return 0;
-}
-
-int gdu_p2p_bench_elapsed_ms(struct bench *b, gdu_CUevent start, gdu_CUevent stop, double *ms)
-{
-    float f = 0;
-    CU(b, cuEventSynchronize, (stop));
-    CU(b, cuEventElapsedTime, (&f, start, stop));
-    *ms = f > 0 ? f : 1e-6; /* below the events' resolution */
     return 0;
 }
 
@@ -240,12 +191,12 @@ static int latency(struct bench *b, int mode, int i, int j)
         TRY(timed_copies(b, i, j, LATENCY_BYTES, reps, &ms));
         b->samples[it] = ms * 1e3 / reps;
 
-        double t0 = now_s();
+        double t0 = gdu_now_seconds();
         for (unsigned r = 0; r < reps; r++) {
             TRY(copy(b, i, j, d->dst, s->src, LATENCY_BYTES, st));
             CU(b, cuStreamSynchronize, (st));
         }
-        cpu[it] = (now_s() - t0) * 1e6 / reps;
+        cpu[it] = (gdu_now_seconds() - t0) * 1e6 / reps;
     }
     b->res->lat_gpu_us[mode].cell[i][j] = gdu_p2p_stat_of(b->samples, b->cfg->iters);
     b->res->lat_cpu_us[mode].cell[i][j] = gdu_p2p_stat_of(cpu, b->cfg->iters);

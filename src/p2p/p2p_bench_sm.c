@@ -2,9 +2,9 @@
  * copy-kernel bandwidth both ways, pointer-chase latency. Every CUDA error in
  * here is the fault of the route being measured: it is recorded and the part
  * stops, since a context whose kernel faulted refuses all further work. */
-#include "p2p/p2p_bench_priv.h"
+#include "p2p/p2p_bench_ops.h"
 
-#include "p2p/p2p_pattern.h"
+#include "util/pattern.h"
 #include "p2p/p2p_sm_pattern.h"
 
 #include <stdarg.h>
@@ -118,8 +118,8 @@ static size_t sm_bytes(const struct bench *b)
 }
 
 /* Offset of the first word of buf[0..bytes) that is not the fill kernel's
- * pattern of seed, in bytes, or SIZE_MAX. */
-static size_t sm_pattern_check(const void *buf, size_t bytes, uint32_t seed)
+ * pattern of seed, in bytes, or UINT64_MAX. */
+static uint64_t sm_pattern_check(const void *buf, size_t bytes, uint32_t seed)
 {
     const unsigned char *p = buf;
     for (size_t w = 0; w < bytes / 4; w++) {
@@ -128,7 +128,7 @@ static size_t sm_pattern_check(const void *buf, size_t bytes, uint32_t seed)
         if (got != want)
             return 4 * w;
     }
-    return SIZE_MAX;
+    return UINT64_MAX;
 }
 
 static int load_kernels(struct bench *b)
@@ -171,12 +171,13 @@ static int check_route(struct bench *b, gdu_p2p_route r, int i, int j)
     SM(b, r, i, j, cuStreamSynchronize, (is->stream[0]));
     USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemcpyDtoH, (b->host, out, size));
-    size_t bad = r == GDU_P2P_ROUTE_SM_WRITE
-                     ? sm_pattern_check(b->host, size, sm_seed(i))
-                     : gdu_p2p_pattern_check(b->host, size, gdu_p2p_bench_seed(i));
-    res->route[r][i][j] = bad == SIZE_MAX ? GDU_P2P_ROUTE_OK : GDU_P2P_ROUTE_WRONG;
-    if (bad != SIZE_MAX)
-        detail(b, r, i, j, "pattern check: byte %zu of %zu differs", bad, size);
+    uint64_t bad = r == GDU_P2P_ROUTE_SM_WRITE
+                       ? sm_pattern_check(b->host, size, sm_seed(i))
+                       : gdu_pattern_check(b->host, 0, size, gdu_p2p_bench_seed(i));
+    res->route[r][i][j] = bad == UINT64_MAX ? GDU_P2P_ROUTE_OK : GDU_P2P_ROUTE_WRONG;
+    if (bad != UINT64_MAX)
+        detail(b, r, i, j, "pattern check: byte %llu of %zu differs", (unsigned long long)bad,
+               size);
     return GO;
 }
 
@@ -235,10 +236,11 @@ static int bandwidth(struct bench *b, gdu_p2p_route r, int i, int j)
     m->cell[i][j] = gdu_p2p_stat_of(b->samples, cfg->iters);
     USE(b, r, i, j, b->g[j].primary.ctx);
     SM(b, r, i, j, cuMemcpyDtoH, (b->host, dst, bytes));
-    size_t bad = gdu_p2p_pattern_check(b->host, bytes, gdu_p2p_bench_seed(i));
-    if (bad != SIZE_MAX && res->route[r][i][j] == GDU_P2P_ROUTE_OK) {
+    uint64_t bad = gdu_pattern_check(b->host, 0, bytes, gdu_p2p_bench_seed(i));
+    if (bad != UINT64_MAX && res->route[r][i][j] == GDU_P2P_ROUTE_OK) {
         res->route[r][i][j] = GDU_P2P_ROUTE_WRONG;
-        detail(b, r, i, j, "after the bandwidth run: byte %zu of %zu differs", bad, bytes);
+        detail(b, r, i, j, "after the bandwidth run: byte %llu of %zu differs",
+               (unsigned long long)bad, bytes);
     }
     return GO;
 }

@@ -1,74 +1,53 @@
-/* Gathers the capability part of the p2p report: CUDA's view of each GPU and
- * pair, the RM's P2P caps through our own RM client, and the verdicts. */
+/* The p2p report: the pair's answers and facts from a snapshot of the
+ * machine (the one collection doctor judges too), the measurements, and the
+ * verdicts. */
 #include "p2p/p2p_collect.h"
 
-#include "p2p/p2p_facts.h"
-#include "p2p/rm_p2p_caps.h"
-
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-int gdu_p2p_collect_cuda(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n,
-                         char *why, size_t why_len)
+int gdu_p2p_collect_facts(gdu_p2p_report *r, const gdu_snapshot *s, const int *ordinals, int n,
+                          char *why, size_t why_len)
 {
+    gdu_gpu_view views[GDU_P2P_MAX_GPUS];
     r->n = n;
-    for (int i = 0; i < n; i++)
-        if (gdu_p2p_gpu_query(cu, ordinals[i], &r->gpu[i], why, why_len) != 0)
-            return -1;
+    for (int i = 0; i < n; i++) {
+        if (gdu_snapshot_gpu_by_ordinal(s, ordinals[i], &views[i]) != 0) {
+            snprintf(why, why_len, "CUDA has no device %d", ordinals[i]);
+            return -ENOENT;
+        }
+        const gdu_live_gpu *g = views[i].cuda;
+        gdu_p2p_gpu *out = &r->gpu[i];
+        *out = (gdu_p2p_gpu){.ordinal = g->ordinal,
+                             .memory_bytes = g->total_mem,
+                             .cc_major = g->cc_major,
+                             .cc_minor = g->cc_minor};
+        snprintf(out->name, sizeof out->name, "%s", g->name);
+        snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "%s", g->bdf);
+        r->rm_known[i] = g->rm_known;
+        r->rm_gpu_id[i] = g->rm_gpu_id;
+        r->bar1_bytes[i] = views[i].bar1;
+    }
+    snprintf(r->rm_error, sizeof r->rm_error, "%s", s->live.rm_why);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            gdu_p2p_facts_init(&r->pair[i][j].facts);
-            if (gdu_p2p_cuda_pair_query(cu, ordinals[i], ordinals[j], &r->pair[i][j].cuda, why,
-                                        why_len) != 0)
-                return -1;
+            gdu_p2p_pair_report *p = &r->pair[i][j];
+            p->cuda = (gdu_p2p_cuda_pair){-1, -1, -1, -1, -1};
+            gdu_p2p_facts_init(&p->facts);
+            if (i == j)
+                continue;
+            gdu_pair_facts(s, &views[i], &views[j], &p->facts, NULL);
+            const gdu_live_pair *lp = gdu_live_pair_find(&s->live, ordinals[i], ordinals[j]);
+            if (lp != NULL) {
+                p->cuda =
+                    (gdu_p2p_cuda_pair){lp->can_access, lp->performance_rank, lp->access_supported,
+                                        lp->native_atomics, lp->cuda_array_access};
+                p->rm_known = lp->rm_known;
+                p->rm = lp->rm;
+            }
         }
     return 0;
-}
-
-/* RM gpuIds of our GPUs, matched by PCI domain/bus/device. */
-static void match_rm_ids(gdu_p2p_report *r, const gdu_rm_gpu *rm, size_t count)
-{
-    for (int i = 0; i < r->n; i++)
-        for (size_t k = 0; k < count; k++)
-            if (rm[k].domain == r->gpu[i].domain && rm[k].bus == r->gpu[i].bus &&
-                rm[k].device == r->gpu[i].device) {
-                r->rm_known[i] = 1;
-                r->rm_gpu_id[i] = rm[k].gpu_id;
-            }
-}
-
-void gdu_p2p_collect_rm(gdu_p2p_report *r)
-{
-    gdu_rm_client client;
-    gdu_rm_gpu rm[GDU_RM_MAX_GPUS];
-    size_t count = 0;
-    char why[256];
-    if (gdu_rm_client_open(&client, NULL, NULL, why, sizeof why) != 0) {
-        snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
-        return;
-    }
-    if (gdu_rm_attached_gpus(&client, rm, GDU_RM_MAX_GPUS, &count, why, sizeof why) != 0) {
-        snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
-        gdu_rm_client_close(&client);
-        return;
-    }
-    match_rm_ids(r, rm, count);
-    for (int i = 0; i < r->n; i++)
-        for (int j = 0; j < r->n; j++) {
-            gdu_p2p_pair_report *p = &r->pair[i][j];
-            if (i == j || !r->rm_known[i] || !r->rm_known[j])
-                continue;
-            if (gdu_rm_p2p_caps(&client, r->rm_gpu_id[i], r->rm_gpu_id[j], &p->rm, why,
-                                sizeof why) == 0)
-                p->rm_known = 1;
-            else if (r->rm_error[0] == '\0')
-                snprintf(r->rm_error, sizeof r->rm_error, "%s", why);
-        }
-    for (int i = 0; i < r->n; i++)
-        if (!r->rm_known[i] && r->rm_error[0] == '\0')
-            snprintf(r->rm_error, sizeof r->rm_error, "GPU %s is not among the RM's attached GPUs",
-                     r->gpu[i].pci_bus_id);
-    gdu_rm_client_close(&client);
 }
 
 static int route_failed(gdu_p2p_route_state s)
@@ -120,41 +99,27 @@ void gdu_p2p_decide(gdu_p2p_report *r)
         for (int j = 0; j < r->n; j++) {
             gdu_p2p_pair_report *p = &r->pair[i][j];
             gdu_p2p_facts *f = &p->facts;
-            if (i == j) {
-                if (r->measured)
-                    decide_routes(r, i, j);
-                continue;
-            }
-            const gdu_p2p_gpu_facts a = {r->gpu[i].name, r->gpu[i].memory_bytes,
-                                         r->gpu[i].cc_major};
-            const gdu_p2p_gpu_facts b = {r->gpu[j].name, r->gpu[j].memory_bytes,
-                                         r->gpu[j].cc_major};
-            const gdu_p2p_answers answers = {gdu_tri_of(p->cuda.can_access),
-                                             gdu_tri_of(p->cuda.native_atomics), p->rm_known,
-                                             p->rm};
-            gdu_p2p_facts_answers(&a, &b, &answers, f);
-            if (r->measured) {
+            if (i != j && r->measured) {
                 const gdu_p2p_results *res = &r->results;
                 f->enable_failed = res->enable_failed[i][j] ? GDU_TRI_YES : GDU_TRI_NO;
                 f->data_corrupt =
                     res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_TRI_YES : GDU_TRI_NO;
             }
-            gdu_p2p_reason(f, &p->verdict);
+            if (i != j)
+                gdu_p2p_reason(f, &p->verdict);
             if (r->measured)
                 decide_routes(r, i, j);
         }
 }
 
-int gdu_p2p_collect(gdu_p2p_report *r, const gdu_cuda *cu, const int *ordinals, int n, int measure,
-                    char *why, size_t why_len)
+int gdu_p2p_collect(gdu_p2p_report *r, const gdu_snapshot *s, const gdu_cuda *cu,
+                    const int *ordinals, int n, char *why, size_t why_len)
 {
-    if (gdu_p2p_collect_cuda(r, cu, ordinals, n, why, why_len) != 0)
-        return -1;
-    if (n > 1)
-        gdu_p2p_collect_rm(r);
-    gdu_p2p_collect_platform(r, "/");
+    int rc = gdu_p2p_collect_facts(r, s, ordinals, n, why, why_len);
+    if (rc != 0)
+        return rc;
     char bench_why[256];
-    if (measure) {
+    if (cu != NULL) {
         if (gdu_p2p_bench_run(cu, ordinals, n, &r->bench, &r->results, bench_why,
                               sizeof bench_why) == 0)
             r->measured = 1;

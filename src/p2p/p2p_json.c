@@ -2,9 +2,21 @@
  * are arrays of rows (source GPU) of columns (destination GPU), null where
  * nothing was measured. */
 #include "p2p/p2p_report.h"
+#include "p2p/p2p_verdict_json.h"
 #include "probe/driver_probe.h"
+#include "util/json_text.h"
 
 #include <jansson.h>
+
+json_t *gdu_p2p_verdict_json(const gdu_p2p_verdict *v)
+{
+    /* The sentences carry outside text (GPU names, bridges): UTF-8 made safe. */
+    return json_pack("{s:s, s:b, s:s, s:s, s:o, s:o, s:o}", "class", gdu_p2p_verdict_class(v),
+                     "p2p", !v->undetermined && v->cause == GDU_P2P_CAUSE_NONE, "link",
+                     gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause), "reason",
+                     gdu_json_text(v->reason), "fix", gdu_json_text(v->fix), "warning",
+                     gdu_json_text(v->warning));
+}
 
 static json_t *stat_matrix(const gdu_p2p_matrix *m, int which)
 {
@@ -82,6 +94,12 @@ static json_t *rm_caps(const gdu_p2p_rm_caps *c)
         (json_int_t)c->optimal_read_ces, "optimal_write_ces", (json_int_t)c->optimal_write_ces);
 }
 
+/* One of CUDA's answers: null where it did not answer (-1). */
+static json_t *answer(int v, bool boolean)
+{
+    return v < 0 ? json_null() : boolean ? json_boolean(v) : json_integer(v);
+}
+
 static json_t *pairs(const gdu_p2p_report *r)
 {
     json_t *a = json_array();
@@ -91,19 +109,16 @@ static json_t *pairs(const gdu_p2p_report *r)
                 continue;
             const gdu_p2p_pair_report *p = &r->pair[i][j];
             const gdu_p2p_verdict *v = &p->verdict;
-            json_t *cuda =
-                json_pack("{s:b, s:i, s:b, s:b, s:b}", "can_access_peer", p->cuda.can_access,
-                          "performance_rank", p->cuda.performance_rank, "access_supported",
-                          p->cuda.access_supported, "native_atomics", p->cuda.native_atomics,
-                          "cuda_array_access", p->cuda.cuda_array_access);
-            json_t *verdict =
-                json_pack("{s:b, s:s, s:s, s:s, s:s, s:s}", "p2p", v->cause == GDU_P2P_CAUSE_NONE,
-                          "link", gdu_p2p_link_id(v->link), "cause", gdu_p2p_cause_id(v->cause),
-                          "reason", v->reason, "fix", v->fix, "warning", v->warning);
-            json_t *o = json_pack("{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal, "dst",
-                                  r->gpu[j].ordinal, "cuda", cuda, "rm",
-                                  p->rm_known ? rm_caps(&p->rm) : json_null(), "verdict", verdict,
-                                  "topology", gdu_p2p_topo_name(p->facts.topo));
+            json_t *cuda = json_pack("{s:o, s:o, s:o, s:o, s:o}", "can_access_peer",
+                                     answer(p->cuda.can_access, true), "performance_rank",
+                                     answer(p->cuda.performance_rank, false), "access_supported",
+                                     answer(p->cuda.access_supported, true), "native_atomics",
+                                     answer(p->cuda.native_atomics, true), "cuda_array_access",
+                                     answer(p->cuda.cuda_array_access, true));
+            json_t *o = json_pack(
+                "{s:i, s:i, s:o, s:o, s:o, s:s}", "src", r->gpu[i].ordinal, "dst",
+                r->gpu[j].ordinal, "cuda", cuda, "rm", p->rm_known ? rm_caps(&p->rm) : json_null(),
+                "verdict", gdu_p2p_verdict_json(v), "topology", gdu_p2p_topo_name(p->facts.topo));
             json_array_append_new(a, o);
         }
     return a;

@@ -16,17 +16,6 @@
     "enable Above 4G Decoding and Resizable BAR in the BIOS and load nvidia with "                 \
     "NVreg_EnableResizableBar=1 so that BAR1 covers all GPU memory"
 
-void gdu_p2p_facts_init(gdu_p2p_facts *facts)
-{
-    memset(facts, 0, sizeof *facts);
-    facts->cuda_can_access = GDU_TRI_UNKNOWN;
-    facts->native_atomics = GDU_TRI_UNKNOWN;
-    facts->enable_failed = GDU_TRI_UNKNOWN;
-    facts->data_corrupt = GDU_TRI_UNKNOWN;
-    facts->acs_redirect = GDU_TRI_UNKNOWN;
-    facts->geforce = GDU_TRI_UNKNOWN;
-}
-
 const char *gdu_p2p_cause_id(gdu_p2p_cause cause)
 {
     static const char *const ids[] = {
@@ -44,12 +33,6 @@ const char *gdu_p2p_cause_id(gdu_p2p_cause cause)
         [GDU_P2P_CAUSE_UNKNOWN] = "unknown",
     };
     return (unsigned)cause < sizeof ids / sizeof ids[0] ? ids[cause] : "unknown";
-}
-
-const char *gdu_p2p_topo_name(gdu_p2p_topo topo)
-{
-    static const char *const names[] = {"?", "PIX", "PXB", "PHB", "NODE", "SYS"};
-    return (unsigned)topo < sizeof names / sizeof names[0] ? names[topo] : "?";
 }
 
 /* Index (0 or 1) of a GPU whose BAR1 is smaller than its memory, or -1. */
@@ -259,6 +242,14 @@ static void refused_without_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
 {
     memset(v, 0, sizeof *v);
+    if (f->cuda_can_access == GDU_TRI_UNKNOWN && !f->rm_caps_known) {
+        set(v, GDU_P2P_CAUSE_UNKNOWN,
+            "run doctor (or gdunlock p2p) on the machine itself with the NVIDIA driver's "
+            "libcuda installed",
+            "neither CUDA nor the RM answered for this pair%s", "");
+        v->undetermined = true;
+        return;
+    }
     int rm_allows = f->rm_caps_known && gdu_p2p_caps_allowed(&f->rm);
     int works =
         f->cuda_can_access == GDU_TRI_YES || (f->cuda_can_access == GDU_TRI_UNKNOWN && rm_allows);
@@ -293,6 +284,25 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         refused_by_rm(f, v);
     else
         refused_without_rm(f, v);
+}
+
+const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *v)
+{
+    if (v->undetermined)
+        return "unknown";
+    switch (v->link) {
+    case GDU_P2P_LINK_NVLINK:
+    case GDU_P2P_LINK_NVLINK_INDIRECT:
+    case GDU_P2P_LINK_C2C:
+        return "NVLink";
+    case GDU_P2P_LINK_PCIE_BAR1:
+        return "BAR1";
+    case GDU_P2P_LINK_PCIE_MAILBOX:
+    case GDU_P2P_LINK_UNKNOWN:
+        return "PCIe";
+    default:
+        return "staged only";
+    }
 }
 
 static const char *route_subject(gdu_p2p_route route)

@@ -1,52 +1,16 @@
-/* Why a GPU pair has (or lacks) P2P, and what to do about it, from plain facts
- * so that doctor can reuse it and tests can drive it from fixtures. Covers the
+/* Why a GPU pair has (or lacks) P2P, and what to do about it, from the pair's
+ * facts (facts/pair_facts.h), for doctor and gdunlock p2p alike. Covers the
  * four driver locks of the BAR1/mailbox article (ReBAR, architecture HAL,
  * GMMU aperture, SKU) and the system causes (ACS, IOMMU, topology, chipset,
  * registry keys). */
 #ifndef GDUNLOCK_P2P_P2P_REASON_H
 #define GDUNLOCK_P2P_P2P_REASON_H
 
-#include "p2p/p2p_caps.h"
+#include "facts/pair_facts.h"
 #include "p2p/p2p_route.h"
-#include "util/tri.h"
 
+#include <stdbool.h>
 #include <stdint.h>
-
-/* PCIe distance between the two GPUs, as nvidia-smi topo names it. */
-typedef enum gdu_p2p_topo {
-    GDU_P2P_TOPO_UNKNOWN = 0,
-    GDU_P2P_TOPO_PIX,  /* one PCIe switch (a single bridge) */
-    GDU_P2P_TOPO_PXB,  /* several PCIe switches, no host bridge */
-    GDU_P2P_TOPO_PHB,  /* through one CPU's host bridge */
-    GDU_P2P_TOPO_NODE, /* host bridges of one NUMA node */
-    GDU_P2P_TOPO_SYS,  /* across CPU sockets (QPI/UPI/Infinity Fabric) */
-} gdu_p2p_topo;
-
-typedef enum gdu_p2p_iommu {
-    GDU_P2P_IOMMU_UNKNOWN = 0,
-    GDU_P2P_IOMMU_OFF,         /* no IOMMU groups */
-    GDU_P2P_IOMMU_PASSTHROUGH, /* group type "identity" (iommu=pt) */
-    GDU_P2P_IOMMU_TRANSLATED,  /* group type "DMA" / "DMA-FQ" */
-} gdu_p2p_iommu;
-
-typedef struct gdu_p2p_facts {
-    gdu_tri cuda_can_access; /* cuDeviceCanAccessPeer(src, dst) */
-    gdu_tri native_atomics;  /* CUDA's native peer atomics, which it offers over NVLink only */
-    int rm_caps_known;       /* rm holds the RM's answer */
-    gdu_p2p_rm_caps rm;
-    gdu_tri enable_failed; /* cuCtxEnablePeerAccess or the first peer copy failed */
-    gdu_tri data_corrupt;  /* peer copies completed but the data came out wrong */
-    gdu_p2p_topo topo;
-    uint64_t bar1_bytes[2]; /* BAR1 size of src and dst; 0 = unknown */
-    uint64_t vram_bytes[2]; /* memory size of src and dst; 0 = unknown */
-    gdu_tri acs_redirect;   /* a bridge between them redirects P2P requests upstream */
-    gdu_p2p_iommu iommu;
-    gdu_tri geforce; /* either GPU is a GeForce / consumer board */
-    int cc_major;    /* compute capability of the older GPU; 0 = unknown */
-} gdu_p2p_facts;
-
-/* Initialises facts to "nothing known". */
-void gdu_p2p_facts_init(gdu_p2p_facts *facts);
 
 typedef enum gdu_p2p_cause {
     GDU_P2P_CAUSE_NONE = 0,      /* P2P works */
@@ -64,6 +28,7 @@ typedef enum gdu_p2p_cause {
 } gdu_p2p_cause;
 
 typedef struct gdu_p2p_verdict {
+    bool undetermined;   /* neither CUDA nor the RM answered for the pair: no verdict */
     gdu_p2p_link link;   /* the path peer copies take (NONE: staged through host) */
     gdu_p2p_cause cause; /* why there is no P2P (NONE when it works) */
     char reason[384];    /* one or two sentences with the evidence */
@@ -71,7 +36,12 @@ typedef struct gdu_p2p_verdict {
     char warning[256];   /* works, but something costs speed or safety; may be empty */
 } gdu_p2p_verdict;
 
+/* The pair's verdict; undetermined when neither CUDA nor the RM answered. */
 void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);
+
+/* The verdict's class: "NVLink" (C2C included), "BAR1", "PCIe", "staged
+ * only", or "unknown" when undetermined. */
+const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *verdict);
 
 /* Why one route (p2p_route.h) came out as it did, from the pair's facts:
  * cause NONE for OK; for NO_PEER the pair's own refusal; for FAULT and WRONG
@@ -84,8 +54,5 @@ void gdu_p2p_route_reason(const gdu_p2p_facts *facts, int within_gpu, gdu_p2p_ro
 
 /* "sku_lock", "rebar", ... stable ids for JSON and fixtures; "none" for NONE. */
 const char *gdu_p2p_cause_id(gdu_p2p_cause cause);
-
-/* "PIX", "SYS", ... ; "?" when unknown. */
-const char *gdu_p2p_topo_name(gdu_p2p_topo topo);
 
 #endif

@@ -1,16 +1,32 @@
-/* Everything `gdunlock p2p` found, shared by its collector (p2p_collect.c),
- * the platform facts (p2p_platform.c) and its two forms, the tables in
- * p2pBandwidthLatencyTest's layout (p2p_table.c) and the JSON document
- * (p2p_json.c), which the CLI writes. */
+/* Everything `gdunlock p2p` found, shared by its collector (p2p_collect.c:
+ * the snapshot's answers, the measurements, the verdicts) and its two forms,
+ * the tables in p2pBandwidthLatencyTest's layout (p2p_table.c) and the JSON
+ * document (p2p_json.c), which the CLI writes. */
 #ifndef GDUNLOCK_P2P_P2P_REPORT_H
 #define GDUNLOCK_P2P_P2P_REPORT_H
 
 #include "p2p/p2p_bench.h"
-#include "p2p/p2p_gpus.h"
 #include "p2p/p2p_reason.h"
 
 #include <stdint.h>
 #include <stdio.h>
+
+typedef struct gdu_p2p_gpu {
+    int ordinal; /* CUDA device ordinal */
+    char name[128];
+    char pci_bus_id[16]; /* "0000:1b:00.0" */
+    uint64_t memory_bytes;
+    int cc_major, cc_minor;
+} gdu_p2p_gpu;
+
+/* CUDA's answers for an ordered pair (src -> dst); -1 where it did not answer. */
+typedef struct gdu_p2p_cuda_pair {
+    int can_access;
+    int performance_rank;
+    int access_supported;
+    int native_atomics;
+    int cuda_array_access;
+} gdu_p2p_cuda_pair;
 
 typedef struct gdu_p2p_pair_report {
     gdu_p2p_cuda_pair cuda;
@@ -45,12 +61,6 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour);
  * [min..max] under it. Unmeasured cells print as "-". */
 void gdu_p2p_print_matrix(FILE *out, const char *title, const gdu_p2p_matrix *m,
                           const int *ordinals, int decimals, int spread);
-
-/* Platform facts for each pair (BAR1 sizes, PCIe path class, ACS on that
- * path, the IOMMU as each GPU's group sees it) from the p2p layer's
- * gatherer, read through sysroot ("/" = this machine). What cannot be read
- * stays unknown. */
-void gdu_p2p_collect_platform(gdu_p2p_report *r, const char *sysroot);
 
 /* The report as a JSON document (jansson); NULL on out of memory. The caller
  * frees it with json_decref. */

@@ -64,7 +64,7 @@ static void print_gpus(FILE *out, const gdu_p2p_report *r)
     }
 }
 
-static const char *yes_no(int v) { return v ? "yes" : "no"; }
+static const char *yes_no(int v) { return v < 0 ? "?" : v ? "yes" : "no"; }
 
 static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
 {
@@ -98,10 +98,12 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
                 snprintf(verdict, sizeof verdict, "yes (path unknown)");
             else
                 snprintf(verdict, sizeof verdict, "%s", gdu_p2p_link_name(p->verdict.link));
-            fprintf(out, "%-8s %-9s %-5d %-8s %-20.20s %-28s %s%s%s\n", pair,
-                    yes_no(p->cuda.can_access), p->cuda.performance_rank,
-                    yes_no(p->cuda.native_atomics), link, status, colour ? (ok ? GREEN : RED) : "",
-                    verdict, colour ? RESET : "");
+            char rank[12] = "?";
+            if (p->cuda.performance_rank >= 0)
+                snprintf(rank, sizeof rank, "%d", p->cuda.performance_rank);
+            fprintf(out, "%-8s %-9s %-5s %-8s %-20.20s %-28s %s%s%s\n", pair,
+                    yes_no(p->cuda.can_access), rank, yes_no(p->cuda.native_atomics), link, status,
+                    colour ? (ok ? GREEN : RED) : "", verdict, colour ? RESET : "");
         }
     for (int i = 0; i < r->n; i++)
         for (int j = 0; j < r->n; j++) {

@@ -19,6 +19,23 @@ uint64_t gdu_pin_bar1_budget(uint64_t bar1_bytes, uint64_t mapped_bytes)
     return bar1_bytes - mapped_bytes - GDU_PIN_BAR1_RESERVE;
 }
 
+/* RM maps a new extent only while its own check holds (p2p.c:1019-1030:
+ * size less what is mapped for P2P, by any process, keeps 36 MiB besides the
+ * extent) and BAR1 has room for it; the unused part RM counts
+ * (kern_mem_sys_ctrl.c:302-311) less the reserve satisfies both. */
+uint64_t gdu_pin_gpu_budget(const gdu_pin_gpu *g)
+{
+    uint64_t budget =
+        g->bar1_bytes != 0 ? gdu_pin_bar1_budget(g->bar1_bytes, g->mapped_bytes) : UINT64_MAX;
+    if (g->bar1_available != 0) {
+        uint64_t rm =
+            g->bar1_available > GDU_PIN_BAR1_RESERVE ? g->bar1_available - GDU_PIN_BAR1_RESERVE : 0;
+        if (rm < budget)
+            budget = rm;
+    }
+    return budget;
+}
+
 static const gdu_pin_vidmem *containing(const gdu_pin_object *o, uint64_t address)
 {
     for (size_t i = 0; i < o->n_vidmem; i++) {
@@ -177,10 +194,11 @@ void gdu_pin_lookup(const gdu_pin_state *st, uint64_t gpuvaddr, uint64_t size, g
      * (_createOrReuseVidmemInfoPersistent, p2p.c:1133-1273) and mapped through
      * BAR1 (RmThirdPartyP2PBAR1GetPages, p2p.c:489-641) while the budget holds
      * (p2p.c:574-579). */
-    if (g != NULL && g->bar1_bytes != 0) {
+    if (g != NULL && (g->bar1_bytes != 0 || g->bar1_available != 0)) {
         out->bar1_bytes = g->bar1_bytes;
         out->mapped_bytes = g->mapped_bytes;
-        if (gdu_pin_bar1_budget(g->bar1_bytes, g->mapped_bytes) < out->length) {
+        out->bar1_available = g->bar1_available;
+        if (gdu_pin_gpu_budget(g) < out->length) {
             refuse(out, GDU_PIN_BAR1_FULL, -ENOMEM, GDU_NV_ERR_INSUFFICIENT_RESOURCES,
                    "p2p.c:574-579,1030");
             return;
@@ -293,17 +311,22 @@ const char *gdu_pin_explain(const gdu_pin_verdict *v, char *buf, size_t len)
             "computing is on) (%s)",
             e, v->gpu, v->where);
         break;
-    case GDU_PIN_BAR1_FULL:
+    case GDU_PIN_BAR1_FULL: {
+        char rm[96] = "";
+        if (v->bar1_available != 0)
+            snprintf(rm, sizeof rm, "; RM counts %llu MiB unused, for every process",
+                     (unsigned long long)(v->bar1_available / mib));
         snprintf(buf, len,
                  "refused (%s): pinning %llu MiB more would leave less than the 36 MiB of BAR1 RM "
                  "keeps free "
-                 "(BAR1 %llu MiB, %llu MiB pinned) (%s): enable Resizable BAR in the firmware "
+                 "(BAR1 %llu MiB, %llu MiB pinned%s) (%s): enable Resizable BAR in the firmware "
                  "(Above 4G decoding + "
                  "Re-Size BAR), or register smaller buffers, fewer at a time",
                  e, (unsigned long long)(v->length / mib),
                  (unsigned long long)(v->bar1_bytes / mib),
-                 (unsigned long long)(v->mapped_bytes / mib), v->where);
+                 (unsigned long long)(v->mapped_bytes / mib), rm, v->where);
         break;
+    }
     }
     return buf;
 }

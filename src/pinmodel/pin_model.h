@@ -52,8 +52,11 @@ typedef struct {
     uint32_t gpu;
     uint64_t bar1_bytes;   /* BAR1 size; 0: unknown (the budget is not checked) */
     uint64_t mapped_bytes; /* BAR1 already mapped for P2P on it */
-    bool no_rm_object;     /* RM made no internal ThirdPartyP2P for it (p2p.c:1417) */
-    bool apm;              /* confidential computing (APM) is on (p2p.c:1364) */
+    /* RM's count of the BAR1 no process maps now (facts/rm_bar1_info.h: every
+     * process's pins, CPU mappings, USERD, the console taken); 0 unknown. */
+    uint64_t bar1_available;
+    bool no_rm_object; /* RM made no internal ThirdPartyP2P for it (p2p.c:1417) */
+    bool apm;          /* confidential computing (APM) is on (p2p.c:1364) */
 } gdu_pin_gpu;
 
 typedef struct {
@@ -90,6 +93,7 @@ typedef struct {
     uint64_t pages;         /* found: 64 KiB pages */
     unsigned n_vaspaces;    /* of the deciding object */
     uint64_t bar1_bytes, mapped_bytes; /* of its GPU, for BAR1_FULL */
+    uint64_t bar1_available;           /* RM's count of its unused BAR1, 0 unknown */
 } gdu_pin_verdict;
 
 /* Runs the lookup for the buffer [gpuvaddr, gpuvaddr + size). */
@@ -105,5 +109,11 @@ const char *gdu_pin_rule_name(gdu_pin_rule r);
 /* Bytes of BAR1 still pinnable on a GPU whose BAR1 is bar1_bytes with
  * mapped_bytes already mapped for P2P (0 when nothing fits). */
 uint64_t gdu_pin_bar1_budget(uint64_t bar1_bytes, uint64_t mapped_bytes);
+
+/* The budget of one GPU: gdu_pin_bar1_budget of its size and this process's
+ * mappings, and, where RM's count of the unused BAR1 is known, no more than
+ * that less the reserve, since other processes' pins and mappings take from
+ * the same BAR1. UINT64_MAX when nothing is known. */
+uint64_t gdu_pin_gpu_budget(const gdu_pin_gpu *g);
 
 #endif

@@ -1,5 +1,6 @@
 #include "probe/pci_probe.h"
 #include "probe/text_parse.h"
+#include "util/pci_addr.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -125,8 +126,7 @@ static int fill_device(gdu_sysroot *sr, struct pci_dev *pd, gdu_pci_dev *d)
 {
     char dir[64], path[PATH_MAX];
     memset(d, 0, sizeof *d);
-    snprintf(d->bdf, sizeof d->bdf, "%04x:%02x:%02x.%d", pd->domain & 0xffff, pd->bus, pd->dev,
-             pd->func);
+    gdu_pci_addr_format(d->bdf, sizeof d->bdf, (unsigned)pd->domain, pd->bus, pd->dev, pd->func);
     snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", d->bdf);
     for (size_t i = 0; i < sizeof device_files / sizeof device_files[0]; i++) {
         snprintf(path, sizeof path, "%.200s/%s", dir, device_files[i]);
@@ -145,11 +145,9 @@ static int fill_device(gdu_sysroot *sr, struct pci_dev *pd, gdu_pci_dev *d)
     free(config);
     char *resource;
     snprintf(path, sizeof path, "%.200s/resource", dir);
-    if (gdu_sysroot_read(sr, path, &resource) >= 0) {
-        for (unsigned i = 0; i < 6; i++)
-            if (gdu_parse_resource_size(resource, i, &d->bar_size[i]) != 0)
-                d->bar_size[i] = 0;
-    }
+    if (gdu_sysroot_read(sr, path, &resource) >= 0 &&
+        gdu_pci_resource_parse(resource, d->bar_size) < 0)
+        memset(d->bar_size, 0, sizeof d->bar_size);
     free(resource);
     if (gdu_sysroot_realpath(sr, dir, d->path, sizeof d->path) != 0)
         snprintf(d->path, sizeof d->path, "%.200s", dir);
@@ -274,18 +272,6 @@ bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d)
 }
 
 bool gdu_pci_is_nic(const gdu_pci_dev *d) { return (d->class_code >> 8) == 0x02; }
-
-uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index)
-{
-    int seen = 0;
-    for (int k = 0; k < 6; k++)
-        if (d->bar_size[k] != 0 && ++seen == 2) {
-            *index = k;
-            return d->bar_size[k];
-        }
-    *index = -1;
-    return 0;
-}
 
 bool gdu_pci_acs_redirects(const gdu_pci_dev *d)
 {

@@ -6,6 +6,7 @@
 
 #include "probe/sysroot.h"
 #include "probe/topo_path.h"
+#include "util/pci_resource.h"
 #include "util/tri.h"
 
 #include <stdbool.h>
@@ -21,10 +22,11 @@ typedef struct gdu_pci_dev {
     char bdf[16];   /* "0000:01:00.0" */
     char path[512]; /* canonical sysfs path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0" */
     unsigned vendor, device;
-    unsigned class_code;                        /* base class << 8 | subclass, e.g. 0x0302 */
-    int numa_node;                              /* -1 when the machine has no NUMA information */
-    uint64_t bar_size[6];                       /* from the resource file; 0 when unused */
-    size_t config_len;                          /* readable config-space bytes: 64, 256 or 4096 */
+    unsigned class_code; /* base class << 8 | subclass, e.g. 0x0302 */
+    int numa_node;       /* -1 when the machine has no NUMA information */
+    uint64_t bar_size
+        [GDU_PCI_BARS]; /* memory BARs from the resource file; 0 unused or I/O (gdu_pci_bar1) */
+    size_t config_len;  /* readable config-space bytes: 64, 256 or 4096 */
     int cur_gen, cur_width, max_gen, max_width; /* 0 when unknown */
     gdu_cfg_state acs;
     uint16_t acs_cap, acs_ctrl;
@@ -48,11 +50,6 @@ void gdu_pci_free(gdu_pci *pci);
 const gdu_pci_dev *gdu_pci_find(const gdu_pci *pci, const char *bdf);
 bool gdu_pci_is_nvidia_gpu(const gdu_pci_dev *d);
 bool gdu_pci_is_nic(const gdu_pci_dev *d);
-
-/* NVIDIA's "BAR1" (the window onto GPU memory) is the second memory BAR: BAR
- * register 1 after a 32-bit BAR0 (GeForce), register 2 after a 64-bit BAR0
- * (H100/H200). Returns its size (0 if none) and its register in *index. */
-uint64_t gdu_pci_nvidia_bar1(const gdu_pci_dev *d, int *index);
 
 /* The ACS control bits that force peer-to-peer traffic up to the root complex
  * (Request Redirect, Completion Redirect, Egress Control). */

@@ -101,6 +101,8 @@ static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, ch
     char todo[PATH_MAX], done[PATH_MAX] = "", full[PATH_MAX * 2];
     if (snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
         return -ENAMETOOLONG;
+    size_t root_len = strlen(sr->root); /* full is root + done, rebuilt per component */
+    memcpy(full, sr->root, root_len);
     int hops = 0;
     char *rest = todo;
     for (;;) {
@@ -131,7 +133,7 @@ static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, ch
         done[used] = '/';
         memcpy(done + used + 1, rest, n);
         done[used + 1 + n] = '\0';
-        snprintf(full, sizeof full, "%s%s", sr->root, done);
+        memcpy(full + root_len, done, used + 2 + n);
         struct stat st;
         if (lstat(full, &st) != 0)
             return -errno;
@@ -292,9 +294,13 @@ static int cmp_names(const void *a, const void *b)
 
 long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names)
 {
-    char full[PATH_MAX];
+    char full[PATH_MAX], listed[PATH_MAX];
     *names = NULL;
-    gdu_sysroot_record(sr, dir);
+    size_t n_dir = strlen(dir);
+    while (n_dir > 1 && dir[n_dir - 1] == '/')
+        n_dir--;
+    snprintf(listed, sizeof listed, "%.*s/", (int)n_dir, dir);
+    gdu_sysroot_record(sr, listed);
     int rc = resolve(sr, dir, true, full, sizeof full);
     if (rc != 0)
         return rc;

@@ -57,7 +57,8 @@ int gdu_sysroot_realpath(gdu_sysroot *sr, const char *path, char *buf, size_t le
 int gdu_sysroot_confined(gdu_sysroot *sr, const char *path);
 
 /* Names in a directory, sorted, dot files left out; the caller frees with
- * gdu_sysroot_free_names. Returns the count or -errno. */
+ * gdu_sysroot_free_names. Returns the count or -errno. The record holds the
+ * directory with a trailing '/': its entries' names were read. */
 long gdu_sysroot_list(gdu_sysroot *sr, const char *dir, char ***names);
 void gdu_sysroot_free_names(char **names, long n);
 

@@ -100,24 +100,6 @@ int gdu_parse_link_gen(const char *text)
     return 0;
 }
 
-int gdu_parse_resource_size(const char *text, unsigned index, uint64_t *size)
-{
-    const char *line = text;
-    for (unsigned i = 0; i < index; i++) {
-        line = strchr(line, '\n');
-        if (line == NULL)
-            return -ENOENT;
-        line++;
-    }
-    unsigned long long start, end, flags;
-    if (*line == '\0')
-        return -ENOENT;
-    if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3)
-        return -EINVAL;
-    *size = (end > start || (end == start && end != 0)) ? end - start + 1 : 0;
-    return 0;
-}
-
 /* Copies one space-separated field, undoing mountinfo's octal escapes. */
 static const char *mount_field(const char *p, char *out, size_t len)
 {
@@ -185,6 +167,31 @@ int gdu_cmdline_get(const char *cmdline, const char *name, char *out, size_t len
         }
     }
     return found;
+}
+
+int gdu_parse_kernel_release(const char *text, int *major, int *minor)
+{
+    int used = 0;
+    if (sscanf(text, "%d.%d%n", major, minor, &used) != 2 || *major <= 0 || *minor < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int gdu_kernel_config_option(const char *config, const char *option)
+{
+    static const char not_set[] = " is not set";
+    size_t n = strlen(option), k = sizeof not_set - 1;
+    for (const char *line = config; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > n + 1 && strncmp(line, option, n) == 0 && line[n] == '=')
+            return line[n + 1] == 'y' || line[n + 1] == 'm';
+        if (len == 2 + n + k && strncmp(line, "# ", 2) == 0 && strncmp(line + 2, option, n) == 0 &&
+            strncmp(line + 2 + n, not_set, k) == 0)
+            return 0;
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
 }
 
 void gdu_strip_json_comments(char *text)

@@ -23,10 +23,6 @@ int gdu_parse_nvidia_version(const char *text, gdu_nvidia_version *out);
 /* "16.0 GT/s PCIe" (sysfs current_link_speed) -> PCIe generation 1..6, or 0 if unknown. */
 int gdu_parse_link_gen(const char *text);
 
-/* One region of a sysfs PCI "resource" file (line index, 0-based): its size in
- * bytes (0 when unused). Returns 0 or -ENOENT / -EINVAL. */
-int gdu_parse_resource_size(const char *text, unsigned index, uint64_t *size);
-
 /* One line of /proc/self/mountinfo. Strings are unescaped (\040 -> ' '). */
 typedef struct gdu_mount {
     unsigned major, minor;
@@ -42,6 +38,13 @@ int gdu_parse_mountinfo_line(const char *line, gdu_mount *out);
 /* The value of "name=" in a kernel command line ("" for a bare flag). Returns 0
  * or -ENOENT. The last occurrence wins, as in the kernel. */
 int gdu_cmdline_get(const char *cmdline, const char *name, char *out, size_t len);
+
+/* "6.8.0-49-generic" (/proc/sys/kernel/osrelease) -> 6 and 8. Returns 0 or -EINVAL. */
+int gdu_parse_kernel_release(const char *text, int *major, int *minor);
+
+/* A kernel configuration's answer for option ("CONFIG_PCI_P2PDMA"): 1 for
+ * "=y" or "=m", 0 for "# ... is not set", -1 when the text does not say. */
+int gdu_kernel_config_option(const char *config, const char *option);
 
 /* Strips // and block comments outside strings, in place (cufile.json carries them). */
 void gdu_strip_json_comments(char *text);

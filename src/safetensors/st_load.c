@@ -11,11 +11,11 @@
 #include "safetensors/st_engines.h"
 #include "safetensors/st_error.h"
 #include "safetensors/st_model_internal.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A file's data section is allocated in segments of whole tensors, each
  * at least this large (a tensor larger than that gets one of its own), and
@@ -54,13 +54,6 @@ struct st_pending_load {
     gdu_st_error error;
 };
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void record_path(gdu_st_model *m, const gdu_io_file *io)
 {
     snprintf(m->stats.backend, sizeof m->stats.backend, "%s%s",
@@ -74,7 +67,7 @@ static gdu_st_status submit_piece(gdu_st_model *m, st_pending_load *p, load_piec
                                   gdu_st_error *err)
 {
     if (p->first_submit == 0)
-        p->first_submit = now_seconds();
+        p->first_submit = gdu_now_seconds();
     if (gdu_io_submit(p->ios[piece->file], GDU_IO_OP_READ, &piece->extent, 1, NULL, NULL,
                       &piece->request) != 0) {
         piece->request = NULL;
@@ -92,9 +85,9 @@ static gdu_st_status add_segment(gdu_st_model *m, st_pending_load *p, size_t f, 
     st_file *file = &m->files[f];
     st_block *b = file->block;
     uint64_t start = b->n_segments ? b->segments[b->n_segments - 1].end : 0;
-    double t = now_seconds();
+    double t = gdu_now_seconds();
     gdu_st_status s = st_block_add_segment(b, end, err);
-    m->stats.alloc_seconds += now_seconds() - t;
+    m->stats.alloc_seconds += gdu_now_seconds() - t;
     for (uint64_t pos = start; s == GDU_ST_OK && pos < end; pos += PIECE_BYTES) {
         load_piece *piece = &p->pieces[p->n_pieces++];
         *piece = (load_piece){
@@ -121,9 +114,9 @@ static gdu_st_status open_file(gdu_st_model *m, st_pending_load *p, size_t f, gd
     p->next_open = f + 1;
     if (gdu_st_header_data_span(m->files[f].header) == 0)
         return GDU_ST_OK;
-    double t = now_seconds();
+    double t = gdu_now_seconds();
     gdu_st_status s = st_engine_get(p->host, p->devices[f], &p->leased[f], err);
-    m->stats.engine_seconds += now_seconds() - t;
+    m->stats.engine_seconds += gdu_now_seconds() - t;
     if (s == GDU_ST_OK)
         s = gdu_st_model_file_open(m, f, p->leased[f], &p->ios[f], err);
     if (s != GDU_ST_OK)
@@ -234,7 +227,7 @@ static void drain(gdu_st_model *m, st_pending_load *p)
             file_done(m, p, piece->file);
     }
     if (p->first_submit != 0)
-        m->stats.transfer_seconds = now_seconds() - p->first_submit;
+        m->stats.transfer_seconds = gdu_now_seconds() - p->first_submit;
     for (size_t f = 0; f < m->file_count; f++) { /* opened, but not every piece was submitted */
         gdu_io_close(p->ios[f]);
         gdu_st_engine_return(p->leased[f]);
@@ -290,7 +283,7 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
     st_pending_load *p = calloc(1, sizeof *p);
     if (p == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    p->t0 = now_seconds();
+    p->t0 = gdu_now_seconds();
     p->host = o.target == GDU_ST_TARGET_HOST;
     p->open_limit = st_files_within_limit(ST_LOAD_OPEN_FILES, 32);
     p->progress = o.progress;
@@ -349,7 +342,7 @@ gdu_st_status gdu_st_load_finish(gdu_st_model *m, gdu_st_error *err)
     }
     m->stats.files = m->file_count;
     m->stats.tensors = m->tensor_count;
-    m->stats.seconds = now_seconds() - t0;
+    m->stats.seconds = gdu_now_seconds() - t0;
     const st_block *b = m->file_count ? m->files[0].block : NULL;
     static const char *const memory[] = {
         [ST_MEM_DEVICE] = "device memory",

@@ -3,15 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-double st_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Seconds since this process started: /proc/uptime minus the start time in
  * /proc/self/stat (field 22, clock ticks since boot); -1 when unknown. */
@@ -52,14 +44,14 @@ void st_stages_begin(st_stages *st, int gpu_target, const int *gpus, size_t gpu_
     st->process_start_seconds = process_age();
     if (!gpu_target)
         return;
-    double t = st_now_seconds();
+    double t = gdu_now_seconds();
     const gdu_cuda *cu = gdu_cuda_load(NULL, 0);
-    st->cuda_init_seconds = st_now_seconds() - t;
-    t = st_now_seconds();
+    st->cuda_init_seconds = gdu_now_seconds() - t;
+    t = gdu_now_seconds();
     for (size_t i = 0; cu != NULL && i < gpu_count && st->contexts < 64; i++)
         if (gdu_cuda_ctx_retain(cu, gpus[i], &st->held[st->contexts], NULL, 0) == GDU_CUDA_SUCCESS)
             st->contexts++;
-    st->context_seconds = st_now_seconds() - t;
+    st->context_seconds = gdu_now_seconds() - t;
 }
 
 void st_stages_end(st_stages *st)

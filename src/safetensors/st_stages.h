@@ -6,6 +6,7 @@
 #define GDUNLOCK_SAFETENSORS_ST_STAGES_H
 
 #include "cuda/cuda_ctx.h"
+#include "util/clock.h"
 
 #include <stddef.h>
 
@@ -16,8 +17,6 @@ typedef struct st_stages {
     int contexts;                 /* how many were retained (released by st_stages_end) */
     gdu_cuda_ctx held[64];
 } st_stages;
-
-double st_now_seconds(void);
 
 /* Measures process age, then (for GPU targets) loads libcuda and retains the
  * primary context of each GPU. Failures are left for the loader to report. */

@@ -17,6 +17,7 @@
  * (the list of what libcufile takes from the driver, issue 24). */
 #include "cuda/cufile_api.h"
 #include "shim/shim_preload.h"
+#include "util/pci_addr.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -212,7 +213,7 @@ static const char *device_pci(get_attribute_fn real, gdu_CUdevice dev, char *buf
         real(&bus, GDU_CU_ATTR_PCI_BUS_ID, dev) != GDU_CUDA_SUCCESS ||
         real(&slot, GDU_CU_ATTR_PCI_DEVICE_ID, dev) != GDU_CUDA_SUCCESS)
         return NULL;
-    snprintf(buf, len, "%04x:%02x:%02x.0", (unsigned)domain, (unsigned)bus, (unsigned)slot);
+    gdu_pci_addr_format(buf, len, (unsigned)domain, (unsigned)bus, (unsigned)slot, 0);
     return buf;
 }
 

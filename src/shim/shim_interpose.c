@@ -14,6 +14,7 @@
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
 #include "shim/shim_preload.h"
+#include "util/pci_resource.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -177,29 +178,7 @@ static void log_line(int level, const char *line)
         op_log(NULL, level, line);
 }
 
-/* BAR1 is NVIDIA's second memory BAR (region 1 on most boards, 2 where BAR0
- * is 64-bit): the second non-empty line of the device's sysfs resource file. */
-static uint64_t op_bar1_bytes(void *ctx, const char *pci)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/resource", pci);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return 0;
-    unsigned long long start, end, flags;
-    int seen = 0;
-    uint64_t size = 0;
-    while (fscanf(f, "%llx %llx %llx", &start, &end, &flags) == 3) {
-        if (end <= start || (flags & 0x200) == 0) /* IORESOURCE_MEM */
-            continue;
-        if (++seen == 2) {
-            size = end - start + 1;
-            break;
-        }
-    }
-    fclose(f);
-    return size;
-}
+static uint64_t op_bar1_bytes(void *ctx, const char *pci) { return gdu_pci_bar1_read(pci); }
 
 /* ---- configuration ---- */
 

@@ -10,6 +10,7 @@
 #include "driverabi/nvos.h"
 #include "shim/shim_decode.h"
 #include "shim/shim_state.h"
+#include "util/pci_addr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,7 +90,7 @@ static void lookup_pci(gdu_shim *s, const gdu_obj *sub, gdu_gpu_stats *g)
     if (own_control_on(s, sub->client, sub->client, GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO, &pci,
                        sizeof pci, false) == GDU_NV_OK &&
         (pci.domain | pci.bus | pci.slot) != 0)
-        snprintf(g->pci, sizeof g->pci, "%04x:%02x:%02x.0", pci.domain, pci.bus, pci.slot);
+        gdu_pci_addr_format(g->pci, sizeof g->pci, pci.domain, pci.bus, pci.slot, 0);
 }
 
 /* ---- bookkeeping ---- */

@@ -3,6 +3,7 @@
  * through gdunlock's own I/O engine (pipeline backend: pread/pwrite, pinned
  * staging, async copies). Both sides use the device's primary context. */
 #include "gdunlock/io.h"
+#include "util/pattern.h"
 #include "verify/verify_internal.h"
 
 #include <stdio.h>
@@ -15,7 +16,7 @@ static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, 
 {
     char why[GDU_VERIFY_TEXT] = "";
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ 0xe9617e;
-    gdu_verify_pattern_fill(host, size, seed);
+    gdu_pattern_fill(host, 0, size, seed);
     gdu_CUresult r = cu->cuMemcpyHtoD(src, host, size);
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuMemsetD8(dst, 0, size);
@@ -47,8 +48,8 @@ static void round_trip(gdu_io_file *f, const gdu_cuda *cu, gdu_CUdeviceptr src, 
                             gdu_cuda_result_name(r));
         return;
     }
-    uint64_t bad = 0;
-    ev->engine_integrity_ok = gdu_verify_pattern_check(host, size, seed, &bad);
+    uint64_t bad = gdu_pattern_check(host, 0, size, seed);
+    ev->engine_integrity_ok = bad == UINT64_MAX;
     if (ev->engine_integrity_ok)
         gdu_verify_call_set(&ev->engine, true, 0, "wrote and read back %llu bytes, identical",
                             (unsigned long long)size);

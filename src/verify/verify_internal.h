@@ -10,15 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Fills buf with a pattern that depends on the seed and on each 8-byte word's
- * position, so that stale data, another run's data or shifted data never
- * compare equal. */
-void gdu_verify_pattern_fill(void *buf, size_t len, uint64_t seed);
-
-/* Compares buf with the pattern; returns true when equal, else false with the
- * first differing byte's offset in *first_bad. */
-bool gdu_verify_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t *first_bad);
-
 /* One device buffer of either kind, aligned to GDU_VERIFY_ALIGN. */
 typedef struct gdu_verify_devbuf {
     gdu_verify_mem kind;

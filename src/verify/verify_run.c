@@ -6,6 +6,7 @@
  * cover exactly this run's mappings and Registered_MiB still shows them. */
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
+#include "util/pattern.h"
 #include "verify/verify_internal.h"
 
 #include <errno.h>
@@ -189,7 +190,7 @@ static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed,
     const void *src = (const void *)(uintptr_t)run->src[m].ptr;
     void *dst = (void *)(uintptr_t)run->dst[m].ptr;
 
-    gdu_verify_pattern_fill(run->host, ev->size, seed);
+    gdu_pattern_fill(run->host, 0, ev->size, seed);
     gdu_CUresult r = cu->cuMemcpyHtoD(run->src[m].ptr, run->host, ev->size);
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuMemsetD8(run->dst[m].ptr, 0, ev->size);
@@ -227,7 +228,8 @@ static void cufile_round_trip(struct run *run, gdu_verify_mem m, uint64_t seed,
         return;
     }
     b->compared = true;
-    b->integrity_ok = gdu_verify_pattern_check(run->host, ev->size, seed, &b->mismatch_offset);
+    b->mismatch_offset = gdu_pattern_check(run->host, 0, ev->size, seed);
+    b->integrity_ok = b->mismatch_offset == UINT64_MAX;
 }
 
 static void close_cufile(struct run *run)

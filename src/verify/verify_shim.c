@@ -9,46 +9,27 @@
  * "cufile_buffers" (the kernel lookup's verdict on each buffer handed to
  * cuFile). */
 #include "launch/launch.h"
+#include "util/pci_addr.h"
 #include "verify/verify.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 /* "0000:41:00.0", "00000000:41:00.0" and "41:00.0" name the same device. */
-static void bdf_tail(const char *in, char *out, size_t len)
+static bool same_address(const char *a, const char *b)
 {
-    const char *colon = strrchr(in, ':');
-    const char *start = in;
-    if (colon) {
-        /* keep "bus:dev.fn": step back over the bus number before the last colon */
-        const char *p = colon;
-        while (p > in && p[-1] != ':')
-            p--;
-        start = p;
-    }
-    size_t n = 0;
-    for (; start[0] && n + 1 < len; start++)
-        out[n++] = (char)tolower((unsigned char)start[0]);
-    out[n] = '\0';
+    char x[GDU_PCI_ADDR_SIZE], y[GDU_PCI_ADDR_SIZE];
+    return a && b && gdu_pci_addr_normalize(a, x, sizeof x) == 0 &&
+           gdu_pci_addr_normalize(b, y, sizeof y) == 0 && strcmp(x, y) == 0;
 }
 
 static bool pci_matches(const json_t *entry, const char *pci)
 {
     static const char *const keys[] = {"pci", "pci_bus_id", "bus_id", "bdf"};
-    if (!pci || !pci[0])
-        return false;
-    char want[32], have[32];
-    bdf_tail(pci, want, sizeof want);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *s = json_string_value(json_object_get(entry, keys[i]));
-        if (s) {
-            bdf_tail(s, have, sizeof have);
-            if (strcmp(want, have) == 0)
-                return true;
-        }
-    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (same_address(pci, json_string_value(json_object_get(entry, keys[i]))))
+            return true;
     return false;
 }
 
@@ -89,10 +70,7 @@ static const json_t *find_gpu(const json_t *root, const char *pci, int gpu)
         {
             if (!json_is_object(e))
                 continue;
-            char want[32], have[32];
-            bdf_tail(pci ? pci : "", want, sizeof want);
-            bdf_tail(key, have, sizeof have);
-            if (pci_matches(e, pci) || (want[0] && strcmp(want, have) == 0))
+            if (pci_matches(e, pci) || same_address(pci, key))
                 return e;
             if (!by_index && index_matches(e, gpu))
                 by_index = e;

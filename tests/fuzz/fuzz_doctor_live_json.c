@@ -1,5 +1,5 @@
 /* Fuzzes the reader of gdunlock-live.json, the capture file --sysroot trusts. */
-#include "doctor/live.h"
+#include "facts/live.h"
 
 #include <stdint.h>
 

@@ -5,6 +5,7 @@
 #include "probe/driver_probe.h"
 #include "probe/text_parse.h"
 #include "probe/topo_path.h"
+#include "util/pci_resource.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,10 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gdu_nvidia_version v;
     gdu_parse_nvidia_version(text, &v);
     gdu_parse_link_gen(text);
-    uint64_t bytes;
-    for (unsigned i = 0; i < 14; i++)
-        gdu_parse_resource_size(text, i, &bytes);
+    uint64_t sizes[GDU_PCI_BARS];
+    int bar1;
+    if (gdu_pci_resource_parse(text, sizes) >= 0)
+        gdu_pci_bar1(sizes, &bar1);
     gdu_cmdline_get(text, "iommu", value, sizeof value);
+    int major, minor;
+    gdu_parse_kernel_release(text, &major, &minor);
+    gdu_kernel_config_option(text, "CONFIG_PCI_P2PDMA");
     unsigned long dword;
     gdu_registry_dword(text, "RMForceP2PType", &dword);
 

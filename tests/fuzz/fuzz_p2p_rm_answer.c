@@ -8,7 +8,7 @@
 #include "fuzz_p2p_input.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"
-#include "p2p/rm_p2p_caps.h"
+#include "facts/rm_p2p_caps.h"
 
 #include <jansson.h>
 #include <stdint.h>

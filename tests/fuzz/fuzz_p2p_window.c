@@ -7,8 +7,8 @@
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_escape.h"
 #include "fuzz_p2p_input.h"
-#include "p2p/p2p_window.h"
-#include "p2p/rm_bar1.h"
+#include "p2p_window_study.h"
+#include "rm_bar1.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,4 +5,5 @@ gdunlock_fuzz_target(fuzz_verify_nvfs_stats
 gdunlock_fuzz_target(fuzz_verify_shim_report
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_verify_shim_report.c ${CMAKE_SOURCE_DIR}/src/verify/verify_shim.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_verdict.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
+          ${CMAKE_SOURCE_DIR}/src/util/pci_addr.c
   LIBS gdu_launch PkgConfig::JANSSON)

@@ -29,11 +29,20 @@ case $rc in
 esac
 "$GDU" doctor --json >"$D/doctor.json" 2>>"$D/doctor.err"
 rc_json=$?
-if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/doctor.json" 2>>"$D/doctor.err"; then
-  echo "PASS doctor-json: valid JSON, exit $rc_json (human run: $rc)"
-else
-  echo "FAIL doctor-json: not valid JSON (exit $rc_json)"
-fi
+# A verdict's exit status (0, 10-13), the same as the human run's, and the
+# document's own exit_code; anything else (70, a crash) fails.
+python3 - "$D/doctor.json" "$rc_json" "$rc" <<'PY'
+import json, sys
+rc_json, rc = int(sys.argv[2]), int(sys.argv[3])
+try:
+    code = json.load(open(sys.argv[1])).get("exit_code")
+except Exception as e:
+    print("FAIL doctor-json: not valid JSON (exit %d): %s" % (rc_json, e)); sys.exit(0)
+if rc_json in (0, 10, 11, 12, 13) and rc_json == rc and code == rc_json:
+    print("PASS doctor-json: valid JSON, exit %d = exit_code %s = the human run's" % (rc_json, code))
+else:
+    print("FAIL doctor-json: exit %d, exit_code %s, human run %d (expected one verdict status 0, 10-13 in all three)" % (rc_json, code, rc))
+PY
 
 # 2. Live findings against nvidia-smi.
 nvidia-smi -q >"$D/nvidia-smi-q.txt" 2>&1
@@ -50,6 +59,7 @@ rows = [r.split(", ") for r in open(sys.argv[2]).read().strip().splitlines()]
 q = open(sys.argv[3]).read()
 # BAR1 totals in nvidia-smi -q order (one "BAR1 Memory Usage" block per GPU, each with Total)
 bar1 = [int(m) for m in re.findall(r"BAR1 Memory Usage\s*\n\s*Total\s*:\s*(\d+) MiB", q)]
+free = [int(m) for m in re.findall(r"BAR1 Memory Usage\s*\n(?:\s*\w+\s*:.*\n)*?\s*Free\s*:\s*(\d+) MiB", q)]
 bus = [b.strip() for b in re.findall(r"^GPU ([0-9A-Fa-f:.]+)\s*$", q, re.M)]
 def norm(b):
     d, rest = b.lower().split(":", 1)
@@ -78,6 +88,18 @@ for i, row in enumerate(rows):
         print("PASS doctor-bar1-%s: %d MiB in both" % (b, mib))
     else:
         print("FAIL doctor-bar1-%s: doctor %d MiB, nvidia-smi %d MiB" % (b, mib, smi_bar1))
+    # BAR1 as RM counts it (NV2080_CTRL_CMD_FB_GET_INFO_V2): the same total as
+    # nvidia-smi's, and an unused part no larger than it (doctor's own CUDA
+    # context maps a little of it while it asks).
+    rm_total, rm_avail = g.get("rm_bar1_bytes", 0) >> 20, g.get("rm_bar1_available_bytes", 0) >> 20
+    smi_free = None
+    if b in [norm(x) for x in bus]:
+        k = [norm(x) for x in bus].index(b)
+        smi_free = free[k] if k < len(free) else None
+    if rm_total and smi_bar1 == rm_total and 0 < rm_avail <= rm_total:
+        print("PASS doctor-rm-bar1-%s: RM %d MiB, %d MiB unused; nvidia-smi Total %d MiB, Free %s MiB" % (b, rm_total, rm_avail, smi_bar1, smi_free))
+    else:
+        print("FAIL doctor-rm-bar1-%s: RM %d MiB, %d MiB unused; nvidia-smi Total %s MiB, Free %s MiB" % (b, rm_total, rm_avail, smi_bar1, smi_free))
     mem = g["memory_bytes"] >> 20
     smi_mem = int(row[2])
     if mem and abs(mem - smi_mem) <= max(smi_mem // 100, 1024):
@@ -94,11 +116,32 @@ for i, row in enumerate(rows):
         print("FAIL doctor-link-%s: %s" % (b, ev))
 pairs = doc["p2p"]
 if len(doc["gpus"]) >= 2:
-    v = ", ".join("GPU%d<->GPU%d %s (%s)" % (p["gpu_a"], p["gpu_b"], p["verdict"], p["cause"]) for p in pairs)
-    ok = pairs and all(p["verdict"] == "NVLink" for p in pairs)
+    v = ", ".join("GPU%d<->GPU%d %s (%s)" % (p["gpu_a"], p["gpu_b"], p["verdict"]["class"], p["verdict"]["cause"]) for p in pairs)
+    ok = pairs and all(p["verdict"]["class"] == "NVLink" for p in pairs)
     print("%s doctor-p2p: %s" % ("PASS" if ok else "FAIL", v or "no pairs"))
 else:
     print("SKIP doctor-p2p: one GPU")
+PY
+
+# cuFile's P2PDMA route on the H200 machine: its kernel lacks CONFIG_PCI_P2PDMA
+# (the issue's reading of the machine), which doctor must name, with the path
+# cuFile takes; RM's static BAR1 answer is printed for the record.
+python3 - "$D/doctor.json" <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("FAIL doctor-p2pdma: doctor --json unreadable: %s" % e); sys.exit(0)
+f = {x["id"]: x for x in doc["findings"]}
+k = f.get("p2pdma.kernel_config", {})
+gpu = {i: f.get("p2pdma.gpu0.%s" % i, {}) for i in ("static_bar1", "write_combining")}
+line = "%s; direct path %s (%s); static BAR1 %s / %s" % (
+    " | ".join(k.get("evidence", [])), doc["gds"].get("direct_path"), doc["gds"].get("direct_path_why"),
+    " | ".join(gpu["static_bar1"].get("evidence", [])), " | ".join(gpu["write_combining"].get("evidence", [])))
+if k.get("status") == "fail" and "CONFIG_PCI_P2PDMA" in k.get("title", "") and doc["gds"].get("direct_path") in ("nvidia-fs", "none"):
+    print("PASS doctor-p2pdma: names the kernel's missing P2PDMA: %s" % line)
+else:
+    print("FAIL doctor-p2pdma: kernel_config %s: %s" % (k.get("status"), line))
 PY
 
 # libcufile's version as doctor reports it against the library file's name.
@@ -168,7 +211,7 @@ except Exception as e:
     err = open(sys.argv[3]).read().strip()[-400:].replace("\n", " | ")
     print("FAIL doctor-capture-replay: %s; %s" % (e, err)); sys.exit(0)
 def key(d):
-    return (d["gds"]["verdict"], tuple((p["gpu_a"], p["gpu_b"], p["verdict"]) for p in d["p2p"]),
+    return (d["gds"]["verdict"], tuple((p["gpu_a"], p["gpu_b"], p["verdict"]["class"]) for p in d["p2p"]),
             tuple((g["pci"], g["bar1_bytes"], g["memory_bytes"]) for g in d["gpus"]))
 stats = open(sys.argv[3]).read().strip().splitlines()
 if key(a) == key(b):

@@ -18,11 +18,12 @@
  * Exit 0 (the lines say what happened), 2 bad arguments. */
 #include "cuda/cuda_api.h"
 #include "p2p/p2p_kernels.h"
-#include "p2p/p2p_pattern.h"
+#include "util/clock.h"
+#include "util/pattern.h"
 #include "p2p/p2p_sm_pattern.h"
-#include "p2p/p2p_window.h"
-#include "p2p/rm_bar1.h"
-#include "p2p/rm_p2p_caps.h"
+#include "p2p_window_study.h"
+#include "rm_bar1.h"
+#include "facts/rm_p2p_caps.h"
 
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_status.h"
@@ -33,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { CAP_SYS_ADMIN_BIT = 21, CHASE_NODES = 4096, CHASE_STRIDE = 256, CHASE_HOPS = 2000 };
@@ -66,13 +66,6 @@ static void line(const char *kind, const char *check, const char *fmt, ...)
 static void fact(const char *key, json_t *value)
 {
     json_object_set_new(json_object_get(record, "facts"), key, value);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double gbps(size_t bytes, double seconds)
@@ -272,13 +265,13 @@ static int step1(struct study *s)
     double tw = 0, tr = 0;
     for (size_t k = 0; k < 2; k++) {
         size_t n = sizes[k];
-        gdu_p2p_pattern_fill(s->host, n, 0x57494e31 + k); /* "WIN1" */
-        double t0 = now_s();
+        gdu_pattern_fill(s->host, 0, n, 0x57494e31 + k); /* "WIN1" */
+        double t0 = gdu_now_seconds();
         memcpy((void *)win, s->host, n);
         __sync_synchronize();
-        double t1 = now_s();
+        double t1 = gdu_now_seconds();
         memcpy(s->back, (const void *)win, n);
-        double t2 = now_s();
+        double t2 = gdu_now_seconds();
         long long bad = differs(s->host, s->back, n);
         if (bad >= 0) {
             line("FAIL", "p2p-window-1-cpu",
@@ -305,11 +298,11 @@ static int step1(struct study *s)
     gdu_CUdeviceptr d = 0;
     cu->cuCtxSetCurrent(a->ctx);
     if (cu->cuMemAlloc(&d, s->size) == GDU_CUDA_SUCCESS) {
-        double t0 = now_s();
+        double t0 = gdu_now_seconds();
         cu->cuMemcpyHtoD(d, s->host, s->size);
-        double t1 = now_s();
+        double t1 = gdu_now_seconds();
         cu->cuMemcpyDtoH(s->back, d, s->size);
-        double t2 = now_s();
+        double t2 = gdu_now_seconds();
         th = t1 - t0;
         td = t2 - t1;
         cu->cuMemFree(d);
@@ -340,11 +333,11 @@ static int copies(struct study *s, int k, const char *check, gdu_CUdeviceptr dpt
     gdu_CUresult r = cu->cuMemAlloc(&local, s->size);
     for (size_t i = 0; r == GDU_CUDA_SUCCESS && i < 3; i++) {
         size_t n = sizes[i] < s->size ? sizes[i] : s->size;
-        double t0 = now_s();
+        double t0 = gdu_now_seconds();
         r = cu->cuMemcpyDtoD(local, dptr, n);
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuCtxSynchronize();
-        t_read = now_s() - t0;
+        t_read = gdu_now_seconds() - t0;
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuMemcpyDtoH(s->back, local, n);
         if (r == GDU_CUDA_SUCCESS && differs(s->host, s->back, n) >= 0) {
@@ -356,14 +349,14 @@ static int copies(struct study *s, int k, const char *check, gdu_CUdeviceptr dpt
     }
     long long bad = -2;
     if (r == GDU_CUDA_SUCCESS) {
-        gdu_p2p_pattern_fill(s->host, s->size, 0x57494e32); /* "WIN2" */
+        gdu_pattern_fill(s->host, 0, s->size, 0x57494e32); /* "WIN2" */
         r = cu->cuMemcpyHtoD(local, s->host, s->size);
-        double t0 = now_s();
+        double t0 = gdu_now_seconds();
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuMemcpyDtoD(dptr, local, s->size);
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuCtxSynchronize();
-        t_write = now_s() - t0;
+        t_write = gdu_now_seconds() - t0;
         if (r == GDU_CUDA_SUCCESS) {
             memcpy(s->back, s->mem.cpu, s->size);
             bad = differs(s->host, s->back, s->size);
@@ -464,12 +457,12 @@ static void step3_sm(struct study *s, gdu_CUdeviceptr win)
         r = cu->cuStreamCreate(&st, GDU_CU_STREAM_NON_BLOCKING);
     /* SM loads: window -> local, checked against what the window holds. */
     memcpy(s->host, s->mem.cpu, s->size);
-    double t0 = now_s();
+    double t0 = gdu_now_seconds();
     if (r == GDU_CUDA_SUCCESS)
         r = gdu_p2p_launch_copy(cu, &k, st, local, win, s->size);
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuStreamSynchronize(st);
-    double t_load = now_s() - t0;
+    double t_load = gdu_now_seconds() - t0;
     if (r == GDU_CUDA_SUCCESS)
         r = cu->cuMemcpyDtoH(s->back, local, s->size);
     long long bad = r == GDU_CUDA_SUCCESS ? differs(s->host, s->back, s->size) : -2;
@@ -477,11 +470,11 @@ static void step3_sm(struct study *s, gdu_CUdeviceptr win)
     long long bad_store = -2;
     double t_store = 0;
     if (bad == -1) {
-        t0 = now_s();
+        t0 = gdu_now_seconds();
         r = gdu_p2p_launch_fill(cu, &k, st, win, s->size, 0x57494e33);
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuStreamSynchronize(st);
-        t_store = now_s() - t0;
+        t_store = gdu_now_seconds() - t0;
         if (r == GDU_CUDA_SUCCESS) {
             for (size_t w = 0; w < s->size / 4; w++) {
                 uint32_t v = gdu_p2p_sm_word(0x57494e33, w);
@@ -505,12 +498,12 @@ static void step3_sm(struct study *s, gdu_CUdeviceptr win)
         for (int h = 0; h < CHASE_HOPS; h++)
             want = win + (((want - win) / CHASE_STRIDE * 7 + 1) % nodes) * CHASE_STRIDE;
         r = cu->cuMemcpyHtoD(state, &at, sizeof at);
-        t0 = now_s();
+        t0 = gdu_now_seconds();
         if (r == GDU_CUDA_SUCCESS)
             r = gdu_p2p_launch_chase(cu, &k, st, state, CHASE_HOPS);
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuStreamSynchronize(st);
-        lat_us = (now_s() - t0) * 1e6 / CHASE_HOPS;
+        lat_us = (gdu_now_seconds() - t0) * 1e6 / CHASE_HOPS;
         if (r == GDU_CUDA_SUCCESS)
             r = cu->cuMemcpyDtoH(&end, state, sizeof end);
         chase_ok = r == GDU_CUDA_SUCCESS && end == want;

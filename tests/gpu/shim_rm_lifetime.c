@@ -13,7 +13,7 @@
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_status.h"
-#include "p2p/rm_client.h"
+#include "facts/rm_client.h"
 
 #include <stdio.h>
 #include <string.h>

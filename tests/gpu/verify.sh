@@ -189,4 +189,29 @@ if ls /dev/nvidia1 >/dev/null 2>&1; then
 else
   skip verify-gpu1 "one GPU"
 fi
+
+# gdunlock report: the bundle a GeForce user would send, made here and
+# replayed with doctor --sysroot; the host name must not be in it.
+rm -rf "$OUT/report"
+mkdir -p "$OUT/report"
+timeout 300 "$bin" report "$target" --out "$OUT/report.tar" --json >"$OUT/report.json" 2>"$OUT/report.err"
+rrc=$?
+tar xf "$OUT/report.tar" -C "$OUT/report" 2>>"$OUT/report.err"
+"$bin" doctor --json "$dir" >"$OUT/report-live-doctor.json" 2>/dev/null
+lrc=$?
+"$bin" doctor --json --sysroot "$OUT/report/gdunlock-report/capture" "$dir" >"$OUT/report-replay.json" 2>/dev/null
+prc=$?
+have=""
+for f in capture/gdunlock-live.json capture/gdunlock-files.txt doctor.json verify.json cufile.log \
+         nvidia-fs-stats-before.txt kernel-log.txt driver-params.txt; do
+  [ -e "$OUT/report/gdunlock-report/$f" ] && have="$have $f" || have="$have !$f"
+done
+host=$(hostname)
+leak=$(grep -rl -- "$host" "$OUT/report/gdunlock-report" 2>/dev/null | head -3 | tr '\n' ' ')
+if [ $rrc -eq 0 ] && [ $prc -eq $lrc ] && [ -z "$leak" ] && [ -s "$OUT/report/gdunlock-report/verify.json" ]; then
+  pass verify-report "$(stat -c %s "$OUT/report.tar") bytes;$have; replay exit $prc = live $lrc; verify exit $(json_get "$OUT/report.json" 'd["verify_exit"]'); notes: $(json_get "$OUT/report.json" 'd["notes"]')"
+else
+  fail verify-report "report exit $rrc, replay exit $prc vs live $lrc, host name in: ${leak:-nothing};$have ($(head -c 300 "$OUT/report.err"))"
+fi
+rm -f "$target"
 exit 0

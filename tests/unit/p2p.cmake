@@ -1,8 +1,5 @@
-# p2p: caps decoding, reason logic (fixtures), the RM client against a fake
-# RM, measurement statistics and data pattern, report formatting.
+# p2p: reason logic (fixtures), measurement statistics, report formatting.
 gdunlock_unit_test(test_p2p_reason SOURCES test_p2p_reason.c LIBS gdu_p2p PkgConfig::JANSSON)
-gdunlock_unit_test(test_p2p_caps SOURCES test_p2p_caps.c LIBS gdu_p2p)
-gdunlock_unit_test(test_p2p_rm SOURCES test_p2p_rm.c LIBS gdu_p2p PkgConfig::JANSSON)
 gdunlock_unit_test(test_p2p_stats SOURCES test_p2p_stats.c LIBS gdu_p2p)
 # The renderers live in the CLI; the test compiles them in.
 gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c LIBS gdu_p2p PkgConfig::JANSSON)
@@ -31,12 +28,12 @@ gdu_p2p_on_fake_cuda(test_p2p_bench_fake)
 # The command end to end on the fake GPUs (no RM here: its caps are reported missing).
 if(TARGET gdunlock)
   add_dependencies(gdunlock gdu_p2p_fake_cuda)
-  add_test(NAME test_p2p_cli_fake COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
+  add_test(NAME test_p2p_cli_fake_smoke COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
   add_test(NAME test_p2p_cli_fake_json
            COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2 --json)
   add_test(NAME test_p2p_cli_fake_one_gpu COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
   add_test(NAME test_p2p_cli_fake_corrupt COMMAND $<TARGET_FILE:gdunlock> p2p --size 1M --iters 2)
-  set_tests_properties(test_p2p_cli_fake test_p2p_cli_fake_json test_p2p_cli_fake_one_gpu
+  set_tests_properties(test_p2p_cli_fake_smoke test_p2p_cli_fake_json test_p2p_cli_fake_one_gpu
                        test_p2p_cli_fake_corrupt PROPERTIES LABELS unit
                        ENVIRONMENT "LD_LIBRARY_PATH=${GDU_P2P_FAKE_CUDA_DIR}")
   set_tests_properties(test_p2p_cli_fake_json PROPERTIES PASS_REGULAR_EXPRESSION
@@ -49,8 +46,6 @@ if(TARGET gdunlock)
   set_tests_properties(test_p2p_cli_fake_corrupt PROPERTIES WILL_FAIL TRUE)
 endif()
 
-# Platform facts through the p2p gatherer, from doctor's fixture sysroots.
-gdunlock_unit_test(test_p2p_platform SOURCES test_p2p_platform.c LIBS gdu_p2p)
 
 # The SM kernels: the embedded PTX's header, kernel signatures and pattern;
 # with a CUDA toolkit here, ptxas compiles it for every target it knows and
@@ -106,13 +101,16 @@ endif()
 # The BAR1 window study's library code (RM mapping of video memory, the
 # I/O-memory probe, the smaps/CapEff parsers, refusal attribution) against
 # an in-process fake RM.
-gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p)
+gdunlock_unit_test(test_p2p_window SOURCES test_p2p_window.c LIBS gdu_p2p_window_study)
 
 # The BAR1 window feasibility program itself (tests/gpu/p2p_window.c,
 # compiled in) on the fake GPUs and a fake RM.
 gdunlock_unit_test(test_p2p_window_program SOURCES test_p2p_window_program.c
-                   LIBS gdu_p2p PkgConfig::JANSSON)
+                   LIBS gdu_p2p_window_study gdu_p2p PkgConfig::JANSSON)
 gdu_p2p_on_fake_cuda(test_p2p_window_program)
 
-# doctor and gdunlock p2p give the same P2P verdict on every fixture sysroot.
-gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c LIBS gdu_doctor gdu_p2p)
+# doctor and gdunlock p2p (the binaries) give the same P2P verdicts on every
+# fixture sysroot.
+gdunlock_unit_test(test_p2p_agreement SOURCES test_p2p_agreement.c LIBS PkgConfig::JANSSON)
+target_compile_definitions(test_p2p_agreement PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
+add_dependencies(test_p2p_agreement gdunlock)

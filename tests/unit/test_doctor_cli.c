@@ -56,6 +56,9 @@ static void verdict_exit_codes(void **state)
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-nvfs-rebar /data/model.safetensors"), 10);
     assert_non_null(strstr(output, "direct with gdunlock"));
     assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs"), 11);
+    /* No nvidia-fs, but cuFile's PCI P2PDMA path: direct. */
+    assert_int_equal(gdu("doctor --json --sysroot " FIX "l40s-p2pdma /data/model.safetensors"), 0);
+    assert_non_null(strstr(output, "\"direct_path\": \"p2pdma\""));
     assert_int_equal(gdu("doctor --sysroot " FIX "h200x2-vm-virtio /root"), 12);
     assert_non_null(strstr(output, "error 5027"));
     assert_non_null(strstr(output, "P2P GPU0<->GPU1: NVLink"));
@@ -95,13 +98,15 @@ static void json_outputs(void **state)
     json_error_t err;
     json_t *j = json_loads(output, 0, &err);
     assert_non_null(j);
-    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gdunlock-doctor/1");
+    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gdunlock-doctor/2");
     assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 11);
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "gds"), "verdict")),
                         "compat_only");
     json_t *pair = json_array_get(json_object_get(j, "p2p"), 0);
-    assert_string_equal(json_string_value(json_object_get(pair, "verdict")), "staged only");
-    assert_string_equal(json_string_value(json_object_get(pair, "cause")), "sku_lock");
+    json_t *verdict = json_object_get(pair, "verdict");
+    assert_string_equal(json_string_value(json_object_get(verdict, "class")), "staged only");
+    assert_string_equal(json_string_value(json_object_get(verdict, "cause")), "sku_lock");
+    assert_false(json_is_true(json_object_get(verdict, "p2p")));
     assert_string_equal(json_string_value(json_object_get(pair, "pcie_path")), "PIX");
     json_t *gpu = json_array_get(json_object_get(j, "gpus"), 1);
     assert_int_equal(json_integer_value(json_object_get(gpu, "bar1_bytes")), 32ll << 30);

@@ -18,7 +18,7 @@
 
 typedef struct {
     gdu_sysroot sr;
-    gdu_system sys;
+    gdu_snapshot sys;
     gdu_report r;
 } run_t;
 
@@ -27,7 +27,7 @@ static run_t *run(const char *root, const char *path)
     run_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     assert_int_equal(gdu_sysroot_init(&t->sr, root), 0);
-    gdu_system_probe(&t->sr, NULL, 0, &t->sys);
+    gdu_snapshot_take(&t->sr, NULL, 0, &t->sys);
     gdu_doctor_diagnose(&t->sys, path, &t->r);
     return t;
 }
@@ -43,7 +43,7 @@ static run_t *fixture(const char *name, const char *path)
 static void done(run_t *t)
 {
     gdu_report_free(&t->r);
-    gdu_system_free(&t->sys);
+    gdu_snapshot_free(&t->sys);
     gdu_sysroot_free(&t->sr);
     free(t);
 }
@@ -108,7 +108,7 @@ static void rtx3060_direct_with_gdunlock(void **state)
     assert_int_equal(gpu->rebar, GDU_CFG_PRESENT);
     assert_int_equal(gpu->rebar_max[1], 16ull << 30);
     int index;
-    assert_int_equal(gdu_pci_nvidia_bar1(gpu, &index), 16ull << 30);
+    assert_int_equal(gdu_pci_bar1(gpu->bar_size, &index), 16ull << 30);
     assert_int_equal(index, 1);
     assert_string_equal(gpu->driver, "nvidia");
     assert_non_null(strstr(gpu->path, "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"));
@@ -140,6 +140,11 @@ static void small_bar1_is_a_caveat(void **state)
     const gdu_finding *f = finding(&t->r, "gpu0.bar1", GDU_ST_WARN);
     assert_non_null(strstr(f->fix, "Resizable BAR"));
     assert_non_null(strstr(f->fix, "NVreg_EnableResizableBar=1"));
+    /* RM's own count, shared by every process (the capture recorded it). */
+    assert_true(has_evidence(f, "RM counts BAR1 256.00 MiB, 200.00 MiB of it unused now"));
+    assert_true(has_reason(&t->r, "RM counts 200.00 MiB of it unused now, for every process"));
+    assert_int_equal(t->r.gpus[0].rm_bar1_bytes, 256u << 20);
+    assert_int_equal(t->r.gpus[0].rm_bar1_available, 200u << 20);
     done(t);
 }
 
@@ -358,7 +363,7 @@ static void rtx4090_stock_sku_lock(void **state)
     assert_int_equal(p->path.kind, GDU_PATH_PIX);
     assert_int_equal(p->verdict.link, GDU_P2P_LINK_NONE);
     assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_SKU_LOCK);
-    assert_string_equal(gdu_p2p_pair_class(p), "staged only");
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "staged only");
     assert_non_null(strstr(p->verdict.fix, "BAR1 P2P patches"));
     const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_FAIL);
     assert_true(has_evidence(f, "lock: SKU lock"));
@@ -376,7 +381,7 @@ static void rtx4090_patched_bar1(void **state)
     const gdu_p2p_pair *p = &t->r.pairs[0];
     assert_int_equal(p->verdict.link, GDU_P2P_LINK_PCIE_BAR1);
     assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_NONE);
-    assert_string_equal(gdu_p2p_pair_class(p), "BAR1");
+    assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "BAR1");
     const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_OK);
     assert_true(has_evidence(f, "pci_bar1=ok"));
     assert_true(has_evidence(f, "RMPcieP2PType=0x1"));
@@ -414,7 +419,7 @@ static void h200_vm_cufile_5027(void **state)
         has_evidence(finding(&t->r, "gpu0.bar1", GDU_ST_OK), "resource region 2: 256.00 GiB"));
     assert_non_null(strstr(finding(&t->r, "gpu1.link", GDU_ST_OK)->title, "Gen5 x16"));
     assert_int_equal(t->r.n_pairs, 1);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "NVLink");
     done(t);
     t = fixture("h200x2-vm-virtio", NULL);
     assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
@@ -432,16 +437,17 @@ static void h200_vm_cufile_5027(void **state)
         t->sys.live.pairs[i].native_atomics = 0;
     gdu_report_free(&t->r);
     gdu_doctor_diagnose(&t->sys, NULL, &t->r);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "PCIe");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "PCIe");
     /* nothing live at all: no verdict, and doctor says why */
     t->sys.live.origin = GDU_LIVE_ABSENT;
     t->sys.live.n_pairs = 0;
     gdu_report_free(&t->r);
     gdu_doctor_diagnose(&t->sys, NULL, &t->r);
-    assert_true(t->r.pairs[0].undetermined);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "unknown");
-    assert_non_null(strstr(finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_UNKNOWN)->evidence[0],
-                           "the capture has no live answers"));
+    assert_true(t->r.pairs[0].verdict.undetermined);
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "unknown");
+    const gdu_finding *pair = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_UNKNOWN);
+    assert_true(has_evidence(pair, "neither CUDA nor the RM answered"));
+    assert_true(has_evidence(pair, "not asked: the capture has no live answers"));
     done(t);
 }
 
@@ -476,7 +482,7 @@ static void h200_capture_replays(void **state)
     const gdu_finding *config = finding(&t->r, "cufile.config", GDU_ST_OK);
     assert_true(has_evidence(config, "allow_compat_mode: true"));
     assert_int_equal(t->r.n_pairs, 1);
-    assert_string_equal(gdu_p2p_pair_class(&t->r.pairs[0]), "NVLink");
+    assert_string_equal(gdu_p2p_verdict_class(&t->r.pairs[0].verdict), "NVLink");
     done(t);
 }
 
@@ -532,9 +538,80 @@ static void topo_matrix_cells(void **state)
     free(topo);
 }
 
+/* cuFile's PCI P2PDMA route: every precondition met, no nvidia-fs, direct. */
+static void p2pdma_route_taken(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_P2PDMA);
+    assert_int_equal(t->r.gds, GDU_GDS_DIRECT);
+    assert_true(has_reason(&t->r, "the kernel's PCI P2PDMA"));
+    finding(&t->r, "nvidia_fs.loaded", GDU_ST_OK);
+    assert_true(has_evidence(finding(&t->r, "p2pdma.kernel_config", GDU_ST_OK),
+                             "/boot/config-6.8.0-49-generic: CONFIG_PCI_P2PDMA=y"));
+    assert_true(has_evidence(finding(&t->r, "p2pdma.kernel_config", GDU_ST_OK),
+                             "/proc/kallsyms has p2pdma_pgmap_ops"));
+    finding(&t->r, "p2pdma.kernel_version", GDU_ST_OK);
+    finding(&t->r, "p2pdma.nvme_multipath", GDU_ST_OK);
+    finding(&t->r, "p2pdma.driver", GDU_ST_OK);
+    finding(&t->r, "p2pdma.gpu0.kind", GDU_ST_OK);
+    assert_true(has_evidence(finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_OK),
+                             "RM: static BAR1 on, 48.00 GiB mapped"));
+    finding(&t->r, "p2pdma.gpu0.write_combining", GDU_ST_OK);
+    finding(&t->r, "p2pdma.cufile_json", GDU_ST_OK);
+    done(t);
+}
+
+/* Every precondition unmet, each with its fix: neither path, compat only. */
+static void p2pdma_route_unmet(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma-unmet", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NONE);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    const gdu_finding *f = finding(&t->r, "p2pdma.kernel_config", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "# CONFIG_PCI_P2PDMA is not set"));
+    assert_true(has_evidence(f, "NV_ERR_NOT_SUPPORTED"));
+    assert_non_null(strstr(f->fix, "CONFIG_PCI_P2PDMA=y"));
+    assert_non_null(strstr(finding(&t->r, "p2pdma.kernel_version", GDU_ST_FAIL)->fix, "6.2"));
+    assert_non_null(
+        strstr(finding(&t->r, "p2pdma.nvme_multipath", GDU_ST_FAIL)->fix, "multipath=N"));
+    assert_non_null(
+        strstr(finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_FAIL)->fix, "RMForceStaticBar1=1"));
+    assert_non_null(strstr(finding(&t->r, "p2pdma.gpu0.write_combining", GDU_ST_FAIL)->fix,
+                           "RmForceDisableIomapWC=1"));
+    const gdu_finding *path = finding(&t->r, "cufile.direct_path", GDU_ST_FAIL);
+    assert_non_null(strstr(path->title, "neither"));
+    assert_true(has_evidence(path, "unmet: the kernel has PCI P2PDMA"));
+    done(t);
+}
+
+/* A capture without the kernel's configuration and RM's static BAR1 answer:
+ * the path is not decided, and the verdict stays compat (no better). */
+static void p2pdma_route_unconfirmed(void **state)
+{
+    run_t *t = fixture("l40s-p2pdma-unconfirmed", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_UNDECIDED);
+    assert_int_equal(t->r.gds, GDU_GDS_COMPAT);
+    finding(&t->r, "p2pdma.kernel_config", GDU_ST_UNKNOWN);
+    finding(&t->r, "p2pdma.gpu0.static_bar1", GDU_ST_UNKNOWN);
+    finding(&t->r, "cufile.direct_path", GDU_ST_UNKNOWN);
+    done(t);
+    /* nvidia-fs loaded, P2PDMA not asked for: nvidia-fs; a GeForce never gets P2PDMA. */
+    t = fixture("l40s-nvfs", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NVIDIA_FS);
+    finding(&t->r, "p2pdma.cufile_json", GDU_ST_FAIL);
+    done(t);
+    t = fixture("rtx3060-nvfs-rebar", "/data/model.safetensors");
+    assert_int_equal(t->r.direct_path, GDU_PATH_NVIDIA_FS);
+    finding(&t->r, "p2pdma.gpu0.kind", GDU_ST_FAIL);
+    done(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(p2pdma_route_taken),
+        cmocka_unit_test(p2pdma_route_unmet),
+        cmocka_unit_test(p2pdma_route_unconfirmed),
         cmocka_unit_test(rtx3060_direct_with_gdunlock),
         cmocka_unit_test(without_nvidia_fs_compat_only),
         cmocka_unit_test(small_bar1_is_a_caveat),

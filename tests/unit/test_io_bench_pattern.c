@@ -1,5 +1,6 @@
-/* gdunlock bench's verifiable pattern: filling and checking at any offset
- * and length, finding the first wrong byte, and preparing the bench file. */
+/* gdunlock bench's file of the pattern (util/pattern.h, tested in
+ * test_util_pattern.c): made, checked, reused, and refused when it is not
+ * one of this seed's. */
 #include "bench/bench.h"
 
 #include <setjmp.h>
@@ -10,33 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-
-static void fill_and_check_agree_at_any_offset(void **state)
-{
-    uint8_t whole[300], part[300];
-    bench_fill(whole, 0, sizeof whole, 9);
-    for (uint64_t off = 0; off < 40; off++)
-        for (size_t n = 0; n + off <= sizeof whole && n < 100; n += 7) {
-            memset(part, 0, sizeof part);
-            bench_fill(part, off, n, 9);
-            assert_memory_equal(part, whole + off, n);
-            assert_true(bench_check(part, off, n, 9) == UINT64_MAX);
-        }
-    /* Another seed is another pattern. */
-    bench_fill(part, 0, 64, 10);
-    assert_true(bench_check(part, 0, 64, 9) != UINT64_MAX);
-}
-
-static void check_reports_the_first_wrong_byte(void **state)
-{
-    uint8_t buf[256];
-    bench_fill(buf, 1000, sizeof buf, 3);
-    buf[77] ^= 1;
-    buf[200] ^= 0x80;
-    assert_int_equal(bench_check(buf, 1000, sizeof buf, 3), 1077);
-    buf[77] ^= 1;
-    assert_int_equal(bench_check(buf, 1000, sizeof buf, 3), 1200);
-}
 
 static void prepare_creates_checks_and_refuses(void **state)
 {
@@ -71,8 +45,6 @@ static void prepare_creates_checks_and_refuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fill_and_check_agree_at_any_offset),
-        cmocka_unit_test(check_reports_the_first_wrong_byte),
         cmocka_unit_test(prepare_creates_checks_and_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,5 @@
-/* Median and spread of samples, and the copy-check data pattern. */
+/* Median and spread of samples. */
 #include "p2p/p2p_matrix.h"
-#include "p2p/p2p_pattern.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,43 +30,10 @@ static void test_stat_odd_even_empty(void **state)
     assert_false(s.valid);
 }
 
-static void test_pattern_roundtrip(void **state)
-{
-    for (size_t bytes = 0; bytes < 70; bytes++) {
-        unsigned char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
-        gdu_p2p_pattern_fill(a, bytes, 3);
-        assert_int_equal(gdu_p2p_pattern_check(a, bytes, 3), SIZE_MAX);
-        if (bytes >= 8) {
-            gdu_p2p_pattern_fill(b, bytes, 4);
-            assert_memory_not_equal(a, b, bytes); /* seeds differ: copies are told apart */
-            assert_int_not_equal(gdu_p2p_pattern_check(a, bytes, 4), SIZE_MAX);
-        }
-        free(a);
-        free(b);
-    }
-}
-
-static void test_pattern_finds_first_wrong_byte(void **state)
-{
-    enum { N = 4099 }; /* not a multiple of 8: the tail is checked too */
-    unsigned char *buf = malloc(N);
-    size_t where[] = {0, 7, 8, 1234, N - 3, N - 1};
-    for (size_t k = 0; k < sizeof where / sizeof where[0]; k++) {
-        gdu_p2p_pattern_fill(buf, N, 11);
-        buf[where[k]] ^= 0x40;
-        assert_int_equal(gdu_p2p_pattern_check(buf, N, 11), where[k]);
-    }
-    memset(buf, 0, N); /* a cleared destination never passes */
-    assert_int_not_equal(gdu_p2p_pattern_check(buf, N, 11), SIZE_MAX);
-    free(buf);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stat_odd_even_empty),
-        cmocka_unit_test(test_pattern_roundtrip),
-        cmocka_unit_test(test_pattern_finds_first_wrong_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

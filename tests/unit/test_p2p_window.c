@@ -5,8 +5,8 @@
  * real memory), unmap with the address RM gave, the I/O-memory probe on a
  * registered device file; the smaps and CapEff parsers; and which source
  * line a refusal is attributed to. */
-#include "p2p/p2p_window.h"
-#include "p2p/rm_bar1.h"
+#include "p2p_window_study.h"
+#include "rm_bar1.h"
 
 #include "driverabi/ctrl0000_gpu_id.h"
 #include "driverabi/nv_card_info.h"

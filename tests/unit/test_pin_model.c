@@ -161,6 +161,33 @@ static void bar1_budget(void **state)
     assert_non_null(strstr(gdu_pin_explain(&v, buf, sizeof buf), "BAR1 256 MiB, 200 MiB pinned"));
 }
 
+/* Other processes' pins and mappings take from the same BAR1: with RM's
+ * count of the unused part known, the budget is at most that less the
+ * reserve, whatever this process's own mappings leave. */
+static void rm_count_shared_by_every_process(void **state)
+{
+    gdu_pin_gpu none = {.gpu = 0};
+    assert_true(gdu_pin_gpu_budget(&none) == UINT64_MAX);
+    gdu_pin_vidmem big = {0x300, A, 512 * MIB, 0};
+    gdu_pin_object o = object(1, &big, 1);
+    gdu_pin_gpu g = {.gpu = 0, .bar1_bytes = 256 * MIB, .bar1_available = 100 * MIB};
+    assert_int_equal(gdu_pin_gpu_budget(&g), 64 * MIB);
+    gdu_pin_state st = {.pid = PID, .objects = &o, .n_objects = 1, .gpus = &g, .n_gpus = 1};
+    gdu_pin_verdict v;
+    gdu_pin_lookup(&st, A, 64 * MIB, &v);
+    assert_int_equal(v.rule, GDU_PIN_FOUND);
+    gdu_pin_lookup(&st, A, 128 * MIB, &v); /* within 220 MiB of this process's own budget */
+    assert_int_equal(v.rule, GDU_PIN_BAR1_FULL);
+    char buf[400];
+    assert_non_null(strstr(gdu_pin_explain(&v, buf, sizeof buf), "RM counts 100 MiB unused"));
+    /* RM's count alone (no PCI size known) is checked too. */
+    g.bar1_bytes = 0;
+    gdu_pin_lookup(&st, A, 128 * MIB, &v);
+    assert_int_equal(v.rule, GDU_PIN_BAR1_FULL);
+    g.bar1_available = 20 * MIB; /* less than the reserve: nothing fits */
+    assert_int_equal(gdu_pin_gpu_budget(&g), 0);
+}
+
 /* p2p.c:1364 and 1417: NV_ERR_NOT_SUPPORTED is -ENOTSUPP (524), nv-p2p.c:71. */
 static void not_supported_is_524(void **state)
 {
@@ -210,6 +237,7 @@ int main(void)
         cmocka_unit_test(two_objects_eio),
         cmocka_unit_test(other_process_ignored),
         cmocka_unit_test(bar1_budget),
+        cmocka_unit_test(rm_count_shared_by_every_process),
         cmocka_unit_test(not_supported_is_524),
         cmocka_unit_test(bad_lengths),
         cmocka_unit_test(rule_names),

@@ -61,22 +61,6 @@ static void link_generations(void **state)
     assert_int_equal(gdu_parse_link_gen("12 GT/s"), 0);
 }
 
-static void resource_sizes(void **state)
-{
-    const char *res = "0x00000000fb000000 0x00000000fbffffff 0x0000000000040200\n"
-                      "0x0000006000000000 0x00000063ffffffff 0x000000000014220c\n"
-                      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
-    uint64_t size;
-    assert_int_equal(gdu_parse_resource_size(res, 0, &size), 0);
-    assert_int_equal(size, 16u << 20);
-    assert_int_equal(gdu_parse_resource_size(res, 1, &size), 0);
-    assert_int_equal(size, 16ull << 30);
-    assert_int_equal(gdu_parse_resource_size(res, 2, &size), 0);
-    assert_int_equal(size, 0);
-    assert_int_equal(gdu_parse_resource_size(res, 3, &size), -ENOENT);
-    assert_int_equal(gdu_parse_resource_size("junk\n", 0, &size), -EINVAL);
-}
-
 static void mountinfo_lines(void **state)
 {
     gdu_mount m;
@@ -152,13 +136,29 @@ static void registry_dwords(void **state)
     assert_int_equal(gdu_registry_dword("", "ForceP2P", &v), -ENOENT);
 }
 
+static void kernel_release_and_config(void **state)
+{
+    int major = 0, minor = 0;
+    assert_int_equal(gdu_parse_kernel_release("6.8.0-49-generic", &major, &minor), 0);
+    assert_int_equal(major, 6);
+    assert_int_equal(minor, 8);
+    assert_int_equal(gdu_parse_kernel_release("junk", &major, &minor), -EINVAL);
+    const char *config = "CONFIG_PCI=y\n# CONFIG_PCI_P2PDMA_X is not set\nCONFIG_PCI_P2PDMA=y\n";
+    assert_int_equal(gdu_kernel_config_option(config, "CONFIG_PCI_P2PDMA"), 1);
+    assert_int_equal(
+        gdu_kernel_config_option("# CONFIG_PCI_P2PDMA is not set\n", "CONFIG_PCI_P2PDMA"), 0);
+    assert_int_equal(gdu_kernel_config_option("# CONFIG_PCI_P2PDMA is\n", "CONFIG_PCI_P2PDMA"), -1);
+    assert_int_equal(gdu_kernel_config_option("CONFIG_NVME_CORE=m\n", "CONFIG_NVME_CORE"), 1);
+    assert_int_equal(gdu_kernel_config_option("CONFIG_PCI=y\n", "CONFIG_PCI_P2PDMA"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kernel_release_and_config),
         cmocka_unit_test(kv_finds_keys_with_spaces_and_tabs),
         cmocka_unit_test(nvidia_version_open_and_proprietary),
         cmocka_unit_test(link_generations),
-        cmocka_unit_test(resource_sizes),
         cmocka_unit_test(mountinfo_lines),
         cmocka_unit_test(cmdline_values),
         cmocka_unit_test(cufile_json_with_comments),

@@ -43,6 +43,7 @@ has h200 '"id": "nvfs-not-loaded"'
 has h200 '"id": "cufile-compat-mode"'
 has h200 '"backend": "pipeline"'
 has h200 '"gds_verdict": '
+has h200 '"direct_path": '
 FAKE_CUFILE=5027 "$bin" verify "$work/human.bin" --size 1MiB --no-shim >"$work/human.json" 2>&1
 has human 'gdunlock verify: COMPAT'
 has human 'why not DIRECT'

@@ -467,35 +467,6 @@ static void test_json_deltas(void **state)
     json_decref(doc);
 }
 
-static void test_pattern(void **state)
-{
-    enum { LEN = 100003 }; /* not a multiple of 8 */
-    unsigned char *a = malloc(LEN), *b = malloc(LEN);
-    assert_non_null(a);
-    assert_non_null(b);
-    uint64_t bad = 0;
-    gdu_verify_pattern_fill(a, LEN, 42);
-    assert_true(gdu_verify_pattern_check(a, LEN, 42, &bad));
-    gdu_verify_pattern_fill(b, LEN, 43);
-    assert_false(gdu_verify_pattern_check(b, LEN, 42, &bad));
-    assert_true(bad < 8);
-    a[LEN - 1] ^= 1;
-    assert_false(gdu_verify_pattern_check(a, LEN, 42, &bad));
-    assert_int_equal(bad, LEN - 1);
-    a[LEN - 1] ^= 1;
-    a[77777] ^= 0x80;
-    assert_false(gdu_verify_pattern_check(a, LEN, 42, &bad));
-    assert_int_equal(bad, 77777);
-    /* shifted data does not pass */
-    gdu_verify_pattern_fill(a, LEN, 42);
-    assert_false(gdu_verify_pattern_check(a + 8, LEN - 8, 42, &bad));
-    /* zeroes (a read that moved nothing) do not pass */
-    memset(b, 0, LEN);
-    assert_false(gdu_verify_pattern_check(b, LEN, 42, &bad));
-    free(a);
-    free(b);
-}
-
 #define T(f) cmocka_unit_test_setup(f, setup_direct)
 
 int main(void)
@@ -524,7 +495,6 @@ int main(void)
         T(test_shim_report_layouts),
         T(test_json_document),
         T(test_json_deltas),
-        T(test_pattern),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

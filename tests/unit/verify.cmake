@@ -9,7 +9,7 @@ gdu_sees(test_nvfs_stats probe)
 gdunlock_unit_test(test_verify_verdict
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_verdict.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_verdict.c ${CMAKE_SOURCE_DIR}/src/verify/verify_shim.c
-          ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c ${CMAKE_SOURCE_DIR}/src/verify/verify_pattern.c
+          ${CMAKE_SOURCE_DIR}/src/verify/verify_json.c
           ${CMAKE_SOURCE_DIR}/src/verify/verify_evidence.c ${CMAKE_SOURCE_DIR}/src/probe/nvfs_stats.c
   LIBS gdu_launch gdu_util_json PkgConfig::JANSSON)
 gdu_sees(test_verify_verdict verify probe cuda)
@@ -35,3 +35,11 @@ add_test(NAME test_verify_cli
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_cli.sh $<TARGET_FILE:gdunlock>
                  ${GDU_VERIFY_FAKES} ${GDUNLOCK_FIXTURES} ${GDU_VERIFY_SANITIZED})
 set_tests_properties(test_verify_cli PROPERTIES LABELS unit)
+
+# gdunlock report: the scrubber alone, then the bundle end to end (planted
+# secrets must not survive; the scrubbed capture replays).
+gdunlock_unit_test(test_verify_bundle
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_bundle.c ${CMAKE_SOURCE_DIR}/src/verify/verify_scrub.c)
+gdu_sees(test_verify_bundle verify)
+target_compile_definitions(test_verify_bundle PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
+add_dependencies(test_verify_bundle gdunlock)

@@ -1,0 +1,10 @@
+#include "util/clock.h"
+
+#include <time.h>
+
+double gdu_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,41 @@
+/* gdunlock report: the evidence of one machine in one file a user can
+ * attach to an issue (a tar of a folder gdunlock-report/):
+ *   capture/                 doctor's capture: replays with doctor --sysroot
+ *   doctor.json              doctor's report on the snapshot
+ *   verify.json              gdunlock verify --json on the target (the shim's
+ *                            report inside), live only
+ *   cufile.log               libcufile's log of that verify run
+ *   nvidia-fs-stats-before.txt, -after.txt   around it
+ *   kernel-log.txt           the kernel's lines about the driver, nvidia-fs,
+ *                            NVMe, P2PDMA and the IOMMU (root, or
+ *                            kernel.dmesg_restrict=0)
+ *   driver-params.txt        /proc/driver/nvidia/params
+ *   README.txt               what it is and how to replay it
+ * with host names, user names and paths, UUIDs and serial numbers scrubbed
+ * (verify/verify_scrub.h). */
+#ifndef GDUNLOCK_VERIFY_VERIFY_BUNDLE_H
+#define GDUNLOCK_VERIFY_VERIFY_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct gdu_bundle_request {
+    const char *sysroot; /* NULL: this machine; a capture: its snapshot only, no verify */
+    const char *target;  /* the file verify writes and removes; NULL: no verify run */
+    const char *exe;     /* the gdunlock binary that runs verify */
+    const char *out;     /* the tar to write */
+} gdu_bundle_request;
+
+typedef struct gdu_bundle_result {
+    int verify_exit;     /* verify's exit status; -1 not run */
+    long files_scrubbed; /* files something was taken out of */
+    size_t replaced;     /* replacements made */
+    char notes[512];     /* what could not be gathered, "; "-separated */
+} gdu_bundle_result;
+
+/* Gathers, scrubs and packs. Returns 0, or -errno with why (the bundle
+ * could not be written; what could not be gathered is a note, not an error). */
+int gdu_bundle_make(const gdu_bundle_request *req, gdu_bundle_result *res, char *why,
+                    size_t why_len);
+
+#endif
