@@ -101,7 +101,7 @@ typedef struct gdu_io_chunk {
 /* Within a gather chunk, extents whose file ranges lie at most this far
  * apart are read with one pread over the gap, which is then squeezed out in
  * staging. On the H200 machine (tests/gpu/gather_costs.c, 16 threads, page
- * cache warm) whole 4 MiB reads moved 50-59 GB/s, a pread per 2 KiB piece of
+ * cache warm) whole 4 MiB reads moved 49-60 GB/s, a pread per 2 KiB piece of
  * every 8 KiB 5.2 GB/s of pieces and per 5.5 KiB of every 21.5 KiB 7.2: one
  * more read call costs what 15-20 KiB of copying does
  * (bench/results/2026-12-01-h200-loader-patterns.md). */
