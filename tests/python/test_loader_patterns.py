@@ -247,6 +247,25 @@ class ReaderBoundsTest(unittest.TestCase):
                 for c in ckpts:
                     c.close()
 
+    def test_a_close_between_the_check_and_the_read_keeps_no_lease(self):
+        """close() landing after get_tensor checked that the file is open
+        but before it took the reader (issue 22, item 11: the old reader was
+        made anew there, and its engine lease was never given back)."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            write_safetensors(path, {"a": ("U8", [16], bytes(16))})
+            f = gdunlock.safe_open(path, "pt")
+            check = f._info
+
+            def check_then_close(name):
+                info = check(name)
+                f.close()
+                return info
+            f._info = check_then_close
+            with self.assertRaises(gdunlock.GdunlockError):
+                f.get_tensor("a")
+            gdunlock.release_engines()  # BUSY if a lease were left
+
     def test_close_racing_reads_keeps_no_lease(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
