@@ -21,6 +21,8 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,10 @@ typedef gdu_CUresult (*pointer_attributes_fn)(unsigned, int *, void **, gdu_CUde
 typedef gdu_CUfileError (*buf_register_fn)(const void *, size_t, int);
 typedef gdu_CUfileError (*buf_deregister_fn)(const void *);
 
-/* The real functions, from whichever route reached them first. */
+/* The real functions, from the route that reached them last, and dropped
+ * when any library has been unloaded since (sync_unloads): libcuda unloaded
+ * and loaded again lies elsewhere, and the old address is unmapped or, worse,
+ * inside something else. */
 static get_attribute_fn g_get_attribute;
 static get_proc_v1_fn g_get_proc_v1;
 static get_proc_v2_fn g_get_proc_v2;
@@ -111,6 +116,30 @@ static const struct {
      (void *)cuFileBufDeregister},
 };
 
+/* How many objects the dynamic loader has unloaded so far. */
+static int count_unloads(struct dl_phdr_info *info, size_t size, void *out)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(unsigned long long *)out = info->dlpi_subs;
+    return 1; /* the first object says it */
+}
+
+static unsigned long long g_unloads;
+
+/* Forgets every real function once an object has been unloaded since they
+ * were found; they are found again (the next route, or from_loaded). Calls
+ * after the unload of what a caller is still calling are its own race. */
+static void sync_unloads(void)
+{
+    unsigned long long now = 0;
+    dl_iterate_phdr(count_unloads, &now);
+    if (now == __atomic_load_n(&g_unloads, __ATOMIC_ACQUIRE))
+        return;
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
+        __atomic_store_n(hooks[i].real, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_unloads, now, __ATOMIC_RELEASE);
+}
+
 /* The shim's function for a real one that dlsym (version < 0) or a
  * cuGetProcAddress asked for that CUDA version found, or real itself. Asked
  * for from CUDA 12.0 on, "cuGetProcAddress" is the five-argument function
@@ -121,9 +150,10 @@ static void *substitute(const char *name, void *real, int version)
         return real;
     if (version >= 12000 && strcmp(name, "cuGetProcAddress") == 0)
         name = "cuGetProcAddress_v2";
+    sync_unloads();
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
         if (strcmp(name, hooks[i].name) == 0 && from(real, hooks[i].library)) {
-            remember(hooks[i].real, real);
+            __atomic_store_n(hooks[i].real, real, __ATOMIC_RELEASE);
             return hooks[i].hook;
         }
     return real;
@@ -194,6 +224,7 @@ static void *from_loaded(const char *library, const char *name)
 
 static void *real_of(void **slot, const char *library, const char *name)
 {
+    sync_unloads();
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (f == NULL) {
         remember(slot, from_loaded(library, name));

@@ -6,11 +6,13 @@
 #include "driverabi/nvos.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -264,6 +266,104 @@ static void pointer_attribute_routes(void **state)
     dlclose(cuda);
 }
 
+/* The span of the loaded object that holds p: its lowest and highest address. */
+struct span {
+    const void *p;
+    uintptr_t lo, hi;
+};
+
+static int find_span(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct span *sp = data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if ((uintptr_t)sp->p < lo || (uintptr_t)sp->p >= hi)
+        return 0;
+    sp->lo = lo;
+    sp->hi = hi;
+    return 1;
+}
+
+typedef int (*device_attr_fn)(int *, int, int);
+
+/* libcuda unloaded and loaded again at another address (its old place held
+ * here): the hooks call the new one, both one dlsym hands out again and one
+ * no route handed out since (the exported name, cuFileBufRegister's look at
+ * the buffer). The shim once kept the first address it was given and jumped
+ * into the unmapped library. */
+static void hooks_follow_a_reloaded_library(void **state)
+{
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    device_attr_fn attr;
+    pointer_attr_fn pointer;
+    *(void **)&attr = dlsym(cuda, "cuDeviceGetAttribute");
+    *(void **)&pointer = dlsym(cuda, "cuPointerGetAttribute");
+    int v = -1;
+    assert_int_equal(attr(&v, 116, 0), 0);
+    assert_int_equal(pointer(&v, 15, 0x7f0000100000ull), 0);
+    struct span sp = {.p = dlsym(cuda, "cuMemAlloc_v2")};
+    assert_int_equal(dl_iterate_phdr(find_span, &sp), 1);
+    dlclose(cuda);
+    assert_null(dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_NOLOAD)); /* unloaded */
+    size_t page = (size_t)getpagesize();
+    uintptr_t lo = sp.lo & ~(page - 1), hi = (sp.hi + page - 1) & ~(page - 1);
+    void *hold = mmap((void *)lo, hi - lo, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    assert_ptr_equal(hold, (void *)lo);
+    cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    *(void **)&attr = dlsym(cuda, "cuDeviceGetAttribute");
+    assert_shims((void *)attr);
+    v = -1;
+    assert_int_equal(attr(&v, 116, 0), 0);
+    assert_int_equal(v, libcuda_answer());
+    void *cufile = dlopen(FAKE_LIBCUFILE, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cufile);
+    struct {
+        int err, cu_err;
+    } (*reg)(const void *, size_t, int), (*dereg)(const void *);
+    *(void **)&reg = dlsym(cufile, "cuFileBufRegister");
+    *(void **)&dereg = dlsym(cufile, "cuFileBufDeregister");
+    static char buf[4096];
+    assert_int_equal(reg(buf, sizeof buf, 0).err, 0); /* asks libcuda what buf is */
+    assert_int_equal(dereg(buf).err, 0);
+    dlclose(cufile);
+    *(void **)&pointer = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* the shim's export */
+    assert_shims((void *)pointer);
+    v = -1;
+    assert_int_equal(pointer(&v, 15, 0x7f0000100000ull), 0);
+    assert_int_equal(v, libcuda_answer());
+    dlclose(cuda);
+    munmap(hold, hi - lo);
+}
+
+/* traces_libcufile points stderr at a file; the teardown puts it back also
+ * where the test failed or crashed half way (cmocka jumps out of it), or
+ * every later message of the run, its own failure first, went to that file. */
+static int save_stderr(void **state)
+{
+    static int saved;
+    saved = dup(STDERR_FILENO);
+    *state = &saved;
+    return saved >= 0 ? 0 : -1;
+}
+
+static int restore_stderr(void **state)
+{
+    int saved = *(int *)*state;
+    int r = dup2(saved, STDERR_FILENO);
+    close(saved);
+    return r == STDERR_FILENO ? 0 : -1;
+}
+
 /* At debug log level the shim traces what a library named libcufile*
  * resolves from libcuda and the attributes it asks (ctest
  * test_shim_interpose_trace); at other levels nothing is written. */
@@ -275,7 +375,7 @@ static void traces_libcufile(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     unlink(path);
-    int saved = dup(STDERR_FILENO);
+    int saved = *(int *)*state;
     dup2(fd, STDERR_FILENO);
     void *probe = dlopen(TRACE_PROBE, RTLD_NOW | RTLD_LOCAL);
     int (*ask)(const char *, unsigned long long, int[2]);
@@ -283,7 +383,6 @@ static void traces_libcufile(void **state)
     int out[2] = {-1, -1};
     int r = ask != NULL ? ask(FAKE_LIBCUDA, 0x7f0000100000ull, out) : -2;
     dup2(saved, STDERR_FILENO);
-    close(saved);
     assert_int_equal(r, 0);
     assert_int_equal(out[0], libcuda_answer());
     assert_int_equal(out[1], libcuda_answer());
@@ -328,9 +427,10 @@ int main(void)
         cmocka_unit_test(fork_works),
         cmocka_unit_test(reads_blocks_safely),
         cmocka_unit_test(pointer_attribute_routes),
-        cmocka_unit_test(traces_libcufile),
+        cmocka_unit_test_setup_teardown(traces_libcufile, save_stderr, restore_stderr),
         cmocka_unit_test(dlsym_keeps_the_caller),
         cmocka_unit_test(dlsym_hands_out_the_hooks),
+        cmocka_unit_test(hooks_follow_a_reloaded_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
