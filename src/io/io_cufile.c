@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -257,9 +258,47 @@ static void ring_give(struct gdu_io_ring *g, size_t i)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* libcufile opens every file registered with it a second time, by the name
+ * readlink gives for /proc/PID/fd/N, with the descriptor's flags, O_DIRECT
+ * added or taken away (libcufile 1.15.1: "local fd failed to be created given
+ * the user fd"), and reads through that descriptor where it cannot use the
+ * one it was given (compat mode, unaligned requests). A file deleted or
+ * replaced by rename since it was opened has no such name (readlink says
+ * "PATH (deleted)"): libcufile fails with CU_FILE_GETNEWFD_FAILED, and a name
+ * that led to another file would have it read that one. 0 when the name of
+ * fd leads to fd's file, else -ENOTSUP with why. */
+static int named_here(int fd, char *why, size_t len)
+{
+    char link[64], name[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, name, sizeof name - 1);
+    struct stat mine, there;
+    if (n < 0 || fstat(fd, &mine) != 0) {
+        snprintf(why, len,
+                 "cannot read the file's name from %s: %s (libcufile opens a file "
+                 "again by that name)",
+                 link, strerror(errno));
+        return -ENOTSUP;
+    }
+    name[n] = '\0';
+    if (stat(name, &there) == 0 && there.st_dev == mine.st_dev && there.st_ino == mine.st_ino)
+        return 0;
+    snprintf(why, len,
+             "deleted or replaced since it was opened, and libcufile opens a file again by its "
+             "name (%.100s); the pipeline backend reads it through its descriptor",
+             name);
+    return -ENOTSUP;
+}
+
 int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t len)
 {
     gdu_io_engine *e = f->engine;
+    int r = named_here(f->fd, why, len);
+    gdu_CUcontext prev = NULL;
+    if (r == 0)
+        r = gdu_io_cuda_enter(e, &prev, why, len);
+    if (r != 0)
+        return r;
     f->dfd = open(path, (f->flags & GDU_IO_WRITE ? ((f->flags & GDU_IO_READ) ? O_RDWR : O_WRONLY)
                                                  : O_RDONLY) |
                             O_DIRECT | O_CLOEXEC);
@@ -267,21 +306,21 @@ int gdu_io_cufile_register(gdu_io_file *f, const char *path, char *why, size_t l
     memset(&d, 0, sizeof d);
     d.type = GDU_CU_FILE_HANDLE_TYPE_OPAQUE_FD;
     d.handle.fd = f->dfd >= 0 ? f->dfd : f->fd;
-    gdu_CUcontext prev = NULL;
-    int r = gdu_io_cuda_enter(e, &prev, why, len);
-    if (r != 0)
-        return r;
     gdu_CUfileError st = e->cf->cuFileHandleRegister(&f->cf_handle, &d);
     gdu_cuda_ctx_restore(e->cu, prev);
-    if (st.err == GDU_CU_FILE_SUCCESS)
-        return 0;
-    f->cf_handle = NULL;
-    char text[128];
-    snprintf(why, len, "%s", gdu_cufile_status_text(st, text, sizeof text));
-    if (f->dfd >= 0)
+    if (st.err != GDU_CU_FILE_SUCCESS) {
+        f->cf_handle = NULL;
+        char text[128];
+        snprintf(why, len, "%s", gdu_cufile_status_text(st, text, sizeof text));
+        r = -ENOTSUP;
+    } else if ((r = named_here(f->fd, why, len)) != 0) { /* renamed while libcufile opened it */
+        gdu_io_cufile_deregister(f);
+    }
+    if (r != 0 && f->dfd >= 0) {
         close(f->dfd);
-    f->dfd = -1;
-    return -ENOTSUP;
+        f->dfd = -1;
+    }
+    return r;
 }
 
 void gdu_io_cufile_deregister(gdu_io_file *f)

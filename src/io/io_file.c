@@ -163,7 +163,7 @@ static int adopt(gdu_io_engine *e, int fd, int flags, const char *name, gdu_io_f
     pthread_cond_init(&f->idle, NULL);
     char note[2 * GDU_IO_WHY] = "";
     if (e->backend == GDU_IO_BACKEND_CUFILE) {
-        char cwhy[GDU_IO_WHY / 2] = "", proc[64];
+        char cwhy[GDU_IO_WHY] = "", proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd); /* this file, not the path's */
         int r = gdu_io_cufile_register(f, proc, cwhy, sizeof cwhy);
         if (r == 0) {
@@ -183,7 +183,7 @@ static int adopt(gdu_io_engine *e, int fd, int flags, const char *name, gdu_io_f
     f->backend = e->backend == GDU_IO_BACKEND_HOST ? GDU_IO_BACKEND_HOST : GDU_IO_BACKEND_PIPELINE;
     char dnote[GDU_IO_WHY / 2] = "";
     choose_direct(f, dnote, sizeof dnote);
-    snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.200s", gdu_io_backend_name(f->backend),
+    snprintf(f->reason, sizeof f->reason, "%.10s, %s%s%.300s", gdu_io_backend_name(f->backend),
              dnote, note[0] ? "; " : "", note);
     *out = f;
     return 0;

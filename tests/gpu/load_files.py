@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """GPU check of issue 22, item 1 (C side): a GPU load reads the files whose
-headers gdu_st_open validated. A two-shard checkpoint is opened, one shard
-is replaced by rename with a file of the same layout and other values, then
-the checkpoint is loaded into GPU 0 (the engine opens each file from the
-descriptor the model kept: gdu_io_open_fd, O_DIRECT and cuFile through
-/proc/self/fd) and verified; every tensor must hold the validated values.
+headers gdu_st_open validated. A two-shard checkpoint is opened, then shard 2
+is changed and the checkpoint is loaded into GPU 0 (the engine opens each file
+from the descriptor the model kept: gdu_io_open_fd) and verified.
+- replaced: shard 2 replaced by rename with a file of the same layout and
+  other values. Every tensor must hold the validated values (the pipeline);
+  under GDUNLOCK_IO_BACKEND=cufile the load must refuse the shard, naming the
+  cause: libcufile opens a registered file again by its name, which the
+  validated file no longer has (its CU_FILE_GETNEWFD_FAILED, 5031).
+- renamed (cufile only): shard 2 renamed within its folder: libcufile finds
+  it under its new name; the load goes through cuFile with the right values.
 One PASS/FAIL/SKIP line, for the backend in GDUNLOCK_IO_BACKEND."""
 import argparse
 import json
@@ -33,38 +38,66 @@ def write(folder, gen):
         json.dump({"weight_map": weight_map}, f)
 
 
+def load(ckpt, change):
+    """Opens ckpt, applies change, loads into GPU 0; (stats, tensors that
+    differ from the validated values)."""
+    with gdunlock.Checkpoint(os.path.join(ckpt, "model.safetensors.index.json")) as c:
+        change()
+        c.load(0)
+        c.verify()
+        stats = c.stats()
+        wrong = []
+        for i, info in enumerate(c.tensors()):
+            s, t = (int(x[1:]) for x in info.name.split("."))
+            if not torch.all(to_torch(c, i, info) == float(s * 100 + t)):
+                wrong.append(info.name)
+    return stats, wrong
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
     a = ap.parse_args()
     backend = os.environ.get("GDUNLOCK_IO_BACKEND", "auto")
     ckpt, other = os.path.join(a.dir, "ckpt"), os.path.join(a.dir, "gen1")
-    shutil.rmtree(a.dir, ignore_errors=True)
-    write(ckpt, 0)
-    write(other, 1)
     shard = "model-00002-of-00002.safetensors"
+
+    def replace():
+        os.replace(os.path.join(other, shard), os.path.join(ckpt, shard))
+
+    def rename():
+        os.rename(os.path.join(ckpt, shard), os.path.join(ckpt, "moved.safetensors"))
+
+    notes, ok = [], True
     try:
-        with gdunlock.Checkpoint(os.path.join(ckpt, "model.safetensors.index.json")) as c:
-            os.replace(os.path.join(other, shard), os.path.join(ckpt, shard))
-            c.load(0)
-            c.verify()
-            stats = c.stats()
-            wrong = []
-            for i, info in enumerate(c.tensors()):
-                s, t = (int(x[1:]) for x in info.name.split("."))
-                if not torch.all(to_torch(c, i, info) == float(s * 100 + t)):
-                    wrong.append(info.name)
-    except gdunlock.GdunlockError as e:
-        missing = "cufile" in str(e) and ("not found" in str(e) or "unavailable" in str(e))
-        print(f"{'SKIP' if missing else 'FAIL'} load-files-{backend}: {e}")
-        return
+        for name, change in (("replaced", replace), ("renamed", rename)):
+            if name == "renamed" and backend != "cufile":
+                continue
+            shutil.rmtree(a.dir, ignore_errors=True)
+            write(ckpt, 0)
+            write(other, 1)
+            try:
+                stats, wrong = load(ckpt, change)
+            except gdunlock.GdunlockError as e:
+                text = str(e)
+                if "cufile" in text and ("not found" in text or "unavailable" in text):
+                    print(f"SKIP load-files-{backend}: {e}")
+                    return
+                refused = (backend == "cufile" and name == "replaced" and
+                           "deleted or replaced since it was opened" in text)
+                ok = ok and refused
+                notes.append(f"{name}: {'refused as it must be' if refused else 'error'}: {e}")
+                continue
+            good = not wrong and stats["backend"].startswith(
+                backend if backend != "auto" else "")
+            ok = ok and good
+            listed = ": " + ", ".join(wrong[:4]) if wrong else ""
+            notes.append(f"{name}: {len(wrong)} of {stats['tensors']} tensors differ from the "
+                         f"validated files{listed}; path {stats['backend']}: {stats['reason']}")
     finally:
         shutil.rmtree(a.dir, ignore_errors=True)
-    ok = not wrong and stats["backend"].startswith(backend if backend != "auto" else "")
-    listed = ": " + ", ".join(wrong[:4]) if wrong else ""
-    print(f"{'PASS' if ok else 'FAIL'} load-files-{backend}: GPU load and verify after shard 2 was "
-          f"replaced by rename: {len(wrong)} of {stats['tensors']} tensors differ from the "
-          f"validated files{listed}; path {stats['backend']}: {stats['reason']}")
+    print(f"{'PASS' if ok else 'FAIL'} load-files-{backend}: GPU load and verify after shard 2 "
+          f"was changed; " + "; ".join(notes))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPU check of issue 22 item 1 (run by tests/gpu/run.sh load_files): a shard
 # replaced by rename after the checkpoint was opened is not what the GPU load
-# reads, through the pipeline with O_DIRECT and through cuFile (compat mode
-# needs udev's entry for the file system under $GDU_LOAD_DIR: written here
-# when missing, removed at the end; needs root). 64 MiB of files
-# in $GDU_LOAD_DIR/files (default /var/tmp/gdu-load: a disk), a few seconds.
+# reads: the pipeline with O_DIRECT reads the validated file; cuFile, which
+# opens a file again by its name, refuses it saying so, and reads a shard
+# that was only renamed (compat mode needs udev's entry for the file system
+# under $GDU_LOAD_DIR: written here when missing, removed at the end; needs
+# root). 64 MiB of files in $GDU_LOAD_DIR/files (default /var/tmp/gdu-load:
+# a disk), a few seconds.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${GDU_ROOT:-$(cd "$here/../.." && pwd)}

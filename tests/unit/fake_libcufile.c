@@ -20,7 +20,10 @@
 #define FAKE_IO_ERROR 5040 /* beyond what our table names: "unknown" is fine */
 
 /* cuFile takes unaligned requests on an O_DIRECT descriptor; the fake reads
- * and writes through its own buffered descriptor of the same file. */
+ * and writes through a buffered descriptor of its own, opened as libcufile
+ * opens its "local fd": by the name readlink gives for /proc/PID/fd/N, with
+ * the given descriptor's flags less O_DIRECT. A file deleted or replaced since
+ * it was opened has no such name ("PATH (deleted)"): CU_FILE_GETNEWFD_FAILED. */
 typedef struct {
     int fd;
 } fake_handle;
@@ -58,12 +61,19 @@ gdu_CUfileError cuFileHandleRegister(gdu_CUfileHandle *fh, gdu_CUfileDescr *d)
     fake_handle *h = malloc(sizeof *h);
     if (h == NULL)
         return status(GDU_CU_FILE_INTERNAL_ERROR);
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", d->handle.fd);
-    h->fd = open(self, (fcntl(d->handle.fd, F_GETFL) & O_ACCMODE) | O_CLOEXEC);
+    char link[64], name[4096];
+    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)getpid(), d->handle.fd);
+    ssize_t n = readlink(link, name, sizeof name - 1);
+    int flags = fcntl(d->handle.fd, F_GETFL);
+    if (n < 0 || flags < 0) {
+        free(h);
+        return status(GDU_CU_FILE_INVALID_VALUE);
+    }
+    name[n] = '\0';
+    h->fd = open(name, (flags & ~O_DIRECT) | O_CLOEXEC);
     if (h->fd < 0) {
         free(h);
-        return status(GDU_CU_FILE_INVALID_FILE_TYPE);
+        return status(GDU_CU_FILE_GETNEWFD_FAILED);
     }
     *fh = h;
     return status(0);

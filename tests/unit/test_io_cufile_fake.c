@@ -189,6 +189,60 @@ static void failing_cufile_read_is_reported(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* Reads all n bytes of f into dev; the pattern of seed must be there. */
+static void read_all(gdu_io_file *f, uint64_t n, uint32_t seed)
+{
+    char why[512] = "";
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_read(f, 0, n, (void *)(uintptr_t)dev, &done, why, sizeof why), 0);
+    assert_int_equal(done, n);
+    check_device(0, n, seed);
+}
+
+/* libcufile (and the fake) opens a registered file again by the name its
+ * descriptor has in /proc. A file renamed after it was opened is found under
+ * its new name and read through cuFile. One replaced by rename has no name:
+ * forced cuFile refuses it saying why (not with CU_FILE_GETNEWFD_FAILED),
+ * AUTO reads it through the pipeline: the file opened, not its replacement. */
+static void cufile_needs_the_file_under_its_name(void **state)
+{
+    setenv("FAKE_CUFILE_NVFS_MAJOR", "2", 1);
+    const uint64_t n = (1u << 20) + 5;
+    char *first = io_test_file(dir, "first.bin", n, 41);
+    char *second = io_test_file(dir, "second.bin", n, 42);
+    assert_non_null(first);
+    assert_non_null(second);
+    gdu_io_engine *forced = make(GDU_IO_BACKEND_CUFILE, 0);
+    gdu_io_engine *automatic = make(GDU_IO_BACKEND_AUTO, 0);
+    gdu_io_file *f = NULL;
+    char why[512] = "";
+    int fd = open(first, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    char moved[128];
+    snprintf(moved, sizeof moved, "%s/moved.bin", dir);
+    assert_int_equal(rename(first, moved), 0);
+    assert_int_equal(gdu_io_open_fd(forced, fd, GDU_IO_READ, &f, why, sizeof why), 0);
+    assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_CUFILE);
+    read_all(f, n, 41);
+    gdu_io_close(f);
+    assert_int_equal(rename(second, moved), 0); /* the file fd holds has no name now */
+    assert_int_equal(gdu_io_open_fd(forced, fd, GDU_IO_READ, &f, why, sizeof why), -ENOTSUP);
+    assert_null(f);
+    assert_non_null(strstr(why, "deleted or replaced since it was opened"));
+    assert_non_null(strstr(why, "moved.bin (deleted)"));
+    assert_int_equal(gdu_io_open_fd(automatic, fd, GDU_IO_READ, &f, why, sizeof why), 0);
+    assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_PIPELINE);
+    assert_non_null(strstr(gdu_io_file_reason(f), "cufile refused file: deleted or replaced"));
+    read_all(f, n, 41);
+    gdu_io_close(f);
+    close(fd);
+    gdu_io_engine_destroy(forced);
+    gdu_io_engine_destroy(automatic);
+    unlink(moved);
+    free(first);
+    free(second);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +252,7 @@ int main(void)
         cmocka_unit_test_setup(direct_storage_reads_and_writes_through_cufile, reset_env),
         cmocka_unit_test_setup(refused_file_falls_back_to_the_pipeline, reset_env),
         cmocka_unit_test_setup(failing_cufile_read_is_reported, reset_env),
+        cmocka_unit_test_setup(cufile_needs_the_file_under_its_name, reset_env),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
