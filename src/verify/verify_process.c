@@ -73,11 +73,28 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
                              const gdu_verify_options *opts, gdu_verify_shim *shim)
 {
     bool removable = may_remove(opts);
-    char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32];
+    char dir[PATH_MAX], result[PATH_MAX + 32], report[PATH_MAX + 32], preload[PATH_MAX + 32];
     int made = gdu_launch_mkdtemp("verify", dir, sizeof dir);
     if (made != 0)
         return gdu_verify_error_json("cannot create a temporary directory for the shim report",
                                      made);
+    /* The shim's path as LD_PRELOAD can carry it (a link in dir where the
+     * path has a space or ':'); where it cannot, verify runs without it, as
+     * when it is not found, and says why. */
+    char cannot[GDU_VERIFY_TEXT];
+    made = gdu_launch_preload_path(shim_path, dir, preload, sizeof preload, cannot, sizeof cannot);
+    if (made != 0) {
+        rmdir(dir);
+        shim->active = false;
+        if (made == -EINVAL)
+            snprintf(shim->why_inactive, sizeof shim->why_inactive,
+                     "its path has a space or ':', where LD_PRELOAD splits paths, and so has "
+                     "TMPDIR, where a link to it would go: set TMPDIR to a folder without them");
+        else
+            snprintf(shim->why_inactive, sizeof shim->why_inactive,
+                     "%.180s: set TMPDIR to a writable folder", cannot);
+        return gdu_verify_document(opts, shim, true);
+    }
     snprintf(result, sizeof result, "%s/result.json", dir);
     snprintf(report, sizeof report, "%s/shim-report.json", dir);
     /* libcufile's log for the child, unless the user named one: here, so that
@@ -90,7 +107,7 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        gdu_launch_preload(shim_path, report);
+        gdu_launch_preload(preload, report);
         setenv(GDU_VERIFY_RESULT_ENV, result, 1);
         if (cufile_log[0])
             setenv("CUFILE_LOGFILE_PATH", cufile_log, 1);
@@ -134,6 +151,14 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
             json_object_set_new(doc, "crashed", json_true());
         }
     }
+    /* The child knows whether the shim loaded in it (ld.so drops a preload
+     * it cannot load with a warning only). */
+    const json_t *child_shim = json_object_get(doc, "shim");
+    if (child_shim != NULL && json_is_false(json_object_get(child_shim, "active"))) {
+        shim->active = false;
+        snprintf(shim->why_inactive, sizeof shim->why_inactive,
+                 "%.180s did not load in the verify process", shim_path);
+    }
     const char *pci = json_string_value(json_object_get(json_object_get(doc, "gpu"), "pci"));
     gdu_verify_shim_read_report(
         report, pci ? pci : "",
@@ -143,6 +168,8 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
     unlink(report);
     if (cufile_log[0])
         unlink(cufile_log);
+    if (strcmp(preload, shim_path) != 0)
+        unlink(preload);
     rmdir(dir);
     return doc;
 }

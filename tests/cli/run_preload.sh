@@ -7,17 +7,12 @@
 set -uo pipefail
 bin=$1
 shim=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+# shellcheck source=preload_prefix.sh
+. "$(dirname "$0")/preload_prefix.sh"
 
 pre="$work/pre fix:1"
-mkdir -p "$pre/bin" "$pre/lib" "$work/tmp"
-cp "$bin" "$pre/bin/gdunlock"
-cp "$shim" "$pre/lib/libgdunlock.so"
+install_prefix "$pre" "$shim"
+mkdir -p "$work/tmp"
 export TMPDIR=$work/tmp
 
 TMPDIR=$work/tmp "$pre/bin/gdunlock" run -- sh -c 'grep -q libgdunlock.so /proc/$$/maps && sh -c "grep -q libgdunlock.so /proc/\$\$/maps"' \
@@ -42,9 +37,7 @@ else
 fi
 
 broken="$work/broken"
-mkdir -p "$broken/bin" "$broken/lib"
-cp "$bin" "$broken/bin/gdunlock"
-: >"$broken/lib/libgdunlock.so"
+install_prefix "$broken" /dev/null
 "$broken/bin/gdunlock" run -- true >"$work/out" 2>"$work/err"
 code=$?
 if [ $code -eq 69 ] && grep -q "did not load in 'true'" "$work/err"; then

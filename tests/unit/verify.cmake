@@ -43,3 +43,14 @@ gdunlock_unit_test(test_verify_bundle
 gdu_sees(test_verify_bundle verify)
 target_compile_definitions(test_verify_bundle PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
 add_dependencies(test_verify_bundle gdunlock)
+
+# gdunlock verify from a prefix whose path LD_PRELOAD cannot carry, and with a
+# shim that does not load in its child.
+add_test(NAME cli_verify_preload
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/verify_preload.sh $<TARGET_FILE:gdunlock>
+                 $<TARGET_FILE:gdu_shim> ${GDU_VERIFY_FAKES})
+set_tests_properties(cli_verify_preload PROPERTIES LABELS unit)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(cli_verify_preload PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
