@@ -1,6 +1,7 @@
 /* Opening a file on an engine: which backend serves it (cuFile only if it
  * registers the file) and whether O_DIRECT is used, each with its reason. */
 #include "io/io_internal.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,13 +135,7 @@ static int check_regular(int fd, const char *name, char *why, size_t why_len)
     }
     if (S_ISREG(st.st_mode))
         return 0;
-    snprintf(why, why_len, "%s is %s, not a regular file", name,
-             S_ISDIR(st.st_mode)    ? "a directory"
-             : S_ISFIFO(st.st_mode) ? "a FIFO"
-             : S_ISCHR(st.st_mode)  ? "a character device"
-             : S_ISBLK(st.st_mode)  ? "a block device"
-             : S_ISSOCK(st.st_mode) ? "a socket"
-                                    : "of an unknown type");
+    snprintf(why, why_len, "%s is %s, not a regular file", name, gdu_file_kind(st.st_mode));
     return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 }
 
@@ -229,28 +224,11 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
     int r = check_flags(flags, why, why_len);
     if (r != 0)
         return r;
-    /* Non-blocking: a FIFO without a writer would block a plain open
-     * forever; the type is checked before anything reads. */
-    int oflags = open_flags(flags) | O_NONBLOCK | O_NOCTTY | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
+    int oflags = open_flags(flags) | (flags & GDU_IO_CREATE ? O_CREAT : 0) |
                  (flags & GDU_IO_TRUNCATE ? O_TRUNC : 0);
-    int fd = open(path, oflags, 0644);
-    if (fd < 0) {
-        int err = errno;
-        snprintf(why, why_len, "cannot open %s: %s%s", path, strerror(err),
-                 err == EMFILE || err == ENFILE
-                     ? " (the process's open-file limit: raise it with ulimit -n)"
-                     : "");
-        return -err;
-    }
-    r = check_regular(fd, path, why, why_len);
-    if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-        r = -errno;
-        snprintf(why, why_len, "%s: fcntl: %s", path, strerror(-r));
-    }
-    if (r != 0) {
-        close(fd);
-        return r;
-    }
+    int fd = gdu_open_regular(path, oflags, 0644, why, why_len);
+    if (fd < 0)
+        return fd;
     return adopt(e, fd, flags, path, out, why, why_len);
 }
 
