@@ -153,8 +153,10 @@ typedef struct {
     bool needed_gpu; /* a GPU path was asked for where there is no GPU */
 } bench_run;
 
-/* Runs the paths over the prepared file (bench_prepare_file). 0, or -ENOMEM
- * with why when the I/O plan does not fit in memory. */
+/* Runs the paths over the prepared file (bench_prepare_file). 0, or -errno
+ * with why: -ENOMEM when the I/O plan does not fit in memory; the error of
+ * opening the file where it is gone or no longer a regular file before a
+ * path (replaced during the run), as bench_prepare_file's. */
 int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len);
 void bench_run_free(bench_run *run);
 

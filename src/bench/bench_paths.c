@@ -2,6 +2,7 @@
  * ceiling at the same parallelism) and naive (one thread, pageable buffer,
  * synchronous copy). Each times only its transfer loop. */
 #include "bench/bench.h"
+#include "util/open_regular.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -42,17 +43,18 @@ static int full_io(bool write, int fd, void *buf, uint64_t n, uint64_t off)
 static int open_file(const bench_config *c, bench_result *r)
 {
     int flags = (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC;
+    char why[sizeof r->note];
     int fd = -1;
     if (c->cold) {
-        fd = open(c->file, flags | O_DIRECT);
+        fd = gdu_open_regular(c->file, flags | O_DIRECT, 0, why, sizeof why);
         if (fd < 0)
-            snprintf(r->note, sizeof r->note, "O_DIRECT refused (%s), buffered", strerror(errno));
+            snprintf(r->note, sizeof r->note, "O_DIRECT refused (%s), buffered", strerror(-fd));
     }
     if (fd < 0)
-        fd = open(c->file, flags);
+        fd = gdu_open_regular(c->file, flags, 0, why, sizeof why);
     if (fd < 0) {
-        r->status = -errno;
-        snprintf(r->note, sizeof r->note, "cannot open %s: %s", c->file, strerror(errno));
+        r->status = fd;
+        snprintf(r->note, sizeof r->note, "%s", why);
     }
     return fd;
 }
@@ -243,7 +245,8 @@ void bench_run_host(const bench_config *c, bench_gpu *g, const bench_plan *p, be
         return;
     memset(small_lat.us, 0, lat->n * sizeof(double));
     if (c->write) { /* the second writes start, like the first, into an empty file on a quiet disk */
-        int fd = open(c->file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        char why[256];
+        int fd = gdu_open_regular(c->file, O_WRONLY | O_TRUNC | O_CLOEXEC, 0, why, sizeof why);
         if (fd >= 0)
             close(fd);
         bench_settle(false);

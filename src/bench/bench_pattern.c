@@ -1,6 +1,7 @@
 /* The bench's verifiable file pattern: creating the test file, and checking
  * memory or the file against it. */
 #include "bench/bench.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,13 +16,10 @@
 
 static int write_pattern(const bench_config *c, char *why, size_t len)
 {
-    /* O_NONBLOCK: a FIFO put there since the check fails instead of blocking. */
-    int fd = open(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        int err = errno;
-        snprintf(why, len, "cannot create %s: %s", c->file, strerror(err));
-        return -err;
-    }
+    /* A FIFO put there since the check is refused, not blocked on. */
+    int fd = gdu_open_regular(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, why, len);
+    if (fd < 0)
+        return fd;
     uint8_t *buf = malloc(PIECE);
     int r = buf ? 0 : -ENOMEM;
     for (uint64_t off = 0; r == 0 && off < c->total; off += PIECE) {
@@ -54,13 +52,7 @@ static int write_pattern(const bench_config *c, char *why, size_t len)
  * check included). The descriptor, or -errno with why. */
 static int open_to_read(const bench_config *c, char *why, size_t len)
 {
-    int fd = open(c->file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        snprintf(why, len, "cannot open %s: %s", c->file, strerror(err));
-        return -err;
-    }
-    return fd;
+    return gdu_open_regular(c->file, O_RDONLY | O_CLOEXEC, 0, why, len);
 }
 
 /* Reads n bytes at off from the file and checks them. 1 right, 0 wrong, <0 error. */
@@ -158,10 +150,8 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
         return -EISDIR;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len,
-                 "%s is not a regular file (a device or a FIFO): bench uses regular "
-                 "files only",
-                 c->file);
+        snprintf(why, len, "%s is %s, not a regular file: bench uses regular files only", c->file,
+                 gdu_file_kind(st.st_mode));
         return -EINVAL;
     }
     if (c->write) { /* every write path truncates and rewrites it */

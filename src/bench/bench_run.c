@@ -3,6 +3,7 @@
  * reversed every other round) and each path's median round; the paths'
  * names, their GB/s and the machine's ceiling they are compared with. */
 #include "bench/bench.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,16 +70,12 @@ static void percentiles(bench_result *r, const bench_lat *lat, const bench_confi
     free(s);
 }
 
-/* Untimed preparation before one path: reads start from a clean device
- * buffer and (cold) an empty page cache; writes from an empty file; cold
- * reads and writes from a storage with no writeback in progress. */
-static int before_path(const bench_config *c, bench_gpu *g, int path, char *why, size_t len)
+/* Untimed preparation before one path, on fd (closed here): reads start
+ * from a clean device buffer and (cold) an empty page cache; writes from an
+ * empty file; cold reads and writes from a storage with no writeback in
+ * progress. */
+static int before_path(const bench_config *c, bench_gpu *g, int path, int fd, char *why, size_t len)
 {
-    int fd = open(c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, len, "cannot open %s: %s", c->file, strerror(errno));
-        return -errno;
-    }
     if (c->write && path != BENCH_H2D && ftruncate(fd, 0) != 0) {
         int err = errno;
         snprintf(why, len, "cannot truncate %s: %s", c->file, strerror(err));
@@ -102,7 +99,8 @@ static int before_path(const bench_config *c, bench_gpu *g, int path, char *why,
 static void after_path(const bench_config *c, bench_gpu *g, int path, bool verify, bench_result *r)
 {
     if (c->write && path != BENCH_H2D) {
-        int fd = open(c->file, O_WRONLY | O_CLOEXEC);
+        char why[256];
+        int fd = gdu_open_regular(c->file, O_WRONLY | O_CLOEXEC, 0, why, sizeof why);
         if (fd >= 0) {
             fdatasync(fd);
             close(fd);
@@ -123,9 +121,10 @@ static void after_path(const bench_config *c, bench_gpu *g, int path, bool verif
 /* Warm runs read a page-cache-resident file: read it once, untimed. */
 static void warm_page_cache(const bench_config *c)
 {
-    int fd = open(c->file, O_RDONLY | O_CLOEXEC);
+    char why[256];
+    int fd = gdu_open_regular(c->file, O_RDONLY | O_CLOEXEC, 0, why, sizeof why);
     if (fd < 0)
-        return;
+        return; /* the path's own open says why */
     size_t n = 16u << 20;
     char *buf = malloc(n);
     for (uint64_t off = 0; buf != NULL && off < c->total; off += n)
@@ -135,16 +134,22 @@ static void warm_page_cache(const bench_config *c)
     close(fd);
 }
 
-/* One timed run of one path, with its untimed preparation and check. */
-static void run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan, bench_lat *lat,
-                     int p, bool verify, bench_result *r)
+/* One timed run of one path, with its untimed preparation and check. 0, or
+ * where the file is gone or no longer a regular file (replaced since it was
+ * prepared: the run cannot go on) the error with why. */
+static int run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan, bench_lat *lat,
+                    int p, bool verify, bench_result *r, char *file_why, size_t file_why_len)
 {
+    int fd = gdu_open_regular(c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC, 0, file_why,
+                              file_why_len);
+    if (fd < 0)
+        return fd;
     char why[512] = "";
-    int s = before_path(c, g, p, why, sizeof why);
+    int s = before_path(c, g, p, fd, why, sizeof why);
     if (s != 0) {
         r->status = s;
         snprintf(r->note, sizeof r->note, "%.300s", why);
-        return;
+        return 0;
     }
     memset(lat->us, 0, plan->n * sizeof(double));
     if (p == BENCH_H2D)
@@ -160,6 +165,7 @@ static void run_path(const bench_config *c, bench_gpu *g, const bench_plan *plan
     after_path(c, g, p, verify, r);
     if (r->ran && r->bytes > 0)
         percentiles(r, lat, c);
+    return 0;
 }
 
 /* The path's result over its rounds: the median round (the lower middle one
@@ -249,7 +255,13 @@ int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len
             memset(r, 0, sizeof *r);
             r->requested = true;
             r->verified = -1;
-            run_path(c, g, &plan, &lat, p, round == 0 && c->verify, r);
+            int gone = run_path(c, g, &plan, &lat, p, round == 0 && c->verify, r, why, len);
+            if (gone != 0) {
+                free(plan.offset);
+                free(lat.us);
+                bench_gpu_close(g);
+                return gone;
+            }
         }
     }
     for (int p = 0; p < BENCH_NPATHS; p++)

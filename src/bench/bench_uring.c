@@ -2,6 +2,7 @@
  * at the same parallelism (queue depth = workers) instead of one thread per
  * outstanding I/O, to measure which of the two an engine should use. */
 #include "bench/bench.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,10 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
         snprintf(r->note, sizeof r->note, "io_uring unavailable here: %s", strerror(-e));
         return;
     }
-    int fd = open(c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC | (c->cold ? O_DIRECT : 0));
+    char why[sizeof r->note] = "";
+    int fd = gdu_open_regular(
+        c->file, (c->write ? O_WRONLY : O_RDONLY) | O_CLOEXEC | (c->cold ? O_DIRECT : 0), 0, why,
+        sizeof why);
     void *mem = NULL;
     size_t bytes = (size_t)depth * c->io_size;
     if (fd >= 0)
@@ -56,8 +60,8 @@ void bench_run_host_uring(const bench_config *c, bench_gpu *g, const bench_plan 
                     : aligned_alloc(4096, bytes);
     ring_slot *slots = calloc(depth, sizeof *slots);
     if (fd < 0 || mem == NULL || slots == NULL) {
-        r->status = fd < 0 ? -errno : -ENOMEM;
-        snprintf(r->note, sizeof r->note, "cannot set up: %s", strerror(-r->status));
+        r->status = fd < 0 ? fd : -ENOMEM;
+        snprintf(r->note, sizeof r->note, "cannot set up: %.280s", fd < 0 ? why : strerror(ENOMEM));
         goto out;
     }
     memset(mem, 0x5A, bytes);

@@ -291,6 +291,17 @@ static void show_progress(void *user, const char *path, uint64_t done, uint64_t 
     gdu_cli_progress_bytes(user, path, done, total, final);
 }
 
+/* The exit code of an error about the bench file (bench_prepare_file's, or
+ * the file replaced during the run): usage where it would be overwritten, no
+ * input where it is missing or not a regular file, else an I/O error. */
+static int file_exit_code(int err)
+{
+    return err == -EEXIST ? GDU_EXIT_USAGE
+           : err == -ENOENT || err == -EINVAL || err == -EACCES || err == -EISDIR || err == -ENOTDIR
+               ? GDU_EXIT_NOINPUT
+               : GDU_EXIT_IOERR;
+}
+
 int gdu_cmd_bench(int argc, char **argv)
 {
     bench_config c = {.total = 1ull << 30,
@@ -331,16 +342,13 @@ int gdu_cmd_bench(int argc, char **argv)
         c.progress_user = &shown;
     }
     int s = bench_prepare_file(&c, why, sizeof why);
-    if (s != 0) {
-        int code = s == -EEXIST ? GDU_EXIT_USAGE
-                   : s == -ENOENT || s == -EINVAL || s == -EACCES || s == -EISDIR || s == -ENOTDIR
-                       ? GDU_EXIT_NOINPUT
-                       : GDU_EXIT_IOERR;
-        return gdu_cli_fail("bench", code, NULL, NULL, "%s", why);
-    }
+    if (s != 0)
+        return gdu_cli_fail("bench", file_exit_code(s), NULL, NULL, "%s", why);
     bench_run run;
-    if (bench_run_paths(&c, &run, why, sizeof why) != 0)
-        return gdu_cli_fail("bench", GDU_EXIT_SOFTWARE, NULL, NULL, "%s", why);
+    s = bench_run_paths(&c, &run, why, sizeof why);
+    if (s != 0)
+        return gdu_cli_fail("bench", s == -ENOMEM ? GDU_EXIT_SOFTWARE : file_exit_code(s), NULL,
+                            NULL, "%s", why);
     const bench_result *res = run.res;
     rc = GDU_EXIT_OK;
     for (int p = 0; p < BENCH_NPATHS; p++) {

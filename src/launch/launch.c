@@ -1,6 +1,7 @@
 /* Finding libgdunlock.so, preloading it into a child, and reading one of
  * its reports. */
 #include "launch/launch.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,18 +109,29 @@ int gdu_launch_mkdtemp(const char *what, char *dir, size_t len)
 
 json_t *gdu_launch_load_report(const char *path, char *why, size_t len)
 {
+    /* Checked on the descriptor: a FIFO put there after a check of the path
+     * would block the open and the read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
     struct stat st;
-    if (lstat(path, &st) != 0) {
+    if (fd < 0) {
+        int err = errno;
+        if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            snprintf(why, len, "%s, not a regular file", gdu_file_kind(st.st_mode));
+        else
+            snprintf(why, len, "%s", strerror(err));
+        return NULL;
+    }
+    json_t *r = NULL;
+    if (fstat(fd, &st) != 0) {
         snprintf(why, len, "%s", strerror(errno));
-        return NULL;
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s, not a regular file", gdu_file_kind(st.st_mode));
+    } else {
+        json_error_t err;
+        r = json_loadfd(fd, 0, &err);
+        if (r == NULL)
+            snprintf(why, len, "%s", err.text);
     }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len, "not a regular file");
-        return NULL;
-    }
-    json_error_t err;
-    json_t *r = json_load_file(path, 0, &err);
-    if (r == NULL)
-        snprintf(why, len, "%s", err.text);
+    close(fd);
     return r;
 }

@@ -135,7 +135,8 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
         signal(SIGTERM, old_term);
         if (WIFSIGNALED(status) && removable)
             unlink(opts->path);
-        doc = json_load_file(result, 0, NULL);
+        char unread[128];
+        doc = gdu_launch_load_report(result, unread, sizeof unread); /* never blocks */
         if (!doc) {
             char why[256];
             if (WIFSIGNALED(status))

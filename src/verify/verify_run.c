@@ -6,6 +6,7 @@
  * cover exactly this run's mappings and Registered_MiB still shows them. */
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
+#include "util/open_regular.h"
 #include "util/pattern.h"
 #include "verify/verify_internal.h"
 
@@ -63,29 +64,69 @@ static int setup_cuda(struct run *run, gdu_verify_evidence *ev, char *why, size_
     return 0;
 }
 
-/* Creates (or, with force, truncates) PATH, with O_DIRECT where the file
- * system accepts it: cuFile needs O_DIRECT for the direct path. */
-static void open_file(struct run *run, gdu_verify_evidence *ev)
+/* Whether verify may write over the file st describes: a regular file, empty
+ * or with --force. 0, or -errno with why. */
+static int may_overwrite(const gdu_verify_options *opts, const struct stat *st, char *why,
+                         size_t why_len)
 {
-    run->fd = open(ev->path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
-    if (run->fd >= 0) {
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, why_len, "%s is %s, not a regular file; verify only writes to regular files",
+                 opts->path, gdu_file_kind(st->st_mode));
+        return -EINVAL;
+    }
+    if (st->st_size > 0 && !opts->force) {
+        snprintf(why, why_len,
+                 "%s exists and is not empty; verify overwrites and removes it: pass --force "
+                 "to allow that, or name a new file",
+                 opts->path);
+        return -EEXIST;
+    }
+    return 0;
+}
+
+/* Creates (or, with force, truncates) PATH, with O_DIRECT where the file
+ * system accepts it: cuFile needs O_DIRECT for the direct path. What lies
+ * at PATH now is checked again on the descriptor: a FIFO or someone's file
+ * put there since check_target is refused, never blocked on or truncated
+ * (-errno with why); a file that cannot be created is evidence (0). */
+static int open_file(struct run *run, const gdu_verify_options *opts, gdu_verify_evidence *ev,
+                     char *why, size_t why_len)
+{
+    const int flags = O_RDWR | O_CREAT | O_CLOEXEC;
+    char text[GDU_VERIFY_TEXT];
+    bool direct = true;
+    int fd = gdu_open_regular(ev->path, flags | O_DIRECT, 0644, text, sizeof text);
+    if (fd == -EINVAL) { /* the file system refuses O_DIRECT (or it is no regular file) */
+        direct = false;
+        fd = gdu_open_regular(ev->path, flags, 0644, text, sizeof text);
+    }
+    if (fd == -EINVAL || fd == -EISDIR) {
+        snprintf(why, why_len, "%s; verify only writes to regular files", text);
+        return -EINVAL;
+    }
+    if (fd < 0) {
+        gdu_verify_call_set(&ev->file, false, fd, "cannot create %s", text);
+        return 0;
+    }
+    struct stat st;
+    int rc = fstat(fd, &st) == 0 ? may_overwrite(opts, &st, why, why_len) : -errno;
+    if (rc == 0 && ftruncate(fd, 0) != 0)
+        rc = -errno;
+    if (rc != 0) {
+        if (rc != -EEXIST)
+            snprintf(why, why_len, "cannot truncate %s: %s", ev->path, strerror(-rc));
+        close(fd);
+        return rc;
+    }
+    run->fd = fd;
+    if (direct)
         gdu_verify_call_set(&ev->file, true, 0, "%s opened with O_DIRECT", ev->path);
-        return;
-    }
-    int e = errno;
-    if (e == EINVAL) {
-        run->fd = open(ev->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (run->fd >= 0) {
-            gdu_verify_call_set(
-                &ev->file, true, 0,
-                "%s: the file system refuses O_DIRECT (EINVAL); opened buffered, so "
-                "cuFile cannot read it directly",
-                ev->path);
-            return;
-        }
-        e = errno;
-    }
-    gdu_verify_call_set(&ev->file, false, -e, "cannot create %s: %s", ev->path, strerror(e));
+    else
+        gdu_verify_call_set(&ev->file, true, 0,
+                            "%s: the file system refuses O_DIRECT (EINVAL); opened buffered, so "
+                            "cuFile cannot read it directly",
+                            ev->path);
+    return 0;
 }
 
 static void read_nvfs(const gdu_verify_options *opts, gdu_verify_evidence *ev, gdu_nvfs_stats *st,
@@ -258,10 +299,12 @@ static void run_cleanup(struct run *run, const gdu_verify_options *opts, const c
         gdu_verify_devbuf_free(run->cu, &run->src[m]);
         gdu_verify_devbuf_free(run->cu, &run->dst[m]);
     }
-    if (run->fd >= 0) {
-        close(run->fd);
-        if (!opts->keep)
+    if (run->fd >= 0) { /* removed where PATH still names the file verify wrote */
+        struct stat mine, there;
+        if (!opts->keep && fstat(run->fd, &mine) == 0 && stat(path, &there) == 0 &&
+            mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
             unlink(path);
+        close(run->fd);
     }
     free(run->host);
     if (run->cu != NULL)
@@ -293,19 +336,7 @@ static int check_target(const gdu_verify_options *opts, char *why, size_t why_le
         }
         return 0;
     }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, why_len, "%s is not a regular file; verify only writes to regular files",
-                 opts->path);
-        return -EINVAL;
-    }
-    if (st.st_size > 0 && !opts->force) {
-        snprintf(why, why_len,
-                 "%s exists and is not empty; verify overwrites and removes it: pass --force "
-                 "to allow that, or name a new file",
-                 opts->path);
-        return -EEXIST;
-    }
-    return 0;
+    return may_overwrite(opts, &st, why, why_len);
 }
 
 static void stage(const gdu_verify_options *opts, const char *what)
@@ -339,7 +370,11 @@ int gdu_verify_run(const gdu_verify_options *opts, gdu_verify_evidence *ev, char
         run_cleanup(&run, opts, ev->path);
         return -ENOMEM;
     }
-    open_file(&run, ev);
+    rc = open_file(&run, opts, ev, why, why_len);
+    if (rc != 0) {
+        run_cleanup(&run, opts, ev->path);
+        return rc;
+    }
     if (ev->file.ok) {
         stage(opts, "allocating cuMemAlloc and VMM buffers");
         allocate_buffers(&run, ev);

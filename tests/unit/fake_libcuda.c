@@ -10,6 +10,7 @@
  * returning CUDA_ERROR_NOT_SUPPORTED. Built into its own folder, never into
  * build/lib, so that it cannot shadow the real driver. */
 #include "cuda/cuda_api.h"
+#include "fake_fifo_swap.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,7 +67,11 @@ static void flush_legacy(void)
     pthread_mutex_unlock(&lock);
 }
 
-gdu_CUresult cuInit(unsigned flags) { return 0; }
+gdu_CUresult cuInit(unsigned flags)
+{
+    fake_fifo_swap();
+    return 0;
+}
 gdu_CUresult cuDriverGetVersion(int *v)
 {
     *v = 13000;

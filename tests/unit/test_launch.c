@@ -180,7 +180,7 @@ static void test_load_report(void **state)
     path_of(p, sizeof p, "fifo.json");
     assert_int_equal(mkfifo(p, 0600), 0);
     assert_null(gdu_launch_load_report(p, why, sizeof why));
-    assert_string_equal(why, "not a regular file");
+    assert_string_equal(why, "a FIFO, not a regular file");
     path_of(p, sizeof p, "absent.json");
     assert_null(gdu_launch_load_report(p, why, sizeof why));
     assert_string_equal(why, strerror(ENOENT));

@@ -3,6 +3,7 @@
  * and the I/O engine run their whole flow without a GPU. Copies are
  * synchronous; streams and events are tokens. */
 #include "cuda/cuda_api.h"
+#include "fake_fifo_swap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,11 @@ GDU_CUDA_FUNCTIONS(FAKE_DECLARE)
 
 static char token; /* what streams, events and contexts point at */
 
-gdu_CUresult fake_cuInit(unsigned flags) { return GDU_CUDA_SUCCESS; }
+gdu_CUresult fake_cuInit(unsigned flags)
+{
+    fake_fifo_swap();
+    return GDU_CUDA_SUCCESS;
+}
 gdu_CUresult fake_cuDriverGetVersion(int *v)
 {
     *v = 13000;

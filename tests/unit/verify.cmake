@@ -54,3 +54,9 @@ if(GDUNLOCK_SANITIZE)
   set_tests_properties(cli_verify_preload PROPERTIES
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
+# A FIFO given to bench and verify, or put in the file's place after their
+# checks (by the fake libcudas at cuInit): no hang, the documented exit.
+add_test(NAME cli_fifo_swap
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/fifo_swap.sh $<TARGET_FILE:gdunlock>
+                 ${GDU_FAKE_CUDA_DIR} ${GDU_VERIFY_FAKES})
+set_tests_properties(cli_fifo_swap PROPERTIES LABELS unit TIMEOUT 600)
