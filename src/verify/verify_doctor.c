@@ -67,10 +67,10 @@ void gdu_verify_add_doctor(json_t *doc, const char *path)
     for (size_t i = 0; i < report.n_findings; i++) {
         const gdu_finding *f = &report.findings[i];
         if (strcmp(f->area, "p2pdma") == 0)
-            json_array_append_new(p2pdma, json_pack("{s:s, s:s, s:o, s:o}", "id", f->id, "status",
-                                                    gdu_status_id(f->status), "title",
-                                                    gdu_json_text(f->title), "fix",
-                                                    gdu_json_text(f->fix)));
+            json_array_append_new(p2pdma,
+                                  json_pack("{s:s, s:s, s:o, s:o}", "id", f->id, "status",
+                                            gdu_status_id(f->status), "title",
+                                            gdu_json_text(f->title), "fix", gdu_json_text(f->fix)));
     }
     json_object_set_new(
         doc, "doctor",
