@@ -74,9 +74,20 @@ rm -rf "${TMPDIR:?}"/*
 mkfifo "$work/stdout.fifo"
 exec 3<>"$work/stdout.fifo"
 "$bin" run --json -- sh -c 'python3 -c "import json; print(json.dumps([\"x\" * 1000] * 300))" \
-  >"${GDUNLOCK_REPORT%/*}/report-1.json"' >"$work/stdout.fifo" 2>"$work/err" &
+  >"${GDUNLOCK_REPORT%/*}/report-1.json"; : >"$1"' sh "$work/cmd.done" >"$work/stdout.fifo" \
+  2>"$work/err" &
 run=$!
-sleep 1
+# Signalled while CMD still runs, the signal goes to CMD: wait until CMD is
+# done and gdunlock blocks writing to the pipe (its wchan says so, where the
+# kernel shows it; else a second after CMD's end), however loaded the machine.
+for _ in $(seq 400); do
+  if [ -e "$work/cmd.done" ]; then
+    w=$(cat /proc/$run/wchan 2>/dev/null)
+    [ "$w" = pipe_write ] && break
+    [ -z "$w" ] || [ "$w" = 0 ] && { sleep 1; break; }
+  fi
+  sleep 0.05
+done
 kill -TERM $run
 for _ in $(seq 100); do kill -0 $run 2>/dev/null || break; sleep 0.05; done
 if kill -0 $run 2>/dev/null; then
