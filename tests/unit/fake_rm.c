@@ -202,7 +202,7 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
         return GDU_NV_OK;
     }
     if (find(f, client, client) == NULL)
-        return 0x0000000e; /* NV_ERR_INVALID_CLIENT */
+        return GDU_NV_ERR_INVALID_CLIENT;
     fake_obj *p = find(f, client, parent);
     if (p == NULL)
         return GDU_NV_ERR_INVALID_OBJECT_PARENT;
@@ -238,7 +238,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
     if (tpp == NULL)
         return GDU_NV_ERR_OBJECT_NOT_FOUND;
     if (tpp->cls != GDU_NV50_THIRD_PARTY_P2P)
-        return 0x00000059; /* NV_ERR_OBJECT_TYPE_MISMATCH-like: not this class's control */
+        return GDU_NV_ERR_OBJECT_TYPE_MISMATCH; /* not this class's control */
     switch (cmd) {
     case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE: {
         gdu_nv503c_register_va_space *p = params;
@@ -248,7 +248,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             if (tpp->vaspaces[i] == p->hVASpace)
                 return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
         if (tpp->n_vaspaces == FAKE_MAX_VAS)
-            return 0x00000051; /* NV_ERR_INSUFFICIENT_RESOURCES */
+            return GDU_NV_ERR_INSUFFICIENT_RESOURCES;
         p->vaSpaceToken = 0xfe00 + tpp->n_vaspaces;
         tpp->vaspaces[tpp->n_vaspaces++] = p->hVASpace;
         /* RM adds the dependency for any handle of the client (refAddDependant). */
