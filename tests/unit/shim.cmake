@@ -6,6 +6,9 @@ target_compile_definitions(gdu_fake_rm PRIVATE GDUNLOCK_FIXTURES="${GDUNLOCK_FIX
 gdunlock_unit_test(test_shim_core SOURCES test_shim_core.c LIBS gdu_fake_rm)
 gdunlock_unit_test(test_shim_decode SOURCES test_shim_decode.c LIBS gdu_shim_core)
 gdunlock_unit_test(test_shim_replay SOURCES test_shim_replay.c LIBS gdu_fake_rm)
+# RM's lifetime program (tests/gpu/shim_rm_lifetime.c, compiled in) on the fake RM.
+gdunlock_unit_test(test_shim_rm_lifetime_program SOURCES test_shim_rm_lifetime_program.c
+                   LIBS gdu_fake_rm gdu_p2p_window_study)
 # gdunlock run, end to end (needs the gdunlock binary and libgdunlock.so built).
 gdunlock_unit_test(test_shim_run SOURCES test_shim_run.c LIBS PkgConfig::JANSSON)
 target_compile_definitions(test_shim_run PRIVATE GDU_BIN="$<TARGET_FILE:gdunlock>")
