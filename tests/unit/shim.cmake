@@ -59,6 +59,16 @@ if(GDUNLOCK_SANITIZE)
                        ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
 
+# The GPU check program of the attribute routes (tests/gpu/shim_attr_check.c)
+# on the fake libcuda, without and with the shim (check_shim_attr_program.sh).
+add_test(NAME test_shim_attr_program
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_attr_program.sh $<TARGET_FILE:shim_attr_check>
+                 ${GDU_FAKE_CUDA_DIR} $<TARGET_FILE:gdu_shim>)
+set_tests_properties(test_shim_attr_program PROPERTIES LABELS unit)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(test_shim_attr_program PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
 # What the shim costs a process it is preloaded into (check_shim_preload.sh).
 add_test(NAME test_shim_preload COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_preload.sh $<TARGET_FILE:gdu_shim>)
 set_tests_properties(test_shim_preload PROPERTIES LABELS unit)
