@@ -313,14 +313,24 @@ GDU_EXPORT gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int 
                     __builtin_return_address(0));
 }
 
-/* Where libcuda's answer for this buffer is what nvidia-fs will find, it
- * stands; 0 and 1 fill the lowest byte alike whether the caller reads an int
- * (cuda.h) or a one-byte bool, so only that byte is read and written. */
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE holds 0 or 1 ("1 if the
+ * memory this pointer is referencing can be used with the GPUDirect RDMA
+ * API", cuda.h). Its C type is not documented: the driver API reference
+ * lists it under neither cuPointerGetAttribute nor cuPointerGetAttributes;
+ * NVIDIA's cuda-python reads an unsigned int, other callers an int or a
+ * one-byte bool. 0 and 1 differ in the lowest byte alone, so the shim reads
+ * that byte and writes it only where its answer differs from libcuda's (a
+ * buffer the unlock registered, or the test mode): every other byte, and an
+ * answer it keeps, stay as libcuda left them. Called only after libcuda
+ * succeeded: its errors, and the caller's buffer with them, pass untouched. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the lowest byte comes first");
 static void rdma_capable(gdu_shim *s, void *data, gdu_CUdeviceptr ptr)
 {
     unsigned char *low = data;
-    *low = gdu_shim_rdma_pointer_attribute(s, *low != 0, (uint64_t)ptr, asking_library()) != 0;
+    bool libcuda = *low != 0;
+    bool answer = gdu_shim_rdma_pointer_attribute(s, libcuda, (uint64_t)ptr, asking_library()) != 0;
+    if (answer != libcuda)
+        *low = answer;
 }
 
 GDU_EXPORT gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr)

@@ -25,6 +25,6 @@ if(GDU_CUDA_STUB)
 endif()
 # RM's lifetime rules and UVM's P2PDMA call (tests/gpu/shim_rm_lifetime.sh).
 add_executable(shim_rm_lifetime shim_rm_lifetime.c)
-target_link_libraries(shim_rm_lifetime PRIVATE gdu_facts_rm)
+target_link_libraries(shim_rm_lifetime PRIVATE gdu_p2p_window_study) # its card info (rm_bar1.h)
 add_executable(uvm_device_p2p uvm_device_p2p.c)
 target_link_libraries(uvm_device_p2p PRIVATE shim_gpu_common ${CMAKE_DL_LIBS})

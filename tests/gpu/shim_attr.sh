@@ -10,7 +10,8 @@
 #   geforce   strict + libcuda's attribute 0 + the shim's answer off
 #   unlocked  strict + libcuda's attribute 0 + the shim's answer on
 # Checks: every route of shim_attr_check; libcufile's TRACE log and status
-# for a cuFileBufRegister (cufile_gate); PyTorch's libcudart; fastsafetensors'
+# for a cuFileBufRegister and a cuFileRead (cufile_gate, its file on a disk
+# with udev's entry written when missing: needs root); PyTorch's libcudart; fastsafetensors'
 # is_gds_supported (FST_DIR: where its build lies); NCCL's choice through
 # torch.distributed (its GDR lines, and whom the shim kept libcuda's 0 for).
 set -uo pipefail
@@ -101,14 +102,27 @@ else
 fi
 
 # ---- libcufile's gate: its TRACE log and the status of cuFileBufRegister ----
+# The file cufile_gate reads lies on a disk (GDU_ATTR_DIR, default
+# /var/tmp/gdu-attr) with udev's entry for its file system, where compat
+# mode reads files on the H200 (shared/reference/driver-findings.md): under
+# $OUT (/tmp/g) libcufile refused it with 5018 and cuFileRead, whose calls
+# issue 24 lists, was never reached. Writing the entry needs root.
+here=$(cd "$(dirname "$0")" && pwd)
+gate_dir=${GDU_ATTR_DIR:-/var/tmp/gdu-attr}
+mkdir -p "$gate_dir"
+# shellcheck source=udev_root.sh
+. "$here/udev_root.sh"
+udev_root_setup "$gate_dir" || echo "INFO udev: no entry written: cuFile will refuse the file (5027)"
+trap 'udev_root_remove; rm -f "$gate_dir"/cufile-*.bin' EXIT
+echo "INFO cufile-gate-file: $gate_dir on $(findmnt -n -o FSTYPE --target "$gate_dir" 2>/dev/null || echo unknown)"
 for s in plain geforce unlocked; do
   mkdir -p "$O/cufile-$s"
   cat >"$O/cufile-$s.json" <<EOF
 { "logging": { "dir": "$O/cufile-$s", "level": "TRACE" },
   "properties": { "allow_compat_mode": true } }
 EOF
-  head -c 4194304 /dev/urandom >"$O/cufile-$s.bin"
-  run_in "$s" gate env CUFILE_ENV_PATH_JSON="$O/cufile-$s.json" GDUNLOCK_LOG=debug "$BIN/cufile_gate" "$O/cufile-$s.bin"
+  head -c 4194304 /dev/urandom >"$gate_dir/cufile-$s.bin"
+  run_in "$s" gate env CUFILE_ENV_PATH_JSON="$O/cufile-$s.json" GDUNLOCK_LOG=debug "$BIN/cufile_gate" "$gate_dir/cufile-$s.bin"
   # What libcufile resolved and asked, call by call (the shim's trace).
   grep -E '^PHASE |gdunlock: libcufile' "$O/$s-gate.err" >"$O/libcufile-trace-$s.log"
   log=$(ls "$O/cufile-$s"/*.log 2>/dev/null | head -1)

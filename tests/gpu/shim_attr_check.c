@@ -12,10 +12,16 @@
  *                           program), as NCCL asks
  * A route that cannot be taken prints "ROUTE <name> unavailable: why".
  * Then CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) of a 16 MiB
- * cuMemAlloc buffer ("device") and of malloc'd memory CUDA does not know
- * ("host"), one line each, "PROUTE <route> <buffer> <v>" (or "error <r>"):
- * dlsym, cuPointerGetAttributes (through dlsym), cuGetProcAddress_v2,
- * cuGetProcAddress, rdma-library (the probe library named like NCCL's). */
+ * cuMemAlloc buffer ("device") and of static memory CUDA does not know
+ * ("host"), one line each: dlsym, cuGetProcAddress_v2, cuGetProcAddress,
+ * cuPointerGetAttributes (through dlsym), rdma-library (the probe library
+ * named like NCCL's). The answer goes into eight bytes of 0xa5, read only
+ * after the call returned: "PROUTE <route> <buffer> <v> bytes=<n>" (the n
+ * bytes the call wrote, little-endian: the attribute's width, which the CUDA
+ * reference does not give), "... untouched" (success, nothing written) or
+ * "... error <r>". The 2026-12-01 run printed -1 everywhere because the
+ * value was read as an argument beside the call that wrote it (C leaves
+ * their order open; gcc read it first). */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
@@ -44,12 +50,33 @@ static void route(const char *name, attr_fn f, const char *why)
 typedef int (*pointer_fn)(void *, int, unsigned long long);
 typedef int (*pointers_fn)(unsigned, int *, void **, unsigned long long);
 
-static void proute(const char *name, const char *buffer, int r, int v)
+/* The caller's buffer for attribute 15. */
+typedef union {
+    unsigned char b[8];
+    int i;
+    unsigned long long all;
+} answer_buf;
+
+static void fill(answer_buf *a) { memset(a->b, 0xa5, sizeof a->b); }
+
+/* One PROUTE line for a call that returned r and left a. */
+static void proute(const char *name, const char *buffer, int r, const answer_buf *a)
 {
-    if (r != 0)
+    if (r != 0) {
         printf("PROUTE %s %s error %d\n", name, buffer, r);
+        return;
+    }
+    int n = 0;
+    for (int k = 0; k < (int)sizeof a->b; k++)
+        if (a->b[k] != 0xa5)
+            n = k + 1;
+    unsigned long long v = 0;
+    for (int k = n; k-- > 0;)
+        v = v << 8 | a->b[k];
+    if (n == 0)
+        printf("PROUTE %s %s untouched\n", name, buffer);
     else
-        printf("PROUTE %s %s %d\n", name, buffer, v);
+        printf("PROUTE %s %s %llu bytes=%d\n", name, buffer, v, n);
 }
 
 static void pointer_routes(void *cuda,
@@ -94,7 +121,8 @@ static void pointer_routes(void *cuda,
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) {
         const char *b = buffers[i].name;
         unsigned long long p = buffers[i].ptr;
-        int v = -1;
+        answer_buf a;
+        int r;
         const struct {
             const char *name;
             pointer_fn f;
@@ -104,17 +132,22 @@ static void pointer_routes(void *cuda,
                 printf("PROUTE %s %s unavailable\n", one[k].name, b);
                 continue;
             }
-            v = -1;
-            proute(one[k].name, b, one[k].f(&v, 15, p), v);
+            fill(&a);
+            r = one[k].f(a.b, 15, p);
+            proute(one[k].name, b, r, &a);
         }
         int attr = 15;
-        void *data[1] = {&v};
-        v = -1;
-        if (many != NULL)
-            proute("cuPointerGetAttributes", b, many(1, &attr, data, p), v);
-        v = -1;
-        if (ask != NULL && direct != NULL)
-            proute("rdma-library", b, ask(direct, p, &v), v);
+        void *data[1] = {a.b};
+        if (many != NULL) {
+            fill(&a);
+            r = many(1, &attr, data, p);
+            proute("cuPointerGetAttributes", b, r, &a);
+        }
+        if (ask != NULL && direct != NULL) {
+            fill(&a);
+            r = ask(direct, p, &a.i);
+            proute("rdma-library", b, r, &a);
+        }
     }
 }
 

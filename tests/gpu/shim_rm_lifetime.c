@@ -1,22 +1,46 @@
-/* shim_rm_lifetime: RM's lifetime rule for ThirdPartyP2P (NV503C), on GPU 0
- * through a client of our own (src/p2p/rm_client). Read in 580.142:
- * REGISTER_VA_SPACE makes the NV503C a dependant of the VA space
- * (third_party_p2p.c:394), UNREGISTER_VA_SPACE does not undo it (403-421),
- * and freeing an object frees its dependants (rs_server.c:974-982).
+/* shim_rm_lifetime: RM's lifetime rule for ThirdPartyP2P (NV503C), on the
+ * driver's first GPU, through a client of our own (src/facts/rm_client).
+ * Read in 580.142: REGISTER_VA_SPACE makes the NV503C a dependant of the VA
+ * space (third_party_p2p.c:394), UNREGISTER_VA_SPACE does not undo it
+ * (403-421), and freeing an object frees its dependants (rs_server.c:974-982).
  *   case 1: NV503C T1; register VA space A, unregister A, free A; then a
  *           control on T1 (REGISTER_VA_SPACE of B) and a second NV503C under
  *           the same subdevice (NV_ERR_STATE_IN_USE while T1 lives)
  *   case 2: NV503C T2 with B registered; free C, never registered; the same
+ * The objects are made in libcuda's order (tests/fixtures/rm-traces,
+ * workload-gpu0.jsonl seq 25-28, 90-91, 192): the GPU's /dev/nvidia<minor>
+ * opened and held first, because RM refuses NV01_DEVICE_0 with
+ * NV_ERR_INSUFFICIENT_PERMISSIONS to a process that holds no file of that
+ * GPU open (device.c:140-147 through nv_is_gpu_accessible,
+ * kernel-open/nvidia/nv.c:5785-5790); then the device (the GPU's device
+ * instance, hClientShare our client) and its subdevice, FERMI_VASPACE_A
+ * objects under the device (index NEW, no flags: any vaMode but SINGLE
+ * takes them, vaspace_api.c:182-185), the NV503C (TYPE_BAR1) under the
+ * subdevice.
  * Lines: STATUS <step> <NV_STATUS name>, then RESULT case1=<gone|alive>
- * case2=<gone|alive>. Its fake-RM twin: vaspace_dependency_outlives_unregister
- * in tests/unit/test_shim_core.c. */
+ * case2=<gone|alive>. CPU twins: this program on the fake RM
+ * (tests/unit/test_shim_rm_lifetime_program.c) and the shim's side of the
+ * rule (vaspace_dependency_outlives_unregister, tests/unit/test_shim_core.c). */
 #include "driverabi/nv503c.h"
+#include "driverabi/nv_card_info.h"
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_status.h"
 #include "facts/rm_client.h"
+#include "facts/rm_device.h"
+#include "facts/rm_p2p_caps.h"
+#include "rm_bar1.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Where the driver is: the real one unless the CPU twin points these at its
+ * fake RM (the program is compiled into that test). */
+static gdu_rm_ioctl_fn lifetime_ioctl;        /* NULL: the real ioctl */
+static const char *lifetime_ctl;              /* NULL: /dev/nvidiactl */
+static const char *lifetime_dev_dir = "/dev"; /* where nvidia<minor> lives */
 
 static gdu_rm_client c;
 static char why[256];
@@ -47,6 +71,15 @@ static uint32_t register_vaspace(uint32_t tpp, uint32_t vaspace)
     return control(tpp, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE, &p, sizeof p);
 }
 
+/* A new FERMI_VASPACE_A under dev: index NEW, no flags, fresh parameters
+ * each time (RM writes the VA space's base and size back into them,
+ * vaspace_api.c:418-420). */
+static uint32_t new_vaspace(uint32_t dev, uint32_t *h)
+{
+    gdu_nv_vaspace_alloc_params vp = {0};
+    return alloc(dev, GDU_FERMI_VASPACE_A, &vp, sizeof vp, h);
+}
+
 /* Whether the NV503C tpp still lives: its control, and a second NV503C under sub. */
 static const char *alive(const char *tag, uint32_t sub, uint32_t tpp, uint32_t other_vaspace)
 {
@@ -64,27 +97,68 @@ static const char *alive(const char *tag, uint32_t sub, uint32_t tpp, uint32_t o
                                                                : "unclear";
 }
 
+/* The driver's first GPU opened as libcuda opens it: its device file held
+ * open (*gpu_fd), then its device and subdevice in our client. Returns RM's
+ * status of the device step (GENERIC with why when no call reached RM). */
+static uint32_t open_gpu(gdu_rm_device *d, int *gpu_fd)
+{
+    gdu_rm_card cards[GDU_NV_MAX_DEVICES];
+    gdu_rm_gpu attached[GDU_RM_MAX_GPUS];
+    size_t ncards = 0, nattached = 0;
+    if (gdu_rm_cards(&c, cards, GDU_NV_MAX_DEVICES, &ncards, why, sizeof why) != 0)
+        return GDU_NV_ERR_GENERIC;
+    if (ncards == 0) {
+        snprintf(why, sizeof why, "the driver lists no GPU (NV_ESC_CARD_INFO)");
+        return GDU_NV_ERR_GENERIC;
+    }
+    const gdu_rm_card *g = &cards[0];
+    char path[160];
+    snprintf(path, sizeof path, "%s/nvidia%u", lifetime_dev_dir, g->minor);
+    *gpu_fd = open(path, O_RDWR | O_CLOEXEC);
+    if (*gpu_fd < 0) {
+        snprintf(why, sizeof why, "cannot open %s: %s", path, strerror(errno));
+        return GDU_NV_ERR_GENERIC;
+    }
+    if (gdu_rm_attached_gpus(&c, attached, GDU_RM_MAX_GPUS, &nattached, why, sizeof why) != 0)
+        return GDU_NV_ERR_GENERIC;
+    uint32_t gpu_id = 0;
+    for (size_t i = 0; i < nattached; i++)
+        if (attached[i].domain == g->domain && attached[i].bus == g->bus &&
+            attached[i].device == g->slot)
+            gpu_id = attached[i].gpu_id;
+    if (gpu_id == 0) {
+        snprintf(why, sizeof why, "GPU %04x:%02x:%02x (%s) is not among RM's attached GPUs",
+                 g->domain, g->bus, g->slot, path);
+        return GDU_NV_ERR_GENERIC;
+    }
+    uint32_t st = GDU_NV_ERR_GENERIC;
+    gdu_rm_device_open(&c, gpu_id, d, &st, why, sizeof why);
+    return st;
+}
+
 int main(void)
 {
-    if (gdu_rm_client_open(&c, NULL, NULL, why, sizeof why) != 0) {
+    if (gdu_rm_client_open(&c, lifetime_ctl, lifetime_ioctl, why, sizeof why) != 0) {
         printf("NOGPU: %s\n", why);
         return 69;
     }
-    gdu_nv0080_alloc_params dp = {.deviceId = 0, .hClientShare = c.hclient};
-    gdu_nv2080_alloc_params sp = {.subDeviceId = 0};
-    gdu_nv_vaspace_alloc_params vp = {0};
+    gdu_rm_device d = {0};
+    int gpu_fd = -1;
     gdu_nv503c_alloc_params ap = {.flags = GDU_NV503C_ALLOC_FLAGS_TYPE_BAR1};
-    uint32_t dev = 0, sub = 0, a = 0, b = 0, cc = 0, t1 = 0, t2 = 0;
-    if (step("device", alloc(c.hclient, GDU_NV01_DEVICE_0, &dp, sizeof dp, &dev)) != GDU_NV_OK ||
-        step("subdevice", alloc(dev, GDU_NV20_SUBDEVICE_0, &sp, sizeof sp, &sub)) != GDU_NV_OK ||
-        step("vaspace-A", alloc(dev, GDU_FERMI_VASPACE_A, &vp, sizeof vp, &a)) != GDU_NV_OK ||
-        step("vaspace-B", alloc(dev, GDU_FERMI_VASPACE_A, &vp, sizeof vp, &b)) != GDU_NV_OK ||
-        step("vaspace-C", alloc(dev, GDU_FERMI_VASPACE_A, &vp, sizeof vp, &cc)) != GDU_NV_OK ||
-        step("nv503c-T1", alloc(sub, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &t1)) != GDU_NV_OK) {
+    uint32_t a = 0, b = 0, cc = 0, t1 = 0, t2 = 0;
+    if (step("device-and-subdevice", open_gpu(&d, &gpu_fd)) != GDU_NV_OK ||
+        step("vaspace-A", new_vaspace(d.hdevice, &a)) != GDU_NV_OK ||
+        step("vaspace-B", new_vaspace(d.hdevice, &b)) != GDU_NV_OK ||
+        step("vaspace-C", new_vaspace(d.hdevice, &cc)) != GDU_NV_OK ||
+        step("nv503c-T1", alloc(d.hsubdevice, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &t1)) !=
+            GDU_NV_OK) {
         printf("SETUP failed: %s\n", why);
         gdu_rm_client_close(&c);
+        if (gpu_fd >= 0)
+            close(gpu_fd);
         return 1;
     }
+    uint32_t dev = d.hdevice, sub = d.hsubdevice;
     step("case1-register-A", register_vaspace(t1, a));
     gdu_nv503c_unregister_va_space ua = {.hVASpace = a};
     step("case1-unregister-A",
@@ -96,11 +170,11 @@ int main(void)
     step("nv503c-T2", alloc(sub, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &t2));
     step("case2-register-B", register_vaspace(t2, b));
     gdu_rm_free(&c, dev, cc);
-    gdu_nv_vaspace_alloc_params vp2 = {0};
-    uint32_t d = 0;
-    alloc(dev, GDU_FERMI_VASPACE_A, &vp2, sizeof vp2, &d); /* another VA space to ask with */
-    const char *case2 = alive("case2", sub, t2, d);
+    uint32_t other = 0;
+    new_vaspace(dev, &other); /* another VA space to ask with */
+    const char *case2 = alive("case2", sub, t2, other);
     printf("RESULT case1=%s case2=%s\n", case1, case2);
     gdu_rm_client_close(&c);
+    close(gpu_fd);
     return 0;
 }

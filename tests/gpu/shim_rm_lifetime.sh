@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks of RM's lifetime rules the shim depends on (issue 24, items 2
 # and 4): shim_rm_lifetime (an NV503C dies with a VA space once registered
-# with it, unregistered or not) and uvm_device_p2p (UVM_ALLOC_DEVICE_P2P on a
+# with it, unregistered or not; its objects made in libcuda's order, the
+# GPU's /dev/nvidiaN held open first) and uvm_device_p2p (UVM_ALLOC_DEVICE_P2P on a
 # cuMemAlloc buffer: the status the 580 source predicts without
 # CONFIG_PCI_P2PDMA). Output under $OUT/rm-lifetime.
 set -uo pipefail
@@ -19,7 +20,8 @@ steps=$(grep '^STATUS case' "$O/lifetime.out" | cut -d' ' -f2- | tr '\n' ';')
 if [ "$res" = "case1=gone case2=alive" ]; then
   echo "PASS rm-vaspace-dependency: an NV503C dies with a VA space once registered with it (unregistered since), not with one it never had: $steps"
 else
-  echo "FAIL rm-vaspace-dependency: ${res:-no result}: $steps $(grep -v '^STATUS' "$O/lifetime.out" | head -3 | tr '\n' ' ')"
+  # Every step's status: a refused set-up names its step.
+  echo "FAIL rm-vaspace-dependency: ${res:-no result}: $(head -c 1200 "$O/lifetime.out" | tr '\n' ';')"
 fi
 LD_PRELOAD=$(readlink -f "$BUILD/lib/libgdunlock.so") "$BUILD/bin/uvm_device_p2p" >"$O/p2pdma.out" 2>&1
 res=$(sed -n 's/^RESULT //p' "$O/p2pdma.out")

@@ -133,14 +133,42 @@ gdu_CUresult cuCtxGetCurrent(gdu_CUcontext *c)
     return 0;
 }
 
-gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n)
+/* Device memory as libcuda knows it, for cuPointerGetAttribute: cuMemAlloc
+ * buffers (GPUDirect RDMA capable) and VMM reservations (not: cuMemCreate
+ * here takes no gpuDirectRDMACapable flag). */
+#define MAX_DEVICE 4096
+static struct {
+    char *p;
+    size_t n;
+    bool rdma_capable;
+} device_memory[MAX_DEVICE];
+
+static gdu_CUresult device_alloc(gdu_CUdeviceptr *p, size_t n, bool rdma_capable)
 {
-    void *m = malloc(n ? n : 1);
+    char *m = malloc(n ? n : 1);
     *p = (gdu_CUdeviceptr)(uintptr_t)m;
-    return m ? 0 : GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    if (m == NULL)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < MAX_DEVICE; i++)
+        if (device_memory[i].p == NULL) {
+            device_memory[i].p = m;
+            device_memory[i].n = n ? n : 1;
+            device_memory[i].rdma_capable = rdma_capable;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
+
+gdu_CUresult cuMemAlloc_v2(gdu_CUdeviceptr *p, size_t n) { return device_alloc(p, n, true); }
 gdu_CUresult cuMemFree_v2(gdu_CUdeviceptr p)
 {
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < MAX_DEVICE; i++)
+        if (device_memory[i].p == (char *)(uintptr_t)p)
+            device_memory[i].p = NULL;
+    pthread_mutex_unlock(&lock);
     free((void *)(uintptr_t)p);
     return 0;
 }
@@ -351,7 +379,7 @@ gdu_CUresult cuMemRelease(gdu_CUmemGenericAllocationHandle h) { return 0; }
 gdu_CUresult cuMemAddressReserve(gdu_CUdeviceptr *p, size_t n, size_t a, gdu_CUdeviceptr addr,
                                  unsigned long long f)
 {
-    return cuMemAlloc_v2(p, n);
+    return device_alloc(p, n, false);
 }
 gdu_CUresult cuMemAddressFree(gdu_CUdeviceptr p, size_t n) { return cuMemFree_v2(p); }
 gdu_CUresult cuMemMap(gdu_CUdeviceptr p, size_t n, size_t o, gdu_CUmemGenericAllocationHandle h,
@@ -365,21 +393,57 @@ gdu_CUresult cuMemSetAccess(gdu_CUdeviceptr p, size_t n, const gdu_CUmemAccessDe
     return 0;
 }
 
-/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) reads 1, as the H200's
- * libcuda answers for a cuMemAlloc buffer; no other pointer attribute. */
+/* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15), the only pointer
+ * attribute here, as libcuda answers it:
+ *  - an unsigned int (4 bytes), as NVIDIA's cuda-python reads it
+ *    (cuda_bindings/cuda/bindings/_lib/utils.pyx.in, HelperCUpointer_attribute);
+ *    cuda.h: "1 if the memory this pointer is referencing can be used with the
+ *    GPUDirect RDMA API";
+ *  - 1 for a cuMemAlloc buffer, 0 for VMM memory made without
+ *    gpuDirectRDMACapable (measured on the H200, driver-findings.md);
+ *  - memory CUDA does not know: cuPointerGetAttribute fails with
+ *    CUDA_ERROR_INVALID_VALUE (1; measured on the H200, 2026-12-01), while
+ *    cuPointerGetAttributes succeeds with "default NULL values" (CUDA driver
+ *    API reference, cuPointerGetAttributes).
+ * Another attribute: CUDA_ERROR_INVALID_VALUE. No current context is asked
+ * for: the reference names one for DEVICE_POINTER, none for this attribute. */
+enum { POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15 };
+
+/* Whether ptr lies in known device memory; *rdma_capable its answer. */
+static bool device_memory_at(gdu_CUdeviceptr ptr, bool *rdma_capable)
+{
+    const char *c = (const char *)(uintptr_t)ptr;
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < MAX_DEVICE && !found; i++)
+        if (device_memory[i].p != NULL && c >= device_memory[i].p &&
+            (size_t)(c - device_memory[i].p) < device_memory[i].n) {
+            found = true;
+            *rdma_capable = device_memory[i].rdma_capable;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr)
 {
-    if (attribute != 15)
+    bool capable = false;
+    if (attribute != POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE ||
+        !device_memory_at(ptr, &capable))
         return GDU_CUDA_ERROR_INVALID_VALUE;
-    *(int *)data = 1;
+    *(unsigned *)data = capable;
     return 0;
 }
 gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data,
                                     gdu_CUdeviceptr ptr)
 {
     for (unsigned i = 0; i < count; i++)
-        if (cuPointerGetAttribute(data[i], attributes[i], ptr) != 0)
+        if (attributes[i] != POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE)
             return GDU_CUDA_ERROR_INVALID_VALUE;
+    bool capable = false;
+    bool known = device_memory_at(ptr, &capable);
+    for (unsigned i = 0; i < count; i++)
+        *(unsigned *)data[i] = known && capable;
     return 0;
 }
 
@@ -427,7 +491,8 @@ static gdu_CUresult get_proc_v2(const char *symbol, void **pfn, int version,
 {
     fake_cuda_get_proc_calls[1]++;
     *pfn = lookup_proc(symbol, version);
-    *status = *pfn != NULL ? 0 : 1;
+    if (status != NULL) /* optional (cudart passes none) */
+        *status = *pfn != NULL ? 0 : 1;
     return 0;
 }
 

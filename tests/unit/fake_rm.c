@@ -7,11 +7,14 @@
 #include "driverabi/nvos.h"
 #include "driverabi/uvm_abi.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FAKE_MAX_FDS 256
 #define FAKE_MAX_VAS 8
@@ -49,6 +52,7 @@ struct fake_rm {
     } * targets; /* of every RM_FREE and every NV503C control that reached the fake */
     size_t n_targets, cap_targets;
     uint64_t bar1;
+    char *gpu_file; /* fake_rm_set_gpu_file; NULL: any process may open the device */
     char *log;
     size_t log_len;
     unsigned log_count[3];
@@ -68,6 +72,7 @@ void fake_rm_free(fake_rm *f)
     free(f->objs);
     free(f->regs);
     free(f->targets);
+    free(f->gpu_file);
     free(f->log);
     pthread_mutex_destroy(&f->lock);
     free(f);
@@ -80,6 +85,33 @@ void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind)
 }
 
 void fake_rm_next_client(fake_rm *f, uint32_t handle) { f->next_client = handle; }
+
+void fake_rm_set_gpu_file(fake_rm *f, const char *path)
+{
+    char real[PATH_MAX];
+    free(f->gpu_file);
+    f->gpu_file = path != NULL && realpath(path, real) != NULL ? strdup(real) : NULL;
+}
+
+/* Whether this process holds path open, as nv_is_gpu_accessible asks of the
+ * caller's files (kernel-open/nvidia/nv.c:5785-5790, 580.142). */
+static bool process_holds(const char *path)
+{
+    DIR *d = opendir("/proc/self/fd");
+    bool held = false;
+    for (struct dirent *e; d != NULL && !held && (e = readdir(d)) != NULL;) {
+        char link[300], target[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            held = strcmp(target, path) == 0;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    return held;
+}
 
 /* ---- objects ---- */
 
@@ -202,13 +234,17 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
         return GDU_NV_OK;
     }
     if (find(f, client, client) == NULL)
-        return 0x0000000e; /* NV_ERR_INVALID_CLIENT */
+        return GDU_NV_ERR_INVALID_CLIENT;
     fake_obj *p = find(f, client, parent);
     if (p == NULL)
         return GDU_NV_ERR_INVALID_OBJECT_PARENT;
     /* resserv takes the handle before the class constructor runs. */
     if (*handle != 0 && find(f, client, *handle) != NULL)
         return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
+    /* A device only for a process that holds the GPU's file open
+     * (device.c:140-147, 580.142). */
+    if (cls == GDU_NV01_DEVICE_0 && f->gpu_file != NULL && !process_holds(f->gpu_file))
+        return GDU_NV_ERR_INSUFFICIENT_PERMISSIONS;
     if (cls == GDU_NV50_THIRD_PARTY_P2P) {
         if (p->cls != GDU_NV20_SUBDEVICE_0)
             return GDU_NV_ERR_INVALID_OBJECT_PARENT;
@@ -238,7 +274,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
     if (tpp == NULL)
         return GDU_NV_ERR_OBJECT_NOT_FOUND;
     if (tpp->cls != GDU_NV50_THIRD_PARTY_P2P)
-        return 0x00000059; /* NV_ERR_OBJECT_TYPE_MISMATCH-like: not this class's control */
+        return GDU_NV_ERR_OBJECT_TYPE_MISMATCH; /* not this class's control */
     switch (cmd) {
     case GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE: {
         gdu_nv503c_register_va_space *p = params;
@@ -248,7 +284,7 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
             if (tpp->vaspaces[i] == p->hVASpace)
                 return GDU_NV_ERR_INSERT_DUPLICATE_NAME;
         if (tpp->n_vaspaces == FAKE_MAX_VAS)
-            return 0x00000051; /* NV_ERR_INSUFFICIENT_RESOURCES */
+            return GDU_NV_ERR_INSUFFICIENT_RESOURCES;
         p->vaSpaceToken = 0xfe00 + tpp->n_vaspaces;
         tpp->vaspaces[tpp->n_vaspaces++] = p->hVASpace;
         /* RM adds the dependency for any handle of the client (refAddDependant). */

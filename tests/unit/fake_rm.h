@@ -11,7 +11,10 @@
  *  - freeing an object frees everything below it; freeing a VA space frees
  *    the NV503C objects it is or ever was registered with (UNREGISTER_VA_SPACE
  *    leaves RM's dependency in place: third_party_p2p.c:394 vs 403-421,
- *    rs_server.c:974-982, 580.142); freeing memory drops its registrations.
+ *    rs_server.c:974-982, 580.142); freeing memory drops its registrations;
+ *  - once the GPU's device file is named (fake_rm_set_gpu_file), NV01_DEVICE_0
+ *    only for a process that holds that file open, else
+ *    NV_ERR_INSUFFICIENT_PERMISSIONS (0x1b; device.c:140-147).
  * Thread-safe. */
 #ifndef GDUNLOCK_TESTS_FAKE_RM_H
 #define GDUNLOCK_TESTS_FAKE_RM_H
@@ -32,6 +35,8 @@ void fake_rm_free(fake_rm *f);
 void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind);
 /* The handle the next client allocation gets (then generated ones again). */
 void fake_rm_next_client(fake_rm *f, uint32_t handle);
+/* Names the GPU's device file (/dev/nvidiaN; NULL: no rule, the default). */
+void fake_rm_set_gpu_file(fake_rm *f, const char *path);
 
 /* gdu_shim_ops for a shim in front of this fake (ctx = the fake). */
 gdu_shim_ops fake_rm_ops(fake_rm *f);

@@ -6,6 +6,9 @@ target_compile_definitions(gdu_fake_rm PRIVATE GDUNLOCK_FIXTURES="${GDUNLOCK_FIX
 gdunlock_unit_test(test_shim_core SOURCES test_shim_core.c LIBS gdu_fake_rm)
 gdunlock_unit_test(test_shim_decode SOURCES test_shim_decode.c LIBS gdu_shim_core)
 gdunlock_unit_test(test_shim_replay SOURCES test_shim_replay.c LIBS gdu_fake_rm)
+# RM's lifetime program (tests/gpu/shim_rm_lifetime.c, compiled in) on the fake RM.
+gdunlock_unit_test(test_shim_rm_lifetime_program SOURCES test_shim_rm_lifetime_program.c
+                   LIBS gdu_fake_rm gdu_p2p_window_study)
 # gdunlock run, end to end (needs the gdunlock binary and libgdunlock.so built).
 gdunlock_unit_test(test_shim_run SOURCES test_shim_run.c LIBS PkgConfig::JANSSON)
 target_compile_definitions(test_shim_run PRIVATE GDU_BIN="$<TARGET_FILE:gdunlock>")
@@ -56,6 +59,16 @@ if(GDUNLOCK_SANITIZE)
                        ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
 
+# The GPU check program of the attribute routes (tests/gpu/shim_attr_check.c)
+# on the fake libcuda, without and with the shim (check_shim_attr_program.sh).
+add_test(NAME test_shim_attr_program
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_attr_program.sh $<TARGET_FILE:shim_attr_check>
+                 ${GDU_FAKE_CUDA_DIR} $<TARGET_FILE:gdu_shim>)
+set_tests_properties(test_shim_attr_program PROPERTIES LABELS unit)
+if(GDUNLOCK_SANITIZE)
+  set_tests_properties(test_shim_attr_program PROPERTIES
+                       ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+endif()
 # What the shim costs a process it is preloaded into (check_shim_preload.sh).
 add_test(NAME test_shim_preload COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_preload.sh $<TARGET_FILE:gdu_shim>)
 set_tests_properties(test_shim_preload PROPERTIES LABELS unit)

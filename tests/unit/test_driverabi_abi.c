@@ -24,6 +24,43 @@ static void status_names(void **state)
     assert_int_equal(gdu_nv_status_count(), 150);
 }
 
+/* Each constant gdunlock compares with is the code of its own name in the
+ * table (nvstatuscodes.h): GDU_NV_ERR_X is NV_ERR_X. */
+static void status_constants_match_their_names(void **state)
+{
+#define NAMED(c)                                                                                   \
+    {                                                                                              \
+        c, &#c[4]                                                                                  \
+    }
+    static const struct {
+        unsigned code;
+        const char *name;
+    } named[] = {
+        NAMED(GDU_NV_OK),
+        NAMED(GDU_NV_ERR_INSERT_DUPLICATE_NAME),
+        NAMED(GDU_NV_ERR_INSUFFICIENT_RESOURCES),
+        NAMED(GDU_NV_ERR_INSUFFICIENT_PERMISSIONS),
+        NAMED(GDU_NV_ERR_INVALID_ADDRESS),
+        NAMED(GDU_NV_ERR_INVALID_ARGUMENT),
+        NAMED(GDU_NV_ERR_INVALID_CLASS),
+        NAMED(GDU_NV_ERR_INVALID_CLIENT),
+        NAMED(GDU_NV_ERR_INVALID_FLAGS),
+        NAMED(GDU_NV_ERR_INVALID_OBJECT_PARENT),
+        NAMED(GDU_NV_ERR_NOT_SUPPORTED),
+        NAMED(GDU_NV_ERR_OBJECT_NOT_FOUND),
+        NAMED(GDU_NV_ERR_OBJECT_TYPE_MISMATCH),
+        NAMED(GDU_NV_ERR_STATE_IN_USE),
+        NAMED(GDU_NV_ERR_GENERIC),
+    };
+#undef NAMED
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        const char *symbol = gdu_nv_status_symbol(named[i].code);
+        if (symbol == NULL || strcmp(symbol, named[i].name) != 0)
+            fail_msg("0x%x is %s, not %s", named[i].code, symbol ? symbol : "unknown",
+                     named[i].name);
+    }
+}
+
 static void escape_requests(void **state)
 {
     /* Values libcuda passes: _IOWR('F', nr, size). */
@@ -124,9 +161,9 @@ static void read_block(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_names),  cmocka_unit_test(escape_requests),
-        cmocka_unit_test(version_parse), cmocka_unit_test(layouts),
-        cmocka_unit_test(read_block),
+        cmocka_unit_test(status_names),    cmocka_unit_test(status_constants_match_their_names),
+        cmocka_unit_test(escape_requests), cmocka_unit_test(version_parse),
+        cmocka_unit_test(layouts),         cmocka_unit_test(read_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

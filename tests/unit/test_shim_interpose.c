@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -223,17 +224,46 @@ static void assert_shims(const void *f)
     assert_non_null(strstr(info.dli_fname, "libgdunlock.so"));
 }
 
+/* A caller's buffer for attribute 15, eight bytes of 0xa5 before the call:
+ * what libcuda and the shim wrote into it shows byte by byte. */
+typedef union {
+    unsigned char b[8];
+    unsigned long long all;
+} answer_buf;
+
+static void fill(answer_buf *a) { memset(a->b, 0xa5, sizeof a->b); }
+
+/* The four bytes libcuda writes (an unsigned int) hold want; the rest is as it was. */
+static void assert_answer(const answer_buf *a, unsigned want)
+{
+    unsigned got;
+    memcpy(&got, a->b, sizeof got);
+    assert_int_equal(got, want);
+    for (size_t k = sizeof got; k < sizeof a->b; k++)
+        assert_int_equal(a->b[k], 0xa5);
+}
+
+static void assert_untouched(const answer_buf *a) { assert_true(a->all == 0xa5a5a5a5a5a5a5a5ull); }
+
 /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) on every route
  * libcufile and others take: dlsym on the handle, cuGetProcAddress and its
  * _v2, cuPointerGetAttributes, the exported name. Each reaches the shim,
  * which gives libcuda's answer (the stand-in's 0) for memory it did not
- * register. */
+ * register, in the bytes libcuda wrote; libcuda's errors (memory CUDA does
+ * not know, another attribute) pass with the caller's buffer untouched, and
+ * cuPointerGetAttributes' defaults for unknown memory stand. */
 static void pointer_attribute_routes(void **state)
 {
     void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
     assert_non_null(cuda);
-    static char buffer[4096];
-    unsigned long long ptr = (unsigned long long)(uintptr_t)buffer;
+    int (*alloc)(unsigned long long *, size_t);
+    int (*release)(unsigned long long);
+    *(void **)&alloc = dlsym(cuda, "cuMemAlloc_v2");
+    *(void **)&release = dlsym(cuda, "cuMemFree_v2");
+    unsigned long long dev = 0;
+    assert_int_equal(alloc(&dev, 1 << 20), 0);
+    static char host_buffer[4096];
+    unsigned long long host = (unsigned long long)(uintptr_t)host_buffer;
     pointer_attr_fn routes[4];
     *(void **)&routes[0] = dlsym(cuda, "cuPointerGetAttribute");
     int (*gpa2)(const char *, void **, int, unsigned long long, int *);
@@ -243,13 +273,19 @@ static void pointer_attribute_routes(void **state)
     int status = -1;
     assert_int_equal(gpa2("cuPointerGetAttribute", (void **)&routes[1], 12000, 0, &status), 0);
     assert_int_equal(gpa1("cuPointerGetAttribute", (void **)&routes[2], 11030, 0), 0);
-    *(void **)&routes[3] = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* linked with -lcuda */
+    *(void **)&routes[3] = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* the exported name */
+    answer_buf a;
     for (int i = 0; i < 4; i++) {
         assert_shims((void *)routes[i]);
-        int v = -1;
-        assert_int_equal(routes[i](&v, 15, ptr), 0);
-        assert_int_equal(v, libcuda_answer());
-        assert_int_equal(routes[i](&v, 2, ptr), 1); /* another attribute: libcuda's error */
+        fill(&a);
+        assert_int_equal(routes[i](a.b, 15, dev), 0);
+        assert_answer(&a, (unsigned)libcuda_answer());
+        fill(&a);
+        assert_int_equal(routes[i](a.b, 15, host), 1); /* CUDA_ERROR_INVALID_VALUE */
+        assert_untouched(&a);
+        fill(&a);
+        assert_int_equal(routes[i](a.b, 2, dev), 1); /* another attribute: libcuda's error */
+        assert_untouched(&a);
     }
     pointer_attrs_fn many[2];
     *(void **)&many[0] = dlsym(cuda, "cuPointerGetAttributes");
@@ -257,12 +293,20 @@ static void pointer_attribute_routes(void **state)
     for (int i = 0; i < 2; i++) {
         assert_shims((void *)many[i]);
         int attrs[2] = {15, 15};
-        int a = -1, b = -1;
-        void *data[2] = {&a, &b};
-        assert_int_equal(many[i](2, attrs, data, ptr), 0);
-        assert_int_equal(a, libcuda_answer());
-        assert_int_equal(b, libcuda_answer());
+        answer_buf x, y;
+        void *data[2] = {x.b, y.b};
+        fill(&x);
+        fill(&y);
+        assert_int_equal(many[i](2, attrs, data, dev), 0);
+        assert_answer(&x, (unsigned)libcuda_answer());
+        assert_answer(&y, (unsigned)libcuda_answer());
+        fill(&x);
+        fill(&y);
+        assert_int_equal(many[i](2, attrs, data, host), 0); /* no error: default values */
+        assert_answer(&x, 0);
+        assert_answer(&y, 0);
     }
+    release(dev);
     dlclose(cuda);
 }
 
@@ -306,9 +350,16 @@ static void hooks_follow_a_reloaded_library(void **state)
     pointer_attr_fn pointer;
     *(void **)&attr = dlsym(cuda, "cuDeviceGetAttribute");
     *(void **)&pointer = dlsym(cuda, "cuPointerGetAttribute");
+    int (*alloc)(unsigned long long *, size_t);
+    int (*release)(unsigned long long);
+    *(void **)&alloc = dlsym(cuda, "cuMemAlloc_v2");
+    *(void **)&release = dlsym(cuda, "cuMemFree_v2");
+    unsigned long long dev = 0;
+    assert_int_equal(alloc(&dev, 1 << 16), 0);
     int v = -1;
     assert_int_equal(attr(&v, 116, 0), 0);
-    assert_int_equal(pointer(&v, 15, 0x7f0000100000ull), 0);
+    assert_int_equal(pointer(&v, 15, dev), 0);
+    release(dev);
     struct span sp = {.p = dlsym(cuda, "cuMemAlloc_v2")};
     assert_int_equal(dl_iterate_phdr(find_span, &sp), 1);
     dlclose(cuda);
@@ -338,9 +389,13 @@ static void hooks_follow_a_reloaded_library(void **state)
     dlclose(cufile);
     *(void **)&pointer = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* the shim's export */
     assert_shims((void *)pointer);
+    *(void **)&alloc = dlsym(cuda, "cuMemAlloc_v2");
+    *(void **)&release = dlsym(cuda, "cuMemFree_v2");
+    assert_int_equal(alloc(&dev, 1 << 16), 0); /* known to the new load */
     v = -1;
-    assert_int_equal(pointer(&v, 15, 0x7f0000100000ull), 0);
+    assert_int_equal(pointer(&v, 15, dev), 0);
     assert_int_equal(v, libcuda_answer());
+    release(dev);
     dlclose(cuda);
     munmap(hold, hi - lo);
 }
@@ -377,11 +432,16 @@ static void traces_libcufile(void **state)
     unlink(path);
     int saved = *(int *)*state;
     dup2(fd, STDERR_FILENO);
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    int (*alloc)(unsigned long long *, size_t);
+    *(void **)&alloc = dlsym(cuda, "cuMemAlloc_v2");
+    unsigned long long dev = 0;
+    assert_int_equal(alloc(&dev, 1 << 16), 0);
     void *probe = dlopen(TRACE_PROBE, RTLD_NOW | RTLD_LOCAL);
     int (*ask)(const char *, unsigned long long, int[2]);
     *(void **)&ask = probe != NULL ? dlsym(probe, "trace_probe_ask") : NULL;
     int out[2] = {-1, -1};
-    int r = ask != NULL ? ask(FAKE_LIBCUDA, 0x7f0000100000ull, out) : -2;
+    int r = ask != NULL ? ask(FAKE_LIBCUDA, dev, out) : -2;
     dup2(saved, STDERR_FILENO);
     assert_int_equal(r, 0);
     assert_int_equal(out[0], libcuda_answer());
@@ -397,10 +457,18 @@ static void traces_libcufile(void **state)
                                      "cuPointerGetAttribute through dlsym: the shim's hook"));
         assert_non_null(strstr(text, "libcufile_trace_probe.so calls cuDeviceGetAttribute(116) "
                                      "of device 0: status 0"));
-        assert_non_null(strstr(text, "libcufile_trace_probe.so calls cuPointerGetAttribute(15) of "
-                                     "0x7f0000100000: status 0, value"));
+        char want[128];
+        snprintf(want, sizeof want,
+                 "libcufile_trace_probe.so calls cuPointerGetAttribute(15) of 0x%llx: status 0, "
+                 "value %d",
+                 dev, libcuda_answer());
+        assert_non_null(strstr(text, want));
     }
     dlclose(probe);
+    int (*release)(unsigned long long);
+    *(void **)&release = dlsym(cuda, "cuMemFree_v2");
+    release(dev);
+    dlclose(cuda);
 }
 
 static void fork_works(void **state)
