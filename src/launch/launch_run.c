@@ -23,6 +23,8 @@ static const int ending_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
 static volatile sig_atomic_t child_pid;     /* CMD while it runs, else 0 */
 static volatile sig_atomic_t ending_signal; /* the signal passed on, 0 none */
+static volatile sig_atomic_t cmd_ended;     /* CMD has ended: a signal now is gdunlock's */
+static volatile sig_atomic_t late_signal;   /* one that came after CMD ended, 0 none */
 
 static void pass_on(int sig, siginfo_t *info, void *context)
 {
@@ -35,7 +37,9 @@ static void pass_on(int sig, siginfo_t *info, void *context)
         ending_signal = sig;
         kill((pid_t)child_pid, sig);
     } else if (child_pid == 0) {
-        ending_signal = sig; /* before CMD started, or after it ended: just remembered */
+        ending_signal = sig; /* before CMD started, or after it ended: remembered */
+        if (cmd_ended)
+            late_signal = sig;
     }
 }
 
@@ -135,6 +139,7 @@ static int run_child(char **argv, const char *shim, const char *report_pattern, 
         ;
     block_ending(SIG_BLOCK, &mask);
     child_pid = 0;
+    cmd_ended = 1;
     sigprocmask(SIG_SETMASK, &mask, NULL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -212,8 +217,12 @@ int gdu_launch_run(char **argv, const char *shim, const gdu_launch_options *o,
     out->unreadable = json_array();
     out->processes = collect_reports(dir, out->unreadable);
     /* The folder is gone: from here a signal may end gdunlock as it would
-     * any program (a stdout pipe nobody reads cannot keep it). */
+     * any program (a stdout pipe nobody reads cannot keep it). One that came
+     * after CMD ended, while the reports were collected, ends it now: left
+     * remembered, gdunlock would go on to block on that pipe for good. */
     release_ending(old);
+    if (late_signal != 0)
+        raise(late_signal);
     out->ending_signal = ending_signal;
     return 0;
 }

@@ -78,14 +78,11 @@ exec 3<>"$work/stdout.fifo"
   2>"$work/err" &
 run=$!
 # Signalled while CMD still runs, the signal goes to CMD: wait until CMD is
-# done and gdunlock blocks writing to the pipe (its wchan says so, where the
-# kernel shows it; else a second after CMD's end), however loaded the machine.
+# done (a signal after that ends gdunlock wherever it is) and, where the
+# kernel shows it, gdunlock blocks writing to the pipe, however loaded the
+# machine.
 for _ in $(seq 400); do
-  if [ -e "$work/cmd.done" ]; then
-    w=$(cat /proc/$run/wchan 2>/dev/null)
-    [ "$w" = pipe_write ] && break
-    [ -z "$w" ] || [ "$w" = 0 ] && { sleep 1; break; }
-  fi
+  [ -e "$work/cmd.done" ] && [ "$(cat /proc/$run/wchan 2>/dev/null)" = pipe_write ] && break
   sleep 0.05
 done
 kill -TERM $run
