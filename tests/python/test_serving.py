@@ -1,13 +1,15 @@
-"""The vLLM load format `gdunlock` (gdunlock.vllm_plugin), against vLLM's
-own classes: the entry point in pyproject.toml registers the format, vLLM's
-command line reaches the loader, the weights of
+"""The vLLM load format `gdunlock` (gdunlock.vllm_plugin) and the SGLang
+loader class (gdunlock.sglang_loader), against vLLM's and SGLang's own
+classes: the entry point in pyproject.toml registers the format, vLLM's
+command line and SGLang's engine arguments reach the loader, the weights of
 a saved Llama equal safetensors' (device "cpu"), the expert filter and
 select= leave tensors unread, tqdm draws on rank 0 only, and PyTorch pickle
 checkpoints are refused naming the fix.
 
-vLLM is large and not installed in CI: its tests skip there, saying why;
-GDU_REQUIRE_SERVING=1 turns a failed import into an error instead of a
-skip. The rules the loaders share (gdunlock.serving) are tested
+vLLM and SGLang are large and not installed in CI: their tests skip there,
+saying why. scripts/test-serving.sh makes a venv with both and runs this
+file with GDU_REQUIRE_SERVING=1, which turns a failed import into an error
+instead of a skip. The rules both share (gdunlock.serving) are tested
 everywhere."""
 import contextlib
 import importlib
@@ -74,7 +76,10 @@ def _load(*names):
 VLLM, VLLM_WHY = _load("vllm.plugins", "vllm.config", "vllm.model_executor.model_loader",
                        "vllm.engine.arg_utils", "vllm.utils.argparse_utils",
                        "gdunlock.vllm_plugin")
-
+SGLANG, SGLANG_WHY = _load("sglang.srt.server_args", "sglang.srt.configs.load_config",
+                           "sglang.srt.model_loader.loader",
+                           "sglang.srt.model_executor.model_runner_components.load_model_utils",
+                           "gdunlock.sglang_loader")
 
 _models = None
 
@@ -371,6 +376,79 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         self.assertIn("gdunlock", self.progress_text(read(), rank=0))
         self.assertNotIn("gdunlock", self.progress_text(read(), rank=1))
         self.assertNotIn("gdunlock", self.progress_text(read(use_tqdm_on_load=False)))
+
+
+@unittest.skipIf(SGLANG is None, SGLANG_WHY)
+class SglangLoaderTest(SameTensors, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server_args, cls.load_config, cls.loaders, cls.load_model_utils, cls.ours = SGLANG
+        cls.m = models()
+        # What a scheduler process holds before it loads (_prepare_weights reads it).
+        args = cls.server_args.ServerArgs(
+            model_path=cls.m.llama, load_format=cls.ours.GdunlockModelLoader, device="cpu",
+            model_loader_extra_config=json.dumps({"select": r"\.layers\.1\."}))
+        cls.server_args.set_global_server_args_for_scheduler(args)
+        cls.args = args
+
+    def loader(self, **config):
+        config = self.load_config.LoadConfig(load_format=self.ours.GdunlockModelLoader, **config)
+        loader = self.loaders.get_model_loader(config)
+        loader.device = "cpu"  # what load_model takes from SGLang's device config
+        return loader
+
+    def test_engine_arguments_reach_the_loader(self):
+        """Engine(load_format=<class>, model_loader_extra_config=...) becomes
+        ServerArgs, then the LoadConfig each model runner builds."""
+        config = self.load_model_utils.build_load_config(
+            server_args=self.args, tp_rank=0, remote_instance_weight_transporter_engine=None,
+            remote_instance_weight_transporter_session_id=None, draft_model_idx=None,
+            weight_cache_mode="off", weight_cache_socket=None)
+        loader = self.loaders.get_model_loader(config)
+        self.assertIs(type(loader), self.ours.GdunlockModelLoader)
+        self.assertIsInstance(loader, self.loaders.DefaultModelLoader)
+        self.assertEqual(loader.options["select"].pattern, r"\.layers\.1\.")
+
+    def test_weights_equal_safetensors(self):
+        """SGLang's resolve_model_weights and load_weights_and_postprocess
+        around the loader's iterator."""
+        loader, model = self.loader(), FakeModel()
+        model_config = SimpleNamespace(model_path=self.m.llama, revision=None,
+                                       hf_config=self.m.config)
+        (resolved,) = loader.resolve_model_weights(model_config, model)
+        self.assertEqual(sorted(map(os.path.basename, resolved.weight_files)), self.m.shards)
+        with RecordIterators() as record:
+            self.loaders.DefaultModelLoader.load_weights_and_postprocess(
+                model, loader._get_weights_iterator(resolved.source, resolved_source=resolved),
+                torch.device("cpu"))
+        self.assert_same(model.got, self.m.llama_tensors)
+        self.assertEqual(record.made[0].stats()["bytes_read"],
+                         sum(t.nbytes for t in self.m.llama_tensors.values()))
+
+    def test_select_from_extra_config(self):
+        loader = self.loader(model_loader_extra_config={"select": r"experts\.[13]\."})
+        source = self.loaders.DefaultModelLoader.Source(self.m.moe, None)
+        got = dict(loader._get_weights_iterator(source))
+        self.assert_same(got, {n: t for n, t in self.m.moe_tensors.items()
+                               if re.search(r"experts\.[13]\.", n)})
+
+    def test_extra_config_keys(self):
+        with self.assertRaisesRegex(ValueError, r"\['enable_multithread_load'\].*select"):
+            self.loader(model_loader_extra_config={"enable_multithread_load": True})
+
+    def test_pickle_checkpoint_refused_naming_the_fix(self):
+        with self.assertRaises(ValueError) as caught:
+            self.loader().download_model(SimpleNamespace(model_path=self.m.pickles,
+                                                         revision=None))
+        for part in ("pytorch_model.bin", "load_format='auto'", "save_pretrained"):
+            self.assertIn(part, str(caught.exception))
+
+    def test_progress_bar_on_rank_zero_only(self):
+        def read():
+            source = self.loaders.DefaultModelLoader.Source(self.m.llama, None)
+            list(self.loader()._get_weights_iterator(source))
+        self.assertIn("gdunlock", self.progress_text(read))
+        self.assertNotIn("gdunlock", self.progress_text(read, rank=1))
 
 
 if __name__ == "__main__":
