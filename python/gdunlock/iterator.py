@@ -91,7 +91,8 @@ class _Progress:
     iterator reaches each file's header."""
 
     def __init__(self, progress):
-        self.call, self.bar, self.total, self.done, self.shown = None, None, 0, 0, 0.0
+        self.call, self.bar, self.line = None, None, False  # a bar: a tqdm; line: on stderr
+        self.total, self.done, self.shown = 0, 0, 0.0
         if callable(progress):
             self.call = progress
         elif progress:
@@ -99,11 +100,11 @@ class _Progress:
                 from tqdm.auto import tqdm
                 self.bar = tqdm(total=0, unit="B", unit_scale=True, desc="gdunlock")
             except ImportError:
-                self.bar = False
+                self.line = True
 
     def grow(self, nbytes):
         self.total += nbytes
-        if self.bar:
+        if self.bar is not None:  # (a tqdm of total 0 is falsy: never tested for truth)
             self.bar.total = self.total
             self.bar.refresh()
 
@@ -111,9 +112,9 @@ class _Progress:
         self.done += nbytes
         if self.call is not None:
             self.call(self.done, self.total, name)
-        elif self.bar:
+        elif self.bar is not None:
             self.bar.update(nbytes)
-        elif self.bar is False and (time.monotonic() - self.shown > 0.5 or last):
+        elif self.line and (time.monotonic() - self.shown > 0.5 or last):
             self.shown = time.monotonic()
             sys.stderr.write(f"\rgdunlock: {self.done / 1e9:.2f} of {self.total / 1e9:.2f} GB")
             if last:
@@ -121,7 +122,7 @@ class _Progress:
             sys.stderr.flush()
 
     def close(self):
-        if self.bar:
+        if self.bar is not None:
             self.bar.close()
 
 

@@ -317,6 +317,25 @@ class IteratorOptionsTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 gdunlock.weights_iterator("x.safetensors", device="cpu", **bad)
 
+    def test_progress_bar_counts_every_byte(self):
+        """progress=True: tqdm's bar reaches the bytes read (a bar of total
+        0 is falsy in tqdm, and one tested for truth never grew)."""
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            self.skipTest("tqdm is not installed")
+        import io
+        import contextlib
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            it = gdunlock.weights_iterator(os.path.join(os.path.dirname(__file__), "..",
+                                                        "fixtures", "safetensors", "sharded"),
+                                           device="cpu", progress=True)
+            bar = it._progress.bar
+            dict(it)
+        self.assertEqual(bar.n, it._progress.total)
+        self.assertGreater(bar.n, 0)
+
     def test_a_file_named_twice_is_read_once(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
