@@ -70,7 +70,11 @@ static void test_single_file_byte_exact(void **state)
     assert_int_equal(s.files, 1);
     assert_int_equal(s.tensors, 12);
     assert_int_equal(s.tensor_bytes, s.read_bytes); /* no holes */
-    assert_string_equal(s.backend, "host");
+    /* "host", or "host+O_DIRECT" where the fixture was not in the page cache
+     * when the engine looked (other tests' reads and memory pressure decide
+     * that, not this test: under a loaded ctest -j16 it was evicted). */
+    if (strcmp(s.backend, "host") != 0 && strcmp(s.backend, "host+O_DIRECT") != 0)
+        fail_msg("backend %s, expected host", s.backend);
     assert_true(s.seconds > 0);
     assert_true(strlen(s.memory) > 0);
     gdu_st_error err;
