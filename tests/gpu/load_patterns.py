@@ -110,6 +110,21 @@ def drop_caches():
         f.write("3\n")
 
 
+def sliced(opener, files, parts):
+    """Bytes of the slices (dim, rank, world) of every 2-D tensor of files,
+    asked key by key, each shard opened in turn as serving engines do."""
+    n = 0
+    for path in files:
+        with opener(path, framework="pt", device="cuda:0") as f:
+            for k in f.keys():
+                s = f.get_slice(k)
+                shape = s.get_shape()
+                if len(shape) == 2:
+                    for dim, rank, world in parts:
+                        n += nbytes(s[rank_index(shape, dim, rank, world)])
+    return n
+
+
 def one(case, loader, folder):
     import torch
     if loader == "gd" or case.startswith("hf") or case == "iter-tp" or case == "iter-full":
@@ -153,31 +168,9 @@ def one(case, loader, folder):
     elif re.fullmatch(r"(rows|cols)-\d", case):
         dim, world = (0 if case.startswith("rows") else 1), int(case[5:])
         for rank in range(world):
-            def part():
-                n = 0
-                for path in files:
-                    with opener(path, framework="pt", device="cuda:0") as f:
-                        for k in f.keys():
-                            s = f.get_slice(k)
-                            shape = s.get_shape()
-                            if len(shape) == 2:
-                                n += nbytes(s[rank_index(shape, dim, rank, world)])
-                return n
-            clock(part)
+            clock(lambda: sliced(opener, files, [(dim, rank, world)]))
     elif case == "all-4":
-        def every():
-            n = 0
-            for path in files:
-                with opener(path, framework="pt", device="cuda:0") as f:
-                    for k in f.keys():
-                        s = f.get_slice(k)
-                        shape = s.get_shape()
-                        if len(shape) == 2:
-                            for dim in (0, 1):
-                                for rank in range(4):
-                                    n += nbytes(s[rank_index(shape, dim, rank, 4)])
-            return n
-        clock(every)
+        clock(lambda: sliced(opener, files, [(d, r, 4) for d in (0, 1) for r in range(4)]))
     elif case == "iter-tp":
         for rank in range(4):
             clock(lambda: sum(nbytes(t) for _, t in gdunlock.weights_iterator(
