@@ -248,7 +248,9 @@ json_t *load_to_json(const load_result *r, int list)
                   r->open_seconds, "gbps", gbps(&s), "memory", s.memory, "backend", s.backend,
                   "reason", gdu_json_text(s.reason), "verify", verify);
     /* Both calls run, so that rest is always taken over. */
-    if ((gdu_json_set_text(doc, "path", r->path) != 0) | (json_object_update_new(doc, rest) != 0)) {
+    int path_failed = gdu_json_set_text(doc, "path", r->path) != 0;
+    int rest_failed = json_object_update_new(doc, rest) != 0;
+    if (path_failed || rest_failed) {
         json_decref(doc);
         return NULL;
     }

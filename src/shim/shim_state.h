@@ -172,7 +172,8 @@ void gdu_shim_obj_remove(gdu_shim *s, gdu_obj *o);
 gdu_obj *gdu_shim_subdevice_of(gdu_shim *s, const gdu_obj *memory);
 void gdu_shim_log(gdu_shim *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void gdu_shim_vlog(gdu_shim *s, int level, const char *fmt, va_list ap);
+void gdu_shim_vlog(gdu_shim *s, int level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
 /* The tracked mapping that holds GPU VA va, or NULL. */
 gdu_mapping *gdu_shim_mapping_at(gdu_shim *s, uint64_t va);
