@@ -49,7 +49,8 @@ int gdu_rm_bar1_query(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_bar1 *out, uint3
     return 0;
 }
 
-int gdu_rm_bar1_of(const char *addr, gdu_rm_bar1 *out, char *why, size_t why_len)
+int gdu_rm_bar1_of(const char *addr, gdu_rm_ioctl_fn ioctl_fn, gdu_rm_bar1 *out, char *why,
+                   size_t why_len)
 {
     char want[GDU_PCI_ADDR_SIZE];
     memset(out, 0, sizeof *out);
@@ -58,7 +59,7 @@ int gdu_rm_bar1_of(const char *addr, gdu_rm_bar1 *out, char *why, size_t why_len
         return -EINVAL;
     }
     gdu_rm_client client;
-    int rc = gdu_rm_client_open(&client, NULL, NULL, why, why_len);
+    int rc = gdu_rm_client_open(&client, NULL, ioctl_fn, why, why_len);
     if (rc != 0)
         return rc;
     gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];

@@ -34,9 +34,12 @@ int gdu_rm_bar1_query(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_bar1 *out, uint3
                       char *why, size_t why_len);
 
 /* The same for the GPU at PCI address addr ("0000:1b:00.0", any spelling),
- * in an RM client of its own: what the I/O engine's cuFile ring asks before
- * it sizes itself (holding a CUDA context on the GPU). Returns 0, -ENODEV
- * when the RM has no such GPU attached, or -errno with why. */
-int gdu_rm_bar1_of(const char *addr, gdu_rm_bar1 *out, char *why, size_t why_len);
+ * in an RM client of its own, its escapes through ioctl_fn (NULL: ioctl(2);
+ * the shim passes libc's, so that its own hook never sees them): what the
+ * I/O engine's cuFile ring and the shim's report ask (holding a CUDA context
+ * on the GPU). Returns 0, -ENODEV when the RM has no such GPU attached, or
+ * -errno with why. */
+int gdu_rm_bar1_of(const char *addr, gdu_rm_ioctl_fn ioctl_fn, gdu_rm_bar1 *out, char *why,
+                   size_t why_len);
 
 #endif

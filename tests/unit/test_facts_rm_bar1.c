@@ -142,12 +142,12 @@ static void by_address(void **state)
 {
     gdu_rm_bar1 b;
     char why[256] = "";
-    assert_int_equal(gdu_rm_bar1_of("not an address", &b, why, sizeof why), -EINVAL);
+    assert_int_equal(gdu_rm_bar1_of("not an address", NULL, &b, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, "no PCI address"));
     /* No GPU is ever at ffff:ff:1f.7: an error with its reason, whatever
      * driver this machine has. */
     why[0] = '\0';
-    assert_true(gdu_rm_bar1_of("ffff:ff:1f.7", &b, why, sizeof why) < 0);
+    assert_true(gdu_rm_bar1_of("ffff:ff:1f.7", NULL, &b, why, sizeof why) < 0);
     assert_true(why[0] != '\0');
 }
 
