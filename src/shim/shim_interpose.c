@@ -13,6 +13,7 @@
  * the GPUDirect RDMA attributes (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
+#include "facts/rm_bar1_info.h"
 #include "shim/shim_preload.h"
 #include "util/pci_resource.h"
 
@@ -180,6 +181,23 @@ static void log_line(int level, const char *line)
 
 static uint64_t op_bar1_bytes(void *ctx, const char *pci) { return gdu_pci_bar1_read(pci); }
 
+static int libc_ioctl(int fd, unsigned long request, void *arg)
+{
+    return real_ioctl()(fd, request, arg);
+}
+
+/* Through a client of our own whose escapes go straight to libc: the hook
+ * would wait for the shim's lock, which the caller holds. */
+static int op_rm_bar1(void *ctx, const char *pci, uint64_t *total, uint64_t *available, char *why,
+                      size_t why_len)
+{
+    gdu_rm_bar1 b;
+    int rc = gdu_rm_bar1_of(pci, libc_ioctl, &b, why, why_len);
+    *total = rc == 0 ? b.total : 0;
+    *available = rc == 0 ? b.available : 0;
+    return rc;
+}
+
 /* ---- configuration ---- */
 
 static void read_driver_version(char *out, size_t len)
@@ -261,7 +279,8 @@ static void init_once(void)
         .rdma_attr_answer = !env_is("GDUNLOCK_RDMA_ATTR", "0"),
         .test_rdma_attr_zero = env_is("GDUNLOCK_TEST_RDMA_ATTR", "0"),
     };
-    gdu_shim_ops ops = {op_ioctl, op_fd_kind, op_read_block, op_log, NULL, op_bar1_bytes};
+    gdu_shim_ops ops = {op_ioctl, op_fd_kind,    op_read_block, op_log,
+                        NULL,     op_bar1_bytes, op_rm_bar1};
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     if (s == NULL) {
         log_line(GDU_LOG_ERROR,

@@ -92,10 +92,16 @@ static int view_build(gdu_shim *s, pin_view *v, gdu_pin_state *st)
         return -1;
     }
     gdu_map_each(&s->objects, object_visit, &sc);
-    for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
-        v->gpus[i] = (gdu_pin_gpu){.gpu = i,
-                                   .bar1_bytes = s->gpus[i].bar1_bytes,
-                                   .mapped_bytes = s->gpus[i].cufile_pinned};
+    /* RM's own BAR1 size where it said it (its check, p2p.c:1019-1030, counts
+     * that one), else the PCI BAR's. Not RM's unused figure: the lookup runs
+     * after cuFileBufRegister, whose pin that figure already holds. */
+    for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++) {
+        const gdu_gpu_stats *g = &s->gpus[i];
+        v->gpus[i] =
+            (gdu_pin_gpu){.gpu = i,
+                          .bar1_bytes = g->rm_bar1_total != 0 ? g->rm_bar1_total : g->bar1_bytes,
+                          .mapped_bytes = g->cufile_pinned};
+    }
     *st = (gdu_pin_state){.pid = s->pid,
                           .objects = v->objects,
                           .n_objects = v->n_objects,
@@ -110,23 +116,35 @@ static void view_free(pin_view *v)
     free(v->vidmem);
 }
 
-void gdu_shim_fill_bar1(gdu_shim *s)
+static void ask_rm_bar1(gdu_shim *s, gdu_gpu_stats *g)
 {
-    if (s->ops.bar1_bytes == NULL)
-        return;
+    g->rm_bar1_total = g->rm_bar1_available = 0;
+    g->rm_bar1_why[0] = '\0';
+    if (s->ops.rm_bar1 == NULL)
+        snprintf(g->rm_bar1_why, sizeof g->rm_bar1_why, "not asked");
+    else if (s->ops.rm_bar1(s->ops.ctx, g->pci, &g->rm_bar1_total, &g->rm_bar1_available,
+                            g->rm_bar1_why, sizeof g->rm_bar1_why) != 0)
+        g->rm_bar1_total = g->rm_bar1_available = 0;
+}
+
+void gdu_shim_fill_bar1(gdu_shim *s, bool refresh_rm)
+{
     for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++) {
         gdu_gpu_stats *g = &s->gpus[i];
-        if (g->seen && g->pci[0] != '\0' && !g->bar1_asked) {
-            g->bar1_asked = true;
+        if (!g->seen || g->pci[0] == '\0')
+            continue;
+        if (!g->bar1_asked || refresh_rm)
+            ask_rm_bar1(s, g);
+        if (!g->bar1_asked && s->ops.bar1_bytes != NULL)
             g->bar1_bytes = s->ops.bar1_bytes(s->ops.ctx, g->pci);
-        }
+        g->bar1_asked = true;
     }
 }
 
 /* Runs the lookup; -1 when out of memory. */
 static int lookup(gdu_shim *s, uint64_t ptr, uint64_t size, gdu_pin_verdict *out)
 {
-    gdu_shim_fill_bar1(s);
+    gdu_shim_fill_bar1(s, false);
     pin_view v;
     gdu_pin_state st;
     if (view_build(s, &v, &st) != 0)

@@ -61,6 +61,10 @@ static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_g
     gdu_jsonw_uint(w, "second_mappings", g->second_mappings);
     gdu_jsonw_uint(w, "stale_unregistered", g->stale_unregistered);
     gdu_jsonw_uint(w, "bar1_bytes", g->bar1_bytes);
+    /* RM's figures, shared by every process, as doctor shows them. */
+    gdu_jsonw_uint(w, "rm_bar1_bytes", g->rm_bar1_total);
+    gdu_jsonw_uint(w, "rm_bar1_available_bytes", g->rm_bar1_available);
+    gdu_jsonw_string(w, "rm_bar1_why", g->rm_bar1_why[0] ? g->rm_bar1_why : NULL);
     gdu_jsonw_uint(w, "cufile_pinned_bytes", g->cufile_pinned);
     gdu_jsonw_uint(w, "failures", g->failures);
     gdu_jsonw_uint(w, "answered_for_libcuda", g->answered_for_libcuda);
@@ -179,7 +183,7 @@ char *gdu_shim_report_json(gdu_shim *s, bool with_registrations)
     gdu_jsonw w;
     gdu_jsonw_init(&w);
     pthread_mutex_lock(&s->lock);
-    gdu_shim_fill_bar1(s);
+    gdu_shim_fill_bar1(s, true);
     gdu_jsonw_object_begin(&w, NULL);
     gdu_jsonw_uint(&w, "pid", s->pid);
     gdu_jsonw_string(&w, "gdunlock", GDUNLOCK_VERSION);

@@ -112,6 +112,10 @@ typedef struct {
     uint64_t stale_unregistered; /* registrations taken back because their VA was unmapped */
     uint64_t bar1_bytes;         /* BAR1 size (0: unknown) */
     bool bar1_asked;
+    /* RM's BAR1 figures (ops.rm_bar1), asked again for each report, since
+     * every process's pins and mappings move them; 0 unknown, with why. */
+    uint64_t rm_bar1_total, rm_bar1_available;
+    char rm_bar1_why[128];
     uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
     /* native: why libcuda's NV503C holds nothing of the program's ("": it does) */
     char native_empty[240];
@@ -250,7 +254,8 @@ void gdu_testmode_before_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const 
 /* Test probe (see gdu_shim_probe_registered). */
 int gdu_testmode_probe(gdu_shim *s, uint64_t gpu_va, uint32_t *status);
 
-/* shim_pin.c: asks ops.bar1_bytes for every GPU whose PCI address is known. */
-void gdu_shim_fill_bar1(gdu_shim *s);
+/* shim_pin.c: asks ops.bar1_bytes and ops.rm_bar1 for every GPU whose PCI
+ * address is known: once, or RM again when refresh_rm. */
+void gdu_shim_fill_bar1(gdu_shim *s, bool refresh_rm);
 
 #endif

@@ -1,5 +1,6 @@
 #include "fake_rm.h"
 
+#include "driverabi/ctrl0000_gpu.h"
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_escape.h"
@@ -52,7 +53,10 @@ struct fake_rm {
     } * targets; /* of every RM_FREE and every NV503C control that reached the fake */
     size_t n_targets, cap_targets;
     uint64_t bar1;
-    char *gpu_file; /* fake_rm_set_gpu_file; NULL: any process may open the device */
+    uint64_t rm_bar1_total, rm_bar1_available; /* 0: RM does not answer */
+    unsigned rm_bar1_asked;
+    uint16_t pci_bus; /* GPU_GET_PCI_INFO answers bus:00.0; 0: all zero */
+    char *gpu_file;   /* fake_rm_set_gpu_file; NULL: any process may open the device */
     char *log;
     size_t log_len;
     unsigned log_count[3];
@@ -268,6 +272,13 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
 static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_t cmd, void *params,
                            uint32_t size)
 {
+    if (cmd == GDU_NV0000_CTRL_CMD_GPU_GET_PCI_INFO && size >= sizeof(gdu_nv0000_pci_info_params)) {
+        gdu_nv0000_pci_info_params *p = params;
+        p->domain = 0;
+        p->bus = f->pci_bus;
+        p->slot = 0;
+        return GDU_NV_OK;
+    }
     if ((cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
         return GDU_NV_OK; /* every other control: not modelled, answered OK */
     fake_obj *tpp = find(f, client, object);
@@ -488,9 +499,34 @@ static uint64_t op_bar1_bytes(void *ctx, const char *pci) { return ((fake_rm *)c
 
 void fake_rm_set_bar1(fake_rm *f, uint64_t bytes) { f->bar1 = bytes; }
 
+static int op_rm_bar1(void *ctx, const char *pci, uint64_t *total, uint64_t *available, char *why,
+                      size_t why_len)
+{
+    fake_rm *f = ctx;
+    f->rm_bar1_asked++;
+    if (f->rm_bar1_total == 0) {
+        snprintf(why, why_len, "the fake RM has no BAR1 figures");
+        return -ENODATA;
+    }
+    *total = f->rm_bar1_total;
+    *available = f->rm_bar1_available;
+    return 0;
+}
+
+void fake_rm_set_pci_bus(fake_rm *f, uint16_t bus) { f->pci_bus = bus; }
+
+void fake_rm_set_rm_bar1(fake_rm *f, uint64_t total, uint64_t available)
+{
+    f->rm_bar1_total = total;
+    f->rm_bar1_available = available;
+}
+
+unsigned fake_rm_rm_bar1_asked(fake_rm *f) { return f->rm_bar1_asked; }
+
 gdu_shim_ops fake_rm_ops(fake_rm *f)
 {
-    return (gdu_shim_ops){op_ioctl, op_fd_kind, op_read_block, op_log, f, op_bar1_bytes};
+    return (gdu_shim_ops){op_ioctl, op_fd_kind,    op_read_block, op_log,
+                          f,        op_bar1_bytes, op_rm_bar1};
 }
 
 json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations)

@@ -79,6 +79,14 @@ void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict 
 
 /* The BAR1 size fake_rm_ops reports for every GPU (default 0: unknown). */
 void fake_rm_set_bar1(fake_rm *f, uint64_t bytes);
+/* RM's BAR1 figures fake_rm_ops answers for every GPU (default: none,
+ * answered with -ENODATA), and how often the shim asked. */
+void fake_rm_set_rm_bar1(fake_rm *f, uint64_t total, uint64_t available);
+/* The PCI bus NV0000_CTRL_CMD_GPU_GET_PCI_INFO answers for every GPU
+ * (default 0: an all-zero address, which the shim takes as unknown and then
+ * asks no BAR1 figures). */
+void fake_rm_set_pci_bus(fake_rm *f, uint16_t bus);
+unsigned fake_rm_rm_bar1_asked(fake_rm *f);
 
 /* The shim's report, parsed (with every registration when with_registrations). */
 json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations);

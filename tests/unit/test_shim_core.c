@@ -927,6 +927,48 @@ static void cufile_buffer_diagnostics(void **state)
     env_free(e);
 }
 
+/* RM's BAR1 figures reach the report, asked again for each (other
+ * processes move them), and RM's size, not the PCI BAR's, bounds the kernel
+ * lookup's budget (p2p.c:1019-1030 counts RM's). */
+static void rm_bar1_figures(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 0);
+    fake_rm_set_pci_bus(e->f, 0x1b);
+    fake_rm_set_bar1(e->f, 256 * 1024 * MiB);        /* the PCI BAR: 256 GiB */
+    fake_rm_set_rm_bar1(e->f, 256 * MiB, 200 * MiB); /* RM counts 256 MiB */
+    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, &e->g);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 256 * MiB), GDU_NV_OK);
+    gdu_shim_cufile_registered(e->s, VA(1), 64 * MiB, 0, 0, "device", false);
+    gdu_shim_cufile_registered(e->s, VA(2), 256 * MiB, 0, 0, "device", false);
+    assert_string_equal(cufile_why(e, 0, "kernel_lookup"), "found");
+    assert_string_equal(cufile_why(e, 1, "kernel_lookup"), "bar1-full");
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *g = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "pci")), "0000:1b:00.0");
+    assert_int_equal(json_integer_value(json_object_get(g, "bar1_bytes")), 256 * 1024 * MiB);
+    assert_int_equal(json_integer_value(json_object_get(g, "rm_bar1_bytes")), 256 * MiB);
+    assert_int_equal(json_integer_value(json_object_get(g, "rm_bar1_available_bytes")), 200 * MiB);
+    assert_true(json_is_null(json_object_get(g, "rm_bar1_why")));
+    json_decref(r);
+    unsigned asked = fake_rm_rm_bar1_asked(e->f);
+    fake_rm_set_rm_bar1(e->f, 256 * MiB, 100 * MiB); /* another process pinned 100 MiB */
+    r = fake_rm_shim_report(e->s, false);
+    g = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_int_equal(json_integer_value(json_object_get(g, "rm_bar1_available_bytes")), 100 * MiB);
+    assert_int_equal(fake_rm_rm_bar1_asked(e->f), asked + 1);
+    json_decref(r);
+    /* RM not answering: the figures are 0 and the report says why. */
+    fake_rm_set_rm_bar1(e->f, 0, 0);
+    r = fake_rm_shim_report(e->s, false);
+    g = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_int_equal(json_integer_value(json_object_get(g, "rm_bar1_bytes")), 0);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(g, "rm_bar1_why")), "no BAR1 figures"));
+    json_decref(r);
+    env_free(e);
+}
+
 static void passes_through(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 1);
@@ -1061,6 +1103,7 @@ int main(void)
         cmocka_unit_test(rdma_attribute),
         cmocka_unit_test(rdma_pointer_attribute),
         cmocka_unit_test(cufile_buffer_diagnostics),
+        cmocka_unit_test(rm_bar1_figures),
         cmocka_unit_test(passes_through),
         cmocka_unit_test(fault_injection),
         cmocka_unit_test(concurrent_storm),
