@@ -10,6 +10,7 @@
  * budget, in buffers of its chunk size, reads into them and copies on to the
  * destination on the GPU (device to device, far faster than the storage). */
 #include "io/io_internal.h"
+#include "facts/rm_bar1_info.h"
 #include "pinmodel/pin_model.h"
 #include "util/pci_addr.h"
 #include "util/pci_resource.h"
@@ -122,10 +123,21 @@ void gdu_io_cufile_engine_fini(gdu_io_engine *e)
     e->cufile_open = false;
 }
 
+/* The engine's GPU as a PCI address ("0000:1b:00.0"); -1 when CUDA or the
+ * spelling is unknown. */
+static int engine_pci(gdu_io_engine *e, char addr[GDU_PCI_ADDR_SIZE])
+{
+    char id[32] = "";
+    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->primary.dev) != GDU_CUDA_SUCCESS ||
+        gdu_pci_addr_normalize(id, addr, GDU_PCI_ADDR_SIZE) != 0)
+        return -1;
+    return 0;
+}
+
 /* BAR1 of the engine's GPU: $GDUNLOCK_TEST_BAR1, else the second memory BAR
  * (the first is BAR0's registers) in sysfs; 0 unknown, -1 a bad setting.
  * src says where it came from. */
-static int64_t bar1_bytes(gdu_io_engine *e, char *src, size_t len)
+static int64_t bar1_bytes(const char *addr, char *src, size_t len)
 {
     const char *test = getenv("GDUNLOCK_TEST_BAR1");
     uint64_t v = 0;
@@ -135,12 +147,45 @@ static int64_t bar1_bytes(gdu_io_engine *e, char *src, size_t len)
         snprintf(src, len, "GDUNLOCK_TEST_BAR1=%s", test);
         return (int64_t)v;
     }
-    char id[32] = "", addr[GDU_PCI_ADDR_SIZE];
-    if (e->cu->cuDeviceGetPCIBusId(id, (int)sizeof id, e->primary.dev) != GDU_CUDA_SUCCESS ||
-        gdu_pci_addr_normalize(id, addr, sizeof addr) != 0)
+    if (addr == NULL)
         return 0;
     snprintf(src, len, "/sys/bus/pci/devices/%s/resource", addr);
     return (int64_t)gdu_pci_bar1_read(addr);
+}
+
+/* RM's count of the BAR1 no process maps now, shared by every process
+ * (other programs' pins and CPU mappings take from it): a moment's figure
+ * the ring must fit in too. $GDUNLOCK_TEST_BAR1_AVAILABLE (a test setting),
+ * else RM through a client of our own (facts/rm_bar1_info.h), not asked
+ * while $GDUNLOCK_TEST_BAR1 simulates another BAR1. 0 unknown (src says
+ * why), -1 a bad setting. */
+static int64_t bar1_available(const char *addr, char *src, size_t len)
+{
+    const char *test = getenv("GDUNLOCK_TEST_BAR1_AVAILABLE");
+    uint64_t v = 0;
+    if (test != NULL && *test) {
+        if (gdu_parse_size(test, &v) != 0 || v > INT64_MAX)
+            return -1;
+        snprintf(src, len, "GDUNLOCK_TEST_BAR1_AVAILABLE=%s", test);
+        return v == 0 ? -1 : (int64_t)v;
+    }
+    const char *simulated = getenv("GDUNLOCK_TEST_BAR1");
+    if (simulated != NULL && *simulated) {
+        snprintf(src, len, "not asked: GDUNLOCK_TEST_BAR1 simulates another BAR1");
+        return 0;
+    }
+    if (addr == NULL) {
+        snprintf(src, len, "the GPU's PCI address is unknown");
+        return 0;
+    }
+    gdu_rm_bar1 b;
+    char why[128] = "";
+    if (gdu_rm_bar1_of(addr, NULL, &b, why, sizeof why) != 0 || b.available == 0) {
+        snprintf(src, len, "RM did not say: %s", why[0] ? why : "no figure");
+        return 0;
+    }
+    snprintf(src, len, "RM");
+    return b.available > INT64_MAX ? INT64_MAX : (int64_t)b.available;
 }
 
 /* One buffer of the ring, allocated, given a stream and registered. */
@@ -172,25 +217,41 @@ static int ring_slot_init(gdu_io_engine *e, ring_slot *s, size_t bytes, char *wh
 
 int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
 {
-    char src[96] = "", why[GDU_IO_WHY] = "";
-    int64_t bar1 = bar1_bytes(e, src, sizeof src);
+    char src[96] = "", avail_src[160] = "", why[GDU_IO_WHY] = "";
+    char addr[GDU_PCI_ADDR_SIZE];
+    bool addr_known = engine_pci(e, addr) == 0;
+    int64_t bar1 = bar1_bytes(addr_known ? addr : NULL, src, sizeof src);
     if (bar1 < 0) {
         snprintf(note, len, "GDUNLOCK_TEST_BAR1=%s is invalid: expected a size such as 256M",
                  getenv("GDUNLOCK_TEST_BAR1"));
         return -EINVAL;
     }
+    int64_t available = bar1_available(addr_known ? addr : NULL, avail_src, sizeof avail_src);
+    if (available < 0) {
+        snprintf(note, len,
+                 "GDUNLOCK_TEST_BAR1_AVAILABLE=%s is invalid: expected a size such as 200M",
+                 getenv("GDUNLOCK_TEST_BAR1_AVAILABLE"));
+        return -EINVAL;
+    }
     /* Unknown: as small as a GeForce without Resizable BAR. */
     uint64_t assumed = bar1 > 0 ? (uint64_t)bar1 : (uint64_t)256 << 20;
-    uint64_t budget = gdu_pin_bar1_budget(assumed, 0);
+    gdu_pin_gpu gpu = {.bar1_bytes = assumed, .bar1_available = (uint64_t)available};
+    uint64_t budget = gdu_pin_gpu_budget(&gpu);
+    char rm[200];
+    if (available > 0)
+        snprintf(rm, sizeof rm, "; %" PRIu64 " MiB of it unused by any process (%s)",
+                 (uint64_t)available >> 20, avail_src);
+    else
+        snprintf(rm, sizeof rm, "; unused BAR1 unknown, %s", avail_src);
     size_t slot = (e->opt.chunk_size + GDU_PIN_PAGE - 1) / GDU_PIN_PAGE * GDU_PIN_PAGE;
     size_t n = e->opt.workers;
     if (n > budget / slot)
         n = (size_t)(budget / slot);
     if (n == 0) {
         snprintf(note, len,
-                 "BAR1 budget of %" PRIu64 " bytes (BAR1 %" PRIu64 " bytes, %s) holds "
+                 "BAR1 budget of %" PRIu64 " bytes (BAR1 %" PRIu64 " bytes, %s%s) holds "
                  "no %zu-byte cuFile buffer",
-                 budget, assumed, bar1 > 0 ? src : "unknown", slot);
+                 budget, assumed, bar1 > 0 ? src : "unknown", rm, slot);
         return -ENOSPC;
     }
     struct gdu_io_ring *g = calloc(1, sizeof *g);
@@ -219,11 +280,14 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
         snprintf(note, len, "%s", why);
         ring_fini(e);
     } else {
-        snprintf(g->note, sizeof g->note,
-                 "ring of %zu x %zu KiB registered buffers (%" PRIu64 " MiB of a %" PRIu64
-                 " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s)",
-                 n, slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
-                 bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
+        int at = snprintf(g->note, sizeof g->note,
+                          "ring of %zu x %zu KiB registered buffers (%" PRIu64 " MiB of a %" PRIu64
+                          " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s",
+                          n, slot >> 10, g->registered >> 20, budget >> 20, assumed >> 20,
+                          bar1 > 0 ? " from " : ", unknown: assumed", bar1 > 0 ? src : "");
+        /* RM's figure last, cut short where the note is full. */
+        if (at > 0 && (size_t)at < sizeof g->note)
+            snprintf(g->note + at, sizeof g->note - (size_t)at, "%s)", rm);
         snprintf(note, len, "%s", g->note);
     }
     gdu_cuda_ctx_restore(e->cu, prev);

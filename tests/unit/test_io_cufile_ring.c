@@ -2,8 +2,10 @@
  * (GDUNLOCK_TEST_BAR1, the test setting), against the fake libcufile, whose
  * cuFileBufRegister fails past FAKE_CUFILE_BAR1_LIMIT as pinning past BAR1
  * does: a file larger than the budget moves through buffers that never
- * exceed it, the destination is never registered, and a BAR1 too small for
- * one buffer is named. */
+ * exceed it, the destination is never registered, a BAR1 too small for
+ * one buffer is named, and RM's count of the BAR1 no process uses
+ * (GDUNLOCK_TEST_BAR1_AVAILABLE, standing in for RM's answer) bounds the
+ * ring too, since other processes' pins take from the same BAR1. */
 #include "cuda/cuda_api.h"
 #include "io/io_internal.h"
 #include "io_test_util.h"
@@ -45,6 +47,7 @@ static int teardown(void **state)
 static int reset_env(void **state)
 {
     unsetenv("GDUNLOCK_TEST_BAR1");
+    unsetenv("GDUNLOCK_TEST_BAR1_AVAILABLE");
     unsetenv("FAKE_CUFILE_BAR1_LIMIT");
     unsetenv("FAKE_CUFILE_NVFS_MAJOR");
     size_t now, most;
@@ -141,12 +144,47 @@ static void unknown_bar1_is_assumed_small(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* BAR1 40 MiB of which RM counts 38 MiB unused (another process pins the
+ * rest): 2 MiB above RM's reserve, so two buffers, where the size alone
+ * would allow four. */
+static void rm_unused_bar1_bounds_the_ring(void **state)
+{
+    setenv("GDUNLOCK_TEST_BAR1", "40M", 1);
+    setenv("GDUNLOCK_TEST_BAR1_AVAILABLE", "38M", 1);
+    gdu_io_engine *e = NULL;
+    char why[256] = "";
+    assert_int_equal(make(GDU_IO_BACKEND_CUFILE, &e, why, sizeof why), 0);
+    const char *reason = gdu_io_engine_reason(e);
+    assert_non_null(strstr(reason, "ring of 2 x 1024 KiB registered buffers"));
+    assert_non_null(strstr(reason, "38 MiB of it unused by any process"));
+    assert_int_equal(gdu_io_cufile_ring_registered(e), 2u << 20);
+    gdu_io_engine_destroy(e);
+}
+
+/* Less unused than RM's reserve: no buffer fits, and the reason names RM's
+ * figure; a bad setting is named. */
+static void rm_unused_bar1_too_small_is_named(void **state)
+{
+    setenv("GDUNLOCK_TEST_BAR1", "1G", 1);
+    setenv("GDUNLOCK_TEST_BAR1_AVAILABLE", "30M", 1);
+    gdu_io_engine *e = NULL;
+    char why[256] = "";
+    assert_int_equal(make(GDU_IO_BACKEND_CUFILE, &e, why, sizeof why), -ENOSPC);
+    assert_non_null(strstr(why, "holds no"));
+    assert_non_null(strstr(why, "30 MiB of it unused by any process"));
+    setenv("GDUNLOCK_TEST_BAR1_AVAILABLE", "0", 1);
+    assert_int_equal(make(GDU_IO_BACKEND_CUFILE, &e, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "GDUNLOCK_TEST_BAR1_AVAILABLE=0"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(reads_through_a_ring_within_the_budget, reset_env),
         cmocka_unit_test_setup(a_bar1_too_small_for_one_buffer_is_named, reset_env),
         cmocka_unit_test_setup(unknown_bar1_is_assumed_small, reset_env),
+        cmocka_unit_test_setup(rm_unused_bar1_bounds_the_ring, reset_env),
+        cmocka_unit_test_setup(rm_unused_bar1_too_small_is_named, reset_env),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
