@@ -77,6 +77,27 @@ modes = sorted({g["mode"] for p in procs for g in p["gpus"]})
 why = [b["why"] for c in cf for b in c.get("buffers", []) if b.get("kernel_lookup") != "found"][:1]
 ok = rc == 0 and reg >= 2 and found == reg and "unlocked" in modes
 print(("PASS" if ok else "FAIL") + " shim-cufile-load-ring: gdunlock load (cuFile ring, GDUNLOCK_TEST_BAR1=256M) under the strict shim: exit %d, modes %s, %d cuFile buffers registered, %d found by the lookup%s" % (rc, modes, reg, found, ": " + why[0] if why else ""))
+# RM's own BAR1 figures, asked by the shim when it wrote the report.
+gpus = [g for p in procs for g in p["gpus"] if g.get("pci")]
+rm = [(g.get("rm_bar1_bytes", 0), g.get("rm_bar1_available_bytes", 0), g.get("rm_bar1_why")) for g in gpus]
+ok = bool(rm) and all(t > 0 and 0 < a <= t for t, a, _ in rm)
+print(("PASS" if ok else "FAIL") + " shim-rm-bar1: the shim's report carries RM's BAR1 (total, unused, why): %s" % rm)
+PY
+  # Without the simulated BAR1 the ring asks RM for the unused BAR1.
+  python3 -c "import torch; from safetensors.torch import save_file; save_file({'w': torch.arange(1 << 20, dtype=torch.float32)}, '$ring')" 2>>"$O/ring-make.err"
+  GDUNLOCK_IO_BACKEND=cufile timeout 300 "$BUILD/bin/gdunlock" load --gpu 0 --json "$ring" \
+    >"$O/ring-rm-load.json" 2>"$O/ring-rm-load.err"
+  rc=$?
+  rm -f "$ring"
+  python3 - "$O/ring-rm-load.json" "$rc" <<'PY'
+import json, sys
+rc = int(sys.argv[2])
+try:
+    reason = json.load(open(sys.argv[1])).get("reason") or ""
+except Exception as e:
+    reason = "no JSON (%s)" % e
+ok = rc == 0 and "unused by any process (RM)" in reason
+print(("PASS" if ok else "FAIL") + " load-ring-rm-bar1: the cuFile ring sized with RM's unused BAR1: exit %d, reason: %s" % (rc, reason))
 PY
 else
   echo "SKIP shim-cufile-load-ring: could not make the checkpoint: $(tail -1 "$O/ring-make.err")"
