@@ -30,5 +30,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 step "fuzz targets, short runs over the kept corpora"
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DGDUNLOCK_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs"
+cmake --build build-fuzz -j"$jobs" --target fuzz_targets
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz
