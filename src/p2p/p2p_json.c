@@ -62,11 +62,13 @@ static json_t *gpus(const gdu_p2p_report *r)
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
         const gdu_p2p_gpu *g = &r->gpu[i];
-        json_t *o =
-            json_pack("{s:i, s:s, s:s, s:I, s:o, s:b}", "ordinal", g->ordinal, "name", g->name,
-                      "pci_bus_id", g->pci_bus_id, "memory_bytes", (json_int_t)g->memory_bytes,
-                      "compute_capability", json_sprintf("%d.%d", g->cc_major, g->cc_minor),
-                      "geforce", gdu_gpu_name_geforce(g->name) == GDU_TRI_YES);
+        /* The driver's bytes, made UTF-8 (a fake or damaged name must not
+         * void the document). */
+        json_t *o = json_pack("{s:i, s:o, s:o, s:I, s:o, s:b}", "ordinal", g->ordinal, "name",
+                              gdu_json_text(g->name), "pci_bus_id", gdu_json_text(g->pci_bus_id),
+                              "memory_bytes", (json_int_t)g->memory_bytes, "compute_capability",
+                              json_sprintf("%d.%d", g->cc_major, g->cc_minor), "geforce",
+                              gdu_gpu_name_geforce(g->name) == GDU_TRI_YES);
         json_object_set_new(o, "bar1_bytes",
                             r->bar1_bytes[i] ? json_integer((json_int_t)r->bar1_bytes[i])
                                              : json_null());
@@ -166,16 +168,19 @@ static json_t *sm(const gdu_p2p_results *res)
                      "chase", matrix(&res->sm_latency_us));
 }
 
+/* An error message (it may quote a GPU's name): null when empty. */
+static json_t *optional_text(const char *s) { return s[0] ? gdu_json_text(s) : json_null(); }
+
 static json_t *measurements(const gdu_p2p_report *r)
 {
     const gdu_p2p_results *res = &r->results;
     return json_pack(
-        "{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:s?}, s:{s:I, s:I, s:b}, s:o, s:o}",
+        "{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:o}, s:{s:I, s:I, s:b}, s:o, s:o}",
         "bandwidth_gbps", "unidirectional", by_mode(res->uni_gbps), "bidirectional",
         by_mode(res->bidi_gbps), "latency_us", "gpu_timed", by_mode(res->lat_gpu_us), "cpu_timed",
         by_mode(res->lat_cpu_us), "peer_access", "can_access", int_matrix(res->can_access, res->n),
         "enabled", int_matrix(res->peer_enabled, res->n), "enable_error",
-        res->enable_error[0] ? res->enable_error : NULL, "verification", "buffers_checked",
+        optional_text(res->enable_error), "verification", "buffers_checked",
         (json_int_t)res->buffers_checked, "buffers_corrupt", (json_int_t)res->buffers_corrupt, "ok",
         res->buffers_corrupt == 0, "sm", sm(res), "routes", routes(r));
 }
@@ -183,12 +188,12 @@ static json_t *measurements(const gdu_p2p_report *r)
 json_t *gdu_p2p_report_json(const gdu_p2p_report *r)
 {
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:o, s:o, s:s?, s:s?}", "command", "p2p",
-        "command_line", r->command_line, "version", GDUNLOCK_VERSION, "date", r->date, "size_bytes",
-        (json_int_t)r->bench.bytes, "iters", (int)r->bench.iters, "reps", (int)r->bench.reps,
-        "latency_reps", (int)r->bench.latency_reps, "latency_bytes", 4, "gpus", gpus(r), "pairs",
-        pairs(r), "rm_caps_error", r->rm_error[0] ? r->rm_error : NULL, "bench_error",
-        r->bench_error[0] ? r->bench_error : NULL);
+        "{s:s, s:o, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:o, s:o, s:o, s:o}", "command", "p2p",
+        "command_line", gdu_json_text(r->command_line), "version", GDUNLOCK_VERSION, "date",
+        r->date, "size_bytes", (json_int_t)r->bench.bytes, "iters", (int)r->bench.iters, "reps",
+        (int)r->bench.reps, "latency_reps", (int)r->bench.latency_reps, "latency_bytes", 4, "gpus",
+        gpus(r), "pairs", pairs(r), "rm_caps_error", optional_text(r->rm_error), "bench_error",
+        optional_text(r->bench_error));
     if (doc == NULL)
         return NULL;
     json_object_set_new(doc, "measured", r->measured ? measurements(r) : json_null());

@@ -1,11 +1,16 @@
 /* Human output of `gdunlock p2p`: GPU list, capability per ordered pair with
  * the reason and fix where P2P is missing, then the measured matrices in
- * p2pBandwidthLatencyTest's layout (rows = source "D\D", columns = destination). */
+ * p2pBandwidthLatencyTest's layout (rows = source "D\D", columns = destination).
+ * Text from outside (GPU names and PCI ids, from the driver or a capture;
+ * the command line; reasons and errors that quote them) goes through
+ * util/text.h's escape. */
 #include "p2p/p2p_report.h"
 
+#include "util/text.h"
 #include "util/units.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define GREEN "\033[32m"
 #define RED "\033[31m"
@@ -46,6 +51,38 @@ void gdu_p2p_print_matrix(FILE *out, const char *title, const gdu_p2p_matrix *m,
     }
 }
 
+/* The bytes of s that fit max bytes without cutting a UTF-8 sequence. */
+static size_t cut_utf8(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}
+
+/* "text: <what>" with what escaped, then a newline. */
+static void put_line(FILE *out, const char *text, const char *what)
+{
+    fputs(text, out);
+    gdu_text_put(out, what);
+    fputc('\n', out);
+}
+
+/* " <reason><detail>\n           fix: <fix>\n", outside text escaped. */
+static void put_reason(FILE *out, const gdu_p2p_verdict *v, const char *detail)
+{
+    fputc(' ', out);
+    gdu_text_put(out, v->reason);
+    if (detail != NULL && detail[0]) {
+        fputs(" (", out);
+        gdu_text_put(out, detail);
+        fputc(')', out);
+    }
+    put_line(out, "\n           fix: ", v->fix);
+}
+
 static void print_gpus(FILE *out, const gdu_p2p_report *r)
 {
     fprintf(out, "%-4s %-28s %-14s %12s %12s %5s %10s\n", "GPU", "name", "PCI", "memory", "BAR1",
@@ -59,8 +96,11 @@ static void print_gpus(FILE *out, const gdu_p2p_report *r)
         if (r->rm_known[i])
             snprintf(id, sizeof id, "0x%x", r->rm_gpu_id[i]);
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
-        fprintf(out, "%-4d %-28.28s %-14s %12s %12s %5s %10s\n", g->ordinal, g->name, g->pci_bus_id,
-                mem, bar1, cc, id);
+        fprintf(out, "%-4d ", g->ordinal);
+        gdu_text_pad(out, g->name, cut_utf8(g->name, 28), 28);
+        fputc(' ', out);
+        gdu_text_pad(out, g->pci_bus_id, strlen(g->pci_bus_id), 14);
+        fprintf(out, " %12s %12s %5s %10s\n", mem, bar1, cc, id);
     }
 }
 
@@ -111,15 +151,17 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
             if (i == j || (v->cause == GDU_P2P_CAUSE_NONE && v->warning[0] == '\0'))
                 continue;
             fprintf(out, "  %d -> %d ", r->gpu[i].ordinal, r->gpu[j].ordinal);
-            if (v->cause != GDU_P2P_CAUSE_NONE)
-                fprintf(out, "%s[%s]%s %s\n           fix: %s\n", colour ? RED : "",
-                        gdu_p2p_cause_id(v->cause), colour ? RESET : "", v->reason, v->fix);
-            else
-                fprintf(out, "%swarning:%s %s\n", colour ? YELLOW : "", colour ? RESET : "",
-                        v->warning);
+            if (v->cause != GDU_P2P_CAUSE_NONE) {
+                fprintf(out, "%s[%s]%s", colour ? RED : "", gdu_p2p_cause_id(v->cause),
+                        colour ? RESET : "");
+                put_reason(out, v, NULL);
+            } else {
+                fprintf(out, "%swarning:%s ", colour ? YELLOW : "", colour ? RESET : "");
+                put_line(out, "", v->warning);
+            }
         }
     if (r->rm_error[0])
-        fprintf(out, "  RM caps unavailable: %s\n", r->rm_error);
+        put_line(out, "  RM caps unavailable: ", r->rm_error);
     fprintf(out, "\nP2P Connectivity Matrix (CUDA can-access-peer)\n%6s", "D\\D");
     for (int j = 0; j < r->n; j++)
         fprintf(out, "%6d", r->gpu[j].ordinal);
@@ -158,9 +200,11 @@ static void print_measurements(FILE *out, const gdu_p2p_report *r)
                  mode_name[m]);
         gdu_p2p_print_matrix(out, title, &res->lat_cpu_us[m], res->ordinals, 2, 1);
     }
-    if (res->enable_error[0])
-        fprintf(out, "\nEnabling peer access failed: %s (those cells stayed staged)\n",
-                res->enable_error);
+    if (res->enable_error[0]) {
+        fputs("\nEnabling peer access failed: ", out);
+        gdu_text_put(out, res->enable_error);
+        fputs(" (those cells stayed staged)\n", out);
+    }
     fprintf(out,
             "\nData check: %u buffers compared with their source pattern: ", res->buffers_checked);
     if (res->buffers_corrupt == 0)
@@ -226,14 +270,13 @@ static void print_routes(FILE *out, const gdu_p2p_report *r, int colour)
                 if (!(st == GDU_P2P_ROUTE_FAULT || st == GDU_P2P_ROUTE_WRONG ||
                       (st == GDU_P2P_ROUTE_NO_PEER && pair_ok)))
                     continue;
-                const char *d = res->route_detail[k][i][j];
-                fprintf(out, "  %d -> %d %s: %s[%s]%s %s%s%s%s\n           fix: %s\n",
-                        res->ordinals[i], res->ordinals[j], gdu_p2p_route_name((gdu_p2p_route)k),
-                        colour ? RED : "", gdu_p2p_cause_id(v->cause), colour ? RESET : "",
-                        v->reason, d[0] ? " (" : "", d, d[0] ? ")" : "", v->fix);
+                fprintf(out, "  %d -> %d %s: %s[%s]%s", res->ordinals[i], res->ordinals[j],
+                        gdu_p2p_route_name((gdu_p2p_route)k), colour ? RED : "",
+                        gdu_p2p_cause_id(v->cause), colour ? RESET : "");
+                put_reason(out, v, res->route_detail[k][i][j]);
             }
     if (res->sm_error[0])
-        fprintf(out, "  SM part: %s\n", res->sm_error);
+        put_line(out, "  SM part: ", res->sm_error);
 }
 
 static void print_sm(FILE *out, const gdu_p2p_report *r, int colour)
@@ -256,8 +299,10 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
     else
         fprintf(out, "gdunlock p2p: %d GPU%s, capability only, %s\n\n", r->n, r->n == 1 ? "" : "s",
                 r->date);
-    if (r->command_line[0])
-        fprintf(out, "command: %s\n\n", r->command_line);
+    if (r->command_line[0]) {
+        put_line(out, "command: ", r->command_line);
+        fputc('\n', out);
+    }
     print_gpus(out, r);
     if (r->n == 1)
         fprintf(out,
@@ -271,5 +316,5 @@ void gdu_p2p_print_report(FILE *out, const gdu_p2p_report *r, int colour)
         print_sm(out, r, colour);
     }
     if (r->bench_error[0])
-        fprintf(out, "\nMeasurement stopped: %s\n", r->bench_error);
+        put_line(out, "\nMeasurement stopped: ", r->bench_error);
 }

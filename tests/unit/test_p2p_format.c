@@ -305,12 +305,45 @@ static void test_json_sm(void **state)
     free(r);
 }
 
+/* Outside text (a GPU name from a capture, errors quoting it, the command
+ * line) never drives the terminal, and never voids the JSON document. */
+static void test_outside_text_is_escaped(void **state)
+{
+    gdu_p2p_report *r = two_gpus();
+    const char *evil = "RTX\033]0;owned\007\033[31m\xff";
+    snprintf(r->gpu[0].name, sizeof r->gpu[0].name, "%s", evil);
+    snprintf(r->pair[0][1].verdict.reason, sizeof r->pair[0][1].verdict.reason, "%s", evil);
+    snprintf(r->rm_error, sizeof r->rm_error, "%s", evil);
+    snprintf(r->bench_error, sizeof r->bench_error, "%s", evil);
+    snprintf(r->command_line, sizeof r->command_line, "gdunlock p2p %s", evil);
+    char *t = render_report(r);
+    assert_null(strchr(t, '\033'));
+    assert_null(strchr(t, '\007'));
+    assert_non_null(strstr(t, "0    RTX\\x1b]0;owned\\x07\\x1b[31m\\xff"));
+    assert_non_null(strstr(t, "RM caps unavailable: RTX\\x1b]"));
+    assert_non_null(strstr(t, "Measurement stopped: RTX\\x1b]"));
+    assert_non_null(strstr(t, "command: gdunlock p2p RTX\\x1b]"));
+    free(t);
+    json_t *doc = gdu_p2p_report_json(r);
+    assert_non_null(doc);
+    const char *name =
+        json_string_value(json_object_get(json_array_get(json_object_get(doc, "gpus"), 0), "name"));
+    assert_string_equal(name, "RTX\033]0;owned\007\033[31m\xef\xbf\xbd");
+    assert_non_null(json_string_value(json_object_get(doc, "rm_caps_error")));
+    json_decref(doc);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matrix_layout),  cmocka_unit_test(test_report_refused_pair),
-        cmocka_unit_test(test_report_one_gpu), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_report_sm),      cmocka_unit_test(test_json_sm),
+        cmocka_unit_test(test_matrix_layout),
+        cmocka_unit_test(test_report_refused_pair),
+        cmocka_unit_test(test_report_one_gpu),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_report_sm),
+        cmocka_unit_test(test_json_sm),
+        cmocka_unit_test(test_outside_text_is_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
