@@ -247,6 +247,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._last = None  # the key asked last
         self._window = 0
         self._families = {}  # name with its numbers taken out -> (shape, index) last asked
+        # whether _families_seen (the last walk of another file) may predict
+        # this file's families, and the keys read ahead on its word
+        self._hint_ok, self._hinted = True, set()
         self._whole_walk = False  # the last request was for a whole tensor
         self._scanned = 0  # keys before this position were looked at with what is known now
         safe_open.opened += 1
@@ -381,6 +384,10 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 self._walk_target = target
                 self._drop_ahead(dropped)
             family, seen = _DIGITS.sub("#", info.name), (info.shape, index)
+            if family not in self._families and self._hint_ok:
+                hint = _families_seen.get(family)
+                if hint is not None and hint[0] == info.shape and hint != seen:
+                    self._drop_hinted(dropped)  # another rank, another walk: none of it holds
             if self._families.get(family) != seen or self._whole_walk != (index is None):
                 self._families[family] = seen
                 self._whole_walk = index is None
@@ -392,6 +399,17 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._fill(dropped)
         _settle(dropped)
         return read
+
+    def _drop_hinted(self, dropped):
+        """Under the lock: the last walk of another file stops predicting
+        this one; what was read ahead on its word goes to dropped."""
+        self._hint_ok = False
+        for name in self._hinted:
+            read = self._ahead.pop(name, None)
+            if read is not None:
+                dropped.append(read)
+                self._ahead_bytes -= read.plan.nbytes
+        self._hinted.clear()
 
     def _drop_ahead(self, dropped):
         """Under the lock: everything read ahead goes to dropped (to be
@@ -443,6 +461,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._drop_ahead(dropped)
             self._next = i
         read = self._ahead.pop(name, None)
+        self._hinted.discard(name)
         if read is not None:
             self._ahead_bytes -= read.plan.nbytes
             if read.plan != plan:  # read ahead with another index than the one asked
@@ -456,23 +475,26 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return read
 
     def _predict(self, name):
-        """The plan the next request for name will most likely have: its
-        family's last index when the shapes agree; for a family not seen
-        yet, the whole tensor while the caller reads whole tensors, else the
-        index the family got in another file; None when unknown."""
+        """The plan the next request for name will most likely have, and
+        whether another file's walk said so: its family's last index when
+        the shapes agree; for a family not seen yet, the whole tensor while
+        the caller reads whole tensors, else the index the family got in
+        another file until this file's walk contradicts that; None when
+        unknown."""
         info = self._infos[name]
         family = _DIGITS.sub("#", name)
         seen = self._families.get(family)
         if seen is None and self._whole_walk:
-            return plan_tensor(info)
-        if seen is None:  # as another shard of the checkpoint was walked
+            return plan_tensor(info), False
+        hinted = seen is None
+        if hinted and self._hint_ok:  # as another shard of the checkpoint was walked
             seen = _families_seen.get(family)
         if seen is None or seen[0] != info.shape:
-            return None
+            return None, False
         try:
-            return plan_tensor(info, seen[1])
+            return plan_tensor(info, seen[1]), hinted
         except SliceError:
-            return None
+            return None, False
 
     def _evict_passed(self, dropped):
         """Under the lock: reads ahead of keys the walk has passed (skipped,
@@ -496,7 +518,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._evict_passed(dropped)
         while i < stop and self._ahead_bytes < self._window:
             name = self._order[i]
-            plan = None if name in self._ahead else self._predict(name)
+            plan, hinted = (None, False) if name in self._ahead else self._predict(name)
             if plan is not None:
                 try:
                     self._ahead[name] = self._submit(self._infos[name], plan)
@@ -504,5 +526,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
                     self._window = 0
                     break
                 self._ahead_bytes += plan.nbytes
+                if hinted:
+                    self._hinted.add(name)
             i += 1
         self._scanned = i

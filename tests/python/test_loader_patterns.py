@@ -83,6 +83,27 @@ class SliceReadAheadTest(unittest.TestCase):
                 self.assertIn(q, f._ahead)
                 self.assertTrue(torch.equal(f.get_slice(q)[:16], values[q][:16]))
 
+    def test_a_walk_that_contradicts_the_last_shards_yields(self):
+        """Ranks loaded one after another in one process: rank 1's first
+        request says the last walk (rank 0's) no longer predicts; its other
+        families are then not read ahead with rank 0's index (each byte of
+        rank 1's rows read once, none of rank 0's)."""
+        with tempfile.TemporaryDirectory() as d:
+            first, second = os.path.join(d, "a.safetensors"), os.path.join(d, "b.safetensors")
+            layered(first)
+            values = layered(second)
+            with gdunlock.safe_open(first, "pt", device="cpu") as f:
+                for k in sorted(f.keys(), key=natural_key):
+                    if len(f.get_slice(k).get_shape()) == 2:
+                        f.get_slice(k)[0:16]
+            with gdunlock.safe_open(second, "pt", device="cpu") as f:
+                wanted = [k for k in sorted(f.keys(), key=natural_key)
+                          if len(f.get_slice(k).get_shape()) == 2]
+                for k in wanted:
+                    self.assertTrue(torch.equal(f.get_slice(k)[16:32], values[k][16:32]), k)
+                self.assertEqual(f.stats()["bytes_read"],
+                                 sum(values[k][16:32].numel() * 4 for k in wanted))
+
     def test_a_thread_pool_in_key_order_is_read_ahead_once(self):
         """transformers materializes parameters in natural key order from a
         pool of 4 threads, so the requests arrive a little out of order: they
