@@ -2,8 +2,8 @@
 loading step): every call gdunlock does not serve reaches safetensors
 unchanged, errors keep safetensors' types, isinstance holds, and while
 patched, transformers' parameters bound for a GPU are read straight to that
-GPU. Skipped where safetensors or torch is missing (CI installs
-safetensors into the venv it tests the package in)."""
+GPU. Skipped where safetensors or torch is missing (.ci/run installs both
+where a CPU build of torch is at hand)."""
 import os
 import sys
 import tempfile
