@@ -106,6 +106,60 @@ void gdu_cli_print(json_t *doc, size_t flags)
     json_decref(doc);
 }
 
+/* Writes text with indent spaces before each of its lines. */
+static void put_indented(const char *text, int indent)
+{
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+        fprintf(stdout, "%*s%.*s", indent, "", (int)len, line);
+        line += len;
+    }
+}
+
+int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *schema,
+                                  int exit_code, size_t flags, const gdu_cli_stream *tail)
+{
+    json_t *env = wrap(command, doc, schema, exit_code);
+    /* An empty array in the tail's place, cut at its "[]": what jansson
+     * writes for the whole document up to there, then the items as jansson
+     * indents them two levels down. */
+    char *head = NULL;
+    if (env != NULL && json_object_set_new(env, tail->key, json_array()) == 0)
+        head = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER | flags);
+    json_decref(env);
+    size_t len = head != NULL ? strlen(head) : 0;
+    if (len < 4 || strcmp(head + len - 4, "[]\n}") != 0) {
+        free(head);
+        return gdu_cli_fail(command, GDU_EXIT_SOFTWARE, NULL, NULL,
+                            "the JSON document could not be built (out of memory)");
+    }
+    fwrite(head, 1, len - 4, stdout);
+    free(head);
+    if (tail->n == 0) {
+        fputs("[]\n}\n", stdout);
+        return exit_code;
+    }
+    fputs("[\n", stdout);
+    for (size_t i = 0; i < tail->n; i++) {
+        json_t *item = tail->item(tail->ctx, i);
+        char *text =
+            item != NULL ? json_dumps(item, JSON_INDENT(2) | JSON_PRESERVE_ORDER | flags) : NULL;
+        json_decref(item);
+        if (text == NULL) { /* half a document on stdout: no error document after it */
+            fputc('\n', stdout);
+            fprintf(stderr, "gdunlock %s: out of memory while writing the JSON document\n",
+                    command);
+            return GDU_EXIT_SOFTWARE;
+        }
+        put_indented(text, 4);
+        free(text);
+        fputs(i + 1 < tail->n ? ",\n" : "\n", stdout);
+    }
+    fputs("  ]\n}\n", stdout);
+    return exit_code;
+}
+
 int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
                          size_t flags)
 {

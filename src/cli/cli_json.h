@@ -42,4 +42,20 @@ json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
 int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
                          size_t flags);
 
+/* One array member, made and printed one item at a time, so that a document
+ * of a million items never holds them all (a checkpoint's tensor table). */
+typedef struct gdu_cli_stream {
+    const char *key; /* the member, printed last */
+    size_t n;
+    json_t *(*item)(const void *ctx, size_t i); /* a new reference; NULL: out of memory */
+    const void *ctx;
+} gdu_cli_stream;
+
+/* gdu_cli_print_report with the array of tail as doc's last member, the
+ * same bytes as if it had been built in doc. Returns as
+ * gdu_cli_print_report; an item that cannot be made ends the document
+ * early and gives GDU_EXIT_SOFTWARE, reported on stderr. */
+int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *schema,
+                                  int exit_code, size_t flags, const gdu_cli_stream *tail);
+
 #endif

@@ -197,7 +197,7 @@ int gdu_cmd_load(int argc, char **argv)
 
     rc = r.verified == 1 ? load_exit_code(r.verify_error.code) : GDU_EXIT_OK;
     if (gdu_cli_json()) {
-        rc = gdu_cli_print_report("load", load_to_json(&r, a.list), "gdunlock-load/1", rc, 0);
+        rc = load_print_json(&r, a.list, rc);
     } else {
         int colour = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
         load_print_human(stdout, &r, colour, a.list);

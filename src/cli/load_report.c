@@ -1,4 +1,5 @@
 #include "cli/load_report.h"
+#include "cli/cli_json.h"
 #include "cli/exit_codes.h"
 #include "util/json_text.h"
 #include "util/text.h"
@@ -213,7 +214,12 @@ static json_t *tensor_json(const gdu_st_tensor *t)
                      (json_int_t)t->file_offset);
 }
 
-json_t *load_to_json(const load_result *r, int list)
+static json_t *tensor_item(const void *ctx, size_t i)
+{
+    return tensor_json(gdu_st_model_tensor(ctx, i));
+}
+
+static json_t *load_to_json(const load_result *r)
 {
     gdu_st_load_stats s = gdu_st_model_stats(r->model);
     json_t *files = json_array(), *gpus = json_array();
@@ -269,11 +275,15 @@ json_t *load_to_json(const load_result *r, int list)
                       "gpu_contexts", r->stages.context_seconds, "headers", r->open_seconds,
                       "allocation", s.alloc_seconds, "engine_create", s.engine_seconds, "transfer",
                       s.transfer_seconds, "load_total", s.seconds));
-    if (doc != NULL && list) {
-        json_t *table = json_array();
-        for (size_t i = 0; i < gdu_st_model_tensor_count(r->model); i++)
-            json_array_append_new(table, tensor_json(gdu_st_model_tensor(r->model, i)));
-        json_object_set_new(doc, "tensor_table", table);
-    }
     return doc;
+}
+
+int load_print_json(const load_result *r, int list, int exit_code)
+{
+    json_t *doc = load_to_json(r);
+    if (!list)
+        return gdu_cli_print_report("load", doc, "gdunlock-load/1", exit_code, 0);
+    gdu_cli_stream table = {"tensor_table", gdu_st_model_tensor_count(r->model), tensor_item,
+                            r->model};
+    return gdu_cli_print_report_streamed("load", doc, "gdunlock-load/1", exit_code, 0, &table);
 }

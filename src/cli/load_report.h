@@ -30,6 +30,10 @@ int load_exit_code(gdu_st_status status);
 
 void load_print_human(FILE *out, const load_result *r, int colour, int list);
 
-json_t *load_to_json(const load_result *r, int list);
+/* The load's JSON report on stdout, in the envelope; with list, the tensor
+ * table last, written one tensor at a time (a million-tensor header must
+ * not need a million JSON objects at once). Returns exit_code, or
+ * GDU_EXIT_SOFTWARE without memory. */
+int load_print_json(const load_result *r, int list, int exit_code);
 
 #endif

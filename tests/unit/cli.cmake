@@ -36,3 +36,11 @@ endif()
 gdunlock_unit_test(test_cli_progress SOURCES test_cli_progress.c ${CMAKE_SOURCE_DIR}/src/cli/cli_progress.c
                    LIBS gdu_util)
 gdu_sees(test_cli_progress cli)
+# load --list --json writes its tensor table one tensor at a time. Not under
+# the sanitizers: ASan's quarantine keeps freed memory, which is the point.
+find_program(GDU_PYTHON3 python3)
+if(GDU_PYTHON3 AND NOT GDUNLOCK_SANITIZE)
+  add_test(NAME cli_list_memory
+           COMMAND ${GDU_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/cli/list_memory.py $<TARGET_FILE:gdunlock>)
+  set_tests_properties(cli_list_memory PROPERTIES LABELS unit TIMEOUT 300)
+endif()
