@@ -237,7 +237,7 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
     uint64_t assumed = bar1 > 0 ? (uint64_t)bar1 : (uint64_t)256 << 20;
     gdu_pin_gpu gpu = {.bar1_bytes = assumed, .bar1_available = (uint64_t)available};
     uint64_t budget = gdu_pin_gpu_budget(&gpu);
-    char rm[200];
+    char rm[sizeof avail_src + 64];
     if (available > 0)
         snprintf(rm, sizeof rm, "; %" PRIu64 " MiB of it unused by any process (%s)",
                  (uint64_t)available >> 20, avail_src);
