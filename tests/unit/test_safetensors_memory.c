@@ -22,23 +22,7 @@
 
 #include <cmocka.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GDU_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define GDU_ASAN 1
-#endif
+#include "test_runtime.h"
 
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
@@ -48,7 +32,7 @@ void __libc_free(void *);
 static size_t g_live, g_peak;
 static unsigned long g_calls;
 
-#ifndef GDU_ASAN /* its allocator and interceptors are not to be replaced */
+#if !GDU_TEST_ASAN /* its allocator and interceptors are not to be replaced */
 static void *counted(void *p)
 {
     if (p != NULL) {

@@ -23,11 +23,7 @@
 
 #include <cmocka.h>
 
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#endif
+#include "test_runtime.h"
 
 static void preloaded(void **state)
 {

@@ -14,14 +14,7 @@
 
 #include <cmocka.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
+#include "test_runtime.h"
 
 #define MiB (1024ull * 1024)
 
@@ -90,9 +83,8 @@ static void ioctl_path_does_not_allocate(void **state)
     if (g_calls != 2 || RUNNING_ON_VALGRIND)
         skip(); /* this allocator is not ours to count (valgrind, sanitizers) */
     g_calls = 0;
-#if defined(__SANITIZE_ADDRESS__)
-    skip();
-#endif
+    if (GDU_TEST_ASAN)
+        skip();
     fake_rm *f = fake_rm_new();
     g_fake = fake_rm_ops(f);
     gdu_shim_ops ops = g_fake;
