@@ -405,11 +405,15 @@ class safe_open:  # noqa: N801  (safetensors' name)
         this one; what was read ahead on its word goes to dropped."""
         self._hint_ok = False
         for name in self._hinted:
-            read = self._ahead.pop(name, None)
-            if read is not None:
-                dropped.append(read)
-                self._ahead_bytes -= read.plan.nbytes
+            self._drop(name, dropped)
         self._hinted.clear()
+
+    def _drop(self, name, dropped):
+        """Under the lock: the read ahead of name, if any, goes to dropped."""
+        read = self._ahead.pop(name, None)
+        if read is not None:
+            dropped.append(read)
+            self._ahead_bytes -= read.plan.nbytes
 
     def _drop_ahead(self, dropped):
         """Under the lock: everything read ahead goes to dropped (to be
@@ -501,8 +505,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         or left for a thread behind) go to dropped, to make room in the
         window; kept until the room is needed."""
         for name in [k for k in self._ahead if self._pos[k] < self._next]:
-            dropped.append(self._ahead.pop(name))
-            self._ahead_bytes -= dropped[-1].plan.nbytes
+            self._drop(name, dropped)
 
     def _fill(self, dropped):
         """Under the lock: reads ahead, from the next key on, up to the
