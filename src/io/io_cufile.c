@@ -134,19 +134,28 @@ static int engine_pci(gdu_io_engine *e, char addr[GDU_PCI_ADDR_SIZE])
     return 0;
 }
 
+/* The size test setting name stands for: 1 with *v and src ("NAME=value")
+ * set, 0 when it is unset, -1 when it is not a size above 0. */
+static int test_size(const char *name, uint64_t *v, char *src, size_t len)
+{
+    const char *text = getenv(name);
+    if (text == NULL || !*text)
+        return 0;
+    if (gdu_parse_size(text, v) != 0 || *v == 0 || *v > INT64_MAX)
+        return -1;
+    snprintf(src, len, "%s=%s", name, text);
+    return 1;
+}
+
 /* BAR1 of the engine's GPU: $GDUNLOCK_TEST_BAR1, else the second memory BAR
  * (the first is BAR0's registers) in sysfs; 0 unknown, -1 a bad setting.
  * src says where it came from. */
 static int64_t bar1_bytes(const char *addr, char *src, size_t len)
 {
-    const char *test = getenv("GDUNLOCK_TEST_BAR1");
     uint64_t v = 0;
-    if (test != NULL && *test) {
-        if (gdu_parse_size(test, &v) != 0 || v == 0 || v > INT64_MAX)
-            return -1;
-        snprintf(src, len, "GDUNLOCK_TEST_BAR1=%s", test);
-        return (int64_t)v;
-    }
+    int test = test_size("GDUNLOCK_TEST_BAR1", &v, src, len);
+    if (test != 0)
+        return test < 0 ? -1 : (int64_t)v;
     if (addr == NULL)
         return 0;
     snprintf(src, len, "/sys/bus/pci/devices/%s/resource", addr);
@@ -161,14 +170,10 @@ static int64_t bar1_bytes(const char *addr, char *src, size_t len)
  * why), -1 a bad setting. */
 static int64_t bar1_available(const char *addr, char *src, size_t len)
 {
-    const char *test = getenv("GDUNLOCK_TEST_BAR1_AVAILABLE");
     uint64_t v = 0;
-    if (test != NULL && *test) {
-        if (gdu_parse_size(test, &v) != 0 || v > INT64_MAX)
-            return -1;
-        snprintf(src, len, "GDUNLOCK_TEST_BAR1_AVAILABLE=%s", test);
-        return v == 0 ? -1 : (int64_t)v;
-    }
+    int test = test_size("GDUNLOCK_TEST_BAR1_AVAILABLE", &v, src, len);
+    if (test != 0)
+        return test < 0 ? -1 : (int64_t)v;
     const char *simulated = getenv("GDUNLOCK_TEST_BAR1");
     if (simulated != NULL && *simulated) {
         snprintf(src, len, "not asked: GDUNLOCK_TEST_BAR1 simulates another BAR1");
