@@ -191,11 +191,23 @@ else
 fi
 
 # gdunlock report: the bundle a GeForce user would send, made here and
-# replayed with doctor --sysroot; the host name must not be in it.
+# replayed with doctor --sysroot; the host name must not be in it. The report
+# runs in a UTS namespace of its own under a planted, unmistakable host name:
+# the machine's own name may be a common word (2026-12-02: a plain substring
+# search for it matched doctor.json, verify.json and the kernel command line).
 rm -rf "$OUT/report"
 mkdir -p "$OUT/report"
-timeout 300 "$bin" report "$target" --out "$OUT/report.tar" --json >"$OUT/report.json" 2>"$OUT/report.err"
-rrc=$?
+host=gdu-planted-host-$$
+if unshare --uts true 2>/dev/null; then
+  timeout 300 unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' _ "$host" \
+    "$bin" report "$target" --out "$OUT/report.tar" --json >"$OUT/report.json" 2>"$OUT/report.err"
+  rrc=$?
+else
+  host=$(hostname)
+  echo "INFO report: no UTS namespace here (unshare --uts); checking the machine's own name '$host'"
+  timeout 300 "$bin" report "$target" --out "$OUT/report.tar" --json >"$OUT/report.json" 2>"$OUT/report.err"
+  rrc=$?
+fi
 tar xf "$OUT/report.tar" -C "$OUT/report" 2>>"$OUT/report.err"
 "$bin" doctor --json "$dir" >"$OUT/report-live-doctor.json" 2>/dev/null
 lrc=$?
@@ -206,10 +218,10 @@ for f in capture/gdunlock-live.json capture/gdunlock-files.txt doctor.json verif
          nvidia-fs-stats-before.txt kernel-log.txt driver-params.txt; do
   [ -e "$OUT/report/gdunlock-report/$f" ] && have="$have $f" || have="$have !$f"
 done
-host=$(hostname)
-leak=$(grep -rl -- "$host" "$OUT/report/gdunlock-report" 2>/dev/null | head -3 | tr '\n' ' ')
+leak=$(grep -rlF -- "$host" "$OUT/report/gdunlock-report" 2>/dev/null | head -3 | tr '\n' ' ')
+echo "INFO report: this machine's own host name is '$(hostname)'; files holding it as a word: $(grep -rlwF -- "$(hostname)" "$OUT/report/gdunlock-report" 2>/dev/null | head -5 | tr '\n' ' ')"
 if [ $rrc -eq 0 ] && [ $prc -eq $lrc ] && [ -z "$leak" ] && [ -s "$OUT/report/gdunlock-report/verify.json" ]; then
-  pass verify-report "$(stat -c %s "$OUT/report.tar") bytes;$have; replay exit $prc = live $lrc; verify exit $(json_get "$OUT/report.json" 'd["verify_exit"]'); notes: $(json_get "$OUT/report.json" 'd["notes"]')"
+  pass verify-report "$(stat -c %s "$OUT/report.tar") bytes, host name $host in none of it;$have; replay exit $prc = live $lrc; verify exit $(json_get "$OUT/report.json" 'd["verify_exit"]'); notes: $(json_get "$OUT/report.json" 'd["notes"]')"
 else
   fail verify-report "report exit $rrc, replay exit $prc vs live $lrc, host name in: ${leak:-nothing};$have ($(head -c 300 "$OUT/report.err"))"
 fi
