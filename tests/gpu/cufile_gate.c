@@ -6,6 +6,8 @@
  * announced on stderr ("PHASE <call>"), where the shim's trace of libcufile
  * (GDUNLOCK_LOG=debug) goes too. Run with CUFILE_ENV_PATH_JSON pointing at a
  * config whose logging level is TRACE to see libcufile's reasons. */
+#include "cuda/cufile_api.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -13,18 +15,6 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
-
-typedef struct {
-    int err, cu_err;
-} cufile_error;
-
-/* CUfileDescr_t with an fd (type 1: CU_FILE_HANDLE_TYPE_OPAQUE_FD). */
-typedef struct {
-    int type;
-    int fd;
-    long pad;
-    const void *fs_ops;
-} cufile_descr;
 
 static void phase(const char *call) { fprintf(stderr, "PHASE %s\n", call); }
 
@@ -39,8 +29,8 @@ static void *sym(void *h, const char *name)
 /* cuFileHandleRegister, a 1 MiB cuFileRead into ptr, the bytes compared. */
 static void read_file(void *cuda, void *cufile, const char *path, unsigned long long ptr)
 {
-    cufile_error (*hreg)(void **, cufile_descr *) =
-        (cufile_error(*)(void **, cufile_descr *))sym(cufile, "cuFileHandleRegister");
+    gdu_CUfileError (*hreg)(void **, gdu_CUfileDescr *) =
+        (gdu_CUfileError(*)(void **, gdu_CUfileDescr *))sym(cufile, "cuFileHandleRegister");
     void (*hdereg)(void *) = (void (*)(void *))sym(cufile, "cuFileHandleDeregister");
     ssize_t (*rd)(void *, void *, size_t, off_t, off_t) =
         (ssize_t(*)(void *, void *, size_t, off_t, off_t))sym(cufile, "cuFileRead");
@@ -53,10 +43,13 @@ static void read_file(void *cuda, void *cufile, const char *path, unsigned long 
         printf("STEP cuFileRead unavailable\n");
         return;
     }
-    cufile_descr d = {.type = 1, .fd = fd};
+    /* Type 1: CU_FILE_HANDLE_TYPE_OPAQUE_FD. The descriptor sits at offset 8
+     * (the layout asserted in cufile_api.h): at offset 4, as this program
+     * once put it, libcufile read descriptor 0 and answered 5018. */
+    gdu_CUfileDescr d = {.type = 1, .handle.fd = fd};
     void *fh = NULL;
     phase("cuFileHandleRegister");
-    cufile_error e = hreg(&fh, &d);
+    gdu_CUfileError e = hreg(&fh, &d);
     printf("STEP cuFileHandleRegister %d %d\n", e.err, e.cu_err);
     if (e.err == 0) {
         phase("cuFileRead");
@@ -84,14 +77,15 @@ int main(int argc, char **argv)
     int (*set)(void *) = (int (*)(void *))sym(cuda, "cuCtxSetCurrent");
     int (*alloc)(unsigned long long *, size_t) =
         (int (*)(unsigned long long *, size_t))sym(cuda, "cuMemAlloc_v2");
-    cufile_error (*drv_open)(void) = (cufile_error(*)(void))sym(cufile, "cuFileDriverOpen");
-    cufile_error (*reg)(const void *, size_t, int) =
-        (cufile_error(*)(const void *, size_t, int))sym(cufile, "cuFileBufRegister");
-    cufile_error (*dereg)(const void *) =
-        (cufile_error(*)(const void *))sym(cufile, "cuFileBufDeregister");
-    cufile_error (*drv_close)(void) = (cufile_error(*)(void))sym(cufile, "cuFileDriverClose_v2");
+    gdu_CUfileError (*drv_open)(void) = (gdu_CUfileError(*)(void))sym(cufile, "cuFileDriverOpen");
+    gdu_CUfileError (*reg)(const void *, size_t, int) =
+        (gdu_CUfileError(*)(const void *, size_t, int))sym(cufile, "cuFileBufRegister");
+    gdu_CUfileError (*dereg)(const void *) =
+        (gdu_CUfileError(*)(const void *))sym(cufile, "cuFileBufDeregister");
+    gdu_CUfileError (*drv_close)(void) =
+        (gdu_CUfileError(*)(void))sym(cufile, "cuFileDriverClose_v2");
     if (drv_close == NULL)
-        drv_close = (cufile_error(*)(void))sym(cufile, "cuFileDriverClose");
+        drv_close = (gdu_CUfileError(*)(void))sym(cufile, "cuFileDriverClose");
     if (!init || !retain || !set || !alloc || !drv_open || !reg || !dereg || !drv_close)
         return 1;
     void *ctx = NULL;
@@ -101,7 +95,7 @@ int main(int argc, char **argv)
         return 69;
     }
     phase("cuFileDriverOpen");
-    cufile_error e = drv_open();
+    gdu_CUfileError e = drv_open();
     printf("STEP cuFileDriverOpen %d %d\n", e.err, e.cu_err);
     phase("cuFileBufRegister");
     e = reg((const void *)(size_t)ptr, 16 << 20, 0);

@@ -18,6 +18,8 @@ set_target_properties(nccl_gdunlock_probe PROPERTIES OUTPUT_NAME nccl_gdunlock_p
 add_dependencies(shim_attr_check nccl_gdunlock_probe)
 add_executable(cufile_gate cufile_gate.c)
 target_link_libraries(cufile_gate PRIVATE ${CMAKE_DL_LIBS})
+# cuFile's types only (cufile_api.h, asserted against the real header).
+target_include_directories(cufile_gate PRIVATE $<TARGET_PROPERTY:gdu_cuda,INTERFACE_INCLUDE_DIRECTORIES>)
 find_library(GDU_CUDA_STUB cuda PATHS /usr/local/cuda/lib64/stubs NO_DEFAULT_PATH)
 if(GDU_CUDA_STUB)
   add_executable(shim_attr_direct shim_attr_direct.c)
