@@ -55,10 +55,18 @@ static void read_file(void *cuda, void *cufile, const char *path, unsigned long 
         phase("cuFileRead");
         ssize_t n = rd(fh, (void *)(size_t)ptr, 1 << 20, 0, 0);
         static char got[1 << 20], want[1 << 20];
-        int same = n == (1 << 20) && dtoh(got, ptr, sizeof got) == 0 &&
-                   pread(fd, want, sizeof want, 0) == (ssize_t)sizeof want &&
-                   memcmp(got, want, sizeof got) == 0;
-        printf("STEP cuFileRead %zd %s\n", n, same ? "bytes-match" : "bytes-differ");
+        /* The file's bytes through a buffered descriptor: fd may be O_DIRECT,
+         * which refuses this unaligned buffer. */
+        int plain = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t w = plain >= 0 ? pread(plain, want, sizeof want, 0) : -1;
+        if (plain >= 0)
+            close(plain);
+        const char *verdict = n != (1 << 20)                       ? "short-read"
+                              : dtoh(got, ptr, sizeof got) != 0    ? "copy-back-failed"
+                              : w != (ssize_t)sizeof want          ? "file-read-failed"
+                              : memcmp(got, want, sizeof got) != 0 ? "bytes-differ"
+                                                                   : "bytes-match";
+        printf("STEP cuFileRead %zd %s\n", n, verdict);
         hdereg(fh);
     }
     close(fd);
