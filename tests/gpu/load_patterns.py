@@ -139,13 +139,22 @@ def one(case, loader, folder):
     opener = gdunlock.safe_open if loader == "gd" else safetensors.safe_open
     out = {"case": case, "loader": loader, "seconds": [], "bytes": []}
 
+    profile = os.environ.get("GDU_PATTERNS_PROFILE")  # a path prefix: cProfile each timing
+
     def clock(fn):
+        if profile:
+            import cProfile
+            prof = cProfile.Profile()
+            prof.enable()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         got = fn()
         torch.cuda.synchronize()
         out["seconds"].append(time.perf_counter() - t0)
         out["bytes"].append(got)
+        if profile:
+            prof.disable()
+            prof.dump_stats(f"{profile}.{len(out['seconds']) - 1}")
 
     if case in ("whole", "cold"):
         if case == "cold":
