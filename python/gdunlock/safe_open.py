@@ -29,6 +29,7 @@ DEFAULT_READAHEAD = 1 << 30
 _DIGITS = re.compile(r"\d+")
 _SKIP = 8  # keys a request may skip and still continue the walk
 _SCAN = 256  # keys a request looks at for reading ahead
+_splits_seen = {}  # "last": the split of the last request of any file that had one
 
 
 def _torch():
@@ -115,6 +116,48 @@ _plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same inde
 # family -> (shape, index) last asked through any safe_open of the process: the
 # next shard of a checkpoint is walked as the last one was.
 _families_seen = {}
+
+
+def _split_of(shape, index):
+    """(ndim, dim, world, rank) when index is one rank's part of one
+    dimension, as tensor parallelism cuts it (ceil(n / world) elements a
+    rank, the last rank's part short), every other dimension whole; else
+    None."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) > len(shape) or not all(isinstance(s, slice) for s in index):
+        return None
+    part = None
+    for d, s in enumerate(index):
+        start, stop, step = s.indices(shape[d])
+        if step != 1:
+            return None
+        if (start, stop) != (0, shape[d]):
+            if part is not None:
+                return None
+            part = (d, start, stop)
+    if part is None:
+        return None
+    d, start, stop = part
+    n = shape[d]
+    for world in range(2, 257):
+        size = -(-n // world)
+        if start < n and start % size == 0 and stop == min(start + size, n):
+            return len(shape), d, world, start // size
+    return None
+
+
+def _split_index(shape, split):
+    """The index of split's rank in a tensor of shape, or None when shape
+    has another number of dimensions or the rank gets nothing of it."""
+    ndim, d, world, rank = split
+    if len(shape) != ndim:
+        return None
+    size = -(-shape[d] // world)
+    start = rank * size
+    if start >= shape[d]:
+        return None
+    return (slice(None),) * d + (slice(start, min(start + size, shape[d])),)
 
 
 def plan_tensor(info, index=None):
@@ -251,6 +294,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
         # this file's families, and the keys read ahead on its word
         self._hint_ok, self._hinted = True, set()
         self._whole_walk = False  # the last request was for a whole tensor
+        # one rank's part of a dimension (_split_of) that two requests in a
+        # row cut alike from tensors of different lengths there: it predicts
+        # families not seen yet (another file's walk's, until this one's
+        # says otherwise); and the last such request's split and length
+        self._split = _splits_seen.get("last")
+        self._split_last = None
         self._scanned = 0  # keys before this position were looked at with what is known now
         safe_open.opened += 1
 
@@ -391,6 +440,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             if self._families.get(family) != seen or self._whole_walk != (index is None):
                 self._families[family] = seen
                 self._whole_walk = index is None
+                self._note_split(info.shape, index)
                 self._scanned = 0  # what was not predictable before may be now
                 if len(_families_seen) >= 4096:
                     _families_seen.clear()
@@ -399,6 +449,21 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._fill(dropped)
         _settle(dropped)
         return read
+
+    def _note_split(self, shape, index):
+        """Under the lock: whether index confirms a tensor-parallel cut of
+        every family (_split). One rank's part alone does not: a fixed
+        range of rows looks like one; the same rank of the same number of
+        ranks from a tensor of another length does."""
+        split = _split_of(shape, index) if index is not None else None
+        if split is None:
+            return
+        length = shape[split[1]]
+        last, self._split_last = self._split_last, (split, length)
+        if self._split is not None and self._split != split:
+            self._split = None  # the cut changed: no more guessing until confirmed again
+        if last is not None and last[0] == split and last[1] != length:
+            self._split = _splits_seen["last"] = split
 
     def _drop_hinted(self, dropped):
         """Under the lock: the last walk of another file stops predicting
@@ -493,6 +558,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
         hinted = seen is None
         if hinted and self._hint_ok:  # as another shard of the checkpoint was walked
             seen = _families_seen.get(family)
+        if seen is None and self._split is not None:
+            # a family not asked for yet: most likely cut as the last one was
+            # (tensor-parallel ranks cut every layer alike), else dropped
+            # when asked for (_take)
+            index = _split_index(info.shape, self._split)
+            seen = index and (info.shape, index)
         if seen is None or seen[0] != info.shape:
             return None, False
         try:

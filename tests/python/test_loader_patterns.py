@@ -41,6 +41,7 @@ class SliceReadAheadTest(unittest.TestCase):
         # what other tests' walks taught the process (the next shard is walked
         # as the last one was) must not predict this test's slices
         sys.modules["gdunlock.safe_open"]._families_seen.clear()
+        sys.modules["gdunlock.safe_open"]._splits_seen.clear()
 
     def test_slices_in_key_order_are_read_ahead(self):
         """A rank's rows of every 2-D tensor, in natural order: after the
@@ -67,6 +68,46 @@ class SliceReadAheadTest(unittest.TestCase):
                 want_bytes = sum(values[k][:values[k].shape[0] // 4].numel() * 4
                                  for k in wanted)
                 self.assertEqual(f.stats()["bytes_read"], want_bytes)
+
+    def test_families_not_seen_yet_are_cut_as_the_last_slice(self):
+        """A rank's first slice of each family (a model's first layer) is
+        read ahead as the slices before it were cut, once two tensors of
+        different lengths were cut alike (the same dimension, the same rank
+        of the same number of ranks): then every family's next slice is
+        already submitted, each byte read once. A family cut otherwise
+        (columns after rows) gets its own bytes right."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            shapes = [("a.weight", [64, 48]), ("b.weight", [40, 48]), ("c.weight", [48, 24]),
+                      ("d.weight", [30, 16]), ("e.weight", [48])]
+            tensors, values = {}, {}
+            for name, shape in shapes:
+                t = torch.arange(int(torch.tensor(shape).prod()), dtype=torch.float32)
+                values[name] = t.reshape(shape)
+                tensors[name] = ("F32", shape, t.numpy().tobytes())
+            write_safetensors(path, tensors)
+
+            def rows(n, rank, world):  # ceil(n / world) rows a rank, as TP cuts
+                size = -(-n // world)
+                return slice(rank * size, min(rank * size + size, n))
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                want = 0
+                for name in ("a.weight", "b.weight", "c.weight", "d.weight"):
+                    n = values[name].shape[0]
+                    got = f.get_slice(name)[rows(n, 3, 4)]
+                    self.assertTrue(torch.equal(got, values[name][rows(n, 3, 4)]), name)
+                    want += got.numel() * 4
+                    if name == "a.weight":  # one cut alone predicts nothing
+                        self.assertEqual(f._ahead, {})
+                    if name == "b.weight":  # confirmed: c and d are on their way
+                        self.assertEqual(sorted(f._ahead), ["c.weight", "d.weight"])
+                self.assertEqual(f.stats()["bytes_read"], want)  # e (1-D) not read
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                f.get_slice("a.weight")[rows(64, 1, 2)]
+                f.get_slice("b.weight")[rows(40, 1, 2)]
+                self.assertIn("c.weight", f._ahead)
+                got = f.get_slice("c.weight")[:, rows(24, 0, 2)]  # read ahead as rows
+                self.assertTrue(torch.equal(got, values["c.weight"][:, rows(24, 0, 2)]))
 
     def test_the_next_shard_is_walked_as_the_last(self):
         """A caller opens shard after shard (transformers, vLLM): what the
