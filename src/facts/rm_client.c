@@ -76,11 +76,18 @@ int gdu_rm_alloc(gdu_rm_client *c, uint32_t hparent, uint32_t hclass, void *para
     return rc;
 }
 
-void gdu_rm_free(gdu_rm_client *c, uint32_t hparent, uint32_t hobject)
+int gdu_rm_free_checked(gdu_rm_client *c, uint32_t hparent, uint32_t hobject, uint32_t *status,
+                        const char *what, char *why, size_t why_len)
 {
     gdu_nvos00 p = {.hRoot = c->hclient, .hObjectParent = hparent, .hObjectOld = hobject};
+    int rc = gdu_rm_escape(c, -1, GDU_NV_ESC_RM_FREE, &p, sizeof p, what, why, why_len);
+    return rc != 0 ? rc : rm_status(p.status, status, what, why, why_len);
+}
+
+void gdu_rm_free(gdu_rm_client *c, uint32_t hparent, uint32_t hobject)
+{
     char ignored[8];
-    gdu_rm_escape(c, -1, GDU_NV_ESC_RM_FREE, &p, sizeof p, "", ignored, sizeof ignored);
+    gdu_rm_free_checked(c, hparent, hobject, NULL, "", ignored, sizeof ignored);
 }
 
 int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn, char *why,

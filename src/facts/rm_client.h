@@ -43,7 +43,12 @@ int gdu_rm_alloc(gdu_rm_client *client, uint32_t hparent, uint32_t hclass, void 
                  uint32_t size, uint32_t *hnew, uint32_t *status, const char *what, char *why,
                  size_t why_len);
 
-/* RM_FREE of hobject (and all below it); best effort, for teardown. */
+/* RM_FREE of hobject (and all below it). Returns as gdu_rm_control; *status
+ * (may be NULL) gets RM's status. */
+int gdu_rm_free_checked(gdu_rm_client *client, uint32_t hparent, uint32_t hobject, uint32_t *status,
+                        const char *what, char *why, size_t why_len);
+
+/* The same, best effort, for teardown. */
 void gdu_rm_free(gdu_rm_client *client, uint32_t hparent, uint32_t hobject);
 
 #endif

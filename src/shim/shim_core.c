@@ -91,8 +91,11 @@ struct dependant_scan {
     obj_list *out;
 };
 
-/* RM frees a ThirdPartyP2P object together with any VA space ever
- * registered with it (an unregistration leaves the dependency). */
+/* Freeing a VA space makes RM invalidate any ThirdPartyP2P object it was
+ * ever registered with (an unregistration leaves the dependency,
+ * third_party_p2p.c:394 against 403-421): a dependant outside the freed
+ * subtree is freed with bInvalidateOnly (rs_server.c:974-982, 1336-1372,
+ * 580.142), which destroys it and keeps its handle (rs_client.c:811-871). */
 static void dependant_visit(gdu_map_node *n, void *arg)
 {
     struct dependant_scan *sc = arg;
@@ -101,8 +104,8 @@ static void dependant_visit(gdu_map_node *n, void *arg)
         return;
     for (unsigned i = 0; i < o->n_tpp_deps; i++)
         if (o->tpp_deps[i] == sc->vaspace->handle) {
-            if (o->tpp_freed_with == 0)
-                o->tpp_freed_with = sc->vaspace->handle;
+            if (o->tpp_invalidated_with == 0)
+                o->tpp_invalidated_with = sc->vaspace->handle;
             list_add(sc->out, o);
         }
 }
@@ -153,7 +156,8 @@ static void mappings_of_memory_visit(gdu_map_node *n, void *arg)
     }
 }
 
-/* After RM freed handle (and everything below it, and its dependants). */
+/* After RM freed handle (and everything below it) and invalidated its
+ * dependants outside that subtree. */
 static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
 {
     obj_list dying = {0};
@@ -175,8 +179,8 @@ static void on_freed(gdu_shim *s, uint32_t client, uint32_t handle)
     for (size_t i = 0; i < dying.n; i++) {
         gdu_obj *o = dying.items[i];
         if (o->cls == GDU_NV50_THIRD_PARTY_P2P) {
-            if (o->tpp_freed_with != 0 && !list_has(&dying, o->client, o->parent))
-                gdu_tpp_freed_with_vaspace(s, o); /* its GPU lives on without it */
+            if (o->tpp_invalidated_with != 0 && !list_has(&dying, o->client, o->parent))
+                gdu_tpp_invalidated(s, o); /* its GPU lives on, its handle too, dead */
             gdu_tpp_forget(s, o);
         } else if (o->reg_tpp != 0 || o->n_mappings != 0) {
             if (o->reg_tpp != 0)

@@ -17,7 +17,7 @@
 #define GDU_SHIM_FAIL_KINDS 8   /* distinct failure statuses counted per GPU */
 #define GDU_SHIM_FREED_RING 64  /* recently freed mappings kept for probes */
 #define GDU_SHIM_CUFILE_BUFS 64 /* cuFile buffer registrations kept for the report */
-#define GDU_SHIM_MAX_DEPS 16    /* objects an NV503C dies with, per NV503C */
+#define GDU_SHIM_MAX_DEPS 16    /* VA spaces whose free invalidates an NV503C, per NV503C */
 
 typedef enum { GDU_TPP_NONE = 0, GDU_TPP_NATIVE, GDU_TPP_UNLOCKED, GDU_TPP_FAILED } gdu_tpp_mode;
 
@@ -51,12 +51,14 @@ typedef struct gdu_obj {
     uint32_t tpp_vaspaces_by_shim; /* bit i: tpp_vaspaces[i] was registered by the shim */
     uint32_t tpp_vaspaces_failed[GDU_SHIM_MAX_VASPACES]; /* tried, RM refused: not retried */
     unsigned n_tpp_vaspaces_failed;
-    /* NV503C: every handle ever registered as its VA space. RM frees the
-     * object with any of them, unregistered since or not
-     * (third_party_p2p.c:394 against 403-421, rs_server.c:974-982, 580.142) */
+    /* NV503C: every handle ever registered as its VA space. Freeing any of
+     * them, unregistered since or not, makes RM invalidate the object: it is
+     * destroyed but its handle stays until freed (third_party_p2p.c:394
+     * against 403-421; rs_server.c:974-982 and 1336-1372; rs_client.c:811-871;
+     * 580.142) */
     uint32_t tpp_deps[GDU_SHIM_MAX_DEPS];
     unsigned n_tpp_deps;
-    uint32_t tpp_freed_with; /* NV503C being freed with this VA space (0: not so) */
+    uint32_t tpp_invalidated_with; /* NV503C invalidated as this VA space is freed (0: not so) */
     /* memory: where it is registered (reg_tpp == 0: nowhere we know of), by
      * whom, and whether it counts in the report (made on an NV503C of the
      * shim's own: by the shim, or in test mode by libcuda on the object that
@@ -118,7 +120,7 @@ typedef struct {
     char rm_bar1_why[128];
     uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
     /* native: why libcuda's NV503C holds nothing of the program's ("": it does) */
-    char native_empty[240];
+    char native_empty[320];
     struct {
         uint32_t status;
         uint64_t count;
@@ -204,12 +206,16 @@ void gdu_tpp_registration_ended(gdu_shim *s, gdu_obj *memory);
 /* An NV503C control succeeded: follow the registrations it made or ended. */
 void gdu_tpp_after_control(gdu_shim *s, gdu_obj *tpp, uint32_t cmd, const void *params,
                            size_t size);
-/* The NV503C tpp is gone (freed directly, with a parent, or with a VA space). */
+/* The NV503C tpp is gone (freed directly or with a parent) or dead
+ * (invalidated with a VA space): the shim stops following it. */
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp);
-/* RM freed the NV503C tpp with a VA space once registered with it
- * (tpp->tpp_freed_with) while its subdevice lives on: logged, and for
- * libcuda's own object the GPU's report says why it holds nothing. */
-void gdu_tpp_freed_with_vaspace(gdu_shim *s, gdu_obj *tpp);
+/* RM invalidated the NV503C tpp as a VA space once registered with it
+ * (tpp->tpp_invalidated_with) was freed, while its subdevice lives on: its
+ * handle stays, dead, and keeps any new NV503C off the subdevice until it is
+ * freed. Logged; the shim frees its own dead handle (a new object is made at
+ * the next mapping); for libcuda's, the GPU's report says why it holds
+ * nothing and that libcuda must free it first. */
+void gdu_tpp_invalidated(gdu_shim *s, gdu_obj *tpp);
 /* The primitives of shim_tpp.c that the test modes use too. */
 uint32_t gdu_tpp_own_alloc(gdu_shim *s, uint32_t client, uint32_t parent, uint32_t *handle,
                            uint32_t cls, void *params, uint32_t params_size);

@@ -237,11 +237,11 @@ void gdu_tpp_unregister_own_vaspaces(gdu_shim *s, gdu_obj *tpp)
 }
 
 /* Frees the shim's own NV503C and makes a new one, registered with the VA
- * space chosen now and the device's mappings. RM frees an NV503C with any VA
- * space ever registered with it, unregistered or not (third_party_p2p.c:394
- * against 403-421, rs_server.c:974-982): an object moved to another VA space
- * would die when the process frees the first. Returns the new object, the
- * old one where it could not be freed, or NULL. */
+ * space chosen now and the device's mappings. RM invalidates an NV503C when
+ * any VA space ever registered with it is freed, unregistered or not
+ * (third_party_p2p.c:394 against 403-421, rs_server.c:1336-1372): an object
+ * moved to another VA space would be lost when the process frees the first.
+ * Returns the new object, the old one where it could not be freed, or NULL. */
 static gdu_obj *renew(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
 {
     uint32_t old = tpp->handle;
@@ -255,8 +255,8 @@ static gdu_obj *renew(gdu_shim *s, gdu_obj *sub, gdu_obj *tpp)
     gdu_shim_obj_remove(s, tpp);
     bool made = gdu_tpp_create(s, sub);
     gdu_shim_log(s, GDU_LOG_INFO,
-                 "GPU %u: ThirdPartyP2P 0x%x made anew as 0x%x for UVM's VA space (RM would free "
-                 "an object with any VA space once registered with it)",
+                 "GPU %u: ThirdPartyP2P 0x%x made anew as 0x%x for UVM's VA space (RM would "
+                 "invalidate an object with any VA space once registered with it)",
                  gdu_tpp_gpu_number(s, sub), old, made ? sub->tpp : 0);
     return made ? gdu_shim_obj(s, sub->client, sub->tpp) : NULL;
 }
@@ -689,23 +689,55 @@ static void forget_visit(gdu_map_node *n, void *arg)
         gdu_tpp_registration_ended(sc->s, o); /* RM dropped it with the object */
 }
 
-void gdu_tpp_freed_with_vaspace(gdu_shim *s, gdu_obj *tpp)
+/* An invalidated NV503C: RM ran its destructor (its VA spaces and
+ * registrations are gone, third_party_p2p.c:186-231) but kept its handle in
+ * the client and under the subdevice (rs_server.c:1336-1372 frees it with
+ * bInvalidateOnly; rs_client.c:855-871 then keeps the handle). Its controls
+ * answer NV_ERR_RESOURCE_LOST (rs_server.c:1556-1560), and while the handle
+ * lives a new NV503C under the subdevice answers NV_ERR_STATE_IN_USE (one per
+ * parent: alloc_free.c:820-827); freeing it only removes the handle
+ * (rs_client.c:811-812), NV_OK (all 580.142; measured on the H200,
+ * tests/fixtures/rm-lifetime-h200-2026-12-02.txt). */
+void gdu_tpp_invalidated(gdu_shim *s, gdu_obj *tpp)
 {
     gdu_obj *sub = gdu_shim_obj(s, tpp->client, tpp->parent);
     if (sub == NULL)
         return;
+    unsigned gpu = gdu_tpp_gpu_number(s, sub);
+    if (tpp->tpp_owned && !tpp->tpp_adopted) {
+        /* The handle is the shim's: freed here, so that the next mapping can
+         * make a new object (as renew does). */
+        uint32_t st = gdu_tpp_own_free(s, sub->client, sub->handle, tpp->handle);
+        if (st != GDU_NV_OK) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "freeing the shim's ThirdPartyP2P 0x%x, invalidated by RM with VA space 0x%x",
+                     tpp->handle, tpp->tpp_invalidated_with);
+            gdu_tpp_own_failed(s, sub, st, what); /* no new object while the handle lives */
+            return;
+        }
+        gdu_shim_log(s, GDU_LOG_INFO,
+                     "GPU %u: RM invalidated ThirdPartyP2P 0x%x (the shim's) with VA space 0x%x, "
+                     "once registered with it; its dead handle is freed, a new object is made at "
+                     "the next mapping",
+                     gpu, tpp->handle, tpp->tpp_invalidated_with);
+        return;
+    }
     gdu_shim_log(s, GDU_LOG_INFO,
-                 "GPU %u: RM freed ThirdPartyP2P 0x%x (%s) with VA space 0x%x, once registered "
-                 "with it",
-                 gdu_tpp_gpu_number(s, sub), tpp->handle,
-                 tpp->tpp_owned ? "the shim's" : "libcuda's", tpp->tpp_freed_with);
+                 "GPU %u: RM invalidated ThirdPartyP2P 0x%x (%s) with VA space 0x%x, once "
+                 "registered with it; the dead handle is libcuda's and stays until libcuda frees "
+                 "it: no new ThirdPartyP2P can be made on this GPU until then",
+                 gpu, tpp->handle,
+                 tpp->tpp_adopted ? "the shim's, under libcuda's handle: test mode" : "libcuda's",
+                 tpp->tpp_invalidated_with);
     gdu_gpu_stats *g = gdu_shim_gpu(s, sub);
     if (!tpp->tpp_owned && sub->mode == GDU_TPP_NATIVE)
         snprintf(g->native_empty, sizeof g->native_empty,
-                 "libcuda's ThirdPartyP2P 0x%x was freed with VA space 0x%x, once registered with "
-                 "it (RM frees the object with it: third_party_p2p.c:394, rs_server.c:974-982); "
-                 "nvidia-fs finds no buffer on this GPU",
-                 tpp->handle, tpp->tpp_freed_with);
+                 "libcuda's ThirdPartyP2P 0x%x was invalidated, not freed, with VA space 0x%x, "
+                 "once registered with it (rs_server.c:1336-1372, rs_client.c:811-871): "
+                 "nvidia-fs finds no buffer on this GPU, and no new ThirdPartyP2P can be made on "
+                 "it until libcuda frees the dead handle",
+                 tpp->handle, tpp->tpp_invalidated_with);
 }
 
 void gdu_tpp_forget(gdu_shim *s, gdu_obj *tpp)

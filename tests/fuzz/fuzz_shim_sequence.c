@@ -5,8 +5,8 @@
  * program is unaffected. Input: a config byte (bit 0: test mode, bits 1-7:
  * fault injection at that shim RM call, GeForce mode only), then 6-byte ops.
  * Left out where the shim cannot be transparent by design: in test mode,
- * freeing a VA space (RM also frees the NV503C registered with it, and the
- * shim registers more VA spaces than libcuda), and under fault injection,
+ * freeing a VA space (RM also invalidates the NV503C registered with it, and
+ * the shim registers more VA spaces than libcuda), and under fault injection,
  * libcuda making an NV503C where the shim holds one. After every op, the
  * kernel lookup's verdict (src/pinmodel) over the shim's own account of the
  * registrations must equal its verdict over what the fake RM holds, and at

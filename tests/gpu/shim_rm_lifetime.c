@@ -2,10 +2,19 @@
  * driver's first GPU, through a client of our own (src/facts/rm_client).
  * Read in 580.142: REGISTER_VA_SPACE makes the NV503C a dependant of the VA
  * space (third_party_p2p.c:394), UNREGISTER_VA_SPACE does not undo it
- * (403-421), and freeing an object frees its dependants (rs_server.c:974-982).
+ * (403-421), and freeing an object puts its dependants on the free list
+ * (rs_server.c:974-982), where one that is not a descendant of the freed
+ * object is only invalidated (bInvalidateOnly, rs_server.c:1336-1372): RM
+ * destroys it but keeps its handle, in the client and under its parent
+ * (rs_client.c:811-871). A control on it answers NV_ERR_RESOURCE_LOST
+ * (rs_server.c:1556-1560); the handle still fills the subdevice's one
+ * NV503C place (NV_ERR_STATE_IN_USE: alloc_free.c:820-827, the class not
+ * multi-instance in resource_list.h:757-765) until it is freed, which then
+ * only removes it (rs_client.c:811-812).
  *   case 1: NV503C T1; register VA space A, unregister A, free A; then a
  *           control on T1 (REGISTER_VA_SPACE of B) and a second NV503C under
- *           the same subdevice (NV_ERR_STATE_IN_USE while T1 lives)
+ *           the same subdevice; then T1 freed (case1-free-T1), and a new
+ *           NV503C T2 made in its place
  *   case 2: NV503C T2 with B registered; free C, never registered; the same
  * The objects are made in libcuda's order (tests/fixtures/rm-traces,
  * workload-gpu0.jsonl seq 25-28, 90-91, 192): the GPU's /dev/nvidia<minor>
@@ -17,8 +26,13 @@
  * objects under the device (index NEW, no flags: any vaMode but SINGLE
  * takes them, vaspace_api.c:182-185), the NV503C (TYPE_BAR1) under the
  * subdevice.
- * Lines: STATUS <step> <NV_STATUS name>, then RESULT case1=<gone|alive>
- * case2=<gone|alive>. CPU twins: this program on the fake RM
+ * Lines: STATUS <step> <NV_STATUS name>, then RESULT case1=<state>
+ * case2=<state>, a state being gone (control refused, a second NV503C
+ * made), invalidated (control NV_ERR_RESOURCE_LOST, a second NV503C
+ * NV_ERR_STATE_IN_USE), alive (control NV_OK, a second NV503C
+ * NV_ERR_STATE_IN_USE) or unclear (anything else). The H200 printed
+ * tests/fixtures/rm-lifetime-h200-2026-12-02.txt (before case1-free-T1 was
+ * a step). CPU twins: this program on the fake RM
  * (tests/unit/test_shim_rm_lifetime_program.c) and the shim's side of the
  * rule (vaspace_dependency_outlives_unregister, tests/unit/test_shim_core.c). */
 #include "driverabi/nv503c.h"
@@ -58,6 +72,13 @@ static uint32_t alloc(uint32_t parent, uint32_t cls, void *params, uint32_t size
     return st;
 }
 
+static uint32_t free_object(uint32_t parent, uint32_t object)
+{
+    uint32_t st = GDU_NV_ERR_GENERIC;
+    gdu_rm_free_checked(&c, parent, object, &st, "free", why, sizeof why);
+    return st;
+}
+
 static uint32_t control(uint32_t object, uint32_t cmd, void *params, uint32_t size)
 {
     uint32_t st = GDU_NV_ERR_GENERIC;
@@ -80,8 +101,9 @@ static uint32_t new_vaspace(uint32_t dev, uint32_t *h)
     return alloc(dev, GDU_FERMI_VASPACE_A, &vp, sizeof vp, h);
 }
 
-/* Whether the NV503C tpp still lives: its control, and a second NV503C under sub. */
-static const char *alive(const char *tag, uint32_t sub, uint32_t tpp, uint32_t other_vaspace)
+/* What became of the NV503C tpp (gone, invalidated, alive, unclear): its
+ * control, and a second NV503C under sub. */
+static const char *state_of(const char *tag, uint32_t sub, uint32_t tpp, uint32_t other_vaspace)
 {
     char name[64];
     snprintf(name, sizeof name, "%s-control-after", tag);
@@ -92,9 +114,11 @@ static const char *alive(const char *tag, uint32_t sub, uint32_t tpp, uint32_t o
     uint32_t st = step(name, alloc(sub, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &second));
     if (st == GDU_NV_OK)
         gdu_rm_free(&c, sub, second);
-    return st == GDU_NV_OK && ctl != GDU_NV_OK                 ? "gone"
-           : st == GDU_NV_ERR_STATE_IN_USE && ctl == GDU_NV_OK ? "alive"
-                                                               : "unclear";
+    if (st == GDU_NV_OK)
+        return ctl != GDU_NV_OK ? "gone" : "unclear";
+    if (st != GDU_NV_ERR_STATE_IN_USE)
+        return "unclear";
+    return ctl == GDU_NV_OK ? "alive" : ctl == GDU_NV_ERR_RESOURCE_LOST ? "invalidated" : "unclear";
 }
 
 /* The driver's first GPU opened as libcuda opens it: its device file held
@@ -164,15 +188,16 @@ int main(void)
     step("case1-unregister-A",
          control(t1, GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &ua, sizeof ua));
     gdu_rm_free(&c, dev, a);
-    const char *case1 = alive("case1", sub, t1, b);
-    /* T1 is gone or not; case 2 needs an NV503C of its own. */
-    gdu_rm_free(&c, sub, t1);
+    const char *case1 = state_of("case1", sub, t1, b);
+    /* Case 2 needs an NV503C of its own: T1's handle, dead or not, goes
+     * first, and with it its place under the subdevice (nv503c-T2 shows it). */
+    step("case1-free-T1", free_object(sub, t1));
     step("nv503c-T2", alloc(sub, GDU_NV50_THIRD_PARTY_P2P, &ap, sizeof ap, &t2));
     step("case2-register-B", register_vaspace(t2, b));
     gdu_rm_free(&c, dev, cc);
     uint32_t other = 0;
     new_vaspace(dev, &other); /* another VA space to ask with */
-    const char *case2 = alive("case2", sub, t2, other);
+    const char *case2 = state_of("case2", sub, t2, other);
     printf("RESULT case1=%s case2=%s\n", case1, case2);
     gdu_rm_client_close(&c);
     close(gpu_fd);

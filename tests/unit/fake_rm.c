@@ -24,10 +24,13 @@
 typedef struct {
     uint32_t client, handle, parent, cls;
     bool live;
+    /* RM destroyed the object but keeps its handle (see do_free): controls
+     * answer NV_ERR_RESOURCE_LOST, a free only removes the handle */
+    bool invalidated;
     /* NV503C: its VA spaces, and every handle ever registered as one, which
      * RM keeps as a dependency even after UNREGISTER_VA_SPACE: freeing that
-     * object frees the NV503C (third_party_p2p.c:394 vs 403-421,
-     * rs_server.c:974-982, 580.142) */
+     * object invalidates the NV503C (third_party_p2p.c:394 vs 403-421,
+     * rs_server.c:974-982 and 1336-1372, 580.142) */
     uint32_t vaspaces[FAKE_MAX_VAS];
     unsigned n_vaspaces;
     uint32_t deps[FAKE_MAX_DEPS];
@@ -181,14 +184,32 @@ static void compact_regs(fake_rm *f)
     f->n_regs = kept;
 }
 
+/* RM invalidates a dependant outside the freed subtree: its destructor runs
+ * (the ThirdPartyP2P one drops its VA spaces and registrations,
+ * third_party_p2p.c:186-231) and its dependencies go (rs_client.c:839-851),
+ * but its handle stays in the client and under its parent (rs_client.c:855-871
+ * skipped with bInvalidateOnly), so it still fills the subdevice's one NV503C
+ * place. */
+static void invalidate(fake_rm *f, fake_obj *o)
+{
+    drop_regs(f, o->client, o->handle, 0);
+    o->n_vaspaces = 0;
+    o->n_deps = 0;
+    o->invalidated = true;
+}
+
 static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
 {
     /* Measured (tests/fixtures/rm-traces, seq 22): freeing a handle that does
      * not exist answers NV_OK; libcuda does it before reusing a handle. */
     if (find(f, client, handle) == NULL)
         return GDU_NV_OK;
-    /* Mark the subtree, then NV503C objects that depend on a dying object (a
-     * VA space once registered with them). */
+    /* Mark the subtree; an NV503C outside it that depends on a dying object
+     * (a VA space once registered with it) is invalidated, not freed: RM
+     * frees a pending dependant with bInvalidateOnly unless an object being
+     * freed is its ancestor (rs_server.c:1336-1372, 580.142; measured on the
+     * H200, tests/fixtures/rm-lifetime-h200-2026-12-02.txt). An invalidated
+     * one freed later only loses its handle (rs_client.c:811-812), NV_OK. */
     size_t n = f->n_objs;
     bool *dying = calloc(n, sizeof *dying);
     for (size_t i = 0; i < n; i++)
@@ -199,11 +220,13 @@ static uint32_t do_free(fake_rm *f, uint32_t client, uint32_t handle)
             continue;
         for (size_t j = 0; j < n; j++) {
             fake_obj *p = &f->objs[j];
-            if (!p->live || p->client != client || p->cls != GDU_NV50_THIRD_PARTY_P2P)
+            if (dying[j] || !p->live || p->client != client || p->cls != GDU_NV50_THIRD_PARTY_P2P)
                 continue;
             for (unsigned k = 0; k < p->n_deps; k++)
-                if (p->deps[k] == f->objs[i].handle)
-                    dying[j] = true;
+                if (p->deps[k] == f->objs[i].handle) {
+                    invalidate(f, p);
+                    break;
+                }
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -279,9 +302,13 @@ static uint32_t do_control(fake_rm *f, uint32_t client, uint32_t object, uint32_
         p->slot = 0;
         return GDU_NV_OK;
     }
+    /* Any control on an invalidated object (rs_server.c:1556-1560, 580.142). */
+    fake_obj *target = find(f, client, object);
+    if (target != NULL && target->invalidated)
+        return GDU_NV_ERR_RESOURCE_LOST;
     if ((cmd >> 16) != GDU_NV50_THIRD_PARTY_P2P)
         return GDU_NV_OK; /* every other control: not modelled, answered OK */
-    fake_obj *tpp = find(f, client, object);
+    fake_obj *tpp = target;
     if (tpp == NULL)
         return GDU_NV_ERR_OBJECT_NOT_FOUND;
     if (tpp->cls != GDU_NV50_THIRD_PARTY_P2P)
@@ -589,11 +616,20 @@ uint32_t fake_rm_tpp_of(fake_rm *f, uint32_t client, uint32_t sub)
     uint32_t h = 0;
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->n_objs && h == 0; i++)
-        if (f->objs[i].live && f->objs[i].client == client && f->objs[i].parent == sub &&
-            f->objs[i].cls == GDU_NV50_THIRD_PARTY_P2P)
+        if (f->objs[i].live && !f->objs[i].invalidated && f->objs[i].client == client &&
+            f->objs[i].parent == sub && f->objs[i].cls == GDU_NV50_THIRD_PARTY_P2P)
             h = f->objs[i].handle;
     pthread_mutex_unlock(&f->lock);
     return h;
+}
+
+bool fake_rm_invalidated(fake_rm *f, uint32_t client, uint32_t handle)
+{
+    pthread_mutex_lock(&f->lock);
+    const fake_obj *o = find(f, client, handle);
+    bool invalidated = o != NULL && o->invalidated;
+    pthread_mutex_unlock(&f->lock);
+    return invalidated;
 }
 
 const char *fake_rm_log(fake_rm *f) { return f->log != NULL ? f->log : ""; }
@@ -623,8 +659,8 @@ void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict 
     size_t n_objs = 0, n_vm = 0;
     for (size_t i = 0; i < f->n_objs; i++) {
         const fake_obj *o = &f->objs[i];
-        if (!o->live || o->cls != GDU_NV50_THIRD_PARTY_P2P)
-            continue;
+        if (!o->live || o->invalidated || o->cls != GDU_NV50_THIRD_PARTY_P2P)
+            continue; /* an invalidated one is no object to the lookup: RM destroyed it */
         size_t first = n_vm;
         for (size_t k = 0; k < f->n_regs; k++) {
             const fake_reg *r = &f->regs[k];
@@ -669,7 +705,7 @@ unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint3
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->n_objs; i++) {
         const fake_obj *o = &f->objs[i];
-        if (!o->live || o->client != client || o->parent != sub ||
+        if (!o->live || o->invalidated || o->client != client || o->parent != sub ||
             o->cls != GDU_NV50_THIRD_PARTY_P2P)
             continue;
         for (unsigned k = 0; k < o->n_vaspaces; k++, n++)

@@ -8,10 +8,18 @@
  *  - address, size or offset not 64 KiB aligned, or size 0 -> NV_ERR_INVALID_ARGUMENT (0x1f);
  *  - UNREGISTER_VIDMEM of what is not registered -> 0x57;
  *  - freeing an unknown handle answers NV_OK (libcuda does it);
- *  - freeing an object frees everything below it; freeing a VA space frees
- *    the NV503C objects it is or ever was registered with (UNREGISTER_VA_SPACE
- *    leaves RM's dependency in place: third_party_p2p.c:394 vs 403-421,
- *    rs_server.c:974-982, 580.142); freeing memory drops its registrations;
+ *  - freeing an object frees everything below it; freeing memory drops its
+ *    registrations;
+ *  - freeing a VA space invalidates the NV503C objects outside the freed
+ *    subtree that it is or ever was registered with (UNREGISTER_VA_SPACE
+ *    leaves RM's dependency in place: third_party_p2p.c:394 vs 403-421;
+ *    dependants are queued by rs_server.c:974-982 and freed with
+ *    bInvalidateOnly, 1336-1372, 580.142): RM destroys the object (its VA
+ *    spaces and registrations go) but keeps its handle (rs_client.c:811-871),
+ *    so a control on it answers NV_ERR_RESOURCE_LOST (0x6e,
+ *    rs_server.c:1556-1560), a second NV503C under its subdevice 0x63 until
+ *    the dead handle is freed, which answers NV_OK (measured on the H200:
+ *    tests/fixtures/rm-lifetime-h200-2026-12-02.txt);
  *  - once the GPU's device file is named (fake_rm_set_gpu_file), NV01_DEVICE_0
  *    only for a process that holds that file open, else
  *    NV_ERR_INSUFFICIENT_PERMISSIONS (0x1b; device.c:140-147).
@@ -43,7 +51,7 @@ gdu_shim_ops fake_rm_ops(fake_rm *f);
 
 int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg);
 
-/* Live objects of class cls (any client). */
+/* Objects of class cls whose handle RM holds (any client; invalidated ones too). */
 unsigned fake_rm_count_class(fake_rm *f, uint32_t cls);
 /* Live vidmem registrations (all NV503C objects). */
 unsigned fake_rm_registrations(fake_rm *f);
@@ -53,8 +61,11 @@ bool fake_rm_is_registered(fake_rm *f, uint32_t client, uint32_t memory);
 bool fake_rm_vaspace_registered(fake_rm *f, uint32_t client, uint32_t tpp, uint32_t vaspace);
 /* RM_FREEs and NV503C controls addressed to handle of client that reached the fake. */
 unsigned fake_rm_calls_on(fake_rm *f, uint32_t client, uint32_t handle);
-/* The NV503C under subdevice sub of client (0: none). */
+/* The working NV503C under subdevice sub of client (0: none, or only an
+ * invalidated one). */
 uint32_t fake_rm_tpp_of(fake_rm *f, uint32_t client, uint32_t sub);
+/* Whether handle of client is an invalidated object (its handle still held). */
+bool fake_rm_invalidated(fake_rm *f, uint32_t client, uint32_t handle);
 
 /* One live vidmem registration. */
 typedef struct {
@@ -65,7 +76,7 @@ typedef struct {
 /* Copies up to max live registrations into out; returns how many there are. */
 size_t fake_rm_regs(fake_rm *f, fake_rm_reg *out, size_t max);
 /* The VA spaces registered with the NV503C under subdevice sub of client
- * (up to max into out); returns their number (0 when it has no NV503C). */
+ * (up to max into out); returns their number (0 when it has no working NV503C). */
 unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint32_t *out,
                                 unsigned max);
 
@@ -74,7 +85,8 @@ unsigned fake_rm_vaspaces_under(fake_rm *f, uint32_t client, uint32_t sub, uint3
 
 /* What the kernel's lookup (src/pinmodel) finds for [va, va + size) in the
  * state this fake holds: the oracle of the shim's tests, independent of the
- * shim's own bookkeeping. Every NV503C counts as the process's. */
+ * shim's own bookkeeping. Every NV503C counts as the process's; an
+ * invalidated one is none. */
 void fake_rm_pin_lookup(fake_rm *f, uint64_t va, uint64_t size, gdu_pin_verdict *v);
 
 /* The BAR1 size fake_rm_ops reports for every GPU (default 0: unknown). */

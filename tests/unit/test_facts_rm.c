@@ -24,6 +24,7 @@
 static struct {
     uint32_t alloc_status; /* RM_ALLOC result */
     uint32_t caps_status;  /* P2P caps control result */
+    uint32_t free_status;  /* RM_FREE result */
     int ioctl_errno;       /* make every ioctl fail with this errno */
     int gpus;              /* attached GPUs: ids 0x100, 0x200, ... */
     int allocs, frees, controls;
@@ -58,7 +59,7 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
         assert_int_equal(p->hRoot, CLIENT);
         assert_int_equal(p->hObjectOld, CLIENT);
         rm.frees++;
-        p->status = 0;
+        p->status = rm.free_status;
         return 0;
     }
     case GDU_NV_ESC_RM_CONTROL: {
@@ -295,6 +296,32 @@ static void test_alloc_refused(void **state)
     assert_int_equal(rm.frees, 0);
 }
 
+/* A free's status comes back to the caller that asks for it, by name when
+ * RM refused; the best-effort free says nothing. */
+static void test_free_status(void **state)
+{
+    gdu_rm_client c;
+    char why[256] = "";
+    uint32_t st = 0xdead;
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_free_checked(&c, 0, CLIENT, &st, "freeing", why, sizeof why), 0);
+    assert_int_equal(st, 0);
+    rm.free_status = 0x6e;
+    assert_int_equal(gdu_rm_free_checked(&c, 0, CLIENT, &st, "freeing", why, sizeof why), -EIO);
+    assert_int_equal(st, 0x6e);
+    assert_string_equal(why, "freeing: RM returned NV_ERR_RESOURCE_LOST (0x6e)");
+    gdu_rm_free(&c, 0, CLIENT);
+    assert_int_equal(rm.frees, 3);
+    rm.ioctl_errno = ENOTTY;
+    st = 0xdead;
+    assert_int_equal(gdu_rm_free_checked(&c, 0, CLIENT, &st, "freeing", why, sizeof why), -ENOTTY);
+    assert_int_equal(st, 0xdead); /* no call reached RM */
+    assert_non_null(strstr(why, "ioctl failed"));
+    rm.ioctl_errno = 0;
+    rm.free_status = 0;
+    gdu_rm_client_close(&c);
+}
+
 static void test_ioctl_fails(void **state)
 {
     gdu_rm_client c;
@@ -321,6 +348,7 @@ int main(void)
         cmocka_unit_test_setup(test_cap_on_gpu_list, reset),
         cmocka_unit_test_setup(test_rm_status_named, reset),
         cmocka_unit_test_setup(test_alloc_refused, reset),
+        cmocka_unit_test_setup(test_free_status, reset),
         cmocka_unit_test_setup(test_ioctl_fails, reset),
         cmocka_unit_test_setup(test_no_device, reset),
         cmocka_unit_test_setup(test_replay_h200_pair, reset),

@@ -162,7 +162,7 @@ static void vaspace_moves_to_uvms(void **state)
     assert_int_equal(lc_uvm_register_vaspace(e->s, c, g->vaspace[0][1]), GDU_NV_OK);
     /* Moved by making the object anew: RM keeps an object dependent on every
      * VA space once registered with it, so one moved by unregistering would
-     * die with the first VA space. */
+     * be invalidated with the first VA space. */
     uint32_t now = fake_rm_tpp_of(e->f, c, g->subdevice[0]);
     assert_int_not_equal(now, 0);
     assert_int_not_equal(now, own);
@@ -183,10 +183,12 @@ static void vaspace_moves_to_uvms(void **state)
     env_free(e);
 }
 
-/* The fake-RM twin of tests/gpu/shim_rm_lifetime.c: an NV503C dies with a
- * VA space once registered with it, though unregistered since; one it never
- * had takes nothing with it. The shim follows: libcuda's object gone, the
- * GPU's report says why nvidia-fs finds nothing there. */
+/* The fake-RM twin of tests/gpu/shim_rm_lifetime.c: freeing a VA space once
+ * registered with an NV503C, though unregistered since, invalidates the
+ * NV503C (its controls answer NV_ERR_RESOURCE_LOST, its dead handle keeps a
+ * new NV503C off the subdevice until freed); one it never had takes nothing
+ * with it. The shim follows: libcuda's object no longer followed, its handle
+ * left to libcuda, the GPU's report says why nvidia-fs finds nothing there. */
 static void vaspace_dependency_outlives_unregister(void **state)
 {
     env *e = env_new(DRIVER, 0, 0, 2);
@@ -205,21 +207,34 @@ static void vaspace_dependency_outlives_unregister(void **state)
     assert_int_equal(lc_control(e->s, g->client, 0x5c0000f0,
                                 GDU_NV503C_CTRL_CMD_UNREGISTER_VA_SPACE, &ua, sizeof ua),
                      GDU_NV_OK);
+    unsigned calls = fake_rm_calls_on(e->f, g->client, 0x5c0000f0);
     assert_int_equal(lc_free(e->s, g->client, g->device[0], g->vaspace[0][0]), GDU_NV_OK);
+    /* libcuda's handle is libcuda's to free: the shim sends nothing to it. */
+    assert_int_equal(fake_rm_calls_on(e->f, g->client, 0x5c0000f0), calls);
+    assert_true(fake_rm_invalidated(e->f, g->client, 0x5c0000f0));
+    assert_int_equal(fake_rm_tpp_of(e->f, g->client, g->subdevice[0]), 0);
     gdu_nv503c_register_va_space b = {.hVASpace = g->vaspace[0][1]};
     assert_int_equal(lc_control(e->s, g->client, 0x5c0000f0, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE,
                                 &b, sizeof b),
-                     GDU_NV_ERR_OBJECT_NOT_FOUND);
+                     GDU_NV_ERR_RESOURCE_LOST);
     json_t *r = fake_rm_shim_report(e->s, false);
     json_t *g0 = json_array_get(json_object_get(r, "gpus"), 0);
     assert_string_equal(json_string_value(json_object_get(g0, "mode")), "native");
-    assert_non_null(
-        strstr(json_string_value(json_object_get(g0, "reason")), "was freed with VA space"));
+    const char *reason = json_string_value(json_object_get(g0, "reason"));
+    assert_non_null(strstr(reason, "was invalidated, not freed, with VA space"));
+    assert_non_null(strstr(reason, "until libcuda frees the dead handle"));
     json_decref(r);
-    assert_non_null(strstr(fake_rm_log(e->f), "RM freed ThirdPartyP2P 0x5c0000f0 (libcuda's)"));
+    assert_non_null(
+        strstr(fake_rm_log(e->f), "RM invalidated ThirdPartyP2P 0x5c0000f0 (libcuda's)"));
+    /* The dead handle keeps libcuda's next NV503C out until libcuda frees it. */
     assert_int_equal(
         lc_alloc(e->s, g->client, g->subdevice[0], 0x5c0000f2, GDU_NV50_THIRD_PARTY_P2P, &ap),
-        GDU_NV_OK); /* not NV_ERR_STATE_IN_USE: the old one is gone */
+        GDU_NV_ERR_STATE_IN_USE);
+    assert_int_equal(lc_free(e->s, g->client, g->subdevice[0], 0x5c0000f0), GDU_NV_OK);
+    assert_false(fake_rm_invalidated(e->f, g->client, 0x5c0000f0));
+    assert_int_equal(
+        lc_alloc(e->s, g->client, g->subdevice[0], 0x5c0000f2, GDU_NV50_THIRD_PARTY_P2P, &ap),
+        GDU_NV_OK);
     /* GPU 1: B registered, A (never registered) freed: the object lives. */
     b.hVASpace = g->vaspace[1][1];
     assert_int_equal(lc_control(e->s, g->client, 0x5c0000f1, GDU_NV503C_CTRL_CMD_REGISTER_VA_SPACE,
@@ -231,6 +246,63 @@ static void vaspace_dependency_outlives_unregister(void **state)
     for (unsigned d = 0; d < 2; d++) /* GPU 0 has libcuda's new object */
         assert_true(
             json_is_null(json_object_get(json_array_get(json_object_get(r, "gpus"), d), "reason")));
+    json_decref(r);
+    env_free(e);
+}
+
+/* The shim's own NV503C, invalidated as the process frees the VA space
+ * registered with it: the shim frees the dead handle itself (on the driver a
+ * new NV503C answers NV_ERR_STATE_IN_USE while it lives: the H200 run,
+ * tests/fixtures/rm-lifetime-h200-2026-12-02.txt), so that the next mapping
+ * makes a new object with the VA space left and registers what is still
+ * mapped. Where that free fails, the GPU is failed and says why. */
+static void own_invalidated_object_freed(void **state)
+{
+    env *e = env_new(DRIVER, 0, 0, 1);
+    uint32_t c = e->g.client;
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    uint32_t old = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
+    assert_int_not_equal(old, 0);
+    unsigned calls = fake_rm_calls_on(e->f, c, old);
+    uint64_t rm_calls = totals(e).rm_calls;
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), GDU_NV_OK);
+    assert_int_equal(fake_rm_calls_on(e->f, c, old), calls + 1); /* the shim's free of it */
+    assert_false(fake_rm_invalidated(e->f, c, old));
+    assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 0); /* dead or alive */
+    char line[160];
+    snprintf(line, sizeof line,
+             "RM invalidated ThirdPartyP2P 0x%x (the shim's) with VA space 0x%x, once registered "
+             "with it; its dead handle is freed",
+             old, e->g.vaspace[0][0]);
+    assert_non_null(strstr(fake_rm_log(e->f), line));
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), GDU_NV_OK);
+    uint32_t now = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
+    assert_int_not_equal(now, 0);
+    assert_int_not_equal(now, old);
+    assert_true(fake_rm_vaspace_registered(e->f, c, now, e->g.vaspace[0][1]));
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a01));
+    assert_true(fake_rm_is_registered(e->f, c, 0x5c000a02));
+    assert_int_equal(lc_pin(e->f, VA(1), 64 * MiB), GDU_PIN_FOUND);
+    gdu_shim_totals t = totals(e);
+    assert_int_equal(t.objects_created, 2);
+    assert_int_equal(t.failures, 0);
+    assert_string_equal(gpu_mode(e, 0), "unlocked");
+    env_free(e);
+
+    /* The free of the dead handle fails (a fault injected into it). */
+    e = env_new(DRIVER, 0, rm_calls + 1, 1);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    old = fake_rm_tpp_of(e->f, c, e->g.subdevice[0]);
+    assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), GDU_NV_OK);
+    assert_true(fake_rm_invalidated(e->f, c, old)); /* left: RM still holds the handle */
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), GDU_NV_OK);
+    assert_int_equal(totals(e).objects_created, 1); /* no new object tried */
+    assert_int_equal(totals(e).failures, 1);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *g0 = json_array_get(json_object_get(r, "gpus"), 0);
+    assert_string_equal(json_string_value(json_object_get(g0, "mode")), "failed");
+    assert_non_null(strstr(json_string_value(json_object_get(g0, "reason")),
+                           "freeing the shim's ThirdPartyP2P"));
     json_decref(r);
     env_free(e);
 }
@@ -464,7 +536,8 @@ static void frees(void **state)
     uint32_t c = e->g.client;
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a02, VA(2), 64 * MiB), 0);
-    /* Freeing a VA space takes the NV503C registered with it (and its registrations). */
+    /* Freeing a VA space invalidates the NV503C registered with it (its
+     * registrations go); the shim frees the dead handle. */
     assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]), 0);
     assert_int_equal(fake_rm_count_class(e->f, GDU_NV50_THIRD_PARTY_P2P), 0);
     assert_int_equal(fake_rm_registrations(e->f), 0);
@@ -504,7 +577,7 @@ static void freed_while_mapped(void **state)
     uint32_t c = e->g.client;
     assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), 0);
     assert_int_equal(lc_free(e->s, c, e->g.device[0], e->g.vaspace[0][0]),
-                     0);                                               /* the NV503C goes too */
+                     0); /* the NV503C is invalidated, and freed by the shim */
     assert_int_equal(lc_free(e->s, c, e->g.device[0], 0x5c000a01), 0); /* freed, never unmapped */
     assert_int_equal(totals(e).mappings, 0);
     /* The handle comes back for unmapped memory; the next NV503C must not
@@ -1082,6 +1155,7 @@ int main(void)
         cmocka_unit_test(uvm_vaspace_chosen),
         cmocka_unit_test(vaspace_moves_to_uvms),
         cmocka_unit_test(vaspace_dependency_outlives_unregister),
+        cmocka_unit_test(own_invalidated_object_freed),
         cmocka_unit_test(native_object_left_empty),
         cmocka_unit_test(unmap_anywhere_inside),
         cmocka_unit_test(duplicate_is_not_registered),

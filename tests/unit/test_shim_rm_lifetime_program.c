@@ -1,10 +1,11 @@
 /* The RM lifetime program (tests/gpu/shim_rm_lifetime.c, compiled in) on the
  * fake RM (fake_rm.c), with a regular file the fake takes for the GPU's
  * device file: as on the driver, RM gives a device only to a process that
- * holds that file open (device.c:140-147, 580.142). The program must make its
- * objects and find RM's lifetime rule (an NV503C dies with a VA space once
- * registered with it, not with one it never had); where it opens another
- * file it must say that RM refused the device, and why. */
+ * holds that file open (device.c:140-147, 580.142). A differential test: on
+ * the fake the program must print, step by step, what it printed on the H200
+ * (tests/fixtures/rm-lifetime-h200-2026-12-02.txt: an NV503C invalidated by
+ * a VA space once registered with it, not by one it never had); where it
+ * opens another file it must say that RM refused the device, and why. */
 #define main rm_lifetime_main
 #include "../gpu/shim_rm_lifetime.c"
 #undef main
@@ -139,26 +140,67 @@ static char *run_program(const char *dev_dir, int *rc)
     return text;
 }
 
+/* What the program printed on the H200 (open kernel module 580.159.04,
+ * 2026-12-02), STATUS lines only. */
+#define H200_RUN GDUNLOCK_FIXTURES "/rm-lifetime-h200-2026-12-02.txt"
+/* The one step the program has printed since that run, allowed here as an
+ * extra line right after case1-second-nv503c: the free of T1's dead handle.
+ * Its NV_OK is what the fake answers (rs_client.c:811-812) and what the GPU
+ * script requires of the driver (tests/gpu/shim_rm_lifetime.sh). */
+#define FREE_T1_AFTER "STATUS case1-second-nv503c "
+#define FREE_T1 "STATUS case1-free-T1 NV_OK (0x0)\n"
+
+/* The H200's lines, FREE_T1 in its place, and the RESULT they mean. */
+static char *h200_expected(void)
+{
+    FILE *f = fopen(H200_RUN, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", H200_RUN);
+    char *want = calloc(1, 8192), line[256];
+    size_t n = 0;
+    unsigned lines = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "STATUS ", 7) != 0 || line[strlen(line) - 1] != '\n')
+            fail_msg("%s: not a STATUS line: '%s'", H200_RUN, line);
+        n += (size_t)snprintf(want + n, 8192 - n, "%s", line);
+        if (strncmp(line, FREE_T1_AFTER, strlen(FREE_T1_AFTER)) == 0)
+            n += (size_t)snprintf(want + n, 8192 - n, "%s", FREE_T1);
+        lines++;
+    }
+    fclose(f);
+    assert_int_equal(lines, 13);
+    assert_non_null(strstr(want, FREE_T1));
+    snprintf(want + n, 8192 - n, "RESULT case1=invalidated case2=alive\n");
+    return want;
+}
+
 static void expect(const char *text, const char *want)
 {
     if (strstr(text, want) == NULL)
         fail_msg("output lacks '%s':\n%s", want, text);
 }
 
-/* The GPU's file held, libcuda's order: RM's rule shows (case 1 gone, case 2
- * alive), and every object the program made is freed with its client. */
+/* The GPU's file held, libcuda's order: line for line what the H200 printed
+ * (case 1 invalidated, case 2 alive), and every object the program made is
+ * freed with its client. */
 static void finds_the_lifetime_rule(void **state)
 {
     int rc = -1;
     char *t = run_program(dir, &rc);
     assert_int_equal(rc, 0);
-    expect(t, "STATUS device-and-subdevice NV_OK (0x0)\n");
-    expect(t, "STATUS nv503c-T1 NV_OK (0x0)\n");
-    expect(t, "STATUS case1-control-after NV_ERR_OBJECT_NOT_FOUND (0x57)\n");
-    expect(t, "STATUS case2-second-nv503c NV_ERR_STATE_IN_USE (0x63)\n");
-    expect(t, "RESULT case1=gone case2=alive\n");
+    char *want = h200_expected();
+    const char *got = t, *w = want;
+    for (unsigned line = 1; *w != '\0' || *got != '\0'; line++) {
+        size_t gl = strcspn(got, "\n"), wl = strcspn(w, "\n");
+        if (gl != wl || memcmp(got, w, wl) != 0)
+            fail_msg("line %u: the H200 printed '%.*s', the fake RM '%.*s'; the whole output:\n%s",
+                     line, (int)wl, w, (int)gl, got, t);
+        got += gl + (got[gl] == '\n');
+        w += wl + (w[wl] == '\n');
+    }
     assert_int_equal(fake_rm_count_class(rm, GDU_NV50_THIRD_PARTY_P2P), 0);
     assert_int_equal(fake_rm_count_class(rm, GDU_NV01_DEVICE_0), 0);
+    free(want);
     free(t);
 }
 
