@@ -6,6 +6,13 @@
  * - cuDeviceGetAttribute, cuPointerGetAttribute, cuPointerGetAttributes,
  *   cuGetProcAddress, cuGetProcAddress_v2: the GPUDirect RDMA attributes of a
  *   GPU the shim unlocks and of the buffers it registered there (shim_attr.c).
+ * - cuMemGetHandleForAddressRange: passed through untouched, traced. The
+ *   public call a PCI P2PDMA probe would make (a dma-buf mapped through the
+ *   PCIe BAR); libcufile 1.15.1 resolves it but, on the H200, did not call
+ *   it for its probe ("Allocated 65536 bytes on the GPU ... to check for
+ *   P2PDMA Support", then "gpu attribute pci_p2pdma not supported errornum:
+ *   801"): that answer comes through a route the shim does not see
+ *   (bench/results/2026-12-02-h200-libcufile-p2pdma-probe.md).
  * - through dlsym on a handle (shim_dlsym.c): libcufile reaches libcuda, and
  *   kvikio, fastsafetensors and gdunlock itself reach libcufile, through
  *   dlopen + dlsym, which LD_PRELOAD alone does not interpose; for those few
@@ -39,6 +46,7 @@ typedef gdu_CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long
 typedef gdu_CUresult (*get_proc_v2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef gdu_CUresult (*pointer_attribute_fn)(void *, int, gdu_CUdeviceptr);
 typedef gdu_CUresult (*pointer_attributes_fn)(unsigned, int *, void **, gdu_CUdeviceptr);
+typedef gdu_CUresult (*range_handle_fn)(void *, gdu_CUdeviceptr, size_t, int, unsigned long long);
 typedef gdu_CUfileError (*buf_register_fn)(const void *, size_t, int);
 typedef gdu_CUfileError (*buf_deregister_fn)(const void *);
 
@@ -51,6 +59,7 @@ static get_proc_v1_fn g_get_proc_v1;
 static get_proc_v2_fn g_get_proc_v2;
 static pointer_attribute_fn g_pointer_attribute;
 static pointer_attributes_fn g_pointer_attributes;
+static range_handle_fn g_range_handle;
 static buf_register_fn g_buf_register;
 static buf_deregister_fn g_buf_deregister;
 
@@ -94,6 +103,8 @@ gdu_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 gdu_CUresult cuPointerGetAttribute(void *data, int attribute, gdu_CUdeviceptr ptr);
 gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data,
                                     gdu_CUdeviceptr ptr);
+gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr, size_t size, int type,
+                                           unsigned long long flags);
 gdu_CUfileError cuFileBufRegister(const void *ptr, size_t size, int flags);
 gdu_CUfileError cuFileBufDeregister(const void *ptr);
 
@@ -111,6 +122,8 @@ static const struct {
      (void *)cuPointerGetAttribute},
     {"cuPointerGetAttributes", "libcuda.so", (void **)&g_pointer_attributes,
      (void *)cuPointerGetAttributes},
+    {"cuMemGetHandleForAddressRange", "libcuda.so", (void **)&g_range_handle,
+     (void *)cuMemGetHandleForAddressRange},
     {"cuFileBufRegister", "libcufile.so", (void **)&g_buf_register, (void *)cuFileBufRegister},
     {"cuFileBufDeregister", "libcufile.so", (void **)&g_buf_deregister,
      (void *)cuFileBufDeregister},
@@ -379,6 +392,28 @@ GDU_EXPORT gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, 
     if (caller != NULL)
         gdu_shim_trace(s, "%s calls cuPointerGetAttributes(%s) of 0x%llx: status %d", caller, asked,
                        (unsigned long long)ptr, (int)r);
+    return r;
+}
+
+/* The handle type (1: a dma-buf descriptor) and flags (1: the dma-buf
+ * mapped through the PCIe BAR, CUDA 12.8's CU_MEM_RANGE_FLAG_DMA_BUF_
+ * MAPPING_TYPE_PCIE) are traced as numbers: what libcufile asks is the
+ * finding. */
+GDU_EXPORT gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr,
+                                                      size_t size, int type,
+                                                      unsigned long long flags)
+{
+    range_handle_fn real = REAL(g_range_handle, "libcuda.so.1", "cuMemGetHandleForAddressRange");
+    if (real == NULL)
+        return GDU_CUDA_ERROR_NOT_INITIALIZED;
+    gdu_CUresult r = real(handle, ptr, size, type, flags);
+    gdu_shim *s = gdu_preload_shim();
+    const char *caller = traced_caller(s, __builtin_return_address(0));
+    if (caller != NULL)
+        gdu_shim_trace(s,
+                       "%s calls cuMemGetHandleForAddressRange(0x%llx, %zu bytes, handle type %d, "
+                       "flags 0x%llx): status %d",
+                       caller, (unsigned long long)ptr, size, type, flags, (int)r);
     return r;
 }
 

@@ -447,6 +447,16 @@ gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data
     return 0;
 }
 
+/* The fake has no dma-buf: every handle is refused as a driver without
+ * PCI P2PDMA refuses the PCIe mapping (CUDA_ERROR_NOT_SUPPORTED, 801, on
+ * the H200 for libcufile's probe). */
+gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr, size_t size, int type,
+                                           unsigned long long flags)
+{
+    (void)handle, (void)ptr, (void)size, (void)type, (void)flags;
+    return 801;
+}
+
 /* cuGetProcAddress as libcuda answers it: the four-argument export, the
  * five-argument _v2, and asked for "cuGetProcAddress" from CUDA 12.0 on, the
  * five-argument one under the old name (what NCCL and cudart then call with

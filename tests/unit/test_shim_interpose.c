@@ -434,14 +434,15 @@ static void traces_libcufile(void **state)
     unsigned long long dev = 0;
     assert_int_equal(alloc(&dev, 1 << 16), 0);
     void *probe = dlopen(TRACE_PROBE, RTLD_NOW | RTLD_LOCAL);
-    int (*ask)(const char *, unsigned long long, int[2]);
+    int (*ask)(const char *, unsigned long long, int[3]);
     *(void **)&ask = probe != NULL ? dlsym(probe, "trace_probe_ask") : NULL;
-    int out[2] = {-1, -1};
+    int out[3] = {-1, -1, -1};
     int r = ask != NULL ? ask(FAKE_LIBCUDA, dev, out) : -2;
     dup2(saved, STDERR_FILENO);
     assert_int_equal(r, 0);
     assert_int_equal(out[0], libcuda_answer());
     assert_int_equal(out[1], libcuda_answer());
+    assert_int_equal(out[2], 801); /* the fake's refusal, passed on untouched */
     char text[8192];
     ssize_t n = pread(fd, text, sizeof text - 1, 0);
     close(fd);
@@ -458,6 +459,14 @@ static void traces_libcufile(void **state)
                  "libcufile_trace_probe.so calls cuPointerGetAttribute(15) of 0x%llx: status 0, "
                  "value %d",
                  dev, libcuda_answer());
+        assert_non_null(strstr(text, want));
+        assert_non_null(strstr(text, "gdunlock: libcufile_trace_probe.so resolves "
+                                     "cuMemGetHandleForAddressRange through dlsym: the shim's "
+                                     "hook"));
+        snprintf(want, sizeof want,
+                 "libcufile_trace_probe.so calls cuMemGetHandleForAddressRange(0x%llx, 65536 "
+                 "bytes, handle type 1, flags 0x1): status 801",
+                 dev);
         assert_non_null(strstr(text, want));
     }
     dlclose(probe);
