@@ -133,6 +133,9 @@ EOF
   asked=$(grep -oE 'calls cu[A-Za-z]+\([0-9,]+\)' "$O/libcufile-trace-$s.log" | sort | uniq -c | awk '{print $3 " x" $1}' | tr '\n' ' ')
   nvml=$(grep -c 'resolves nvml' "$O/libcufile-trace-$s.log")
   echo "INFO libcufile-trace-$s: $(grep -c resolves "$O/libcufile-trace-$s.log") names resolved ($nvml NVML), attributes asked: ${asked:-none} ($O/libcufile-trace-$s.log)"
+  # libcufile's P2PDMA probe (issue 24, item 4): a dma-buf handle, if it asks for one
+  probe=$(grep -o 'calls cuMemGetHandleForAddressRange(.*' "$O/libcufile-trace-$s.log" | sed 's/0x[0-9a-f]*, //' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  echo "INFO libcufile-p2pdma-probe-$s: ${probe:-no cuMemGetHandleForAddressRange call}; its log: $(grep -h 'pci_p2pdma not supported\|Is PCIP2PDMA Supported' "$O/cufile-$s"/*.log 2>/dev/null | sed 's/^.*\] //' | sort -u | tr '\n' ';')"
 done
 r_plain=$(sed -n 's/^STEP cuFileRead //p' "$O/plain-gate.out")
 r_unlocked=$(sed -n 's/^STEP cuFileRead //p' "$O/unlocked-gate.out")
