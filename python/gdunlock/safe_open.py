@@ -27,6 +27,18 @@ _FRAMEWORKS = ("pt", "torch", "pytorch")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
 _DIGITS = re.compile(r"\d+")
+_families_of = {}  # tensor name -> its family (the name with its numbers taken out)
+
+
+def _family(name):
+    """name with its numbers taken out, worked out once a name: the walk asks
+    it of every key it looks at."""
+    family = _families_of.get(name)
+    if family is None:
+        if len(_families_of) >= 1 << 16:
+            _families_of.clear()
+        family = _families_of[name] = _DIGITS.sub("#", name)
+    return family
 _SKIP = 8  # keys a request may skip and still continue the walk
 _SCAN = 256  # keys a request looks at for reading ahead
 _splits_seen = {}  # "last": the split of the last request of any file that had one
@@ -432,7 +444,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             if target.device != self._walk_target.device:  # a walk to another device
                 self._walk_target = target
                 self._drop_ahead(dropped)
-            family, seen = _DIGITS.sub("#", info.name), (info.shape, index)
+            family, seen = _family(info.name), (info.shape, index)
             if family not in self._families and self._hint_ok:
                 hint = _families_seen.get(family)
                 if hint is not None and hint[0] == info.shape and hint != seen:
@@ -551,7 +563,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         another file until this file's walk contradicts that; None when
         unknown."""
         info = self._infos[name]
-        family = _DIGITS.sub("#", name)
+        family = _family(name)
         seen = self._families.get(family)
         if seen is None and self._whole_walk:
             return plan_tensor(info), False
