@@ -17,7 +17,7 @@ import threading
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
-from .reader import RangeReader, Runs, SliceError, plan_read
+from .reader import RangeReader, Runs, SliceError, _normalize, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
          "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16,
@@ -27,6 +27,9 @@ _FRAMEWORKS = ("pt", "torch", "pytorch")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
 _DIGITS = re.compile(r"\d+")
+_SKIP = 8  # keys a request may skip and still continue the walk
+_SCAN = 256  # keys a request looks at for reading ahead
+_splits_seen = {}  # "last": the split of the last request of any file that had one
 _families_of = {}  # tensor name -> its family (the name with its numbers taken out)
 
 
@@ -39,9 +42,6 @@ def _family(name):
             _families_of.clear()
         family = _families_of[name] = _DIGITS.sub("#", name)
     return family
-_SKIP = 8  # keys a request may skip and still continue the walk
-_SCAN = 256  # keys a request looks at for reading ahead
-_splits_seen = {}  # "last": the split of the last request of any file that had one
 
 
 def _torch():
@@ -135,12 +135,14 @@ def _split_of(shape, index):
     dimension, as tensor parallelism cuts it (ceil(n / world) elements a
     rank, the last rank's part short), every other dimension whole; else
     None."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    if len(index) > len(shape) or not all(isinstance(s, slice) for s in index):
+    try:
+        items = _normalize(index, len(shape))
+    except (TypeError, SliceError):
+        return None
+    if not all(isinstance(s, slice) for s in items):  # an int or a new axis
         return None
     part = None
-    for d, s in enumerate(index):
+    for d, s in enumerate(items):
         start, stop, step = s.indices(shape[d])
         if step != 1:
             return None
