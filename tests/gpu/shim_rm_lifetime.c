@@ -31,8 +31,8 @@
  * made), invalidated (control NV_ERR_RESOURCE_LOST, a second NV503C
  * NV_ERR_STATE_IN_USE), alive (control NV_OK, a second NV503C
  * NV_ERR_STATE_IN_USE) or unclear (anything else). The H200 printed
- * tests/fixtures/rm-lifetime-h200-2026-12-02.txt (before case1-free-T1 was
- * a step). CPU twins: this program on the fake RM
+ * tests/fixtures/rm-lifetime-h200-2026-12-02.txt. CPU twins: this program
+ * on the fake RM
  * (tests/unit/test_shim_rm_lifetime_program.c) and the shim's side of the
  * rule (vaspace_dependency_outlives_unregister, tests/unit/test_shim_core.c). */
 #include "driverabi/nv503c.h"
