@@ -141,7 +141,7 @@ static char *run_program(const char *dev_dir, int *rc)
 }
 
 /* What the program printed on the H200 (open kernel module 580.159.04,
- * 2026-12-02, tree daa1235): every STATUS line and the RESULT. */
+ * 2026-12-02, tree eea25c4): every STATUS line and the RESULT. */
 #define H200_RUN GDUNLOCK_FIXTURES "/rm-lifetime-h200-2026-12-02.txt"
 
 static char *h200_expected(void)
