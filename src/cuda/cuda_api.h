@@ -67,7 +67,8 @@ enum {
     GDU_CU_MEMHOSTALLOC_PORTABLE = 0x01,
     GDU_CU_MEMHOSTREGISTER_PORTABLE = 0x01,
     GDU_CU_MEMHOSTREGISTER_DEVICEMAP = 0x02,
-    GDU_CU_MEMHOSTREGISTER_IOMEMORY = 0x04, /* the range is MMIO (a PCIe BAR mapped for the CPU) */
+    GDU_CU_MEMHOSTREGISTER_IOMEMORY = 0x04,  /* the range is MMIO (a PCIe BAR mapped for the CPU) */
+    GDU_CU_MEMHOSTREGISTER_READ_ONLY = 0x08, /* the GPU only reads it (a read-only file mapping) */
     GDU_CU_STREAM_NON_BLOCKING = 0x1,
     GDU_CU_EVENT_DEFAULT = 0x0,
     GDU_CU_EVENT_DISABLE_TIMING = 0x2,
@@ -117,6 +118,40 @@ _Static_assert(offsetof(gdu_CUmemAllocationProp, win32HandleMetaData) == 16,
                "CUmemAllocationProp layout");
 _Static_assert(offsetof(gdu_CUmemAllocationProp, allocFlags) == 24, "CUmemAllocationProp layout");
 _Static_assert(sizeof(gdu_CUmemAccessDesc) == 12, "CUmemAccessDesc size");
+
+/* CUmemorytype, and CUDA_MEMCPY2D for cuMemcpy2DAsync_v2: a strided copy
+ * (Height rows of WidthInBytes, each srcPitch / dstPitch apart). */
+enum {
+    GDU_CU_MEMORYTYPE_HOST = 1,
+    GDU_CU_MEMORYTYPE_DEVICE = 2,
+};
+
+typedef struct {
+    size_t srcXInBytes;
+    size_t srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    gdu_CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes;
+    size_t dstY;
+    int dstMemoryType;
+    void *dstHost;
+    gdu_CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes;
+    size_t Height;
+} gdu_CUDA_MEMCPY2D;
+
+_Static_assert(sizeof(gdu_CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D size");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, srcHost) == 24, "CUDA_MEMCPY2D layout");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, srcPitch) == 48, "CUDA_MEMCPY2D layout");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstMemoryType) == 72, "CUDA_MEMCPY2D layout");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstDevice) == 88, "CUDA_MEMCPY2D layout");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstPitch) == 104, "CUDA_MEMCPY2D layout");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, WidthInBytes) == 112, "CUDA_MEMCPY2D layout");
 
 /* X(return-name-in-table, exported-symbol, parameter list) */
 #define GDU_CUDA_FUNCTIONS(X)                                                                      \

@@ -1,6 +1,6 @@
 # GPU checks of the I/O engine (run by tests/gpu/io.sh on the accelerator machine).
 add_executable(io_gpu_roundtrip io_gpu_roundtrip.c)
 target_link_libraries(io_gpu_roundtrip PRIVATE gdu_io)
-# How a column slice's short reads cost the CPU, four ways (issue 21's study).
+# What a column slice costs by every route a loader could take (issue 21's study).
 add_executable(gather_costs gather_costs.c)
-target_link_libraries(gather_costs PRIVATE PkgConfig::URING Threads::Threads)
+target_link_libraries(gather_costs PRIVATE gdu_cuda PkgConfig::URING Threads::Threads)

@@ -68,6 +68,19 @@ _Static_assert((int)GDU_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "
 _Static_assert((int)GDU_CU_EVENT_DISABLE_TIMING == (int)CU_EVENT_DISABLE_TIMING, "");
 _Static_assert((int)GDU_CU_MEMHOSTREGISTER_DEVICEMAP == (int)CU_MEMHOSTREGISTER_DEVICEMAP, "");
 _Static_assert((int)GDU_CU_MEMHOSTREGISTER_IOMEMORY == (int)CU_MEMHOSTREGISTER_IOMEMORY, "");
+_Static_assert((int)GDU_CU_MEMHOSTREGISTER_READ_ONLY == (int)CU_MEMHOSTREGISTER_READ_ONLY, "");
+_Static_assert((int)GDU_CU_MEMORYTYPE_HOST == (int)CU_MEMORYTYPE_HOST, "");
+_Static_assert((int)GDU_CU_MEMORYTYPE_DEVICE == (int)CU_MEMORYTYPE_DEVICE, "");
+_Static_assert(sizeof(gdu_CUDA_MEMCPY2D) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D size");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, srcHost) == offsetof(CUDA_MEMCPY2D, srcHost), "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, srcPitch) == offsetof(CUDA_MEMCPY2D, srcPitch), "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstMemoryType) == offsetof(CUDA_MEMCPY2D, dstMemoryType),
+               "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstDevice) == offsetof(CUDA_MEMCPY2D, dstDevice), "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, dstPitch) == offsetof(CUDA_MEMCPY2D, dstPitch), "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, WidthInBytes) == offsetof(CUDA_MEMCPY2D, WidthInBytes),
+               "");
+_Static_assert(offsetof(gdu_CUDA_MEMCPY2D, Height) == offsetof(CUDA_MEMCPY2D, Height), "");
 _Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER == (int)CU_JIT_ERROR_LOG_BUFFER, "");
 _Static_assert((int)GDU_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES ==
                    (int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
