@@ -19,7 +19,8 @@ static int sys_resident(void *map, uint64_t offset, size_t len, unsigned char *v
 {
     return mincore((char *)map + offset, len, vec);
 }
-static const gdu_io_sys default_sys = {sys_pread, sys_pwrite, sys_resident};
+static void *sys_map(int fd, size_t len) { return mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0); }
+static const gdu_io_sys default_sys = {sys_pread, sys_pwrite, sys_resident, sys_map};
 
 void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
 {
@@ -30,6 +31,8 @@ void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
         e->sys.pwrite = sys_pwrite;
     if (e->sys.resident == NULL)
         e->sys.resident = sys_resident;
+    if (e->sys.map == NULL)
+        e->sys.map = sys_map;
 }
 
 void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piece = bytes; }
@@ -132,14 +135,16 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     gdu_io_chunk_done(c, done, r, why);
 }
 
-/* Reads gather chunk c (its extents one after another) into slot i and
- * queues one copy of them all to caller memory. */
-static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
+/* Reads gather chunk c (its extents one after another) into slot i, from
+ * the file's mapping or with preads, and queues one copy of them all to
+ * caller memory. */
+static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c, bool mapped)
 {
     gdu_io_engine *e = w->engine;
     gdu_io_slot *s = &w->slots_of[i];
     char why[GDU_IO_WHY] = "";
-    int64_t got = gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
+    int64_t got = mapped ? gdu_io_gather_from_map(c->req->file, c, s->buf, why, sizeof why)
+                         : gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
     int r = got < 0 ? (int)got : 0;
     if (got > 0 &&
         (r = e->mover->to_mem(w->mctx, i, c->mem, s->buf, (size_t)got, why, sizeof why)) == 0) {
@@ -198,7 +203,7 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
     }
     if (c->req->op == GDU_IO_OP_READ) {
         if (c->pieces > 1)
-            read_gather(w, i, c);
+            read_gather(w, i, c, c->req->mapped);
         else
             read_chunk(w, i, c);
         return;
@@ -323,6 +328,8 @@ static bool may_take(gdu_io_worker *w)
         pthread_mutex_lock(&e->qlock);
         return false;
     }
+    if (gdu_io_unmap_one(e)) /* idle: a closed file's mapping */
+        return false;
     pthread_cond_wait(&e->qcond, &e->qlock);
     return false;
 }
@@ -604,6 +611,10 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
                 e->mover->worker_fini(e, w->mctx);
         }
     }
+    pthread_mutex_lock(&e->qlock);
+    while (gdu_io_unmap_one(e))
+        ;
+    pthread_mutex_unlock(&e->qlock);
     gdu_io_staging_free(e);
     free(e->workers);
     gdu_io_cufile_engine_fini(e);

@@ -293,6 +293,7 @@ void gdu_io_close(gdu_io_file *f)
     while (f->inflight > 0)
         pthread_cond_wait(&f->idle, &f->lock);
     pthread_mutex_unlock(&f->lock);
+    gdu_io_gather_unmap_later(f);
     gdu_io_cufile_deregister(f);
     if (f->dfd >= 0)
         close(f->dfd);

@@ -21,11 +21,13 @@
  * shared with every process on the machine, and POSIX_FADV_DONTNEED is only
  * advice). pread/pwrite: their libc contract. resident: mincore(2) over the
  * file's bytes [offset, offset + len), which the caller mapped at
- * map + offset. */
+ * map + offset. map: a read-only shared mapping of the file's first len
+ * bytes, or MAP_FAILED (tests refuse it to keep gathers on pread). */
 typedef struct {
     ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
     ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
     int (*resident)(void *map, uint64_t offset, size_t len, unsigned char *vec);
+    void *(*map)(int fd, size_t len);
 } gdu_io_sys;
 
 /* Replaces the engine's system calls (NULL, or a NULL member, restores
@@ -98,6 +100,12 @@ typedef struct gdu_io_chunk {
  * tensor is then 8 chunks, for 8 workers, not 2. */
 #define GDU_IO_GATHER_CHUNK ((uint64_t)1 << 20)
 
+/* A gather chunk copied from the file's mapping (io_map.c) holds at most
+ * this many bytes of its extents: it reads no gaps, and a column of a
+ * [4096, 4096] bf16 tensor at 8 ways (4 MiB) is then 16 chunks, one per
+ * worker on 16 CPUs. */
+#define GDU_IO_GATHER_MAPPED_CHUNK ((uint64_t)256 << 10)
+
 /* Within a gather chunk, extents whose file ranges lie at most this far
  * apart are read with one pread over the gap, which is then squeezed out in
  * staging. On the H200 machine (tests/gpu/gather_costs.c, 16 threads, page
@@ -121,6 +129,7 @@ struct gdu_io_request {
     int status;
     char why[GDU_IO_WHY];
     uint64_t *good_end; /* per extent: lowest file offset where good data stops */
+    bool mapped;        /* its gather chunks copy from the file's mapping (io_map.c) */
     size_t n_chunks;
     gdu_io_chunk chunks[];
 };
@@ -138,7 +147,20 @@ struct gdu_io_file {
     pthread_cond_t idle;
     size_t inflight; /* requests submitted and not yet completed */
     char reason[2 * GDU_IO_WHY];
+    /* Gathers of a buffered file copy from one read-only mapping of it
+     * (io_map.c), made at the first gather request (under lock), handed to
+     * the engine to unmap at close. */
+    bool gather_map_tried;
+    const char *gather_map; /* NULL: gathers use pread */
+    uint64_t gather_map_len;
 };
+
+/* A mapping a closed file left for the workers to unmap when idle. */
+typedef struct gdu_io_unmapping {
+    struct gdu_io_unmapping *next;
+    void *addr;
+    size_t len;
+} gdu_io_unmapping;
 
 typedef enum {
     GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their parts in */
@@ -190,6 +212,7 @@ struct gdu_io_engine {
     pthread_cond_t qcond;
     gdu_io_chunk *qhead, *qtail;
     bool stopping;
+    gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
      * state and the workers yet to fault their part in (under qlock). */
     char *staging;
@@ -256,6 +279,32 @@ int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char 
  * prefix: short only at end of file) or a negative errno. */
 int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
                                    size_t len);
+/* Gathers from the file's mapping (io_map.c). gdu_io_gather_mapped says
+ * whether a read request's gather chunks copy from the mapping, making it
+ * at the first call for a buffered file: not for O_DIRECT reads (a cold
+ * file: faulting pages in one by one reads the disk in small pieces) nor
+ * where it cannot be mapped (pread over the gaps then). Page faults on a
+ * warm file cost little, and nothing is read over the gaps: on the H200
+ * machine (tests/gpu/gather_costs.c, 16 threads) 2 KiB of every 8 KiB came
+ * out of a fresh mapping at 22.8-25.4 GB/s of pieces and 1 KiB at
+ * 18.5-19.3, where reading the whole rows gives a quarter or an eighth of
+ * 50-77 GB/s (bench/results/2026-12-02-h200-column-routes.md). */
+bool gdu_io_gather_mapped(gdu_io_file *f);
+/* Copies gather chunk c's extents from the mapping into staging, one after
+ * another. The file's size now bounds it: a file cut short since it was
+ * mapped gives a short chunk, as a pread would, not SIGBUS (a file cut
+ * while the copy runs still can, as with any mapping of it). Returns the
+ * good bytes or a negative errno. */
+int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
+                               size_t len);
+/* At close: hands the file's mapping to the engine (its workers unmap it
+ * when idle: tearing down a mapping of every page of a 2 GB shard took 23-42
+ * ms on the H200 machine, which a caller closing files need not wait for). */
+void gdu_io_gather_unmap_later(gdu_io_file *f);
+/* Under e->qlock: unmaps one handed-over mapping (dropping the lock
+ * meanwhile); false when there was none. */
+bool gdu_io_unmap_one(gdu_io_engine *e);
+
 /* Where the chunk's data starts in a staging slot. */
 static inline size_t gdu_io_staging_skip(uint64_t offset)
 {

@@ -95,26 +95,47 @@ static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
  * ascend without overlap (so that a short read at the end of the file cuts
  * the chunk's bytes where it cuts the extents'), at most unit bytes in all
  * (GDU_IO_GATHER_CHUNK at most), counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so every
- * range it reads fits in the staging slot where its bytes go. 1 means
+ * range it reads fits in the staging slot where its bytes go. From the
+ * file's mapping nothing is read over: only the extents count, up to
+ * GDU_IO_GATHER_MAPPED_CHUNK. 1 means
  * ext[i] moves on its own. cuFile reads each extent straight into device
  * memory, so it gathers nothing. */
+static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
+{
+    return a->length != 0 && a->length < GDU_IO_GATHER_PIECE && b->length != 0 &&
+           b->length < GDU_IO_GATHER_PIECE && b->offset >= a->offset + a->length &&
+           (char *)b->mem == (char *)a->mem + a->length;
+}
+
+/* Whether any two extents would share a gather chunk (before the file is
+ * mapped for it: a request of whole tensors maps nothing). */
+static bool has_gathers(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n)
+{
+    if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
+        return false;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (gathers(&ext[i], &ext[i + 1]))
+            return true;
+    return false;
+}
+
+/* mapped: the chunks copy from the file's mapping, reading no gaps. */
 static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
-                         size_t i, uint64_t unit)
+                         size_t i, uint64_t unit, bool mapped)
 {
     if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
         return 1;
-    if (unit > GDU_IO_GATHER_CHUNK)
-        unit = GDU_IO_GATHER_CHUNK;
+    uint64_t most = mapped ? GDU_IO_GATHER_MAPPED_CHUNK : GDU_IO_GATHER_CHUNK;
+    if (unit > most)
+        unit = most;
     uint64_t staged = ext[i].length;
     size_t k = i;
     while (k + 1 < n) {
         const gdu_io_extent *a = &ext[k], *b = &ext[k + 1];
-        if (a->length == 0 || a->length >= GDU_IO_GATHER_PIECE || b->length == 0 ||
-            b->length >= GDU_IO_GATHER_PIECE || b->offset < a->offset + a->length ||
-            (char *)b->mem != (char *)a->mem + a->length)
+        if (!gathers(a, b))
             break;
         uint64_t gap = b->offset - (a->offset + a->length);
-        uint64_t more = b->length + (gap <= GDU_IO_GATHER_GAP ? gap : 0);
+        uint64_t more = b->length + (!mapped && gap <= GDU_IO_GATHER_GAP ? gap : 0);
         if (staged + more > unit)
             break;
         staged += more;
@@ -149,9 +170,10 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     if (check_extents(ext, n) != 0)
         return -EINVAL;
     uint64_t cs = dispatch_unit(f, op);
+    bool mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
     size_t n_chunks = 0;
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(f, op, ext, n, i, cs);
+        size_t run = gather_run(f, op, ext, n, i, cs, mapped);
         size_t k = run > 1 ? 1 : chunks_of(&ext[i], cs);
         if (k > (SIZE_MAX / 2 - n_chunks) / sizeof(gdu_io_chunk))
             return -EINVAL;
@@ -170,6 +192,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     r->cb = cb;
     r->user = user;
     r->n_chunks = n_chunks;
+    r->mapped = mapped;
     r->pending = n_chunks;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
@@ -180,7 +203,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         r->good_end[i] = ext[i].offset + ext[i].length;
     }
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(f, op, ext, n, i, cs);
+        size_t run = gather_run(f, op, ext, n, i, cs, mapped);
         if (run > 1) {
             gdu_io_chunk *c = &r->chunks[k];
             *c = (gdu_io_chunk){.req = r,

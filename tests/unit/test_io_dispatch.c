@@ -35,7 +35,7 @@ static ssize_t plain_pwrite(int fd, const void *buf, size_t n, off_t off)
     return pwrite(fd, buf, n, off);
 }
 
-static const gdu_io_sys counting = {counting_pread, plain_pwrite, NULL};
+static const gdu_io_sys counting = {counting_pread, plain_pwrite, NULL, NULL};
 
 static char dir[64];
 static char *path;

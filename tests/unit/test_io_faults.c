@@ -68,7 +68,7 @@ static ssize_t faulty_pwrite(int fd, const void *buf, size_t n, off_t off)
     return pwrite(fd, buf, n, off);
 }
 
-static const gdu_io_sys faulty = {faulty_pread, faulty_pwrite, NULL};
+static const gdu_io_sys faulty = {faulty_pread, faulty_pwrite, NULL, NULL};
 
 typedef struct {
     char dir[64];

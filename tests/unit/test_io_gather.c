@@ -1,9 +1,11 @@
 /* Gather chunks: many short reads whose memory follows one another (a column
  * slice of a tensor: one short range per row) move together, through one
  * staging slot with one copy to memory, instead of one queue round and one
- * copy each; ranges a short gap apart are read with one pread. Every byte,
- * the counts of preads and copies, end of file and failures are checked
- * through the engine's system-call seam and a counting mover. */
+ * copy each. From the file's mapping (the default for a buffered file)
+ * only their own bytes are copied; where the file cannot be mapped, ranges
+ * a short gap apart are read with one pread. Every byte, the counts of
+ * preads, mappings and copies, end of file, a file cut short and failures
+ * are checked through the engine's system-call seam and a counting mover. */
 #include "io/io_internal.h"
 #include "io_test_util.h"
 
@@ -12,6 +14,10 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #define CHUNK (1u << 20)
@@ -32,7 +38,24 @@ static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
     return pread(fd, buf, n, off);
 }
 
-static const gdu_io_sys counting_sys = {counting_pread, NULL, NULL};
+static atomic_int maps;
+
+/* The pread route: the engine is refused the file's mapping. */
+static void *refused_map(int fd, size_t len)
+{
+    (void)fd;
+    (void)len;
+    return MAP_FAILED;
+}
+
+static void *counting_map(int fd, size_t len)
+{
+    atomic_fetch_add(&maps, 1);
+    return mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+}
+
+static const gdu_io_sys counting_sys = {counting_pread, NULL, NULL, refused_map};
+static const gdu_io_sys mapping_sys = {counting_pread, NULL, NULL, counting_map};
 
 static int counting_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
                            char *why, size_t len)
@@ -59,7 +82,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static gdu_io_engine *counting_engine(void)
+static gdu_io_engine *engine_with(const gdu_io_sys *sys)
 {
     static gdu_io_mover mover;
     mover = gdu_io_mover_host;
@@ -68,12 +91,31 @@ static gdu_io_engine *counting_engine(void)
     gdu_io_engine *e = NULL;
     char why[256];
     assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
-    gdu_io_engine_set_sys(e, &counting_sys);
+    gdu_io_engine_set_sys(e, sys);
     gdu_io_engine_set_read_piece(e, CHUNK);
     atomic_store(&preads, 0);
     atomic_store(&copies, 0);
+    atomic_store(&maps, 0);
     atomic_store(&fail_at, -1);
     return e;
+}
+
+static gdu_io_engine *counting_engine(void) { return engine_with(&counting_sys); }
+static gdu_io_engine *mapping_engine(void) { return engine_with(&mapping_sys); }
+
+/* Mappings of the test file in this process, from /proc/self/maps. */
+static int mappings_of_file(void)
+{
+    FILE *m = fopen("/proc/self/maps", "r");
+    assert_non_null(m);
+    char line[4096];
+    int n = 0;
+    const char *name = strrchr(path, '/');
+    while (fgets(line, sizeof line, m) != NULL)
+        if (strstr(line, dir + 1) != NULL && strstr(line, name) != NULL)
+            n++;
+    fclose(m);
+    return n;
 }
 
 /* rows ranges of `piece` bytes, `stride` apart from `first`, read into one
@@ -135,9 +177,8 @@ static void short_gaps_are_read_over(void **state)
 
 /* A column that runs past the end of the file: rows before it whole, the
  * row across it cut at the end, the rows after it empty; no error. */
-static void end_of_file_cuts_the_rows(void **state)
+static void expect_the_end_to_cut_the_rows(gdu_io_engine *e)
 {
-    gdu_io_engine *e = counting_engine();
     const uint64_t stride = 8192, piece = 3000;
     const size_t rows = 64;
     uint64_t first = SIZE - 20 * stride - 1000;
@@ -150,6 +191,12 @@ static void end_of_file_cuts_the_rows(void **state)
             fail_msg("row %zu: done %llu, want %llu", i, (unsigned long long)done[i],
                      (unsigned long long)want);
     }
+}
+
+static void end_of_file_cuts_the_rows(void **state)
+{
+    gdu_io_engine *e = counting_engine();
+    expect_the_end_to_cut_the_rows(e);
     gdu_io_engine_destroy(e);
 }
 
@@ -195,6 +242,102 @@ static void unordered_ranges_move_alone(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* From the file's mapping a column reads nothing with pread, not even the
+ * gaps, and moves in chunks of GDU_IO_GATHER_MAPPED_CHUNK bytes of its own:
+ * 1024 rows of 2 KiB, every 8 KiB (what the pread route reads as 8 MiB of
+ * whole rows), are 8 copies. */
+static void a_mapped_column_reads_only_its_bytes(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    uint64_t done[1024];
+    assert_int_equal(read_rows(e, 100, 8192, 2048, 1024, done), 0);
+    for (size_t i = 0; i < 1024; i++)
+        assert_int_equal(done[i], 2048);
+    assert_int_equal(atomic_load(&preads), 0);
+    assert_int_equal(atomic_load(&maps), 1);
+    assert_int_equal(atomic_load(&copies), 1024 * 2048 / GDU_IO_GATHER_MAPPED_CHUNK);
+    gdu_io_engine_destroy(e);
+}
+
+/* Whole ranges map nothing: the mapping is for gathers only. */
+static void whole_reads_map_nothing(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t *buf = malloc(3 << 20);
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_read(f, 12345, 3 << 20, buf, &done, NULL, 0), 0);
+    assert_int_equal(done, 3 << 20);
+    assert_int_equal(atomic_load(&maps), 0);
+    assert_int_equal(mappings_of_file(), 0);
+    free(buf);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
+/* The end of the file cuts a mapped column as it cuts a pread one. */
+static void end_of_file_cuts_the_mapped_rows(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    expect_the_end_to_cut_the_rows(e);
+    assert_int_equal(atomic_load(&preads), 0);
+    gdu_io_engine_destroy(e);
+}
+
+/* A file cut short after it was mapped: the rows past its new end come
+ * back short, as from pread, and the copy never touches the mapping there
+ * (which would be SIGBUS, killing the test). */
+static void a_file_cut_after_mapping_reads_short(void **state)
+{
+    char *cut = io_test_file(dir, "cut.bin", 1 << 20, SEED);
+    assert_non_null(cut);
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, cut, GDU_IO_READ, &f, NULL, 0), 0);
+    enum { ROWS = 100, STRIDE = 8192, PIECE = 1000 };
+    uint8_t buf[ROWS * PIECE];
+    gdu_io_extent x[ROWS];
+    for (size_t i = 0; i < ROWS; i++)
+        x[i] = (gdu_io_extent){.offset = i * STRIDE, .length = PIECE, .mem = buf + i * PIECE};
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, ROWS, NULL, NULL, &r), 0);
+    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0); /* maps the whole 1 MiB */
+    assert_int_equal(atomic_load(&maps), 1);
+    assert_int_equal(truncate(cut, 50 * STRIDE + 10), 0);
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, ROWS, NULL, NULL, &r), 0);
+    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    for (size_t i = 0; i < ROWS; i++)
+        assert_int_equal(x[i].done, i < 50 ? PIECE : i == 50 ? 10 : 0);
+    for (size_t i = 0; i < 50; i++)
+        for (size_t k = 0; k < PIECE; k++)
+            assert_int_equal(buf[i * PIECE + k], io_test_byte(i * STRIDE + k, SEED));
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    unlink(cut);
+    free(cut);
+}
+
+/* The mapping lives while the file is open and is gone once the engine is
+ * (its idle workers unmap closed files' mappings; destroy unmaps the rest). */
+static void a_closed_files_mapping_is_unmapped(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t buf[64 * 512];
+    gdu_io_extent x[64];
+    for (size_t i = 0; i < 64; i++)
+        x[i] = (gdu_io_extent){.offset = i * 4096, .length = 512, .mem = buf + i * 512};
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, 64, NULL, NULL, &r), 0);
+    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    assert_int_equal(mappings_of_file(), 1);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    assert_int_equal(mappings_of_file(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +346,11 @@ int main(void)
         cmocka_unit_test(end_of_file_cuts_the_rows),
         cmocka_unit_test(a_failure_belongs_to_its_chunk),
         cmocka_unit_test(unordered_ranges_move_alone),
+        cmocka_unit_test(a_mapped_column_reads_only_its_bytes),
+        cmocka_unit_test(whole_reads_map_nothing),
+        cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
+        cmocka_unit_test(a_file_cut_after_mapping_reads_short),
+        cmocka_unit_test(a_closed_files_mapping_is_unmapped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

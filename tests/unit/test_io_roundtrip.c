@@ -168,7 +168,7 @@ static int model_resident(void *map, uint64_t offset, size_t len, unsigned char 
     return 0;
 }
 
-static const gdu_io_sys modelled_cache = {NULL, NULL, model_resident};
+static const gdu_io_sys modelled_cache = {NULL, NULL, model_resident, NULL};
 
 static gdu_io_engine *engine_seeing(uint64_t lo, uint64_t hi)
 {

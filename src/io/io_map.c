@@ -1,0 +1,90 @@
+/* Gather chunks copied from a read-only mapping of the file: a column slice
+ * takes only its own bytes out of the page cache, where a pread per row
+ * costs a system call each and a pread over the gaps copies the whole rows
+ * (io_chunk.c). The mapping lives as long as the file; at close the engine's
+ * idle workers unmap it. */
+#include "io/io_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+bool gdu_io_gather_mapped(gdu_io_file *f)
+{
+    pthread_mutex_lock(&f->lock);
+    if (!f->gather_map_tried && !atomic_load(&f->direct_reads)) {
+        f->gather_map_tried = true;
+        struct stat st;
+        if (fstat(f->fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
+            void *m = f->engine->sys.map(f->fd, (size_t)st.st_size);
+            if (m != MAP_FAILED) {
+                f->gather_map = m;
+                f->gather_map_len = (uint64_t)st.st_size;
+            }
+        }
+    }
+    bool mapped = f->gather_map != NULL && !atomic_load(&f->direct_reads);
+    pthread_mutex_unlock(&f->lock);
+    return mapped;
+}
+
+int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
+                               size_t len)
+{
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) {
+        int err = errno;
+        snprintf(why, len, "fstat before a gather: %s", strerror(err));
+        return -err;
+    }
+    uint64_t end_of_data =
+        (uint64_t)st.st_size < f->gather_map_len ? (uint64_t)st.st_size : f->gather_map_len;
+    const gdu_io_extent *x = &c->req->ext[c->ext_index];
+    uint64_t placed = 0;
+    for (size_t k = 0; k < c->pieces; k++) {
+        uint64_t n = x[k].length;
+        if (x[k].offset >= end_of_data)
+            return (int64_t)placed;
+        if (end_of_data - x[k].offset < n)
+            n = end_of_data - x[k].offset;
+        memcpy(staging + placed, f->gather_map + x[k].offset, (size_t)n);
+        placed += n;
+        if (n < x[k].length) /* end of the file: the extents after it lie beyond it */
+            return (int64_t)placed;
+    }
+    return (int64_t)placed;
+}
+
+void gdu_io_gather_unmap_later(gdu_io_file *f)
+{
+    if (f->gather_map == NULL)
+        return;
+    gdu_io_engine *e = f->engine;
+    gdu_io_unmapping *u = malloc(sizeof *u);
+    if (u == NULL) { /* no room to hand it over: unmap it here */
+        munmap((void *)f->gather_map, (size_t)f->gather_map_len);
+    } else {
+        *u = (gdu_io_unmapping){.addr = (void *)f->gather_map, .len = (size_t)f->gather_map_len};
+        pthread_mutex_lock(&e->qlock);
+        u->next = e->unmaps;
+        e->unmaps = u;
+        pthread_cond_broadcast(&e->qcond);
+        pthread_mutex_unlock(&e->qlock);
+    }
+    f->gather_map = NULL;
+}
+
+bool gdu_io_unmap_one(gdu_io_engine *e)
+{
+    gdu_io_unmapping *u = e->unmaps;
+    if (u == NULL)
+        return false;
+    e->unmaps = u->next;
+    pthread_mutex_unlock(&e->qlock);
+    munmap(u->addr, u->len);
+    free(u);
+    pthread_mutex_lock(&e->qlock);
+    return true;
+}
