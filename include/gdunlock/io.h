@@ -201,6 +201,17 @@ typedef void (*gdu_io_callback)(void *user, int status, uint64_t bytes);
 int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
                   void *user, gdu_io_request **out);
 
+/* Fills the n extents of a box of a row-major array (a slice of a tensor):
+ * runs of `length` bytes at file offset + sum(i_d * strides[d]) for every
+ * i_d < counts[d] of its ndims outer dimensions, in row-major order, read
+ * into memory one run after another from mem. n must be the product of the
+ * counts (1 for ndims 0). A column of a [32000, 4096] tensor is 32000
+ * extents; built here they cost a few nanoseconds each, built one by one
+ * in an interpreter 200 ns (issue 21). Returns 0, or -EINVAL (NULL
+ * arguments, n not the product, a run past 2^63) with nothing written. */
+int gdu_io_extents_box(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64_t *counts,
+                       const uint64_t *strides, unsigned ndims, uint64_t length, void *mem);
+
 /* Non-blocking: 1 when the request has completed, else 0. */
 int gdu_io_poll(const gdu_io_request *r);
 

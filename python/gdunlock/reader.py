@@ -8,8 +8,6 @@ import threading
 
 from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
 
-_EXTENT_WORDS = ctypes.sizeof(IoExtent) // 8  # an extent as 64-bit words (offset, length, mem...)
-assert ctypes.sizeof(IoExtent) % 8 == 0
 
 
 class SliceError(GdunlockError, IndexError):
@@ -240,10 +238,9 @@ class Runs:
     """The byte runs of a box of a tensor, without a list of them: `length`
     bytes at base + sum(i_d * stride_d) for every i_d < count_d of the
     outer dimensions dims [(count, stride)], in row-major order. A column of
-    a [32000, 4096] tensor is 32000 runs: extents() builds the engine's
-    array of them at C speed (array slices over ranges), where a Python
-    loop cost more than the reads. It also reads as a list of (offset,
-    length) pairs."""
+    a [32000, 4096] tensor is 32000 runs: extents() has the library build
+    the engine's array of them. It also reads as a list of (offset, length)
+    pairs."""
 
     def __init__(self, base, dims, length):
         self.base, self.dims, self.length = base, dims, length
@@ -269,15 +266,21 @@ class Runs:
     def extents(self, at, address):
         """The engine's extents for reading these runs, shifted by file
         offset `at`, into memory one run after another from address: an
-        IoExtent array over an array('Q'), returned with it (keep both)."""
+        IoExtent array, filled by the library (gdu_io_extents_box), where
+        building 800,000 of them in Python cost 0.15 s per rank of a
+        checkpoint's columns (issue 21)."""
         n = self.count
-        words = array.array("Q", bytes(_EXTENT_WORDS * 8 * max(n, 1)))
+        extents = (IoExtent * max(n, 1))()
         if n:
-            words[0::_EXTENT_WORDS] = self.offsets(at)
-            words[1::_EXTENT_WORDS] = array.array("Q", [self.length]) * n
-            words[2::_EXTENT_WORDS] = array.array("Q", range(address, address + n * self.length,
-                                                             self.length))
-        return (IoExtent * max(n, 1)).from_buffer(words), words
+            nd = len(self.dims)
+            counts = (ctypes.c_uint64 * max(nd, 1))(*[c for c, _ in self.dims])
+            strides = (ctypes.c_uint64 * max(nd, 1))(*[s for _, s in self.dims])
+            rc = lib().gdu_io_extents_box(extents, n, self.base + at, counts, strides, nd,
+                                          self.length, address)
+            if rc != 0:
+                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", f"gdu_io_extents_box refused {n} runs "
+                                    f"of {self.length} bytes at {self.base + at} ({rc})")
+        return extents
 
     def __len__(self):
         return self.count

@@ -229,9 +229,8 @@ def submit_plan(reader, target, source, info, plan):
     """Queues the reads of plan (of tensor info, in the file source, a
     FileRef) into fresh memory of target; returns the Read."""
     buf = target.empty(plan.nbytes)
-    extents, words = plan.runs.extents(info.file_offset, buf.data_ptr())
-    pending = reader.submit_extents(source, extents, plan.runs.count, plan.nbytes,
-                                    keep=(buf, words))
+    extents = plan.runs.extents(info.file_offset, buf.data_ptr())
+    pending = reader.submit_extents(source, extents, plan.runs.count, plan.nbytes, keep=buf)
     return Read(pending, buf, info, plan)
 
 

@@ -328,3 +328,39 @@ int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len)
     }
     return 0;
 }
+
+int gdu_io_extents_box(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64_t *counts,
+                       const uint64_t *strides, unsigned ndims, uint64_t length, void *mem)
+{
+    if (ext == NULL || (ndims > 0 && (counts == NULL || strides == NULL)) || ndims > 64 ||
+        offset > (uint64_t)INT64_MAX)
+        return -EINVAL;
+    uint64_t want = 1, last = offset;
+    for (unsigned d = 0; d < ndims; d++) {
+        if (counts[d] == 0 || want > SIZE_MAX / counts[d])
+            return -EINVAL;
+        want *= counts[d];
+        uint64_t reach = counts[d] - 1;
+        if (strides[d] != 0 && reach > ((uint64_t)INT64_MAX - last) / strides[d])
+            return -EINVAL;
+        last += reach * strides[d];
+    }
+    if (want != n || length > (uint64_t)INT64_MAX - last || (length > 0 && n > 0 && mem == NULL) ||
+        (length > 0 && n > SIZE_MAX / length))
+        return -EINVAL;
+    uint64_t index[64] = {0};
+    uint64_t at = offset;
+    for (size_t k = 0; k < n; k++) {
+        ext[k] = (gdu_io_extent){
+            .offset = at, .length = length, .mem = (void *)((uintptr_t)mem + k * length)};
+        /* The next run: the innermost counter steps, carrying outwards. */
+        for (unsigned d = ndims; d-- > 0;) {
+            at += strides[d];
+            if (++index[d] < counts[d])
+                break;
+            at -= counts[d] * strides[d];
+            index[d] = 0;
+        }
+    }
+    return 0;
+}

@@ -106,6 +106,21 @@ class PlanSliceTest(unittest.TestCase):
                     self.assertEqual(len(runs), (1 if dim == 0 else shape[0]) if runs else 0)
                 self.assertEqual(total, 8 * 12 * 2)
 
+    def test_the_library_builds_the_runs_extents(self):
+        # The engine's extents come from gdu_io_extents_box: the same runs
+        # as offsets() lists, in order, memory one run after another.
+        rng = random.Random(21)
+        for _ in range(300):
+            shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
+            index = tuple(slice(rng.randint(0, n - 1), rng.randint(1, n) + n) for n in shape)
+            runs = reader.plan_slice(shape, 16, index)[0]
+            at, address = rng.randint(0, 1 << 20), 1 << 40
+            ext = runs.extents(at, address)
+            self.assertEqual([(ext[i].offset, ext[i].length) for i in range(len(runs))],
+                             [(o + at, n) for o, n in runs], (shape, index))
+            self.assertEqual([ext[i].mem for i in range(len(runs))],
+                             [address + i * runs.length for i in range(len(runs))])
+
     def test_refused_indexes(self):
         for index in (5, -6, (0, 0), (slice(None), slice(None, None, -1)),
                       (Ellipsis, Ellipsis)):

@@ -338,6 +338,31 @@ static void a_closed_files_mapping_is_unmapped(void **state)
     assert_int_equal(mappings_of_file(), 0);
 }
 
+/* The extents of a box, built by the library: row-major order, memory one
+ * run after another; arguments that cannot describe one are refused. */
+static void a_box_becomes_its_extents(void **state)
+{
+    gdu_io_extent x[24];
+    const uint64_t counts[] = {2, 3, 4}, strides[] = {1000, 100, 10};
+    char *mem = (char *)0x10000;
+    assert_int_equal(gdu_io_extents_box(x, 24, 7, counts, strides, 3, 5, mem), 0);
+    size_t k = 0;
+    for (uint64_t a = 0; a < 2; a++)
+        for (uint64_t b = 0; b < 3; b++)
+            for (uint64_t c = 0; c < 4; c++, k++) {
+                assert_int_equal(x[k].offset, 7 + a * 1000 + b * 100 + c * 10);
+                assert_int_equal(x[k].length, 5);
+                assert_ptr_equal(x[k].mem, mem + k * 5);
+            }
+    assert_int_equal(gdu_io_extents_box(x, 1, 42, NULL, NULL, 0, 9, mem), 0);
+    assert_int_equal(x[0].offset, 42);
+    assert_int_equal(gdu_io_extents_box(x, 23, 7, counts, strides, 3, 5, mem), -EINVAL);
+    assert_int_equal(gdu_io_extents_box(x, 24, 7, counts, strides, 3, 5, NULL), -EINVAL);
+    const uint64_t huge[] = {3, 1}, far[] = {(uint64_t)1 << 62, 1};
+    assert_int_equal(gdu_io_extents_box(x, 3, 0, huge, far, 2, 5, mem), -EINVAL);
+    assert_int_equal(gdu_io_extents_box(NULL, 24, 7, counts, strides, 3, 5, mem), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +376,7 @@ int main(void)
         cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
         cmocka_unit_test(a_closed_files_mapping_is_unmapped),
+        cmocka_unit_test(a_box_becomes_its_extents),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -77,6 +77,17 @@ static void io_submit(void)
     EXPECT(r == NULL);
     EXPECT(gdu_io_submit(NULL, GDU_IO_OP_READ, NULL, 0, NULL, NULL, NULL) == -EINVAL);
 }
+static void io_extents_box(void)
+{
+    uint64_t counts[] = {4}, strides[] = {8};
+    gdu_io_extent x[4];
+    EXPECT(gdu_io_extents_box(NULL, 4, 0, counts, strides, 1, 2, x) == -EINVAL);
+    EXPECT(gdu_io_extents_box(x, 4, 0, NULL, strides, 1, 2, x) == -EINVAL);
+    EXPECT(gdu_io_extents_box(x, 4, 0, counts, NULL, 1, 2, x) == -EINVAL);
+    EXPECT(gdu_io_extents_box(x, 4, 0, counts, strides, 1, 2, NULL) == -EINVAL);
+    EXPECT(gdu_io_extents_box(x, 5, 0, counts, strides, 1, 2, x) == -EINVAL);
+    EXPECT(gdu_io_extents_box(x, 4, UINT64_MAX, counts, strides, 1, 2, x) == -EINVAL);
+}
 static void io_poll(void) { EXPECT(gdu_io_poll(NULL) == -EINVAL); }
 static void io_wait(void) { EXPECT(gdu_io_wait(NULL, NULL, NULL, 0) == -EINVAL); }
 static void io_read(void)
@@ -245,6 +256,7 @@ static const struct {
     CALL(io_file_reason),
     CALL(io_file_size),
     CALL(io_submit),
+    CALL(io_extents_box),
     CALL(io_poll),
     CALL(io_wait),
     CALL(io_read),
