@@ -248,9 +248,14 @@ void gdu_io_staging_free(gdu_io_engine *e);
 int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mover,
                                 gdu_io_engine **out, char *why, size_t why_len);
 
-/* Queues the chunks of a request (already linked through ->next). Here
- * rather than in io_engine.c, so that io_request.c needs nothing of it. */
-static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last)
+/* Queues the n chunks of a request (already linked through ->next) and
+ * wakes as many idle workers as there are chunks: a slice of a tensor is
+ * one or two chunks, and waking all 16 workers for it had them contend for
+ * the queue's lock while the caller queued the next. A worker that is not
+ * waiting looks at the queue before it waits, so no chunk is left behind.
+ * Here rather than in io_engine.c, so that io_request.c needs nothing of it. */
+static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last,
+                                         size_t n)
 {
     pthread_mutex_lock(&e->qlock);
     if (e->qtail != NULL)
@@ -258,7 +263,11 @@ static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, 
     else
         e->qhead = first;
     e->qtail = last;
-    pthread_cond_broadcast(&e->qcond);
+    if (n >= e->opt.workers)
+        pthread_cond_broadcast(&e->qcond);
+    else
+        for (size_t i = 0; i < n; i++)
+            pthread_cond_signal(&e->qcond);
     pthread_mutex_unlock(&e->qlock);
 }
 

@@ -243,7 +243,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     if (n_chunks == 0)
         request_finish(r);
     else
-        gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1]);
+        gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1], n_chunks);
     return 0;
 }
 
