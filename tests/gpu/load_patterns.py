@@ -139,7 +139,8 @@ def one(case, loader, folder):
     opener = gdunlock.safe_open if loader == "gd" else safetensors.safe_open
     out = {"case": case, "loader": loader, "seconds": [], "bytes": []}
 
-    profile = os.environ.get("GDU_PATTERNS_PROFILE")  # a path prefix: cProfile each timing
+    # A path prefix: each timing is profiled into PREFIX.CASE.LOADER.N (cProfile).
+    profile = os.environ.get("GDU_PATTERNS_PROFILE")
 
     def clock(fn):
         if profile:
@@ -154,7 +155,7 @@ def one(case, loader, folder):
         out["bytes"].append(got)
         if profile:
             prof.disable()
-            prof.dump_stats(f"{profile}.{len(out['seconds']) - 1}")
+            prof.dump_stats(f"{profile}.{case}.{loader}.{len(out['seconds']) - 1}")
 
     if case in ("whole", "cold"):
         if case == "cold":
