@@ -278,8 +278,9 @@ class Runs:
             rc = lib().gdu_io_extents_box(extents, n, self.base + at, counts, strides, nd,
                                           self.length, address)
             if rc != 0:
-                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", f"gdu_io_extents_box refused {n} runs "
-                                    f"of {self.length} bytes at {self.base + at} ({rc})")
+                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
+                                    f"gdu_io_extents_box refused {n} runs of {self.length} "
+                                    f"bytes at {self.base + at} ({rc})")
         return extents
 
     def __len__(self):
