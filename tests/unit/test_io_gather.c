@@ -118,14 +118,13 @@ static int mappings_of_file(void)
     return n;
 }
 
-/* rows ranges of `piece` bytes, `stride` apart from `first`, read into one
- * buffer one after another (as a column slice is). Returns the request's
- * status; fills done[] and checks the bytes of every extent's good prefix. */
-static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece, size_t rows,
-                     uint64_t *done)
+/* rows ranges of `piece` bytes, `stride` apart from `first`, of the open
+ * file f read into one buffer one after another (as a column slice is).
+ * Returns the request's status; fills done[] and checks the bytes of every
+ * extent's good prefix. */
+static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_t piece,
+                        size_t rows, uint64_t *done)
 {
-    gdu_io_file *f = NULL;
-    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
     uint8_t *buf = malloc(rows * piece);
     gdu_io_extent *x = calloc(rows, sizeof *x);
     for (size_t i = 0; i < rows; i++)
@@ -143,6 +142,16 @@ static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t
     }
     free(x);
     free(buf);
+    return status;
+}
+
+/* read_rows_of on the test file, opened for it and closed after. */
+static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece, size_t rows,
+                     uint64_t *done)
+{
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    int status = read_rows_of(f, first, stride, piece, rows, done);
     gdu_io_close(f);
     return status;
 }
@@ -296,22 +305,13 @@ static void a_file_cut_after_mapping_reads_short(void **state)
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, cut, GDU_IO_READ, &f, NULL, 0), 0);
     enum { ROWS = 100, STRIDE = 8192, PIECE = 1000 };
-    uint8_t buf[ROWS * PIECE];
-    gdu_io_extent x[ROWS];
-    for (size_t i = 0; i < ROWS; i++)
-        x[i] = (gdu_io_extent){.offset = i * STRIDE, .length = PIECE, .mem = buf + i * PIECE};
-    gdu_io_request *r = NULL;
-    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, ROWS, NULL, NULL, &r), 0);
-    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0); /* maps the whole 1 MiB */
+    uint64_t done[ROWS];
+    assert_int_equal(read_rows_of(f, 0, STRIDE, PIECE, ROWS, done), 0); /* maps the whole 1 MiB */
     assert_int_equal(atomic_load(&maps), 1);
     assert_int_equal(truncate(cut, 50 * STRIDE + 10), 0);
-    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, ROWS, NULL, NULL, &r), 0);
-    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    assert_int_equal(read_rows_of(f, 0, STRIDE, PIECE, ROWS, done), 0);
     for (size_t i = 0; i < ROWS; i++)
-        assert_int_equal(x[i].done, i < 50 ? PIECE : i == 50 ? 10 : 0);
-    for (size_t i = 0; i < 50; i++)
-        for (size_t k = 0; k < PIECE; k++)
-            assert_int_equal(buf[i * PIECE + k], io_test_byte(i * STRIDE + k, SEED));
+        assert_int_equal(done[i], i < 50 ? PIECE : i == 50 ? 10 : 0);
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
     unlink(cut);
@@ -325,13 +325,8 @@ static void a_closed_files_mapping_is_unmapped(void **state)
     gdu_io_engine *e = mapping_engine();
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
-    uint8_t buf[64 * 512];
-    gdu_io_extent x[64];
-    for (size_t i = 0; i < 64; i++)
-        x[i] = (gdu_io_extent){.offset = i * 4096, .length = 512, .mem = buf + i * 512};
-    gdu_io_request *r = NULL;
-    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, 64, NULL, NULL, &r), 0);
-    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    uint64_t done[64];
+    assert_int_equal(read_rows_of(f, 0, 4096, 512, 64, done), 0);
     assert_int_equal(mappings_of_file(), 1);
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
