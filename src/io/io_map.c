@@ -25,7 +25,8 @@ bool gdu_io_gather_mapped(gdu_io_file *f)
             }
         }
     }
-    bool mapped = f->gather_map != NULL && !atomic_load(&f->direct_reads);
+    /* direct_reads only ever turns off, so a mapping made stays usable. */
+    bool mapped = f->gather_map != NULL;
     pthread_mutex_unlock(&f->lock);
     return mapped;
 }
