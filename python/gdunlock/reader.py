@@ -9,7 +9,6 @@ import threading
 from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
 
 
-
 class SliceError(GdunlockError, IndexError):
     """An index a tensor cannot take (out of range, more indices than
     dimensions): a GdunlockError that is also an IndexError."""
