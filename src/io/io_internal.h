@@ -95,16 +95,17 @@ typedef struct gdu_io_chunk {
  * bf16 tensor is 4096 such extents. */
 #define GDU_IO_GATHER_PIECE ((uint64_t)256 << 10)
 
-/* A gather chunk holds at most this many bytes (with the gaps it reads
- * over), fewer when the dispatch unit is smaller: a column of a 32 MiB
- * tensor is then 8 chunks, for 8 workers, not 2. */
+/* A gather chunk holds at most this many bytes: with the gaps it reads
+ * over when it preads, only its extents' bytes when it copies from the
+ * file's mapping (io_map.c). Fewer when the dispatch unit is smaller. Each
+ * chunk is one copy to the GPU, and small copies cost the copy engine more
+ * than their bytes: on the H200 machine one rank's half of every column
+ * of a 5.84 GB checkpoint, from the mapping, took 282 ms in 64 KiB chunks,
+ * 154-159 ms in 256 KiB, 79-83 ms in 1 MiB and 71-72 ms in 4 MiB; an
+ * eighth took 72, 45-55, 37-52 and 45-52 ms
+ * (bench/results/2026-12-02-h200-first-rank-and-chunks.md). 1 MiB keeps a
+ * column of a [4096, 4096] bf16 tensor at 2 ways (16 MiB) on 16 workers. */
 #define GDU_IO_GATHER_CHUNK ((uint64_t)1 << 20)
-
-/* A gather chunk copied from the file's mapping (io_map.c) holds at most
- * this many bytes of its extents: it reads no gaps, and a column of a
- * [4096, 4096] bf16 tensor at 8 ways (4 MiB) is then 16 chunks, one per
- * worker on 16 CPUs. */
-#define GDU_IO_GATHER_MAPPED_CHUNK ((uint64_t)256 << 10)
 
 /* Within a gather chunk, extents whose file ranges lie at most this far
  * apart are read with one pread over the gap, which is then squeezed out in

@@ -94,11 +94,10 @@ static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
  * small reads whose memory follows one another and whose file ranges
  * ascend without overlap (so that a short read at the end of the file cuts
  * the chunk's bytes where it cuts the extents'), at most unit bytes in all
- * (GDU_IO_GATHER_CHUNK at most), counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so every
- * range it reads fits in the staging slot where its bytes go. From the
- * file's mapping nothing is read over: only the extents count, up to
- * GDU_IO_GATHER_MAPPED_CHUNK. 1 means
- * ext[i] moves on its own. cuFile reads each extent straight into device
+ * (GDU_IO_GATHER_CHUNK at most), counting the gaps the worker reads over
+ * (GDU_IO_GATHER_GAP): so every range it reads fits in the staging slot
+ * where its bytes go. From the file's mapping nothing is read over: only
+ * the extents count. 1 means ext[i] moves on its own. cuFile reads each extent straight into device
  * memory, so it gathers nothing. */
 static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
 {
@@ -125,9 +124,8 @@ static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent
 {
     if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
         return 1;
-    uint64_t most = mapped ? GDU_IO_GATHER_MAPPED_CHUNK : GDU_IO_GATHER_CHUNK;
-    if (unit > most)
-        unit = most;
+    if (unit > GDU_IO_GATHER_CHUNK)
+        unit = GDU_IO_GATHER_CHUNK;
     uint64_t staged = ext[i].length;
     size_t k = i;
     while (k + 1 < n) {
