@@ -10,7 +10,9 @@ already queued (a read-ahead window that doubles with every hit, up to
 `readahead` bytes, and resets on a jump). Slices are read ahead too: the
 next tensor of a family (the name with its numbers taken out: every
 layer's q_proj) gets the index the family's last one got, when its shape is
-the same. A slice reads only the byte ranges it needs."""
+the same. A caller that asks each tensor for several indices in a row (every
+rank's slice of it, in one process) gets the next tensors read ahead with
+all of them. A slice reads only the byte ranges it needs."""
 import os
 import re
 import threading
@@ -31,6 +33,7 @@ _SKIP = 8  # keys a request may skip and still continue the walk
 _SCAN = 256  # keys a request looks at for reading ahead
 _splits_seen = {}  # "last": the split of the last request of any file that had one
 _families_of = {}  # tensor name -> its family (the name with its numbers taken out)
+_NO_PATTERN = (None, ())
 
 
 def _family(name):
@@ -125,8 +128,8 @@ def _index_key(index):
 
 
 _plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
-# family -> (shape, index) last asked through any safe_open of the process: the
-# next shard of a checkpoint is walked as the last one was.
+# family -> (shape, indices) last asked through any safe_open of the process
+# (_follow): the next shard of a checkpoint is walked as the last one was.
 _families_seen = {}
 
 
@@ -298,11 +301,14 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._lock = threading.Lock()
         self._closed = False
         self._order, self._pos = self._orders[0], self._positions[0]
-        self._ahead, self._ahead_bytes = {}, 0
+        self._ahead, self._ahead_bytes = {}, 0  # name -> [Read], in the order predicted
         self._next = 0
         self._last = None  # the key asked last
         self._window = 0
-        self._families = {}  # name with its numbers taken out -> (shape, index) last asked
+        # name with its numbers taken out -> (shape, indices): the indices the
+        # family's last tensor was asked for, in order (_follow), and the
+        # tensor and how many of them it has had
+        self._families, self._cursor = {}, {}
         # whether _families_seen (the last walk of another file) may predict
         # this file's families, and the keys read ahead on its word
         self._hint_ok, self._hinted = True, set()
@@ -353,7 +359,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         gives the engine leases back. Tensors handed out stay valid."""
         with self._lock:
             self._closed = True
-            dropped = list(self._ahead.values())
+            dropped = [r for reads in self._ahead.values() for r in reads]
             self._ahead, self._ahead_bytes = {}, 0
             readers, self._readers = list(self._readers.values()), {}
         _settle(dropped)
@@ -445,11 +451,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
             if target.device != self._walk_target.device:  # a walk to another device
                 self._walk_target = target
                 self._drop_ahead(dropped)
-            family, seen = _family(info.name), (info.shape, index)
+            family = _family(info.name)
             if family not in self._families and self._hint_ok:
                 hint = _families_seen.get(family)
-                if hint is not None and hint[0] == info.shape and hint != seen:
+                if hint is not None and hint[0] == info.shape and hint[1][0] != index:
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
+            seen = self._follow(family, info.name, info.shape, index)
             if self._families.get(family) != seen or self._whole_walk != (index is None):
                 self._families[family] = seen
                 self._whole_walk = index is None
@@ -462,6 +469,43 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._fill(dropped)
         _settle(dropped)
         return read
+
+    def _follow(self, family, name, shape, index):
+        """Under the lock: the family's (shape, indices) once name is asked
+        with index: the indices its last tensor was asked for, in order.
+        A tensor asked again with a new index adds it (a process that holds
+        every rank asks each tensor for every rank's slice); the next tensor
+        of the family keeps those its last one was asked for while it is
+        asked as that one was."""
+        shape, (last_shape, pattern) = tuple(shape), self._families.get(family, _NO_PATTERN)
+        at, pos = self._cursor.get(family, (None, 0))
+        if last_shape != shape or not pattern:
+            # as another file's walk asked the family, while this one agrees
+            hint = _families_seen.get(family, _NO_PATTERN) if self._hint_ok else _NO_PATTERN
+            pattern = hint[1] if hint[0] == shape and hint[1][:1] == (index,) else (index,)
+            pos = 1
+        elif at != name:
+            pattern = pattern[:pos]  # what the last tensor was not asked for is not a pattern
+            pattern, pos = (pattern, 1) if pattern[0] == index else ((index,), 1)
+        elif index in pattern[:pos]:
+            pass  # asked again
+        elif pos < len(pattern) and pattern[pos] == index:
+            pos += 1
+        else:
+            pattern, pos = pattern[:pos] + (index,), pos + 1
+        self._cursor[family] = (name, pos)
+        return shape, pattern
+
+    def _still_wanted(self, name):
+        """Under the lock: the plans the family's indices still promise name
+        (those after the ones it was asked for)."""
+        family = _family(name)
+        shape, pattern = self._families.get(family, _NO_PATTERN)
+        at, pos = self._cursor.get(family, (None, 0))
+        info = self._infos[name]
+        if shape != tuple(info.shape):
+            return []
+        return [plan_tensor(info, index) for index in (pattern[pos:] if at == name else pattern)]
 
     def _note_split(self, shape, index):
         """Under the lock: whether index confirms a tensor-parallel cut of
@@ -487,16 +531,15 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._hinted.clear()
 
     def _drop(self, name, dropped):
-        """Under the lock: the read ahead of name, if any, goes to dropped."""
-        read = self._ahead.pop(name, None)
-        if read is not None:
+        """Under the lock: the reads ahead of name, if any, go to dropped."""
+        for read in self._ahead.pop(name, ()):
             dropped.append(read)
             self._ahead_bytes -= read.plan.nbytes
 
     def _drop_ahead(self, dropped):
         """Under the lock: everything read ahead goes to dropped (to be
         settled outside the lock); the window starts over."""
-        dropped += self._ahead.values()
+        dropped += [r for reads in self._ahead.values() for r in reads]
         self._ahead, self._ahead_bytes, self._window, self._scanned = {}, 0, 0, 0
 
     def _in_step(self, name):
@@ -542,13 +585,22 @@ class safe_open:  # noqa: N801  (safetensors' name)
             i = self._pos[name]
             self._drop_ahead(dropped)
             self._next = i
-        read = self._ahead.pop(name, None)
+        read = None
+        reads = self._ahead.get(name, [])
+        for j, r in enumerate(reads):
+            if r.plan == plan:
+                read = reads.pop(j)
+                self._ahead_bytes -= plan.nbytes
+                break
+        if reads:
+            wanted = self._still_wanted(name)
+            for r in [r for r in reads if r.plan not in wanted]:  # read ahead with another index
+                reads.remove(r)
+                dropped.append(r)
+                self._ahead_bytes -= r.plan.nbytes
+        if not reads:
+            self._ahead.pop(name, None)
         self._hinted.discard(name)
-        if read is not None:
-            self._ahead_bytes -= read.plan.nbytes
-            if read.plan != plan:  # read ahead with another index than the one asked
-                dropped.append(read)
-                read = None
         if read is None:
             read = self._submit(self._infos[name], plan)
         if not straggler:
@@ -557,17 +609,17 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return read
 
     def _predict(self, name):
-        """The plan the next request for name will most likely have, and
-        whether another file's walk said so: its family's last index when
+        """The plans the next requests for name will most likely have, and
+        whether another file's walk said so: its family's last indices when
         the shapes agree; for a family not seen yet, the whole tensor while
-        the caller reads whole tensors, else the index the family got in
-        another file until this file's walk contradicts that; None when
+        the caller reads whole tensors, else the indices the family got in
+        another file until this file's walk contradicts that; none when
         unknown."""
         info = self._infos[name]
         family = _family(name)
         seen = self._families.get(family)
         if seen is None and self._whole_walk:
-            return plan_tensor(info), False
+            return [plan_tensor(info)], False
         hinted = seen is None
         if hinted and self._hint_ok:  # as another shard of the checkpoint was walked
             seen = _families_seen.get(family)
@@ -576,19 +628,25 @@ class safe_open:  # noqa: N801  (safetensors' name)
             # (tensor-parallel ranks cut every layer alike), else dropped
             # when asked for (_take)
             index = _split_index(info.shape, self._split)
-            seen = index and (info.shape, index)
-        if seen is None or seen[0] != info.shape:
-            return None, False
-        try:
-            return plan_tensor(info, seen[1]), hinted
-        except SliceError:
-            return None, False
+            seen = index and (tuple(info.shape), (index,))
+        if seen is None or seen[0] != tuple(info.shape):
+            return [], False
+        plans = []
+        for index in seen[1]:
+            try:
+                plan = plan_tensor(info, index)
+            except SliceError:
+                return [], False
+            if plan is not None and plan not in plans:
+                plans.append(plan)
+        return plans, hinted
 
     def _evict_passed(self, dropped):
         """Under the lock: reads ahead of keys the walk has passed (skipped,
-        or left for a thread behind) go to dropped, to make room in the
-        window; kept until the room is needed."""
-        for name in [k for k in self._ahead if self._pos[k] < self._next]:
+        or left for a thread behind; not the key asked last, which may be
+        asked again with its other indices) go to dropped, to make room in
+        the window; kept until the room is needed."""
+        for name in [k for k in self._ahead if self._pos[k] < self._next and k != self._last]:
             self._drop(name, dropped)
 
     def _fill(self, dropped):
@@ -599,21 +657,33 @@ class safe_open:  # noqa: N801  (safetensors' name)
         has passed when the window is full. A read that cannot be submitted (its shard
         unreadable, memory short) ends the filling quietly: the error is the
         request's that needs those bytes."""
+        if self._last is not None and self._window:  # the key asked last: its other indices
+            self._fill_key(self._last, self._still_wanted(self._last), False)
         i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
         while i < stop and self._ahead_bytes < self._window:
             name = self._order[i]
-            plan, hinted = (None, False) if name in self._ahead else self._predict(name)
-            if plan is not None:
-                try:
-                    self._ahead[name] = self._submit(self._infos[name], plan)
-                except GdunlockError:
-                    self._window = 0
-                    break
-                self._ahead_bytes += plan.nbytes
-                if hinted:
-                    self._hinted.add(name)
+            if not self._fill_key(name, *self._predict(name)):
+                break
             i += 1
         self._scanned = i
+
+    def _fill_key(self, name, plans, hinted):
+        """Under the lock: reads ahead of name with each of plans not read
+        ahead yet; False when one cannot be submitted (the window closes)."""
+        reads = self._ahead.get(name, [])
+        for plan in plans:
+            if plan is None or any(r.plan == plan for r in reads):
+                continue
+            try:
+                reads.append(self._submit(self._infos[name], plan))
+            except GdunlockError:
+                self._window = 0
+                return False
+            self._ahead_bytes += plan.nbytes
+            self._ahead[name] = reads
+            if hinted:
+                self._hinted.add(name)
+        return True

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fixtures import torch  # noqa: E402
@@ -162,6 +163,53 @@ class SliceReadAheadTest(unittest.TestCase):
                 self.assertEqual(f.stats()["bytes_read"],
                                  sum(v.numel() * 4 for v in values.values()))
                 self.assertGreater(f._window, 0)
+
+    def test_every_rank_of_each_tensor_is_read_ahead(self):
+        """A process that holds every rank asks each tensor for all 4 ranks'
+        rows, then all 4 ranks' columns, tensor after tensor, shard after
+        shard: but for the first shard's first layer and each shard's first
+        slice, every slice was submitted before it was asked (the next
+        shard's first layer on the first one's word, a tensor's other
+        slices once it is asked for one), each byte read once, every result
+        right.
+        (Predicting one index per family read 7 of each tensor's 8 slices
+        only when asked; a family learned from the last shard kept only its
+        first index and read the other 7 twice.)"""
+        module = sys.modules["gdunlock.safe_open"]
+        submitted, submit = [], module.submit_plan
+
+        def recording(reader_, target, source, info, plan):
+            submitted.append((source.path, info.name, plan))
+            return submit(reader_, target, source, info, plan)
+
+        def part(shape, dim, rank):
+            size = -(-shape[dim] // 4)
+            cut = slice(rank * size, min(rank * size + size, shape[dim]))
+            return (cut,) if dim == 0 else (slice(None), cut)
+        with tempfile.TemporaryDirectory() as d:
+            late = []
+            for shard in ("a", "b"):
+                path = os.path.join(d, f"{shard}.safetensors")
+                values, want = layered(path, layers=4), 0
+                with mock.patch.object(module, "submit_plan", recording), \
+                        gdunlock.safe_open(path, "pt", device="cpu") as f:
+                    for k in sorted(f.keys(), key=natural_key):
+                        shape = f.get_slice(k).get_shape()
+                        if len(shape) != 2:
+                            continue
+                        for dim in (0, 1):
+                            for rank in range(4):
+                                index = part(shape, dim, rank)
+                                plan = module.plan_tensor(f._infos[k], index)
+                                first = not want or (shard == "a" and ".layers.0." in k)
+                                if not first and (path, k, plan) not in submitted:
+                                    late.append((shard, k, dim, rank))
+                                got = f.get_slice(k)[index]
+                                self.assertTrue(torch.equal(got, values[k][index]),
+                                                (shard, k, dim, rank))
+                                want += got.numel() * 4
+                    self.assertEqual(f.stats()["bytes_read"], want, shard)
+            self.assertEqual(late, [])
 
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
