@@ -211,6 +211,25 @@ class SliceReadAheadTest(unittest.TestCase):
                     self.assertEqual(f.stats()["bytes_read"], want, shard)
             self.assertEqual(late, [])
 
+    def test_an_index_asked_once_does_not_stay_in_the_pattern(self):
+        """A caller reads every tensor whole, and the first q_proj also
+        sliced: the next q_proj, asked only whole, ends that pattern, so
+        the slice is read ahead for at most the tensors inside the window
+        then, not for every later layer's."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=40)
+            q0 = "model.layers.0.self_attn.q_proj.weight"
+            with gdunlock.safe_open(path, "pt", device="cpu", readahead=32 << 10) as f:
+                for k in sorted(f.keys(), key=natural_key):
+                    self.assertTrue(torch.equal(f.get_tensor(k), values[k]), k)
+                    if k == q0:
+                        self.assertTrue(torch.equal(f.get_slice(k)[:16], values[k][:16]))
+                whole = sum(v.numel() * 4 for v in values.values())
+                rows = values[q0][:16].numel() * 4
+                self.assertGreaterEqual(f.stats()["bytes_read"], whole + rows)
+                self.assertLessEqual(f.stats()["bytes_read"], whole + 6 * rows)
+
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
