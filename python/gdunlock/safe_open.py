@@ -497,15 +497,17 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return shape, pattern
 
     def _still_wanted(self, name):
-        """Under the lock: the plans the family's indices still promise name
-        (those after the ones it was asked for)."""
+        """Under the lock: the plans the family's indices still promise name,
+        the tensor of the family asked last (those after the ones it was
+        asked for); none once another tensor of the family was asked (a
+        thread behind asking an earlier one included)."""
         family = _family(name)
         shape, pattern = self._families.get(family, _NO_PATTERN)
         at, pos = self._cursor.get(family, (None, 0))
         info = self._infos[name]
-        if shape != tuple(info.shape):
+        if at != name or shape != tuple(info.shape):
             return []
-        return [plan_tensor(info, index) for index in (pattern[pos:] if at == name else pattern)]
+        return [plan_tensor(info, index) for index in pattern[pos:]]
 
     def _note_split(self, shape, index):
         """Under the lock: whether index confirms a tensor-parallel cut of

@@ -230,6 +230,29 @@ class SliceReadAheadTest(unittest.TestCase):
                 self.assertGreaterEqual(f.stats()["bytes_read"], whole + rows)
                 self.assertLessEqual(f.stats()["bytes_read"], whole + 6 * rows)
 
+    def test_a_tensor_asked_after_the_next_of_its_family_is_read_once(self):
+        """What a pool of threads does now and then, in one thread: layer
+        i's q_proj asked right after layer i + 1's. Every tensor is read
+        once: the earlier one comes from the read-ahead, and the later one,
+        no longer the family's last asked, is not read again."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=8)
+            order = []
+            for i in range(0, 8, 2):
+                later = [f"model.layers.{i + 1}.{n}" for n in
+                         ("input_layernorm.weight", "self_attn.o_proj.weight")]
+                order += [f"model.layers.{i}.input_layernorm.weight",
+                          f"model.layers.{i}.self_attn.o_proj.weight", *later,
+                          f"model.layers.{i + 1}.self_attn.q_proj.weight",
+                          f"model.layers.{i}.self_attn.q_proj.weight"]
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                self.assertEqual(sorted(order), sorted(f.keys()))
+                for k in order:
+                    self.assertTrue(torch.equal(f.read_to(k, None, "cpu"), values[k]), k)
+                self.assertEqual(f.stats()["bytes_read"],
+                                 sum(v.numel() * 4 for v in values.values()))
+
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
