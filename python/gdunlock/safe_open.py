@@ -34,6 +34,9 @@ _SCAN = 256  # keys a request looks at for reading ahead
 _splits_seen = {}  # "last": the split of the last request of any file that had one
 _families_of = {}  # tensor name -> its family (the name with its numbers taken out)
 _NO_PATTERN = (None, ())
+# indices a family remembers of its last tensor: a tensor read row by row
+# (32,000 indices) would otherwise cost every request a walk over all of them
+_PATTERN_MAX = 64
 
 
 def _family(name):
@@ -491,7 +494,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             pass  # asked again
         elif pos < len(pattern) and pattern[pos] == index:
             pos += 1
-        else:
+        elif pos < _PATTERN_MAX:
             pattern, pos = pattern[:pos] + (index,), pos + 1
         self._cursor[family] = (name, pos)
         return shape, pattern

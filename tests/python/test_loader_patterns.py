@@ -253,6 +253,31 @@ class SliceReadAheadTest(unittest.TestCase):
                 self.assertEqual(f.stats()["bytes_read"],
                                  sum(v.numel() * 4 for v in values.values()))
 
+    def test_a_tensor_read_row_by_row_costs_each_request_the_same(self):
+        """Every row of each q_proj asked on its own (512 indices a tensor):
+        the family remembers a bounded number of them, so planning stays
+        linear in the requests (each index planned a bounded number of
+        times), and every row is right."""
+        module = sys.modules["gdunlock.safe_open"]
+        plans, plan_tensor = [0], module.plan_tensor
+
+        def counting(info, index=None):
+            plans[0] += 1
+            return plan_tensor(info, index)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=3, rows=512, cols=4)
+            asked = 0
+            with mock.patch.object(module, "plan_tensor", counting), \
+                    gdunlock.safe_open(path, "pt", device="cpu") as f:
+                for i in range(3):
+                    k = f"model.layers.{i}.self_attn.q_proj.weight"
+                    s = f.get_slice(k)
+                    for r in range(512):
+                        self.assertTrue(torch.equal(s[r], values[k][r]), (k, r))
+                        asked += 1
+            self.assertLess(plans[0], 16 * asked)
+
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
