@@ -90,15 +90,17 @@ static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
     return (size_t)((x->offset + x->length - 1) / chunk - x->offset / chunk + 1);
 }
 
-/* How many extents from ext[i] on form one gather chunk (GDU_IO_GATHER_PIECE):
- * small reads whose memory follows one another and whose file ranges
- * ascend without overlap (so that a short read at the end of the file cuts
- * the chunk's bytes where it cuts the extents'), at most unit bytes in all
- * (GDU_IO_GATHER_CHUNK at most), counting the gaps the worker reads over
- * (GDU_IO_GATHER_GAP): so every range it reads fits in the staging slot
- * where its bytes go. From the file's mapping nothing is read over: only
- * the extents count. 1 means ext[i] moves on its own. cuFile reads each extent straight into device
- * memory, so it gathers nothing. */
+/* Whether reads of f may be gathered: cuFile reads each extent straight
+ * into device memory, so it gathers nothing, and writes move on their own. */
+static bool may_gather(const gdu_io_file *f, gdu_io_op op)
+{
+    return op == GDU_IO_OP_READ && f->backend != GDU_IO_BACKEND_CUFILE;
+}
+
+/* Whether extent b may follow a in one gather chunk (GDU_IO_GATHER_PIECE):
+ * both small, b's memory following a's and b's file range after a's without
+ * overlap (so that a short read at the end of the file cuts the chunk's
+ * bytes where it cuts the extents'). */
 static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
 {
     return a->length != 0 && a->length < GDU_IO_GATHER_PIECE && b->length != 0 &&
@@ -110,7 +112,7 @@ static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
  * mapped for it: a request of whole tensors maps nothing). */
 static bool has_gathers(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n)
 {
-    if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
+    if (!may_gather(f, op))
         return false;
     for (size_t i = 0; i + 1 < n; i++)
         if (gathers(&ext[i], &ext[i + 1]))
@@ -118,11 +120,16 @@ static bool has_gathers(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent 
     return false;
 }
 
-/* mapped: the chunks copy from the file's mapping, reading no gaps. */
+/* How many extents from ext[i] on form one gather chunk: extents that
+ * gather one after another, at most unit bytes in all (GDU_IO_GATHER_CHUNK
+ * at most), counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so
+ * every range it reads fits in the staging slot where its bytes go. From
+ * the file's mapping (mapped) nothing is read over: only the extents count.
+ * 1 means ext[i] moves on its own. */
 static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
                          size_t i, uint64_t unit, bool mapped)
 {
-    if (op != GDU_IO_OP_READ || f->backend == GDU_IO_BACKEND_CUFILE)
+    if (!may_gather(f, op))
         return 1;
     if (unit > GDU_IO_GATHER_CHUNK)
         unit = GDU_IO_GATHER_CHUNK;
