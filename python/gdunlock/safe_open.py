@@ -480,7 +480,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         every rank asks each tensor for every rank's slice); the next tensor
         of the family keeps those its last one was asked for while it is
         asked as that one was."""
-        shape, (last_shape, pattern) = tuple(shape), self._families.get(family, _NO_PATTERN)
+        last_shape, pattern = self._families.get(family, _NO_PATTERN)
         at, pos = self._cursor.get(family, (None, 0))
         if last_shape != shape or not pattern:
             # as another file's walk asked the family, while this one agrees
@@ -508,7 +508,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         shape, pattern = self._families.get(family, _NO_PATTERN)
         at, pos = self._cursor.get(family, (None, 0))
         info = self._infos[name]
-        if at != name or shape != tuple(info.shape):
+        if at != name or shape != info.shape:
             return []
         return [plan_tensor(info, index) for index in pattern[pos:]]
 
@@ -633,8 +633,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
             # (tensor-parallel ranks cut every layer alike), else dropped
             # when asked for (_take)
             index = _split_index(info.shape, self._split)
-            seen = index and (tuple(info.shape), (index,))
-        if seen is None or seen[0] != tuple(info.shape):
+            seen = index and (info.shape, (index,))
+        if seen is None or seen[0] != info.shape:
             return [], False
         plans = []
         for index in seen[1]:
