@@ -130,6 +130,7 @@ struct gdu_io_request {
     int status;
     char why[GDU_IO_WHY];
     uint64_t *good_end; /* per extent: lowest file offset where good data stops */
+    uint64_t bytes;     /* the extents' done, summed when the request finished */
     bool mapped;        /* its gather chunks copy from the file's mapping (io_map.c) */
     size_t n_chunks;
     gdu_io_chunk chunks[];

@@ -121,7 +121,7 @@ static int mappings_of_file(void)
 /* rows ranges of `piece` bytes, `stride` apart from `first`, of the open
  * file f read into one buffer one after another (as a column slice is).
  * Returns the request's status; fills done[] and checks the bytes of every
- * extent's good prefix. */
+ * extent's good prefix, and that the wait counted them all. */
 static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_t piece,
                         size_t rows, uint64_t *done)
 {
@@ -133,13 +133,16 @@ static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_
     gdu_io_request *r = NULL;
     assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, rows, NULL, NULL, &r), 0);
     char why[256] = "";
-    int status = gdu_io_wait(r, NULL, why, sizeof why);
+    uint64_t bytes = 0, sum = 0;
+    int status = gdu_io_wait(r, &bytes, why, sizeof why);
     for (size_t i = 0; i < rows; i++) {
         done[i] = x[i].done;
+        sum += x[i].done;
         for (uint64_t k = 0; k < x[i].done; k++)
             if (buf[i * piece + k] != io_test_byte(x[i].offset + k, SEED))
                 fail_msg("row %zu byte %llu wrong", i, (unsigned long long)k);
     }
+    assert_int_equal(bytes, sum); /* what the wait counts is what the extents got */
     free(x);
     free(buf);
     return status;
@@ -358,6 +361,32 @@ static void a_box_becomes_its_extents(void **state)
     assert_int_equal(gdu_io_extents_box(NULL, 24, 7, counts, strides, 3, 5, mem), -EINVAL);
 }
 
+/* An extent that cannot be read (memory NULL, an offset past INT64_MAX)
+ * in the middle of a column's gather chunk fails the whole submit: no
+ * request, nothing read, nothing copied. */
+static void a_bad_extent_inside_a_gather_is_refused(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    static uint8_t buf[64 * 512];
+    gdu_io_extent x[64];
+    for (int bad = 0; bad < 2; bad++) {
+        for (size_t i = 0; i < 64; i++)
+            x[i] = (gdu_io_extent){.offset = 4096 * i, .length = 512, .mem = buf + 512 * i};
+        if (bad == 0)
+            x[30].mem = NULL;
+        else
+            x[30].offset = (uint64_t)INT64_MAX + 1;
+        gdu_io_request *r = (gdu_io_request *)buf;
+        assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, 64, NULL, NULL, &r), -EINVAL);
+        assert_null(r);
+    }
+    assert_int_equal(atomic_load(&copies), 0);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +401,7 @@ int main(void)
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
         cmocka_unit_test(a_closed_files_mapping_is_unmapped),
         cmocka_unit_test(a_box_becomes_its_extents),
+        cmocka_unit_test(a_bad_extent_inside_a_gather_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
