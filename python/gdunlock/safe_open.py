@@ -461,10 +461,14 @@ class safe_open:  # noqa: N801  (safetensors' name)
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
             seen = self._follow(family, info.name, info.shape, index)
             if self._families.get(family) != seen or self._whole_walk != (index is None):
+                before = (self._expected(info, family)[0], self._split, self._whole_walk)
                 self._families[family] = seen
                 self._whole_walk = index is None
                 self._note_split(info.shape, index)
-                self._scanned = 0  # what was not predictable before may be now
+                if before != (seen, self._split, self._whole_walk):
+                    # what was not predictable before may be now; a family
+                    # asked as predicted leaves the keys looked at as they are
+                    self._scanned = 0
                 if len(_families_seen) >= 4096:
                     _families_seen.clear()
                 _families_seen[family] = seen
@@ -531,6 +535,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         """Under the lock: the last walk of another file stops predicting
         this one; what was read ahead on its word goes to dropped."""
         self._hint_ok = False
+        self._scanned = 0  # families not seen yet are predicted otherwise now
         for name in self._hinted:
             self._drop(name, dropped)
         self._hinted.clear()
@@ -613,27 +618,36 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._last = name
         return read
 
-    def _predict(self, name):
-        """The plans the next requests for name will most likely have, and
-        whether another file's walk said so: its family's last indices when
-        the shapes agree; for a family not seen yet, the whole tensor while
-        the caller reads whole tensors, else the indices the family got in
-        another file until this file's walk contradicts that; none when
-        unknown."""
-        info = self._infos[name]
-        family = _family(name)
+    def _expected(self, info, family):
+        """Under the lock: the (shape, indices) the next requests for info's
+        tensor will most likely have, or None when unknown, and whether it
+        is a guess not confirmed by this file's walk: the family's last
+        indices; for a family not seen yet, the whole tensor while the
+        caller reads whole tensors, else the indices the family got in
+        another file until this file's walk contradicts that, else the cut
+        of the last split."""
         seen = self._families.get(family)
-        if seen is None and self._whole_walk:
-            return [plan_tensor(info)], False
-        hinted = seen is None
-        if hinted and self._hint_ok:  # as another shard of the checkpoint was walked
+        if seen is not None:
+            return seen, False
+        if self._whole_walk:
+            return (info.shape, (None,)), False
+        if self._hint_ok:  # as another shard of the checkpoint was walked
             seen = _families_seen.get(family)
-        if seen is None and self._split is not None:
-            # a family not asked for yet: most likely cut as the last one was
-            # (tensor-parallel ranks cut every layer alike), else dropped
-            # when asked for (_take)
+            if seen is not None:
+                return seen, True
+        if self._split is not None:
+            # tensor-parallel ranks cut every layer alike; a wrong guess is
+            # dropped when the tensor is asked for (_take)
             index = _split_index(info.shape, self._split)
-            seen = index and (info.shape, (index,))
+            if index:
+                return (info.shape, (index,)), True
+        return None, True
+
+    def _predict(self, name):
+        """The plans the next requests for name will most likely have
+        (_expected), none when unknown, and whether they are a guess."""
+        info = self._infos[name]
+        seen, hinted = self._expected(info, _family(name))
         if seen is None or seen[0] != info.shape:
             return [], False
         plans = []
