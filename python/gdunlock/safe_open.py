@@ -12,7 +12,9 @@ next tensor of a family (the name with its numbers taken out: every
 layer's q_proj) gets the index the family's last one got, when its shape is
 the same. A caller that asks each tensor for several indices in a row (every
 rank's slice of it, in one process) gets the next tensors read ahead with
-all of them. A slice reads only the byte ranges it needs."""
+all of them. A slice reads only the byte ranges it needs. A caller that
+opens a checkpoint's numbered shards in turn finds the next one's first
+tensors on their way when it opens it."""
 import os
 import re
 import threading
@@ -37,6 +39,71 @@ _NO_PATTERN = (None, ())
 # indices a family remembers of its last tensor: a tensor read row by row
 # (32,000 indices) would otherwise cost every request a walk over all of them
 _PATTERN_MAX = 64
+# The next shard of a checkpoint (model-00002-of-00003 after -00001-) is
+# opened and its first reads queued once the walk of this one has queued
+# its last: serving engines and transformers open the shards in turn, and
+# without it the engine idles while each is opened and its first tensor
+# comes in (about 2 ms a shard on the H200, where a rank's eighth of a 2 GB
+# shard takes about 8 ms). Bytes read ahead so, and seconds they wait to be
+# claimed by safe_open of that file before they are given back.
+_NEXT_FILE_AHEAD = 256 << 20
+_NEXT_FILE_WAIT = 5.0
+_SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
+_made_ahead = {}  # real path -> (safe_open made ahead, its stat, the timer giving it back)
+_open_paths = {}  # real path -> safe_opens of it the caller holds
+_ahead_lock = threading.Lock()
+
+
+def _next_shard(path):
+    """The shard after path (-00002-of-00003 after -00001-of-00003), or
+    None when path is not a numbered shard, is the last, or the next one is
+    missing."""
+    folder, name = os.path.split(path)
+    m = _SHARD.fullmatch(name)
+    if m is None or int(m[2]) >= int(m[4]):
+        return None
+    nxt = os.path.join(folder, f"{m[1]}{int(m[2]) + 1:0{len(m[2])}d}{m[3]}{m[4]}{m[5]}")
+    return nxt if os.path.isfile(nxt) else None
+
+
+def _stat_key(path):
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _claim_made_ahead(path, lenient):
+    """The safe_open made ahead of path, if its file is still the one
+    read; every other one made ahead is given back (the walk went
+    elsewhere)."""
+    try:
+        key = os.path.realpath(path)
+        stat = _stat_key(key)
+    except (OSError, TypeError, ValueError):
+        key = stat = None
+    with _ahead_lock:
+        made = _made_ahead.pop(key, None) if key is not None else None
+        others = list(_made_ahead.values())
+        _made_ahead.clear()
+    for _, _, timer in others:
+        timer.cancel()
+    for other, _, _ in others:
+        other.close()
+    if made is None:
+        return None
+    made[2].cancel()
+    if made[1] != stat or made[0]._lenient != lenient:
+        made[0].close()
+        return None
+    return made[0]
+
+
+def _give_back(key, made):
+    """A safe_open made ahead that nobody claimed in time: closed."""
+    with _ahead_lock:
+        if _made_ahead.get(key, (None,))[0] is not made:
+            return
+        del _made_ahead[key]
+    made.close()
 
 
 def _family(name):
@@ -130,10 +197,22 @@ def _index_key(index):
     return tuple(key)
 
 
+def _same_index(a, b):
+    """Whether indices a and b are the same (a slice and a tuple of it
+    are)."""
+    if a == b:
+        return True
+    key = _index_key(a)
+    return key is not None and key == _index_key(b)
+
+
 _plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
 # family -> (shape, indices) last asked through any safe_open of the process
 # (_follow): the next shard of a checkpoint is walked as the last one was.
 _families_seen = {}
+
+
+_splits_of = {}  # (shape, index key) -> _split_of: asked of every key a walk predicts
 
 
 def _split_of(shape, index):
@@ -141,6 +220,18 @@ def _split_of(shape, index):
     dimension, as tensor parallelism cuts it (ceil(n / world) elements a
     rank, the last rank's part short), every other dimension whole; else
     None."""
+    key = _index_key(index)
+    if key is None:
+        return _find_split(shape, index)
+    key = (tuple(shape), key)
+    if key not in _splits_of:
+        if len(_splits_of) >= 4096:
+            _splits_of.clear()
+        _splits_of[key] = _find_split(shape, index)
+    return _splits_of[key]
+
+
+def _find_split(shape, index):
     try:
         items = _normalize(index, len(shape))
     except (TypeError, SliceError):
@@ -286,9 +377,25 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if framework not in _FRAMEWORKS:
             raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
                                 f"returns torch tensors ('pt')")
+        made = _claim_made_ahead(filename, lenient)
+        if made is not None:  # its reads go on where the walk of the last shard left off
+            self.__dict__.update(made.__dict__)
+            made.__dict__.clear()
+            made._closed = True
+            self._target, self._readahead = Target(device), readahead
+            self._next_file_tried = False
+        else:
+            self._open(filename, device, lenient, readahead)
+        with _ahead_lock:
+            _open_paths[self._path] = _open_paths.get(self._path, 0) + 1
+        self._counted = True
+        safe_open.opened += 1
+
+    def _open(self, filename, device, lenient, readahead):
         self._target = Target(device)
         # Kept open: every read goes through the descriptors it validated.
         self._ckpt = Checkpoint(filename, lenient=lenient)
+        self._lenient, self._path, self._counted = lenient, os.path.realpath(filename), False
         self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
@@ -323,7 +430,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._split = _splits_seen.get("last")
         self._split_last = None
         self._scanned = 0  # keys before this position were looked at with what is known now
-        safe_open.opened += 1
+        self._next_file_tried = False  # whether the next shard was opened ahead
 
     # -- the safetensors interface ------------------------------------------------
     def keys(self):
@@ -360,8 +467,16 @@ class safe_open:  # noqa: N801  (safetensors' name)
     def close(self):
         """Waits for the reads still out, drops the tensors read ahead and
         gives the engine leases back. Tensors handed out stay valid."""
+        if "_lock" not in self.__dict__:  # made ahead, then claimed by another safe_open
+            return
         with self._lock:
             self._closed = True
+            if self._counted:
+                self._counted = False
+                with _ahead_lock:
+                    _open_paths[self._path] -= 1
+                    if not _open_paths[self._path]:
+                        del _open_paths[self._path]
             dropped = [r for reads in self._ahead.values() for r in reads]
             self._ahead, self._ahead_bytes = {}, 0
             readers, self._readers = list(self._readers.values()), {}
@@ -457,7 +572,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
             family = _family(info.name)
             if family not in self._families and self._hint_ok:
                 hint = _families_seen.get(family)
-                if hint is not None and hint[0] == info.shape and hint[1][0] != index:
+                hint = hint and self._split_over(hint, info)
+                if hint is not None and hint[0] == info.shape and \
+                        not _same_index(hint[1][0], index):
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
             seen = self._follow(family, info.name, info.shape, index)
             if self._families.get(family) != seen or self._whole_walk != (index is None):
@@ -634,7 +751,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if self._hint_ok:  # as another shard of the checkpoint was walked
             seen = _families_seen.get(family)
             if seen is not None:
-                return seen, True
+                return self._split_over(seen, info), True
         if self._split is not None:
             # tensor-parallel ranks cut every layer alike; a wrong guess is
             # dropped when the tensor is asked for (_take)
@@ -642,6 +759,19 @@ class safe_open:  # noqa: N801  (safetensors' name)
             if index:
                 return (info.shape, (index,)), True
         return None, True
+
+    def _split_over(self, seen, info):
+        """Under the lock: another walk's (shape, indices) of a family,
+        or, when that walk took one rank's part where the cut confirmed
+        last (_split) takes another rank's of the same split, this rank's
+        part: the family was last asked before the ranks moved on."""
+        if self._split is None or len(seen[1]) != 1 or seen[1][0] is None:
+            return seen
+        cut = _split_of(seen[0], seen[1][0])
+        if cut is None or cut[:3] != self._split[:3] or cut == self._split:
+            return seen
+        index = _split_index(info.shape, self._split)
+        return (info.shape, (index,)) if index else seen
 
     def _predict(self, name):
         """The plans the next requests for name will most likely have
@@ -688,6 +818,54 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 break
             i += 1
         self._scanned = i
+        # past the middle of the file: its walk has shown how the families
+        # are asked by now, and the next shard's reads are predicted so
+        if i == len(self._order) and self._ahead_bytes < self._window and \
+                not self._next_file_tried and 2 * self._next >= len(self._order):
+            self._next_file_tried = True
+            self._open_next_file(min(self._window - self._ahead_bytes, _NEXT_FILE_AHEAD))
+
+    def _open_next_file(self, room):
+        """Under the lock: the walk has queued the last reads of this file;
+        the next shard of the checkpoint, unless the caller holds it open
+        already, is opened and its first room bytes read ahead as this
+        walk predicts them, for safe_open of it to claim. Quietly nothing
+        when it cannot be."""
+        if len(self._files) != 1:
+            return
+        path = _next_shard(self._path)
+        if path is None:
+            return
+        key = os.path.realpath(path)
+        with _ahead_lock:
+            if key in _made_ahead or key in _open_paths:
+                return
+        made = safe_open.__new__(safe_open)
+        try:
+            stat = _stat_key(key)
+            made._open(key, self._walk_target.device, self._lenient, self._readahead)
+        except Exception:  # noqa: BLE001  (the caller's own open reports it)
+            return
+        kind = next(j for j, order in enumerate(self._orders) if order is self._order)
+        made._order, made._pos = made._orders[kind], made._positions[kind]
+        made._window = room
+        made._next_file_tried = True  # until claimed: no chain of files nobody opened
+        dropped = []
+        with made._lock:
+            made._fill(dropped)
+        _settle(dropped)
+        timer = threading.Timer(_NEXT_FILE_WAIT, _give_back, (key, made))
+        timer.daemon = True
+        with _ahead_lock:
+            if key in _made_ahead:
+                raced = True
+            else:
+                raced = False
+                _made_ahead[key] = (made, stat, timer)
+        if raced:
+            made.close()
+        else:
+            timer.start()
 
     def _fill_key(self, name, plans, hinted):
         """Under the lock: reads ahead of name with each of plans not read

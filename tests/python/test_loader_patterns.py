@@ -340,6 +340,153 @@ class SliceReadAheadTest(unittest.TestCase):
             self.assertLessEqual(looks[0], 2 * keys)
 
 
+def numbered_shards(folder, n=3, layers=2, rows=64, cols=48):
+    """n shards named as save_pretrained names them, `layers` layers each
+    (2-D q_proj, o_proj, up_proj, a 1-D norm); the first also holds an
+    embedding, the last an lm_head: families no other shard has."""
+    paths, values = [], {}
+    for s in range(n):
+        shapes = {}
+        for i in range(s * layers, (s + 1) * layers):
+            shapes.update({f"model.layers.{i}.self_attn.q_proj.weight": [rows, cols],
+                           f"model.layers.{i}.self_attn.o_proj.weight": [cols, rows],
+                           f"model.layers.{i}.mlp.up_proj.weight": [2 * rows, cols],
+                           f"model.layers.{i}.input_layernorm.weight": [cols]})
+        if s == 0:
+            shapes["model.embed_tokens.weight"] = [3 * rows, cols]
+        if s == n - 1:
+            shapes["lm_head.weight"] = [3 * rows, cols]
+        tensors = {}
+        for name, shape in shapes.items():
+            t = torch.arange(int(torch.tensor(shape).prod()), dtype=torch.float32)
+            values[name] = (t + 1000 * len(values)).reshape(shape)
+            tensors[name] = ("F32", shape, values[name].numpy().tobytes())
+        paths.append(os.path.join(folder, f"model-{s + 1:05d}-of-{n:05d}.safetensors"))
+        write_safetensors(paths[-1], tensors)
+    return paths, values
+
+
+def rank_rows(shape, rank, world):
+    size = -(-shape[0] // world)
+    return slice(rank * size, min(rank * size + size, shape[0]))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class NextShardReadAheadTest(unittest.TestCase):
+    """A caller that opens a checkpoint's shards in turn (transformers,
+    vLLM, a tensor-parallel rank): the next shard is opened and its first
+    slices read while the walk of this one ends."""
+
+    def setUp(self):
+        self.module = sys.modules["gdunlock.safe_open"]
+        self.module._families_seen.clear()
+        self.module._splits_seen.clear()
+        self.give_back()
+        self.addCleanup(self.give_back)
+
+    def give_back(self):
+        with self.module._ahead_lock:
+            made = list(self.module._made_ahead.values())
+            self.module._made_ahead.clear()
+        for f, _, timer in made:
+            timer.cancel()
+            f.close()
+
+    def walk(self, f, values, rank, world):
+        """rank's rows of every 2-D tensor of f, checked; their bytes."""
+        want = 0
+        for k in f.keys():
+            shape = f.get_slice(k).get_shape()
+            if len(shape) == 2:
+                got = f.get_slice(k)[rank_rows(shape, rank, world)]
+                self.assertTrue(torch.equal(got, values[k][rank_rows(shape, rank, world)]), k)
+                want += got.numel() * 4
+        return want
+
+    def test_the_next_shard_is_read_while_this_one_is_walked(self):
+        """Shards 2 and 3 have reads out before their first request (none
+        had), every result is right and each byte is read once."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            for i, path in enumerate(paths):
+                with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                    at_open = f.stats()["requests"]
+                    want = self.walk(f, values, 1, 4)
+                    self.assertEqual(f.stats()["bytes_read"], want, path)
+                if i:
+                    self.assertGreater(at_open, 0, path)
+
+    def test_ranks_one_after_another_read_each_byte_once(self):
+        """Every rank of a 4-way split in one process, shard after shard:
+        the next shard is read ahead with this rank's rows, also for the
+        last shard's lm_head, a family the last walk of it asked with the
+        rank before's (it was read twice, once with each)."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            for rank in range(4):
+                for i, path in enumerate(paths):
+                    with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                        at_open = f.stats()["requests"]
+                        want = self.walk(f, values, rank, 4)
+                        self.assertEqual(f.stats()["bytes_read"], want, (rank, path))
+                    if i:
+                        self.assertGreater(at_open, 0, (rank, path))
+
+    def test_what_nobody_claims_is_given_back(self):
+        """The next shard made ahead is closed when another file is opened
+        instead, or when nobody opens it in time."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                self.walk(f, values, 0, 2)
+            made = self.module._made_ahead[os.path.realpath(paths[1])][0]
+            gdunlock.safe_open(paths[2], "pt", device="cpu").close()
+            self.assertEqual(self.module._made_ahead, {})
+            self.assertTrue(made._closed)
+            self.assertEqual(made._readers, {})
+            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
+                with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                    self.walk(f, values, 1, 2)
+                made = self.module._made_ahead[os.path.realpath(paths[1])][0]
+            for _ in range(500):
+                if made._closed:
+                    break
+                threading.Event().wait(0.01)
+            self.assertTrue(made._closed)
+            self.assertEqual(self.module._made_ahead, {})
+
+    def test_a_next_shard_replaced_is_read_anew(self):
+        """The next shard replaced (renamed over) after it was read ahead:
+        safe_open of it reads the new file."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                self.walk(f, values, 0, 2)
+            self.assertIn(os.path.realpath(paths[1]), self.module._made_ahead)
+            with tempfile.TemporaryDirectory() as other:
+                _, new = numbered_shards(other)
+                new = {k: v + 0.5 for k, v in new.items()}
+                with gdunlock.safe_open(paths[1], "pt") as f:
+                    names = f.keys()
+                replacement = os.path.join(d, "replacement")
+                write_safetensors(replacement, {k: ("F32", list(new[k].shape),
+                                                    new[k].numpy().tobytes()) for k in names})
+                os.rename(replacement, paths[1])
+            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                want = self.walk(f, new, 0, 2)
+                self.assertEqual(f.stats()["bytes_read"], want)
+
+    def test_a_shard_the_caller_holds_open_is_not_opened_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            with gdunlock.safe_open(paths[1], "pt", device="cpu") as held:
+                with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                    self.walk(f, values, 0, 2)
+                self.assertEqual(self.module._made_ahead, {})
+                want = self.walk(held, values, 0, 2)
+                self.assertEqual(held.stats()["bytes_read"], want)
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class SubByteTest(unittest.TestCase):
     def make(self, d):
