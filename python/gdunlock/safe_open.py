@@ -852,8 +852,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
         made._window = room
         made._next_file_tried = True  # until claimed: no chain of files nobody opened
         dropped = []
-        with made._lock:
-            made._fill(dropped)
+        try:
+            with made._lock:
+                made._fill(dropped)
+        except Exception:  # noqa: BLE001  (a guess failing must not fail this file's request)
+            _settle(dropped)
+            made.close()
+            return
         _settle(dropped)
         timer = threading.Timer(_NEXT_FILE_WAIT, _give_back, (key, made))
         timer.daemon = True

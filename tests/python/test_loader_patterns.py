@@ -476,6 +476,26 @@ class NextShardReadAheadTest(unittest.TestCase):
                 want = self.walk(f, new, 0, 2)
                 self.assertEqual(f.stats()["bytes_read"], want)
 
+    def test_a_failure_reading_the_next_shard_ahead_stays_there(self):
+        """Whatever goes wrong while the next shard is read ahead, the
+        request of this file that set it off returns its tensor, and the
+        next shard opens and reads as usual."""
+        fill_key = self.module.safe_open._fill_key
+
+        def failing(self_, name, plans, hinted):
+            if not self_._counted:  # the file opened ahead, not one the caller holds
+                raise RuntimeError("injected")
+            return fill_key(self_, name, plans, hinted)
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            with mock.patch.object(self.module.safe_open, "_fill_key", failing):
+                with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                    self.walk(f, values, 0, 2)
+            self.assertEqual(self.module._made_ahead, {})
+            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                want = self.walk(f, values, 0, 2)
+                self.assertEqual(f.stats()["bytes_read"], want)
+
     def test_a_shard_the_caller_holds_open_is_not_opened_again(self):
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
