@@ -384,7 +384,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             made.__dict__.clear()
             made._closed = True
             self._target, self._readahead = Target(device), readahead
-            self._next_file_tried = False
+            self._name, self._next_file_tried = os.path.abspath(filename), False
         else:
             self._open(filename, device, lenient, readahead)
         with _ahead_lock:
@@ -396,7 +396,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._target = Target(device)
         # Kept open: every read goes through the descriptors it validated.
         self._ckpt = Checkpoint(filename, lenient=lenient)
-        self._lenient, self._path, self._counted = lenient, os.path.realpath(filename), False
+        # the file under the name it was opened by (the next shard is found
+        # by that name: huggingface_hub's cache links shards to files named
+        # by their hashes) and its real path (what safe_opens of it share)
+        self._name, self._path = os.path.abspath(filename), os.path.realpath(filename)
+        self._lenient, self._counted = lenient, False
         self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
@@ -834,7 +838,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         when it cannot be."""
         if len(self._files) != 1:
             return
-        path = _next_shard(self._path)
+        path = _next_shard(self._name)
         if path is None:
             return
         key = os.path.realpath(path)
@@ -844,7 +848,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         made = safe_open.__new__(safe_open)
         try:
             stat = _stat_key(key)
-            made._open(key, self._walk_target.device, self._lenient, self._readahead)
+            made._open(path, self._walk_target.device, self._lenient, self._readahead)
         except Exception:  # noqa: BLE001  (the caller's own open reports it)
             return
         kind = next(j for j, order in enumerate(self._orders) if order is self._order)

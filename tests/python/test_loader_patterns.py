@@ -416,6 +416,30 @@ class NextShardReadAheadTest(unittest.TestCase):
                 if i:
                     self.assertGreater(at_open, 0, path)
 
+    def test_shards_linked_as_the_hub_cache_links_them(self):
+        """huggingface_hub's cache names the shards in a snapshot folder,
+        as links to files named by their hashes elsewhere: the next shard
+        is found by the name the caller opened, and read ahead all the
+        same."""
+        with tempfile.TemporaryDirectory() as d:
+            blobs, snapshot = os.path.join(d, "blobs"), os.path.join(d, "snapshot")
+            os.mkdir(blobs)
+            os.mkdir(snapshot)
+            paths, values = numbered_shards(blobs)
+            links = []
+            for i, path in enumerate(paths):
+                blob = os.path.join(blobs, f"{i:040x}")
+                os.rename(path, blob)
+                links.append(os.path.join(snapshot, os.path.basename(path)))
+                os.symlink(os.path.relpath(blob, snapshot), links[-1])
+            for i, link in enumerate(links):
+                with gdunlock.safe_open(link, "pt", device="cpu") as f:
+                    at_open = f.stats()["requests"]
+                    want = self.walk(f, values, 1, 4)
+                    self.assertEqual(f.stats()["bytes_read"], want, link)
+                if i:
+                    self.assertGreater(at_open, 0, link)
+
     def test_ranks_one_after_another_read_each_byte_once(self):
         """Every rank of a 4-way split in one process, shard after shard:
         the next shard is read ahead with this rank's rows, also for the
