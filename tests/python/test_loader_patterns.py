@@ -403,18 +403,24 @@ class NextShardReadAheadTest(unittest.TestCase):
                 want += got.numel() * 4
         return want
 
+    def walk_in_turn(self, paths, values, rank, world):
+        """rank's rows of every shard, opened in turn as serving engines
+        do: each shard after the first has reads out before its first
+        request, and each byte is read once."""
+        for i, path in enumerate(paths):
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                at_open = f.stats()["requests"]
+                want = self.walk(f, values, rank, world)
+                self.assertEqual(f.stats()["bytes_read"], want, (rank, path))
+            if i:
+                self.assertGreater(at_open, 0, (rank, path))
+
     def test_the_next_shard_is_read_while_this_one_is_walked(self):
         """Shards 2 and 3 have reads out before their first request (none
         had), every result is right and each byte is read once."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
-            for i, path in enumerate(paths):
-                with gdunlock.safe_open(path, "pt", device="cpu") as f:
-                    at_open = f.stats()["requests"]
-                    want = self.walk(f, values, 1, 4)
-                    self.assertEqual(f.stats()["bytes_read"], want, path)
-                if i:
-                    self.assertGreater(at_open, 0, path)
+            self.walk_in_turn(paths, values, 1, 4)
 
     def test_shards_linked_as_the_hub_cache_links_them(self):
         """huggingface_hub's cache names the shards in a snapshot folder,
@@ -432,13 +438,7 @@ class NextShardReadAheadTest(unittest.TestCase):
                 os.rename(path, blob)
                 links.append(os.path.join(snapshot, os.path.basename(path)))
                 os.symlink(os.path.relpath(blob, snapshot), links[-1])
-            for i, link in enumerate(links):
-                with gdunlock.safe_open(link, "pt", device="cpu") as f:
-                    at_open = f.stats()["requests"]
-                    want = self.walk(f, values, 1, 4)
-                    self.assertEqual(f.stats()["bytes_read"], want, link)
-                if i:
-                    self.assertGreater(at_open, 0, link)
+            self.walk_in_turn(links, values, 1, 4)
 
     def test_ranks_one_after_another_read_each_byte_once(self):
         """Every rank of a 4-way split in one process, shard after shard:
@@ -448,13 +448,7 @@ class NextShardReadAheadTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
             for rank in range(4):
-                for i, path in enumerate(paths):
-                    with gdunlock.safe_open(path, "pt", device="cpu") as f:
-                        at_open = f.stats()["requests"]
-                        want = self.walk(f, values, rank, 4)
-                        self.assertEqual(f.stats()["bytes_read"], want, (rank, path))
-                    if i:
-                        self.assertGreater(at_open, 0, (rank, path))
+                self.walk_in_turn(paths, values, rank, 4)
 
     def test_what_nobody_claims_is_given_back(self):
         """The next shard made ahead is closed when another file is opened
