@@ -76,6 +76,10 @@ def _claim_made_ahead(path, lenient):
     """The safe_open made ahead of path, if its file is still the one
     read; every other one made ahead is given back (the walk went
     elsewhere)."""
+    # most opens find none: no path resolved, no stat (read without the
+    # lock: one registered meanwhile waits for the next open or its time)
+    if not _made_ahead:
+        return None
     try:
         key = os.path.realpath(path)
         stat = _stat_key(key)
