@@ -183,13 +183,17 @@ class WeightsIterator:
     def _take(self):
         """The next tensor's read (None at the end), after submitting reads
         ahead up to the budget."""
-        while not self._queue or self._ahead < self._budget:
+        batch, ahead = [], self._ahead
+        while not (self._queue or batch) or ahead < self._budget:
             if not self._items and not self._plan_next_file():
                 break
             if self._items:
-                source, info, plan = self._items.popleft()
-                self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
-                self._ahead += plan.nbytes
+                batch.append(self._items.popleft())
+                ahead += batch[-1][2].nbytes
+        self._target.reserve(ahead - self._ahead)
+        for source, info, plan in batch:
+            self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
+            self._ahead += plan.nbytes
         if not self._queue:
             return None
         read = self._queue.popleft()

@@ -53,6 +53,15 @@ _SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
 _made_ahead = {}  # real path -> (safe_open made ahead, its stat, the timer giving it back)
 _open_paths = {}  # real path -> safe_opens of it the caller holds
 _ahead_lock = threading.Lock()
+# torch's caching allocator asks the driver for every block it lacks, and
+# on the H200 each ask cost about 0.1 ms whether 2 MiB or 1.5 GiB; it gives
+# a tensor of up to 10 MiB a block of 20 MiB and a larger one a block of its
+# own. A rank's 138 slices allocated one by one took 3.6-4.0 ms in a fresh
+# process, 0.9-1.4 ms when one block of their total was allocated and
+# freed first, that block included
+# (bench/results/2026-12-02-h200-alloc-and-blocking-sync.md).
+# Batches of reads smaller than this are left to the allocator.
+_RESERVE_MIN = 32 << 20
 
 
 def _next_shard(path):
@@ -131,6 +140,22 @@ def _torch():
     return torch
 
 
+def _allocator_splits(torch):
+    """Whether torch's CUDA allocator serves small tensors out of a larger
+    cached block: its native allocator does unless max_split_size_mb keeps
+    large blocks whole; expandable segments map memory by the byte (nothing
+    to save), and cudaMallocAsync has no such cache."""
+    try:
+        if torch.cuda.get_allocator_backend() != "native":
+            return False
+    except (AttributeError, RuntimeError):
+        return False
+    conf = ",".join(os.environ.get(k, "") for k in ("PYTORCH_CUDA_ALLOC_CONF",
+                                                    "PYTORCH_ALLOC_CONF"))
+    conf = conf.replace(" ", "").lower()
+    return "max_split_size_mb" not in conf and "expandable_segments:true" not in conf
+
+
 class Target:
     """Where tensors go: host memory or one GPU; allocates there."""
 
@@ -146,9 +171,26 @@ class Target:
         self.ordinal = gpus[0]
         self.device = self.torch.device("cpu") if target == TARGET_HOST else \
             self.torch.device("cuda", self.ordinal)
+        self._reserving = target == TARGET_GPU and _allocator_splits(self.torch)
 
     def reader(self):
         return RangeReader(self.target, self.ordinal)
+
+    def reserve(self, nbytes):
+        """Before about nbytes of allocations in a row on a GPU: one block of
+        nbytes allocated and freed, which torch's caching allocator keeps and
+        splits for them (_RESERVE_MIN). Nothing for host memory, a smaller
+        batch, an allocator that would not split the block, or when the GPU
+        has less than twice nbytes free (torch would empty its cache to make
+        room, and the reads' own allocations report a shortage)."""
+        if not self._reserving or nbytes < _RESERVE_MIN:
+            return
+        try:
+            free, _ = self.torch.cuda.mem_get_info(self.device)
+            if 2 * nbytes <= free:
+                self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
+        except RuntimeError:  # a shortage after all: the allocations will say
+            pass
 
     def empty(self, nbytes):
         """A 1-D uint8 tensor of nbytes on the device. The engine copies on
@@ -816,16 +858,29 @@ class safe_open:  # noqa: N801  (safetensors' name)
         unreadable, memory short) ends the filling quietly: the error is the
         request's that needs those bytes."""
         if self._last is not None and self._window:  # the key asked last: its other indices
-            self._fill_key(self._last, self._still_wanted(self._last), False)
+            wanted = self._still_wanted(self._last)
+            if wanted:
+                self._fill_key(self._last, self._not_ahead(self._last, wanted), False)
         i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
-        while i < stop and self._ahead_bytes < self._window:
+        batch, room, first = [], self._window - self._ahead_bytes, i
+        while i < stop and room > 0:
             name = self._order[i]
-            if not self._fill_key(name, *self._predict(name)):
-                break
+            plans, hinted = self._predict(name)  # each plan once
+            if name in self._ahead:
+                plans = self._not_ahead(name, plans)
+            batch.append((name, plans, hinted))
+            for plan in plans:
+                room -= plan.nbytes
             i += 1
+        if batch:
+            self._walk_target.reserve(self._window - self._ahead_bytes - room)
+        for k, (name, plans, hinted) in enumerate(batch):
+            if not self._fill_key(name, plans, hinted):
+                i = first + k
+                break
         self._scanned = i
         # past the middle of the file: its walk has shown how the families
         # are asked by now, and the next shard's reads are predicted so
@@ -881,13 +936,21 @@ class safe_open:  # noqa: N801  (safetensors' name)
         else:
             timer.start()
 
+    def _not_ahead(self, name, plans):
+        """Under the lock: those of plans not read ahead for name yet, each
+        once."""
+        reads, new = self._ahead.get(name, ()), []
+        for plan in plans:
+            if plan is not None and plan not in new and not any(r.plan == plan for r in reads):
+                new.append(plan)
+        return new
+
     def _fill_key(self, name, plans, hinted):
-        """Under the lock: reads ahead of name with each of plans not read
-        ahead yet; False when one cannot be submitted (the window closes)."""
+        """Under the lock: reads ahead of name with each of plans (none read
+        ahead yet: _not_ahead); False when one cannot be submitted (the
+        window closes)."""
         reads = self._ahead.get(name, [])
         for plan in plans:
-            if plan is None or any(r.plan == plan for r in reads):
-                continue
             try:
                 reads.append(self._submit(self._infos[name], plan))
             except GdunlockError:

@@ -15,6 +15,9 @@ each; a library this machine lacks is a SKIP with the reason:
                          read exactly their bytes (counted by the reader)
   load-api-iterator      weights_iterator with rank/world_size equal to
                          torch.chunk, within its memory budget
+  load-api-blocks        a rank's slices read ahead by safe_open, and by
+                         weights_iterator, come out of a few blocks of torch's
+                         allocator (one per batch), not a block per tensor
 
     python3 load_api.py --dir WORKDIR --out OUT
 """
@@ -237,6 +240,55 @@ def check_iterator(path, full):
            "with a 4 MiB read-ahead budget" + (f"; BAD: {bad}" if bad else ""))
 
 
+def check_blocks(work):
+    """Reads ahead announce their batches (Target.reserve): torch's caching
+    allocator asks the driver for one block a batch. 24 slices of 12 MiB,
+    each of which torch gives a block of its own when asked one by one (it
+    rounds tensors over 10 MiB to a block each), must come out of at most
+    a third as many blocks, with the right values."""
+    import torch
+    from safetensors.torch import save_file
+
+    import gdunlock
+    path = os.path.join(work, "blocks.safetensors")
+    g = torch.Generator().manual_seed(7)
+    full = {f"model.layers.{i}.mlp.up_proj.weight":
+            torch.randn(3072, 4096, generator=g).to(torch.bfloat16) for i in range(24)}
+    save_file(full, path)
+    names = sorted(full, key=lambda k: int(k.split(".")[2]))  # in layer order
+    bad, blocks = [], {}
+
+    def blocks_of(fn):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        before = torch.cuda.memory_stats()["segment.all.allocated"]
+        got = fn()
+        torch.cuda.synchronize()
+        return got, torch.cuda.memory_stats()["segment.all.allocated"] - before
+
+    def sliced():
+        with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
+            return {k: f.get_slice(k)[:1536] for k in names}
+
+    def iterated():
+        return dict(gdunlock.weights_iterator(path, device=0, rank=0, world_size=2,
+                                              shard={"up_proj": 0}))
+
+    for how, fn in (("safe_open", sliced), ("weights_iterator", iterated)):
+        got, blocks[how] = blocks_of(fn)
+        wrong = [k for k in names if not same(got[k].cpu(), full[k][:1536])]
+        if wrong or sorted(got) != sorted(names):
+            bad.append(f"{how}: {len(wrong)} slices differ, {len(got)} of {len(names)}")
+        if blocks[how] > len(names) // 3:
+            bad.append(f"{how}: {blocks[how]} blocks")
+        del got
+    report("PASS" if not bad else "FAIL", "load-api-blocks",
+           f"rank 0 of 2 of 24 tensors of 24 MiB (12 MiB slices): torch's allocator made "
+           f"{blocks['safe_open']} blocks under safe_open's read-ahead and "
+           f"{blocks['weights_iterator']} under weights_iterator (target <= 8; a block per "
+           f"slice is 24); values equal" + (f"; BAD: {bad}" if bad else ""))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=None)
@@ -257,6 +309,10 @@ def main():
             fn(work)
         except Exception as e:  # noqa: BLE001
             report("FAIL", fn.__name__.replace("check_", "load-api-"), f"{type(e).__name__}: {e}")
+    try:
+        check_blocks(work)
+    except Exception as e:  # noqa: BLE001
+        report("FAIL", "load-api-blocks", f"{type(e).__name__}: {e}")
     try:
         path, full = check_tp_slices(work)
         check_iterator(path, full)

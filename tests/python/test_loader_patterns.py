@@ -371,11 +371,9 @@ def rank_rows(shape, rank, world):
     return slice(rank * size, min(rank * size + size, shape[0]))
 
 
-@unittest.skipIf(torch is None, "torch is not installed")
-class NextShardReadAheadTest(unittest.TestCase):
-    """A caller that opens a checkpoint's shards in turn (transformers,
-    vLLM, a tensor-parallel rank): the next shard is opened and its first
-    slices read while the walk of this one ends."""
+class ShardWalks:
+    """Walks of numbered shards for the tests below, and what the walks
+    left opened ahead given back."""
 
     def setUp(self):
         self.module = sys.modules["gdunlock.safe_open"]
@@ -414,6 +412,13 @@ class NextShardReadAheadTest(unittest.TestCase):
                 self.assertEqual(f.stats()["bytes_read"], want, (rank, path))
             if i:
                 self.assertGreater(at_open, 0, (rank, path))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
+    """A caller that opens a checkpoint's shards in turn (transformers,
+    vLLM, a tensor-parallel rank): the next shard is opened and its first
+    slices read while the walk of this one ends."""
 
     def test_the_next_shard_is_read_while_this_one_is_walked(self):
         """Shards 2 and 3 have reads out before their first request (none
@@ -523,6 +528,66 @@ class NextShardReadAheadTest(unittest.TestCase):
                 self.assertEqual(self.module._made_ahead, {})
                 want = self.walk(held, values, 0, 2)
                 self.assertEqual(held.stats()["bytes_read"], want)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
+    """torch's caching allocator asks the driver for each block it lacks
+    (about 0.1 ms a block on the H200), and one tensor at a time it asked
+    dozens of times a rank: reads ahead announce the bytes they are about
+    to allocate (Target.reserve), and on a GPU one block then serves the
+    batch (tests/gpu/load_api.py counts the blocks). Here the announcements
+    are recorded and matched with the allocations that follow them."""
+
+    def setUp(self):
+        super().setUp()
+        self.events = []
+        real = self.module.Target.empty
+        for name, fn in (("reserve", lambda t, n: self.events.append(("reserve", n))),
+                         ("empty", lambda t, n: (self.events.append(("empty", n)),
+                                                 real(t, n))[1])):
+            patcher = mock.patch.object(self.module.Target, name, fn, create=True)
+            patcher.start()
+            self.addCleanup(patcher.stop)
+
+    def unannounced(self):
+        """The allocations made outside an announced batch, checking that
+        every announcement is followed by allocations of exactly its
+        bytes."""
+        outside, left = [], 0
+        for kind, n in self.events:
+            if kind == "reserve":
+                self.assertEqual(left, 0, "a batch allocated less than it announced")
+                left = n
+            elif left:
+                self.assertLessEqual(n, left, "a batch allocated more than it announced")
+                left -= n
+            else:
+                outside.append(n)
+        self.assertEqual(left, 0)
+        return outside
+
+    def test_ranks_walking_shards_announce_their_reads_ahead(self):
+        """Only the two requests that teach a rank's walk its split are
+        allocated on their own; the 72 others come in announced batches."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            for rank in range(4):
+                self.walk_in_turn(paths, values, rank, 4)
+        allocations = sum(kind == "empty" for kind, _ in self.events)
+        self.assertEqual(allocations, 4 * 20)
+        self.assertLessEqual(len(self.unannounced()), 4 * 2, self.events)
+
+    def test_the_iterator_announces_each_batch(self):
+        sharded = os.path.join(os.path.dirname(__file__), "..", "fixtures", "safetensors",
+                               "sharded")
+        for budget in (1 << 30, 1000):
+            self.events.clear()
+            n = sum(t.numel() * t.element_size()
+                    for _, t in gdunlock.weights_iterator(sharded, device="cpu",
+                                                          memory_budget=budget))
+            self.assertGreater(n, 0)
+            self.assertEqual(self.unannounced(), [])
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
