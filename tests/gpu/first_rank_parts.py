@@ -13,7 +13,8 @@ fresh process, after a preparation that takes one cost out of the first:
   warm    engine and alloc, and one untimed rank (the last) first
 
 Usage: first_rank_parts.py MODEL_DIR DIM WORLD VARIANT; one JSON line
-(seconds per rank, bytes per rank, the GDUNLOCK_IO_* settings and the
+(seconds per rank, bytes per rank, blocks torch's allocator asked the
+driver for per rank, the GDUNLOCK_IO_* settings and the
 library in use)."""
 import ctypes
 import json
@@ -66,13 +67,15 @@ def main():
             del held
     if variant == "warm":
         lp.sliced(gdunlock.safe_open, files, [(dim, world - 1, world)])
-    out["seconds"] = []
+    out["seconds"], out["blocks"] = [], []
     for rank in range(world):
+        blocks = torch.cuda.memory_stats()["segment.all.allocated"]
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         out["bytes"] = lp.sliced(gdunlock.safe_open, files, [(dim, rank, world)])
         torch.cuda.synchronize()
         out["seconds"].append(time.perf_counter() - t0)
+        out["blocks"].append(torch.cuda.memory_stats()["segment.all.allocated"] - blocks)
     print(json.dumps(out))
 
 
