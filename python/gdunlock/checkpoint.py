@@ -115,14 +115,24 @@ class Checkpoint:
 
     def tensor(self, index):
         self._require_open()
-        index = self._index(index, len(self), "tensor")
-        t = self._lib.gdu_st_model_tensor(self._model, index).contents
-        return TensorInfo(_text(t.name, t.name_len), self._lib.gdu_st_dtype_name(t.dtype).decode(),
-                          tuple(t.shape[d] for d in range(t.ndim)), t.nbytes, t.address,
-                          t.device, t.file, t.file_offset)
+        return self._tensor(self._index(index, len(self), "tensor"), {})
 
     def tensors(self):
-        return [self.tensor(i) for i in range(len(self))]
+        # one pass without the checks of tensor(): safe_open makes these at
+        # every open, a rank of a tensor-parallel load once per shard
+        self._require_open()
+        dtypes = {}
+        return [self._tensor(i, dtypes) for i in range(len(self))]
+
+    def _tensor(self, index, dtypes):
+        """TensorInfo of tensor index (in range); dtypes caches the names of
+        the dtype codes seen."""
+        t = self._lib.gdu_st_model_tensor(self._model, index).contents
+        dtype = dtypes.get(t.dtype)
+        if dtype is None:
+            dtype = dtypes[t.dtype] = self._lib.gdu_st_dtype_name(t.dtype).decode()
+        return TensorInfo(_text(t.name, t.name_len), dtype, tuple(t.shape[:t.ndim]), t.nbytes,
+                          t.address, t.device, t.file, t.file_offset)
 
     @property
     def files(self):

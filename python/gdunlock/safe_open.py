@@ -387,9 +387,36 @@ def _settle(reads):
             pass
 
 
+_NUMBERS = re.compile(r"(\d+)")
+
+
+# sorted names -> (them, in natural order, the positions in each): the
+# ranks of a tensor-parallel load open each shard once each, and sorting
+# 100 names in natural order took 0.3-0.4 ms of an open (on the development
+# machine, which opened a shard of 114 tensors in 0.7 ms after this)
+_orders_of_names = {}
+_ORDERS_KEPT = 64
+
+
+def _name_orders(names):
+    """(names sorted, in natural order, {name: position} in each), shared
+    by the opens of files with the same names (not to be changed)."""
+    keys = sorted(names)
+    key = tuple(keys)
+    orders = _orders_of_names.get(key)
+    if orders is None:
+        natural = sorted(keys, key=natural_key)
+        orders = (keys, natural, {k: i for i, k in enumerate(keys)},
+                  {k: i for i, k in enumerate(natural)})
+        if len(_orders_of_names) >= _ORDERS_KEPT:
+            _orders_of_names.clear()
+        _orders_of_names[key] = orders
+    return orders
+
+
 def natural_key(name):
     """layers.2 before layers.10: numbers compare as numbers."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name)]
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _NUMBERS.split(name)]
 
 
 class SafeSlice:
@@ -450,11 +477,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
-        self._keys = sorted(self._infos)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
                                                   key=lambda t: (t.file, t.file_offset))]
-        self._orders = [self._keys, self._by_offset, sorted(self._infos, key=natural_key)]
-        self._positions = [{k: i for i, k in enumerate(o)} for o in self._orders]
+        self._keys, natural, at_key, at_natural = _name_orders(self._infos)
+        self._orders = [self._keys, self._by_offset, natural]
+        self._positions = [at_key, {k: i for i, k in enumerate(self._by_offset)}, at_natural]
         self._readahead = readahead
         self._readers = {}  # torch device -> RangeReader
         self._targets = {}  # read_to's device argument -> Target
