@@ -318,6 +318,13 @@ def _split_index(shape, split):
     return (slice(None),) * d + (slice(start, min(start + size, shape[d])),)
 
 
+def _takes_the_box(box, post):
+    """Whether index post of a box is all of it, as it is (a rank's rows)."""
+    return len(post) == len(box) and all(
+        isinstance(p, slice) and p.start == 0 and p.stop == n and p.step in (None, 1)
+        for p, n in zip(post, box))
+
+
 def plan_tensor(info, index=None):
     """The Plan of info (index None: the whole tensor), or None when index
     needs the whole tensor read first (advanced indexing: lists, masks)."""
@@ -328,9 +335,12 @@ def plan_tensor(info, index=None):
     plan = _plans.get(key) if key else None
     if plan is None:
         try:
-            plan = Plan(*plan_read(list(info.shape), _BITS[info.dtype], index))
+            runs, box, post = plan_read(list(info.shape), _BITS[info.dtype], index)
         except TypeError:
             return None
+        if _BITS[info.dtype] % 8 == 0 and _takes_the_box(box, post):
+            post = None  # the box is the result: no view of it made per request
+        plan = Plan(runs, box, post)
         if key:
             if len(_plans) >= 4096:
                 _plans.clear()
