@@ -172,6 +172,7 @@ class Target:
         self.device = self.torch.device("cpu") if target == TARGET_HOST else \
             self.torch.device("cuda", self.ordinal)
         self._reserving = target == TARGET_GPU and _allocator_splits(self.torch)
+        self._default_stream = None
 
     def reader(self):
         return RangeReader(self.target, self.ordinal)
@@ -205,8 +206,10 @@ class Target:
             raise GdunlockError(code, f"{nbytes} bytes on {self.device}: "
                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         if self.target == TARGET_GPU:
+            if self._default_stream is None:  # the device's, the same for the process
+                self._default_stream = self.torch.cuda.default_stream(self.device)
             stream = self.torch.cuda.current_stream(self.device)
-            if stream != self.torch.cuda.default_stream(self.device):
+            if stream != self._default_stream:
                 stream.synchronize()
         return buf
 
