@@ -193,13 +193,15 @@ class Target:
         except RuntimeError:  # a shortage after all: the allocations will say
             pass
 
-    def empty(self, nbytes):
-        """A 1-D uint8 tensor of nbytes on the device. The engine copies on
+    def empty(self, nbytes, dtype=None, shape=None):
+        """nbytes of memory on the device: a tensor of torch dtype and shape
+        (nbytes theirs) when dtype is given, else 1-D uint8. The engine copies on
         its own streams, which wait for the legacy default stream's work but
         not for other streams': a caller on a side stream is synchronized
         first, so that memory its kernels were still using is not written."""
         try:
-            buf = self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
+            buf = self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device) \
+                if dtype is None else self.torch.empty(shape, dtype=dtype, device=self.device)
         except RuntimeError as e:  # torch.cuda.OutOfMemoryError, a bad device
             code = "GDU_ST_ERR_DEVICE_MEMORY" if "out of memory" in str(e).lower() else \
                 "GDU_ST_ERR_NO_CUDA"
@@ -351,17 +353,37 @@ def plan_tensor(info, index=None):
     return plan
 
 
-class Read:
-    """A submitted read of a tensor (or a box of it) into buf."""
+_box_dtypes = {}  # safetensors dtype -> the torch dtype its boxes are allocated in, or None
 
-    def __init__(self, pending, buf, info, plan):
+
+def _box_dtype(name):
+    """The torch dtype a box of tensor dtype name is allocated in, so that
+    the result needs no view made per request; None where the bytes come
+    back raw or are planned in bytes (sub-byte dtypes, dtypes this torch
+    lacks)."""
+    try:
+        return _box_dtypes[name]
+    except KeyError:
+        from .torch_bridge import torch_dtype
+        dtype = _box_dtypes[name] = torch_dtype(name) if _BITS[name] % 8 == 0 else None
+        return dtype
+
+
+class Read:
+    """A submitted read of a tensor (or a box of it) into buf: a tensor of
+    the box's dtype and shape when typed, else its raw bytes."""
+
+    def __init__(self, pending, buf, info, plan, typed):
         self.pending, self.buf, self.info, self.plan = pending, buf, info, plan
+        self.typed = typed
 
     def result(self):
-        from .torch_bridge import typed_view
-
         self.pending.wait()
         box, post = self.plan.box, self.plan.post
+        if self.typed:
+            return self.buf if post is None else self.buf[post]
+        from .torch_bridge import typed_view
+
         bits = _BITS[self.info.dtype]
         if bits % 8:  # planned in bytes (plan_read)
             if post is None:
@@ -385,10 +407,11 @@ class Read:
 def submit_plan(reader, target, source, info, plan):
     """Queues the reads of plan (of tensor info, in the file source, a
     FileRef) into fresh memory of target; returns the Read."""
-    buf = target.empty(plan.nbytes)
+    dtype = _box_dtype(info.dtype)
+    buf = target.empty(plan.nbytes, dtype, plan.box)
     extents = plan.runs.extents(info.file_offset, buf.data_ptr())
     pending = reader.submit_extents(source, extents, plan.runs.count, plan.nbytes, keep=buf)
-    return Read(pending, buf, info, plan)
+    return Read(pending, buf, info, plan, dtype is not None)
 
 
 def _settle(reads):

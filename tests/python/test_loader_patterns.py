@@ -544,8 +544,8 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
         self.events = []
         real = self.module.Target.empty
         for name, fn in (("reserve", lambda t, n: self.events.append(("reserve", n))),
-                         ("empty", lambda t, n: (self.events.append(("empty", n)),
-                                                 real(t, n))[1])):
+                         ("empty", lambda t, n, *typed: (self.events.append(("empty", n)),
+                                                         real(t, n, *typed))[1])):
             patcher = mock.patch.object(self.module.Target, name, fn, create=True)
             patcher.start()
             self.addCleanup(patcher.stop)
