@@ -18,6 +18,7 @@ tensors on their way when it opens it."""
 import os
 import re
 import threading
+import time
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
@@ -50,9 +51,15 @@ _PATTERN_MAX = 64
 _NEXT_FILE_AHEAD = 256 << 20
 _NEXT_FILE_WAIT = 5.0
 _SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
-_made_ahead = {}  # real path -> (safe_open made ahead, its stat, the timer giving it back)
+# real path -> (safe_open made ahead, its stat, when it is given back unless
+# claimed: time.monotonic())
+_made_ahead = {}
 _open_paths = {}  # real path -> safe_opens of it the caller holds
-_ahead_lock = threading.Lock()
+_ahead_lock = threading.Condition()
+# The one thread that gives back what nobody claimed in time, once started.
+# A timer thread for every shard cost the caller's thread 70-125 us to start
+# and cancel on the development machine, and each woke to end beside it.
+_giver = []
 # torch's caching allocator asks the driver for every block it lacks, and
 # on the H200 each ask cost about 0.1 ms whether 2 MiB or 1.5 GiB; it gives
 # a tensor of up to 10 MiB a block of 20 MiB and a larger one a block of its
@@ -98,26 +105,50 @@ def _claim_made_ahead(path, lenient):
         made = _made_ahead.pop(key, None) if key is not None else None
         others = list(_made_ahead.values())
         _made_ahead.clear()
-    for _, _, timer in others:
-        timer.cancel()
     for other, _, _ in others:
         other.close()
     if made is None:
         return None
-    made[2].cancel()
     if made[1] != stat or made[0]._lenient != lenient:
         made[0].close()
         return None
     return made[0]
 
 
-def _give_back(key, made):
-    """A safe_open made ahead that nobody claimed in time: closed."""
+def _keep_made_ahead(key, made, stat):
+    """made (a safe_open of real path key, whose file had stat) waits to be
+    claimed, for _NEXT_FILE_WAIT seconds; False when one waits for key
+    already."""
+    at = time.monotonic() + _NEXT_FILE_WAIT
     with _ahead_lock:
-        if _made_ahead.get(key, (None,))[0] is not made:
-            return
-        del _made_ahead[key]
-    made.close()
+        if key in _made_ahead:
+            return False
+        soonest = min((when for _, _, when in _made_ahead.values()), default=None)
+        _made_ahead[key] = (made, stat, at)
+        if not _giver or not _giver[0].is_alive():  # the first, or the first since a fork
+            _giver[:] = [threading.Thread(target=_give_back_unclaimed, daemon=True,
+                                          name="gdunlock-give-back")]
+            _giver[0].start()
+        elif soonest is None or at < soonest:
+            _ahead_lock.notify()
+    return True
+
+
+def _give_back_unclaimed():
+    """The giver's loop: closes each safe_open made ahead that nobody
+    claimed by its time."""
+    while True:
+        with _ahead_lock:
+            while True:
+                now = time.monotonic()
+                due = [k for k, (_, _, when) in _made_ahead.items() if when <= now]
+                if due:
+                    break
+                soonest = min((when for _, _, when in _made_ahead.values()), default=None)
+                _ahead_lock.wait(None if soonest is None else soonest - now)
+            unclaimed = [_made_ahead.pop(k)[0] for k in due]
+        for made in unclaimed:
+            made.close()
 
 
 def _family(name):
@@ -986,18 +1017,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
             made.close()
             return
         _settle(dropped)
-        timer = threading.Timer(_NEXT_FILE_WAIT, _give_back, (key, made))
-        timer.daemon = True
-        with _ahead_lock:
-            if key in _made_ahead:
-                raced = True
-            else:
-                raced = False
-                _made_ahead[key] = (made, stat, timer)
-        if raced:
+        if not _keep_made_ahead(key, made, stat):
             made.close()
-        else:
-            timer.start()
 
     def _not_ahead(self, name, plans):
         """Under the lock: those of plans not read ahead for name yet, each

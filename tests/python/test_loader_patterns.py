@@ -386,8 +386,7 @@ class ShardWalks:
         with self.module._ahead_lock:
             made = list(self.module._made_ahead.values())
             self.module._made_ahead.clear()
-        for f, _, timer in made:
-            timer.cancel()
+        for f, _, _ in made:
             f.close()
 
     def walk(self, f, values, rank, world):
@@ -477,6 +476,19 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
                 threading.Event().wait(0.01)
             self.assertTrue(made._closed)
             self.assertEqual(self.module._made_ahead, {})
+
+    def test_one_thread_gives_back_for_every_walk(self):
+        """What is made ahead waits for one long-lived thread to give it
+        back, not a thread of its own per shard, started and cancelled
+        in the caller's thread."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            started, real = [], threading.Thread.start
+            with mock.patch.object(threading.Thread, "start",
+                                   lambda t: (started.append(t.name), real(t))[1]):
+                for rank in range(4):
+                    self.walk_in_turn(paths, values, rank, 4)
+            self.assertLessEqual(len(started), 1, started)
 
     def test_a_next_shard_replaced_is_read_anew(self):
         """The next shard replaced (renamed over) after it was read ahead:
