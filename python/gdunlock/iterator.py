@@ -190,7 +190,7 @@ class WeightsIterator:
             if self._items:
                 batch.append(self._items.popleft())
                 ahead += batch[-1][2].nbytes
-        self._target.reserve(ahead - self._ahead)
+        self._target.reserve([plan.nbytes for _, _, plan in batch])
         for source, info, plan in batch:
             self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
             self._ahead += plan.nbytes

@@ -69,6 +69,11 @@ _giver = []
 # (bench/results/2026-12-02-h200-alloc-and-blocking-sync.md).
 # Batches of reads smaller than this are left to the allocator.
 _RESERVE_MIN = 32 << 20
+# torch serves tensors of up to 1 MiB from a pool of 2 MiB blocks of their
+# own, and rounds every larger one up to 512 bytes within a block
+# (kSmallSize and kMinBlockSize, c10/core/AllocatorConfig.h).
+_SMALL_TENSOR = 1 << 20
+_BLOCK_ROUND = 512
 
 
 def _next_shard(path):
@@ -208,14 +213,18 @@ class Target:
     def reader(self):
         return RangeReader(self.target, self.ordinal)
 
-    def reserve(self, nbytes):
-        """Before about nbytes of allocations in a row on a GPU: one block of
-        nbytes allocated and freed, which torch's caching allocator keeps and
-        splits for them (_RESERVE_MIN). Nothing for host memory, a smaller
-        batch, an allocator that would not split the block, or when the GPU
-        has less than twice nbytes free (torch would empty its cache to make
-        room, and the reads' own allocations report a shortage)."""
-        if not self._reserving or nbytes < _RESERVE_MIN:
+    def reserve(self, sizes):
+        """Before allocations of sizes (bytes each) in a row on a GPU: one
+        block that holds those torch takes out of its large blocks,
+        allocated and freed, which torch's caching allocator keeps and splits
+        for them (_RESERVE_MIN). Nothing for host memory, a smaller batch, an
+        allocator that would not split the block, or when the GPU has less
+        than twice the block free (torch would empty its cache to make room,
+        and the reads' own allocations report a shortage)."""
+        if not self._reserving:
+            return
+        nbytes = sum(-(-n // _BLOCK_ROUND) * _BLOCK_ROUND for n in sizes if n > _SMALL_TENSOR)
+        if nbytes < _RESERVE_MIN:
             return
         try:
             free, _ = self.torch.cuda.mem_get_info(self.device)
@@ -970,7 +979,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 room -= plan.nbytes
             i += 1
         if batch:
-            self._walk_target.reserve(self._window - self._ahead_bytes - room)
+            self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans])
         for k, (name, plans, hinted) in enumerate(batch):
             if not self._fill_key(name, plans, hinted):
                 i = first + k

@@ -564,19 +564,18 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
 
     def unannounced(self):
         """The allocations made outside an announced batch, checking that
-        every announcement is followed by allocations of exactly its
-        bytes."""
-        outside, left = [], 0
+        every announcement names the allocations that follow it, in
+        order."""
+        outside, left = [], []
         for kind, n in self.events:
             if kind == "reserve":
-                self.assertEqual(left, 0, "a batch allocated less than it announced")
-                left = n
+                self.assertEqual(left, [], "a batch allocated less than it announced")
+                left = list(n)
             elif left:
-                self.assertLessEqual(n, left, "a batch allocated more than it announced")
-                left -= n
+                self.assertEqual(n, left.pop(0), "a batch allocated other than it announced")
             else:
                 outside.append(n)
-        self.assertEqual(left, 0)
+        self.assertEqual(left, [])
         return outside
 
     def test_ranks_walking_shards_announce_their_reads_ahead(self):
@@ -600,6 +599,40 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
                                                           memory_budget=budget))
             self.assertGreater(n, 0)
             self.assertEqual(self.unannounced(), [])
+
+
+class ReserveBlockTest(unittest.TestCase):
+    def test_the_block_holds_what_torch_takes_from_large_blocks(self):
+        """The block reserved is the sum of the batch's tensors over 1 MiB,
+        each rounded up to 512 bytes as torch rounds them (smaller ones come
+        from torch's pool of small blocks); a batch of less than 32 MiB gets
+        none, and neither does a GPU with less than twice the block free."""
+        made = []
+
+        class Cuda:
+            free = 1 << 40
+
+            @staticmethod
+            def mem_get_info(device):
+                return Cuda.free, 1 << 40
+
+        fake = mock.Mock(uint8="u8", cuda=Cuda)
+        fake.empty.side_effect = lambda n, dtype, device: made.append(n)
+        target = sys.modules["gdunlock.safe_open"].Target.__new__(sys.modules["gdunlock.safe_open"].Target)
+        target.torch, target.device, target._reserving = fake, "cuda:0", True
+        mib = 1 << 20
+        target.reserve([mib, mib + 1, 40 * mib, 4096])
+        self.assertEqual(made, [mib + 512 + 40 * mib])
+        target.reserve([30 * mib, 1000, mib])
+        target.reserve([mib] * 64)
+        self.assertEqual(len(made), 1)
+        Cuda.free = 80 * mib
+        target.reserve([41 * mib])
+        self.assertEqual(len(made), 1)
+        target._reserving = False
+        Cuda.free = 1 << 40
+        target.reserve([41 * mib])
+        self.assertEqual(len(made), 1)
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
