@@ -431,13 +431,11 @@ class Read:
             part = self.buf.reshape(box)[post]
             return typed_view(part.contiguous().reshape(-1), self.info.dtype,
                               list(part.shape[:-1]) + [part.shape[-1] * 8 // bits])
-        typed = typed_view(self.buf, self.info.dtype, box)
+        # Not typed: a dtype this torch lacks, which comes back as raw bytes,
+        # as whole tensors do; a part of it is sliced through an integer
+        # type of its width.
         if post is None:
-            return typed
-        if typed is not self.buf or self.info.dtype in ("U8", "I8", "BOOL"):
-            return typed[post]
-        # A dtype this torch lacks comes back as raw bytes, as whole tensors
-        # do: sliced through an integer type of its width.
+            return self.buf
         stand_in = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}[bits // 8]
         torch = _torch()
         part = self.buf.view(getattr(torch, stand_in)).reshape(box)[post]
