@@ -439,7 +439,7 @@ class Read:
         stand_in = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}[bits // 8]
         torch = _torch()
         part = self.buf.view(getattr(torch, stand_in)).reshape(box)[post]
-        return part.reshape(-1).view(torch.uint8)
+        return part.contiguous().reshape(-1).view(torch.uint8)  # a strided part: its bytes
 
 
 def submit_plan(reader, target, source, info, plan):

@@ -636,6 +636,32 @@ class ReserveBlockTest(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
+class DtypeTorchLacksTest(unittest.TestCase):
+    def test_slices_come_back_as_their_bytes(self):
+        """A dtype this torch lacks (F16 made to look so) comes back as raw
+        bytes, whole and sliced, a strided slice included (it raised: a
+        strided view of int16 cannot be viewed as bytes)."""
+        from gdunlock import torch_bridge
+        real = torch_bridge.torch_dtype
+        module = sys.modules["gdunlock.safe_open"]
+        t = torch.arange(48 * 10, dtype=torch.float16).reshape(48, 10)
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(torch_bridge, "torch_dtype",
+                                  lambda name: None if name == "F16" else real(name)), \
+                mock.patch.dict(module._box_dtypes, clear=True):
+            path = os.path.join(d, "m.safetensors")
+            write_safetensors(path, {"w": ("F16", [48, 10], t.numpy().tobytes())})
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                for index in (None, (slice(3, 9),), (slice(None), slice(2, 7)), 5,
+                              (slice(0, 48, 3), 4), (slice(1, 40, 5), slice(0, 10, 2))):
+                    got = f.get_tensor("w") if index is None else f.get_slice("w")[index]
+                    want = t if index is None else t[index]
+                    self.assertEqual(got.dtype, torch.uint8, index)
+                    self.assertEqual(got.numpy().tobytes(),
+                                     want.contiguous().numpy().tobytes(), index)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
 class SubByteTest(unittest.TestCase):
     def make(self, d):
         path = os.path.join(d, "fp4.safetensors")
