@@ -128,7 +128,7 @@ def _keep_made_ahead(key, made, stat):
     with _ahead_lock:
         if key in _made_ahead:
             return False
-        soonest = min((when for _, _, when in _made_ahead.values()), default=None)
+        soonest = _soonest()
         _made_ahead[key] = (made, stat, at)
         if not _giver or not _giver[0].is_alive():  # the first, or the first since a fork
             _giver[:] = [threading.Thread(target=_give_back_unclaimed, daemon=True,
@@ -137,6 +137,12 @@ def _keep_made_ahead(key, made, stat):
         elif soonest is None or at < soonest:
             _ahead_lock.notify()
     return True
+
+
+def _soonest():
+    """Under _ahead_lock: when the first safe_open made ahead is given back
+    unless claimed (time.monotonic()), None when none waits."""
+    return min((when for _, _, when in _made_ahead.values()), default=None)
 
 
 def _give_back_unclaimed():
@@ -149,7 +155,7 @@ def _give_back_unclaimed():
                 due = [k for k, (_, _, when) in _made_ahead.items() if when <= now]
                 if due:
                     break
-                soonest = min((when for _, _, when in _made_ahead.values()), default=None)
+                soonest = _soonest()
                 _ahead_lock.wait(None if soonest is None else soonest - now)
             unclaimed = [_made_ahead.pop(k)[0] for k in due]
         for made in unclaimed:
