@@ -635,8 +635,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                     _open_paths[self._path] -= 1
                     if not _open_paths[self._path]:
                         del _open_paths[self._path]
-            dropped = [r for reads in self._ahead.values() for r in reads]
-            self._ahead, self._ahead_bytes = {}, 0
+            dropped = []
+            self._drop_ahead(dropped)
             readers, self._readers = list(self._readers.values()), {}
         _settle(dropped)
         for reader in readers:
