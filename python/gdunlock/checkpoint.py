@@ -2,6 +2,7 @@
 loading into GPU or host memory, verification, and raw access to the loaded
 bytes (no torch needed)."""
 import ctypes
+import itertools
 import operator
 import os
 from collections import namedtuple
@@ -53,7 +54,7 @@ class FileRef:
 
     def __init__(self, checkpoint, index, path):
         self.checkpoint, self.index, self.path = checkpoint, index, path
-        self.key = (id(checkpoint), index)
+        self.key = (checkpoint.serial, index)
 
     def open_on(self, engine):
         """A gdu_io_file handle on engine (close it with gdu_io_close)."""
@@ -65,12 +66,20 @@ class FileRef:
         return f
 
 
+# A number no other Checkpoint of the process gets: readers key the files
+# they keep open by it. id() was reused by the next Checkpoint once one was
+# freed, and a reader then read the new file's tensors through the old
+# file's descriptor.
+_serials = itertools.count()
+
+
 class Checkpoint:
     """Opens (and validates) a .safetensors file or a sharded index JSON.
     Validation is the reference implementation's (no holes, no trailing
     bytes, ...); lenient=True also reads damaged files the format forbids."""
 
     def __init__(self, path, lenient=False):
+        self.serial = next(_serials)
         self._model = ctypes.c_void_p()
         self._lib = lib()
         self.path = os.fspath(path)

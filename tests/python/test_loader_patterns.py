@@ -13,7 +13,7 @@ from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fixtures import torch  # noqa: E402
-from test_gdunlock_api import write_safetensors  # noqa: E402
+from test_gdunlock_api import file_bytes, write_safetensors  # noqa: E402
 
 import gdunlock  # noqa: E402
 from gdunlock import reader  # noqa: E402
@@ -859,6 +859,36 @@ class IteratorOptionsTest(unittest.TestCase):
             dict(it)
         self.assertEqual(bar.n, it._progress.total)
         self.assertGreater(bar.n, 0)
+
+    def test_every_shard_is_read_from_its_own_file(self):
+        """With a budget smaller than a shard, a shard's checkpoint is freed
+        before the next one opens; the next one got its id(), the reader's
+        key for the file it keeps open, and its tensors were read through
+        the first shard's descriptor (position_ids and scale came back
+        wrong, embed_tokens short)."""
+        folder = os.path.join(os.path.dirname(__file__), "..", "fixtures", "safetensors",
+                              "sharded")
+        ref = {}
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".safetensors"):
+                ref.update(file_bytes(os.path.join(folder, name)))
+        for budget in (1, 1000, 1 << 30):
+            got = {name: t.reshape(-1).view(torch.uint8).numpy().tobytes()
+                   for name, t in gdunlock.weights_iterator(folder, device="cpu",
+                                                            memory_budget=budget)}
+            self.assertEqual(got, {k: v[2] for k, v in ref.items()}, budget)
+
+    def test_freed_checkpoints_leave_their_keys_unused(self):
+        from gdunlock.checkpoint import Checkpoint
+        path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "safetensors",
+                            "sharded", "model-00001-of-00002.safetensors")
+        keys = []
+        for _ in range(20):
+            ckpt = Checkpoint(path)
+            keys.append(ckpt.file_ref(0).key)
+            ckpt.close()
+            del ckpt
+        self.assertEqual(len(set(keys)), 20)
 
     def test_a_file_named_twice_is_read_once(self):
         with tempfile.TemporaryDirectory() as d:
