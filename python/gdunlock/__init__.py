@@ -13,23 +13,24 @@ engine, from Python (ctypes over libgdunlock-load.so; no compiled extension).
         ...
 
     gdunlock.patch()   # safetensors.safe_open / load_file (and transformers) through gdunlock
+    gdunlock.prepare(0)  # the engine started in the background, before the model is built
 
 `import gdunlock` needs only the Python standard library and the shared
 library (see _lib.py for where it is looked for); tensors need torch.
 """
-import ctypes
 
 from ._lib import GdunlockError, library_path
 from ._version import __version__
 from .checkpoint import Checkpoint, TensorInfo, parse_device
 from .iterator import weights_iterator
+from .kept_engines import Preparation, prepare, release_engines
 from .patching import patch, unpatch
 from .reader import SliceError
 from .safe_open import safe_open
 
-__all__ = ["Checkpoint", "GdunlockError", "SliceError", "TensorInfo", "__version__",
-           "library_path", "load_file", "load_safetensors", "parse_device", "patch",
-           "release_engines", "safe_open", "unpatch", "weights_iterator"]
+__all__ = ["Checkpoint", "GdunlockError", "Preparation", "SliceError", "TensorInfo",
+           "__version__", "library_path", "load_file", "load_safetensors", "parse_device", "patch",
+           "prepare", "release_engines", "safe_open", "unpatch", "weights_iterator"]
 
 
 def load_safetensors(path, device=0, verify=False, lenient=False):
@@ -54,15 +55,3 @@ def load_file(filename, device="cpu"):
     each tensor its own allocation (read in batches through the engine)."""
     with safe_open(filename, framework="pt", device=device) as f:
         return {k: f.get_tensor(k) for k in f.keys()}
-
-
-def release_engines():
-    """Frees the I/O engines the loads of this process keep (worker threads,
-    pinned staging buffers); the next load creates them again. Raises
-    GdunlockError (GDU_ST_ERR_BUSY) while a load runs or a safe_open or
-    weights_iterator is open."""
-    from ._lib import StError, check, lib
-
-    err = StError()
-    check(lib().gdu_st_engines_release(ctypes.byref(err)), err)
-

@@ -156,6 +156,7 @@ def _declare(lib):
         "gdu_io_engine_create": (i, [ctypes.POINTER(IoOptions), ctypes.POINTER(p),
                                      ctypes.c_char_p, sz]),
         "gdu_io_engine_destroy": (None, [p]),
+        "gdu_io_engine_prestage": (i, [p, ctypes.c_char_p, sz]),
         "gdu_io_open": (i, [p, ctypes.c_char_p, i, ctypes.POINTER(p), ctypes.c_char_p, sz]),
         "gdu_io_close": (None, [p]),
         "gdu_io_file_reason": (ctypes.c_char_p, [p]),

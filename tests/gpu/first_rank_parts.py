@@ -6,8 +6,9 @@ as load_patterns.py's rows/cols cases ask), every rank timed in order in one
 fresh process, after a preparation that takes one cost out of the first:
 
   plain   nothing: what the pattern benchmark measures
-  engine  gdunlock's I/O engine made and its staging pinned before the clocks
-          (acquire_s, prestage_s)
+  engine  gdunlock.prepare(0) waited for before the clocks: the engine made
+          and its staging pinned (prepare_s), as a serving engine's loader
+          has it once the model is built
   alloc   torch's allocator asked for rank 0's sizes beforehand (alloc0_s,
           then alloc1_s for the same again)
   warm    engine and alloc, and one untimed rank (the last) first
@@ -16,7 +17,6 @@ Usage: first_rank_parts.py MODEL_DIR DIM WORLD VARIANT; one JSON line
 (seconds per rank, bytes per rank, blocks torch's allocator asked the
 driver for per rank, the GDUNLOCK_IO_* settings and the
 library in use)."""
-import ctypes
 import json
 import os
 import sys
@@ -31,7 +31,6 @@ def main():
     import safetensors
     import torch
     import gdunlock
-    from gdunlock import _lib, reader
     files = lp.shards(folder)
     torch.cuda.init()
     torch.zeros(1, device="cuda:0")
@@ -41,13 +40,8 @@ def main():
            "env": {k: v for k, v in os.environ.items() if k.startswith("GDUNLOCK_IO")}}
     if variant in ("engine", "warm"):
         t0 = time.perf_counter()
-        r = reader.RangeReader(_lib.TARGET_GPU, 0)
-        t1 = time.perf_counter()
-        why = ctypes.create_string_buffer(512)
-        out["prestage_rc"] = r._lib.gdu_io_engine_prestage(r._engine, why, ctypes.c_size_t(512))
-        t2 = time.perf_counter()
-        r.close()  # the engine stays kept for the process
-        out.update(acquire_s=t1 - t0, prestage_s=t2 - t1)
+        gdunlock.prepare(0).wait()
+        out["prepare_s"] = time.perf_counter() - t0
     if variant in ("alloc", "warm"):
         sizes = []
         for path in files:

@@ -18,6 +18,9 @@ each; a library this machine lacks is a SKIP with the reason:
   load-api-blocks        a rank's slices read ahead by safe_open, and by
                          weights_iterator, come out of a few blocks of torch's
                          allocator (one per batch), not a block per tensor
+  load-api-prepare       gdunlock.prepare(0) returns at once and starts the
+                         GPU's engine (its gdu-io-N worker threads) in the
+                         background; the load after it uses that engine
 
     python3 load_api.py --dir WORKDIR --out OUT
 """
@@ -289,6 +292,35 @@ def check_blocks(work):
            f"slice is 24); values equal" + (f"; BAD: {bad}" if bad else ""))
 
 
+def check_prepare(path, full):
+    """prepare(0) starts the engine the next load uses: its workers run
+    once wait() returns, and the load adds none."""
+    import gdunlock
+
+    def workers():
+        return sum(open(f"/proc/self/task/{t}/comm").read().startswith("gdu-io-")
+                   for t in os.listdir("/proc/self/task"))
+
+    gdunlock.release_engines()  # the checks before closed every reader
+    before = workers()
+    t0 = time.perf_counter()
+    p = gdunlock.prepare(0)
+    returned = time.perf_counter() - t0
+    p.wait(timeout=60)
+    started = time.perf_counter() - t0
+    running = workers()
+    with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
+        wrong = [k for k in full if not same(f.get_tensor(k).cpu(), full[k])]
+        after = workers()
+    want = gdunlock._lib.lib().gdu_io_default_workers()
+    ok = before == 0 and running == want and after == running and not wrong
+    report("PASS" if ok else "FAIL", "load-api-prepare",
+           f"prepare(0) returned in {returned * 1e3:.2f} ms, the engine was started "
+           f"{started * 1e3:.1f} ms after the call; engine workers {before} before, {running} "
+           f"after (default {want}), {after} after a load of {len(full)} tensors through it"
+           + (f"; values differ: {wrong}" if wrong else ""))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=None)
@@ -316,6 +348,7 @@ def main():
     try:
         path, full = check_tp_slices(work)
         check_iterator(path, full)
+        check_prepare(path, full)
     except Exception as e:  # noqa: BLE001
         report("FAIL", "load-api-slices", f"{type(e).__name__}: {e}")
     os.makedirs(a.out, exist_ok=True)

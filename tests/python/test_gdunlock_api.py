@@ -185,6 +185,56 @@ class RangeReaderTest(unittest.TestCase):
             c.close()
 
 
+def engine_workers():
+    """The I/O engine worker threads of this process (named gdu-io-N)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return sum(name.startswith("gdu-io-") for name in names)
+
+
+class PrepareTest(unittest.TestCase):
+    """gdunlock.prepare() starts the engine the loads then use, ahead of them."""
+
+    def setUp(self):
+        gdunlock.release_engines()  # no engine kept: each test starts from none
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_started_engine_is_the_one_the_load_uses(self):
+        self.assertEqual(engine_workers(), 0)
+        self.assertTrue(gdunlock.prepare("cpu").wait(timeout=60))
+        started = engine_workers()
+        self.assertEqual(started, gdunlock._lib.lib().gdu_io_default_workers(),
+                         "prepare() left no engine running")
+        ref = file_bytes(SMALL)
+        with gdunlock.safe_open(SMALL, framework="pt", device="cpu") as f:
+            for k in f.keys():
+                got = f.get_tensor(k).reshape(-1).view(torch.uint8).numpy().tobytes()
+                self.assertEqual(got, ref[k][2], k)
+            self.assertEqual(engine_workers(), started, "the load made an engine of its own")
+
+    def test_returns_before_the_engine_is_started(self):
+        p = gdunlock.prepare("cpu")
+        self.assertIsInstance(p, gdunlock.Preparation)
+        self.assertTrue(p.wait(timeout=60))
+        self.assertTrue(p.done())
+
+    def test_an_engine_that_cannot_start_raises_from_wait(self):
+        p = gdunlock.prepare(1023)  # an ordinal no machine has
+        with self.assertRaises(gdunlock.GdunlockError) as ctx:
+            p.wait(timeout=60)
+        self.assertIn("GPU 1023", ctx.exception.message)
+        self.assertEqual(engine_workers(), 0)
+
+    def test_a_device_it_cannot_read_into_raises_at_once(self):
+        with self.assertRaises(ValueError):
+            gdunlock.prepare("tpu:0")
+
+
 class PatchTest(unittest.TestCase):
     """patch() replaces safetensors' functions and every name bound to them
     (a stand-in safetensors here; tests/gpu/load_api.py uses the real one
