@@ -8,6 +8,7 @@ import os
 import re
 
 from .iterator import DEFAULT_MEMORY_BUDGET, weights_iterator
+from .kept_engines import prepare
 
 # model_loader_extra_config keys of gdunlock's own, with what each must be.
 OPTIONS = {
@@ -102,6 +103,15 @@ def resolve_device(device):
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", torch.cuda.current_device())
     return device
+
+
+def start_engine(device):
+    """Starts gdunlock's engine for device (a torch.device) in the
+    background, for the time the serving engine spends building its model
+    before it asks for weights (kept_engines.prepare). Other device types
+    are left for the iterator to refuse."""
+    if device.type in ("cuda", "cpu"):
+        prepare(device)
 
 
 def on_first_rank():

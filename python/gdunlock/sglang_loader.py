@@ -34,7 +34,10 @@ class GdunlockModelLoader(DefaultModelLoader):
         self.device = None
 
     def load_model(self, *, model_config, device_config):
+        """SGLang's load_model, gdunlock's engine started first: it gets
+        ready while SGLang builds the model."""
         self.device = device_config.device
+        serving.start_engine(serving.resolve_device(self.device))
         return super().load_model(model_config=model_config, device_config=device_config)
 
     def _prepare_weights(self, model_name_or_path, revision, fall_back_to_pt,

@@ -54,6 +54,12 @@ def loader_class():
             super().__init__(serving.config_with(load_config, model_loader_extra_config=theirs))
             self.load_config = load_config
 
+        def load_model(self, vllm_config, model_config, *args, **kwargs):
+            """vLLM's load_model, gdunlock's engine started first: it gets
+            ready while vLLM builds the model."""
+            serving.start_engine(self.weights_device(vllm_config))
+            return super().load_model(vllm_config, model_config, *args, **kwargs)
+
         def _prepare_weights(self, model_name_or_path, subfolder, revision, fall_back_to_pt,
                              allow_patterns_overrides):
             """vLLM's download and choice of files as for --load-format
@@ -101,13 +107,14 @@ def loader_class():
                 self.counter_before_loading_weights = time.perf_counter()
             return ((source.prefix + name, tensor) for name, tensor in weights)
 
-        def weights_device(self):
+        def weights_device(self, config=None):
             """Where the model's parameters are, as vLLM's load_model builds
-            the model: LoadConfig.device when set, else the device config's;
-            "cuda" is this worker's GPU."""
+            the model: LoadConfig.device when set, else the device config's
+            (config's, or the current vLLM config's); "cuda" is this worker's
+            GPU."""
             device = self.load_config.device
             if device is None:
-                config = get_current_vllm_config_or_none()
+                config = config or get_current_vllm_config_or_none()
                 device = config.device_config.device if config is not None else None
             return serving.resolve_device(device)
 

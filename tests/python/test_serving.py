@@ -326,6 +326,20 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         self.assertEqual(record.made[0].stats()["bytes_read"],
                          sum(t.nbytes for t in self.m.llama_tensors.values()))
 
+    def test_engine_started_before_the_model_is_built(self):
+        """load_model starts gdunlock's engine for the weights' device, then
+        vLLM's load_model builds the model and loads: the start overlaps the
+        build."""
+        loader = self.loader()
+        vllm_config = self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
+                                             load_config=loader.load_config)
+        order = []
+        with mock.patch.object(serving, "prepare", lambda d: order.append(("prepare", str(d)))), \
+                mock.patch.object(self.loaders.DefaultModelLoader, "load_model",
+                                  lambda self, config, model_config: order.append(("vllm",))):
+            loader.load_model(vllm_config, None)
+        self.assertEqual(order, [("prepare", "cpu"), ("vllm",)])
+
     def test_expert_filter_leaves_other_ranks_experts_unread(self):
         loader = self.loader(device="cpu")
         loader.local_expert_ids = {1, 3}  # what load_weights sets under expert parallelism
@@ -408,6 +422,16 @@ class SglangLoaderTest(SameTensors, unittest.TestCase):
         self.assertIs(type(loader), self.ours.GdunlockModelLoader)
         self.assertIsInstance(loader, self.loaders.DefaultModelLoader)
         self.assertEqual(loader.options["select"].pattern, r"\.layers\.1\.")
+
+    def test_engine_started_before_the_model_is_built(self):
+        """load_model starts gdunlock's engine for SGLang's device, then
+        SGLang's load_model builds the model and loads."""
+        loader, order = self.loader(), []
+        with mock.patch.object(serving, "prepare", lambda d: order.append(("prepare", str(d)))), \
+                mock.patch.object(self.loaders.DefaultModelLoader, "load_model",
+                                  lambda self, **kw: order.append(("sglang", sorted(kw)))):
+            loader.load_model(model_config=None, device_config=SimpleNamespace(device="cpu"))
+        self.assertEqual(order, [("prepare", "cpu"), ("sglang", ["device_config", "model_config"])])
 
     def test_weights_equal_safetensors(self):
         """SGLang's resolve_model_weights and load_weights_and_postprocess
