@@ -11,6 +11,10 @@ fresh process, after a preparation that takes one cost out of the first:
           has it once the model is built
   alloc   torch's allocator asked for rank 0's sizes beforehand (alloc0_s,
           then alloc1_s for the same again)
+  build   a stand-in for a serving engine building its model: rank 0's
+          parameters allocated and kept (build_s) before the clocks
+  overlap gdunlock.prepare(0) called first, not waited for, then the same
+          build: how much of the engine's start the build hides
   warm    engine and alloc, and one untimed rank (the last) first
 
 Usage: first_rank_parts.py MODEL_DIR DIM WORLD VARIANT; one JSON line
@@ -26,9 +30,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load_patterns as lp  # noqa: E402
 
 
+def rank_sizes(files, dim, world):
+    """The element counts of rank 0's part of every 2-D tensor of files."""
+    import safetensors
+    sizes = []
+    for path in files:
+        with safetensors.safe_open(path, framework="pt") as f:
+            for k in f.keys():
+                shape = f.get_slice(k).get_shape()
+                if len(shape) == 2:
+                    n = 1  # rank_index leaves the dimensions after dim out
+                    for d, s in enumerate(lp.rank_index(shape, dim, 0, world)):
+                        n *= len(range(*s.indices(shape[d])))
+                    sizes.append(n * (shape[1] if dim == 0 else 1))
+    return sizes
+
+
 def main():
     folder, dim, world, variant = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    import safetensors
     import torch
     import gdunlock
     files = lp.shards(folder)
@@ -43,22 +62,21 @@ def main():
         gdunlock.prepare(0).wait()
         out["prepare_s"] = time.perf_counter() - t0
     if variant in ("alloc", "warm"):
-        sizes = []
-        for path in files:
-            with safetensors.safe_open(path, framework="pt") as f:
-                for k in f.keys():
-                    shape = f.get_slice(k).get_shape()
-                    if len(shape) == 2:
-                        n = 1  # rank_index leaves the dimensions after dim out
-                        for d, s in enumerate(lp.rank_index(shape, dim, 0, world)):
-                            n *= len(range(*s.indices(shape[d])))
-                        sizes.append(n * (shape[1] if dim == 0 else 1))
+        sizes = rank_sizes(files, dim, world)
         for rep in range(2):
             t0 = time.perf_counter()
             held = [torch.empty(n, dtype=torch.bfloat16, device="cuda:0") for n in sizes]
             torch.cuda.synchronize()
             out[f"alloc{rep}_s"] = time.perf_counter() - t0
             del held
+    if variant in ("build", "overlap"):
+        if variant == "overlap":
+            gdunlock.prepare(0)
+        t0 = time.perf_counter()
+        params = [torch.empty(n, dtype=torch.bfloat16, device="cuda:0")
+                  for n in rank_sizes(files, dim, world)]  # kept, as a model's are
+        torch.cuda.synchronize()
+        out["build_s"] = time.perf_counter() - t0
     if variant == "warm":
         lp.sliced(gdunlock.safe_open, files, [(dim, world - 1, world)])
     out["seconds"], out["blocks"] = [], []
@@ -71,6 +89,8 @@ def main():
         out["seconds"].append(time.perf_counter() - t0)
         out["blocks"].append(torch.cuda.memory_stats()["segment.all.allocated"] - blocks)
     print(json.dumps(out))
+    if variant in ("build", "overlap"):
+        del params
 
 
 if __name__ == "__main__":
