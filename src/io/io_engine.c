@@ -359,7 +359,9 @@ static void *worker_main(void *arg)
             e->qtail = NULL;
         pthread_mutex_unlock(&e->qlock);
         c->next = NULL;
-        if (enter != 0)
+        if (c == &c->req->planning)
+            gdu_io_request_plan(c->req);
+        else if (enter != 0)
             gdu_io_chunk_done(c, 0, enter, "worker thread could not make the CUDA context current");
         else
             slot_start(w, c);

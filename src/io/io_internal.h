@@ -133,8 +133,26 @@ struct gdu_io_request {
     uint64_t bytes;     /* the extents' done, summed when the request finished */
     bool mapped;        /* its gather chunks copy from the file's mapping (io_map.c) */
     size_t n_chunks;
-    gdu_io_chunk chunks[];
+    gdu_io_chunk *chunks;
+    /* A read of GDU_IO_PLAN_ON_WORKER extents or more is planned by a
+     * worker: `planning` is queued in its chunks' place, and the chunks and
+     * good_end live in `plan` (NULL otherwise: they follow the request). */
+    gdu_io_chunk planning;
+    void *plan;
 };
+
+/* From this many extents on, a read's chunks are planned on a worker
+ * (gdu_io_request_plan) and the submitting thread only checks the extents.
+ * Planning walks every extent several times: a rank's column of a [4096,
+ * N] tensor is 4,096 extents. On the H200 machine, where the caller's thread
+ * bounds the 8-way column splits, a rank's 107 submits took 9.7 ms planned
+ * there and 2.7 ms planned on the workers, and the later ranks 25.3 against
+ * 23.7 ms (bench/results/2026-12-02-h200-first-rank-prepare.md). */
+#define GDU_IO_PLAN_ON_WORKER 256
+
+/* Worker side: plans request r (its chunks, queued ahead of everything
+ * queued after r), then completes the planning step of r. */
+void gdu_io_request_plan(gdu_io_request *r);
 
 struct gdu_io_file {
     gdu_io_engine *engine;
@@ -250,21 +268,29 @@ void gdu_io_staging_free(gdu_io_engine *e);
 int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mover,
                                 gdu_io_engine **out, char *why, size_t why_len);
 
-/* Queues the n chunks of a request (already linked through ->next) and
- * wakes as many idle workers as there are chunks: a slice of a tensor is
- * one or two chunks, and waking all 16 workers for it had them contend for
- * the queue's lock while the caller queued the next. A worker that is not
- * waiting looks at the queue before it waits, so no chunk is left behind.
- * Here rather than in io_engine.c, so that io_request.c needs nothing of it. */
+/* Queues the n chunks of a request (already linked through ->next), after
+ * what is queued or, with front, before it; and wakes as many idle workers
+ * as there are chunks: a slice of a tensor is one or two chunks, and waking
+ * all 16 workers for it had them contend for the queue's lock while the
+ * caller queued the next. A worker that is not waiting looks at the queue
+ * before it waits, so no chunk is left behind. Here rather than in
+ * io_engine.c, so that io_request.c needs nothing of it. */
 static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last,
-                                         size_t n)
+                                         size_t n, bool front)
 {
     pthread_mutex_lock(&e->qlock);
-    if (e->qtail != NULL)
-        e->qtail->next = first;
-    else
+    if (front) {
+        last->next = e->qhead;
         e->qhead = first;
-    e->qtail = last;
+        if (e->qtail == NULL)
+            e->qtail = last;
+    } else {
+        if (e->qtail != NULL)
+            e->qtail->next = first;
+        else
+            e->qhead = first;
+        e->qtail = last;
+    }
     if (n >= e->opt.workers)
         pthread_cond_broadcast(&e->qcond);
     else

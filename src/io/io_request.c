@@ -22,6 +22,11 @@ static void request_finish(gdu_io_request *r)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < r->n_ext; i++) {
+        if (r->good_end == NULL) { /* its planning failed: nothing moved */
+            r->ext[i].done = 0;
+            r->ext[i].status = r->status;
+            continue;
+        }
         r->ext[i].done = r->good_end[i] - r->ext[i].offset;
         bytes += r->ext[i].done;
     }
@@ -156,22 +161,12 @@ static bool extent_ok(const gdu_io_extent *x)
            x->length <= (uint64_t)INT64_MAX - x->offset;
 }
 
-int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
-                  void *user, gdu_io_request **out)
+/* How many chunks the n extents make (gather runs one each, others one per
+ * dispatch unit they touch); -EINVAL when an extent cannot be read or the
+ * count overflows. */
+static int count_chunks(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
+                        uint64_t cs, bool mapped, size_t *out)
 {
-    if (out != NULL)
-        *out = NULL;
-    if (f == NULL || out == NULL || (n > 0 && ext == NULL) || n > SIZE_MAX / 64)
-        return -EINVAL;
-    if ((op == GDU_IO_OP_READ && !(f->flags & GDU_IO_READ)) ||
-        (op == GDU_IO_OP_WRITE && !(f->flags & GDU_IO_WRITE)) ||
-        (op != GDU_IO_OP_READ && op != GDU_IO_OP_WRITE))
-        return -EINVAL;
-    uint64_t cs = dispatch_unit(f, op);
-    bool mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
-    /* One pass checks the extents and counts the chunks, one builds them:
-     * the submitting thread walks every extent, and one rank's columns of a
-     * 2 GB shard are 200,000 of them. */
     size_t n_chunks = 0;
     for (size_t i = 0; i < n;) {
         size_t run = gather_run(f, op, ext, n, i, cs, mapped);
@@ -184,25 +179,18 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         n_chunks += k;
         i += run;
     }
-    gdu_io_request *r =
-        calloc(1, sizeof *r + n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t));
-    if (r == NULL)
-        return -ENOMEM;
-    r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
-    r->file = f;
-    r->op = op;
-    r->ext = ext;
-    r->n_ext = n;
-    r->cb = cb;
-    r->user = user;
-    r->n_chunks = n_chunks;
-    r->mapped = mapped;
-    r->pending = n_chunks;
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->cond, NULL);
-    size_t k = 0;
+    *out = n_chunks;
+    return 0;
+}
+
+/* Fills r's chunks (r->n_chunks of them, linked in order) and resets its
+ * extents' results. */
+static void build_chunks(gdu_io_request *r, uint64_t cs)
+{
+    gdu_io_extent *ext = r->ext;
+    size_t n = r->n_ext, n_chunks = r->n_chunks, k = 0;
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(f, op, ext, n, i, cs, mapped);
+        size_t run = gather_run(r->file, r->op, ext, n, i, cs, r->mapped);
         for (size_t j = i; j < i + run; j++) {
             ext[j].done = 0;
             ext[j].status = 0;
@@ -240,14 +228,116 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         }
         i++;
     }
+}
+
+static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext,
+                                   size_t n, gdu_io_callback cb, void *user)
+{
+    gdu_io_request *r = calloc(1, sizeof *r + tail);
+    if (r == NULL)
+        return NULL;
+    r->file = f;
+    r->op = op;
+    r->ext = ext;
+    r->n_ext = n;
+    r->cb = cb;
+    r->user = user;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
     pthread_mutex_lock(&f->lock);
     f->inflight++;
     pthread_mutex_unlock(&f->lock);
+    return r;
+}
+
+/* Queues a read of many extents whose chunks a worker plans
+ * (gdu_io_request_plan): the submitting thread only checks the extents. */
+static int submit_for_planning(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n,
+                               gdu_io_callback cb, void *user, gdu_io_request **out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!extent_ok(&ext[i]))
+            return -EINVAL;
+    gdu_io_request *r = request_new(0, f, op, ext, n, cb, user);
+    if (r == NULL)
+        return -ENOMEM;
+    r->planning = (gdu_io_chunk){.req = r};
+    r->pending = 1; /* the planning, until its chunks are queued */
+    *out = r;
+    gdu_io_engine_enqueue(f->engine, &r->planning, &r->planning, 1, false);
+    return 0;
+}
+
+void gdu_io_request_plan(gdu_io_request *r)
+{
+    gdu_io_file *f = r->file;
+    uint64_t cs = dispatch_unit(f, r->op);
+    r->mapped = has_gathers(f, r->op, r->ext, r->n_ext) && gdu_io_gather_mapped(f);
+    size_t n_chunks = 0;
+    int status = count_chunks(f, r->op, r->ext, r->n_ext, cs, r->mapped, &n_chunks);
+    if (status == 0) {
+        r->plan = calloc(1, n_chunks * sizeof(gdu_io_chunk) + r->n_ext * sizeof(uint64_t));
+        status = r->plan == NULL ? -ENOMEM : 0;
+    }
+    if (status == 0) {
+        r->chunks = r->plan;
+        r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
+        r->n_chunks = n_chunks;
+        build_chunks(r, cs);
+        if (n_chunks > 0) {
+            pthread_mutex_lock(&r->lock);
+            r->pending += n_chunks;
+            pthread_mutex_unlock(&r->lock);
+            /* Ahead of what was queued after the planning: it held their place. */
+            gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1], n_chunks,
+                                  true);
+        }
+    }
+    pthread_mutex_lock(&r->lock);
+    if (status != 0 && r->status == 0) {
+        r->status = status;
+        snprintf(r->why, sizeof r->why, "planning %zu extents: %s", r->n_ext, strerror(-status));
+    }
+    bool last = --r->pending == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last)
+        request_finish(r);
+}
+
+int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
+                  void *user, gdu_io_request **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (f == NULL || out == NULL || (n > 0 && ext == NULL) || n > SIZE_MAX / 64)
+        return -EINVAL;
+    if ((op == GDU_IO_OP_READ && !(f->flags & GDU_IO_READ)) ||
+        (op == GDU_IO_OP_WRITE && !(f->flags & GDU_IO_WRITE)) ||
+        (op != GDU_IO_OP_READ && op != GDU_IO_OP_WRITE))
+        return -EINVAL;
+    if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
+        return submit_for_planning(f, op, ext, n, cb, user, out);
+    uint64_t cs = dispatch_unit(f, op);
+    bool mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
+    size_t n_chunks = 0;
+    int bad = count_chunks(f, op, ext, n, cs, mapped, &n_chunks);
+    if (bad != 0)
+        return bad;
+    gdu_io_request *r = request_new(n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t), f, op,
+                                    ext, n, cb, user);
+    if (r == NULL)
+        return -ENOMEM;
+    r->chunks = (gdu_io_chunk *)(void *)(r + 1);
+    r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
+    r->n_chunks = n_chunks;
+    r->mapped = mapped;
+    r->pending = n_chunks;
+    build_chunks(r, cs);
     *out = r;
     if (n_chunks == 0)
         request_finish(r);
     else
-        gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1], n_chunks);
+        gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1], n_chunks, false);
     return 0;
 }
 
@@ -277,6 +367,7 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
         snprintf(why, why_len, "%s", r->why);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
+    free(r->plan);
     free(r);
     return status;
 }

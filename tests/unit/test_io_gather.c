@@ -10,8 +10,11 @@
 #include "io_test_util.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,10 +29,20 @@
 
 static atomic_int preads, copies;
 static atomic_llong fail_at = -1; /* a pread covering this offset fails with EIO */
+/* A pread at this offset waits until the gate opens (held says it waits). */
+static atomic_llong gate_at = -1;
+static atomic_bool gate_held, gate_open;
+/* The memory of each copy, in order (one worker: the order chunks ran). */
+static void *copied_to[64];
 
 static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
 {
     atomic_fetch_add(&preads, 1);
+    if (atomic_load(&gate_at) == (long long)off) {
+        atomic_store(&gate_held, true);
+        while (!atomic_load(&gate_open))
+            sched_yield();
+    }
     long long bad = atomic_load(&fail_at);
     if (bad >= off && bad < off + (long long)n) {
         errno = EIO;
@@ -48,9 +61,12 @@ static void *refused_map(int fd, size_t len)
     return MAP_FAILED;
 }
 
+static pthread_t map_thread; /* the thread that mapped the file last */
+
 static void *counting_map(int fd, size_t len)
 {
     atomic_fetch_add(&maps, 1);
+    map_thread = pthread_self();
     return mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 }
 
@@ -60,7 +76,9 @@ static const gdu_io_sys mapping_sys = {counting_pread, NULL, NULL, counting_map}
 static int counting_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
                            char *why, size_t len)
 {
-    atomic_fetch_add(&copies, 1);
+    int k = atomic_fetch_add(&copies, 1);
+    if (k < 64)
+        copied_to[k] = mem;
     return gdu_io_mover_host.to_mem(wctx, slot, mem, staging, n, why, len);
 }
 
@@ -82,12 +100,12 @@ static int teardown(void **state)
     return 0;
 }
 
-static gdu_io_engine *engine_with(const gdu_io_sys *sys)
+static gdu_io_engine *engine_of(const gdu_io_sys *sys, unsigned workers)
 {
     static gdu_io_mover mover;
     mover = gdu_io_mover_host;
     mover.to_mem = counting_to_mem;
-    gdu_io_options o = io_test_options(4, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_options o = io_test_options(workers, CHUNK, 2, GDU_IO_DIRECT_OFF);
     gdu_io_engine *e = NULL;
     char why[256];
     assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
@@ -97,8 +115,13 @@ static gdu_io_engine *engine_with(const gdu_io_sys *sys)
     atomic_store(&copies, 0);
     atomic_store(&maps, 0);
     atomic_store(&fail_at, -1);
+    atomic_store(&gate_at, -1);
+    atomic_store(&gate_held, false);
+    atomic_store(&gate_open, false);
     return e;
 }
+
+static gdu_io_engine *engine_with(const gdu_io_sys *sys) { return engine_of(sys, 4); }
 
 static gdu_io_engine *counting_engine(void) { return engine_with(&counting_sys); }
 static gdu_io_engine *mapping_engine(void) { return engine_with(&mapping_sys); }
@@ -387,6 +410,89 @@ static void a_bad_extent_inside_a_gather_is_refused(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* A read of many extents is planned on a worker (GDU_IO_PLAN_ON_WORKER):
+ * the file's mapping for its gathers is made there, not on the submitting
+ * thread, which a short column still plans itself. Bytes checked both ways. */
+_Static_assert(GDU_IO_PLAN_ON_WORKER > 64 && GDU_IO_PLAN_ON_WORKER <= 1024,
+               "the test's 64 rows are planned by the caller, its 1024 by a worker");
+static void many_extents_are_planned_on_a_worker(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    for (size_t rows = 64; rows <= 1024; rows *= 16) {
+        gdu_io_file *f = NULL;
+        assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+        uint64_t done[1024];
+        assert_int_equal(read_rows_of(f, 300, 8192, 1000, rows, done), 0);
+        for (size_t i = 0; i < rows; i++)
+            assert_int_equal(done[i], 1000);
+        bool here = pthread_equal(map_thread, pthread_self());
+        if (rows == 64 ? !here : here)
+            fail_msg("%zu rows were planned on the %s thread", rows, here ? "caller's" : "worker");
+        gdu_io_close(f);
+    }
+    assert_int_equal(atomic_load(&maps), 2);
+    gdu_io_engine_destroy(e);
+}
+
+/* A request planned on a worker keeps its place in the queue: its chunks
+ * run before those of a request submitted after it. One worker, held in a
+ * read by a gate while a column (planned later) and then a whole read are
+ * queued. */
+static void a_planned_request_keeps_its_place(void **state)
+{
+    gdu_io_engine *e = engine_of(&mapping_sys, 1);
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    static uint8_t first[4096], column[1024 * 1000], last[4096];
+    atomic_store(&gate_at, 0);
+    gdu_io_extent held = {.offset = 0, .length = sizeof first, .mem = first};
+    gdu_io_request *r[3];
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, &held, 1, NULL, NULL, &r[0]), 0);
+    while (!atomic_load(&gate_held))
+        sched_yield();
+    gdu_io_extent rows[1024];
+    for (size_t i = 0; i < 1024; i++)
+        rows[i] =
+            (gdu_io_extent){.offset = 300 + i * 8192, .length = 1000, .mem = column + i * 1000};
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, rows, 1024, NULL, NULL, &r[1]), 0);
+    gdu_io_extent after = {.offset = SIZE - sizeof last, .length = sizeof last, .mem = last};
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, &after, 1, NULL, NULL, &r[2]), 0);
+    atomic_store(&gate_open, true);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(gdu_io_wait(r[k], NULL, NULL, 0), 0);
+    int n = atomic_load(&copies);
+    assert_true(n >= 3 && n <= 64);
+    assert_ptr_equal(copied_to[0], first);
+    assert_ptr_equal(copied_to[1], column); /* the column's first chunk */
+    assert_ptr_equal(copied_to[n - 1], last);
+    for (size_t i = 0; i < 1024; i++)
+        for (size_t k = 0; k < 1000; k += 999)
+            assert_int_equal(column[i * 1000 + k], io_test_byte(300 + i * 8192 + k, SEED));
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
+/* A bad extent among many is refused by the submit itself, as among few:
+ * nothing is queued for a worker to plan. */
+static void a_bad_extent_among_many_is_refused(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    static uint8_t buf[1024 * 512];
+    static gdu_io_extent x[1024];
+    for (size_t i = 0; i < 1024; i++)
+        x[i] = (gdu_io_extent){.offset = 4096 * i, .length = 512, .mem = buf + 512 * i};
+    x[700].mem = NULL;
+    gdu_io_request *r = (gdu_io_request *)buf;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, 1024, NULL, NULL, &r), -EINVAL);
+    assert_null(r);
+    assert_int_equal(atomic_load(&maps), 0);
+    assert_int_equal(atomic_load(&copies), 0);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +508,9 @@ int main(void)
         cmocka_unit_test(a_closed_files_mapping_is_unmapped),
         cmocka_unit_test(a_box_becomes_its_extents),
         cmocka_unit_test(a_bad_extent_inside_a_gather_is_refused),
+        cmocka_unit_test(many_extents_are_planned_on_a_worker),
+        cmocka_unit_test(a_planned_request_keeps_its_place),
+        cmocka_unit_test(a_bad_extent_among_many_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
