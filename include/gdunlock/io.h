@@ -196,8 +196,11 @@ typedef void (*gdu_io_callback)(void *user, int status, uint64_t bytes);
 
 /* Queues n extents (which stay owned by the caller and must stay valid until
  * the request is waited on) and returns at once. The request must be passed
- * to gdu_io_wait exactly once. Returns 0, or -EINVAL (bad arguments, a read
- * on a write-only file, ...) with nothing queued. */
+ * to gdu_io_wait exactly once. Returns 0, or -EINVAL (bad arguments, a bad
+ * extent, a read on a write-only file, ...) with nothing queued. A read of
+ * many extents (a column slice) is split into chunks by a worker, not by the
+ * caller's thread: memory short for that fails the request (-ENOMEM from
+ * gdu_io_wait). */
 int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
                   void *user, gdu_io_request **out);
 
