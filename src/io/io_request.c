@@ -155,24 +155,26 @@ static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent
     return k - i + 1;
 }
 
-static bool extent_ok(const gdu_io_extent *x)
+/* -EINVAL when an extent cannot be moved: no memory for its bytes, or a
+ * range past 2^63. */
+static int check_extents(const gdu_io_extent *ext, size_t n)
 {
-    return !(x->length > 0 && x->mem == NULL) && x->offset <= (uint64_t)INT64_MAX &&
-           x->length <= (uint64_t)INT64_MAX - x->offset;
+    for (size_t i = 0; i < n; i++)
+        if ((ext[i].length > 0 && ext[i].mem == NULL) || ext[i].offset > (uint64_t)INT64_MAX ||
+            ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
+            return -EINVAL;
+    return 0;
 }
 
-/* How many chunks the n extents make (gather runs one each, others one per
- * dispatch unit they touch); -EINVAL when an extent cannot be read or the
- * count overflows. */
+/* How many chunks the n extents (checked) make: gather runs one each,
+ * others one per dispatch unit they touch; -EINVAL when the count
+ * overflows. */
 static int count_chunks(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
                         uint64_t cs, bool mapped, size_t *out)
 {
     size_t n_chunks = 0;
     for (size_t i = 0; i < n;) {
         size_t run = gather_run(f, op, ext, n, i, cs, mapped);
-        for (size_t j = i; j < i + run; j++)
-            if (!extent_ok(&ext[j]))
-                return -EINVAL;
         size_t k = run > 1 ? 1 : chunks_of(&ext[i], cs);
         if (k > (SIZE_MAX / 2 - n_chunks) / sizeof(gdu_io_chunk))
             return -EINVAL;
@@ -250,14 +252,11 @@ static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gd
     return r;
 }
 
-/* Queues a read of many extents whose chunks a worker plans
- * (gdu_io_request_plan): the submitting thread only checks the extents. */
+/* Queues a read of many extents (checked) whose chunks a worker plans
+ * (gdu_io_request_plan). */
 static int submit_for_planning(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n,
                                gdu_io_callback cb, void *user, gdu_io_request **out)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!extent_ok(&ext[i]))
-            return -EINVAL;
     gdu_io_request *r = request_new(0, f, op, ext, n, cb, user);
     if (r == NULL)
         return -ENOMEM;
@@ -314,6 +313,8 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     if ((op == GDU_IO_OP_READ && !(f->flags & GDU_IO_READ)) ||
         (op == GDU_IO_OP_WRITE && !(f->flags & GDU_IO_WRITE)) ||
         (op != GDU_IO_OP_READ && op != GDU_IO_OP_WRITE))
+        return -EINVAL;
+    if (check_extents(ext, n) != 0)
         return -EINVAL;
     if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
         return submit_for_planning(f, op, ext, n, cb, user, out);
