@@ -31,7 +31,9 @@ _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E
 _FRAMEWORKS = ("pt", "torch", "pytorch")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
-_DIGITS = re.compile(r"\d+")
+# the numbers of a name: taken out for its family, compared as numbers when
+# names are sorted (split keeps them: the group)
+_DIGITS = re.compile(r"(\d+)")
 _SKIP = 8  # keys a request may skip and still continue the walk
 _SCAN = 256  # keys a request looks at for reading ahead
 _splits_seen = {}  # "last": the split of the last request of any file that had one
@@ -467,9 +469,6 @@ def _settle(reads):
             pass
 
 
-_NUMBERS = re.compile(r"(\d+)")
-
-
 # sorted names -> (them, in natural order, the positions in each): the
 # ranks of a tensor-parallel load open each shard once each, and sorting
 # 100 names in natural order took 0.3-0.4 ms of an open (on the development
@@ -496,7 +495,7 @@ def _name_orders(names):
 
 def natural_key(name):
     """layers.2 before layers.10: numbers compare as numbers."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _NUMBERS.split(name)]
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(name)]
 
 
 class SafeSlice:
