@@ -59,14 +59,15 @@ typedef struct {
 } gdu_io_options;
 
 /* Defaults, from sweeps on the H200 machines (bench/results/, docs/io-api.md).
- * Workers: the online CPUs, at least 2, at most GDU_IO_MAX_DEFAULT_WORKERS.
- * On 32 CPUs, warm, 16 workers beat 8 at every chunk size (4M: 46.3 vs 40.7
- * GB/s); on 16 CPUs the first load of an 8 GiB checkpoint in a fresh process
- * (tests/gpu/load_workers.py, four runs) ran at 47.6-49.7 GB/s with 16
- * workers x 2 staging slots against 45.4-49.4 with 8 x 3, and 16 x 3 lost
- * to 16 x 2: more staging only adds time to fault in and pin before the
- * first copy. 4 MiB chunks beat 1M and 16M; cold, workers and chunk made no
- * difference. */
+ * Workers: three quarters of the online CPUs, at least 2, at most
+ * GDU_IO_MAX_DEFAULT_WORKERS. On 16 CPUs, 12 workers against 16 took the
+ * first tensor-parallel rank of a process 8-19 % faster for rows at 2, 4
+ * and 8 ways (the rest of the CPUs left to the caller's thread, which such
+ * ranks are bound by) and whole loads no slower; the 2-way columns lost
+ * 3 %. On 32 CPUs, warm, 16 workers beat 8 at every chunk size (4M: 46.3 vs
+ * 40.7 GB/s); 2 staging slots per worker beat 3 (more staging only adds
+ * time to fault in and pin before the first copy). 4 MiB chunks beat 1M
+ * and 16M; cold, workers and chunk made no difference. */
 unsigned gdu_io_default_workers(void);
 #define GDU_IO_MAX_DEFAULT_WORKERS 16u
 #define GDU_IO_DEFAULT_CHUNK (4u << 20)

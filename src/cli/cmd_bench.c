@@ -33,7 +33,7 @@ static void usage(FILE *out)
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
-            "  -w N             workers / threads (default: the CPUs (up to 16; at least 2))\n"
+            "  -w N             workers / threads (default: 3/4 of the CPUs, 2 to 16)\n"
             "  -x 0|1|2         gdsio's transfer type, as the paths that move data so:\n"
             "                   0 storage -> GPU by cuFile (direct, cufile-compat),\n"
             "                   1 storage -> CPU memory (host, host-uring), 2 storage ->\n"

@@ -71,6 +71,10 @@ typedef struct {
  * once per process; tests and the fuzzer call it directly. */
 int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len);
 
+/* The default worker count on a machine with cpus online CPUs
+ * (gdu_io_default_workers asks sysconf). */
+unsigned gdu_io_workers_for_cpus(long cpus);
+
 extern const gdu_io_mover gdu_io_mover_host;
 extern const gdu_io_mover gdu_io_mover_cuda;
 

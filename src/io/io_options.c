@@ -12,12 +12,20 @@
 
 static const char *const backend_names[] = {"auto", "cufile", "pipeline", "host"};
 
-unsigned gdu_io_default_workers(void)
+unsigned gdu_io_workers_for_cpus(long cpus)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* A quarter of the CPUs stays with the thread that submits and the
+     * process around it: with one worker per CPU they starved the caller's
+     * thread, which a rank's slices are bound by (docs/io-api.md). */
+    long n = cpus - cpus / 4;
     if (n < 2)
         n = 2;
     return n > (long)GDU_IO_MAX_DEFAULT_WORKERS ? GDU_IO_MAX_DEFAULT_WORKERS : (unsigned)n;
+}
+
+unsigned gdu_io_default_workers(void)
+{
+    return gdu_io_workers_for_cpus(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 static void builtin_defaults(gdu_io_options *o)

@@ -28,10 +28,10 @@ for cmd in "" doctor topo verify bench p2p load run; do
   first=$(section DESCRIPTION "$page" | awk 'NF { print; exit }')
   [[ "$first" =~ $continued ]] && bad "$name(1) DESCRIPTION begins with the usage's rest: $first"
 done
-"$bin" bench --help | grep -q -- "-w N .*(default: the CPUs (up to 16" ||
-  bad "bench --help does not give -w's default as the CPUs (up to 16)"
-section OPTIONS "$dir/gdunlock-bench.1" | grep -q "the CPUs (up to 16" ||
-  section DESCRIPTION "$dir/gdunlock-bench.1" | grep -q "the CPUs (up to 16" ||
-  bad "gdunlock-bench(1) does not give -w's default as the CPUs (up to 16)"
+"$bin" bench --help | grep -q -- "-w N .*(default: 3/4 of the CPUs, 2 to 16)" ||
+  bad "bench --help does not give -w's default as 3/4 of the CPUs, 2 to 16"
+section OPTIONS "$dir/gdunlock-bench.1" | grep -q "3/4 of the CPUs, 2 to 16" ||
+  section DESCRIPTION "$dir/gdunlock-bench.1" | grep -q "3/4 of the CPUs, 2 to 16" ||
+  bad "gdunlock-bench(1) does not give -w's default as 3/4 of the CPUs, 2 to 16"
 [ $fail -eq 0 ] && echo "PASS: every page's synopsis is its command's whole usage"
 [ $fail -eq 0 ]

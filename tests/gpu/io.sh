@@ -113,7 +113,7 @@ PY
 # size, the better of the two being the ceiling (see README, bench).
 run_bench warm -f "$file" -s "$big" -i 16M -w 8 --create
 check warm 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-engine-vs-ceiling-and-naive"
-# The same at the default worker count (no -w: one per CPU, up to 16), where
+# The same at the default worker count (no -w: 3/4 of the CPUs, 2 to 16), where
 # the copy ceiling (h2d) rather than the host reads may bind.
 run_bench warm-default-w -f "$file" -s "$big" -i 16M --paths engine,naive,host,h2d
 check warm-default-w 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-default-workers-vs-ceiling"

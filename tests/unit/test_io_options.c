@@ -67,6 +67,19 @@ static void builtin_defaults_without_environment(void **state)
     assert_in_range(gdu_io_default_workers(), 2, GDU_IO_MAX_DEFAULT_WORKERS);
 }
 
+/* Three quarters of the CPUs, at least 2, at most 16: the rest of the CPUs
+ * stay with the thread that submits (one worker per CPU slowed a 16-CPU
+ * machine's slices, docs/io-api.md). */
+static void default_workers_leave_a_quarter_of_the_cpus(void **state)
+{
+    static const long cpus[] = {-1, 0, 1, 2, 3, 4, 8, 12, 16, 20, 21, 22, 32, 256};
+    static const unsigned want[] = {2, 2, 2, 2, 3, 3, 6, 9, 12, 15, 16, 16, 16, 16};
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+        print_message("%ld CPUs\n", cpus[i]);
+        assert_int_equal(gdu_io_workers_for_cpus(cpus[i]), want[i]);
+    }
+}
+
 static void env_values_parse(void **state)
 {
     setenv("GDUNLOCK_IO_BACKEND", "pipeline", 1);
@@ -160,6 +173,7 @@ int main(void)
         cmocka_unit_test(environment_is_a_default_read_once),
         cmocka_unit_test(explicit_options_win),
         cmocka_unit_test_setup(builtin_defaults_without_environment, clear_env),
+        cmocka_unit_test(default_workers_leave_a_quarter_of_the_cpus),
         cmocka_unit_test_setup(env_values_parse, clear_env),
         cmocka_unit_test_setup(env_overrides_are_validated, clear_env),
         cmocka_unit_test_setup(backend_names_round_trip, clear_env),
