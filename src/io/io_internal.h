@@ -15,6 +15,8 @@
 
 #define GDU_IO_WHY 256
 
+typedef struct gdu_io_box gdu_io_box;
+
 /* The system calls the engine moves file data with, and the one it asks the
  * page cache with; tests replace them to inject EINTR, EIO, ENOSPC or short
  * transfers, and to say which pages are cached (the real page cache is
@@ -143,6 +145,19 @@ struct gdu_io_request {
      * good_end live in `plan` (NULL otherwise: they follow the request). */
     gdu_io_chunk planning;
     void *plan;
+    /* A request of a box (gdu_io_submit_box) owns its extents (`ext`, freed
+     * with it). For a box of many runs the planning worker makes them from
+     * `box`, which then points into the request's tail. */
+    bool owns_ext;
+    const gdu_io_box *box;
+};
+
+/* The box of a gdu_io_submit_box request, as the caller gave it. */
+struct gdu_io_box {
+    uint64_t offset, length;
+    void *mem;
+    unsigned ndims;
+    uint64_t counts[GDU_IO_BOX_MAX_DIMS], strides[GDU_IO_BOX_MAX_DIMS];
 };
 
 /* From this many extents on, a read's chunks are planned on a worker

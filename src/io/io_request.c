@@ -155,6 +155,53 @@ static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent
     return k - i + 1;
 }
 
+/* The number of runs of a box (gdu_io_extents_box) in *n, or -EINVAL when
+ * its runs could not be moved: no counts or strides, too many dimensions, a
+ * count of 0, a run past 2^63, no memory for the bytes, more bytes than
+ * memory can address. */
+static int box_count(uint64_t offset, const uint64_t *counts, const uint64_t *strides,
+                     unsigned ndims, uint64_t length, const void *mem, size_t *n)
+{
+    if ((ndims > 0 && (counts == NULL || strides == NULL)) || ndims > GDU_IO_BOX_MAX_DIMS ||
+        offset > (uint64_t)INT64_MAX)
+        return -EINVAL;
+    uint64_t want = 1, last = offset;
+    for (unsigned d = 0; d < ndims; d++) {
+        if (counts[d] == 0 || want > SIZE_MAX / counts[d])
+            return -EINVAL;
+        want *= counts[d];
+        uint64_t reach = counts[d] - 1;
+        if (strides[d] != 0 && reach > ((uint64_t)INT64_MAX - last) / strides[d])
+            return -EINVAL;
+        last += reach * strides[d];
+    }
+    if (length > (uint64_t)INT64_MAX - last || (length > 0 && mem == NULL) ||
+        (length > 0 && want > SIZE_MAX / length))
+        return -EINVAL;
+    *n = (size_t)want;
+    return 0;
+}
+
+/* The n runs of a sound box (box_count), in row-major order. */
+static void box_fill(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64_t *counts,
+                     const uint64_t *strides, unsigned ndims, uint64_t length, void *mem)
+{
+    uint64_t index[GDU_IO_BOX_MAX_DIMS] = {0};
+    uint64_t at = offset;
+    for (size_t k = 0; k < n; k++) {
+        ext[k] = (gdu_io_extent){
+            .offset = at, .length = length, .mem = (void *)((uintptr_t)mem + k * length)};
+        /* The next run: the innermost counter steps, carrying outwards. */
+        for (unsigned d = ndims; d-- > 0;) {
+            at += strides[d];
+            if (++index[d] < counts[d])
+                break;
+            at -= counts[d] * strides[d];
+            index[d] = 0;
+        }
+    }
+}
+
 /* -EINVAL when an extent cannot be moved: no memory for its bytes, or a
  * range past 2^63. */
 static int check_extents(const gdu_io_extent *ext, size_t n)
@@ -252,14 +299,23 @@ static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gd
     return r;
 }
 
-/* Queues a read of many extents (checked) whose chunks a worker plans
- * (gdu_io_request_plan). */
+/* Queues a read of many extents (checked; owned by the request when owns)
+ * whose chunks a worker plans (gdu_io_request_plan); with box, the worker
+ * first makes them of it (ext is their memory, allocated here on the
+ * caller's thread as the caller's own extents would be). */
 static int submit_for_planning(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n,
-                               gdu_io_callback cb, void *user, gdu_io_request **out)
+                               bool owns, const gdu_io_box *box, gdu_io_callback cb, void *user,
+                               gdu_io_request **out)
 {
-    gdu_io_request *r = request_new(0, f, op, ext, n, cb, user);
+    gdu_io_request *r = request_new(box != NULL ? sizeof *box : 0, f, op, ext, n, cb, user);
     if (r == NULL)
         return -ENOMEM;
+    r->owns_ext = owns;
+    if (box != NULL) {
+        gdu_io_box *kept = (gdu_io_box *)(void *)(r + 1);
+        *kept = *box;
+        r->box = kept;
+    }
     r->planning = (gdu_io_chunk){.req = r};
     r->pending = 1; /* the planning, until its chunks are queued */
     *out = r;
@@ -270,6 +326,9 @@ static int submit_for_planning(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext,
 void gdu_io_request_plan(gdu_io_request *r)
 {
     gdu_io_file *f = r->file;
+    const gdu_io_box *b = r->box;
+    if (b != NULL)
+        box_fill(r->ext, r->n_ext, b->offset, b->counts, b->strides, b->ndims, b->length, b->mem);
     uint64_t cs = dispatch_unit(f, r->op);
     r->mapped = has_gathers(f, r->op, r->ext, r->n_ext) && gdu_io_gather_mapped(f);
     size_t n_chunks = 0;
@@ -303,21 +362,27 @@ void gdu_io_request_plan(gdu_io_request *r)
         request_finish(r);
 }
 
-int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
-                  void *user, gdu_io_request **out)
+/* 0 when f takes requests of op (and out is there for them), else -EINVAL. */
+static int check_file_op(const gdu_io_file *f, gdu_io_op op, gdu_io_request **out)
 {
     if (out != NULL)
         *out = NULL;
-    if (f == NULL || out == NULL || (n > 0 && ext == NULL) || n > SIZE_MAX / 64)
+    if (f == NULL || out == NULL)
         return -EINVAL;
     if ((op == GDU_IO_OP_READ && !(f->flags & GDU_IO_READ)) ||
         (op == GDU_IO_OP_WRITE && !(f->flags & GDU_IO_WRITE)) ||
         (op != GDU_IO_OP_READ && op != GDU_IO_OP_WRITE))
         return -EINVAL;
-    if (check_extents(ext, n) != 0)
-        return -EINVAL;
+    return 0;
+}
+
+/* Queues the n checked extents ext, which the request frees when it owns
+ * them. */
+static int submit_checked(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, bool owns,
+                          gdu_io_callback cb, void *user, gdu_io_request **out)
+{
     if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
-        return submit_for_planning(f, op, ext, n, cb, user, out);
+        return submit_for_planning(f, op, ext, n, owns, NULL, cb, user, out);
     uint64_t cs = dispatch_unit(f, op);
     bool mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
     size_t n_chunks = 0;
@@ -332,6 +397,7 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
     r->n_chunks = n_chunks;
     r->mapped = mapped;
+    r->owns_ext = owns;
     r->pending = n_chunks;
     build_chunks(r, cs);
     *out = r;
@@ -340,6 +406,41 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     else
         gdu_io_engine_enqueue(f->engine, &r->chunks[0], &r->chunks[n_chunks - 1], n_chunks, false);
     return 0;
+}
+
+int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gdu_io_callback cb,
+                  void *user, gdu_io_request **out)
+{
+    int bad = check_file_op(f, op, out);
+    if (bad != 0 || (n > 0 && ext == NULL) || n > SIZE_MAX / 64 || check_extents(ext, n) != 0)
+        return -EINVAL;
+    return submit_checked(f, op, ext, n, false, cb, user, out);
+}
+
+int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint64_t *counts,
+                      const uint64_t *strides, unsigned ndims, uint64_t length, void *mem,
+                      gdu_io_callback cb, void *user, gdu_io_request **out)
+{
+    size_t n = 0;
+    if (check_file_op(f, op, out) != 0 ||
+        box_count(offset, counts, strides, ndims, length, mem, &n) != 0 || n > SIZE_MAX / 64)
+        return -EINVAL;
+    gdu_io_extent *ext = malloc(n * sizeof *ext); /* n >= 1 */
+    if (ext == NULL)
+        return -ENOMEM;
+    int status;
+    if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op)) {
+        gdu_io_box box = {.offset = offset, .length = length, .mem = mem, .ndims = ndims};
+        memcpy(box.counts, counts, ndims * sizeof *counts);
+        memcpy(box.strides, strides, ndims * sizeof *strides);
+        status = submit_for_planning(f, op, ext, n, true, &box, cb, user, out);
+    } else {
+        box_fill(ext, n, offset, counts, strides, ndims, length, mem);
+        status = submit_checked(f, op, ext, n, true, cb, user, out);
+    }
+    if (status != 0)
+        free(ext);
+    return status;
 }
 
 int gdu_io_poll(const gdu_io_request *r)
@@ -368,6 +469,8 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
         snprintf(why, why_len, "%s", r->why);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
+    if (r->owns_ext)
+        free(r->ext);
     free(r->plan);
     free(r);
     return status;
@@ -424,35 +527,10 @@ int gdu_io_sync(gdu_io_file *f, char *why, size_t why_len)
 int gdu_io_extents_box(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64_t *counts,
                        const uint64_t *strides, unsigned ndims, uint64_t length, void *mem)
 {
-    if (ext == NULL || (ndims > 0 && (counts == NULL || strides == NULL)) || ndims > 64 ||
-        offset > (uint64_t)INT64_MAX)
+    size_t want = 0;
+    if (ext == NULL || box_count(offset, counts, strides, ndims, length, mem, &want) != 0 ||
+        want != n)
         return -EINVAL;
-    uint64_t want = 1, last = offset;
-    for (unsigned d = 0; d < ndims; d++) {
-        if (counts[d] == 0 || want > SIZE_MAX / counts[d])
-            return -EINVAL;
-        want *= counts[d];
-        uint64_t reach = counts[d] - 1;
-        if (strides[d] != 0 && reach > ((uint64_t)INT64_MAX - last) / strides[d])
-            return -EINVAL;
-        last += reach * strides[d];
-    }
-    if (want != n || length > (uint64_t)INT64_MAX - last || (length > 0 && n > 0 && mem == NULL) ||
-        (length > 0 && n > SIZE_MAX / length))
-        return -EINVAL;
-    uint64_t index[64] = {0};
-    uint64_t at = offset;
-    for (size_t k = 0; k < n; k++) {
-        ext[k] = (gdu_io_extent){
-            .offset = at, .length = length, .mem = (void *)((uintptr_t)mem + k * length)};
-        /* The next run: the innermost counter steps, carrying outwards. */
-        for (unsigned d = ndims; d-- > 0;) {
-            at += strides[d];
-            if (++index[d] < counts[d])
-                break;
-            at -= counts[d] * strides[d];
-            index[d] = 0;
-        }
-    }
+    box_fill(ext, n, offset, counts, strides, ndims, length, mem);
     return 0;
 }

@@ -21,6 +21,12 @@ while read -r version name; do
   [[ $version == GDUNLOCK_LOAD_* ]] || bad "$loader: $name has version '$version', not a GDUNLOCK_LOAD_ node"
 done < <(defined "$loader")
 [ $loader_count -gt 0 ] || bad "$loader exports no function"
+# A call keeps the node of the release that added it: a program linked
+# against 0.1 finds gdu_io_submit@GDUNLOCK_LOAD_0.1 in every later release.
+for pair in "GDUNLOCK_LOAD_0.1 gdu_io_submit" "GDUNLOCK_LOAD_0.1 gdu_io_extents_box" \
+    "GDUNLOCK_LOAD_0.1 gdu_st_load" "GDUNLOCK_LOAD_0.2 gdu_io_submit_box"; do
+  defined "$loader" | grep -qx "$pair" || bad "$loader: no ${pair#* } in ${pair% *}"
+done
 
 own=0 interposed=0
 while read -r version name; do

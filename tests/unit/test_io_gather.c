@@ -476,6 +476,125 @@ static void a_planned_request_keeps_its_place(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* A box read (gdu_io_submit_box) moves what a read of the extents
+ * gdu_io_extents_box makes of it moves: the same bytes into the same
+ * places in as many copies, 64 runs planned by the caller, 1024 by a
+ * worker (which also makes the extents), counted by the wait; a box
+ * whose last runs pass the end of the file is cut where the extents are. */
+static void a_box_reads_what_its_extents_read(void **state)
+{
+    static uint8_t by_box[1024 * 1000], by_extents[1024 * 1000];
+    static gdu_io_extent x[1024];
+    for (size_t rows = 64; rows <= 1024; rows *= 16)
+        for (int at_end = 0; at_end < 2; at_end++) {
+            const uint64_t counts[] = {4, rows / 4};
+            const uint64_t strides[] = {at_end ? (uint64_t)1 << 20 : ((uint64_t)2 << 20) + 96,
+                                        8192};
+            const uint64_t offset = at_end ? SIZE - (rows / 4) * 8192 : 300;
+            uint64_t bytes[2] = {0, 0};
+            int copied[2];
+            for (int way = 0; way < 2; way++) {
+                uint8_t *buf = way == 0 ? by_box : by_extents;
+                memset(buf, 0xee, rows * 1000);
+                gdu_io_engine *e = mapping_engine();
+                gdu_io_file *f = NULL;
+                assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+                gdu_io_request *r = NULL;
+                if (way == 0) {
+                    assert_int_equal(gdu_io_submit_box(f, GDU_IO_OP_READ, offset, counts, strides,
+                                                       2, 1000, buf, NULL, NULL, &r),
+                                     0);
+                } else {
+                    assert_int_equal(
+                        gdu_io_extents_box(x, rows, offset, counts, strides, 2, 1000, buf), 0);
+                    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, rows, NULL, NULL, &r), 0);
+                }
+                assert_int_equal(gdu_io_wait(r, &bytes[way], NULL, 0), 0);
+                bool here = pthread_equal(map_thread, pthread_self());
+                if (rows == 64 ? !here : here)
+                    fail_msg("%zu runs were planned on the %s thread", rows,
+                             here ? "caller's" : "worker");
+                copied[way] = atomic_load(&copies);
+                gdu_io_close(f);
+                gdu_io_engine_destroy(e);
+            }
+            assert_int_equal(bytes[0], bytes[1]);
+            assert_int_equal(copied[0], copied[1]);
+            assert_memory_equal(by_box, by_extents, rows * 1000);
+            uint64_t want = 0;
+            for (size_t i = 0; i < rows; i++) {
+                uint64_t off = offset + (i / (rows / 4)) * strides[0] + (i % (rows / 4)) * 8192;
+                uint64_t n = off >= SIZE ? 0 : SIZE - off < 1000 ? SIZE - off : 1000;
+                want += n;
+                for (uint64_t k = 0; k < n; k += 333)
+                    assert_int_equal(by_box[i * 1000 + k], io_test_byte(off + k, SEED));
+            }
+            assert_int_equal(bytes[0], want);
+            if (at_end ? want == rows * 1000 : want != rows * 1000)
+                fail_msg("the box of %zu runs %s the end of the file", rows,
+                         at_end ? "does not pass" : "passes");
+        }
+}
+
+/* A box that cannot be read is refused before anything is queued: no
+ * counts or strides, too many dimensions, a count of 0, a run past 2^63,
+ * no memory, more bytes than memory holds, a bad operation; small boxes
+ * and boxes a worker would plan alike. */
+static void a_bad_box_is_refused(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    static uint8_t buf[1024 * 512];
+    static uint64_t counts[GDU_IO_BOX_MAX_DIMS + 1], strides[GDU_IO_BOX_MAX_DIMS + 1];
+    for (unsigned d = 0; d <= GDU_IO_BOX_MAX_DIMS; d++)
+        counts[d] = 1, strides[d] = 4096;
+    for (uint64_t rows = 64; rows <= 1024; rows *= 16) {
+        counts[0] = rows;
+        const uint64_t zero[] = {rows, 0}, far[] = {(uint64_t)1 << 62, 4096};
+        const uint64_t big[] = {rows, (uint64_t)1 << 60};
+        struct {
+            gdu_io_op op;
+            uint64_t offset;
+            const uint64_t *counts, *strides;
+            unsigned ndims;
+            uint64_t length;
+            void *mem;
+        } bad[] = {
+            {GDU_IO_OP_READ, 0, NULL, strides, 1, 512, buf},
+            {GDU_IO_OP_READ, 0, counts, NULL, 1, 512, buf},
+            {GDU_IO_OP_READ, 0, counts, strides, GDU_IO_BOX_MAX_DIMS + 1, 512, buf},
+            {GDU_IO_OP_READ, 0, zero, strides, 2, 512, buf},
+            {GDU_IO_OP_READ, 0, counts, far, 2, 512, buf},
+            {GDU_IO_OP_READ, (uint64_t)INT64_MAX + 1, counts, strides, 1, 512, buf},
+            {GDU_IO_OP_READ, 0, counts, strides, 1, (uint64_t)INT64_MAX, buf},
+            {GDU_IO_OP_READ, 0, counts, strides, 1, 512, NULL},
+            {GDU_IO_OP_READ, 0, big, strides, 2, 512, buf},
+            {GDU_IO_OP_WRITE, 0, counts, strides, 1, 512, buf}, /* opened for reading */
+            {(gdu_io_op)7, 0, counts, strides, 1, 512, buf},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            gdu_io_request *r = (gdu_io_request *)buf;
+            if (gdu_io_submit_box(f, bad[i].op, bad[i].offset, bad[i].counts, bad[i].strides,
+                                  bad[i].ndims, bad[i].length, bad[i].mem, NULL, NULL,
+                                  &r) != -EINVAL)
+                fail_msg("bad box %zu of %llu runs was not refused", i, (unsigned long long)rows);
+            assert_null(r);
+        }
+        assert_int_equal(gdu_io_submit_box(NULL, GDU_IO_OP_READ, 0, counts, strides, 1, 512, buf,
+                                           NULL, NULL, &(gdu_io_request *){NULL}),
+                         -EINVAL);
+        assert_int_equal(
+            gdu_io_submit_box(f, GDU_IO_OP_READ, 0, counts, strides, 1, 512, buf, NULL, NULL, NULL),
+            -EINVAL);
+    }
+    assert_int_equal(atomic_load(&maps), 0);
+    assert_int_equal(atomic_load(&preads), 0);
+    assert_int_equal(atomic_load(&copies), 0);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +612,8 @@ int main(void)
         cmocka_unit_test(a_bad_extent_inside_a_gather_is_refused),
         cmocka_unit_test(many_extents_are_planned_on_a_worker),
         cmocka_unit_test(a_planned_request_keeps_its_place),
+        cmocka_unit_test(a_box_reads_what_its_extents_read),
+        cmocka_unit_test(a_bad_box_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -88,6 +88,17 @@ static void io_extents_box(void)
     EXPECT(gdu_io_extents_box(x, 5, 0, counts, strides, 1, 2, x) == -EINVAL);
     EXPECT(gdu_io_extents_box(x, 4, UINT64_MAX, counts, strides, 1, 2, x) == -EINVAL);
 }
+static void io_submit_box(void)
+{
+    uint64_t counts[] = {4}, strides[] = {8};
+    char x[8];
+    gdu_io_request *r = (gdu_io_request *)1;
+    EXPECT(gdu_io_submit_box(NULL, GDU_IO_OP_READ, 0, counts, strides, 1, 2, x, NULL, NULL, &r) ==
+           -EINVAL);
+    EXPECT(r == NULL);
+    EXPECT(gdu_io_submit_box(NULL, GDU_IO_OP_READ, 0, counts, strides, 1, 2, x, NULL, NULL, NULL) ==
+           -EINVAL);
+}
 static void io_poll(void) { EXPECT(gdu_io_poll(NULL) == -EINVAL); }
 static void io_wait(void) { EXPECT(gdu_io_wait(NULL, NULL, NULL, 0) == -EINVAL); }
 static void io_read(void)
@@ -257,6 +268,7 @@ static const struct {
     CALL(io_file_size),
     CALL(io_submit),
     CALL(io_extents_box),
+    CALL(io_submit_box),
     CALL(io_poll),
     CALL(io_wait),
     CALL(io_read),
