@@ -87,20 +87,33 @@ class RangeReader:
         extents = (IoExtent * max(len(runs), 1))()
         for i, (offset, length, address) in enumerate(runs):
             extents[i].offset, extents[i].length, extents[i].mem = offset, length, address
-        return self.submit_extents(source, extents, len(runs),
-                                   sum(length for _, length, _ in runs), keep)
+        return self._queue(source, len(runs), sum(length for _, length, _ in runs), keep,
+                           lambda f, out: self._lib.gdu_io_submit(f, IO_OP_READ, extents,
+                                                                  len(runs), None, None, out),
+                           extents)
 
-    def submit_extents(self, source, extents, n, total, keep=None):
-        """Queues the n extents (an IoExtent array, total bytes) from source;
-        extents and keep are held until the read is waited for."""
+    def submit_runs(self, source, runs, at, address, keep=None):
+        """Queues the read of runs (a Runs), shifted by file offset at, into
+        memory one run after another from address: a box whose extents the
+        engine makes, where building a column's 4,096 of them here cost 19
+        us a request (issue 21). keep is held until the read is waited for."""
+        counts, strides, nd, length = runs.box()
+        return self._queue(source, runs.count, runs.nbytes, keep,
+                           lambda f, out: self._lib.gdu_io_submit_box(
+                               f, IO_OP_READ, runs.base + at, counts, strides, nd, length,
+                               address, None, None, out))
+
+    def _queue(self, source, n, total, keep, submit, extents=None):
+        """Submits a read of n ranges, total bytes, from source through
+        submit(file handle, request pointer), which returns the engine's
+        status; extents (what the engine reads them from) and keep are held
+        until the read is waited for."""
         request = ctypes.c_void_p()
         with self._lock:
             if self._engine is None:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
             entry = self._file(source)
-            rc = self._lib.gdu_io_submit(entry[0], IO_OP_READ, extents, n, None, None,
-                                         ctypes.byref(request))
-            if rc != 0:
+            if submit(entry[0], ctypes.byref(request)) != 0:
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
                                     f"the read ({n} ranges, {total} bytes)")
             entry[1] += 1
@@ -245,6 +258,7 @@ class Runs:
         self.base, self.dims, self.length = base, dims, length
         self.count = math.prod(c for c, _ in dims) if length else 0
         self.nbytes = self.count * length
+        self._box = None
 
     def offsets(self, at=0):
         """The runs' offsets plus at, an array('Q'), in order."""
@@ -262,29 +276,17 @@ class Runs:
             out.extend(range(o, o + count * stride, stride))
         return out
 
-    def extents(self, at, address):
-        """The engine's extents for reading these runs, shifted by file
-        offset `at`, into memory one run after another from address: an
-        IoExtent array, filled by the library (gdu_io_extents_box), where
-        building 800,000 of them in Python cost 0.15 s per rank of a
-        checkpoint's columns (issue 21)."""
-        n = self.count
-        # one run (rows, a whole tensor): made here, 1.0 us against 6.4 through
-        # the library on the development machine
-        if n == 1 and not self.dims:
-            return (IoExtent * 1)(IoExtent(self.base + at, self.length, address))
-        extents = (IoExtent * max(n, 1))()
-        if n:
-            nd = len(self.dims)
-            counts = (ctypes.c_uint64 * max(nd, 1))(*[c for c, _ in self.dims])
-            strides = (ctypes.c_uint64 * max(nd, 1))(*[s for _, s in self.dims])
-            rc = lib().gdu_io_extents_box(extents, n, self.base + at, counts, strides, nd,
-                                          self.length, address)
-            if rc != 0:
-                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                    f"gdu_io_extents_box refused {n} runs of {self.length} "
-                                    f"bytes at {self.base + at} ({rc})")
-        return extents
+    def box(self):
+        """The box the engine reads these runs as (gdu_io_submit_box): its
+        outer counts and strides (ctypes arrays, or None), their number and
+        the run length; no runs is one run of 0 bytes. Made once: a plan's
+        runs serve every request of that plan."""
+        if self._box is None:
+            nd = len(self.dims) if self.count else 0
+            counts = (ctypes.c_uint64 * nd)(*[c for c, _ in self.dims]) if nd else None
+            strides = (ctypes.c_uint64 * nd)(*[s for _, s in self.dims]) if nd else None
+            self._box = (counts, strides, nd, self.length if self.count else 0)
+        return self._box
 
     def __len__(self):
         return self.count

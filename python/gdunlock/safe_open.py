@@ -455,8 +455,7 @@ def submit_plan(reader, target, source, info, plan):
     FileRef) into fresh memory of target; returns the Read."""
     dtype = _box_dtype(info.dtype)
     buf = target.empty(plan.nbytes, dtype, plan.box)
-    extents = plan.runs.extents(info.file_offset, buf.data_ptr())
-    pending = reader.submit_extents(source, extents, plan.runs.count, plan.nbytes, keep=buf)
+    pending = reader.submit_runs(source, plan.runs, info.file_offset, buf.data_ptr(), keep=buf)
     return Read(pending, buf, info, plan, dtype is not None)
 
 

@@ -24,7 +24,7 @@ import load_patterns as lp  # noqa: E402
 
 CLOCKED = [("safe_open", "__init__", "open"), ("safe_open", "close", "close"),
            ("RangeReader", "__init__", "acquire"), ("Target", "empty", "alloc"),
-           ("RangeReader", "submit_extents", "submit"), ("Pending", "wait", "wait")]
+           ("RangeReader", "_queue", "submit"), ("Pending", "wait", "wait")]
 
 
 def clock(owner, attr, part, spent, events):

@@ -106,16 +106,22 @@ class PlanSliceTest(unittest.TestCase):
                     self.assertEqual(len(runs), (1 if dim == 0 else shape[0]) if runs else 0)
                 self.assertEqual(total, 8 * 12 * 2)
 
-    def test_the_library_builds_the_runs_extents(self):
-        # The engine's extents come from gdu_io_extents_box: the same runs
-        # as offsets() lists, in order, memory one run after another.
+    def test_the_engine_reads_the_runs_as_a_box(self):
+        # The engine reads a plan's runs as the box Runs.box() gives
+        # (gdu_io_submit_box): the extents the library makes of that box are
+        # the runs offsets() lists, in order, memory one run after another.
+        lib = gdunlock._lib.lib()
         rng = random.Random(21)
         for _ in range(300):
             shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
             index = tuple(slice(rng.randint(0, n - 1), rng.randint(1, n) + n) for n in shape)
             runs = reader.plan_slice(shape, 16, index)[0]
             at, address = rng.randint(0, 1 << 20), 1 << 40
-            ext = runs.extents(at, address)
+            counts, strides, nd, length = runs.box()
+            self.assertIs(runs.box(), runs.box())  # made once per plan
+            ext = (gdunlock._lib.IoExtent * max(len(runs), 1))()
+            self.assertEqual(lib.gdu_io_extents_box(ext, max(len(runs), 1), runs.base + at,
+                                                    counts, strides, nd, length, address), 0)
             self.assertEqual([(ext[i].offset, ext[i].length) for i in range(len(runs))],
                              [(o + at, n) for o, n in runs], (shape, index))
             self.assertEqual([ext[i].mem for i in range(len(runs))],
