@@ -1,0 +1,51 @@
+"""The parts of the accelerator machine's scripts (tests/gpu) that decide
+what their runs say, run here without a GPU: patterns_ab.py's variants,
+their order in each round, and its summary of the processes' lines."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import patterns_ab  # noqa: E402
+
+
+class PatternsAbTest(unittest.TestCase):
+    def test_a_variant_is_a_name_and_its_environment(self):
+        self.assertEqual(patterns_ab.parse_variant("w12=GDUNLOCK_IO_WORKERS=12"),
+                         ("w12", {"GDUNLOCK_IO_WORKERS": "12"}))
+        self.assertEqual(patterns_ab.parse_variant("old=PYTHONPATH=/a=b,GDUNLOCK_IO_WORKERS=8"),
+                         ("old", {"PYTHONPATH": "/a=b", "GDUNLOCK_IO_WORKERS": "8"}))
+        self.assertEqual(patterns_ab.parse_variant("tree="), ("tree", {}))
+        for bad in ("tree", "=X=1", "w=X", "w=X=1,=2"):
+            with self.assertRaises(ValueError, msg=bad):
+                patterns_ab.parse_variant(bad)
+
+    def test_every_other_round_reverses_the_order(self):
+        v = {"a": {}, "b": {}, "c": {}}
+        self.assertEqual(patterns_ab.order(v, 0), ["a", "b", "c"])
+        self.assertEqual(patterns_ab.order(v, 1), ["c", "b", "a"])
+        self.assertEqual(patterns_ab.order(v, 2), ["a", "b", "c"])
+
+    def test_the_summary_is_first_ranks_and_later_medians(self):
+        lines = [
+            {"variant": "a", "round": 0, "result": {"case": "rows-8",
+                                                    "seconds": [0.030, 0.020, 0.018, 0.019]}},
+            {"variant": "b", "round": 0, "result": {"case": "rows-8", "error": "no GPU"}},
+            {"variant": "b", "round": 0, "result": {"case": "whole", "seconds": [0.125]}},
+            {"variant": "a", "round": 1, "result": {"case": "rows-8",
+                                                    "seconds": [0.028, 0.017, 0.021]}},
+        ]
+        s = patterns_ab.summarize(lines)
+        self.assertEqual(list(s), ["rows-8", "whole"])
+        firsts, laters = s["rows-8"]["a"]
+        self.assertEqual([round(x, 6) for x in firsts], [30.0, 28.0])
+        self.assertEqual([round(x, 6) for x in laters], [19.0, 19.0])
+        self.assertNotIn("b", s["rows-8"])  # the failed process is left out
+        self.assertEqual(s["whole"]["b"][1], [])  # one rank: no later ones
+        text = patterns_ab.render(s)
+        self.assertIn("first 30.0 / 28.0; later 19.0 / 19.0", text)
+        self.assertIn("first 125.0", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
