@@ -595,6 +595,48 @@ static void a_bad_box_is_refused(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* A box written (gdu_io_submit_box, op WRITE) puts each run of its memory
+ * at its place in the file and leaves the gaps between them as they were;
+ * 300 runs, so a read's planning threshold does not apply to writes. */
+static void a_box_writes_its_runs_where_they_belong(void **state)
+{
+    enum { ROWS = 300, STRIDE = 3000, PIECE = 700 };
+    char *out = io_test_file(dir, "box-write.bin", 1 << 20, SEED);
+    assert_non_null(out);
+    static uint8_t src[ROWS * PIECE], got[1 << 20];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 7 + 3);
+    gdu_io_engine *e = counting_engine();
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, out, GDU_IO_READ | GDU_IO_WRITE, &f, NULL, 0), 0);
+    const uint64_t counts[] = {3, ROWS / 3}, strides[] = {(ROWS / 3) * STRIDE + 5000, STRIDE};
+    const uint64_t offset = 123;
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit_box(f, GDU_IO_OP_WRITE, offset, counts, strides, 2, PIECE, src,
+                                       NULL, NULL, &r),
+                     0);
+    uint64_t bytes = 0;
+    assert_int_equal(gdu_io_wait(r, &bytes, NULL, 0), 0);
+    assert_int_equal(bytes, ROWS * PIECE);
+    uint64_t done = 0;
+    assert_int_equal(gdu_io_read(f, 0, sizeof got, got, &done, NULL, 0), 0);
+    assert_int_equal(done, sizeof got);
+    static bool written[1 << 20];
+    memset(written, 0, sizeof written);
+    for (size_t i = 0; i < ROWS; i++) {
+        uint64_t at = offset + (i / (ROWS / 3)) * strides[0] + (i % (ROWS / 3)) * STRIDE;
+        assert_memory_equal(got + at, src + i * PIECE, PIECE);
+        memset(written + at, 1, PIECE);
+    }
+    for (size_t k = 0; k < sizeof got; k++)
+        if (!written[k] && got[k] != io_test_byte(k, SEED))
+            fail_msg("byte %zu between the runs was changed", k);
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    unlink(out);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -614,6 +656,7 @@ int main(void)
         cmocka_unit_test(a_planned_request_keeps_its_place),
         cmocka_unit_test(a_box_reads_what_its_extents_read),
         cmocka_unit_test(a_bad_box_is_refused),
+        cmocka_unit_test(a_box_writes_its_runs_where_they_belong),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
