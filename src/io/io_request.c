@@ -213,30 +213,48 @@ static int check_extents(const gdu_io_extent *ext, size_t n)
     return 0;
 }
 
-/* How many chunks the n extents (checked) make: gather runs one each,
- * others one per dispatch unit they touch; -EINVAL when the count
- * overflows. */
-static int count_chunks(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
-                        uint64_t cs, bool mapped, size_t *out)
+/* How a request's extents split into chunks, before the chunks are made. */
+typedef struct {
+    uint64_t unit;   /* dispatch_unit */
+    bool mapped;     /* gathers copy from the file's mapping */
+    size_t n_chunks; /* gather runs one each, others one per unit they touch */
+} chunk_plan;
+
+/* The plan of the n extents (checked) of an op on f, mapping the file when
+ * they gather; -EINVAL when the chunk count overflows. */
+static int plan_chunks(gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
+                       chunk_plan *p)
 {
-    size_t n_chunks = 0;
+    p->unit = dispatch_unit(f, op);
+    p->mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
+    p->n_chunks = 0;
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(f, op, ext, n, i, cs, mapped);
-        size_t k = run > 1 ? 1 : chunks_of(&ext[i], cs);
-        if (k > (SIZE_MAX / 2 - n_chunks) / sizeof(gdu_io_chunk))
+        size_t run = gather_run(f, op, ext, n, i, p->unit, p->mapped);
+        size_t k = run > 1 ? 1 : chunks_of(&ext[i], p->unit);
+        if (k > (SIZE_MAX / 2 - p->n_chunks) / sizeof(gdu_io_chunk))
             return -EINVAL;
-        n_chunks += k;
+        p->n_chunks += k;
         i += run;
     }
-    *out = n_chunks;
     return 0;
 }
 
-/* Fills r's chunks (r->n_chunks of them, linked in order) and resets its
- * extents' results. */
-static void build_chunks(gdu_io_request *r, uint64_t cs)
+/* The bytes build_chunks lays a plan out in, for n extents. */
+static size_t plan_bytes(const chunk_plan *p, size_t n)
 {
+    return p->n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t);
+}
+
+/* Lays r's chunks and good_end out at room (plan_bytes of them), fills the
+ * chunks (linked in order) and resets its extents' results. */
+static void build_chunks(gdu_io_request *r, void *room, const chunk_plan *p)
+{
+    r->chunks = room;
+    r->good_end = (uint64_t *)(void *)&r->chunks[p->n_chunks];
+    r->n_chunks = p->n_chunks;
+    r->mapped = p->mapped;
     gdu_io_extent *ext = r->ext;
+    uint64_t cs = p->unit;
     size_t n = r->n_ext, n_chunks = r->n_chunks, k = 0;
     for (size_t i = 0; i < n;) {
         size_t run = gather_run(r->file, r->op, ext, n, i, cs, r->mapped);
@@ -329,19 +347,15 @@ void gdu_io_request_plan(gdu_io_request *r)
     const gdu_io_box *b = r->box;
     if (b != NULL)
         box_fill(r->ext, r->n_ext, b->offset, b->counts, b->strides, b->ndims, b->length, b->mem);
-    uint64_t cs = dispatch_unit(f, r->op);
-    r->mapped = has_gathers(f, r->op, r->ext, r->n_ext) && gdu_io_gather_mapped(f);
-    size_t n_chunks = 0;
-    int status = count_chunks(f, r->op, r->ext, r->n_ext, cs, r->mapped, &n_chunks);
+    chunk_plan p;
+    int status = plan_chunks(f, r->op, r->ext, r->n_ext, &p);
     if (status == 0) {
-        r->plan = calloc(1, n_chunks * sizeof(gdu_io_chunk) + r->n_ext * sizeof(uint64_t));
+        r->plan = calloc(1, plan_bytes(&p, r->n_ext));
         status = r->plan == NULL ? -ENOMEM : 0;
     }
     if (status == 0) {
-        r->chunks = r->plan;
-        r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
-        r->n_chunks = n_chunks;
-        build_chunks(r, cs);
+        build_chunks(r, r->plan, &p);
+        size_t n_chunks = r->n_chunks;
         if (n_chunks > 0) {
             pthread_mutex_lock(&r->lock);
             r->pending += n_chunks;
@@ -383,23 +397,17 @@ static int submit_checked(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size
 {
     if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
         return submit_for_planning(f, op, ext, n, owns, NULL, cb, user, out);
-    uint64_t cs = dispatch_unit(f, op);
-    bool mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
-    size_t n_chunks = 0;
-    int bad = count_chunks(f, op, ext, n, cs, mapped, &n_chunks);
+    chunk_plan p;
+    int bad = plan_chunks(f, op, ext, n, &p);
     if (bad != 0)
         return bad;
-    gdu_io_request *r = request_new(n_chunks * sizeof(gdu_io_chunk) + n * sizeof(uint64_t), f, op,
-                                    ext, n, cb, user);
+    gdu_io_request *r = request_new(plan_bytes(&p, n), f, op, ext, n, cb, user);
     if (r == NULL)
         return -ENOMEM;
-    r->chunks = (gdu_io_chunk *)(void *)(r + 1);
-    r->good_end = (uint64_t *)(void *)&r->chunks[n_chunks];
-    r->n_chunks = n_chunks;
-    r->mapped = mapped;
     r->owns_ext = owns;
-    r->pending = n_chunks;
-    build_chunks(r, cs);
+    r->pending = p.n_chunks;
+    build_chunks(r, r + 1, &p);
+    size_t n_chunks = r->n_chunks;
     *out = r;
     if (n_chunks == 0)
         request_finish(r);
