@@ -28,6 +28,26 @@ from .patching import patch, unpatch
 from .reader import SliceError
 from .safe_open import safe_open
 
+
+def _load_native():
+    """The library opened and checked now, as importing an extension module
+    would, rather than inside the first load's clock (1.5-2.5 ms of a first
+    rank on the development machine); torch's bridge too when torch is
+    already imported. A library that cannot be had is not an error here: the
+    first call that needs it raises, naming what was tried."""
+    import sys
+
+    from . import _lib
+    try:
+        _lib.lib()
+    except GdunlockError:
+        pass
+    if "torch" in sys.modules:
+        from . import torch_bridge  # noqa: F401
+
+
+_load_native()
+
 __all__ = ["Checkpoint", "GdunlockError", "Preparation", "SliceError", "TensorInfo",
            "__version__", "library_path", "load_file", "load_safetensors", "parse_device", "patch",
            "prepare", "release_engines", "safe_open", "unpatch", "weights_iterator"]

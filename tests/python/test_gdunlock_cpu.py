@@ -135,6 +135,43 @@ class CheckpointTest(unittest.TestCase):
         self.assertTrue(os.path.exists(gdunlock.library_path()))
 
 
+def _python(code, **env):
+    """code run by a fresh interpreter with this process's environment (and
+    env); its stdout."""
+    import subprocess
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, **env), timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(p.stderr[-2000:])
+    return p.stdout.strip()
+
+
+class ImportTest(unittest.TestCase):
+    """import gdunlock opens and checks the library, as an extension module
+    is loaded at import, so that a process's first load does not pay for it
+    inside its clock; a library that cannot be had fails the first call
+    that needs it, not the import."""
+
+    def test_the_library_is_open_after_import(self):
+        self.assertEqual(_python("import gdunlock; print(gdunlock._lib._lib is not None)"),
+                         "True")
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_torch_imported_first_brings_the_bridge(self):
+        code = ("import sys, torch, gdunlock; "
+                "print('gdunlock.torch_bridge' in sys.modules)")
+        self.assertEqual(_python(code), "True")
+
+    def test_a_missing_library_fails_the_first_call_not_the_import(self):
+        code = ("import gdunlock\n"
+                "try:\n"
+                "    gdunlock.library_path()\n"
+                "except gdunlock.GdunlockError as e:\n"
+                "    print(e.code, '/nonexistent/lib.so' in e.message)\n")
+        self.assertEqual(_python(code, GDUNLOCK_LOAD_LIB="/nonexistent/lib.so"),
+                         "GDU_ST_ERR_NO_LIBRARY True")
+
+
 class FifoTest(unittest.TestCase):
     """A FIFO as the file, the index or a shard is refused at once (a plain
     open blocks until a writer comes: forever)."""
