@@ -247,26 +247,73 @@ static void reap_ready(gdu_io_worker *w)
 }
 
 /* Under e->qlock: worker w's part in the engine's staging region. It faults
- * its slots in (dropping the lock meanwhile); the last worker to finish pins
- * the whole region; every worker waits for that outcome (or for the engine
- * to stop). */
-static void stage_region(gdu_io_worker *w)
+ * its first slot in (dropping the lock meanwhile), and the last worker to do
+ * so pins the region's first part; then it faults its other slots in. It
+ * returns once the first part is settled (or the engine stops): the workers
+ * start on their first slot while the rest is pinned. True for the last
+ * worker to fault its other slots in, which settles the second part once
+ * its own round is done (settle_rest). */
+static bool stage_region(gdu_io_worker *w)
 {
     gdu_io_engine *e = w->engine;
     if (e->staging_state != GDU_IO_STAGING_FAULTING)
-        return;
+        return false;
+    unsigned self = (unsigned)(w - e->workers);
     pthread_mutex_unlock(&e->qlock);
-    gdu_io_staging_fault(e, (unsigned)(w - e->workers));
+    gdu_io_staging_fault(e, self, true);
     pthread_mutex_lock(&e->qlock);
     if (--e->staging_faulting == 0) {
         pthread_mutex_unlock(&e->qlock);
-        int pinned = gdu_io_staging_pin(e);
+        int pinned = gdu_io_staging_pin_first(e);
         pthread_mutex_lock(&e->qlock);
-        gdu_io_staging_settle(e, pinned); /* on failure, slots are pinned one by one */
+        gdu_io_staging_settle_first(e, pinned); /* on failure, slots are pinned one by one */
         pthread_cond_broadcast(&e->qcond);
+    }
+    bool last = false;
+    if (e->opt.staging_per_worker > 1) {
+        pthread_mutex_unlock(&e->qlock);
+        gdu_io_staging_fault(e, self, false);
+        pthread_mutex_lock(&e->qlock);
+        /* The last is after the first part's settling: its pinner faults its
+         * own other slots only then. */
+        last = --e->staging_faulting_rest == 0;
     }
     while (e->staging_state == GDU_IO_STAGING_FAULTING && !e->stopping)
         pthread_cond_wait(&e->qcond, &e->qlock);
+    return last;
+}
+
+/* Under e->qlock, which it drops while it pins: the region's second part
+ * pinned (or its slots allocated on their own) and settled, or the region
+ * given up by the first part unmapped. Outside the prestage round that made
+ * it, so that no chunk waits for it. */
+static void settle_rest(gdu_io_engine *e)
+{
+    char why[GDU_IO_WHY] = "";
+    int status = 0;
+    if (e->staging_state == GDU_IO_STAGING_GROWING) {
+        pthread_mutex_unlock(&e->qlock);
+        status = gdu_io_staging_pin_rest(e, why, sizeof why);
+        pthread_mutex_lock(&e->qlock);
+    }
+    gdu_io_staging_settle_rest(e);
+    if (status != 0 && e->prestage_status == 0) { /* prestage() tries them again */
+        e->prestage_status = status;
+        snprintf(e->prestage_why, sizeof e->prestage_why, "%s", why);
+    }
+    pthread_cond_broadcast(&e->qcond);
+    pthread_cond_broadcast(&e->prestage_cond);
+}
+
+/* Under e->qlock: a worker on its first slot takes up the others once the
+ * region's second part is settled (those it could not pin are allocated on
+ * their own when first used). */
+static void grow(gdu_io_worker *w)
+{
+    if (w->growing && w->engine->staging_state != GDU_IO_STAGING_GROWING) {
+        w->slots = w->engine->opt.staging_per_worker;
+        w->growing = false;
+    }
 }
 
 /* On the worker's thread: its part of a prestage round. Under e->qlock,
@@ -276,7 +323,7 @@ static void prestage_worker(gdu_io_worker *w)
 {
     gdu_io_engine *e = w->engine;
     unsigned round = e->prestage_round;
-    stage_region(w);
+    bool pins_rest = stage_region(w);
     /* Stopped before the region was settled: no slots of its own either
      * (settling may still point them into the region). */
     bool settled = e->staging_state != GDU_IO_STAGING_FAULTING;
@@ -305,17 +352,20 @@ static void prestage_worker(gdu_io_worker *w)
         pthread_cond_broadcast(&e->prestage_cond);
         pthread_cond_broadcast(&e->qcond); /* workers waiting to take chunks */
     }
+    if (pins_rest)
+        settle_rest(e);
 }
 
 /* Under e->qlock: whether worker w may take the next chunk (false: wait).
  * Does its part of a prestage round and drains its own copies meanwhile. No
  * chunk starts during a round: in the first, the slots exist only once the
- * region is pinned. */
+ * region's first part is pinned. */
 static bool may_take(gdu_io_worker *w)
 {
     gdu_io_engine *e = w->engine;
     if (e->stopping && e->qhead == NULL)
         return true; /* and finds nothing: the worker ends */
+    grow(w);
     if (w->prestaged != e->prestage_round) {
         prestage_worker(w);
         return false;
@@ -569,7 +619,7 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
 static bool short_of_staging(const gdu_io_engine *e)
 {
     for (unsigned i = 0; i < e->opt.workers; i++)
-        if (e->workers[i].slots < e->opt.staging_per_worker)
+        if (e->workers[i].slots < e->opt.staging_per_worker && !e->workers[i].growing)
             return true;
     return false;
 }
@@ -579,7 +629,8 @@ int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
     if (e == NULL)
         return -EINVAL;
     pthread_mutex_lock(&e->qlock);
-    while (e->prestage_left != 0) /* the round the engine started with */
+    /* the round the engine started with, and the region's second part */
+    while (e->prestage_left != 0 || (e->staging_state == GDU_IO_STAGING_GROWING && !e->stopping))
         pthread_cond_wait(&e->prestage_cond, &e->qlock);
     int status = e->prestage_status;
     char first[GDU_IO_WHY];

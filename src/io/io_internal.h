@@ -202,8 +202,9 @@ typedef struct gdu_io_unmapping {
 } gdu_io_unmapping;
 
 typedef enum {
-    GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their parts in */
-    GDU_IO_STAGING_PINNED,   /* the slots point into it */
+    GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their first slots in */
+    GDU_IO_STAGING_GROWING,  /* first slots pinned and in use; the others being pinned */
+    GDU_IO_STAGING_PINNED,   /* the slots point into it (those it could not pin: on their own) */
     GDU_IO_STAGING_BY_SLOT,  /* no region (it failed, or cuFile needs none): slots on their own */
 } gdu_io_staging_state;
 
@@ -225,6 +226,7 @@ typedef struct {
     int init_status; /* worker_init's result, 0 once it succeeded */
     char init_why[GDU_IO_WHY];
     unsigned slots;     /* slots in use: staging_per_worker, fewer if pinning ran short */
+    bool growing;       /* on its first slot until the region's others are pinned (under qlock) */
     unsigned prestaged; /* the engine's prestage round this worker has done */
     unsigned next_slot;
     gdu_io_slot slots_of[GDU_IO_MAX_STAGING];
@@ -253,11 +255,13 @@ struct gdu_io_engine {
     bool stopping;
     gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
-     * state and the workers yet to fault their part in (under qlock). */
+     * state, the workers yet to fault their first slot and their others in,
+     * and which of its two parts are pinned (under qlock). */
     char *staging;
     size_t staging_bytes;
     gdu_io_staging_state staging_state;
-    unsigned staging_faulting;
+    unsigned staging_faulting, staging_faulting_rest;
+    bool staging_first_pinned, staging_rest_pinned;
     /* Prestage rounds (the first starts with the engine): its round, the
      * workers yet to do it, the first failure (under qlock) */
     unsigned prestage_round, prestage_left;
@@ -268,17 +272,26 @@ struct gdu_io_engine {
 };
 
 /* Staging (io_staging.c). gdu_io_staging_map maps one region for every
- * worker's slots (state FAULTING, or BY_SLOT where it cannot); each worker
- * then faults its part in (gdu_io_staging_fault, on its thread), and one
- * pins the whole (gdu_io_staging_pin: 0 or a negative errno) and then, under
- * qlock, settles the outcome: the slots point into the region (PINNED) or
- * the region is gone (BY_SLOT). Without the region a slot is allocated on
- * its own: mapped, faulted in, pinned (NULL with why). gdu_io_staging_free
- * releases both kinds; the workers must have stopped. */
+ * worker's slots (state FAULTING, or BY_SLOT where it cannot), in two parts:
+ * the first slot of every worker, then their other slots. Each worker faults
+ * its first slot in (gdu_io_staging_fault, on its thread), and the last one
+ * pins the first part (gdu_io_staging_pin_first: 0 or a negative errno) and
+ * settles it under qlock (gdu_io_staging_settle_first): the workers start on
+ * their first slot (GROWING, or PINNED when they have one slot) or the region
+ * is given up (BY_SLOT). Meanwhile each faults its other slots in, and the
+ * last to finish pins the second part (gdu_io_staging_pin_rest, without
+ * qlock: the other slots point into it, or where it cannot be pinned are
+ * allocated on their own; 0 or the first failure, with why) and then, under
+ * qlock, settles it (gdu_io_staging_settle_rest: PINNED, or the region given
+ * up is unmapped). Without the region a slot is allocated on its own:
+ * mapped, faulted in, pinned (NULL with why). gdu_io_staging_free releases
+ * both kinds; the workers must have stopped. */
 void gdu_io_staging_map(gdu_io_engine *e);
-void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker);
-int gdu_io_staging_pin(gdu_io_engine *e);
-void gdu_io_staging_settle(gdu_io_engine *e, int pinned);
+void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker, bool first);
+int gdu_io_staging_pin_first(gdu_io_engine *e);
+void gdu_io_staging_settle_first(gdu_io_engine *e, int pinned);
+int gdu_io_staging_pin_rest(gdu_io_engine *e, char *why, size_t len);
+void gdu_io_staging_settle_rest(gdu_io_engine *e);
 void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len);
 void gdu_io_staging_free(gdu_io_engine *e);
 

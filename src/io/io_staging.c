@@ -1,14 +1,19 @@
 /* The engine's staging memory. One mapping holds every worker's slots: each
- * worker faults its own part in, on its own thread, and the last one pins the
- * whole mapping with one call. On the H200 machine, 24 slots of 4 MiB mapped
- * and pinned one by one from 8 threads at once kept a fresh engine's first
- * copy waiting 15-64 ms (each cuMemHostRegister up to 12-27 ms while the
- * other threads mapped and pinned theirs), where one registration of the same
- * 96 MiB, already faulted in, took 3.8 ms; in transparent huge pages, faulted
- * in by touching, the first copy starts 8.6-9.8 ms after the engine is created
- * (14-23 ms in 4 KiB pages; bench/results/2026-12-01-h200-first-load-staging.md).
- * When the mapping cannot be had or pinned, slots are allocated one by one
- * instead (gdu_io_staging_slot_alloc), and a worker short of them goes on with
+ * worker faults its own slots in, on its own thread, and the mapping is
+ * pinned in two calls, the first slot of every worker, then the others. On
+ * the H200 machine, 24 slots of 4 MiB mapped and pinned one by one from 8
+ * threads at once kept a fresh engine's first copy waiting 15-64 ms (each
+ * cuMemHostRegister up to 12-27 ms while the other threads mapped and pinned
+ * theirs), where one registration of the same 96 MiB, already faulted in,
+ * took 3.8 ms; in transparent huge pages, faulted in by touching, the first
+ * copy starts 8.6-9.8 ms after the engine is created (14-23 ms in 4 KiB
+ * pages; bench/results/2026-12-01-h200-first-load-staging.md). A
+ * registration costs in proportion to its bytes (96 MiB in 3.3-5.2 ms, 48
+ * MiB in 1.6-2.5 ms; bench/results/2026-12-02-h200-staging-in-two.md), so
+ * the workers start on their first slot once half the region is pinned,
+ * and take up their others when the rest is. When the mapping cannot be had
+ * or pinned, slots are allocated one by one instead
+ * (gdu_io_staging_slot_alloc), and a worker short of them goes on with
  * fewer. */
 #include "io/io_internal.h"
 
@@ -21,15 +26,17 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-static size_t worker_part(const gdu_io_engine *e)
+/* Bytes of the region's first part: the first slot of every worker. */
+static size_t first_part(const gdu_io_engine *e)
 {
-    return (size_t)e->opt.staging_per_worker * e->opt.chunk_size;
+    return (size_t)e->opt.workers * e->opt.chunk_size;
 }
 
-/* Where worker w's slot j lies in the region. */
+/* Where worker w's slot j lies in the region: slot 0 of every worker, then
+ * slot 1 of every worker, and so on. */
 static char *slot_in_region(const gdu_io_engine *e, unsigned w, unsigned j)
 {
-    return e->staging + (size_t)w * worker_part(e) + (size_t)j * e->opt.chunk_size;
+    return e->staging + ((size_t)j * e->opt.workers + w) * e->opt.chunk_size;
 }
 
 /* Writable anonymous memory, not yet faulted in; NULL with why. */
@@ -71,36 +78,86 @@ static char *map_huge(size_t bytes, char *why, size_t len)
 
 void gdu_io_staging_map(gdu_io_engine *e)
 {
-    e->staging_bytes = (size_t)e->opt.workers * worker_part(e);
+    e->staging_bytes = first_part(e) * e->opt.staging_per_worker;
     char why[GDU_IO_WHY]; /* a region refused is only a slower start: slots on their own */
     e->staging = map_huge(e->staging_bytes, why, sizeof why);
     e->staging_state = e->staging ? GDU_IO_STAGING_FAULTING : GDU_IO_STAGING_BY_SLOT;
     e->staging_faulting = e->opt.workers;
+    e->staging_faulting_rest = e->opt.staging_per_worker > 1 ? e->opt.workers : 0;
 }
 
-void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker)
+void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker, bool first)
 {
-    fault_in(slot_in_region(e, worker, 0), worker_part(e));
+    unsigned from = first ? 0 : 1, to = first ? 1 : e->opt.staging_per_worker;
+    for (unsigned j = from; j < to; j++)
+        fault_in(slot_in_region(e, worker, j), e->opt.chunk_size);
 }
 
-int gdu_io_staging_pin(gdu_io_engine *e)
+int gdu_io_staging_pin_first(gdu_io_engine *e)
 {
     char why[GDU_IO_WHY];
-    return e->mover->staging_pin(e, e->staging, e->staging_bytes, why, sizeof why);
+    return e->mover->staging_pin(e, e->staging, first_part(e), why, sizeof why);
 }
 
-void gdu_io_staging_settle(gdu_io_engine *e, int pinned)
+int gdu_io_staging_pin_rest(gdu_io_engine *e, char *why, size_t len)
+{
+    char *p = e->staging + first_part(e);
+    size_t bytes = e->staging_bytes - first_part(e);
+    unsigned slots = e->opt.staging_per_worker;
+    if (e->mover->staging_pin(e, p, bytes, why, len) == 0) {
+        e->staging_rest_pinned = true;
+        for (unsigned w = 0; w < e->opt.workers; w++)
+            for (unsigned j = 1; j < slots; j++)
+                e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
+        return 0;
+    }
+    munmap(p, bytes);
+    e->staging_bytes = first_part(e);
+    int status = 0;
+    for (unsigned w = 0; w < e->opt.workers; w++)
+        for (unsigned j = 1; j < slots; j++) {
+            char slot_why[GDU_IO_WHY];
+            e->workers[w].slots_of[j].buf = gdu_io_staging_slot_alloc(e, slot_why, sizeof slot_why);
+            if (e->workers[w].slots_of[j].buf == NULL && status == 0) {
+                status = -ENOMEM;
+                snprintf(why, len, "%s", slot_why);
+            }
+        }
+    return status;
+}
+
+void gdu_io_staging_settle_first(gdu_io_engine *e, int pinned)
 {
     if (pinned != 0) {
+        e->staging_state = GDU_IO_STAGING_BY_SLOT;
+        if (e->staging_faulting_rest == 0) { /* else unmapped once nobody faults in it */
+            munmap(e->staging, e->staging_bytes);
+            e->staging = NULL;
+        }
+        return;
+    }
+    e->staging_first_pinned = true;
+    bool rest = e->opt.staging_per_worker > 1;
+    e->staging_state = rest ? GDU_IO_STAGING_GROWING : GDU_IO_STAGING_PINNED;
+    for (unsigned w = 0; w < e->opt.workers; w++) {
+        e->workers[w].slots_of[0].buf = slot_in_region(e, w, 0);
+        /* Nobody has left the region's wait unless the engine stops (and a
+         * stopping worker may read its count): the counts are ours to set. */
+        if (rest && !e->stopping) {
+            e->workers[w].slots = 1;
+            e->workers[w].growing = true;
+        }
+    }
+}
+
+void gdu_io_staging_settle_rest(gdu_io_engine *e)
+{
+    if (e->staging_state == GDU_IO_STAGING_BY_SLOT) { /* the first part failed */
         munmap(e->staging, e->staging_bytes);
         e->staging = NULL;
-        e->staging_state = GDU_IO_STAGING_BY_SLOT;
         return;
     }
     e->staging_state = GDU_IO_STAGING_PINNED;
-    for (unsigned w = 0; w < e->opt.workers; w++)
-        for (unsigned j = 0; j < e->opt.staging_per_worker; j++)
-            e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
 }
 
 void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len)
@@ -130,8 +187,10 @@ void gdu_io_staging_free(gdu_io_engine *e)
         }
     if (e->staging == NULL)
         return;
-    if (e->staging_state == GDU_IO_STAGING_PINNED)
+    if (e->staging_first_pinned)
         e->mover->staging_unpin(e, e->staging);
+    if (e->staging_rest_pinned)
+        e->mover->staging_unpin(e, e->staging + first_part(e));
     munmap(e->staging, e->staging_bytes);
     e->staging = NULL;
 }

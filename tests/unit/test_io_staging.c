@@ -1,10 +1,12 @@
 /* The engine's staging: made at creation, in the background, as one region
- * holding every worker's slots, pinned by one call before the first copy (24
- * slots pinned one by one from 8 threads took 40-60 ms of a first load on the
- * H200, one pin of the same region 3.8 ms); when the region cannot be pinned,
- * slots are pinned one by one, and a slot that cannot be had degrades the
- * worker (later slots) or fails its chunk (the first), never hangs a
- * request. Host backend, with the mover's pin and copy counted. */
+ * holding every worker's slots, pinned by two calls (24 slots pinned one by
+ * one from 8 threads took 40-60 ms of a first load on the H200, one pin of
+ * the same region 3.8 ms): the first slot of every worker before the first
+ * copy, the other slots while the workers copy through their first; when
+ * the region cannot be pinned, slots are pinned one by one, and a slot that
+ * cannot be had degrades the worker (later slots) or fails its chunk (the
+ * first), never hangs a request. Host backend, with the mover's pin and
+ * copy counted. */
 #include "io/io_internal.h"
 #include "io_test_util.h"
 
@@ -22,32 +24,45 @@
 
 static char dir[64];
 static char *path;
-/* Pins asked for; which fail (the first, the region, and every one from
- * fail_from on, 0: none); pins made by the first copy (-1: no copy yet);
- * the first pin's size. */
-static atomic_int pins, fail_from, pins_at_first_copy;
-static atomic_bool fail_region;
-static atomic_size_t first_pin_bytes;
+/* Pins asked for; which fail (the first, the region's first part; the
+ * second, the region's other part; every one from fail_from on, 0: none);
+ * pins returned by the first copy (-1: no copy yet); the first two pins'
+ * sizes; whether the second pin waits for a copy first (up to 20 s), and
+ * whether one came. */
+static atomic_int pins, pins_returned, fail_from, pins_at_first_copy;
+static atomic_bool fail_region, fail_rest, hold_rest, copy_before_rest;
+static atomic_size_t pin_bytes[2];
 static gdu_io_mover counting;
 
 static int counting_pin(gdu_io_engine *e, void *p, size_t bytes, char *why, size_t len)
 {
     int n = atomic_fetch_add(&pins, 1) + 1;
-    if (n == 1)
-        atomic_store(&first_pin_bytes, bytes);
-    if ((n == 1 && atomic_load(&fail_region)) ||
+    if (n <= 2)
+        atomic_store(&pin_bytes[n - 1], bytes);
+    for (int i = 0; n == 2 && atomic_load(&hold_rest) && i < 20000; i++) {
+        if (atomic_load(&pins_at_first_copy) != -1) {
+            atomic_store(&copy_before_rest, true);
+            break;
+        }
+        usleep(1000);
+    }
+    int r = 0;
+    if ((n == 1 && atomic_load(&fail_region)) || (n == 2 && atomic_load(&fail_rest)) ||
         (atomic_load(&fail_from) != 0 && n >= atomic_load(&fail_from))) {
         snprintf(why, len, "test: no staging for pin %d", n);
-        return -ENOMEM;
+        r = -ENOMEM;
+    } else {
+        r = gdu_io_mover_host.staging_pin(e, p, bytes, why, len);
     }
-    return gdu_io_mover_host.staging_pin(e, p, bytes, why, len);
+    atomic_fetch_add(&pins_returned, 1);
+    return r;
 }
 
 static int counting_to_mem(void *wctx, unsigned slot, void *mem, const void *staging, size_t n,
                            char *why, size_t len)
 {
     int none = -1;
-    atomic_compare_exchange_strong(&pins_at_first_copy, &none, atomic_load(&pins));
+    atomic_compare_exchange_strong(&pins_at_first_copy, &none, atomic_load(&pins_returned));
     return gdu_io_mover_host.to_mem(wctx, slot, mem, staging, n, why, len);
 }
 
@@ -69,13 +84,19 @@ static int teardown(void **state)
     return 0;
 }
 
-/* An engine with the counting mover; failing pins as given. */
-static gdu_io_engine *engine(bool region_fails, int from)
+/* An engine with the counting mover; failing pins as given, and its second
+ * pin held for a copy or failing. */
+static gdu_io_engine *engine_with(bool region_fails, int from, bool rest_held, bool rest_fails)
 {
     atomic_store(&pins, 0);
+    atomic_store(&pins_returned, 0);
     atomic_store(&pins_at_first_copy, -1);
-    atomic_store(&first_pin_bytes, 0);
+    atomic_store(&pin_bytes[0], 0);
+    atomic_store(&pin_bytes[1], 0);
     atomic_store(&fail_region, region_fails);
+    atomic_store(&fail_rest, rest_fails);
+    atomic_store(&hold_rest, rest_held);
+    atomic_store(&copy_before_rest, false);
     atomic_store(&fail_from, from);
     gdu_io_options o = io_test_options(WORKERS, CHUNK, SLOTS, GDU_IO_DIRECT_OFF);
     gdu_io_engine *e = NULL;
@@ -83,6 +104,11 @@ static gdu_io_engine *engine(bool region_fails, int from)
     if (gdu_io_engine_create_moving(&o, &counting, &e, why, sizeof why) != 0)
         fail_msg("engine: %s", why);
     return e;
+}
+
+static gdu_io_engine *engine(bool region_fails, int from)
+{
+    return engine_with(region_fails, from, false, false);
 }
 
 /* Reads the whole file; returns the request's status. */
@@ -103,29 +129,105 @@ static void assert_file_bytes(const uint8_t *buf)
             fail_msg("byte %llu differs", (unsigned long long)i);
 }
 
-static void one_region_pinned_at_creation(void **state)
+/* Every slot, from the workers' slot_of, a distinct piece of the one region:
+ * the first slot of every worker, then the second of every worker, ... */
+static void assert_slots_in_region(const gdu_io_engine *e)
 {
-    gdu_io_engine *e = engine(false, 0);
-    /* No request yet: the workers make the staging on their own. */
-    for (int i = 0; i < 2000 && atomic_load(&pins) == 0; i++)
-        usleep(1000);
-    assert_int_equal(atomic_load(&pins), 1);
-    assert_int_equal(atomic_load(&first_pin_bytes), (size_t)WORKERS * SLOTS * CHUNK);
-    uint8_t *buf = malloc(SIZE);
-    char why[256] = "";
-    assert_int_equal(read_all(e, buf, why, sizeof why), 0);
-    assert_file_bytes(buf);
-    assert_int_equal(atomic_load(&pins), 1);
-    assert_int_equal(atomic_load(&pins_at_first_copy), 1);
-    /* Every slot is a distinct piece of the one region. */
     const char *lo = e->staging, *hi = e->staging + e->staging_bytes;
     for (unsigned w = 0; w < WORKERS; w++)
         for (unsigned j = 0; j < SLOTS; j++) {
             const char *p = e->workers[w].slots_of[j].buf;
             assert_true(p >= lo && p + CHUNK <= hi);
             assert_int_equal((size_t)(p - lo) % CHUNK, 0);
-            assert_int_equal((size_t)(p - lo) / CHUNK, w * SLOTS + j);
+            assert_int_equal((size_t)(p - lo) / CHUNK, j * WORKERS + w);
         }
+}
+
+/* Whether every worker has taken up all its slots within 20 s (a worker
+ * does so the next time it looks for work after the second part settles). */
+static bool all_grown(gdu_io_engine *e)
+{
+    for (int i = 0; i < 20000; i++) {
+        unsigned grown = 0;
+        pthread_mutex_lock(&e->qlock);
+        for (unsigned w = 0; w < WORKERS; w++)
+            grown += e->workers[w].slots == SLOTS;
+        pthread_mutex_unlock(&e->qlock);
+        if (grown == WORKERS)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* A whole read right, with both parts pinned and no other pin, and every
+ * worker on all its slots, each where the region's layout puts it. */
+static void assert_reads_through_the_whole_region(gdu_io_engine *e)
+{
+    uint8_t *buf = malloc(SIZE);
+    char why[256] = "";
+    assert_int_equal(read_all(e, buf, why, sizeof why), 0);
+    assert_file_bytes(buf);
+    free(buf);
+    assert_int_equal(atomic_load(&pins), 2);
+    assert_true(all_grown(e));
+    assert_slots_in_region(e);
+}
+
+static void region_pinned_in_two_parts_at_creation(void **state)
+{
+    gdu_io_engine *e = engine(false, 0);
+    /* No request yet: the workers make the staging on their own. */
+    for (int i = 0; i < 2000 && atomic_load(&pins_returned) < 2; i++)
+        usleep(1000);
+    assert_int_equal(atomic_load(&pins), 2);
+    assert_int_equal(atomic_load(&pin_bytes[0]), (size_t)WORKERS * CHUNK);
+    assert_int_equal(atomic_load(&pin_bytes[1]), (size_t)WORKERS * (SLOTS - 1) * CHUNK);
+    assert_reads_through_the_whole_region(e);
+    assert_true(atomic_load(&pins_at_first_copy) >= 1);
+    gdu_io_engine_destroy(e);
+}
+
+/* The first copy waits for the first part's pin only: with the second pin
+ * held until a copy has been made, a whole read completes through the
+ * workers' first slots, and the workers then take up their others. */
+static void first_copy_waits_for_the_first_slots_only(void **state)
+{
+    gdu_io_engine *e = engine_with(false, 0, true, false);
+    uint8_t *buf = malloc(SIZE);
+    char why[256] = "";
+    assert_int_equal(read_all(e, buf, why, sizeof why), 0);
+    assert_file_bytes(buf);
+    free(buf);
+    assert_int_equal(atomic_load(&pins_at_first_copy), 1);
+    assert_int_equal(gdu_io_engine_prestage(e, why, sizeof why), 0);
+    assert_true(atomic_load(&copy_before_rest));
+    assert_reads_through_the_whole_region(e);
+    gdu_io_engine_destroy(e);
+}
+
+/* The region's second part refused: the other slots are pinned one by one,
+ * and prestage finds every slot there. */
+static void refused_rest_pins_the_other_slots_one_by_one(void **state)
+{
+    gdu_io_engine *e = engine_with(false, 0, false, true);
+    char why[256] = "";
+    assert_int_equal(gdu_io_engine_prestage(e, why, sizeof why), 0);
+    assert_int_equal(atomic_load(&pins), 2 + WORKERS * (SLOTS - 1));
+    uint8_t *buf = malloc(SIZE);
+    assert_int_equal(read_all(e, buf, why, sizeof why), 0);
+    assert_file_bytes(buf);
+    assert_int_equal(atomic_load(&pins), 2 + WORKERS * (SLOTS - 1));
+    const char *lo = e->staging, *hi = e->staging + e->staging_bytes;
+    for (unsigned w = 0; w < WORKERS; w++) {
+        assert_int_equal(e->workers[w].slots, SLOTS);
+        assert_ptr_equal(e->workers[w].slots_of[0].buf, lo + (size_t)w * CHUNK);
+        for (unsigned j = 1; j < SLOTS; j++) {
+            const char *p = e->workers[w].slots_of[j].buf;
+            assert_non_null(p);
+            assert_true(p + CHUNK <= lo || p >= hi);
+        }
+    }
     free(buf);
     gdu_io_engine_destroy(e);
 }
@@ -195,15 +297,15 @@ static void prestage_waits_for_every_slot(void **state)
     gdu_io_engine *e = engine(false, 0);
     char why[256] = "";
     assert_int_equal(gdu_io_engine_prestage(e, why, sizeof why), 0);
-    assert_int_equal(atomic_load(&pins), 1);
+    assert_int_equal(atomic_load(&pins), 2);
     for (unsigned w = 0; w < WORKERS; w++)
         for (unsigned j = 0; j < SLOTS; j++)
             assert_non_null(e->workers[w].slots_of[j].buf);
     assert_int_equal(gdu_io_engine_prestage(e, why, sizeof why), 0); /* nothing more to do */
-    assert_int_equal(atomic_load(&pins), 1);
+    assert_int_equal(atomic_load(&pins), 2);
     uint8_t *buf = malloc(SIZE);
     assert_int_equal(read_all(e, buf, why, sizeof why), 0);
-    assert_int_equal(atomic_load(&pins), 1); /* the reads pin nothing more */
+    assert_int_equal(atomic_load(&pins), 2); /* the reads pin nothing more */
     gdu_io_engine_destroy(e);
 
     e = engine(true, 9);
@@ -219,7 +321,9 @@ static void prestage_waits_for_every_slot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(one_region_pinned_at_creation),
+        cmocka_unit_test(region_pinned_in_two_parts_at_creation),
+        cmocka_unit_test(first_copy_waits_for_the_first_slots_only),
+        cmocka_unit_test(refused_rest_pins_the_other_slots_one_by_one),
         cmocka_unit_test(smoke_destroyed_at_once),
         cmocka_unit_test(refused_region_pins_slot_by_slot),
         cmocka_unit_test(failed_slots_degrade_or_fail_then_recover),
