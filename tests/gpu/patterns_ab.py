@@ -15,8 +15,8 @@ does.
 The checkpoint is load_patterns.py's (made in WORK/model when missing),
 page cache warm. Writes OUT/patterns_ab.jsonl (one line per process: the
 variant, the round, the case's result) and prints, for each case and
-variant, every process's first rank and the median of its later ranks in
-milliseconds: a split's first rank is what each tensor-parallel process
+variant, every process's first rank (and their median) and the median of
+its later ranks in milliseconds: a split's first rank is what each tensor-parallel process
 pays, since each of them is a first rank."""
 import argparse
 import json
@@ -73,7 +73,8 @@ def render(summary):
     rows = []
     for case, variants in summary.items():
         for variant, (firsts, laters) in variants.items():
-            text = f"{case:10} {variant:12} first " + " / ".join(f"{x:.1f}" for x in firsts)
+            text = (f"{case:10} {variant:12} first " + " / ".join(f"{x:.1f}" for x in firsts)
+                    + f" (median {statistics.median(firsts):.1f})")
             if laters:
                 text += "; later " + " / ".join(f"{x:.1f}" for x in laters)
             rows.append(text)

@@ -43,8 +43,8 @@ class PatternsAbTest(unittest.TestCase):
         self.assertNotIn("b", s["rows-8"])  # the failed process is left out
         self.assertEqual(s["whole"]["b"][1], [])  # one rank: no later ones
         text = patterns_ab.render(s)
-        self.assertIn("first 30.0 / 28.0; later 19.0 / 19.0", text)
-        self.assertIn("first 125.0", text)
+        self.assertIn("first 30.0 / 28.0 (median 29.0); later 19.0 / 19.0", text)
+        self.assertIn("first 125.0 (median 125.0)", text)
 
 
 if __name__ == "__main__":
