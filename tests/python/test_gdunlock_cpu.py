@@ -136,11 +136,14 @@ class CheckpointTest(unittest.TestCase):
 
 
 def _python(code, **env):
-    """code run by a fresh interpreter with this process's environment (and
-    env); its stdout."""
+    """code run by a fresh interpreter that finds the gdunlock package and
+    library this process uses (then env over them); its stdout."""
     import subprocess
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(gdunlock.__file__)))
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "GDUNLOCK_LOAD_LIB": gdunlock.library_path(), **env}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, **env), timeout=300)
+                       env=env, timeout=300)
     if p.returncode != 0:
         raise AssertionError(p.stderr[-2000:])
     return p.stdout.strip()
