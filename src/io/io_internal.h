@@ -256,12 +256,13 @@ struct gdu_io_engine {
     gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
      * state, the workers yet to fault their first slot and their others in,
-     * and which of its two parts are pinned (under qlock). */
+     * and whether its second part is pinned (the first is once the state is
+     * GROWING or PINNED; under qlock). */
     char *staging;
     size_t staging_bytes;
     gdu_io_staging_state staging_state;
     unsigned staging_faulting, staging_faulting_rest;
-    bool staging_first_pinned, staging_rest_pinned;
+    bool staging_rest_pinned;
     /* Prestage rounds (the first starts with the engine): its round, the
      * workers yet to do it, the first failure (under qlock) */
     unsigned prestage_round, prestage_left;

@@ -136,7 +136,6 @@ void gdu_io_staging_settle_first(gdu_io_engine *e, int pinned)
         }
         return;
     }
-    e->staging_first_pinned = true;
     bool rest = e->opt.staging_per_worker > 1;
     e->staging_state = rest ? GDU_IO_STAGING_GROWING : GDU_IO_STAGING_PINNED;
     for (unsigned w = 0; w < e->opt.workers; w++) {
@@ -187,7 +186,7 @@ void gdu_io_staging_free(gdu_io_engine *e)
         }
     if (e->staging == NULL)
         return;
-    if (e->staging_first_pinned)
+    if (e->staging_state == GDU_IO_STAGING_GROWING || e->staging_state == GDU_IO_STAGING_PINNED)
         e->mover->staging_unpin(e, e->staging);
     if (e->staging_rest_pinned)
         e->mover->staging_unpin(e, e->staging + first_part(e));
