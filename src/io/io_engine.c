@@ -284,9 +284,11 @@ static bool stage_region(gdu_io_worker *w)
 }
 
 /* Under e->qlock, which it drops while it pins: the region's second part
- * pinned (or its slots allocated on their own) and settled, or the region
- * given up by the first part unmapped. Outside the prestage round that made
- * it, so that no chunk waits for it. */
+ * pinned and settled, or the region given up by the first part unmapped.
+ * Outside the prestage round that made it, so that no chunk waits for it. A
+ * second part that cannot be pinned is the round's failure: prestage() runs
+ * another, in which each worker allocates the slots it lacks on their own
+ * (and without prestage(), slot_ready does at their first use). */
 static void settle_rest(gdu_io_engine *e)
 {
     char why[GDU_IO_WHY] = "";
@@ -297,7 +299,7 @@ static void settle_rest(gdu_io_engine *e)
         pthread_mutex_lock(&e->qlock);
     }
     gdu_io_staging_settle_rest(e);
-    if (status != 0 && e->prestage_status == 0) { /* prestage() tries them again */
+    if (status != 0 && e->prestage_status == 0) {
         e->prestage_status = status;
         snprintf(e->prestage_why, sizeof e->prestage_why, "%s", why);
     }

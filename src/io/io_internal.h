@@ -281,10 +281,11 @@ struct gdu_io_engine {
  * their first slot (GROWING, or PINNED when they have one slot) or the region
  * is given up (BY_SLOT). Meanwhile each faults its other slots in, and the
  * last to finish pins the second part (gdu_io_staging_pin_rest, without
- * qlock: the other slots point into it, or where it cannot be pinned are
- * allocated on their own; 0 or the first failure, with why) and then, under
- * qlock, settles it (gdu_io_staging_settle_rest: PINNED, or the region given
- * up is unmapped). Without the region a slot is allocated on its own:
+ * qlock: the other slots point into it; 0, or the pin's failure with why,
+ * and the part unmapped) and then, under qlock, settles it
+ * (gdu_io_staging_settle_rest: PINNED, or the region given up is unmapped).
+ * Slots the second part could not provide are allocated on their own like
+ * any other missing slot: by prestage's next round, or at first use. Without the region a slot is allocated on its own:
  * mapped, faulted in, pinned (NULL with why). gdu_io_staging_free releases
  * both kinds; the workers must have stopped. */
 void gdu_io_staging_map(gdu_io_engine *e);

@@ -103,27 +103,17 @@ int gdu_io_staging_pin_rest(gdu_io_engine *e, char *why, size_t len)
 {
     char *p = e->staging + first_part(e);
     size_t bytes = e->staging_bytes - first_part(e);
-    unsigned slots = e->opt.staging_per_worker;
-    if (e->mover->staging_pin(e, p, bytes, why, len) == 0) {
-        e->staging_rest_pinned = true;
-        for (unsigned w = 0; w < e->opt.workers; w++)
-            for (unsigned j = 1; j < slots; j++)
-                e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
-        return 0;
+    int r = e->mover->staging_pin(e, p, bytes, why, len);
+    if (r != 0) { /* the other slots stay NULL: allocated on their own */
+        munmap(p, bytes);
+        e->staging_bytes = first_part(e);
+        return r;
     }
-    munmap(p, bytes);
-    e->staging_bytes = first_part(e);
-    int status = 0;
+    e->staging_rest_pinned = true;
     for (unsigned w = 0; w < e->opt.workers; w++)
-        for (unsigned j = 1; j < slots; j++) {
-            char slot_why[GDU_IO_WHY];
-            e->workers[w].slots_of[j].buf = gdu_io_staging_slot_alloc(e, slot_why, sizeof slot_why);
-            if (e->workers[w].slots_of[j].buf == NULL && status == 0) {
-                status = -ENOMEM;
-                snprintf(why, len, "%s", slot_why);
-            }
-        }
-    return status;
+        for (unsigned j = 1; j < e->opt.staging_per_worker; j++)
+            e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
+    return 0;
 }
 
 void gdu_io_staging_settle_first(gdu_io_engine *e, int pinned)
