@@ -16,11 +16,26 @@
  *              pinned in place), one copy of the thread's whole part to the GPU
  *   reg-2d     the same registration, one strided copy (cuMemcpy2DAsync) of
  *              just the pieces to the GPU: the page cache read by the copy engine
+ *   mapped-pf  the populated mapping, prefetching the piece 4 ahead into cache
+ *   vmreadv    process_vm_readv of the pieces from the populated mapping, 1024
+ *              at a time: the kernel copies through its own (huge) mapping
+ *   huge       a fresh mapping at a 2 MiB boundary with MADV_HUGEPAGE
+ *   collapse   a fresh mapping at a 2 MiB boundary, MADV_COLLAPSE of the
+ *              thread's part first (asks for page-cache folios mapped by PMD)
+ *   anon-huge  the pieces from an anonymous copy of the file in transparent
+ *              huge pages: what the copy costs without 4 KiB page walks
+ *   anon-4k    the same copy in 4 KiB pages (MADV_NOHUGEPAGE)
+ *   mapped-nt  the populated mapping, each piece stored with non-temporal
+ *              stores (no read for ownership of the destination's lines)
+ *   mapped-nt-pf  the same, prefetching the piece 4 ahead
+ *   mapped-movsb  the populated mapping, each piece copied by rep movsb
  * Host destinations are touched before the clock. One JSON line per route:
  * useful GB/s (pieces' bytes, or the whole part for whole and reg-whole),
  * the ratio of the pieces' time to whole's, and for the mapped routes the
- * seconds spent mapping, pinning and unmapping. Decides how the engine reads
- * columns (issue 21).
+ * seconds spent mapping, pinning and unmapping, the minor faults taken and
+ * the file bytes the process had mapped by PMD afterwards. Decides how the
+ * engine reads columns (issue 21). GDU_GATHER_WAYS (a comma list) picks
+ * routes; the default is the list in main.
  *
  *   gather_costs FILE PIECE STRIDE [THREADS] [BYTES]
  */
@@ -36,15 +51,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
 #endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1 */
+#endif
+#define HUGE_2M ((uint64_t)2 << 20)
 
-#define HOST_OUT ((uint64_t)64 << 20)
+#include <emmintrin.h>
+
+/* Each thread's destination, cycled through: GDU_GATHER_OUT_MIB (default 64;
+ * the engine's staging is 8 MiB a worker). */
+static uint64_t HOST_OUT = (uint64_t)64 << 20;
 
 typedef gdu_CUresult (*memcpy2d_fn)(const gdu_CUDA_MEMCPY2D *copy, gdu_CUstream s);
 
@@ -84,26 +109,88 @@ static void fail(job *j, const char *what, long code)
 static void prefetch_piece(const char *map, uint64_t off, uint64_t piece)
 {
     for (uint64_t b = 0; b < piece && b < 4096; b += 64)
-        __builtin_prefetch(map + off + b, 0, 0);
+        __builtin_prefetch(map + off + b, 0, 3);
+}
+
+/* The pieces through the kernel: process_vm_readv of this process's own
+ * mapping, up to 1024 pieces a call, into one contiguous destination. */
+static void vm_readv(job *j)
+{
+    static __thread struct iovec from[1024];
+    uint64_t placed = 0, off = j->begin;
+    pid_t self = getpid();
+    while (off + j->piece <= j->end) {
+        unsigned k = 0;
+        uint64_t at = placed % HOST_OUT;
+        if (at + 1024 * j->piece > HOST_OUT)
+            at = 0;
+        for (; k < 1024 && off + j->piece <= j->end; k++, off += j->stride)
+            from[k] = (struct iovec){.iov_base = (void *)(j->map + off), .iov_len = j->piece};
+        struct iovec to = {.iov_base = j->out + at, .iov_len = k * j->piece};
+        ssize_t got = process_vm_readv(self, &to, 1, from, k, 0);
+        if (got != (ssize_t)(k * j->piece))
+            return fail(j, "process_vm_readv", got < 0 ? errno : got);
+        placed += k * j->piece;
+    }
+    j->useful = placed;
+}
+
+/* n bytes with 16-byte non-temporal stores where the destination allows. */
+static void copy_nt(char *to, const char *from, uint64_t n)
+{
+    uint64_t head = (16 - ((uintptr_t)to & 15)) & 15;
+    if (head > n)
+        head = n;
+    memcpy(to, from, head);
+    to += head, from += head, n -= head;
+    for (; n >= 64; n -= 64, to += 64, from += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)from);
+        __m128i b = _mm_loadu_si128((const __m128i *)(from + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(from + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(from + 48));
+        _mm_stream_si128((__m128i *)to, a);
+        _mm_stream_si128((__m128i *)(to + 16), b);
+        _mm_stream_si128((__m128i *)(to + 32), c);
+        _mm_stream_si128((__m128i *)(to + 48), d);
+    }
+    memcpy(to, from, n);
+}
+
+static void copy_movsb(char *to, const char *from, uint64_t n)
+{
+    __asm__ volatile("rep movsb" : "+D"(to), "+S"(from), "+c"(n) : : "memory");
+}
+
+typedef void (*copy_fn)(char *to, const char *from, uint64_t n);
+
+static void copy_libc(char *to, const char *from, uint64_t n) { memcpy(to, from, n); }
+
+static void copy_range_with(job *j, const char *base, uint64_t from, uint64_t to, int ahead,
+                            uint64_t *placed, copy_fn copy)
+{
+    for (uint64_t off = from; off + j->piece <= to; off += j->stride) {
+        if (ahead > 0 && off + (uint64_t)ahead * j->stride + j->piece <= to)
+            prefetch_piece(base, off + (uint64_t)ahead * j->stride, j->piece);
+        copy(j->out + *placed % HOST_OUT, base + off, j->piece);
+        *placed += j->piece;
+    }
+    _mm_sfence();
 }
 
 static void copy_range(job *j, const char *base, uint64_t from, uint64_t to, int ahead,
                        uint64_t *placed)
 {
-    for (uint64_t off = from; off + j->piece <= to; off += j->stride) {
-        if (ahead > 0 && off + (uint64_t)ahead * j->stride + j->piece <= to)
-            prefetch_piece(base, off + (uint64_t)ahead * j->stride, j->piece);
-        memcpy(j->out + *placed % HOST_OUT, base + off, j->piece);
-        *placed += j->piece;
-    }
+    copy_range_with(j, base, from, to, ahead, placed, copy_libc);
 }
 
-static void copy_pieces(job *j, int ahead)
+static void copy_pieces_with(job *j, int ahead, copy_fn copy)
 {
     uint64_t placed = 0;
-    copy_range(j, j->map, j->begin, j->end, ahead, &placed);
+    copy_range_with(j, j->map, j->begin, j->end, ahead, &placed, copy);
     j->useful = placed;
 }
+
+static void copy_pieces(job *j, int ahead) { copy_pieces_with(j, ahead, copy_libc); }
 
 /* The thread maps windows of its part one at a time (8 MiB each), copies
  * their pieces and unmaps them: a mapping per gather chunk. */
@@ -219,8 +306,26 @@ static void *run(void *arg)
             fail(j, "madvise(MADV_POPULATE_READ)", errno);
         j->prepare_s = now() - t0;
         copy_pieces(j, 0);
-    } else if (strcmp(j->way, "mmap") == 0 || strcmp(j->way, "mapped") == 0) {
+    } else if (strcmp(j->way, "collapse") == 0) {
+        uint64_t lo = j->begin & ~(HUGE_2M - 1), hi = (j->end + HUGE_2M - 1) & ~(HUGE_2M - 1);
+        double t0 = now();
+        if (madvise((void *)(j->map + lo), hi - lo, MADV_COLLAPSE) != 0)
+            fail(j, "madvise(MADV_COLLAPSE)", errno);
+        j->prepare_s = now() - t0;
         copy_pieces(j, 0);
+    } else if (strcmp(j->way, "mmap") == 0 || strcmp(j->way, "mapped") == 0 ||
+               strcmp(j->way, "huge") == 0 || strncmp(j->way, "anon", 4) == 0) {
+        copy_pieces(j, 0);
+    } else if (strcmp(j->way, "mapped-pf") == 0) {
+        copy_pieces(j, 4);
+    } else if (strcmp(j->way, "mapped-nt") == 0) {
+        copy_pieces_with(j, 0, copy_nt);
+    } else if (strcmp(j->way, "mapped-nt-pf") == 0) {
+        copy_pieces_with(j, 4, copy_nt);
+    } else if (strcmp(j->way, "mapped-movsb") == 0) {
+        copy_pieces_with(j, 0, copy_movsb);
+    } else if (strcmp(j->way, "vmreadv") == 0) {
+        vm_readv(j);
     } else if (strcmp(j->way, "mmap-pf") == 0) {
         copy_pieces(j, 4);
     } else if (strcmp(j->way, "window") == 0) {
@@ -248,6 +353,69 @@ static int load_cuda(void)
     return memcpy2d != NULL ? 0 : -1;
 }
 
+/* A read-only shared mapping of the file's first `bytes` at a 2 MiB
+ * boundary (file offset 0 too), so that page-cache folios of 2 MiB could be
+ * mapped by PMD; *span receives what to unmap. */
+static const char *map_aligned(int fd, uint64_t bytes, int advice, uint64_t *span)
+{
+    *span = bytes + HUGE_2M;
+    char *room = mmap(NULL, (size_t)*span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (room == MAP_FAILED)
+        return NULL;
+    char *at = (char *)(((uintptr_t)room + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    if (at > room)
+        munmap(room, (size_t)(at - room));
+    uint64_t tail = (uint64_t)(room + *span - (at + bytes));
+    if (tail > 0)
+        munmap(at + bytes, (size_t)tail);
+    *span = bytes;
+    if (mmap(at, (size_t)bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        return NULL;
+    if (advice >= 0)
+        madvise(at, (size_t)bytes, advice);
+    return at;
+}
+
+/* An anonymous copy of the file's first `bytes`, in huge pages or not. */
+static const char *anon_copy(int fd, uint64_t bytes, int advice)
+{
+    uint64_t span;
+    char *at = mmap(NULL, (size_t)(bytes + HUGE_2M), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (at == MAP_FAILED)
+        return NULL;
+    at = (char *)(((uintptr_t)at + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    madvise(at, (size_t)bytes, advice);
+    for (uint64_t off = 0; off < bytes; off += span) {
+        span = bytes - off < (16u << 20) ? bytes - off : 16u << 20;
+        if (pread(fd, at + off, span, (off_t)off) != (ssize_t)span)
+            return NULL;
+    }
+    return at;
+}
+
+/* A line of /proc/self/smaps_rollup or /proc/meminfo, in kB; -1 when absent. */
+static long kb_of(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, key, n) == 0 && line[n] == ':')
+            kb = strtol(line + n + 1, NULL, 10);
+    if (f != NULL)
+        fclose(f);
+    return kb;
+}
+
+static long minor_faults(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -270,10 +438,23 @@ int main(int argc, char **argv)
                         "STRIDE x THREADS\n");
         return 64;
     }
+    const char *default_ways[] = {"whole",     "pread",     "mmap",  "mmap-pf",  "window",
+                                  "window-pf", "mapped",    "whole", "mmap",     "mmap-pf",
+                                  "window",    "window-pf", "uring", "populate", "mapped",
+                                  "reg-whole", "reg-2d"};
+    const char *ways[64];
+    size_t n_ways = 0;
+    char *picked = getenv("GDU_GATHER_WAYS") != NULL ? strdup(getenv("GDU_GATHER_WAYS")) : NULL;
+    if (picked != NULL) {
+        for (char *w = strtok(picked, ","); w != NULL && n_ways < 64; w = strtok(NULL, ","))
+            ways[n_ways++] = w;
+    } else {
+        n_ways = sizeof default_ways / sizeof default_ways[0];
+        memcpy(ways, default_ways, sizeof default_ways);
+    }
+    if (getenv("GDU_GATHER_OUT_MIB") != NULL)
+        HOST_OUT = strtoull(getenv("GDU_GATHER_OUT_MIB"), NULL, 0) << 20;
     int have_cuda = load_cuda() == 0;
-    const char *ways[] = {"whole",  "pread",    "mmap",   "mmap-pf",   "window", "window-pf",
-                          "mapped", "whole",    "mmap",   "mmap-pf",   "window", "window-pf",
-                          "uring",  "populate", "mapped", "reg-whole", "reg-2d"};
     uint64_t part = bytes / threads / stride * stride;
     char *out[256];
     gdu_CUdeviceptr dev[256] = {0};
@@ -283,22 +464,51 @@ int main(int argc, char **argv)
         if (have_cuda && cu->cuMemAlloc(&dev[t], part) != GDU_CUDA_SUCCESS)
             have_cuda = 0;
     }
-    const char *map = NULL; /* populate's mapping, which mapped copies from again */
+    const char *map = NULL; /* the last fresh mapping, which mapped* copy from again */
+    uint64_t map_span = 0;
+    const char *anon = NULL;
+    int anon_advice = -1;
     double whole = 0;
-    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+    for (size_t w = 0; w < n_ways; w++) {
         const char *way = ways[w];
         if (strncmp(way, "reg", 3) == 0 && !have_cuda)
             continue;
         int fresh = strncmp(way, "mmap", 4) == 0 || strcmp(way, "populate") == 0 ||
-                    strncmp(way, "reg", 3) == 0;
+                    strncmp(way, "reg", 3) == 0 || strcmp(way, "huge") == 0 ||
+                    strcmp(way, "collapse") == 0;
+        int from_anon = strncmp(way, "anon", 4) == 0;
         if (fresh && map != NULL) {
-            munmap((void *)map, (size_t)bytes);
+            munmap((void *)map, (size_t)map_span);
             map = NULL;
         }
+        if (from_anon) {
+            int advice = strcmp(way, "anon-huge") == 0 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+            if (anon == NULL || anon_advice != advice) {
+                if (anon != NULL)
+                    munmap((void *)anon, (size_t)bytes);
+                anon = anon_copy(fd, bytes, advice);
+                anon_advice = advice;
+                if (anon == NULL) {
+                    perror("anonymous copy");
+                    return 70;
+                }
+            }
+        }
+        int reuses_map = strncmp(way, "mapped", 6) == 0 || strcmp(way, "vmreadv") == 0;
+        if (reuses_map && map == NULL) { /* populated before the clock */
+            map = map_aligned(fd, bytes, -1, &map_span);
+            if (map == NULL || madvise((void *)map, (size_t)bytes, MADV_POPULATE_READ) != 0) {
+                perror("mmap and MADV_POPULATE_READ");
+                return 70;
+            }
+        }
+        long faults0 = minor_faults();
         double t0 = now();
         if (fresh) {
-            map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
-            if (map == MAP_FAILED) {
+            int advice =
+                strcmp(way, "huge") == 0 || strcmp(way, "collapse") == 0 ? MADV_HUGEPAGE : -1;
+            map = map_aligned(fd, bytes, advice, &map_span);
+            if (map == NULL) {
                 perror("mmap");
                 return 70;
             }
@@ -308,7 +518,7 @@ int main(int argc, char **argv)
         for (unsigned t = 0; t < threads; t++)
             jobs[t] = (job){.way = way,
                             .fd = fd,
-                            .map = map,
+                            .map = from_anon ? anon : map,
                             .begin = t * part,
                             .end = (t + 1) * part,
                             .piece = piece,
@@ -329,10 +539,14 @@ int main(int argc, char **argv)
                 failed = jobs[t].failed;
         }
         double s = now() - t0;
+        long faults = minor_faults() - faults0;
+        long pmd_kb = kb_of("/proc/self/smaps_rollup", "FilePmdMapped");
         double unmap = 0;
-        if (fresh && strcmp(way, "mmap-pf") != 0 && strcmp(way, "populate") != 0) {
+        /* mmap-pf, populate, huge and collapse leave their mapping, populated,
+         * to the mapped routes after them */
+        if (fresh && strcmp(way, "mmap") == 0) {
             double u0 = now();
-            munmap((void *)map, (size_t)bytes);
+            munmap((void *)map, (size_t)map_span);
             unmap = now() - u0;
             map = NULL;
         }
@@ -342,12 +556,14 @@ int main(int argc, char **argv)
         printf("{\"way\": \"%s\", \"piece\": %llu, \"stride\": %llu, \"threads\": %u, "
                "\"useful_bytes\": %llu, \"seconds\": %.4f, \"gbps\": %.2f, "
                "\"vs_whole_share\": %.3f, \"prepare_s\": %.4f, \"release_s\": %.4f, "
-               "\"unmap_s\": %.4f, \"failed\": \"%s\"}\n",
+               "\"unmap_s\": %.4f, \"minor_faults\": %ld, \"file_pmd_mapped_kb\": %ld, "
+               "\"file_huge_pages_kb\": %ld, \"failed\": \"%s\"}\n",
                way, (unsigned long long)piece, (unsigned long long)stride, threads,
                (unsigned long long)useful, s, gbps,
                whole > 0 && strstr(way, "whole") == NULL ? whole / s : 0, prepare, release, unmap,
-               failed);
+               faults, pmd_kb, kb_of("/proc/meminfo", "FileHugePages"), failed);
         fflush(stdout);
     }
+    free(picked);
     return 0;
 }
