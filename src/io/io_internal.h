@@ -107,11 +107,14 @@ typedef struct gdu_io_chunk {
  * chunk is one copy to the GPU, and small copies cost the copy engine more
  * than their bytes: on the H200 machine one rank's half of every column
  * of a 5.84 GB checkpoint, from the mapping, took 282 ms in 64 KiB chunks,
- * 154-159 ms in 256 KiB, 79-83 ms in 1 MiB and 71-72 ms in 4 MiB; an
- * eighth took 72, 45-55, 37-52 and 45-52 ms
- * (bench/results/2026-12-02-h200-first-rank-and-chunks.md). 1 MiB keeps a
- * column of a [4096, 4096] bf16 tensor at 2 ways (16 MiB) on 16 workers. */
-#define GDU_IO_GATHER_CHUNK ((uint64_t)1 << 20)
+ * 154-159 ms in 256 KiB, 79-83 ms in 1 MiB and 71-72 ms in 4 MiB
+ * (bench/results/2026-12-02-h200-first-rank-and-chunks.md). In fresh
+ * processes, three rounds, medians of a split's first rank (later ranks):
+ * 1, 2 and 4 MiB gave 75.9 (72.5-78.1), 66.8 (63.4-64.4) and 65.9
+ * (58.4-63.0) ms at 2 ways, 43.4, 38.6 and 38.3 ms at 4 ways, and 27.8,
+ * 27.9 and 29.7 ms at 8 ways (bench/results/2026-12-02-h200-gather-chunk.md):
+ * 2 MiB keeps the 8-way first rank where 1 MiB had it. */
+#define GDU_IO_GATHER_CHUNK ((uint64_t)2 << 20)
 
 /* Within a gather chunk, extents whose file ranges lie at most this far
  * apart are read with one pread over the gap, which is then squeezed out in

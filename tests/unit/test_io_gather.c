@@ -294,6 +294,32 @@ static void a_mapped_column_reads_only_its_bytes(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* With a dispatch unit of 4 MiB a mapped column moves in chunks of
+ * GDU_IO_GATHER_CHUNK (2 MiB) of its own bytes, not in the 1 MiB that made
+ * the 2- and 4-way columns slow: 2048 rows of 2 KiB, every 4 KiB, are 2
+ * copies. */
+static void a_mapped_column_fills_two_mib_chunks(void **state)
+{
+    static gdu_io_mover mover;
+    mover = gdu_io_mover_host;
+    mover.to_mem = counting_to_mem;
+    gdu_io_options o = io_test_options(4, (uint64_t)4 << 20, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = NULL;
+    char why[256];
+    assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
+    gdu_io_engine_set_sys(e, &mapping_sys);
+    atomic_store(&copies, 0);
+    atomic_store(&preads, 0);
+    uint64_t *done = calloc(2048, sizeof *done);
+    assert_int_equal(read_rows(e, 100, 4096, 2048, 2048, done), 0);
+    for (size_t i = 0; i < 2048; i++)
+        assert_int_equal(done[i], 2048);
+    assert_int_equal(atomic_load(&preads), 0);
+    assert_int_equal(atomic_load(&copies), 2);
+    free(done);
+    gdu_io_engine_destroy(e);
+}
+
 /* Whole ranges map nothing: the mapping is for gathers only. */
 static void whole_reads_map_nothing(void **state)
 {
@@ -646,6 +672,7 @@ int main(void)
         cmocka_unit_test(a_failure_belongs_to_its_chunk),
         cmocka_unit_test(unordered_ranges_move_alone),
         cmocka_unit_test(a_mapped_column_reads_only_its_bytes),
+        cmocka_unit_test(a_mapped_column_fills_two_mib_chunks),
         cmocka_unit_test(whole_reads_map_nothing),
         cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
