@@ -11,6 +11,9 @@ cuMemHostRegister in one of these ways, each timed:
   halves      two of 48 MiB (reg48a_ms, reg48b_ms): the engine's two parts
   one48       48 MiB alone (reg48a_ms)
   quarters    four of 24 MiB (reg24_ms)
+  hostalloc   no region of its own: cuMemHostAlloc of 48 MiB, then of 48
+              MiB more (alloc48a_ms, alloc48b_ms), the driver's pinned
+              memory instead of registered memory
 
 or, with `prepare`, how long gdunlock.prepare(0).wait() takes (prepare_ms;
 GDUNLOCK_IO_* set the engine). Straight to libcuda through ctypes.
@@ -26,7 +29,7 @@ import sys
 import time
 
 MIB = 1 << 20
-VARIANTS = ("one96", "tiny_first", "halves", "one48", "quarters")
+VARIANTS = ("one96", "tiny_first", "halves", "one48", "quarters", "hostalloc")
 
 
 def region(n):
@@ -57,6 +60,19 @@ def pins(variant):
         if r != 0:
             raise SystemExit(f"cuMemHostRegister of {n} bytes: CUresult {r}")
         return (time.perf_counter() - t) * 1e3
+
+    if variant == "hostalloc":
+        cu.cuMemHostAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+                                      ctypes.c_uint]
+        out = {}
+        for part in ("a", "b"):
+            p = ctypes.c_void_p()
+            t = time.perf_counter()
+            r = cu.cuMemHostAlloc(ctypes.byref(p), 48 * MIB, 1)  # CU_MEMHOSTALLOC_PORTABLE
+            out[f"alloc48{part}_ms"] = (time.perf_counter() - t) * 1e3
+            if r != 0:
+                raise SystemExit(f"cuMemHostAlloc of 48 MiB: CUresult {r}")
+        return out
 
     m, a, off = region(96 * MIB)
     out = {"touch_ms": touch(m, off, 96 * MIB)}
