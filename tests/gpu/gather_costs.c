@@ -65,7 +65,9 @@
 #endif
 #define HUGE_2M ((uint64_t)2 << 20)
 
+#if defined(__x86_64__)
 #include <emmintrin.h>
+#endif
 
 /* Each thread's destination, cycled through: GDU_GATHER_OUT_MIB (default 64;
  * the engine's staging is 8 MiB a worker). */
@@ -135,9 +137,11 @@ static void vm_readv(job *j)
     j->useful = placed;
 }
 
-/* n bytes with 16-byte non-temporal stores where the destination allows. */
+/* n bytes with 16-byte non-temporal stores where the destination allows
+ * (x86-64; memcpy elsewhere). */
 static void copy_nt(char *to, const char *from, uint64_t n)
 {
+#if defined(__x86_64__)
     uint64_t head = (16 - ((uintptr_t)to & 15)) & 15;
     if (head > n)
         head = n;
@@ -153,12 +157,18 @@ static void copy_nt(char *to, const char *from, uint64_t n)
         _mm_stream_si128((__m128i *)(to + 32), c);
         _mm_stream_si128((__m128i *)(to + 48), d);
     }
+#endif
     memcpy(to, from, n);
 }
 
+/* rep movsb on x86-64, memcpy elsewhere. */
 static void copy_movsb(char *to, const char *from, uint64_t n)
 {
+#if defined(__x86_64__)
     __asm__ volatile("rep movsb" : "+D"(to), "+S"(from), "+c"(n) : : "memory");
+#else
+    memcpy(to, from, n);
+#endif
 }
 
 typedef void (*copy_fn)(char *to, const char *from, uint64_t n);
@@ -174,7 +184,9 @@ static void copy_range_with(job *j, const char *base, uint64_t from, uint64_t to
         copy(j->out + *placed % HOST_OUT, base + off, j->piece);
         *placed += j->piece;
     }
-    _mm_sfence();
+#if defined(__x86_64__)
+    _mm_sfence(); /* copy_nt's stores done before the clock stops */
+#endif
 }
 
 static void copy_range(job *j, const char *base, uint64_t from, uint64_t to, int ahead,
