@@ -329,6 +329,12 @@ def rates(runs):
              statistics.median(s for s, _ in b)) for _, b in sorted(by_pos.items())]
 
 
+def against(x, target):
+    """x as a verdict line shows it: two decimals, three where two would
+    print the target itself (0.796 against 0.8 is not "0.80")."""
+    return f"{x:.3f}" if f"{x:.2f}" == f"{target:.2f}" else f"{x:.2f}"
+
+
 def verdicts(a, res, checks):
     def gbps(case, loader):
         runs = [r for r in res["runs"] if r["case"] == case and r["loader"] == loader
@@ -352,7 +358,7 @@ def verdicts(a, res, checks):
             continue
         st = gbps(case, "st")
         report("PASS" if g[0][0] >= target * base else "FAIL", f"patterns-{case}",
-               f"{what} {g[0][0]:.2f} GB/s = {g[0][0] / base:.2f} x whole {base:.2f} "
+               f"{what} {g[0][0]:.2f} GB/s = {against(g[0][0] / base, target)} x whole {base:.2f} "
                f"(target >= {target})" + (f"; safetensors {st[0][0]:.2f} GB/s = "
                                           f"{g[0][0] / st[0][0]:.1f} x" if st else ""), checks)
     for world in (2, 4, 8):
@@ -367,13 +373,13 @@ def verdicts(a, res, checks):
             ok = g[worst][0] >= 0.8 * base and vs_st >= 3
             report("PASS" if ok else "FAIL", f"patterns-{dim}-{world}",
                    f"ranks {', '.join(f'{x[0]:.2f}' for x in g)} GB/s of results; slowest "
-                   f"rank {worst} = {g[worst][0] / base:.2f} x whole {base:.2f} (target >= "
-                   f"0.8); vs safetensors {', '.join(f'{x[0]:.2f}' for x in st or [])}: "
+                   f"rank {worst} = {against(g[worst][0] / base, 0.8)} x whole {base:.2f} "
+                   f"(target >= 0.8); vs safetensors {', '.join(f'{x[0]:.2f}' for x in st or [])}: "
                    f"at least {vs_st:.1f} x (target >= 3)", checks)
         if "rows" in per and "cols" in per:
             worst = max(c[1] / r[1] for r, c in zip(per["rows"], per["cols"]))
             report("PASS" if worst <= 1.2 else "FAIL", f"patterns-cols-vs-rows-{world}",
-                   f"columns take at most {worst:.2f} x the time of rows, rank by rank "
+                   f"columns take at most {against(worst, 1.2)} x the time of rows, rank by rank "
                    f"(target <= 1.2)", checks)
     g, st = gbps("all-4", "gd"), gbps("all-4", "st")
     if g and st:
@@ -386,7 +392,7 @@ def verdicts(a, res, checks):
         report("PASS" if worst >= 0.8 * base else "FAIL", "patterns-iter-tp",
                f"weights_iterator rank 0..3 of 4 with TP shard rules: "
                f"{', '.join(f'{x[0]:.2f}' for x in g)} GB/s yielded; slowest "
-               f"{worst / base:.2f} x whole (target >= 0.8)", checks)
+               f"{against(worst / base, 0.8)} x whole (target >= 0.8)", checks)
     floor = gbps("hf-floor", "floor")
     for case in ("hf-bf16", "hf-fp16", "hf-auto"):
         g, st = gbps(case, "gd"), gbps(case, "st")
@@ -398,15 +404,16 @@ def verdicts(a, res, checks):
         ok = same and (speedup >= 3 or vs_floor <= 1.2)
         report("PASS" if ok else "FAIL", f"patterns-{case}",
                f"from_pretrained under patch() {g[0][1]:.3f} s vs plain {st[0][1]:.3f} s = "
-               f"{speedup:.2f} x faster (target >= 3) or {vs_floor:.2f} x the floor "
-               f"{floor[0][1] if floor else 0:.3f} s (target <= 1.2); logits "
-               f"{'identical' if same else 'DIFFER'}", checks)
+               f"{against(speedup, 3)} x faster (target >= 3) or "
+               f"{against(vs_floor, 1.2)} x the floor {floor[0][1] if floor else 0:.3f} s "
+               f"(target <= 1.2); logits {'identical' if same else 'DIFFER'}", checks)
     g, b, st = gbps("cold", "gd"), gbps("cold", "bench"), gbps("cold", "st")
     if g and b:
         report("PASS" if g[0][0] >= 0.9 * b[0][0] else "FAIL", "patterns-cold",
                f"load_safetensors, page cache dropped: {g[0][0]:.2f} GB/s vs gdunlock bench "
-               f"--cold host {b[0][0]:.2f} GB/s = {g[0][0] / b[0][0]:.2f} x (target >= 0.9)"
-               + (f"; safetensors cold {st[0][0]:.2f} GB/s" if st else ""), checks)
+               f"--cold host {b[0][0]:.2f} GB/s = {against(g[0][0] / b[0][0], 0.9)} x "
+               f"(target >= 0.9)" + (f"; safetensors cold {st[0][0]:.2f} GB/s" if st else ""),
+               checks)
 
 
 def logits_equal(res, case):
