@@ -32,18 +32,21 @@ from .safe_open import safe_open
 def _load_native():
     """The library opened and checked now, as importing an extension module
     would, rather than inside the first load's clock (1.5-2.5 ms of a first
-    rank on the development machine); torch's bridge too when torch is
-    already imported. A library that cannot be had is not an error here: the
-    first call that needs it raises, naming what was tried."""
+    rank on the development machine); when torch is already imported, its
+    bridge too, and the GPU's engine set to start with CUDA
+    (kept_engines.start_with_cuda). A library that cannot be had is not an
+    error here: the first call that needs it raises, naming what was
+    tried."""
     import sys
 
     from . import _lib
     try:
         _lib.lib()
     except GdunlockError:
-        pass
+        return
     if "torch" in sys.modules:
-        from . import torch_bridge  # noqa: F401
+        from . import kept_engines, torch_bridge  # noqa: F401
+        kept_engines.start_with_cuda(sys.modules["torch"])
 
 
 _load_native()

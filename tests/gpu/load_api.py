@@ -21,6 +21,12 @@ each; a library this machine lacks is a SKIP with the reason:
   load-api-prepare       gdunlock.prepare(0) returns at once and starts the
                          GPU's engine (its gdu-io-N worker threads) in the
                          background; the load after it uses that engine
+  load-api-start-with-cuda
+                         in fresh processes that import torch, then
+                         gdunlock: the engine's workers run once torch has
+                         initialized CUDA, before any load (none with
+                         GDUNLOCK_PREPARE=0), and processes that exit while
+                         it starts exit cleanly
 
     python3 load_api.py --dir WORKDIR --out OUT
 """
@@ -292,26 +298,34 @@ def check_blocks(work):
            f"slice is 24); values equal" + (f"; BAD: {bad}" if bad else ""))
 
 
+def engine_workers():
+    """The gdu-io-N threads of this process (threads may end meanwhile)."""
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                n += f.read().startswith("gdu-io-")
+        except FileNotFoundError:
+            pass
+    return n
+
+
 def check_prepare(path, full):
     """prepare(0) starts the engine the next load uses: its workers run
     once wait() returns, and the load adds none."""
     import gdunlock
 
-    def workers():
-        return sum(open(f"/proc/self/task/{t}/comm").read().startswith("gdu-io-")
-                   for t in os.listdir("/proc/self/task"))
-
     gdunlock.release_engines()  # the checks before closed every reader
-    before = workers()
+    before = engine_workers()
     t0 = time.perf_counter()
     p = gdunlock.prepare(0)
     returned = time.perf_counter() - t0
     p.wait(timeout=60)
     started = time.perf_counter() - t0
-    running = workers()
+    running = engine_workers()
     with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
         wrong = [k for k in full if not same(f.get_tensor(k).cpu(), full[k])]
-        after = workers()
+        after = engine_workers()
     want = gdunlock._lib.lib().gdu_io_default_workers()
     ok = before == 0 and running == want and after == running and not wrong
     report("PASS" if ok else "FAIL", "load-api-prepare",
@@ -319,6 +333,61 @@ def check_prepare(path, full):
            f"{started * 1e3:.1f} ms after the call; engine workers {before} before, {running} "
            f"after (default {want}), {after} after a load of {len(full)} tensors through it"
            + (f"; values differ: {wrong}" if wrong else ""))
+
+
+START_WITH_CUDA = """
+import json, os, sys, time
+import torch
+import gdunlock
+
+def workers():
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        try:  # a thread may end meanwhile (prepare's, once the engine runs)
+            n += open(f"/proc/self/task/{t}/comm").read().startswith("gdu-io-")
+        except FileNotFoundError:
+            pass
+    return n
+
+t0 = time.perf_counter()
+torch.cuda.init()
+if sys.argv[1] == "exit":
+    sys.exit(0)
+torch.zeros(1, device="cuda:0")
+torch.cuda.synchronize()
+ready = time.perf_counter()
+at_ready = workers()
+want = gdunlock._lib.lib().gdu_io_default_workers()
+while workers() < want and time.perf_counter() - ready < 0.5:
+    time.sleep(0.001)
+print(json.dumps({"cuda_s": ready - t0, "workers_at_ready": at_ready, "workers": workers(),
+                  "want": want}))
+"""
+
+
+def check_start_with_cuda():
+    """The engine starts while torch initializes CUDA, in fresh processes
+    that import torch first (as load_patterns.py's do)."""
+    import subprocess
+
+    def run(mode, **env):
+        p = subprocess.run([sys.executable, "-c", START_WITH_CUDA, mode], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, **env})
+        return p.returncode, (p.stdout.strip().splitlines() or ["{}"])[-1], p.stderr[-300:]
+
+    rc, line, err = run("count")
+    on = json.loads(line) if rc == 0 else {}
+    rc_off, line, err_off = run("count", GDUNLOCK_PREPARE="0")
+    off = json.loads(line) if rc_off == 0 else {}
+    exits = [run("exit")[0] for _ in range(10)]
+    ok = (rc == 0 and rc_off == 0 and on.get("workers") == on.get("want") and
+          off.get("workers") == 0 and exits == [0] * 10)
+    report("PASS" if ok else "FAIL", "load-api-start-with-cuda",
+           f"engine workers {on.get('workers_at_ready')} when torch's CUDA start "
+           f"({on.get('cuda_s', 0) * 1e3:.0f} ms) returned, {on.get('workers')} of "
+           f"{on.get('want')} within 0.5 s after; with GDUNLOCK_PREPARE=0: "
+           f"{off.get('workers')}; 10 processes exiting right after torch.cuda.init(): exit "
+           f"codes {sorted(set(exits))}" + (f"; stderr: {err or err_off}" if not ok else ""))
 
 
 def main():
@@ -341,6 +410,10 @@ def main():
             fn(work)
         except Exception as e:  # noqa: BLE001
             report("FAIL", fn.__name__.replace("check_", "load-api-"), f"{type(e).__name__}: {e}")
+    try:
+        check_start_with_cuda()
+    except Exception as e:  # noqa: BLE001
+        report("FAIL", "load-api-start-with-cuda", f"{type(e).__name__}: {e}")
     try:
         check_blocks(work)
     except Exception as e:  # noqa: BLE001

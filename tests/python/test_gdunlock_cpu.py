@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -173,6 +174,76 @@ class ImportTest(unittest.TestCase):
                 "    print(e.code, '/nonexistent/lib.so' in e.message)\n")
         self.assertEqual(_python(code, GDUNLOCK_LOAD_LIB="/nonexistent/lib.so"),
                          "GDU_ST_ERR_NO_LIBRARY True")
+
+
+class StartWithCudaTest(unittest.TestCase):
+    """With torch imported first, the GPU's engine starts while torch
+    initializes CUDA (kept_engines.start_with_cuda, through torch's own queue
+    of calls for that moment), where one GPU is visible and unless
+    GDUNLOCK_PREPARE=0; whatever the start meets, torch's initialization does
+    not fail. A stand-in for torch.cuda records what is queued."""
+
+    def setUp(self):
+        from gdunlock import kept_engines
+        self.kept = kept_engines
+        self.started = []
+        self.queued = []
+        self.devices = 1
+        self.saved = (kept_engines.prepare, os.environ.pop("GDUNLOCK_PREPARE", None))
+        kept_engines.prepare = lambda device=0: self.started.append(device)
+        cuda = types.SimpleNamespace(_lazy_call=self.queued.append,
+                                     device_count=lambda: self.devices)
+        self.torch = types.SimpleNamespace(cuda=cuda)
+
+    def tearDown(self):
+        self.kept.prepare = self.saved[0]
+        os.environ.pop("GDUNLOCK_PREPARE", None)
+        if self.saved[1] is not None:
+            os.environ["GDUNLOCK_PREPARE"] = self.saved[1]
+
+    def initialize(self):
+        """What torch does once CUDA is up: the queued calls, in order."""
+        for call in self.queued:
+            call()
+
+    def test_the_engine_starts_when_cuda_does(self):
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(self.started, [], "started before CUDA")
+        self.initialize()
+        self.assertEqual(self.started, [0])
+
+    def test_nothing_where_the_gpu_is_not_known(self):
+        for self.devices in (0, 2):
+            self.kept.start_with_cuda(self.torch)
+        self.initialize()
+        self.assertEqual(self.started, [])
+
+    def test_nothing_with_gdunlock_prepare_0(self):
+        os.environ["GDUNLOCK_PREPARE"] = "0"
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(self.queued, [])
+
+    def test_a_failing_start_does_not_fail_torch(self):
+        def refused(device=0):
+            raise gdunlock.GdunlockError("GDU_ST_ERR_ENGINE", "test")
+        self.kept.prepare = refused
+        self.kept.start_with_cuda(self.torch)
+        self.initialize()
+        self.torch.cuda.device_count = lambda: 1 / 0
+        self.kept.start_with_cuda(self.torch)
+        self.initialize()
+
+    def test_a_torch_without_the_hook_starts_nothing(self):
+        del self.torch.cuda._lazy_call
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(self.started, [])
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_import_after_torch_queues_the_start_in_torch(self):
+        code = ("import torch, gdunlock\n"
+                "print([c.__qualname__ for c, _ in torch.cuda._queued_calls])\n")
+        self.assertIn("start_with_cuda.<locals>.start", _python(code))
+        self.assertNotIn("start_with_cuda", _python(code, GDUNLOCK_PREPARE="0"))
 
 
 class FifoTest(unittest.TestCase):
