@@ -99,7 +99,10 @@ int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL
  * overlaps it). Where the region cannot be pinned, slots are pinned one by
  * one; a chunk that finds no staging fails with -ENOMEM and the cause.
  * Returns 0 or a negative errno (-ENODEV when CUDA or the device is
- * unavailable, -ENOMEM, -EINVAL) with why. */
+ * unavailable, -ENOMEM, -EINVAL) with why. An engine serves the process
+ * that made it: in a child of fork() the calls that would wait for its
+ * workers fail with -ESRCH, and destroying it or closing its files only
+ * lets go of the child's copy (docs/io-api.md). */
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len);
 
 /* Waits until every worker has set itself up and its staging is pinned (the

@@ -3,6 +3,7 @@ engines (a lease each, given back on close), and the byte ranges a basic
 index of a tensor needs. No torch here: memory is an address."""
 import array
 import ctypes
+import errno
 import math
 import threading
 
@@ -113,9 +114,12 @@ class RangeReader:
             if self._engine is None:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
             entry = self._file(source)
-            if submit(entry[0], ctypes.byref(request)) != 0:
+            rc = submit(entry[0], ctypes.byref(request))
+            if rc != 0:
+                forked = " (it is the parent process's: this process was forked from it after " \
+                    "this was opened; open it again here)" if rc == -errno.ESRCH else ""
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
-                                    f"the read ({n} ranges, {total} bytes)")
+                                    f"the read ({n} ranges, {total} bytes){forked}")
             entry[1] += 1
             pending = Pending(self, source.key, extents, request, total, keep)
             self._pending.add(pending)

@@ -37,6 +37,18 @@ void gdu_io_engine_set_sys(gdu_io_engine *e, const gdu_io_sys *sys)
 
 void gdu_io_engine_set_read_piece(gdu_io_engine *e, size_t bytes) { e->read_piece = bytes; }
 
+bool gdu_io_engine_foreign(const gdu_io_engine *e) { return e->pid != getpid(); }
+
+int gdu_io_foreign_fail(const gdu_io_engine *e, char *why, size_t len)
+{
+    if (why != NULL && len > 0)
+        snprintf(why, len,
+                 "the I/O engine was made by process %ld, before this process was forked from "
+                 "it: its worker threads are not in this process; make an engine here",
+                 (long)e->pid);
+    return -ESRCH;
+}
+
 const gdu_io_options *gdu_io_engine_options(const gdu_io_engine *e) { return e ? &e->opt : NULL; }
 gdu_io_backend gdu_io_engine_backend(const gdu_io_engine *e)
 {
@@ -579,6 +591,7 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     else
         gdu_io_options_default(&e->opt, NULL, 0); /* fill_options reports a bad setting */
     e->sys = default_sys;
+    e->pid = getpid();
     pthread_mutex_init(&e->qlock, NULL);
     pthread_cond_init(&e->qcond, NULL);
     pthread_cond_init(&e->prestage_cond, NULL);
@@ -630,6 +643,8 @@ int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
 {
     if (e == NULL)
         return -EINVAL;
+    if (gdu_io_engine_foreign(e))
+        return gdu_io_foreign_fail(e, why, why_len);
     pthread_mutex_lock(&e->qlock);
     /* the round the engine started with, and the region's second part */
     while (e->prestage_left != 0 || (e->staging_state == GDU_IO_STAGING_GROWING && !e->stopping))
@@ -653,7 +668,7 @@ int gdu_io_engine_prestage(gdu_io_engine *e, char *why, size_t why_len)
 
 void gdu_io_engine_destroy(gdu_io_engine *e)
 {
-    if (e == NULL)
+    if (e == NULL || gdu_io_engine_foreign(e)) /* nothing of it to stop here */
         return;
     pthread_mutex_lock(&e->qlock);
     e->stopping = true;

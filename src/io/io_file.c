@@ -221,6 +221,8 @@ int gdu_io_open(gdu_io_engine *e, const char *path, int flags, gdu_io_file **out
         snprintf(why, why_len, "NULL %s", e == NULL ? "engine" : path == NULL ? "path" : "out");
         return -EINVAL;
     }
+    if (gdu_io_engine_foreign(e))
+        return gdu_io_foreign_fail(e, why, why_len);
     int r = check_flags(flags, why, why_len);
     if (r != 0)
         return r;
@@ -243,6 +245,8 @@ int gdu_io_open_fd(gdu_io_engine *e, int fd, int flags, gdu_io_file **out, char 
         snprintf(why, why_len, "NULL %s", e == NULL ? "engine" : "out");
         return -EINVAL;
     }
+    if (gdu_io_engine_foreign(e))
+        return gdu_io_foreign_fail(e, why, why_len);
     int r = check_flags(flags, why, why_len);
     if (r != 0)
         return r;
@@ -289,6 +293,17 @@ void gdu_io_close(gdu_io_file *f)
 {
     if (f == NULL)
         return;
+    if (gdu_io_engine_foreign(f->engine)) {
+        /* reads the parent had out never complete here, and its locks may
+         * be held: only this process's descriptors and mapping go */
+        if (f->gather_map != NULL)
+            munmap((void *)f->gather_map, (size_t)f->gather_map_len);
+        if (f->dfd >= 0)
+            close(f->dfd);
+        close(f->fd);
+        free(f);
+        return;
+    }
     pthread_mutex_lock(&f->lock);
     while (f->inflight > 0)
         pthread_cond_wait(&f->idle, &f->lock);

@@ -273,7 +273,18 @@ struct gdu_io_engine {
     char prestage_why[GDU_IO_WHY];
     pthread_cond_t prestage_cond;
     gdu_io_worker *workers;
+    /* The process that made it. In a child of fork() its worker threads do
+     * not exist and its locks may be held for ever (gdu_io_engine_foreign). */
+    pid_t pid;
 };
+
+/* Whether e was made by another process: this one is a child of fork()
+ * from it. Such an engine serves nothing here: every call that would wait
+ * for its workers fails with -ESRCH (gdu_io_foreign_fail's why), and
+ * destroying it, or closing a file of it, only lets go of this process's
+ * copy. */
+bool gdu_io_engine_foreign(const gdu_io_engine *e);
+int gdu_io_foreign_fail(const gdu_io_engine *e, char *why, size_t len);
 
 /* Staging (io_staging.c). gdu_io_staging_map maps one region for every
  * worker's slots (state FAULTING, or BY_SLOT where it cannot), in two parts:

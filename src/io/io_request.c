@@ -422,6 +422,8 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
     int bad = check_file_op(f, op, out);
     if (bad != 0 || (n > 0 && ext == NULL) || n > SIZE_MAX / 64 || check_extents(ext, n) != 0)
         return -EINVAL;
+    if (gdu_io_engine_foreign(f->engine))
+        return -ESRCH;
     return submit_checked(f, op, ext, n, false, cb, user, out);
 }
 
@@ -433,6 +435,8 @@ int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint6
     if (check_file_op(f, op, out) != 0 ||
         box_count(offset, counts, strides, ndims, length, mem, &n) != 0 || n > SIZE_MAX / 64)
         return -EINVAL;
+    if (gdu_io_engine_foreign(f->engine))
+        return -ESRCH;
     gdu_io_extent *ext = malloc(n * sizeof *ext); /* n >= 1 */
     if (ext == NULL)
         return -ENOMEM;
@@ -455,6 +459,8 @@ int gdu_io_poll(const gdu_io_request *r)
 {
     if (r == NULL)
         return -EINVAL;
+    if (gdu_io_engine_foreign(r->file->engine))
+        return -ESRCH;
     gdu_io_request *m = (gdu_io_request *)r;
     pthread_mutex_lock(&m->lock);
     int done = m->completed;
@@ -466,6 +472,8 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
 {
     if (r == NULL)
         return -EINVAL;
+    if (gdu_io_engine_foreign(r->file->engine)) /* the request is the parent's: it stays */
+        return gdu_io_foreign_fail(r->file->engine, why, why_len);
     pthread_mutex_lock(&r->lock);
     while (!r->completed)
         pthread_cond_wait(&r->cond, &r->lock);
@@ -492,6 +500,8 @@ static int transfer(gdu_io_file *f, gdu_io_op op, uint64_t offset, uint64_t leng
     if (done != NULL)
         *done = 0;
     int s = gdu_io_submit(f, op, &x, 1, NULL, NULL, &r);
+    if (s == -ESRCH)
+        return gdu_io_foreign_fail(f->engine, why, why_len);
     if (s != 0) {
         if (why != NULL && why_len > 0)
             snprintf(why, why_len, "invalid %s request (offset %llu, length %llu)",

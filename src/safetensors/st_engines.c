@@ -2,6 +2,7 @@
 #include "safetensors/st_error.h"
 
 #include <pthread.h>
+#include <string.h>
 
 /* Slot 0 serves host memory, slot 1 + d GPU d. */
 #define ENGINE_SLOTS (1 + 1024)
@@ -14,6 +15,28 @@ static gdu_io_engine *engines[ENGINE_SLOTS];
  * refused instead of cancelling a lease on another engine. */
 static size_t leases[ENGINE_SLOTS];
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_handlers = PTHREAD_ONCE_INIT;
+
+/* A child of fork() has none of its parent's worker threads: the engines it
+ * inherits cannot serve it (a read would wait for ever) and cannot be
+ * destroyed (their threads cannot be joined). The child forgets them (their
+ * memory stays, as the rest of the parent's does) and makes its own at its
+ * first load. The lock is held across fork() so that the child's copy of
+ * the table is whole. */
+static void lock_for_fork(void) { pthread_mutex_lock(&engines_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&engines_lock); }
+
+static void forget_in_child(void)
+{
+    memset(engines, 0, sizeof engines);
+    memset(leases, 0, sizeof leases);
+    pthread_mutex_unlock(&engines_lock);
+}
+
+static void install_fork_handlers(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, forget_in_child);
+}
 
 static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_error *err)
 {
@@ -37,6 +60,7 @@ gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_er
     if (!host && (device < 0 || device >= ENGINE_SLOTS - 1))
         return st_fail(err, GDU_ST_ERR_NO_CUDA, "GPU %d: no such GPU ordinal", device);
     size_t slot = host ? 0 : 1 + (size_t)device;
+    pthread_once(&fork_handlers, install_fork_handlers);
     pthread_mutex_lock(&engines_lock);
     gdu_st_status s = GDU_ST_OK;
     if (engines[slot] == NULL)

@@ -13,6 +13,7 @@
 #include "safetensors/st_model_internal.h"
 #include "util/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +69,15 @@ static gdu_st_status submit_piece(gdu_st_model *m, st_pending_load *p, load_piec
 {
     if (p->first_submit == 0)
         p->first_submit = gdu_now_seconds();
-    if (gdu_io_submit(p->ios[piece->file], GDU_IO_OP_READ, &piece->extent, 1, NULL, NULL,
-                      &piece->request) != 0) {
+    int rc = gdu_io_submit(p->ios[piece->file], GDU_IO_OP_READ, &piece->extent, 1, NULL, NULL,
+                           &piece->request);
+    if (rc != 0) {
         piece->request = NULL;
-        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read",
-                       m->files[piece->file].path);
+        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: the engine refused the read%s",
+                       m->files[piece->file].path,
+                       rc == -ESRCH ? " (it is the parent process's: this process was forked "
+                                      "from it after the load began; load again here)"
+                                    : "");
     }
     return GDU_ST_OK;
 }

@@ -12,6 +12,7 @@ import threading
 import time
 import types
 import unittest
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fixtures import FIX, ROOT, SHARDED, SMALL, reference, torch  # noqa: E402
@@ -319,6 +320,35 @@ class ReleaseTest(unittest.TestCase):
         self.assertGreater(loads[0], 0)
         self.assertGreater(busy, 0)
         gdunlock.release_engines()
+
+
+class ForkTest(unittest.TestCase):
+    """A child of fork() loads through an engine of its own: the one the
+    parent keeps has no worker threads in the child, and a read through it
+    waited for ever. The child runs under alarm(): a hang kills it."""
+
+    def test_a_forked_child_loads_after_its_parent(self):
+        with gdunlock.Checkpoint(SHARDED) as c:
+            c.load("cpu")  # the parent's host engine, kept
+        with warnings.catch_warnings():  # fork() of a process with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            signal.alarm(30)
+            code = 1
+            try:
+                with gdunlock.Checkpoint(SHARDED) as c:
+                    c.load("cpu")
+                    c.verify()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertFalse(os.WIFSIGNALED(status),
+                         f"the child died of signal {os.WTERMSIG(status)} (SIGALRM: it hung)")
+        self.assertEqual(os.WEXITSTATUS(status), 0)
+        with gdunlock.Checkpoint(SHARDED) as c:  # and the parent's engine goes on
+            c.load("cpu")
 
 
 @unittest.skipIf(torch is None, "torch is not installed")

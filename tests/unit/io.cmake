@@ -6,6 +6,7 @@ gdunlock_unit_test(test_io_faults SOURCES test_io_faults.c LIBS gdu_io)
 gdunlock_unit_test(test_io_open SOURCES test_io_open.c LIBS gdu_io)
 gdunlock_unit_test(test_io_dispatch SOURCES test_io_dispatch.c LIBS gdu_io)
 gdunlock_unit_test(test_io_staging SOURCES test_io_staging.c LIBS gdu_io)
+gdunlock_unit_test(test_io_fork SOURCES test_io_fork.c LIBS gdu_io)
 gdunlock_unit_test(test_io_bench_pattern SOURCES test_io_bench_pattern.c LIBS gdu_bench)
 
 # A fake libcuda.so.1 (tests/unit/fake_libcuda.c) lets CI run the engine's
