@@ -127,7 +127,9 @@ def sliced(opener, files, parts):
 
 def one(case, loader, folder):
     import torch
-    if loader == "gd" or case.startswith("hf") or case == "iter-tp" or case == "iter-full":
+    # Only gdunlock's own runs import it: imported after torch, it starts its
+    # engine with CUDA, which the baselines' processes should not carry.
+    if loader == "gd":
         import gdunlock
     import safetensors
     import safetensors.torch
@@ -196,7 +198,6 @@ def hf(case, loader, folder, clock, out):
     import torch
     import transformers
     from transformers import AutoModelForCausalLM
-    import gdunlock
     dtype = torch.float16 if case == "hf-fp16" else torch.bfloat16
     device_map = "auto" if case == "hf-auto" else "cuda:0"
     # What from_pretrained imports on first use (transformers 5 imports
@@ -208,6 +209,7 @@ def hf(case, loader, folder, clock, out):
     AutoModelForCausalLM._model_mapping[type(transformers.AutoConfig.from_pretrained(folder))]
     out["imports_s"] = time.perf_counter() - t0
     if loader == "gd":
+        import gdunlock
         gdunlock.patch()
     elif loader == "floor":
         install_floor(folder)
