@@ -64,17 +64,23 @@ def prepare(device=0):
     return Preparation(target, ordinals)
 
 
+_start_queued = []  # torch modules start_with_cuda queued the start in
+
+
 def start_with_cuda(torch):
     """Has the engine of the process's GPU start while torch initializes
     CUDA (at once when it has), as prepare() would: the start (about 6 ms on
     the H200 machine) then overlaps CUDA's own, which takes far longer, and
     the first load finds the engine running. Only where one GPU is visible,
-    so that the engine's device is known; nothing with GDUNLOCK_PREPARE=0 or
-    a torch without the hook (torch.cuda._lazy_call, which runs queued calls
-    once CUDA is initialized, as torch.cuda.manual_seed does)."""
+    so that the engine's device is known; once per torch; nothing with
+    GDUNLOCK_PREPARE=0 or a torch without the hook (torch.cuda._lazy_call,
+    which runs queued calls once CUDA is initialized, as
+    torch.cuda.manual_seed does)."""
     lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
-    if os.environ.get("GDUNLOCK_PREPARE", "1") == "0" or lazy_call is None:
+    if os.environ.get("GDUNLOCK_PREPARE", "1") == "0" or lazy_call is None or \
+            any(t is torch for t in _start_queued):
         return
+    _start_queued.append(torch)
 
     def start():
         # Runs inside torch's initialization: whatever happens, it must not

@@ -18,6 +18,7 @@ import errno
 import sys
 import threading
 
+from . import kept_engines
 from ._lib import GdunlockError
 
 _saved = []  # (module, attribute, original)
@@ -202,8 +203,9 @@ def hook_transformers():
 
 def patch():
     """Makes safetensors.safe_open and safetensors.torch.load_file (and the
-    names other modules bound to them) gdunlock's. Idempotent; unpatch()
-    restores them. Returns the number of names replaced."""
+    names other modules bound to them) gdunlock's, and has the GPU's engine
+    start with CUDA (kept_engines.start_with_cuda). Idempotent; unpatch()
+    restores the names. Returns the number of names replaced."""
     if _saved:
         return 0
     replace = _replacements()
@@ -220,6 +222,9 @@ def patch():
         _dropins[id(dropin)] = (dropin, original)
     n = len(_saved)
     hook_transformers()
+    # safetensors.torch imported torch: the engine can start with CUDA
+    # now, whichever of torch and gdunlock was imported first
+    kept_engines.start_with_cuda(sys.modules["torch"])
     return n
 
 

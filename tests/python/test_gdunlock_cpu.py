@@ -190,14 +190,19 @@ class StartWithCudaTest(unittest.TestCase):
         self.started = []
         self.queued = []
         self.devices = 1
-        self.saved = (kept_engines.prepare, os.environ.pop("GDUNLOCK_PREPARE", None))
+        self.saved = (kept_engines.prepare, os.environ.pop("GDUNLOCK_PREPARE", None),
+                      list(kept_engines._start_queued))
         kept_engines.prepare = lambda device=0: self.started.append(device)
+        self.torch = self.new_torch()
+
+    def new_torch(self):
         cuda = types.SimpleNamespace(_lazy_call=self.queued.append,
                                      device_count=lambda: self.devices)
-        self.torch = types.SimpleNamespace(cuda=cuda)
+        return types.SimpleNamespace(cuda=cuda)
 
     def tearDown(self):
         self.kept.prepare = self.saved[0]
+        self.kept._start_queued[:] = self.saved[2]
         os.environ.pop("GDUNLOCK_PREPARE", None)
         if self.saved[1] is not None:
             os.environ["GDUNLOCK_PREPARE"] = self.saved[1]
@@ -215,9 +220,14 @@ class StartWithCudaTest(unittest.TestCase):
 
     def test_nothing_where_the_gpu_is_not_known(self):
         for self.devices in (0, 2):
-            self.kept.start_with_cuda(self.torch)
-        self.initialize()
+            self.kept.start_with_cuda(self.new_torch())
+            self.initialize()
         self.assertEqual(self.started, [])
+
+    def test_once_per_torch(self):
+        self.kept.start_with_cuda(self.torch)
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(len(self.queued), 1)
 
     def test_nothing_with_gdunlock_prepare_0(self):
         os.environ["GDUNLOCK_PREPARE"] = "0"
@@ -230,8 +240,10 @@ class StartWithCudaTest(unittest.TestCase):
         self.kept.prepare = refused
         self.kept.start_with_cuda(self.torch)
         self.initialize()
-        self.torch.cuda.device_count = lambda: 1 / 0
-        self.kept.start_with_cuda(self.torch)
+        broken = self.new_torch()
+        broken.cuda.device_count = lambda: 1 / 0
+        self.kept.start_with_cuda(broken)
+        self.assertEqual(len(self.queued), 2)
         self.initialize()
 
     def test_a_torch_without_the_hook_starts_nothing(self):
@@ -245,6 +257,14 @@ class StartWithCudaTest(unittest.TestCase):
                 "print([c.__qualname__ for c, _ in torch.cuda._queued_calls])\n")
         self.assertIn("start_with_cuda.<locals>.start", _python(code))
         self.assertNotIn("start_with_cuda", _python(code, GDUNLOCK_PREPARE="0"))
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_patch_queues_it_whatever_was_imported_first(self):
+        queued = "print(sum('start_with_cuda' in c.__qualname__ for c, _ in " \
+            "torch.cuda._queued_calls))\n"
+        self.assertEqual(_python("import gdunlock, torch\n" + queued), "0")
+        self.assertEqual(_python("import gdunlock, torch\ngdunlock.patch()\n" + queued), "1")
+        self.assertEqual(_python("import torch, gdunlock\ngdunlock.patch()\n" + queued), "1")
 
 
 class FifoTest(unittest.TestCase):
