@@ -427,6 +427,16 @@ def logits_equal(res, case):
     return len(sums.get("gd", ())) == 1 and sums.get("gd") == sums.get("st")
 
 
+def still_to_run(plan, rounds, runs):
+    """(round, case, loader) of every run of plan [(case, loader)] not in
+    runs yet, in order: every other round backwards, so that each case's
+    loaders alternate which goes first."""
+    done = {(x.get("round"), x["case"], x["loader"]) for x in runs}
+    return [(r, case, loader) for r in range(rounds)
+            for case, loader in (plan if r % 2 == 0 else plan[::-1])
+            if (r, case, loader) not in done]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--one")
@@ -438,6 +448,9 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--judge", help="a load_patterns.json (a run cut short keeps its runs so "
                     "far): print its verdicts again")
+    ap.add_argument("--resume", help="a load_patterns.json cut short: its runs are kept and "
+                    "only the others are made (a benchmark longer than one command's limit "
+                    "runs in two)")
     a = ap.parse_args()
     a.model = os.path.join(a.dir, "model")
     if a.one:
@@ -460,22 +473,24 @@ def main():
     cases = [c for c in a.cases.split(",") if c]
     plan = [(c, l) for c in cases for l in LOADERS.get(c, ["gd", "st"])]
     res = {"runs": [], "model": MODEL, "cases": cases}
+    if a.resume:
+        with open(a.resume) as f:
+            res["runs"] = [x for x in json.load(f)["runs"] if "error" not in x]
     os.makedirs(a.out, exist_ok=True)
-    for r in range(a.rounds):
-        for case, loader in (plan if r % 2 == 0 else plan[::-1]):
-            x = run_one(case, loader, a, env)
-            x["round"] = r
-            res["runs"].append(x)
-            if case == "cold":  # the next warm case finds the files cached again
-                for path in shards(a.model):
-                    with open(path, "rb", buffering=0) as f:
-                        while f.read(64 << 20):
-                            pass
-            with open(os.path.join(a.out, "load_patterns.json"), "w") as f:
-                json.dump(res, f, indent=1)  # the runs so far, should the run be cut short
-            print(f"# round {r}: {case} {loader}: " + (
-                f"error {x['error'][-200:]}" if "error" in x else
-                ", ".join(f"{s:.3f} s" for s in x["seconds"])), flush=True)
+    for r, case, loader in still_to_run(plan, a.rounds, res["runs"]):
+        x = run_one(case, loader, a, env)
+        x["round"] = r
+        res["runs"].append(x)
+        if case == "cold":  # the next warm case finds the files cached again
+            for path in shards(a.model):
+                with open(path, "rb", buffering=0) as f:
+                    while f.read(64 << 20):
+                        pass
+        with open(os.path.join(a.out, "load_patterns.json"), "w") as f:
+            json.dump(res, f, indent=1)  # the runs so far, should the run be cut short
+        print(f"# round {r}: {case} {loader}: " + (
+            f"error {x['error'][-200:]}" if "error" in x else
+            ", ".join(f"{s:.3f} s" for s in x["seconds"])), flush=True)
     checks = []
     res["checks"] = checks
     for x in res["runs"]:

@@ -5,7 +5,9 @@
 # /var/tmp/gdu-patterns, on a disk), each case in a fresh process. The cold
 # case drops the page cache (root). Results: $OUT/load_patterns.json.
 # GDU_PATTERNS_CASES picks cases (comma-separated), GDU_PATTERNS_ROUNDS the
-# rounds (default 2).
+# rounds (default 2). GDU_PATTERNS_RESUME=FILE keeps the runs of a
+# load_patterns.json cut short and makes only the others: two rounds take
+# more than the 600 s one command may run on the accelerator machine.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${GDU_ROOT:-$(cd "$here/../.." && pwd)}
@@ -22,4 +24,5 @@ export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 args=(--dir "${GDU_PATTERNS_DIR:-/var/tmp/gdu-patterns}" --gdunlock "$BUILD/bin/gdunlock"
       --out "$OUT" --rounds "${GDU_PATTERNS_ROUNDS:-2}")
 [ -n "${GDU_PATTERNS_CASES:-}" ] && args+=(--cases "$GDU_PATTERNS_CASES")
+[ -n "${GDU_PATTERNS_RESUME:-}" ] && args+=(--resume "$GDU_PATTERNS_RESUME")
 "$py" "$here/load_patterns.py" "${args[@]}"

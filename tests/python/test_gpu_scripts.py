@@ -1,11 +1,13 @@
 """The parts of the accelerator machine's scripts (tests/gpu) that decide
 what their runs say, run here without a GPU: patterns_ab.py's variants,
-their order in each round, and its summary of the processes' lines."""
+their order in each round, and its summary of the processes' lines;
+load_patterns.py's order of runs, and what a resumed run still makes."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import load_patterns  # noqa: E402
 import patterns_ab  # noqa: E402
 
 
@@ -45,6 +47,23 @@ class PatternsAbTest(unittest.TestCase):
         text = patterns_ab.render(s)
         self.assertIn("first 30.0 / 28.0 (median 29.0); later 19.0 / 19.0", text)
         self.assertIn("first 125.0 (median 125.0)", text)
+
+
+
+class LoadPatternsTest(unittest.TestCase):
+    PLAN = [("whole", "gd"), ("whole", "st"), ("rows-4", "gd")]
+
+    def test_every_other_round_runs_backwards(self):
+        self.assertEqual(load_patterns.still_to_run(self.PLAN, 2, []), [
+            (0, "whole", "gd"), (0, "whole", "st"), (0, "rows-4", "gd"),
+            (1, "rows-4", "gd"), (1, "whole", "st"), (1, "whole", "gd")])
+
+    def test_a_resumed_run_makes_only_what_is_missing(self):
+        made = [{"round": 0, "case": c, "loader": l} for c, l in self.PLAN] + \
+            [{"round": 1, "case": "rows-4", "loader": "gd"}]
+        self.assertEqual(load_patterns.still_to_run(self.PLAN, 2, made),
+                         [(1, "whole", "st"), (1, "whole", "gd")])
+        self.assertEqual(load_patterns.still_to_run(self.PLAN, 1, made), [])
 
 
 if __name__ == "__main__":
