@@ -335,34 +335,28 @@ def check_prepare(path, full):
            + (f"; values differ: {wrong}" if wrong else ""))
 
 
-START_WITH_CUDA = """
-import json, os, sys, time
-import torch
-import gdunlock
+def start_with_cuda_child(mode):
+    """A fresh process of check_start_with_cuda (load_api.py
+    --start-with-cuda-child MODE): torch imported, then gdunlock, then
+    CUDA initialized; with mode "exit" it exits at once, else it prints
+    the engine workers running when CUDA's start returned and within 0.5 s
+    after (one JSON line)."""
+    import torch
+    import gdunlock
 
-def workers():
-    n = 0
-    for t in os.listdir("/proc/self/task"):
-        try:  # a thread may end meanwhile (prepare's, once the engine runs)
-            n += open(f"/proc/self/task/{t}/comm").read().startswith("gdu-io-")
-        except FileNotFoundError:
-            pass
-    return n
-
-t0 = time.perf_counter()
-torch.cuda.init()
-if sys.argv[1] == "exit":
-    sys.exit(0)
-torch.zeros(1, device="cuda:0")
-torch.cuda.synchronize()
-ready = time.perf_counter()
-at_ready = workers()
-want = gdunlock._lib.lib().gdu_io_default_workers()
-while workers() < want and time.perf_counter() - ready < 0.5:
-    time.sleep(0.001)
-print(json.dumps({"cuda_s": ready - t0, "workers_at_ready": at_ready, "workers": workers(),
-                  "want": want}))
-"""
+    t0 = time.perf_counter()
+    torch.cuda.init()
+    if mode == "exit":
+        return
+    torch.zeros(1, device="cuda:0")
+    torch.cuda.synchronize()
+    ready = time.perf_counter()
+    at_ready = engine_workers()
+    want = gdunlock._lib.lib().gdu_io_default_workers()
+    while engine_workers() < want and time.perf_counter() - ready < 0.5:
+        time.sleep(0.001)
+    print(json.dumps({"cuda_s": ready - t0, "workers_at_ready": at_ready,
+                      "workers": engine_workers(), "want": want}))
 
 
 def check_start_with_cuda():
@@ -371,8 +365,9 @@ def check_start_with_cuda():
     import subprocess
 
     def run(mode, **env):
-        p = subprocess.run([sys.executable, "-c", START_WITH_CUDA, mode], capture_output=True,
-                           text=True, timeout=120, env={**os.environ, **env})
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--start-with-cuda-child",
+                            mode], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, **env})
         return p.returncode, (p.stdout.strip().splitlines() or ["{}"])[-1], p.stderr[-300:]
 
     rc, line, err = run("count")
@@ -394,7 +389,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=None)
     ap.add_argument("--out", default=".")
+    ap.add_argument("--start-with-cuda-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.start_with_cuda_child:
+        return start_with_cuda_child(a.start_with_cuda_child)
     try:
         import torch
         if not torch.cuda.is_available():
