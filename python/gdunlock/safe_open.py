@@ -15,6 +15,7 @@ rank's slice of it, in one process) gets the next tensors read ahead with
 all of them. A slice reads only the byte ranges it needs. A caller that
 opens a checkpoint's numbered shards in turn finds the next one's first
 tensors on their way when it opens it."""
+import _thread
 import os
 import re
 import threading
@@ -58,10 +59,14 @@ _SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
 _made_ahead = {}
 _open_paths = {}  # real path -> safe_opens of it the caller holds
 _ahead_lock = threading.Condition()
-# The one thread that gives back what nobody claimed in time, once started.
-# A timer thread for every shard cost the caller's thread 70-125 us to start
-# and cancel on the development machine, and each woke to end beside it.
-_giver = []
+# The one thread that gives back what nobody claimed in time: the process
+# that started it (a child of fork() has none). A timer thread for every
+# shard cost the caller's thread 70-125 us to start and cancel on the
+# development machine, and each woke to end beside it. It is started
+# without threading.Thread.start(), which waits until the new thread has
+# run: in a first rank's walk, with the engine's workers busy, that wait
+# took 0.2-5.6 ms on the development machine.
+_giver_of = [None]
 # torch's caching allocator asks the driver for every block it lacks, and
 # on the H200 each ask cost about 0.1 ms whether 2 MiB or 1.5 GiB; it gives
 # a tensor of up to 10 MiB a block of 20 MiB and a larger one a block of its
@@ -132,10 +137,9 @@ def _keep_made_ahead(key, made, stat):
             return False
         soonest = _soonest()
         _made_ahead[key] = (made, stat, at)
-        if not _giver or not _giver[0].is_alive():  # the first, or the first since a fork
-            _giver[:] = [threading.Thread(target=_give_back_unclaimed, daemon=True,
-                                          name="gdunlock-give-back")]
-            _giver[0].start()
+        if _giver_of[0] != os.getpid():  # the first, or the first since a fork
+            _thread.start_new_thread(_give_back_unclaimed, ())
+            _giver_of[0] = os.getpid()
         elif soonest is None or at < soonest:
             _ahead_lock.notify()
     return True

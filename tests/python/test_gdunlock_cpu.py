@@ -12,10 +12,9 @@ import threading
 import time
 import types
 import unittest
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _fixtures import FIX, ROOT, SHARDED, SMALL, reference, torch  # noqa: E402
+from _fixtures import FIX, ROOT, SHARDED, SMALL, in_forked_child, reference, torch  # noqa: E402
 
 import gdunlock  # noqa: E402
 
@@ -350,23 +349,15 @@ class ForkTest(unittest.TestCase):
     def test_a_forked_child_loads_after_its_parent(self):
         with gdunlock.Checkpoint(SHARDED) as c:
             c.load("cpu")  # the parent's host engine, kept
-        with warnings.catch_warnings():  # fork() of a process with threads
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:
-            signal.alarm(30)
-            code = 1
-            try:
-                with gdunlock.Checkpoint(SHARDED) as c:
-                    c.load("cpu")
-                    c.verify()
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        self.assertFalse(os.WIFSIGNALED(status),
-                         f"the child died of signal {os.WTERMSIG(status)} (SIGALRM: it hung)")
-        self.assertEqual(os.WEXITSTATUS(status), 0)
+
+        def load():
+            with gdunlock.Checkpoint(SHARDED) as c:
+                c.load("cpu")
+                c.verify()
+            return True
+        killed, status = in_forked_child(load)
+        self.assertEqual(killed, 0, f"the child died of signal {killed} (SIGALRM: it hung)")
+        self.assertEqual(status, 0)
         with gdunlock.Checkpoint(SHARDED) as c:  # and the parent's engine goes on
             c.load("cpu")
 

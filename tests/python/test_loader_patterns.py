@@ -3,6 +3,7 @@ ahead in key order like whole tensors, the iterator's select= and progress,
 sub-byte dtypes sliced in elements or refused by name, read-ahead failures
 raised by the call that needs those bytes, a bound on open shards, random
 order without a scan per call, and close() racing a read."""
+import _thread
 import os
 import struct
 import sys
@@ -12,7 +13,7 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _fixtures import torch  # noqa: E402
+from _fixtures import in_forked_child, torch  # noqa: E402
 from test_gdunlock_api import file_bytes, write_safetensors  # noqa: E402
 
 import gdunlock  # noqa: E402
@@ -389,6 +390,16 @@ class ShardWalks:
         for f, _, _ in made:
             f.close()
 
+    def given_back_in_time(self, path):
+        """Whether the safe_open of path made ahead is closed, and none is
+        left waiting, within 5 s."""
+        made = self.module._made_ahead[os.path.realpath(path)][0]
+        for _ in range(500):
+            if made._closed:
+                break
+            threading.Event().wait(0.01)
+        return made._closed and not self.module._made_ahead
+
     def walk(self, f, values, rank, world):
         """rank's rows of every 2-D tensor of f, checked; their bytes."""
         want = 0
@@ -469,13 +480,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
             with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 1, 2)
-                made = self.module._made_ahead[os.path.realpath(paths[1])][0]
-            for _ in range(500):
-                if made._closed:
-                    break
-                threading.Event().wait(0.01)
-            self.assertTrue(made._closed)
-            self.assertEqual(self.module._made_ahead, {})
+                self.assertTrue(self.given_back_in_time(paths[1]))
 
     def test_one_thread_gives_back_for_every_walk(self):
         """What is made ahead waits for one long-lived thread to give it
@@ -483,12 +488,34 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         in the caller's thread."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
-            started, real = [], threading.Thread.start
-            with mock.patch.object(threading.Thread, "start",
-                                   lambda t: (started.append(t.name), real(t))[1]):
+            started, new_thread, start = [], _thread.start_new_thread, threading.Thread.start
+            with mock.patch.object(_thread, "start_new_thread",
+                                   lambda *a: (started.append(a[0]), new_thread(*a))[1]), \
+                    mock.patch.object(threading.Thread, "start",
+                                      lambda t: (started.append(t.name), start(t))[1]):
                 for rank in range(4):
                     self.walk_in_turn(paths, values, rank, 4)
             self.assertLessEqual(len(started), 1, started)
+
+    def test_a_forked_child_gives_back_what_nobody_claims(self):
+        """A child of fork() inherits what the parent made ahead but not the
+        thread that gives it back: its own first shard made ahead starts
+        its own, and is given back in time. The child runs under alarm()."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d)
+            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
+                with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                    self.walk(f, values, 0, 2)
+                self.assertIn(os.path.realpath(paths[1]), self.module._made_ahead)
+
+                def walk_the_next():
+                    self.give_back()  # the parent's, inherited
+                    with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                        self.walk(f, values, 1, 2)
+                    return self.given_back_in_time(paths[2])
+                killed, status = in_forked_child(walk_the_next)
+            self.assertEqual(killed, 0, f"the child died of signal {killed} (SIGALRM: it hung)")
+            self.assertEqual(status, 0, "the child's shard made ahead was not given back in time")
 
     def test_a_next_shard_replaced_is_read_anew(self):
         """The next shard replaced (renamed over) after it was read ahead:
