@@ -472,24 +472,41 @@ def _settle(reads):
             pass
 
 
-# sorted names -> (them, in natural order, the positions in each): the
-# ranks of a tensor-parallel load open each shard once each, and sorting
-# 100 names in natural order took 0.3-0.4 ms of an open (on the development
-# machine, which opened a shard of 114 tensors in 0.7 ms after this)
+# sorted names -> their _NameOrders: the ranks of a tensor-parallel load
+# open each shard once each
 _orders_of_names = {}
 _ORDERS_KEPT = 64
 
 
+class _NameOrders:
+    """A file's names sorted, with {name: position}, and the same in natural
+    order, worked out the first time a walk needs it: a walk in key order
+    never looks at it (_in_step), and sorting a shard's 46 names in natural
+    order took 0.17-0.24 ms on the development machine, three times in the
+    first rank of a 3-shard checkpoint (on the H200 its key function was the
+    first rank's largest cost of its own after torch's allocations:
+    bench/results/2026-12-03-h200-first-rank-python.md). Shared by the opens
+    of files with the same names (not to be changed)."""
+
+    def __init__(self, keys):
+        self.keys, self.at_key = keys, {k: i for i, k in enumerate(keys)}
+        self._natural = None
+
+    def natural(self):
+        """(the names in natural order, {name: position} in it)."""
+        if self._natural is None:  # two opens may both make it: the same
+            natural = sorted(self.keys, key=natural_key)
+            self._natural = natural, {k: i for i, k in enumerate(natural)}
+        return self._natural
+
+
 def _name_orders(names):
-    """(names sorted, in natural order, {name: position} in each), shared
-    by the opens of files with the same names (not to be changed)."""
+    """The _NameOrders of names."""
     keys = sorted(names)
     key = tuple(keys)
     orders = _orders_of_names.get(key)
     if orders is None:
-        natural = sorted(keys, key=natural_key)
-        orders = (keys, natural, {k: i for i, k in enumerate(keys)},
-                  {k: i for i, k in enumerate(natural)})
+        orders = _NameOrders(keys)
         if len(_orders_of_names) >= _ORDERS_KEPT:
             _orders_of_names.clear()
         _orders_of_names[key] = orders
@@ -561,9 +578,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._metadata = self._ckpt.metadata_or_none(0)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
                                                   key=lambda t: (t.file, t.file_offset))]
-        self._keys, natural, at_key, at_natural = _name_orders(self._infos)
-        self._orders = [self._keys, self._by_offset, natural]
-        self._positions = [at_key, {k: i for i, k in enumerate(self._by_offset)}, at_natural]
+        self._names = _name_orders(self._infos)
+        self._keys = self._names.keys
+        # the walk's orders: sorted, by offset, natural (None until needed)
+        self._orders = [self._keys, self._by_offset, None]
+        self._positions = [self._names.at_key, {k: i for i, k in enumerate(self._by_offset)},
+                           None]
         self._readahead = readahead
         self._readers = {}  # torch device -> RangeReader
         self._targets = {}  # read_to's device argument -> Target
@@ -831,15 +851,18 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     def _in_step(self, name):
         """Under the lock: whether asking for name continues the walk. The
-        walk follows the order (sorted, by offset, natural) in which name
-        comes soonest after the key asked before it, the current one on a
-        tie; a key a few places from the next one (the caller skips keys it
-        does not need, norms when it shards; a pool of threads asks a little
-        out of order) or one read ahead is in step too."""
+        walk keeps its order (sorted, by offset or natural) while name comes
+        a few places after the key asked before it (the caller skips keys it
+        does not need, norms when it shards), else follows the order in
+        which name comes soonest after it; a key a few places from the next
+        one (a pool of threads asks a little out of order) or one read ahead
+        is in step too."""
         if self._last is not None:
+            if 0 < self._pos[name] - self._pos[self._last] < _SKIP:
+                return True
             best = None
-            for order, pos in [(self._order, self._pos)] + list(zip(self._orders,
-                                                                     self._positions)):
+            for kind in range(len(self._orders)):
+                order, pos = self._order_of(kind)
                 d = pos[name] - pos[self._last]
                 if 0 < d < _SKIP and (best is None or d < best[0]):
                     best = (d, order, pos)
@@ -847,6 +870,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 self._switch(best[1], best[2])
                 return True
         return name in self._ahead or abs(self._pos[name] - self._next) < _SKIP
+
+    def _order_of(self, kind):
+        """Under the lock: order kind of the walk's orders and its
+        positions, the natural one worked out when first asked for."""
+        if self._orders[kind] is None:
+            self._orders[kind], self._positions[kind] = self._names.natural()
+        return self._orders[kind], self._positions[kind]
 
     def _switch(self, order, pos):
         """Under the lock: the walk follows order from the key asked last
@@ -1020,7 +1050,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         except Exception:  # noqa: BLE001  (the caller's own open reports it)
             return
         kind = next(j for j, order in enumerate(self._orders) if order is self._order)
-        made._order, made._pos = made._orders[kind], made._positions[kind]
+        made._order, made._pos = made._order_of(kind)
         made._window = room
         made._next_file_tried = True  # until claimed: no chain of files nobody opened
         dropped = []

@@ -147,6 +147,32 @@ class SliceReadAheadTest(unittest.TestCase):
                 self.assertEqual(f.stats()["bytes_read"],
                                  sum(values[k][16:32].numel() * 4 for k in wanted))
 
+    def test_a_walk_in_key_order_does_not_sort_naturally(self):
+        """A rank's rows in keys() order, norms skipped: the walk stays in
+        step without the natural order, which is not worked out (the first
+        rank of a process sorted every shard's names so, for nothing), and
+        each byte is read once. A walk in natural order then finds it."""
+        module = sys.modules["gdunlock.safe_open"]
+        module._orders_of_names.clear()  # another test's opens of these names
+        calls = []
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(module, "natural_key",
+                                  lambda name: (calls.append(name), natural_key(name))[1]):
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=12)
+            for order in (sorted, lambda keys: sorted(keys, key=natural_key)):
+                with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                    wanted = [k for k in order(f.keys()) if len(f.get_slice(k).get_shape()) == 2]
+                    for k in wanted:
+                        self.assertTrue(torch.equal(f.get_slice(k)[8:16], values[k][8:16]), k)
+                    self.assertEqual(f.stats()["bytes_read"],
+                                     sum(values[k][8:16].numel() * 4 for k in wanted))
+                    self.assertLess(f.stats()["requests"], 2 * len(wanted))
+                    self.assertGreater(f._window, 0)
+                if order is sorted:
+                    self.assertEqual(calls, [])
+            self.assertNotEqual(calls, [])
+
     def test_a_thread_pool_in_key_order_is_read_ahead_once(self):
         """transformers materializes parameters in natural key order from a
         pool of 4 threads, so the requests arrive a little out of order: they
