@@ -483,10 +483,9 @@ class _NameOrders:
     order, worked out the first time a walk needs it: a walk in key order
     never looks at it (_in_step), and sorting a shard's 46 names in natural
     order took 0.17-0.24 ms on the development machine, three times in the
-    first rank of a 3-shard checkpoint (on the H200 its key function was the
-    first rank's largest cost of its own after torch's allocations:
-    bench/results/2026-12-03-h200-first-rank-python.md). Shared by the opens
-    of files with the same names (not to be changed)."""
+    first rank of a 3-shard checkpoint (on the H200 the first rank moved by
+    less than its spread: bench/results/2026-12-03-h200-first-rank-python.md).
+    Shared by the opens of files with the same names (not to be changed)."""
 
     def __init__(self, keys):
         self.keys, self.at_key = keys, {k: i for i, k in enumerate(keys)}
