@@ -64,8 +64,8 @@ _ahead_lock = threading.Condition()
 # shard cost the caller's thread 70-125 us to start and cancel on the
 # development machine, and each woke to end beside it. It is started
 # without threading.Thread.start(), which waits until the new thread has
-# run: in a first rank's walk, with the engine's workers busy, that wait
-# took 0.2-5.6 ms on the development machine.
+# run: in a first rank's walk on the development machine (2 CPUs) that wait
+# took 0.2-5.6 ms; on the H200 none showed.
 _giver_of = [None]
 # torch's caching allocator asks the driver for every block it lacks, and
 # on the H200 each ask cost about 0.1 ms whether 2 MiB or 1.5 GiB; it gives
