@@ -202,8 +202,11 @@ def check_tp_slices(work):
             "odd": torch.randn(1000, 24, generator=g)}
     save_file(full, path)
     bad, cases = [], 0
-    with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
-        for world in (2, 4, 8):
+    for world in (2, 4, 8):
+        # one open per split, as a tensor-parallel process has: an open asked
+        # for a new split reads ahead the next tensor's slices of the last
+        # one, counted in the request that set it off
+        with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
             for name, t in full.items():
                 for dim in (0, 1):
                     parts = torch.chunk(t, world, dim)
