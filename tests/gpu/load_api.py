@@ -18,6 +18,10 @@ each; a library this machine lacks is a SKIP with the reason:
   load-api-blocks        a rank's slices read ahead by safe_open, and by
                          weights_iterator, come out of a few blocks of torch's
                          allocator (one per batch), not a block per tensor
+  load-api-side-stream   a caller on a side stream: the memory torch gives a
+                         read, still being read by that stream's kernels, is
+                         written only once they are done; checked against a
+                         control without the wait, which must see it written
   load-api-prepare       gdunlock.prepare(0) returns at once and starts the
                          GPU's engine (its gdu-io-N worker threads) in the
                          background; the load after it uses that engine
@@ -388,6 +392,60 @@ def check_start_with_cuda():
            f"codes {sorted(set(exits))}" + (f"; stderr: {err or err_off}" if not ok else ""))
 
 
+def side_stream_reads(path, n, wait):
+    """One read of path's tensor "w" (n bytes of 3) on a side stream into
+    the block a tensor of 7s just freed there, while a clone of that tensor
+    still waits behind a sleep on the stream. wait=False takes out
+    safe_open's wait for the side stream (the control). Returns (whether
+    the read got the freed block, whether the clone saw 7s, whether the read
+    saw 3s)."""
+    import torch
+
+    import gdunlock
+    real = torch.cuda.Stream.synchronize
+    if not wait:  # safe_open's wait is the side stream's synchronize()
+        torch.cuda.Stream.synchronize = lambda self: None
+    try:
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            x = torch.full((n,), 7, dtype=torch.uint8, device="cuda:0")
+            freed = x.data_ptr()
+            # 10^9 cycles, half a second at the H200's 1.98 GHz: the
+            # control's read, on an engine already started, ends long before
+            torch.cuda._sleep(1_000_000_000)
+            clone = x.clone()
+            del x  # its block serves the stream's next allocation at once
+            with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
+                got = f.get_tensor("w")
+        torch.cuda.synchronize()
+        return (got.data_ptr() == freed, bool((clone == 7).all()), bool((got == 3).all()))
+    finally:
+        torch.cuda.Stream.synchronize = real
+
+
+def check_side_stream(work):
+    """torch's allocator gives a stream the blocks that stream freed at
+    once, its kernels still queued; the engine copies on streams of its own,
+    so safe_open makes a caller's side stream finish first. Three reads with
+    that wait must leave the clone its 7s; the control, without it, must see
+    them overwritten (else this check could not tell)."""
+    import torch
+    from safetensors.torch import save_file
+    if torch.cuda.get_allocator_backend() != "native":
+        report("SKIP", "load-api-side-stream", "torch's allocator is "
+               f"{torch.cuda.get_allocator_backend()}, which may not hand the block back")
+        return
+    n = 64 << 20
+    path = os.path.join(work, "side-stream.safetensors")
+    save_file({"w": torch.full((n,), 3, dtype=torch.uint8)}, path)
+    runs = [side_stream_reads(path, n, True) for _ in range(3)]
+    control = side_stream_reads(path, n, False)
+    ok = all(r == (True, True, True) for r in runs) and control[0] and not control[1]
+    report("PASS" if ok else "FAIL", "load-api-side-stream",
+           f"(same block, clone kept, read right) with the wait: {runs}; "
+           f"without it (control): {control}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=None)
@@ -419,6 +477,10 @@ def main():
         check_blocks(work)
     except Exception as e:  # noqa: BLE001
         report("FAIL", "load-api-blocks", f"{type(e).__name__}: {e}")
+    try:
+        check_side_stream(work)
+    except Exception as e:  # noqa: BLE001
+        report("FAIL", "load-api-side-stream", f"{type(e).__name__}: {e}")
     try:
         path, full = check_tp_slices(work)
         check_iterator(path, full)
