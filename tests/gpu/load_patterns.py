@@ -52,7 +52,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=15,
+# GDU_PATTERNS_LAYERS=32 gives it Llama-2-7B's depth (11.9 GB): a rank's costs
+# that do not grow with its bytes weigh less there (keep its --dir apart).
+MODEL = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+             num_hidden_layers=int(os.environ.get("GDU_PATTERNS_LAYERS", "15")),
              num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=2048,
              tie_word_embeddings=False)
 TP_SHARD = {r"(q|k|v|gate|up)_proj\.weight$": 0, r"(o|down)_proj\.weight$": 1,
