@@ -10,11 +10,13 @@ already queued (a read-ahead window that doubles with every hit, up to
 `readahead` bytes, and resets on a jump). Slices are read ahead too: the
 next tensor of a family (the name with its numbers taken out: every
 layer's q_proj) gets the index the family's last one got, when its shape is
-the same. A caller that asks each tensor for several indices in a row (every
-rank's slice of it, in one process) gets the next tensors read ahead with
-all of them. A slice reads only the byte ranges it needs. A caller that
-opens a checkpoint's numbered shards in turn finds the next one's first
-tensors on their way when it opens it."""
+the same; a file's first cut that looks like one rank's part of a
+tensor-parallel split predicts the next tensors' parts (a few times its own
+bytes, until the next request confirms it). A caller that asks each tensor
+for several indices in a row (every rank's slice of it, in one process)
+gets the next tensors read ahead with all of them. A slice reads only the
+byte ranges it needs. A caller that opens a checkpoint's numbered shards in
+turn finds the next one's first tensors on their way when it opens it."""
 import _thread
 import os
 import re
@@ -608,6 +610,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
         # says otherwise); and the last such request's split and length
         self._split = _splits_seen.get("last")
         self._split_last = None
+        # while _split is only the file's first cut, until the next request:
+        # the bytes it may read ahead (None once confirmed or given up)
+        self._guess_room = None
         self._scanned = 0  # keys before this position were looked at with what is known now
         self._next_file_tried = False  # whether the next shard was opened ahead
 
@@ -755,12 +760,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 if hint is not None and hint[0] == info.shape and \
                         not _same_index(hint[1][0], index):
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
+            guessed = self._guess_room is not None  # the file's first cut, not confirmed
             seen = self._follow(family, info.name, info.shape, index)
             if self._families.get(family) != seen or self._whole_walk != (index is None):
                 before = (self._expected(info, family)[0], self._split, self._whole_walk)
                 self._families[family] = seen
                 self._whole_walk = index is None
-                self._note_split(info.shape, index)
+                self._note_split(info.shape, index, plan.nbytes)
                 if before != (seen, self._split, self._whole_walk):
                     # what was not predictable before may be now; a family
                     # asked as predicted leaves the keys looked at as they are
@@ -768,6 +774,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 if len(_families_seen) >= 4096:
                     _families_seen.clear()
                 _families_seen[family] = seen
+            if guessed and self._guess_room is not None:  # the next request did not confirm it
+                self._split = self._guess_room = None
             read = self._take(info.name, plan, dropped)
             self._fill(dropped)
         _settle(dropped)
@@ -812,20 +820,30 @@ class safe_open:  # noqa: N801  (safetensors' name)
             return []
         return [plan_tensor(info, index) for index in pattern[pos:]]
 
-    def _note_split(self, shape, index):
+    def _note_split(self, shape, index, nbytes):
         """Under the lock: whether index confirms a tensor-parallel cut of
         every family (_split). One rank's part alone does not: a fixed
         range of rows looks like one; the same rank of the same number of
-        ranks from a tensor of another length does."""
+        ranks from a tensor of another length does. The file's first cut is
+        a guess until the next request, read ahead for four times its own
+        bytes (nbytes): without it a rank's walk waited alone for its first
+        tensor while the engine idled (on the H200 1.2-1.6 ms of an 8-way
+        rank's 17-20, and at twice its bytes the engine still ran dry before
+        the second request; bench/results/2026-12-04-h200-engine-trace.md),
+        and a wrong guess costs a few times the cut read."""
         split = _split_of(shape, index) if index is not None else None
         if split is None:
             return
         length = shape[split[1]]
         last, self._split_last = self._split_last, (split, length)
-        if self._split is not None and self._split != split:
-            self._split = None  # the cut changed: no more guessing until confirmed again
+        if self._split != split:
+            if last is None:  # the file's first cut
+                self._split, self._guess_room = split, 4 * nbytes
+            else:  # the cut changed: no more guessing until confirmed again
+                self._split = self._guess_room = None
         if last is not None and last[0] == split and last[1] != length:
             self._split = _splits_seen["last"] = split
+            self._guess_room = None
 
     def _drop_hinted(self, dropped):
         """Under the lock: the last walk of another file stops predicting
@@ -1003,7 +1021,10 @@ class safe_open:  # noqa: N801  (safetensors' name)
         stop = min(len(self._order), self._next + _SCAN)
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
-        batch, room, first = [], self._window - self._ahead_bytes, i
+        room = self._window - self._ahead_bytes
+        if self._guess_room is not None:
+            room = min(room, self._guess_room - self._ahead_bytes)
+        batch, first = [], i
         while i < stop and room > 0:
             name = self._order[i]
             plans, hinted = self._predict(name)  # each plan once

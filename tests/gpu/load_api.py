@@ -207,31 +207,42 @@ def check_tp_slices(work):
     save_file(full, path)
     bad, cases = [], 0
     for world in (2, 4, 8):
-        # one open per split, as a tensor-parallel process has: an open asked
-        # for a new split reads ahead the next tensor's slices of the last
-        # one, counted in the request that set it off
-        with gdunlock.safe_open(path, framework="pt", device="cuda:0") as f:
-            for name, t in full.items():
-                for dim in (0, 1):
-                    parts = torch.chunk(t, world, dim)
-                    total = 0
-                    for rank in range(world):
-                        index = gdunlock.iterator.rank_index(list(t.shape), dim, rank, world)
-                        before = f.stats()["bytes_read"]
-                        got = f.get_slice(name)[index]
-                        read = f.stats()["bytes_read"] - before
-                        total += read
-                        cases += 1
-                        want = parts[rank] if rank < len(parts) else t.narrow(dim, 0, 0)
-                        expect = want.numel() * want.element_size()
-                        if not same(got.cpu(), want) or read != expect:
-                            bad.append(f"{name} {world}-way dim {dim} rank {rank}: equal "
-                                       f"{same(got.cpu(), want)}, read {read} of {expect} bytes")
-                    if total != t.numel() * t.element_size():
-                        bad.append(f"{name} {world}-way dim {dim}: ranks read {total} bytes")
+        # One open per split, as a tensor-parallel process has; without
+        # read-ahead each slice's own request reads exactly its bytes, with
+        # it the split as a whole does (a walk's first cut reads the next
+        # tensors' ahead, counted in the request that set it off).
+        for readahead in (False, True):
+            with gdunlock.safe_open(path, framework="pt", device="cuda:0",
+                                    **({} if readahead else {"readahead": 0})) as f:
+                split_bytes = 0
+                for name, t in full.items():
+                    for dim in (0, 1):
+                        parts = torch.chunk(t, world, dim)
+                        total = 0
+                        for rank in range(world):
+                            index = gdunlock.iterator.rank_index(list(t.shape), dim, rank, world)
+                            before = f.stats()["bytes_read"]
+                            got = f.get_slice(name)[index]
+                            read = f.stats()["bytes_read"] - before
+                            total += read
+                            cases += 1
+                            want = parts[rank] if rank < len(parts) else t.narrow(dim, 0, 0)
+                            expect = want.numel() * want.element_size()
+                            split_bytes += expect
+                            if not same(got.cpu(), want) or (not readahead and read != expect):
+                                bad.append(f"{name} {world}-way dim {dim} rank {rank} readahead "
+                                           f"{readahead}: equal {same(got.cpu(), want)}, read "
+                                           f"{read} of {expect} bytes")
+                        if not readahead and total != t.numel() * t.element_size():
+                            bad.append(f"{name} {world}-way dim {dim}: ranks read {total} bytes")
+                if f.stats()["bytes_read"] != split_bytes:
+                    bad.append(f"{world}-way, readahead {readahead}: read "
+                               f"{f.stats()['bytes_read']} of {split_bytes} bytes")
     report("PASS" if not bad else "FAIL", "load-api-tp-slices",
-           f"{cases} rank slices (2-, 4-, 8-way, both dimensions, 3 tensors) equal torch.chunk of "
-           f"the whole tensor, each reading exactly its bytes" + (f"; BAD: {bad[:4]}" if bad else ""))
+           f"{cases} rank slices (2-, 4-, 8-way, both dimensions, 3 tensors, with and without "
+           f"read-ahead) equal torch.chunk of the whole tensor, each reading exactly its bytes "
+           f"(without read-ahead), every split its own bytes once" +
+           (f"; BAD: {bad[:4]}" if bad else ""))
     return path, full
 
 
