@@ -1041,10 +1041,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 i = first + k
                 break
         self._scanned = i
-        # past the middle of the file: its walk has shown how the families
-        # are asked by now, and the next shard's reads are predicted so
+        # past a quarter of the file: its walk has shown how the families
+        # are asked by now (a layer's worth), and the next shard's reads are
+        # predicted so; at the middle the engine ran dry while the caller
+        # opened it (bench/results/2026-12-04-h200-engine-trace.md)
         if i == len(self._order) and self._ahead_bytes < self._window and \
-                not self._next_file_tried and 2 * self._next >= len(self._order):
+                not self._next_file_tried and 4 * self._next >= len(self._order):
             self._next_file_tried = True
             self._open_next_file(min(self._window - self._ahead_bytes, _NEXT_FILE_AHEAD))
 
