@@ -223,8 +223,11 @@ def patch():
     n = len(_saved)
     hook_transformers()
     # safetensors.torch imported torch: the engine can start with CUDA
-    # now, whichever of torch and gdunlock was imported first
-    kept_engines.start_with_cuda(sys.modules["torch"])
+    # now, whichever of torch and gdunlock was imported first (no torch
+    # only where safetensors.torch is a stand-in, as in the tests)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        kept_engines.start_with_cuda(torch)
     return n
 
 
