@@ -458,10 +458,25 @@ class ShardWalks:
         for f, _, _ in made:
             f.close()
 
+    def keeping(self):
+        """A patch of _keep_made_ahead that records each safe_open made
+        ahead in self.kept (real path -> it), so that a check finds it
+        also once it was given back: with a short wait that can happen
+        before the walk that made it ends, on a busy machine."""
+        self.kept = {}
+        keep = self.module._keep_made_ahead
+
+        def record(key, made, stat):
+            self.kept[key] = made
+            return keep(key, made, stat)
+        return mock.patch.object(self.module, "_keep_made_ahead", record)
+
     def given_back_in_time(self, path):
-        """Whether the safe_open of path made ahead is closed, and none is
-        left waiting, within 5 s."""
-        made = self.module._made_ahead[os.path.realpath(path)][0]
+        """Whether the safe_open of path made ahead (recorded by keeping())
+        is closed, and none is left waiting, within 5 s."""
+        made = self.kept.get(os.path.realpath(path))
+        if made is None:
+            return False
         for _ in range(500):
             if made._closed:
                 break
@@ -564,7 +579,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
             self.assertEqual(self.module._made_ahead, {})
             self.assertTrue(made._closed)
             self.assertEqual(made._readers, {})
-            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
+            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05), self.keeping():
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 1, 2)
                 self.assertTrue(self.given_back_in_time(paths[1]))
@@ -591,15 +606,16 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
             with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
-                with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                with self.keeping(), gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 0, 2)
-                self.assertIn(os.path.realpath(paths[1]), self.module._made_ahead)
+                self.assertIn(os.path.realpath(paths[1]), self.kept)
 
                 def walk_the_next():
                     self.give_back()  # the parent's, inherited
-                    with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
-                        self.walk(f, values, 1, 2)
-                    return self.given_back_in_time(paths[2])
+                    with self.keeping():
+                        with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                            self.walk(f, values, 1, 2)
+                        return self.given_back_in_time(paths[2])
                 killed, status = in_forked_child(walk_the_next)
             self.assertEqual(killed, 0, f"the child died of signal {killed} (SIGALRM: it hung)")
             self.assertEqual(status, 0, "the child's shard made ahead was not given back in time")
