@@ -825,12 +825,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
         every family (_split). One rank's part alone does not: a fixed
         range of rows looks like one; the same rank of the same number of
         ranks from a tensor of another length does. The file's first cut is
-        a guess until the next request, read ahead for four times its own
-        bytes (nbytes): without it a rank's walk waited alone for its first
-        tensor while the engine idled (on the H200 1.2-1.6 ms of an 8-way
-        rank's 17-20, and at twice its bytes the engine still ran dry before
-        the second request; bench/results/2026-12-04-h200-engine-trace.md),
-        and a wrong guess costs a few times the cut read."""
+        a guess until the next request, read ahead within the window for up
+        to four times its own bytes (nbytes): without it a rank's walk
+        waited alone for its first tensor while the engine idled (on the
+        H200 1.2-1.6 ms of an 8-way rank's 17-20,
+        bench/results/2026-12-04-h200-engine-trace.md), and a wrong guess
+        costs at most four times the cut read."""
         split = _split_of(shape, index) if index is not None else None
         if split is None:
             return
@@ -1021,18 +1021,23 @@ class safe_open:  # noqa: N801  (safetensors' name)
         stop = min(len(self._order), self._next + _SCAN)
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
+        # the window takes one tensor more than it has room for (a tensor
+        # larger than the window is read all the same); a guess does not
         room = self._window - self._ahead_bytes
-        if self._guess_room is not None:
-            room = min(room, self._guess_room - self._ahead_bytes)
+        guess = None if self._guess_room is None else self._guess_room - self._ahead_bytes
         batch, first = [], i
         while i < stop and room > 0:
             name = self._order[i]
             plans, hinted = self._predict(name)  # each plan once
             if name in self._ahead:
                 plans = self._not_ahead(name, plans)
+            need = sum(plan.nbytes for plan in plans)
+            if guess is not None:
+                if need > guess:
+                    break
+                guess -= need
             batch.append((name, plans, hinted))
-            for plan in plans:
-                room -= plan.nbytes
+            room -= need
             i += 1
         if batch:
             self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans])

@@ -148,6 +148,44 @@ class SliceReadAheadTest(unittest.TestCase):
                     self.assertTrue(torch.equal(f.get_slice(k)[16:32], values[k][16:32]), k)
                 self.assertLessEqual(f.stats()["bytes_read"], 12 * 16 * 48 * 4 + 4 * 16 * 48 * 4)
 
+    def test_a_guess_reads_no_tensor_beyond_its_room(self):
+        """A small first cut guesses the next tensor's part, which is far
+        larger than four times the cut: it is not read ahead (a wrong guess
+        would cost far more than the cut), and the walk reads each byte
+        once."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            shapes = {"a.weight": [8, 4], "b.weight": [4096, 64]}
+            tensors, values = {}, {}
+            for name, shape in shapes.items():
+                t = torch.arange(shape[0] * shape[1], dtype=torch.float32).reshape(shape)
+                values[name], tensors[name] = t, ("F32", shape, t.numpy().tobytes())
+            write_safetensors(path, tensors)
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                f.get_slice("a.weight")[rows(8, 1, 2)]
+                self.assertEqual(f._ahead, {})
+                self.assertEqual(f.stats()["bytes_read"], 4 * 4 * 4)
+                got = f.get_slice("b.weight")[rows(4096, 1, 2)]
+                self.assertTrue(torch.equal(got, values["b.weight"][rows(4096, 1, 2)]))
+                self.assertEqual(f.stats()["bytes_read"], 4 * 4 * 4 + 2048 * 64 * 4)
+
+    def test_a_guess_takes_one_tensor_past_the_window(self):
+        """Within its room a guess is read ahead as a window takes tensors:
+        one more than the window has room for (the first window, 64 MiB,
+        bounds the 8-way benchmark's guess, and took the next layer's
+        first part in the runs measured)."""
+        module = sys.modules["gdunlock.safe_open"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            values = layered(path, layers=2)  # q_proj [64, 48], o_proj [48, 64]
+            o, q = "model.layers.0.self_attn.o_proj.weight", "model.layers.0.self_attn.q_proj.weight"
+            with mock.patch.object(module, "_FIRST_WINDOW", 1000), \
+                    gdunlock.safe_open(path, "pt", device="cpu") as f:
+                f.get_slice(o)[rows(48, 1, 4)]  # 12 rows, 3072 bytes: a guess of 12288
+                self.assertIn(q, f._ahead)  # 16 rows, 3072 bytes: past the window's 1000
+                self.assertTrue(torch.equal(f.get_slice(q)[rows(64, 1, 4)],
+                                            values[q][rows(64, 1, 4)]))
+
     def test_the_next_shard_is_walked_as_the_last(self):
         """A caller opens shard after shard (transformers, vLLM): what the
         first shard's walk taught predicts the second's first slices."""
