@@ -178,7 +178,8 @@ class SliceReadAheadTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
             values = layered(path, layers=2)  # q_proj [64, 48], o_proj [48, 64]
-            o, q = "model.layers.0.self_attn.o_proj.weight", "model.layers.0.self_attn.q_proj.weight"
+            o = "model.layers.0.self_attn.o_proj.weight"
+            q = "model.layers.0.self_attn.q_proj.weight"
             with mock.patch.object(module, "_FIRST_WINDOW", 1000), \
                     gdunlock.safe_open(path, "pt", device="cpu") as f:
                 f.get_slice(o)[rows(48, 1, 4)]  # 12 rows, 3072 bytes: a guess of 12288
@@ -473,11 +474,6 @@ def numbered_shards(folder, n=3, layers=2, rows=64, cols=48):
     return paths, values
 
 
-def rank_rows(shape, rank, world):
-    size = -(-shape[0] // world)
-    return slice(rank * size, min(rank * size + size, shape[0]))
-
-
 class ShardWalks:
     """Walks of numbered shards for the tests below, and what the walks
     left opened ahead given back."""
@@ -527,8 +523,8 @@ class ShardWalks:
         for k in f.keys():
             shape = f.get_slice(k).get_shape()
             if len(shape) == 2:
-                got = f.get_slice(k)[rank_rows(shape, rank, world)]
-                self.assertTrue(torch.equal(got, values[k][rank_rows(shape, rank, world)]), k)
+                got = f.get_slice(k)[rows(shape[0], rank, world)]
+                self.assertTrue(torch.equal(got, values[k][rows(shape[0], rank, world)]), k)
                 want += got.numel() * 4
         return want
 
@@ -571,7 +567,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
                 for k in keys:
                     shape = f.get_slice(k).get_shape()
                     if len(shape) == 2:
-                        f.get_slice(k)[rank_rows(shape, 1, 4)]
+                        f.get_slice(k)[rows(shape[0], 1, 4)]
                     if 4 * f._next >= len(keys):
                         break
                 self.assertLess(2 * f._next, len(keys))
