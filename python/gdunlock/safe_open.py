@@ -828,7 +828,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         a guess until the next request, read ahead within the window for up
         to four times its own bytes (nbytes): without it a rank's walk
         waited alone for its first tensor while the engine idled (on the
-        H200 1.2-1.6 ms of an 8-way rank's 17-20,
+        H200 1.1-1.6 ms of an 8-way rank's 17-22,
         bench/results/2026-12-04-h200-engine-trace.md), and a wrong guess
         costs at most four times the cut read."""
         split = _split_of(shape, index) if index is not None else None
