@@ -189,8 +189,9 @@ static int slot_ready(gdu_io_worker *w, unsigned *i, char *why, size_t len)
 }
 
 /* Starts one chunk: file read into a staging slot then asynchronous copies
- * to caller memory, or (writes) an asynchronous copy into the slot. */
-static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
+ * to caller memory, or (writes) an asynchronous copy into the slot. A part
+ * of a chunk (gdu_io_take_part) is kept in its slot while it moves. */
+static void slot_start(gdu_io_worker *w, gdu_io_chunk *c, bool part)
 {
     gdu_io_engine *e = w->engine;
     gdu_io_file *f = c->req->file;
@@ -212,6 +213,10 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c)
     if (r != 0) {
         gdu_io_chunk_done(c, 0, r, why);
         return;
+    }
+    if (part) {
+        w->slots_of[i].part = *c;
+        c = &w->slots_of[i].part;
     }
     if (c->req->op == GDU_IO_OP_READ) {
         if (c->pieces > 1)
@@ -418,9 +423,17 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&e->qlock);
             break;
         }
-        e->qhead = c->next;
-        if (e->qhead == NULL)
-            e->qtail = NULL;
+        gdu_io_chunk part;
+        bool split = gdu_io_take_part(e, c, &part);
+        if (split) {
+            c = &part;
+            pthread_cond_broadcast(&e->qcond); /* the idle workers take the other parts */
+        } else {
+            e->qhead = c->next;
+            if (e->qhead == NULL)
+                e->qtail = NULL;
+            e->queued--;
+        }
         pthread_mutex_unlock(&e->qlock);
         c->next = NULL;
         if (c == &c->req->planning)
@@ -428,7 +441,7 @@ static void *worker_main(void *arg)
         else if (enter != 0)
             gdu_io_chunk_done(c, 0, enter, "worker thread could not make the CUDA context current");
         else
-            slot_start(w, c);
+            slot_start(w, c, split);
         reap_ready(w);
     }
     drain(w);

@@ -125,6 +125,25 @@ typedef struct gdu_io_chunk {
  * (bench/results/2026-12-01-h200-loader-patterns.md). */
 #define GDU_IO_GATHER_GAP ((uint64_t)32 << 10)
 
+/* While fewer chunks are queued than there are workers, a worker takes a
+ * buffered read chunk a part at a time, cut so that the idle workers share
+ * it: workers / queued parts of its dispatch unit, at most this many.
+ * Otherwise a caller waiting for a request of a few chunks, or for the last
+ * chunks of a load, waits for a whole chunk's time while most workers stand
+ * idle. Each part costs a read and a copy of its own, and parts taken in
+ * more than one round cost more than they save: on the H200 machine (12
+ * workers) get_tensor without read-ahead took 0.68 ms for 8.4 MB tensors (2
+ * chunks) in parts of a quarter against 1.02 ms whole, but 3.21 against
+ * 2.86 ms for 90 MB ones when every chunk of a queue shorter than the
+ * workers was cut in four (medians; bench/results/2026-12-04-h200-parts.md). */
+#define GDU_IO_MAX_PARTS 4
+
+/* Under e->qlock, for the worker that found c at the head of the queue:
+ * true when it takes a part of c (into *part, c keeping the rest at the
+ * head and its request one chunk more to complete), false when it takes
+ * all of c. */
+bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part);
+
 struct gdu_io_request {
     gdu_io_file *file;
     gdu_io_op op;
@@ -215,6 +234,7 @@ typedef struct {
     void *buf;           /* chunk_size bytes, 4096-aligned */
     gdu_io_chunk *chunk; /* chunk whose copy is in flight, or NULL */
     uint64_t good;       /* reads: bytes being copied to caller memory */
+    gdu_io_chunk part;   /* a part of a queued chunk moving here (gdu_io_take_part) */
 } gdu_io_slot;
 
 /* A worker creates its own streams and events on its own thread, and faults
@@ -255,6 +275,7 @@ struct gdu_io_engine {
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     gdu_io_chunk *qhead, *qtail;
+    size_t queued; /* chunks in the queue (a chunk parts are taken of counts once) */
     bool stopping;
     gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
@@ -327,6 +348,7 @@ static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, 
                                          size_t n, bool front)
 {
     pthread_mutex_lock(&e->qlock);
+    e->queued += n;
     if (front) {
         last->next = e->qhead;
         e->qhead = first;

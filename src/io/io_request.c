@@ -114,6 +114,60 @@ static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
            (char *)b->mem == (char *)a->mem + a->length;
 }
 
+/* The bytes of a part of c with e->queued chunks queued (GDU_IO_MAX_PARTS),
+ * 0 when c moves whole: its dispatch unit (a gather chunk's, or the read
+ * piece) cut into workers / queued parts, kept to the alignment O_DIRECT and
+ * staging offsets keep. */
+static uint64_t part_bytes(const gdu_io_engine *e, const gdu_io_chunk *c)
+{
+    size_t parts = e->opt.workers / e->queued;
+    if (parts < 2)
+        return 0;
+    if (parts > GDU_IO_MAX_PARTS)
+        parts = GDU_IO_MAX_PARTS;
+    uint64_t unit = e->read_piece;
+    if (c->pieces > 1 && unit > GDU_IO_GATHER_CHUNK)
+        unit = GDU_IO_GATHER_CHUNK;
+    return unit / parts / GDU_IO_ALIGN * GDU_IO_ALIGN;
+}
+
+bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part)
+{
+    gdu_io_request *r = c->req;
+    if (c == &r->planning || r->op != GDU_IO_OP_READ || r->file->backend == GDU_IO_BACKEND_CUFILE ||
+        atomic_load(&r->file->direct_reads))
+        return false;
+    uint64_t unit = part_bytes(e, c);
+    if (unit == 0 || c->length < 2 * unit)
+        return false;
+    *part = *c;
+    part->next = NULL;
+    if (c->pieces == 1) {
+        part->length = unit;
+        c->offset += unit;
+        c->mem += unit;
+        c->length -= unit;
+    } else {
+        size_t k = 0;
+        uint64_t bytes = 0;
+        while (k < c->pieces && bytes < unit)
+            bytes += r->ext[c->ext_index + k++].length;
+        if (k == c->pieces || c->length - bytes < unit)
+            return false;
+        part->pieces = k;
+        part->length = bytes;
+        c->ext_index += k;
+        c->pieces -= k;
+        c->offset = r->ext[c->ext_index].offset;
+        c->mem = r->ext[c->ext_index].mem;
+        c->length -= bytes;
+    }
+    pthread_mutex_lock(&r->lock);
+    r->pending++;
+    pthread_mutex_unlock(&r->lock);
+    return true;
+}
+
 /* Whether any two extents would share a gather chunk (before the file is
  * mapped for it: a request of whole tensors maps nothing). */
 static bool has_gathers(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n)

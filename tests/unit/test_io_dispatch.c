@@ -6,6 +6,7 @@
 #include "io/io_internal.h"
 #include "io_test_util.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -55,9 +56,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Reads the whole file with one request and checks every byte; returns the
- * file's direct flag. */
-static bool read_all(gdu_io_engine *e)
+/* Reads [0, len) of the test file with one request on e (pieces of PIECE,
+ * preads counted): its status, *done its good bytes, each checked, and
+ * *direct the file's direct flag. */
+static int read_prefix(gdu_io_engine *e, uint64_t len, uint64_t *done, bool *direct)
 {
     atomic_store(&reads, 0);
     atomic_store(&direct_reads, 0);
@@ -66,24 +68,35 @@ static bool read_all(gdu_io_engine *e)
     gdu_io_engine_set_read_piece(e, PIECE);
     gdu_io_file *f = NULL;
     assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
-    uint8_t *buf = malloc(SIZE);
+    uint8_t *buf = calloc(1, len);
     assert_non_null(buf);
-    uint64_t done = 0;
     char why[256] = "";
-    assert_int_equal(gdu_io_read(f, 0, SIZE, buf, &done, why, sizeof why), 0);
-    assert_int_equal(done, SIZE);
-    for (uint64_t i = 0; i < SIZE; i++)
+    int status = gdu_io_read(f, 0, len, buf, done, why, sizeof why);
+    for (uint64_t i = 0; i < *done; i++)
         if (buf[i] != io_test_byte(i, 9))
             fail_msg("byte %llu wrong", (unsigned long long)i);
-    bool direct = gdu_io_file_direct(f);
+    *direct = gdu_io_file_direct(f);
     free(buf);
     gdu_io_close(f);
+    return status;
+}
+
+/* Reads the whole file with one request and checks every byte; returns the
+ * file's direct flag. */
+static bool read_all(gdu_io_engine *e)
+{
+    uint64_t done = 0;
+    bool direct = false;
+    assert_int_equal(read_prefix(e, SIZE, &done, &direct), 0);
+    assert_int_equal(done, SIZE);
     return direct;
 }
 
+/* One worker: with more, the last pieces, fewer than the workers, move in
+ * parts (a_short_queue_moves_in_parts). */
 static void buffered_reads_go_out_in_pieces(void **state)
 {
-    gdu_io_engine *e = io_test_engine(3, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = io_test_engine(1, CHUNK, 2, GDU_IO_DIRECT_OFF);
     assert_non_null(e);
     assert_false(read_all(e));
     assert_int_equal(atomic_load(&reads), SIZE / PIECE);
@@ -102,6 +115,79 @@ static void direct_reads_go_out_in_whole_chunks(void **state)
     assert_int_equal(atomic_load(&direct_reads), SIZE / CHUNK);
     assert_int_equal(atomic_load(&largest), CHUNK);
     gdu_io_engine_destroy(e);
+}
+
+/* One piece queued and four workers: the piece moves in four parts of a
+ * quarter each (GDU_IO_MAX_PARTS), so that the idle workers share it; one
+ * worker alone reads it whole. */
+static void a_short_queue_moves_in_parts(void **state)
+{
+    uint64_t done = 0;
+    bool direct = false;
+    gdu_io_engine *e = io_test_engine(4, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    assert_int_equal(read_prefix(e, PIECE, &done, &direct), 0);
+    assert_int_equal(done, PIECE);
+    assert_int_equal(atomic_load(&reads), 4);
+    assert_int_equal(atomic_load(&largest), PIECE / 4);
+    gdu_io_engine_destroy(e);
+    e = io_test_engine(1, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    assert_int_equal(read_prefix(e, PIECE, &done, &direct), 0);
+    assert_int_equal(done, PIECE);
+    assert_int_equal(atomic_load(&reads), 1);
+    gdu_io_engine_destroy(e);
+}
+
+/* Parts are cut so that the idle workers take them in one round, workers /
+ * queued of them: four pieces on four workers move whole while three or four
+ * are queued, the third in halves (two queued), the last in quarters. */
+static void parts_fill_the_idle_workers_once(void **state)
+{
+    uint64_t done = 0;
+    bool direct = false;
+    gdu_io_engine *e = io_test_engine(4, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    assert_int_equal(read_prefix(e, 4 * PIECE, &done, &direct), 0);
+    assert_int_equal(done, 4 * PIECE);
+    assert_int_equal(atomic_load(&reads), 1 + 1 + 2 + 4);
+    assert_int_equal(atomic_load(&largest), PIECE);
+    gdu_io_engine_destroy(e);
+}
+
+static atomic_llong fail_at = -1;
+
+static ssize_t failing_pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (off == atomic_load(&fail_at)) {
+        errno = EIO;
+        return -1;
+    }
+    return counting_pread(fd, buf, n, off);
+}
+
+/* A part that fails fails its request, and the bytes reported good stop
+ * where it starts, whatever the parts after it did. */
+static void a_failing_part_cuts_the_request(void **state)
+{
+    static const gdu_io_sys failing = {failing_pread, plain_pwrite, NULL, NULL};
+    gdu_io_engine *e = io_test_engine(4, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    atomic_store(&fail_at, PIECE / 2);
+    uint64_t done = 1;
+    gdu_io_engine_set_sys(e, &failing);
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    gdu_io_engine_set_read_piece(e, PIECE);
+    uint8_t buf[PIECE];
+    char why[256] = "";
+    assert_int_equal(gdu_io_read(f, 0, PIECE, buf, &done, why, sizeof why), -EIO);
+    assert_int_equal(done, PIECE / 2);
+    for (uint64_t i = 0; i < done; i++)
+        assert_int_equal(buf[i], io_test_byte(i, 9));
+    gdu_io_close(f);
+    gdu_io_engine_destroy(e);
+    atomic_store(&fail_at, -1);
 }
 
 static size_t default_chunk(gdu_io_direct direct)
@@ -135,6 +221,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buffered_reads_go_out_in_pieces),
         cmocka_unit_test(direct_reads_go_out_in_whole_chunks),
+        cmocka_unit_test(a_short_queue_moves_in_parts),
+        cmocka_unit_test(parts_fill_the_idle_workers_once),
+        cmocka_unit_test(a_failing_part_cuts_the_request),
         cmocka_unit_test(the_default_chunk_depends_on_o_direct),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

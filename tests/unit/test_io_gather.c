@@ -182,15 +182,24 @@ static int read_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t
     return status;
 }
 
+/* read_rows of a column that must arrive whole: every row's bytes done. */
+static void read_rows_whole(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece,
+                            size_t rows)
+{
+    uint64_t *done = calloc(rows, sizeof *done);
+    assert_non_null(done);
+    assert_int_equal(read_rows(e, first, stride, piece, rows, done), 0);
+    for (size_t i = 0; i < rows; i++)
+        assert_int_equal(done[i], piece);
+    free(done);
+}
+
 /* 100 rows of 2 KiB, 64 KiB apart: one pread each (the gaps are wider than
  * GDU_IO_GATHER_GAP), but one copy to memory in all, not 100. */
 static void a_column_moves_in_few_copies(void **state)
 {
     gdu_io_engine *e = counting_engine();
-    uint64_t done[100];
-    assert_int_equal(read_rows(e, 100, 65536, 2048, 100, done), 0);
-    for (size_t i = 0; i < 100; i++)
-        assert_int_equal(done[i], 2048);
+    read_rows_whole(e, 100, 65536, 2048, 100);
     assert_int_equal(atomic_load(&preads), 100);
     assert_int_equal(atomic_load(&copies), 1);
     gdu_io_engine_destroy(e);
@@ -280,14 +289,12 @@ static void unordered_ranges_move_alone(void **state)
 /* From the file's mapping a column reads nothing with pread, not even the
  * gaps, and moves in chunks of GDU_IO_GATHER_CHUNK bytes of its own: 1024
  * rows of 2 KiB, every 8 KiB (what the pread route reads as 8 MiB of whole
- * rows), are 2 copies. */
+ * rows), are 2 copies. One worker: with more, a queue shorter than the
+ * workers moves in parts (a_short_queue_gathers_in_parts). */
 static void a_mapped_column_reads_only_its_bytes(void **state)
 {
-    gdu_io_engine *e = mapping_engine();
-    uint64_t done[1024];
-    assert_int_equal(read_rows(e, 100, 8192, 2048, 1024, done), 0);
-    for (size_t i = 0; i < 1024; i++)
-        assert_int_equal(done[i], 2048);
+    gdu_io_engine *e = engine_of(&mapping_sys, 1);
+    read_rows_whole(e, 100, 8192, 2048, 1024);
     assert_int_equal(atomic_load(&preads), 0);
     assert_int_equal(atomic_load(&maps), 1);
     assert_int_equal(atomic_load(&copies), 2);
@@ -297,13 +304,13 @@ static void a_mapped_column_reads_only_its_bytes(void **state)
 /* With a dispatch unit of 4 MiB a mapped column moves in chunks of
  * GDU_IO_GATHER_CHUNK (2 MiB) of its own bytes, not in the 1 MiB that made
  * the 2- and 4-way columns slow: 2048 rows of 2 KiB, every 4 KiB, are 2
- * copies. */
+ * copies (one worker, as above). */
 static void a_mapped_column_fills_two_mib_chunks(void **state)
 {
     static gdu_io_mover mover;
     mover = gdu_io_mover_host;
     mover.to_mem = counting_to_mem;
-    gdu_io_options o = io_test_options(4, (uint64_t)4 << 20, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_options o = io_test_options(1, (uint64_t)4 << 20, 2, GDU_IO_DIRECT_OFF);
     gdu_io_engine *e = NULL;
     char why[256];
     assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
@@ -317,6 +324,19 @@ static void a_mapped_column_fills_two_mib_chunks(void **state)
     assert_int_equal(atomic_load(&preads), 0);
     assert_int_equal(atomic_load(&copies), 2);
     free(done);
+    gdu_io_engine_destroy(e);
+}
+
+/* While fewer chunks are queued than there are workers, a column moves in
+ * parts (GDU_IO_MAX_PARTS): the same 2 MiB column as above, 2 chunks of 1
+ * MiB on 4 workers, is 2 copies of 512 KiB (two queued: halves) and 4 of
+ * 256 KiB (one queued: quarters), and every row arrives whole. */
+static void a_short_queue_gathers_in_parts(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    read_rows_whole(e, 100, 8192, 2048, 1024);
+    assert_int_equal(atomic_load(&preads), 0);
+    assert_int_equal(atomic_load(&copies), 2 + 4);
     gdu_io_engine_destroy(e);
 }
 
@@ -673,6 +693,7 @@ int main(void)
         cmocka_unit_test(unordered_ranges_move_alone),
         cmocka_unit_test(a_mapped_column_reads_only_its_bytes),
         cmocka_unit_test(a_mapped_column_fills_two_mib_chunks),
+        cmocka_unit_test(a_short_queue_gathers_in_parts),
         cmocka_unit_test(whole_reads_map_nothing),
         cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
