@@ -346,13 +346,18 @@ static void prestage_worker(gdu_io_worker *w)
     /* Stopped before the region was settled: no slots of its own either
      * (settling may still point them into the region). */
     bool settled = e->staging_state != GDU_IO_STAGING_FAULTING;
+    /* While the region's second part is pinned, its pinner points the slots
+     * after the first into it without the lock (gdu_io_staging_pin_rest):
+     * they are looked at once it is settled (grow). A worker that left the
+     * wait as the engine stopped still has all its slots counted. */
+    unsigned slots = e->staging_state == GDU_IO_STAGING_GROWING ? 1 : w->slots;
     pthread_mutex_unlock(&e->qlock);
     char why[GDU_IO_WHY] = "";
     int status = w->init_status;
     if (status != 0)
         snprintf(why, sizeof why, "%s", w->init_why);
-    for (unsigned j = 0;
-         settled && status == 0 && e->backend != GDU_IO_BACKEND_CUFILE && j < w->slots; j++) {
+    for (unsigned j = 0; settled && status == 0 && e->backend != GDU_IO_BACKEND_CUFILE && j < slots;
+         j++) {
         if (w->slots_of[j].buf == NULL)
             w->slots_of[j].buf = gdu_io_staging_slot_alloc(e, why, sizeof why);
         if (w->slots_of[j].buf == NULL) {
