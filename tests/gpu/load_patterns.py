@@ -37,7 +37,7 @@ Checks (PASS/FAIL/SKIP lines; results in OUT/load_patterns.{json,md}):
   patterns-cold                      >= 0.9 x bench's cold host rate
 
     python3 load_patterns.py --dir WORK --gdunlock BUILD/bin/gdunlock --out OUT
-        [--rounds 2] [--cases whole,keys,...]
+        [--rounds 3] [--cases whole,keys,...]
 """
 import argparse
 import hashlib
@@ -447,7 +447,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/gdu-patterns")
     ap.add_argument("--gdunlock")
     ap.add_argument("--out", default=".")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)  # of two, the median is the mean
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--judge", help="a load_patterns.json (a run cut short keeps its runs so "
                     "far): print its verdicts again")

@@ -5,9 +5,12 @@
 # /var/tmp/gdu-patterns, on a disk), each case in a fresh process. The cold
 # case drops the page cache (root). Results: $OUT/load_patterns.json.
 # GDU_PATTERNS_CASES picks cases (comma-separated), GDU_PATTERNS_ROUNDS the
-# rounds (default 2). GDU_PATTERNS_RESUME=FILE keeps the runs of a
-# load_patterns.json cut short and makes only the others: two rounds take
-# more than the 600 s one command may run on the accelerator machine.
+# rounds (default 3: of two, the median is the mean, and one disturbed
+# process failed a check that its other round passed,
+# bench/results/2026-12-04-h200-parts.md). GDU_PATTERNS_RESUME=FILE keeps
+# the runs of a load_patterns.json cut short and makes only the others: two
+# rounds take more than the 600 s one command may run on the accelerator
+# machine.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${GDU_ROOT:-$(cd "$here/../.." && pwd)}
@@ -22,7 +25,7 @@ if ! "$py" -c "import torch, safetensors, transformers; assert torch.cuda.device
 fi
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 args=(--dir "${GDU_PATTERNS_DIR:-/var/tmp/gdu-patterns}" --gdunlock "$BUILD/bin/gdunlock"
-      --out "$OUT" --rounds "${GDU_PATTERNS_ROUNDS:-2}")
+      --out "$OUT" --rounds "${GDU_PATTERNS_ROUNDS:-3}")
 [ -n "${GDU_PATTERNS_CASES:-}" ] && args+=(--cases "$GDU_PATTERNS_CASES")
 [ -n "${GDU_PATTERNS_RESUME:-}" ] && args+=(--resume "$GDU_PATTERNS_RESUME")
 "$py" "$here/load_patterns.py" "${args[@]}"
