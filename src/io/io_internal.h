@@ -139,9 +139,9 @@ typedef struct gdu_io_chunk {
 #define GDU_IO_MAX_PARTS 4
 
 /* Under e->qlock, for the worker that found c at the head of the queue:
- * true when it takes a part of c (into *part, c keeping the rest at the
- * head and its request one chunk more to complete), false when it takes
- * all of c. */
+ * true when it takes a part of c (into *part, whose next the caller clears;
+ * c keeps the rest at the head and its request one chunk more to complete),
+ * false when it takes all of c. */
 bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part);
 
 struct gdu_io_request {

@@ -116,8 +116,9 @@ static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
 
 /* The bytes of a part of c with e->queued chunks queued (GDU_IO_MAX_PARTS),
  * 0 when c moves whole: its dispatch unit (a gather chunk's, or the read
- * piece) cut into workers / queued parts, kept to the alignment O_DIRECT and
- * staging offsets keep. */
+ * piece) cut into workers / queued parts, in whole pages of GDU_IO_ALIGN
+ * bytes: no part is smaller than a page, and the rest keeps its chunk's
+ * place within a page. */
 static uint64_t part_bytes(const gdu_io_engine *e, const gdu_io_chunk *c)
 {
     size_t parts = e->opt.workers / e->queued;
@@ -134,14 +135,13 @@ static uint64_t part_bytes(const gdu_io_engine *e, const gdu_io_chunk *c)
 bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part)
 {
     gdu_io_request *r = c->req;
-    if (c == &r->planning || r->op != GDU_IO_OP_READ || r->file->backend == GDU_IO_BACKEND_CUFILE ||
-        atomic_load(&r->file->direct_reads))
+    /* reads through staging only: as for gathers, and O_DIRECT moves whole chunks */
+    if (c == &r->planning || !may_gather(r->file, r->op) || atomic_load(&r->file->direct_reads))
         return false;
     uint64_t unit = part_bytes(e, c);
     if (unit == 0 || c->length < 2 * unit)
         return false;
     *part = *c;
-    part->next = NULL;
     if (c->pieces == 1) {
         part->length = unit;
         c->offset += unit;
