@@ -21,6 +21,11 @@ import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from load_patterns import shards  # noqa: E402
+from patterns_ab import order  # noqa: E402
+
 ROUNDS = 3
 
 
@@ -29,8 +34,7 @@ def walk(model):
     seconds) per tensor])."""
     import torch
     import gdunlock
-    files = sorted(os.path.join(model, f) for f in os.listdir(model)
-                   if f.endswith(".safetensors"))
+    files = shards(model)
     torch.cuda.init()
     torch.zeros(1, device="cuda:0")
     torch.cuda.synchronize()
@@ -58,7 +62,7 @@ def main():
     model, out, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
     results = []
     for rnd in range(ROUNDS):
-        for v in (variants if rnd % 2 == 0 else variants[::-1]):
+        for v in order(variants, rnd):
             name, _, lib = v.partition("=")
             env = dict(os.environ, GDUNLOCK_LOAD_LIB=lib)
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", model],
