@@ -615,6 +615,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._guess_room = None
         self._scanned = 0  # keys before this position were looked at with what is known now
         self._next_file_tried = False  # whether the next shard was opened ahead
+        self._reserved_split = None  # the split whose parts of the file were reserved
 
     # -- the safetensors interface ------------------------------------------------
     def keys(self):
@@ -1039,8 +1040,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
             batch.append((name, plans, hinted))
             room -= need
             i += 1
-        if batch:
-            self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans])
+        if batch and (self._split is None or self._split != self._reserved_split):
+            self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans] +
+                                      self._rest_of_split(i))
         for k, (name, plans, hinted) in enumerate(batch):
             if not self._fill_key(name, plans, hinted):
                 i = first + k
@@ -1054,6 +1056,26 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 not self._next_file_tried and 4 * self._next >= len(self._order):
             self._next_file_tried = True
             self._open_next_file(min(self._window - self._ahead_bytes, _NEXT_FILE_AHEAD))
+
+    def _rest_of_split(self, i):
+        """Under the lock: when the file's split is confirmed, the split's
+        parts of the keys from position i on, announced with the batch
+        before them, once: the later batches of the file come out of that
+        block. torch asks the driver for every block it lacks, about 0.1-0.4
+        ms each on the H200, and a block a batch left a first rank paying
+        for several (bench/results/2026-12-04-h200-split-reserve.md)."""
+        if self._split is None or self._guess_room is not None:
+            return []
+        self._reserved_split = self._split
+        dim = self._split[1]
+        parts = []
+        for name in self._order[i:]:
+            info = self._infos[name]
+            index = _split_index(info.shape, self._split)
+            if index is not None:
+                part = index[dim]
+                parts.append(info.nbytes // info.shape[dim] * (part.stop - part.start))
+        return parts
 
     def _open_next_file(self, room):
         """Under the lock: the walk has queued the last reads of this file;

@@ -753,6 +753,24 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
         self.assertEqual(allocations, 4 * 20)
         self.assertLessEqual(len(self.unannounced()), 4 * 2, self.events)
 
+    def test_a_confirmed_split_announces_the_rest_of_its_file_once(self):
+        """A window of two parts takes the walk's keys a few at a time;
+        once the split is confirmed, its parts of every key left are
+        announced with the batch, in the order they are then allocated, and
+        no batch after it announces again: one block for the file, where a
+        block a batch cost a first rank on the H200 about 0.1-0.4 ms each."""
+        with tempfile.TemporaryDirectory() as d:
+            paths, values = numbered_shards(d, n=1, layers=8)
+            with gdunlock.safe_open(paths[0], "pt", device="cpu",
+                                    readahead=2 * 64 * 48 * 4 // 4) as f:
+                self.walk(f, values, 1, 4)
+        reserves = [n for kind, n in self.events if kind == "reserve"]
+        allocations = [n for kind, n in self.events if kind == "empty"]
+        self.assertEqual(len(allocations), 8 * 3 + 2)  # and the lm_head
+        self.assertLessEqual(len(reserves), 3, reserves)
+        self.assertEqual(len(self.unannounced()), 2, self.events)
+        self.assertEqual(reserves[-1], allocations[-len(reserves[-1]):])
+
     def test_the_iterator_announces_each_batch(self):
         sharded = os.path.join(os.path.dirname(__file__), "..", "fixtures", "safetensors",
                                "sharded")
