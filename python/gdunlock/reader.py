@@ -32,11 +32,11 @@ class Pending:
         self.key, self._keep = key, keep
 
     def wait(self):
-        if self._request is None:
+        request = self._reader._take(self)
+        if request is None:
             return
         why = ctypes.create_string_buffer(512)
         done = ctypes.c_uint64()
-        request, self._request = self._request, None
         rc = self._reader._lib.gdu_io_wait(request, ctypes.byref(done), why, len(why))
         self._reader._forget(self)
         self._keep = None
@@ -64,8 +64,10 @@ class RangeReader:
                                               ctypes.byref(self._engine), ctypes.byref(err)), err)
         self._files = {}  # FileRef.key -> [handle, reads out], least recently used first
         self._max_open = max(1, max_open)
-        self._pending = set()
+        self._pending = set()  # submitted and not waited for to the end
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # _pending became empty
+        self._closing = False
         self.bytes_read = 0
         self.requests = 0
 
@@ -111,7 +113,7 @@ class RangeReader:
         until the read is waited for."""
         request = ctypes.c_void_p()
         with self._lock:
-            if self._engine is None:
+            if self._engine is None or self._closing:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
             entry = self._file(source)
             rc = submit(entry[0], ctypes.byref(request))
@@ -127,16 +129,28 @@ class RangeReader:
             self.requests += 1
         return pending
 
+    def _take(self, pending):
+        """pending's request for its one wait, or None when taken already."""
+        with self._lock:
+            request, pending._request = pending._request, None
+            return request
+
     def _forget(self, pending):
         with self._lock:
             self._pending.discard(pending)
             entry = self._files.get(pending.key)
             if entry is not None:
                 entry[1] -= 1
+            if not self._pending:
+                self._idle.notify_all()
 
     def close(self):
-        """Waits for every read still out, closes the files, returns the lease."""
+        """Refuses new reads, waits for every read still out, closes the
+        files, returns the lease. A read another thread is waiting for is
+        waited out too: its wait still uses the file and the engine, which
+        closing under it made that thread crash."""
         with self._lock:
+            self._closing = True
             pending = list(self._pending)
         for p in pending:
             try:
@@ -144,6 +158,8 @@ class RangeReader:
             except GdunlockError:
                 pass
         with self._lock:
+            while self._pending:  # taken by other threads, their waits still running
+                self._idle.wait()
             for f, _ in self._files.values():
                 self._lib.gdu_io_close(f)
             self._files = {}

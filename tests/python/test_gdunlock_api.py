@@ -176,6 +176,55 @@ class RangeReaderTest(unittest.TestCase):
             c.close()
         gdunlock.release_engines()
 
+    def test_close_waits_out_a_wait_another_thread_runs(self):
+        """A thread waiting for a read when another closes the reader: the
+        close refuses new reads and closes the file only once that wait has
+        returned. Before, close() skipped a read already taken for waiting
+        and closed the file and returned the engine under the wait, which
+        then crashed the process (1 in 60 runs of a racing test under load
+        on the development machine)."""
+        c = gdunlock.Checkpoint(SMALL)
+        t = c.tensors()[0]
+        r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
+        events, in_wait, let_go = [], threading.Event(), threading.Event()
+        real = r._lib
+
+        class Lib:  # the library, with the wait held until the close has begun
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def gdu_io_wait(self, *args):
+                in_wait.set()
+                let_go.wait(10)
+                rc = real.gdu_io_wait(*args)
+                events.append("wait returned")
+                return rc
+
+            def gdu_io_close(self, f):
+                events.append("file closed")
+                return real.gdu_io_close(f)
+
+        r._lib = Lib()
+        buf = ctypes.create_string_buffer(max(t.nbytes, 1))
+        p = r.submit(c.file_ref(0), [(t.file_offset, t.nbytes, ctypes.addressof(buf))])
+        waiter = threading.Thread(target=p.wait)
+        waiter.start()
+        self.assertTrue(in_wait.wait(10))
+        closer = threading.Thread(target=r.close)
+        closer.start()
+        for _ in range(1000):  # until the close has begun (or, as before, closed the file)
+            if getattr(r, "_closing", False) or events:
+                break
+            threading.Event().wait(0.01)
+        with self.assertRaises(gdunlock.GdunlockError):
+            r.submit(c.file_ref(0), [(t.file_offset, t.nbytes, ctypes.addressof(buf))])
+        let_go.set()
+        waiter.join(10)
+        closer.join(10)
+        c.close()
+        self.assertEqual(events, ["wait returned", "file closed"])
+        gdunlock.release_engines()  # BUSY if a lease were left
+
     def test_short_file_is_an_error(self):
         r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
         c = gdunlock.Checkpoint(SMALL)
