@@ -224,7 +224,8 @@ int gdu_io_extents_box(gdu_io_extent *ext, size_t n, uint64_t offset, const uint
 
 /* gdu_io_submit of the extents gdu_io_extents_box makes of a box, without
  * the caller making them: the request holds them, and for a read of many
- * runs a worker makes them while the caller goes on. The caller's part
+ * runs a worker plans it while the caller goes on (computing the runs of a
+ * box whose dimensions merge into one instead of making them). The caller's part
  * costs the same for a column of 4,096 rows as for one run, where making
  * the extents cost 19 us in an interpreter (issue 21). counts and strides
  * are copied: the caller may reuse them at once. The extents' done and

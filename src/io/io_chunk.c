@@ -127,17 +127,20 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *
                                    size_t len)
 {
     const gdu_io_sys *sys = &f->engine->sys;
-    const gdu_io_extent *x = &c->req->ext[c->ext_index];
+    gdu_io_runs x = gdu_io_runs_of(c->req);
+    size_t first = c->ext_index;
     uint64_t placed = 0;
     for (size_t a = 0; a < c->pieces;) {
-        /* A run of extents read with one pread over the short gaps between
-         * them; the chunk was cut so that it fits in the slot, gaps and all
+        /* Runs read with one pread over the short gaps between them; the
+         * chunk was cut so that it fits in the slot, gaps and all
          * (gather_run in io_request.c). */
-        uint64_t start = x[a].offset, end = start + x[a].length;
+        uint64_t start = gdu_io_run_offset(x, first + a);
+        uint64_t end = start + gdu_io_run_length(x, first + a);
         size_t b = a;
-        while (b + 1 < c->pieces && x[b + 1].offset - end <= GDU_IO_GATHER_GAP) {
+        while (b + 1 < c->pieces &&
+               gdu_io_run_offset(x, first + b + 1) - end <= GDU_IO_GATHER_GAP) {
             b++;
-            end = x[b].offset + x[b].length;
+            end = gdu_io_run_offset(x, first + b) + gdu_io_run_length(x, first + b);
         }
         char *at = staging + placed;
         int64_t got = read_full(sys, f->fd, false, at, end - start, start, why, len);
@@ -145,13 +148,14 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *
             return got;
         /* Squeeze the gaps out, front to back: every piece moves left. */
         for (size_t k = a; k <= b; k++) {
-            uint64_t from = x[k].offset - start;
+            uint64_t from = gdu_io_run_offset(x, first + k) - start;
+            uint64_t length = gdu_io_run_length(x, first + k);
             uint64_t have = (uint64_t)got > from ? (uint64_t)got - from : 0;
-            uint64_t n = have < x[k].length ? have : x[k].length;
+            uint64_t n = have < length ? have : length;
             if (n > 0 && at + from != staging + placed)
                 memmove(staging + placed, at + from, (size_t)n);
             placed += n;
-            if (n < x[k].length) /* end of file: the extents after it lie beyond it */
+            if (n < length) /* end of file: the runs after it lie beyond it */
                 return (int64_t)placed;
         }
         a = b + 1;

@@ -168,8 +168,9 @@ struct gdu_io_request {
     gdu_io_chunk planning;
     void *plan;
     /* A request of a box (gdu_io_submit_box) owns its extents (`ext`, freed
-     * with it). For a box of many runs the planning worker makes them from
-     * `box`, which then points into the request's tail. */
+     * with it). For a box of many runs `box` points into the request's
+     * tail: the planning worker makes the extents from it, or, with none
+     * (gdu_io_runs), the runs are computed from it where they are needed. */
     bool owns_ext;
     const gdu_io_box *box;
 };
@@ -181,6 +182,38 @@ struct gdu_io_box {
     unsigned ndims;
     uint64_t counts[GDU_IO_BOX_MAX_DIMS], strides[GDU_IO_BOX_MAX_DIMS];
 };
+
+/* The runs a request moves, one per extent: the extents', or, for a box
+ * kept whole (ext NULL, box of one dimension), computed from the box. A
+ * box read on a worker is kept whole once its dimensions merge into one: a
+ * rank's column slice is one run per row, and 40 bytes of extent a row were
+ * memory a process's first rank of columns faulted in anew, about 4,200
+ * more page faults than a later rank on the H200
+ * (bench/results/2026-12-04-h200-first-rank-faults.md). */
+typedef struct {
+    const gdu_io_extent *ext;
+    const gdu_io_box *box;
+} gdu_io_runs;
+
+static inline gdu_io_runs gdu_io_runs_of(const gdu_io_request *r)
+{
+    return (gdu_io_runs){r->ext, r->box};
+}
+
+static inline uint64_t gdu_io_run_offset(gdu_io_runs s, size_t k)
+{
+    return s.ext != NULL ? s.ext[k].offset : s.box->offset + (uint64_t)k * s.box->strides[0];
+}
+
+static inline uint64_t gdu_io_run_length(gdu_io_runs s, size_t k)
+{
+    return s.ext != NULL ? s.ext[k].length : s.box->length;
+}
+
+static inline char *gdu_io_run_mem(gdu_io_runs s, size_t k)
+{
+    return s.ext != NULL ? (char *)s.ext[k].mem : (char *)s.box->mem + (uint64_t)k * s.box->length;
+}
 
 /* From this many extents on, a read's chunks are planned on a worker
  * (gdu_io_request_plan) and the submitting thread only checks the extents.

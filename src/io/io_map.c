@@ -42,17 +42,16 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
     }
     uint64_t end_of_data =
         (uint64_t)st.st_size < f->gather_map_len ? (uint64_t)st.st_size : f->gather_map_len;
-    const gdu_io_extent *x = &c->req->ext[c->ext_index];
+    gdu_io_runs x = gdu_io_runs_of(c->req);
     uint64_t placed = 0;
-    for (size_t k = 0; k < c->pieces; k++) {
-        uint64_t n = x[k].length;
-        if (x[k].offset >= end_of_data)
+    for (size_t k = c->ext_index; k < c->ext_index + c->pieces; k++) {
+        uint64_t offset = gdu_io_run_offset(x, k), length = gdu_io_run_length(x, k);
+        if (offset >= end_of_data)
             return (int64_t)placed;
-        if (end_of_data - x[k].offset < n)
-            n = end_of_data - x[k].offset;
-        memcpy(staging + placed, f->gather_map + x[k].offset, (size_t)n);
+        uint64_t n = end_of_data - offset < length ? end_of_data - offset : length;
+        memcpy(staging + placed, f->gather_map + offset, (size_t)n);
         placed += n;
-        if (n < x[k].length) /* end of the file: the extents after it lie beyond it */
+        if (n < length) /* end of the file: the runs after it lie beyond it */
             return (int64_t)placed;
     }
     return (int64_t)placed;

@@ -21,14 +21,17 @@ static void file_request_finished(gdu_io_file *f)
 static void request_finish(gdu_io_request *r)
 {
     uint64_t bytes = 0;
-    for (size_t i = 0; i < r->n_ext; i++) {
+    gdu_io_runs s = gdu_io_runs_of(r);
+    for (size_t i = 0; i < r->n_ext && (r->good_end != NULL || r->ext != NULL); i++) {
         if (r->good_end == NULL) { /* its planning failed: nothing moved */
             r->ext[i].done = 0;
             r->ext[i].status = r->status;
             continue;
         }
-        r->ext[i].done = r->good_end[i] - r->ext[i].offset;
-        bytes += r->ext[i].done;
+        uint64_t done = r->good_end[i] - gdu_io_run_offset(s, i);
+        if (r->ext != NULL)
+            r->ext[i].done = done;
+        bytes += done;
     }
     r->bytes = bytes;
     if (r->cb != NULL)
@@ -40,13 +43,13 @@ static void request_finish(gdu_io_request *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* Under r->lock: extent i's good bytes stop at file offset end (and it
- * failed with status, if not 0). */
+/* Under r->lock: run i's good bytes stop at file offset end (and its
+ * extent, if it has one, failed with status, if not 0). */
 static void extent_short(gdu_io_request *r, size_t i, uint64_t end, int status)
 {
     if (end < r->good_end[i])
         r->good_end[i] = end;
-    if (status != 0 && r->ext[i].status == 0)
+    if (status != 0 && r->ext != NULL && r->ext[i].status == 0)
         r->ext[i].status = status;
 }
 
@@ -54,11 +57,13 @@ void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *w
 {
     gdu_io_request *r = c->req;
     pthread_mutex_lock(&r->lock);
-    if (c->pieces > 1) { /* good counts the extents' bytes one after another */
+    if (c->pieces > 1) { /* good counts the runs' bytes one after another */
+        gdu_io_runs s = gdu_io_runs_of(r);
         for (size_t k = c->ext_index; k < c->ext_index + c->pieces; k++) {
-            uint64_t take = good < r->ext[k].length ? good : r->ext[k].length;
-            if (take < r->ext[k].length || status != 0)
-                extent_short(r, k, r->ext[k].offset + take, status);
+            uint64_t length = gdu_io_run_length(s, k);
+            uint64_t take = good < length ? good : length;
+            if (take < length || status != 0)
+                extent_short(r, k, gdu_io_run_offset(s, k) + take, status);
             good -= take;
         }
     } else if (good < c->length || status != 0) {
@@ -89,11 +94,11 @@ static uint64_t dispatch_unit(const gdu_io_file *f, gdu_io_op op)
     return e->opt.chunk_size;
 }
 
-static size_t chunks_of(const gdu_io_extent *x, uint64_t chunk)
+static size_t chunks_of(uint64_t offset, uint64_t length, uint64_t chunk)
 {
-    if (x->length == 0)
+    if (length == 0)
         return 0;
-    return (size_t)((x->offset + x->length - 1) / chunk - x->offset / chunk + 1);
+    return (size_t)((offset + length - 1) / chunk - offset / chunk + 1);
 }
 
 /* Whether reads of f may be gathered: cuFile reads each extent straight
@@ -103,15 +108,17 @@ static bool may_gather(const gdu_io_file *f, gdu_io_op op)
     return op == GDU_IO_OP_READ && f->backend != GDU_IO_BACKEND_CUFILE;
 }
 
-/* Whether extent b may follow a in one gather chunk (GDU_IO_GATHER_PIECE):
- * both small, b's memory following a's and b's file range after a's without
- * overlap (so that a short read at the end of the file cuts the chunk's
- * bytes where it cuts the extents'). */
-static bool gathers(const gdu_io_extent *a, const gdu_io_extent *b)
+/* Whether run k + 1 may follow run k in one gather chunk
+ * (GDU_IO_GATHER_PIECE): both small, the second's memory following the
+ * first's and its file range after the first's without overlap (so that a
+ * short read at the end of the file cuts the chunk's bytes where it cuts
+ * the runs'). */
+static bool gathers(gdu_io_runs s, size_t k)
 {
-    return a->length != 0 && a->length < GDU_IO_GATHER_PIECE && b->length != 0 &&
-           b->length < GDU_IO_GATHER_PIECE && b->offset >= a->offset + a->length &&
-           (char *)b->mem == (char *)a->mem + a->length;
+    uint64_t a = gdu_io_run_length(s, k), b = gdu_io_run_length(s, k + 1);
+    return a != 0 && a < GDU_IO_GATHER_PIECE && b != 0 && b < GDU_IO_GATHER_PIECE &&
+           gdu_io_run_offset(s, k + 1) >= gdu_io_run_offset(s, k) + a &&
+           gdu_io_run_mem(s, k + 1) == gdu_io_run_mem(s, k) + a;
 }
 
 /* The bytes of a part of c with e->queued chunks queued (GDU_IO_MAX_PARTS),
@@ -150,16 +157,17 @@ bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part)
     } else {
         size_t k = 0;
         uint64_t bytes = 0;
+        gdu_io_runs s = gdu_io_runs_of(r);
         while (k < c->pieces && bytes < unit)
-            bytes += r->ext[c->ext_index + k++].length;
+            bytes += gdu_io_run_length(s, c->ext_index + k++);
         if (k == c->pieces || c->length - bytes < unit)
             return false;
         part->pieces = k;
         part->length = bytes;
         c->ext_index += k;
         c->pieces -= k;
-        c->offset = r->ext[c->ext_index].offset;
-        c->mem = r->ext[c->ext_index].mem;
+        c->offset = gdu_io_run_offset(s, c->ext_index);
+        c->mem = gdu_io_run_mem(s, c->ext_index);
         c->length -= bytes;
     }
     pthread_mutex_lock(&r->lock);
@@ -168,39 +176,40 @@ bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part)
     return true;
 }
 
-/* Whether any two extents would share a gather chunk (before the file is
+/* Whether any two runs would share a gather chunk (before the file is
  * mapped for it: a request of whole tensors maps nothing). */
-static bool has_gathers(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n)
+static bool has_gathers(const gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size_t n)
 {
     if (!may_gather(f, op))
         return false;
     for (size_t i = 0; i + 1 < n; i++)
-        if (gathers(&ext[i], &ext[i + 1]))
+        if (gathers(s, i))
             return true;
     return false;
 }
 
-/* How many extents from ext[i] on form one gather chunk: extents that
- * gather one after another, at most unit bytes in all (GDU_IO_GATHER_CHUNK
- * at most), counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so
- * every range it reads fits in the staging slot where its bytes go. From
- * the file's mapping (mapped) nothing is read over: only the extents count.
- * 1 means ext[i] moves on its own. */
-static size_t gather_run(const gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
-                         size_t i, uint64_t unit, bool mapped)
+/* How many runs from run i on form one gather chunk: runs that gather one
+ * after another, at most unit bytes in all (GDU_IO_GATHER_CHUNK at most),
+ * counting the gaps the worker reads over (GDU_IO_GATHER_GAP): so every
+ * range it reads fits in the staging slot where its bytes go. From the
+ * file's mapping (mapped) nothing is read over: only the runs count. 1
+ * means run i moves on its own. */
+static size_t gather_run(const gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size_t n, size_t i,
+                         uint64_t unit, bool mapped)
 {
     if (!may_gather(f, op))
         return 1;
     if (unit > GDU_IO_GATHER_CHUNK)
         unit = GDU_IO_GATHER_CHUNK;
-    uint64_t staged = ext[i].length;
+    uint64_t staged = gdu_io_run_length(s, i);
     size_t k = i;
     while (k + 1 < n) {
-        const gdu_io_extent *a = &ext[k], *b = &ext[k + 1];
-        if (!gathers(a, b))
+        if (!gathers(s, k))
             break;
-        uint64_t gap = b->offset - (a->offset + a->length);
-        uint64_t more = b->length + (!mapped && gap <= GDU_IO_GATHER_GAP ? gap : 0);
+        uint64_t gap =
+            gdu_io_run_offset(s, k + 1) - (gdu_io_run_offset(s, k) + gdu_io_run_length(s, k));
+        uint64_t more =
+            gdu_io_run_length(s, k + 1) + (!mapped && gap <= GDU_IO_GATHER_GAP ? gap : 0);
         if (staged + more > unit)
             break;
         staged += more;
@@ -256,6 +265,28 @@ static void box_fill(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64
     }
 }
 
+/* b with its dimensions of one index left out and each outer dimension
+ * merged into the next where it steps over exactly the whole of it (the
+ * rows of a slice of whole rows): the same runs in the same order, in as
+ * few dimensions as they take. */
+static void box_merge(gdu_io_box *b)
+{
+    unsigned out = 0;
+    for (unsigned d = 0; d < b->ndims; d++) {
+        if (b->counts[d] == 1)
+            continue;
+        if (out > 0 && b->strides[out - 1] == b->counts[d] * b->strides[d]) {
+            b->counts[out - 1] *= b->counts[d];
+            b->strides[out - 1] = b->strides[d];
+            continue;
+        }
+        b->counts[out] = b->counts[d];
+        b->strides[out] = b->strides[d];
+        out++;
+    }
+    b->ndims = out;
+}
+
 /* -EINVAL when an extent cannot be moved: no memory for its bytes, or a
  * range past 2^63. */
 static int check_extents(const gdu_io_extent *ext, size_t n)
@@ -274,17 +305,17 @@ typedef struct {
     size_t n_chunks; /* gather runs one each, others one per unit they touch */
 } chunk_plan;
 
-/* The plan of the n extents (checked) of an op on f, mapping the file when
+/* The plan of the n runs (checked) of an op on f, mapping the file when
  * they gather; -EINVAL when the chunk count overflows. */
-static int plan_chunks(gdu_io_file *f, gdu_io_op op, const gdu_io_extent *ext, size_t n,
-                       chunk_plan *p)
+static int plan_chunks(gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size_t n, chunk_plan *p)
 {
     p->unit = dispatch_unit(f, op);
-    p->mapped = has_gathers(f, op, ext, n) && gdu_io_gather_mapped(f);
+    p->mapped = has_gathers(f, op, s, n) && gdu_io_gather_mapped(f);
     p->n_chunks = 0;
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(f, op, ext, n, i, p->unit, p->mapped);
-        size_t k = run > 1 ? 1 : chunks_of(&ext[i], p->unit);
+        size_t run = gather_run(f, op, s, n, i, p->unit, p->mapped);
+        size_t k =
+            run > 1 ? 1 : chunks_of(gdu_io_run_offset(s, i), gdu_io_run_length(s, i), p->unit);
         if (k > (SIZE_MAX / 2 - p->n_chunks) / sizeof(gdu_io_chunk))
             return -EINVAL;
         p->n_chunks += k;
@@ -300,7 +331,8 @@ static size_t plan_bytes(const chunk_plan *p, size_t n)
 }
 
 /* Lays r's chunks and good_end out at room (plan_bytes of them), fills the
- * chunks (linked in order) and resets its extents' results. */
+ * chunks (linked in order) and resets its extents' results, if it has
+ * extents. */
 static void build_chunks(gdu_io_request *r, void *room, const chunk_plan *p)
 {
     r->chunks = room;
@@ -308,30 +340,33 @@ static void build_chunks(gdu_io_request *r, void *room, const chunk_plan *p)
     r->n_chunks = p->n_chunks;
     r->mapped = p->mapped;
     gdu_io_extent *ext = r->ext;
+    gdu_io_runs s = gdu_io_runs_of(r);
     uint64_t cs = p->unit;
     size_t n = r->n_ext, n_chunks = r->n_chunks, k = 0;
     for (size_t i = 0; i < n;) {
-        size_t run = gather_run(r->file, r->op, ext, n, i, cs, r->mapped);
+        size_t run = gather_run(r->file, r->op, s, n, i, cs, r->mapped);
         for (size_t j = i; j < i + run; j++) {
-            ext[j].done = 0;
-            ext[j].status = 0;
-            r->good_end[j] = ext[j].offset + ext[j].length;
+            if (ext != NULL) {
+                ext[j].done = 0;
+                ext[j].status = 0;
+            }
+            r->good_end[j] = gdu_io_run_offset(s, j) + gdu_io_run_length(s, j);
         }
         if (run > 1) {
             gdu_io_chunk *c = &r->chunks[k];
             *c = (gdu_io_chunk){.req = r,
                                 .ext_index = i,
                                 .pieces = run,
-                                .offset = ext[i].offset,
-                                .mem = ext[i].mem};
+                                .offset = gdu_io_run_offset(s, i),
+                                .mem = gdu_io_run_mem(s, i)};
             for (size_t j = i; j < i + run; j++)
-                c->length += ext[j].length;
+                c->length += gdu_io_run_length(s, j);
             c->next = k + 1 < n_chunks ? &r->chunks[k + 1] : NULL;
             k++;
             i += run;
             continue;
         }
-        uint64_t off = ext[i].offset, end = ext[i].offset + ext[i].length;
+        uint64_t off = gdu_io_run_offset(s, i), end = off + gdu_io_run_length(s, i);
         while (off < end) {
             uint64_t stop = (off / cs + 1) * cs;
             if (stop > end)
@@ -342,7 +377,7 @@ static void build_chunks(gdu_io_request *r, void *room, const chunk_plan *p)
             c->pieces = 1;
             c->offset = off;
             c->length = stop - off;
-            c->mem = (char *)ext[i].mem + (off - ext[i].offset);
+            c->mem = gdu_io_run_mem(s, i) + (off - gdu_io_run_offset(s, i));
             c->next = k + 1 < n_chunks ? &r->chunks[k + 1] : NULL;
             k++;
             off = stop;
@@ -399,10 +434,10 @@ void gdu_io_request_plan(gdu_io_request *r)
 {
     gdu_io_file *f = r->file;
     const gdu_io_box *b = r->box;
-    if (b != NULL)
+    if (b != NULL && r->ext != NULL)
         box_fill(r->ext, r->n_ext, b->offset, b->counts, b->strides, b->ndims, b->length, b->mem);
     chunk_plan p;
-    int status = plan_chunks(f, r->op, r->ext, r->n_ext, &p);
+    int status = plan_chunks(f, r->op, gdu_io_runs_of(r), r->n_ext, &p);
     if (status == 0) {
         r->plan = calloc(1, plan_bytes(&p, r->n_ext));
         status = r->plan == NULL ? -ENOMEM : 0;
@@ -452,7 +487,7 @@ static int submit_checked(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size
     if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
         return submit_for_planning(f, op, ext, n, owns, NULL, cb, user, out);
     chunk_plan p;
-    int bad = plan_chunks(f, op, ext, n, &p);
+    int bad = plan_chunks(f, op, (gdu_io_runs){ext, NULL}, n, &p);
     if (bad != 0)
         return bad;
     gdu_io_request *r = request_new(plan_bytes(&p, n), f, op, ext, n, cb, user);
@@ -491,14 +526,20 @@ int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint6
         return -EINVAL;
     if (gdu_io_engine_foreign(f->engine))
         return -ESRCH;
+    gdu_io_box box = {.offset = offset, .length = length, .mem = mem, .ndims = ndims};
+    if (ndims > 0) { /* counts and strides may be NULL without dimensions */
+        memcpy(box.counts, counts, ndims * sizeof *counts);
+        memcpy(box.strides, strides, ndims * sizeof *strides);
+    }
+    box_merge(&box);
+    bool on_worker = n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op);
+    if (on_worker && box.ndims == 1) /* kept whole: its runs computed (gdu_io_runs) */
+        return submit_for_planning(f, op, NULL, n, true, &box, cb, user, out);
     gdu_io_extent *ext = malloc(n * sizeof *ext); /* n >= 1 */
     if (ext == NULL)
         return -ENOMEM;
     int status;
-    if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op)) {
-        gdu_io_box box = {.offset = offset, .length = length, .mem = mem, .ndims = ndims};
-        memcpy(box.counts, counts, ndims * sizeof *counts);
-        memcpy(box.strides, strides, ndims * sizeof *strides);
+    if (on_worker) {
         status = submit_for_planning(f, op, ext, n, true, &box, cb, user, out);
     } else {
         box_fill(ext, n, offset, counts, strides, ndims, length, mem);

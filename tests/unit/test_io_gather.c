@@ -582,6 +582,126 @@ static void a_box_reads_what_its_extents_read(void **state)
         }
 }
 
+/* A box planned on a worker whose runs fall in one dimension (1024 rows; 4
+ * blocks of 256 rows, each block right after the last) makes no extents:
+ * its runs are computed where they are needed, so a rank's column slice
+ * allocates nothing per row but its end marks. Boxes that do not fall in
+ * one dimension still make them. */
+static void a_box_of_one_dimension_makes_no_extents(void **state)
+{
+    static uint8_t buf[1024 * 1000];
+    const struct {
+        uint64_t counts[2], strides[2];
+        unsigned ndims;
+        bool kept_whole;
+    } boxes[] = {
+        {{1024}, {8192}, 1, true},
+        {{4, 256}, {256 * 8192, 8192}, 2, true},
+        {{1, 1024}, {12345, 8192}, 2, true},
+        {{4, 256}, {256 * 8192 + 96, 8192}, 2, false},
+    };
+    for (size_t b = 0; b < sizeof boxes / sizeof boxes[0]; b++) {
+        gdu_io_engine *e = mapping_engine();
+        gdu_io_file *f = NULL;
+        assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+        memset(buf, 0xee, sizeof buf);
+        gdu_io_request *r = NULL;
+        assert_int_equal(gdu_io_submit_box(f, GDU_IO_OP_READ, 300, boxes[b].counts,
+                                           boxes[b].strides, boxes[b].ndims, 1000, buf, NULL, NULL,
+                                           &r),
+                         0);
+        if ((r->ext == NULL) != boxes[b].kept_whole)
+            fail_msg("box %zu: extents %s", b, r->ext == NULL ? "not made" : "made");
+        uint64_t bytes = 0;
+        assert_int_equal(gdu_io_wait(r, &bytes, NULL, 0), 0);
+        assert_int_equal(bytes, sizeof buf);
+        for (size_t i = 0; i < 1024; i++) {
+            /* row i: 8192 bytes after the last, and 96 more at each block of
+             * the box that is not kept whole */
+            uint64_t off = 300 + i * 8192 + (boxes[b].kept_whole ? 0 : (i / 256) * 96);
+            for (uint64_t k = 0; k < 1000; k += 111)
+                assert_int_equal(buf[i * 1000 + k], io_test_byte(off + k, SEED));
+        }
+        gdu_io_close(f);
+        gdu_io_engine_destroy(e);
+    }
+}
+
+/* rows runs of `piece` bytes, `stride` apart from `first`, read as a box
+ * kept whole (one dimension, planned on a worker) on the test file;
+ * returns the request's status, its bytes in *bytes, and checks that every
+ * row whole[i] says arrived whole holds the file's bytes. */
+static int read_box_rows(gdu_io_engine *e, uint64_t first, uint64_t stride, uint64_t piece,
+                         size_t rows, const uint64_t *whole, uint64_t *bytes)
+{
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
+    uint8_t *buf = malloc(rows * piece);
+    assert_non_null(buf);
+    const uint64_t counts[] = {rows}, strides[] = {stride};
+    gdu_io_request *r = NULL;
+    assert_int_equal(
+        gdu_io_submit_box(f, GDU_IO_OP_READ, first, counts, strides, 1, piece, buf, NULL, NULL, &r),
+        0);
+    assert_null(r->ext);
+    int status = gdu_io_wait(r, bytes, NULL, 0);
+    for (size_t i = 0; i < rows; i++)
+        for (uint64_t k = 0; k < whole[i]; k++)
+            if (buf[i * piece + k] != io_test_byte(first + i * stride + k, SEED))
+                fail_msg("row %zu byte %llu wrong", i, (unsigned long long)k);
+    gdu_io_close(f);
+    free(buf);
+    return status;
+}
+
+/* A box kept whole moves and counts what the same runs as extents do, in
+ * as many copies: from the mapping and by pread, whole, cut by the end of
+ * the file, with a failing pread (its chunk's rows not counted), and in
+ * parts while the queue is short (4 workers). */
+static void a_box_kept_whole_counts_as_its_extents_do(void **state)
+{
+    const struct {
+        const gdu_io_sys *sys;
+        unsigned workers;
+        uint64_t first, stride, piece;
+        long long fail;
+        int status;
+    } cases[] = {
+        {&mapping_sys, 1, 100, 8192, 2048, -1, 0},
+        {&mapping_sys, 4, 100, 8192, 2048, -1, 0},
+        {&mapping_sys, 1, SIZE - 200 * 8192 - 1000, 8192, 3000, -1, 0},
+        {&counting_sys, 4, 100, 8192, 2048, -1, 0},
+        {&counting_sys, 1, SIZE - 200 * 8192 - 1000, 8192, 3000, -1, 0},
+        {&counting_sys, 1, 100, 8192, 2048, 100 + 700 * 8192 + 5, -EIO},
+    };
+    const size_t rows = 1024;
+    uint64_t *done = calloc(rows, sizeof *done);
+    assert_non_null(done);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gdu_io_engine *e = engine_of(cases[c].sys, cases[c].workers);
+        atomic_store(&fail_at, cases[c].fail);
+        assert_int_equal(read_rows(e, cases[c].first, cases[c].stride, cases[c].piece, rows, done),
+                         cases[c].status);
+        int copies_of_extents = atomic_load(&copies);
+        uint64_t want = 0;
+        for (size_t i = 0; i < rows; i++)
+            want += done[i];
+        gdu_io_engine_destroy(e);
+        e = engine_of(cases[c].sys, cases[c].workers);
+        atomic_store(&fail_at, cases[c].fail);
+        uint64_t bytes = 0;
+        assert_int_equal(
+            read_box_rows(e, cases[c].first, cases[c].stride, cases[c].piece, rows, done, &bytes),
+            cases[c].status);
+        if (bytes != want || atomic_load(&copies) != copies_of_extents)
+            fail_msg("case %zu: %llu bytes in %d copies, extents %llu in %d", c,
+                     (unsigned long long)bytes, atomic_load(&copies), (unsigned long long)want,
+                     copies_of_extents);
+        gdu_io_engine_destroy(e);
+    }
+    free(done);
+}
+
 /* A box that cannot be read is refused before anything is queued: no
  * counts or strides, too many dimensions, a count of 0, a run past 2^63,
  * no memory, more bytes than memory holds, a bad operation; small boxes
@@ -703,6 +823,8 @@ int main(void)
         cmocka_unit_test(many_extents_are_planned_on_a_worker),
         cmocka_unit_test(a_planned_request_keeps_its_place),
         cmocka_unit_test(a_box_reads_what_its_extents_read),
+        cmocka_unit_test(a_box_of_one_dimension_makes_no_extents),
+        cmocka_unit_test(a_box_kept_whole_counts_as_its_extents_do),
         cmocka_unit_test(a_bad_box_is_refused),
         cmocka_unit_test(a_box_writes_its_runs_where_they_belong),
     };
