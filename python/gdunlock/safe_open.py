@@ -1067,14 +1067,12 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if self._split is None or self._guess_room is not None:
             return []
         self._reserved_split = self._split
-        dim = self._split[1]
         parts = []
         for name in self._order[i:]:
             info = self._infos[name]
             index = _split_index(info.shape, self._split)
             if index is not None:
-                part = index[dim]
-                parts.append(info.nbytes // info.shape[dim] * (part.stop - part.start))
+                parts.append(plan_tensor(info, index).nbytes)
         return parts
 
     def _open_next_file(self, room):
