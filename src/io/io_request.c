@@ -22,16 +22,18 @@ static void request_finish(gdu_io_request *r)
 {
     uint64_t bytes = 0;
     gdu_io_runs s = gdu_io_runs_of(r);
-    for (size_t i = 0; i < r->n_ext && (r->good_end != NULL || r->ext != NULL); i++) {
-        if (r->good_end == NULL) { /* its planning failed: nothing moved */
+    if (r->good_end == NULL) { /* its planning failed: nothing moved */
+        for (size_t i = 0; i < r->n_ext && r->ext != NULL; i++) {
             r->ext[i].done = 0;
             r->ext[i].status = r->status;
-            continue;
         }
-        uint64_t done = r->good_end[i] - gdu_io_run_offset(s, i);
-        if (r->ext != NULL)
-            r->ext[i].done = done;
-        bytes += done;
+    } else {
+        for (size_t i = 0; i < r->n_ext; i++) {
+            uint64_t done = r->good_end[i] - gdu_io_run_offset(s, i);
+            if (r->ext != NULL)
+                r->ext[i].done = done;
+            bytes += done;
+        }
     }
     r->bytes = bytes;
     if (r->cb != NULL)
