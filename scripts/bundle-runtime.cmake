@@ -7,6 +7,7 @@
 # A library that cannot be found stops it with an error: nothing is left
 # without a dependency it needs.
 cmake_minimum_required(VERSION 3.20)
+include(${CMAKE_CURRENT_LIST_DIR}/replace-file.cmake)
 string(REPLACE " " ";" names "${LIBS}")
 set(queue "")
 foreach(n ${names})
@@ -56,7 +57,7 @@ while(queue)
   file(REAL_PATH ${lib} real)
   # Already in OUT (found through our own run path): nothing to copy.
   if(NOT real STREQUAL "${OUT}/${base}")
-    configure_file(${real} ${OUT}/${base} COPYONLY)
+    gdu_replace_file(${real} ${OUT}/${base})
   endif()
   if(LICENSES)
     get_filename_component(real_name ${real} NAME)

@@ -26,6 +26,12 @@ if(NOT GDUNLOCK_SANITIZE)
   set_tests_properties(test_wheel PROPERTIES LABELS unit)
 endif()
 
+# bundle-runtime's copies of the build's libraries appear whole or not at
+# all (check_replace_file.sh).
+add_test(NAME test_replace_file COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_replace_file.sh
+                                        ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_replace_file PROPERTIES LABELS unit)
+
 # The symbol versions of the loader library and the shim (check_lib_versions.sh).
 add_test(NAME test_lib_versions COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_lib_versions.sh
                                         $<TARGET_FILE:gdu_safetensors_shared> $<TARGET_FILE:gdu_shim>)
