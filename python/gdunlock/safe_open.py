@@ -1053,7 +1053,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             room -= need
             i += 1
         lead_size = [] if lead is None else [lead[1].nbytes]
-        if (batch or lead) and (self._split is None or self._split != self._reserved_split):
+        if batch and (self._split is None or self._split != self._reserved_split):
             self._walk_target.reserve(lead_size +
                                       [plan.nbytes for _, plans, _ in batch for plan in plans] +
                                       self._rest_of_split(i))
