@@ -777,13 +777,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 _families_seen[family] = seen
             if guessed and self._guess_room is not None:  # the next request did not confirm it
                 self._split = self._guess_room = None
-            # the file's first cut starts a guess: its own read is announced
-            # with the guessed ones (_fill), one block for both
-            starts_guess = not guessed and self._guess_room is not None
-            read = self._take(info.name, plan, dropped, submit=not starts_guess)
-            own = self._fill(dropped, None if read is not None else (self._infos[info.name], plan))
-            if read is None:
-                read = own
+            read = self._take(info.name, plan, dropped)
+            self._fill(dropped)
         _settle(dropped)
         return read
 
@@ -908,12 +903,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
             self._order, self._pos = order, pos
             self._next, self._scanned = pos[self._last] + 1, 0
 
-    def _take(self, name, plan, dropped, submit=True):
+    def _take(self, name, plan, dropped):
         """The read of name with plan. A request in step (_in_step) is a hit:
         the window grows; a key the walk has passed is served on its own; any
         other request drops what was read ahead and starts again from there.
-        None when it was not read ahead and submit is False: the caller
-        submits it. Under the lock."""
+        Under the lock."""
         straggler = name in self._ahead and self._pos[name] < self._next
         if straggler:  # read ahead for a thread left behind: the walk goes on
             i = self._pos[name]
@@ -942,7 +936,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if not reads:
             self._ahead.pop(name, None)
         self._hinted.discard(name)
-        if read is None and submit:
+        if read is None:
             read = self._submit(self._infos[name], plan)
         if not straggler:
             self._next = max(self._next, i + 1)
@@ -1012,20 +1006,14 @@ class safe_open:  # noqa: N801  (safetensors' name)
         for name in [k for k in self._ahead if self._pos[k] < self._next and k != self._last]:
             self._drop(name, dropped)
 
-    def _fill(self, dropped, lead=None):
+    def _fill(self, dropped):
         """Under the lock: reads ahead, from the next key on, up to the
         window, the keys whose request can be predicted (at most _SCAN keys
         ahead of the next; keys looked at already with what is known now are
         not looked at again), first making room from reads of keys the walk
         has passed when the window is full. A read that cannot be submitted (its shard
         unreadable, memory short) ends the filling quietly: the error is the
-        request's that needs those bytes. lead, (info, plan) of the request
-        being served, is announced with the batch and submitted before it;
-        its read is returned (its errors are raised). At a file's first cut
-        the block torch asked the driver for the cut and the block for its
-        guess were both asked with the engine idle: on the H200 a block of
-        their size held before took 0.9-2.5 ms off an 8-way first rank of
-        rows (bench/results/2026-12-04-h200-box-and-run.md, call J)."""
+        request's that needs those bytes."""
         if self._last is not None and self._window:  # the key asked last: its other indices
             wanted = self._still_wanted(self._last)
             if wanted:
@@ -1052,12 +1040,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
             batch.append((name, plans, hinted))
             room -= need
             i += 1
-        lead_size = [] if lead is None else [lead[1].nbytes]
         if batch and (self._split is None or self._split != self._reserved_split):
-            self._walk_target.reserve(lead_size +
-                                      [plan.nbytes for _, plans, _ in batch for plan in plans] +
+            self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans] +
                                       self._rest_of_split(i))
-        read = None if lead is None else self._submit(*lead)
         for k, (name, plans, hinted) in enumerate(batch):
             if not self._fill_key(name, plans, hinted):
                 i = first + k
@@ -1071,7 +1056,6 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 not self._next_file_tried and 4 * self._next >= len(self._order):
             self._next_file_tried = True
             self._open_next_file(min(self._window - self._ahead_bytes, _NEXT_FILE_AHEAD))
-        return read
 
     def _rest_of_split(self, i):
         """Under the lock: when the file's split is confirmed, the split's
