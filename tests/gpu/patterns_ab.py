@@ -16,7 +16,8 @@ The checkpoint is load_patterns.py's (made in WORK/model when missing),
 page cache warm. Writes OUT/patterns_ab.jsonl (one line per process: the
 variant, the round, the case's result) and prints, for each case and
 variant, every process's first rank (and their median) and the median of
-its later ranks in milliseconds: a split's first rank is what each tensor-parallel process
+its later ranks in milliseconds, then in how many rounds each variant's
+first rank was shorter than the first variant's: a split's first rank is what each tensor-parallel process
 pays, since each of them is a first rank."""
 import argparse
 import json
@@ -67,6 +68,33 @@ def summarize(lines):
         if len(seconds) > 1:
             laters.append(statistics.median(seconds[1:]))
     return out
+
+
+def paired(lines, base):
+    """{case: {variant: (rounds in which its first rank was shorter than
+    base's, rounds both ran)}} for every variant but base. A first rank
+    moves by more between processes than most changes move it; the rounds
+    compared one by one (each ran the variants back to back) say more than
+    medians apart."""
+    firsts = {}
+    for line in lines:
+        result = line["result"]
+        if "error" not in result and result.get("seconds"):
+            firsts[(result["case"], line["variant"], line["round"])] = result["seconds"][0]
+    out = {}
+    for (case, variant, r), first in firsts.items():
+        other = firsts.get((case, base, r))
+        if variant == base or other is None:
+            continue
+        shorter, rounds = out.setdefault(case, {}).get(variant, (0, 0))
+        out[case][variant] = (shorter + (first < other), rounds + 1)
+    return out
+
+
+def render_paired(pairs, base):
+    return "\n".join(f"{case:10} {variant:12} first rank shorter than {base}'s in {shorter} "
+                     f"of {rounds} rounds" for case, variants in pairs.items()
+                     for variant, (shorter, rounds) in variants.items())
 
 
 def render(summary):
@@ -127,6 +155,8 @@ def main():
             print(f"# {line['variant']} {line['result']['case']}: "
                   f"{line['result']['error'][-200:]}")
     print(render(summarize(lines)))
+    print(render_paired(paired(lines, a.variant[0].partition("=")[0]),
+                        a.variant[0].partition("=")[0]))
 
 
 if __name__ == "__main__":

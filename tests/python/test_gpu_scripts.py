@@ -48,6 +48,21 @@ class PatternsAbTest(unittest.TestCase):
         self.assertIn("first 30.0 / 28.0 (median 29.0); later 19.0 / 19.0", text)
         self.assertIn("first 125.0 (median 125.0)", text)
 
+    def test_first_ranks_are_compared_round_by_round(self):
+        def line(variant, r, first, case="rows-8"):
+            return {"variant": variant, "round": r, "result": {"case": case,
+                                                               "seconds": [first, 0.016]}}
+        lines = [line("off", 0, 0.020), line("on", 0, 0.019),
+                 line("on", 1, 0.050), line("off", 1, 0.049),  # a disturbed round
+                 line("off", 2, 0.021), line("on", 2, 0.018),
+                 line("on", 3, 0.017),  # off failed here: nothing to compare
+                 {"variant": "off", "round": 3, "result": {"case": "rows-8", "error": "x"}},
+                 line("off", 0, 0.030, "cols-8"), line("on", 0, 0.031, "cols-8")]
+        pairs = patterns_ab.paired(lines, "off")
+        self.assertEqual(pairs, {"rows-8": {"on": (2, 3)}, "cols-8": {"on": (0, 1)}})
+        self.assertIn("rows-8     on           first rank shorter than off's in 2 of 3 rounds",
+                      patterns_ab.render_paired(pairs, "off"))
+
 
 
 class LoadPatternsTest(unittest.TestCase):
