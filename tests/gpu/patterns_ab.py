@@ -17,8 +17,9 @@ page cache warm. Writes OUT/patterns_ab.jsonl (one line per process: the
 variant, the round, the case's result) and prints, for each case and
 variant, every process's first rank (and their median) and the median of
 its later ranks in milliseconds, then in how many rounds each variant's
-first rank was shorter than the first variant's: a split's first rank is what each tensor-parallel process
-pays, since each of them is a first rank."""
+first rank was shorter than the first variant's: a split's first rank is
+what each tensor-parallel process pays, since each of them is a first
+rank."""
 import argparse
 import json
 import os
@@ -155,8 +156,8 @@ def main():
             print(f"# {line['variant']} {line['result']['case']}: "
                   f"{line['result']['error'][-200:]}")
     print(render(summarize(lines)))
-    print(render_paired(paired(lines, a.variant[0].partition("=")[0]),
-                        a.variant[0].partition("=")[0]))
+    base = next(iter(variants))  # the first given
+    print(render_paired(paired(lines, base), base))
 
 
 if __name__ == "__main__":
