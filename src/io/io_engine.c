@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
@@ -404,7 +405,14 @@ static bool may_take(gdu_io_worker *w)
     }
     if (gdu_io_unmap_one(e)) /* idle: a closed file's mapping */
         return false;
-    pthread_cond_wait(&e->qcond, &e->qlock);
+    struct timespec wake;
+    bool has_wake = false;
+    if (gdu_io_expire_kept(e, &wake, &has_wake)) /* kept mappings whose time is up */
+        return false;
+    if (has_wake)
+        pthread_cond_timedwait(&e->qcond, &e->qlock, &wake);
+    else
+        pthread_cond_wait(&e->qcond, &e->qlock);
     return false;
 }
 
@@ -611,7 +619,12 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     e->sys = default_sys;
     e->pid = getpid();
     pthread_mutex_init(&e->qlock, NULL);
-    pthread_cond_init(&e->qcond, NULL);
+    pthread_condattr_t monotonic; /* idle workers wait for kept mappings' times by it */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->qcond, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    e->keep_map_ns = GDU_IO_KEEP_MAP_NS;
     pthread_cond_init(&e->prestage_cond, NULL);
     int r = fill_options(&e->opt, why, why_len);
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
@@ -705,6 +718,9 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
         }
     }
     pthread_mutex_lock(&e->qlock);
+    struct timespec unused;
+    bool has_wake;
+    gdu_io_expire_kept(e, &unused, &has_wake); /* stopping: every kept mapping */
     while (gdu_io_unmap_one(e))
         ;
     pthread_mutex_unlock(&e->qlock);

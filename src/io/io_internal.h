@@ -228,6 +228,22 @@ static inline char *gdu_io_run_mem(gdu_io_runs s, size_t k)
  * queued after r), then completes the planning step of r. */
 void gdu_io_request_plan(gdu_io_request *r);
 
+/* The file a gather mapping shows. A kept mapping holds its inode, so no
+ * other file can take its number while it is kept; the mapping is shared,
+ * so it shows what the file holds now; only its length can be stale. */
+typedef struct {
+    uint64_t dev, ino, size;
+} gdu_io_map_key;
+
+/* A closed file's gather mapping is kept this long for the next open of the
+ * same file: each open mapped its file afresh, and faulting 5.84 GB in
+ * again and unmapping it cost an 8-way rank of columns 1.1 ms of its 19
+ * (bench/results/2026-12-04-h200-kept-mappings.md). At most
+ * GDU_IO_MAX_KEPT_MAPS are kept, the oldest unmapped first. Meanwhile a
+ * deleted file's blocks stay allocated. */
+#define GDU_IO_KEEP_MAP_NS (2 * (uint64_t)1000000000)
+#define GDU_IO_MAX_KEPT_MAPS 64
+
 struct gdu_io_file {
     gdu_io_engine *engine;
     int fd;  /* buffered descriptor, always open */
@@ -247,13 +263,17 @@ struct gdu_io_file {
     bool gather_map_tried;
     const char *gather_map; /* NULL: gathers use pread */
     uint64_t gather_map_len;
+    gdu_io_map_key gather_key; /* the file the mapping shows, to keep it past close */
 };
 
-/* A mapping a closed file left for the workers to unmap when idle. */
+/* A mapping a closed file left for the workers to unmap when idle, or kept
+ * for the next open of the same file (key) until its time is up. */
 typedef struct gdu_io_unmapping {
     struct gdu_io_unmapping *next;
     void *addr;
     size_t len;
+    gdu_io_map_key key;
+    uint64_t until_ns; /* CLOCK_MONOTONIC */
 } gdu_io_unmapping;
 
 typedef enum {
@@ -311,6 +331,9 @@ struct gdu_io_engine {
     size_t queued; /* chunks in the queue (a chunk parts are taken of counts once) */
     bool stopping;
     gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
+    gdu_io_unmapping *kept;   /* closed files' mappings kept for their next open, newest first */
+    unsigned kept_count;
+    uint64_t keep_map_ns; /* GDU_IO_KEEP_MAP_NS; tests shorten it */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
      * state, the workers yet to fault their first slot and their others in,
      * and whether its second part is pinned (the first is once the state is
@@ -421,7 +444,8 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *
                                    size_t len);
 /* Gathers from the file's mapping (io_map.c). gdu_io_gather_mapped says
  * whether a read request's gather chunks copy from the mapping, making it
- * at the first call for a buffered file: not for O_DIRECT reads (a cold
+ * (or taking the one kept from the file's last close) at the first call
+ * for a buffered file: not for O_DIRECT reads (a cold
  * file: faulting pages in one by one reads the disk in small pieces) nor
  * where it cannot be mapped (pread over the gaps then). Page faults on a
  * warm file cost little, and nothing is read over the gaps: on the H200
@@ -437,13 +461,20 @@ bool gdu_io_gather_mapped(gdu_io_file *f);
  * good bytes or a negative errno. */
 int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
                                size_t len);
-/* At close: hands the file's mapping to the engine (its workers unmap it
- * when idle: tearing down a mapping of every page of a 2 GB shard took 23-42
- * ms on the H200 machine, which a caller closing files need not wait for). */
+/* At close: hands the file's mapping to the engine, which keeps it for the
+ * file's next open (GDU_IO_KEEP_MAP_NS) and then has its workers unmap it
+ * when idle (tearing down a mapping of every page of a 2 GB shard took
+ * 23-42 ms on the H200 machine, which a caller closing files need not wait
+ * for). */
 void gdu_io_gather_unmap_later(gdu_io_file *f);
 /* Under e->qlock: unmaps one handed-over mapping (dropping the lock
  * meanwhile); false when there was none. */
 bool gdu_io_unmap_one(gdu_io_engine *e);
+/* Under e->qlock, for an idle worker: hands the kept mappings whose time is
+ * up (all of them when the engine stops) over to be unmapped and returns
+ * true if there were any; otherwise sets *wake (CLOCK_MONOTONIC) to when the
+ * next one is due and returns false (*wake untouched if none is kept). */
+bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake);
 
 /* Where the chunk's data starts in a staging slot. */
 static inline size_t gdu_io_staging_skip(uint64_t offset)

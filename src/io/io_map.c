@@ -1,8 +1,9 @@
 /* Gather chunks copied from a read-only mapping of the file: a column slice
  * takes only its own bytes out of the page cache, where a pread per row
  * costs a system call each and a pread over the gaps copies the whole rows
- * (io_chunk.c). The mapping lives as long as the file; at close the engine's
- * idle workers unmap it. */
+ * (io_chunk.c). The mapping lives as long as the file; at close the engine
+ * keeps it for the file's next open a while, then its idle workers unmap
+ * it. */
 #include "io/io_internal.h"
 
 #include <stdio.h>
@@ -10,6 +11,40 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
+
+static gdu_io_map_key key_of(const struct stat *st)
+{
+    return (gdu_io_map_key){(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size};
+}
+
+static bool same_key(const gdu_io_map_key *a, const gdu_io_map_key *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size;
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A mapping kept from an earlier open of the file, taken out of the list. */
+static gdu_io_unmapping *take_kept(gdu_io_engine *e, const gdu_io_map_key *key)
+{
+    pthread_mutex_lock(&e->qlock);
+    gdu_io_unmapping **p = &e->kept, *u = NULL;
+    for (; *p != NULL; p = &(*p)->next)
+        if (same_key(&(*p)->key, key)) {
+            u = *p;
+            *p = u->next;
+            e->kept_count--;
+            break;
+        }
+    pthread_mutex_unlock(&e->qlock);
+    return u;
+}
 
 bool gdu_io_gather_mapped(gdu_io_file *f)
 {
@@ -18,10 +53,18 @@ bool gdu_io_gather_mapped(gdu_io_file *f)
         f->gather_map_tried = true;
         struct stat st;
         if (fstat(f->fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
-            void *m = f->engine->sys.map(f->fd, (size_t)st.st_size);
-            if (m != MAP_FAILED) {
-                f->gather_map = m;
-                f->gather_map_len = (uint64_t)st.st_size;
+            f->gather_key = key_of(&st);
+            gdu_io_unmapping *u = take_kept(f->engine, &f->gather_key);
+            if (u != NULL) {
+                f->gather_map = u->addr;
+                f->gather_map_len = u->len;
+                free(u);
+            } else {
+                void *m = f->engine->sys.map(f->fd, (size_t)st.st_size);
+                if (m != MAP_FAILED) {
+                    f->gather_map = m;
+                    f->gather_map_len = (uint64_t)st.st_size;
+                }
             }
         }
     }
@@ -57,6 +100,16 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
     return (int64_t)placed;
 }
 
+/* Under e->qlock: moves u from the kept list (at *link) to the unmap list. */
+static void unkeep(gdu_io_engine *e, gdu_io_unmapping **link)
+{
+    gdu_io_unmapping *u = *link;
+    *link = u->next;
+    e->kept_count--;
+    u->next = e->unmaps;
+    e->unmaps = u;
+}
+
 void gdu_io_gather_unmap_later(gdu_io_file *f)
 {
     if (f->gather_map == NULL)
@@ -66,14 +119,45 @@ void gdu_io_gather_unmap_later(gdu_io_file *f)
     if (u == NULL) { /* no room to hand it over: unmap it here */
         munmap((void *)f->gather_map, (size_t)f->gather_map_len);
     } else {
-        *u = (gdu_io_unmapping){.addr = (void *)f->gather_map, .len = (size_t)f->gather_map_len};
+        *u = (gdu_io_unmapping){.addr = (void *)f->gather_map,
+                                .len = (size_t)f->gather_map_len,
+                                .key = f->gather_key,
+                                .until_ns = monotonic_ns() + e->keep_map_ns};
         pthread_mutex_lock(&e->qlock);
-        u->next = e->unmaps;
-        e->unmaps = u;
+        u->next = e->kept;
+        e->kept = u;
+        if (++e->kept_count > GDU_IO_MAX_KEPT_MAPS) { /* the oldest, last, goes */
+            gdu_io_unmapping **p = &e->kept;
+            while ((*p)->next != NULL)
+                p = &(*p)->next;
+            unkeep(e, p);
+        }
+        /* an idle worker sets its wake-up by the new one, or unmaps the oldest */
         pthread_cond_broadcast(&e->qcond);
         pthread_mutex_unlock(&e->qlock);
     }
     f->gather_map = NULL;
+}
+
+bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake)
+{
+    uint64_t now = monotonic_ns(), next = UINT64_MAX;
+    bool moved = false;
+    for (gdu_io_unmapping **p = &e->kept; *p != NULL;) {
+        if (e->stopping || (*p)->until_ns <= now) {
+            unkeep(e, p);
+            moved = true;
+        } else {
+            if ((*p)->until_ns < next)
+                next = (*p)->until_ns;
+            p = &(*p)->next;
+        }
+    }
+    *has_wake = !moved && next != UINT64_MAX;
+    if (*has_wake)
+        *wake = (struct timespec){.tv_sec = (time_t)(next / 1000000000u),
+                                  .tv_nsec = (long)(next % 1000000000u)};
+    return moved;
 }
 
 bool gdu_io_unmap_one(gdu_io_engine *e)

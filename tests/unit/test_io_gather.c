@@ -126,27 +126,34 @@ static gdu_io_engine *engine_with(const gdu_io_sys *sys) { return engine_of(sys,
 static gdu_io_engine *counting_engine(void) { return engine_with(&counting_sys); }
 static gdu_io_engine *mapping_engine(void) { return engine_with(&mapping_sys); }
 
-/* Mappings of the test file in this process, from /proc/self/maps. */
-static int mappings_of_file(void)
+/* Mappings in this process of the test folder's files whose path ends in
+ * tail, from /proc/self/maps. */
+static int mappings_of(const char *tail)
 {
     FILE *m = fopen("/proc/self/maps", "r");
     assert_non_null(m);
     char line[4096];
     int n = 0;
-    const char *name = strrchr(path, '/');
-    while (fgets(line, sizeof line, m) != NULL)
-        if (strstr(line, dir + 1) != NULL && strstr(line, name) != NULL)
+    size_t len = strlen(tail);
+    while (fgets(line, sizeof line, m) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        size_t at = strlen(line);
+        if (strstr(line, dir + 1) != NULL && at >= len && strcmp(line + at - len, tail) == 0)
             n++;
+    }
     fclose(m);
     return n;
 }
+
+/* Mappings of the test file. */
+static int mappings_of_file(void) { return mappings_of(strrchr(path, '/')); }
 
 /* rows ranges of `piece` bytes, `stride` apart from `first`, of the open
  * file f read into one buffer one after another (as a column slice is).
  * Returns the request's status; fills done[] and checks the bytes of every
  * extent's good prefix, and that the wait counted them all. */
-static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_t piece,
-                        size_t rows, uint64_t *done)
+static int read_seeded_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_t piece,
+                               size_t rows, uint64_t *done, uint32_t seed)
 {
     uint8_t *buf = malloc(rows * piece);
     gdu_io_extent *x = calloc(rows, sizeof *x);
@@ -162,13 +169,20 @@ static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_
         done[i] = x[i].done;
         sum += x[i].done;
         for (uint64_t k = 0; k < x[i].done; k++)
-            if (buf[i * piece + k] != io_test_byte(x[i].offset + k, SEED))
+            if (buf[i * piece + k] != io_test_byte(x[i].offset + k, seed))
                 fail_msg("row %zu byte %llu wrong", i, (unsigned long long)k);
     }
     assert_int_equal(bytes, sum); /* what the wait counts is what the extents got */
     free(x);
     free(buf);
     return status;
+}
+
+/* read_seeded_rows_of a file holding the test file's pattern. */
+static int read_rows_of(gdu_io_file *f, uint64_t first, uint64_t stride, uint64_t piece,
+                        size_t rows, uint64_t *done)
+{
+    return read_seeded_rows_of(f, first, stride, piece, rows, done, SEED);
 }
 
 /* read_rows_of on the test file, opened for it and closed after. */
@@ -391,7 +405,8 @@ static void a_file_cut_after_mapping_reads_short(void **state)
 }
 
 /* The mapping lives while the file is open and is gone once the engine is
- * (its idle workers unmap closed files' mappings; destroy unmaps the rest). */
+ * (its idle workers unmap closed files' mappings once kept their time;
+ * destroy unmaps the rest). */
 static void a_closed_files_mapping_is_unmapped(void **state)
 {
     gdu_io_engine *e = mapping_engine();
@@ -403,6 +418,127 @@ static void a_closed_files_mapping_is_unmapped(void **state)
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
     assert_int_equal(mappings_of_file(), 0);
+}
+
+#define KEEP_LONG ((uint64_t)600 * 1000000000) /* kept for the whole test, valgrind or not */
+
+/* Opens dir/name on e, reads `rows` rows of 1000 bytes 8192 apart (planned
+ * by the caller below GDU_IO_PLAN_ON_WORKER rows), checks them against
+ * seed's pattern and that each arrived whole, and closes it. */
+static void read_named_rows(gdu_io_engine *e, const char *name, size_t rows, uint32_t seed)
+{
+    char file[512];
+    snprintf(file, sizeof file, "%s/%s", dir, name);
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, file, GDU_IO_READ, &f, NULL, 0), 0);
+    uint64_t *done = calloc(rows, sizeof *done);
+    assert_int_equal(read_seeded_rows_of(f, 300, 8192, 1000, rows, done, seed), 0);
+    for (size_t i = 0; i < rows; i++)
+        if (done[i] != 1000)
+            fail_msg("%s: row %zu of %zu got %llu bytes", name, i, rows,
+                     (unsigned long long)done[i]);
+    free(done);
+    gdu_io_close(f);
+}
+
+/* A file closed and opened again gathers from the mapping its close left:
+ * one mapping for both opens (none made afresh, no teardown between), every
+ * byte right, and the engine's end unmaps it. */
+static void a_reopened_file_takes_its_kept_mapping(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    e->keep_map_ns = KEEP_LONG;
+    const char *name = strrchr(path, '/') + 1;
+    for (int open = 0; open < 3; open++)
+        read_named_rows(e, name, 64, SEED);
+    assert_int_equal(atomic_load(&maps), 1);
+    assert_int_equal(mappings_of_file(), 1);
+    gdu_io_engine_destroy(e);
+    assert_int_equal(mappings_of_file(), 0);
+}
+
+/* A file that grew since its close is mapped anew: the kept mapping ends at
+ * the old size, and the rows past it come whole from the new one. */
+static void a_grown_file_is_mapped_anew(void **state)
+{
+    char *grown = io_test_file(dir, "grown.bin", 1 << 20, SEED);
+    assert_non_null(grown);
+    gdu_io_engine *e = mapping_engine();
+    e->keep_map_ns = KEEP_LONG;
+    read_named_rows(e, "grown.bin", 100, SEED);
+    free(io_test_file(dir, "grown.bin", 2 << 20, SEED)); /* the same inode, twice the size */
+    read_named_rows(e, "grown.bin", 200, SEED);          /* rows up to 1.6 MiB */
+    assert_int_equal(atomic_load(&maps), 2);
+    gdu_io_engine_destroy(e);
+    unlink(grown);
+    free(grown);
+}
+
+/* A file replaced at its path (a new checkpoint renamed over the old one,
+ * the same size) is mapped anew: the kept mapping shows the old file. */
+static void a_replaced_file_is_mapped_anew(void **state)
+{
+    char *old = io_test_file(dir, "swap.bin", 1 << 20, SEED);
+    char *next = io_test_file(dir, "swap.next", 1 << 20, SEED + 1);
+    assert_non_null(old);
+    assert_non_null(next);
+    gdu_io_engine *e = mapping_engine();
+    e->keep_map_ns = KEEP_LONG;
+    read_named_rows(e, "swap.bin", 100, SEED);
+    assert_int_equal(rename(next, old), 0);
+    read_named_rows(e, "swap.bin", 100, SEED + 1);
+    assert_int_equal(atomic_load(&maps), 2);
+    gdu_io_engine_destroy(e);
+    unlink(old);
+    free(old);
+    free(next);
+}
+
+/* A kept mapping is unmapped by an idle worker once its time is up, with
+ * nothing else happening: a deleted checkpoint's blocks are not held. */
+static void a_kept_mapping_goes_when_its_time_is_up(void **state)
+{
+    gdu_io_engine *e = mapping_engine();
+    e->keep_map_ns = 20 * 1000000;
+    read_named_rows(e, strrchr(path, '/') + 1, 64, SEED);
+    int left = 1;
+    for (int ms = 0; ms < 10000 && (left = mappings_of_file()) > 0; ms += 5)
+        usleep(5000);
+    assert_int_equal(left, 0);
+    gdu_io_engine_destroy(e);
+}
+
+/* No more than GDU_IO_MAX_KEPT_MAPS are kept: one file more unmaps the
+ * oldest, and the newest stays kept (taken by its next open). */
+static void the_oldest_kept_mapping_makes_room(void **state)
+{
+    enum { FILES = GDU_IO_MAX_KEPT_MAPS + 1 };
+    char *files[FILES];
+    char name[32];
+    gdu_io_engine *e = mapping_engine();
+    e->keep_map_ns = KEEP_LONG;
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof name, "kept-%02d.bin", i);
+        files[i] = io_test_file(dir, name, 1 << 20, SEED);
+        assert_non_null(files[i]);
+        read_named_rows(e, name, 64, SEED);
+    }
+    int oldest = 1;
+    for (int ms = 0; ms < 10000 && (oldest = mappings_of("/kept-00.bin")) > 0; ms += 5)
+        usleep(5000);
+    assert_int_equal(oldest, 0);
+    for (int i = 1; i < FILES; i++) {
+        snprintf(name, sizeof name, "/kept-%02d.bin", i);
+        assert_int_equal(mappings_of(name), 1);
+    }
+    snprintf(name, sizeof name, "kept-%02d.bin", FILES - 1);
+    read_named_rows(e, name, 64, SEED);
+    assert_int_equal(atomic_load(&maps), FILES);
+    gdu_io_engine_destroy(e);
+    for (int i = 0; i < FILES; i++) {
+        unlink(files[i]);
+        free(files[i]);
+    }
 }
 
 /* The extents of a box, built by the library: row-major order, memory one
@@ -467,8 +603,8 @@ _Static_assert(GDU_IO_PLAN_ON_WORKER > 64 && GDU_IO_PLAN_ON_WORKER <= 1024,
                "the test's 64 rows are planned by the caller, its 1024 by a worker");
 static void many_extents_are_planned_on_a_worker(void **state)
 {
-    gdu_io_engine *e = mapping_engine();
     for (size_t rows = 64; rows <= 1024; rows *= 16) {
+        gdu_io_engine *e = mapping_engine(); /* its own: no mapping kept from the last */
         gdu_io_file *f = NULL;
         assert_int_equal(gdu_io_open(e, path, GDU_IO_READ, &f, NULL, 0), 0);
         uint64_t done[1024];
@@ -478,10 +614,10 @@ static void many_extents_are_planned_on_a_worker(void **state)
         bool here = pthread_equal(map_thread, pthread_self());
         if (rows == 64 ? !here : here)
             fail_msg("%zu rows were planned on the %s thread", rows, here ? "caller's" : "worker");
+        assert_int_equal(atomic_load(&maps), 1);
         gdu_io_close(f);
+        gdu_io_engine_destroy(e);
     }
-    assert_int_equal(atomic_load(&maps), 2);
-    gdu_io_engine_destroy(e);
 }
 
 /* A request planned on a worker keeps its place in the queue: its chunks
@@ -818,6 +954,11 @@ int main(void)
         cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
         cmocka_unit_test(a_closed_files_mapping_is_unmapped),
+        cmocka_unit_test(a_reopened_file_takes_its_kept_mapping),
+        cmocka_unit_test(a_grown_file_is_mapped_anew),
+        cmocka_unit_test(a_replaced_file_is_mapped_anew),
+        cmocka_unit_test(a_kept_mapping_goes_when_its_time_is_up),
+        cmocka_unit_test(the_oldest_kept_mapping_makes_room),
         cmocka_unit_test(a_box_becomes_its_extents),
         cmocka_unit_test(a_bad_extent_inside_a_gather_is_refused),
         cmocka_unit_test(many_extents_are_planned_on_a_worker),
