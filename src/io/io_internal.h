@@ -237,8 +237,8 @@ typedef struct {
 
 /* A closed file's gather mapping is kept this long for the next open of the
  * same file: each open mapped its file afresh, and faulting 5.84 GB in
- * again and unmapping it cost an 8-way rank of columns 1.1 ms of its 19
- * (bench/results/2026-12-04-h200-kept-mappings.md). At most
+ * again and unmapping the last mappings cost an 8-way rank of columns
+ * 1.1-2.2 ms of its 19-20 (bench/results/2026-12-04-h200-kept-mappings.md). At most
  * GDU_IO_MAX_KEPT_MAPS are kept, the oldest unmapped first. Meanwhile a
  * deleted file's blocks stay allocated. */
 #define GDU_IO_KEEP_MAP_NS (2 * (uint64_t)1000000000)
