@@ -624,7 +624,7 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
     pthread_cond_init(&e->qcond, &monotonic);
     pthread_condattr_destroy(&monotonic);
-    e->keep_map_ns = GDU_IO_KEEP_MAP_NS;
+    e->keep_map_seconds = GDU_IO_KEEP_MAP_SECONDS;
     pthread_cond_init(&e->prestage_cond, NULL);
     int r = fill_options(&e->opt, why, why_len);
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;

@@ -241,7 +241,7 @@ typedef struct {
  * 1.1-2.2 ms of its 19-20 (bench/results/2026-12-04-h200-kept-mappings.md). At most
  * GDU_IO_MAX_KEPT_MAPS are kept, the oldest unmapped first. Meanwhile a
  * deleted file's blocks stay allocated. */
-#define GDU_IO_KEEP_MAP_NS (2 * (uint64_t)1000000000)
+#define GDU_IO_KEEP_MAP_SECONDS 2.0
 #define GDU_IO_MAX_KEPT_MAPS 64
 
 struct gdu_io_file {
@@ -273,7 +273,7 @@ typedef struct gdu_io_unmapping {
     void *addr;
     size_t len;
     gdu_io_map_key key;
-    uint64_t until_ns; /* CLOCK_MONOTONIC */
+    double until; /* gdu_now_seconds() */
 } gdu_io_unmapping;
 
 typedef enum {
@@ -333,7 +333,7 @@ struct gdu_io_engine {
     gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
     gdu_io_unmapping *kept;   /* closed files' mappings kept for their next open, newest first */
     unsigned kept_count;
-    uint64_t keep_map_ns; /* GDU_IO_KEEP_MAP_NS; tests shorten it */
+    double keep_map_seconds; /* GDU_IO_KEEP_MAP_SECONDS; tests change it */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
      * state, the workers yet to fault their first slot and their others in,
      * and whether its second part is pinned (the first is once the state is
@@ -462,7 +462,7 @@ bool gdu_io_gather_mapped(gdu_io_file *f);
 int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
                                size_t len);
 /* At close: hands the file's mapping to the engine, which keeps it for the
- * file's next open (GDU_IO_KEEP_MAP_NS) and then has its workers unmap it
+ * file's next open (GDU_IO_KEEP_MAP_SECONDS) and then has its workers unmap it
  * when idle (tearing down a mapping of every page of a 2 GB shard took
  * 23-42 ms on the H200 machine, which a caller closing files need not wait
  * for). */
@@ -472,8 +472,9 @@ void gdu_io_gather_unmap_later(gdu_io_file *f);
 bool gdu_io_unmap_one(gdu_io_engine *e);
 /* Under e->qlock, for an idle worker: hands the kept mappings whose time is
  * up (all of them when the engine stops) over to be unmapped and returns
- * true if there were any; otherwise sets *wake (CLOCK_MONOTONIC) to when the
- * next one is due and returns false (*wake untouched if none is kept). */
+ * true if there were any; otherwise sets *wake (CLOCK_MONOTONIC, the clock
+ * of gdu_now_seconds) to when the next one is due and returns false (*wake
+ * untouched if none is kept). */
 bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake);
 
 /* Where the chunk's data starts in a staging slot. */

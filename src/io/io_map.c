@@ -5,6 +5,7 @@
  * keeps it for the file's next open a while, then its idle workers unmap
  * it. */
 #include "io/io_internal.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,23 +24,23 @@ static bool same_key(const gdu_io_map_key *a, const gdu_io_map_key *b)
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size;
 }
 
-static uint64_t monotonic_ns(void)
+/* Under e->qlock: takes the mapping at *link out of the kept list. */
+static gdu_io_unmapping *unlink_kept(gdu_io_engine *e, gdu_io_unmapping **link)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    gdu_io_unmapping *u = *link;
+    *link = u->next;
+    e->kept_count--;
+    return u;
 }
 
 /* A mapping kept from an earlier open of the file, taken out of the list. */
 static gdu_io_unmapping *take_kept(gdu_io_engine *e, const gdu_io_map_key *key)
 {
     pthread_mutex_lock(&e->qlock);
-    gdu_io_unmapping **p = &e->kept, *u = NULL;
-    for (; *p != NULL; p = &(*p)->next)
+    gdu_io_unmapping *u = NULL;
+    for (gdu_io_unmapping **p = &e->kept; *p != NULL; p = &(*p)->next)
         if (same_key(&(*p)->key, key)) {
-            u = *p;
-            *p = u->next;
-            e->kept_count--;
+            u = unlink_kept(e, p);
             break;
         }
     pthread_mutex_unlock(&e->qlock);
@@ -103,9 +104,7 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
 /* Under e->qlock: moves u from the kept list (at *link) to the unmap list. */
 static void unkeep(gdu_io_engine *e, gdu_io_unmapping **link)
 {
-    gdu_io_unmapping *u = *link;
-    *link = u->next;
-    e->kept_count--;
+    gdu_io_unmapping *u = unlink_kept(e, link);
     u->next = e->unmaps;
     e->unmaps = u;
 }
@@ -122,7 +121,7 @@ void gdu_io_gather_unmap_later(gdu_io_file *f)
         *u = (gdu_io_unmapping){.addr = (void *)f->gather_map,
                                 .len = (size_t)f->gather_map_len,
                                 .key = f->gather_key,
-                                .until_ns = monotonic_ns() + e->keep_map_ns};
+                                .until = gdu_now_seconds() + e->keep_map_seconds};
         pthread_mutex_lock(&e->qlock);
         u->next = e->kept;
         e->kept = u;
@@ -141,22 +140,25 @@ void gdu_io_gather_unmap_later(gdu_io_file *f)
 
 bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake)
 {
-    uint64_t now = monotonic_ns(), next = UINT64_MAX;
-    bool moved = false;
+    double now = gdu_now_seconds(), next = 0;
+    bool moved = false, any_left = false;
     for (gdu_io_unmapping **p = &e->kept; *p != NULL;) {
-        if (e->stopping || (*p)->until_ns <= now) {
+        if (e->stopping || (*p)->until <= now) {
             unkeep(e, p);
             moved = true;
         } else {
-            if ((*p)->until_ns < next)
-                next = (*p)->until_ns;
+            if (!any_left || (*p)->until < next)
+                next = (*p)->until;
+            any_left = true;
             p = &(*p)->next;
         }
     }
-    *has_wake = !moved && next != UINT64_MAX;
-    if (*has_wake)
-        *wake = (struct timespec){.tv_sec = (time_t)(next / 1000000000u),
-                                  .tv_nsec = (long)(next % 1000000000u)};
+    *has_wake = !moved && any_left;
+    if (*has_wake) {
+        time_t sec = (time_t)next;
+        long nsec = (long)((next - (double)sec) * 1e9);
+        *wake = (struct timespec){.tv_sec = sec, .tv_nsec = nsec < 1000000000 ? nsec : 999999999};
+    }
     return moved;
 }
 

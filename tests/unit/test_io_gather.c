@@ -420,7 +420,7 @@ static void a_closed_files_mapping_is_unmapped(void **state)
     assert_int_equal(mappings_of_file(), 0);
 }
 
-#define KEEP_LONG ((uint64_t)600 * 1000000000) /* kept for the whole test, valgrind or not */
+#define KEEP_LONG 600.0 /* seconds: kept for the whole test, valgrind or not */
 
 /* Opens dir/name on e, reads `rows` rows of 1000 bytes 8192 apart (planned
  * by the caller below GDU_IO_PLAN_ON_WORKER rows), checks them against
@@ -441,13 +441,25 @@ static void read_named_rows(gdu_io_engine *e, const char *name, size_t rows, uin
     gdu_io_close(f);
 }
 
+/* mappings_of(tail) once the engine's idle workers have unmapped them, or
+ * what is left after 10 s. */
+static int mappings_after_unmapping(const char *tail)
+{
+    int left = mappings_of(tail);
+    for (int ms = 0; ms < 10000 && left > 0; ms += 5) {
+        usleep(5000);
+        left = mappings_of(tail);
+    }
+    return left;
+}
+
 /* A file closed and opened again gathers from the mapping its close left:
  * one mapping for both opens (none made afresh, no teardown between), every
  * byte right, and the engine's end unmaps it. */
 static void a_reopened_file_takes_its_kept_mapping(void **state)
 {
     gdu_io_engine *e = mapping_engine();
-    e->keep_map_ns = KEEP_LONG;
+    e->keep_map_seconds = KEEP_LONG;
     const char *name = strrchr(path, '/') + 1;
     for (int open = 0; open < 3; open++)
         read_named_rows(e, name, 64, SEED);
@@ -464,7 +476,7 @@ static void a_grown_file_is_mapped_anew(void **state)
     char *grown = io_test_file(dir, "grown.bin", 1 << 20, SEED);
     assert_non_null(grown);
     gdu_io_engine *e = mapping_engine();
-    e->keep_map_ns = KEEP_LONG;
+    e->keep_map_seconds = KEEP_LONG;
     read_named_rows(e, "grown.bin", 100, SEED);
     free(io_test_file(dir, "grown.bin", 2 << 20, SEED)); /* the same inode, twice the size */
     read_named_rows(e, "grown.bin", 200, SEED);          /* rows up to 1.6 MiB */
@@ -483,7 +495,7 @@ static void a_replaced_file_is_mapped_anew(void **state)
     assert_non_null(old);
     assert_non_null(next);
     gdu_io_engine *e = mapping_engine();
-    e->keep_map_ns = KEEP_LONG;
+    e->keep_map_seconds = KEEP_LONG;
     read_named_rows(e, "swap.bin", 100, SEED);
     assert_int_equal(rename(next, old), 0);
     read_named_rows(e, "swap.bin", 100, SEED + 1);
@@ -499,12 +511,9 @@ static void a_replaced_file_is_mapped_anew(void **state)
 static void a_kept_mapping_goes_when_its_time_is_up(void **state)
 {
     gdu_io_engine *e = mapping_engine();
-    e->keep_map_ns = 20 * 1000000;
+    e->keep_map_seconds = 0.02;
     read_named_rows(e, strrchr(path, '/') + 1, 64, SEED);
-    int left = 1;
-    for (int ms = 0; ms < 10000 && (left = mappings_of_file()) > 0; ms += 5)
-        usleep(5000);
-    assert_int_equal(left, 0);
+    assert_int_equal(mappings_after_unmapping(strrchr(path, '/')), 0);
     gdu_io_engine_destroy(e);
 }
 
@@ -516,17 +525,14 @@ static void the_oldest_kept_mapping_makes_room(void **state)
     char *files[FILES];
     char name[32];
     gdu_io_engine *e = mapping_engine();
-    e->keep_map_ns = KEEP_LONG;
+    e->keep_map_seconds = KEEP_LONG;
     for (int i = 0; i < FILES; i++) {
         snprintf(name, sizeof name, "kept-%02d.bin", i);
         files[i] = io_test_file(dir, name, 1 << 20, SEED);
         assert_non_null(files[i]);
         read_named_rows(e, name, 64, SEED);
     }
-    int oldest = 1;
-    for (int ms = 0; ms < 10000 && (oldest = mappings_of("/kept-00.bin")) > 0; ms += 5)
-        usleep(5000);
-    assert_int_equal(oldest, 0);
+    assert_int_equal(mappings_after_unmapping("/kept-00.bin"), 0);
     for (int i = 1; i < FILES; i++) {
         snprintf(name, sizeof name, "/kept-%02d.bin", i);
         assert_int_equal(mappings_of(name), 1);
