@@ -16,6 +16,16 @@ fresh process, after a preparation that takes one cost out of the first:
   overlap gdunlock.prepare(0) called first, not waited for, then the same
           build: how much of the engine's start the build hides
   warm    engine and alloc, and one untimed rank (the last) first
+  gpu     three 256 MiB copies from pinned host memory to the GPU, their
+          buffers kept: copy engines, PCIe and clocks busy, torch's cache
+          not warmed
+  block   one 256 MiB tensor allocated and freed: torch's cache holds it
+  python  rank 0 walked first over a copy of the checkpoint with every
+          dimension cut to 64 (the same names), then the loader's caches
+          and hints cleared: its Python warm, nothing else
+VARIANT may join several with commas (gpu,block,python). With
+GDU_FIRST_RANK_PROFILE=1 rank 0 runs under cProfile and the JSON carries
+its 40 functions of most own time.
 
 Usage: first_rank_parts.py MODEL_DIR DIM WORLD VARIANT; one JSON line
 (seconds per rank, bytes per rank, blocks torch's allocator asked the
@@ -44,6 +54,48 @@ def rank_sizes(files, dim, world):
                         n *= len(range(*s.indices(shape[d])))
                     sizes.append(n * (shape[1] if dim == 0 else 1))
     return sizes
+
+
+def tiny_copy(folder, out):
+    """folder's shards again in out (made once), every tensor with its name
+    and dtype and each dimension cut to 64 (zeros): a walk over them runs
+    the loader's Python, and little else."""
+    import safetensors
+    import torch
+    from safetensors.torch import save_file
+    dtypes = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
+    os.makedirs(out, exist_ok=True)
+    for path in lp.shards(folder):
+        if os.path.exists(os.path.join(out, os.path.basename(path))):
+            continue  # made by an earlier process
+        tensors = {}
+        with safetensors.safe_open(path, framework="pt") as f:
+            for k in f.keys():
+                s = f.get_slice(k)
+                tensors[k] = torch.zeros([min(n, 64) for n in s.get_shape()],
+                                         dtype=dtypes[s.get_dtype()])
+        save_file(tensors, os.path.join(out, os.path.basename(path)))
+    return lp.shards(out)
+
+
+def warm_python(files, dim, world):
+    """Rank 0 of the split walked over files, then the loader's module
+    caches and hints emptied (a real first rank has none), so that only
+    the interpreter's and torch's first-run costs stay paid."""
+    import gdunlock
+    lp.sliced(gdunlock.safe_open, files, [(dim, 0, world)])
+    so = sys.modules["gdunlock.safe_open"]
+    for cache in (so._splits_seen, so._families_of, so._families_seen, so._plans,
+                  so._splits_of, so._orders_of_names, so._box_dtypes):
+        cache.clear()
+
+
+def top_functions(prof, n=40):
+    """prof's n functions of most own time: [name, calls, own ms, cumulative ms]."""
+    import pstats
+    rows = sorted(pstats.Stats(prof).stats.items(), key=lambda kv: -kv[1][2])[:n]
+    return [[f"{func}@{os.path.basename(path)}:{line}", calls, round(tt * 1e3, 3),
+             round(ct * 1e3, 3)] for (path, line, func), (_, calls, tt, ct, _) in rows]
 
 
 def main():
@@ -79,14 +131,35 @@ def main():
         out["build_s"] = time.perf_counter() - t0
     if variant == "warm":
         lp.sliced(gdunlock.safe_open, files, [(dim, world - 1, world)])
+    parts = variant.split(",")
+    kept = []
+    if "gpu" in parts:
+        pinned = torch.empty(256 << 20, dtype=torch.uint8, pin_memory=True)
+        on_gpu = torch.empty(256 << 20, dtype=torch.uint8, device="cuda:0")
+        for _ in range(3):
+            on_gpu.copy_(pinned, non_blocking=True)
+        kept += [pinned, on_gpu]
+    if "block" in parts:
+        torch.empty(256 << 20, dtype=torch.uint8, device="cuda:0")  # freed at once, cached
+    if "python" in parts:
+        warm_python(tiny_copy(folder, folder.rstrip("/") + "-tiny"), dim, world)
+    torch.cuda.synchronize()
+    profile = os.environ.get("GDU_FIRST_RANK_PROFILE") == "1"
     out["seconds"], out["blocks"] = [], []
     for rank in range(world):
         blocks = torch.cuda.memory_stats()["segment.all.allocated"]
+        if profile and rank == 0:
+            import cProfile
+            prof = cProfile.Profile()
+            prof.enable()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         out["bytes"] = lp.sliced(gdunlock.safe_open, files, [(dim, rank, world)])
         torch.cuda.synchronize()
         out["seconds"].append(time.perf_counter() - t0)
+        if profile and rank == 0:
+            prof.disable()
+            out["profile_rank0"] = top_functions(prof)
         out["blocks"].append(torch.cuda.memory_stats()["segment.all.allocated"] - blocks)
     print(json.dumps(out))
     if variant in ("build", "overlap"):

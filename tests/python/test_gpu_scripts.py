@@ -1,14 +1,21 @@
 """The parts of the accelerator machine's scripts (tests/gpu) that decide
 what their runs say, run here without a GPU: patterns_ab.py's variants,
 their order in each round, and its summary of the processes' lines;
-load_patterns.py's order of runs, and what a resumed run still makes."""
+load_patterns.py's order of runs, and what a resumed run still makes;
+first_rank_parts.py's small copy of a checkpoint."""
 import os
+import struct
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import first_rank_parts  # noqa: E402
 import load_patterns  # noqa: E402
 import patterns_ab  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _fixtures import torch  # noqa: E402
+from test_gdunlock_api import write_safetensors  # noqa: E402
 
 
 class PatternsAbTest(unittest.TestCase):
@@ -83,3 +90,35 @@ class LoadPatternsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class FirstRankPartsTest(unittest.TestCase):
+    def test_the_small_copy_keeps_names_dtypes_and_ranks_and_is_made_once(self):
+        """The python variant walks a copy of the checkpoint with the same
+        names, dtypes and ranks, each dimension cut to 64, so that the
+        loader's code runs as for the real one; a second process reuses it."""
+        import safetensors
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "model")
+            os.makedirs(src)
+            for i, shape in enumerate(([300, 70], [5], [64, 2, 100])):
+                n = 1
+                for k in shape:
+                    n *= k
+                write_safetensors(os.path.join(src, f"model-0000{i + 1}-of-00003.safetensors"),
+                                  {f"layers.{i}.w": ("BF16", shape, bytes(2 * n)),
+                                   f"layers.{i}.b": ("F32", [3], struct.pack("<3f", 1, 2, 3))})
+            small = first_rank_parts.tiny_copy(src, src + "-tiny")
+            self.assertEqual([os.path.basename(p) for p in small],
+                             [os.path.basename(p) for p in load_patterns.shards(src)])
+            for i, (path, shape) in enumerate(zip(small, ([64, 64], [5], [64, 2, 64]))):
+                with safetensors.safe_open(path, framework="pt") as f:
+                    self.assertEqual(sorted(f.keys()), [f"layers.{i}.b", f"layers.{i}.w"])
+                    self.assertEqual(f.get_slice(f"layers.{i}.w").get_shape(), shape)
+                    self.assertEqual(f.get_slice(f"layers.{i}.w").get_dtype(), "BF16")
+                    self.assertEqual(f.get_slice(f"layers.{i}.b").get_dtype(), "F32")
+            made = os.path.getmtime(small[0])
+            os.utime(small[0], (made - 100, made - 100))
+            first_rank_parts.tiny_copy(src, src + "-tiny")
+            self.assertEqual(os.path.getmtime(small[0]), made - 100)
