@@ -222,7 +222,7 @@ class Target:
         self.device = self.torch.device("cpu") if target == TARGET_HOST else \
             self.torch.device("cuda", self.ordinal)
         self._reserving = target == TARGET_GPU and _allocator_splits(self.torch)
-        self._default_stream = None
+        self._streams = None  # (read the current stream's id, the default stream, its id)
 
     def reader(self):
         return RangeReader(self.target, self.ordinal)
@@ -261,13 +261,23 @@ class Target:
                 "GDU_ST_ERR_NO_CUDA"
             raise GdunlockError(code, f"{nbytes} bytes on {self.device}: "
                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-        if self.target == TARGET_GPU:
-            if self._default_stream is None:  # the device's, the same for the process
-                self._default_stream = self.torch.cuda.default_stream(self.device)
-            stream = self.torch.cuda.current_stream(self.device)
-            if stream != self._default_stream:
-                stream.synchronize()
+        if self.target == TARGET_GPU and self._on_side_stream():
+            self.torch.cuda.current_stream(self.device).synchronize()
         return buf
+
+    def _on_side_stream(self):
+        """Whether the caller's current stream on the GPU is not its default
+        one. Read by id, as torch.cuda.current_stream() reads it, without
+        the Stream object it makes: every result is allocated here, and the
+        object cost more than the allocation's own Python."""
+        if self._streams is None:  # the device's default stream, the same for the process
+            default = self.torch.cuda.default_stream(self.device)
+            self._streams = (getattr(self.torch._C, "_cuda_getCurrentStream", None), default,
+                             default.stream_id)
+        current_id, default, default_id = self._streams
+        if current_id is None:  # a torch without it
+            return self.torch.cuda.current_stream(self.device) != default
+        return current_id(self.ordinal)[0] != default_id
 
 
 class Plan:

@@ -817,6 +817,72 @@ class ReserveBlockTest(unittest.TestCase):
         self.assertEqual(len(made), 1)
 
 
+class SideStreamTest(unittest.TestCase):
+    def test_a_side_stream_is_waited_for_and_the_default_one_costs_no_stream_object(self):
+        """Target.empty makes a caller's side stream finish before the
+        engine writes the memory (its streams do not wait for that one). The
+        current stream is read by id, as torch reads it, so that a result on
+        the default stream makes no Stream object (a few microseconds each,
+        a hundred results a rank); a torch without that reader compares
+        Stream objects."""
+        module = sys.modules["gdunlock.safe_open"]
+        synced, asked = [], []
+
+        class Stream:
+            def __init__(self, stream_id):
+                self.stream_id = stream_id
+
+            def __eq__(self, other):
+                return self.stream_id == other.stream_id
+
+            def synchronize(self):
+                synced.append(self.stream_id)
+
+        current = [0]
+
+        class Cuda:
+            @staticmethod
+            def default_stream(device):
+                return Stream(0)
+
+            @staticmethod
+            def current_stream(device):
+                asked.append(device)
+                return Stream(current[0])
+
+        class C:
+            @staticmethod
+            def _cuda_getCurrentStream(ordinal):
+                self.assertEqual(ordinal, 3)
+                return (current[0], ordinal, 1)
+
+        def target_on(fake_torch):
+            target = module.Target.__new__(module.Target)
+            target.torch, target.target, target.device, target.ordinal = \
+                fake_torch, module.TARGET_GPU, "cuda:3", 3
+            target._streams = None
+            return target
+
+        fake = mock.Mock(cuda=Cuda, _C=C, uint8="u8")
+        target = target_on(fake)
+        for _ in range(3):
+            target.empty(64)
+        self.assertEqual((synced, asked), ([], []))
+        current[0] = 7
+        target.empty(64)
+        self.assertEqual((synced, asked), ([7], ["cuda:3"]))
+
+        synced.clear()
+        asked.clear()
+        target = target_on(mock.Mock(cuda=Cuda, _C=object(), uint8="u8"))
+        current[0] = 0
+        target.empty(64)
+        self.assertEqual(synced, [])
+        current[0] = 5
+        target.empty(64)
+        self.assertEqual(synced, [5])
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class DtypeTorchLacksTest(unittest.TestCase):
     def test_slices_come_back_as_their_bytes(self):
