@@ -2,15 +2,19 @@
 what their runs say, run here without a GPU: patterns_ab.py's variants,
 their order in each round, and its summary of the processes' lines;
 load_patterns.py's order of runs, and what a resumed run still makes;
-first_rank_parts.py's small copy of a checkpoint."""
+first_rank_parts.py's small copy of a checkpoint; and that
+bench/loader_python_cost.py keeps the engine out of what it times."""
 import os
 import struct
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import first_rank_parts  # noqa: E402
+import loader_python_cost  # noqa: E402
 import load_patterns  # noqa: E402
 import patterns_ab  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -122,3 +126,30 @@ class FirstRankPartsTest(unittest.TestCase):
             os.utime(small[0], (made - 100, made - 100))
             first_rank_parts.tiny_copy(src, src + "-tiny")
             self.assertEqual(os.path.getmtime(small[0]), made - 100)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class LoaderPythonCostTest(unittest.TestCase):
+    def test_no_read_reaches_the_engine_and_a_moved_funnel_is_refused(self):
+        """The script times the loader's own Python: with its stub in place
+        a rank's slices, and the batches read ahead, never open a file on
+        the engine (the reader's _file); and it refuses to run where the
+        funnel it stubs is gone, instead of timing the reads."""
+        import gdunlock
+        from gdunlock import reader
+        with tempfile.TemporaryDirectory() as d:
+            for i in (1, 2):
+                write_safetensors(os.path.join(d, f"model-0000{i}-of-00002.safetensors"),
+                                  {f"layers.{i}.{k}.weight": ("F32", [64, 32], bytes(4 * 64 * 32))
+                                   for k in ("q", "k", "v", "o")})
+            with mock.patch.object(reader.RangeReader, "_queue", reader.RangeReader._queue), \
+                    mock.patch.object(reader.RangeReader, "_file",
+                                      side_effect=AssertionError("a read reached the engine")):
+                loader_python_cost.leave_the_engine_out()
+                for path in load_patterns.shards(d):
+                    with gdunlock.safe_open(path, framework="pt", device="cpu") as f:
+                        for k in f.keys():
+                            self.assertEqual(list(f.get_slice(k)[0:16].shape), [16, 32])
+            with mock.patch.object(reader.RangeReader, "_queue", None):
+                with self.assertRaises(SystemExit):
+                    loader_python_cost.leave_the_engine_out()
