@@ -113,7 +113,10 @@ typedef struct gdu_io_chunk {
  * 1, 2 and 4 MiB gave 75.9 (72.5-78.1), 66.8 (63.4-64.4) and 65.9
  * (58.4-63.0) ms at 2 ways, 43.4, 38.6 and 38.3 ms at 4 ways, and 27.8,
  * 27.9 and 29.7 ms at 8 ways (bench/results/2026-12-02-h200-gather-chunk.md):
- * 2 MiB keeps the 8-way first rank where 1 MiB had it. */
+ * 2 MiB keeps the 8-way first rank where 1 MiB had it. Measured again once
+ * a short queue moved in parts: 1 MiB made every column split 7-18 %
+ * slower, 4 MiB an 8-way first rank of columns 5.7 ms longer
+ * (bench/results/2026-12-04-h200-full-run-and-gather-units.md). */
 #define GDU_IO_GATHER_CHUNK ((uint64_t)2 << 20)
 
 /* Within a gather chunk, extents whose file ranges lie at most this far
