@@ -236,6 +236,27 @@ int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint6
                       const uint64_t *strides, unsigned ndims, uint64_t length, void *mem,
                       gdu_io_callback cb, void *user, gdu_io_request **out);
 
+/* gdu_io_submit_box of a read whose memory comes later (gdu_io_place): the
+ * workers read the runs into staging at once and copy each chunk out once
+ * the memory is given, so a caller that allocates after submitting has the
+ * allocation overlap the reads. On the H200 a process's first tensors wait
+ * 0.4-1.1 ms for torch's first blocks from the driver while the engine
+ * stands idle (issue 21). The request must be placed or cancelled
+ * (gdu_io_place with NULL) before it can complete; gdu_io_wait and
+ * gdu_io_close cancel one left unplaced. Returns what gdu_io_submit_box
+ * returns for a read. Since GDUNLOCK_LOAD_0.3. */
+int gdu_io_submit_box_deferred(gdu_io_file *f, uint64_t offset, const uint64_t *counts,
+                               const uint64_t *strides, unsigned ndims, uint64_t length,
+                               gdu_io_callback cb, void *user, gdu_io_request **out);
+
+/* Gives a request of gdu_io_submit_box_deferred its memory (what
+ * gdu_io_submit_box's mem would have been), or with mem NULL cancels it:
+ * nothing is written and it completes with -ECANCELED. Call it before
+ * gdu_io_wait and gdu_io_close. Returns 0, -EINVAL (NULL, or a request
+ * not deferred), -EALREADY (placed or cancelled before) or -ESRCH (in a
+ * child of fork(), as for gdu_io_wait). Since GDUNLOCK_LOAD_0.3. */
+int gdu_io_place(gdu_io_request *r, void *mem);
+
 /* Non-blocking: 1 when the request has completed, else 0. */
 int gdu_io_poll(const gdu_io_request *r);
 

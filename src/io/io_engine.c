@@ -95,6 +95,16 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
     }
 }
 
+/* gdu_io_chunk_mem, with why for a request cancelled before its memory
+ * was given. */
+static int placed_mem(const gdu_io_chunk *c, char **mem, char *why, size_t len)
+{
+    int r = gdu_io_chunk_mem(c, mem);
+    if (r != 0)
+        snprintf(why, len, "the read was cancelled before its memory was given");
+    return r;
+}
+
 /* Reads chunk c into slot i and queues its copy to caller memory. A
  * buffered read goes in pieces, each piece's copy queued as soon as the
  * piece is in staging: the copy engine then reads bytes the CPU has just
@@ -116,13 +126,13 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
     bool whole = atomic_load(&f->direct_reads); /* O_DIRECT: one read per chunk */
     uint64_t piece = e->read_piece, end = c->offset + c->length;
     uint64_t base = c->offset - gdu_io_staging_skip(c->offset), done = 0;
+    char *mem = NULL; /* known once the first piece is in staging (gdu_io_chunk_mem) */
     int r = 0;
     while (done < c->length) {
         gdu_io_chunk p = *c;
         p.offset = c->offset + done;
         uint64_t stop = whole ? end : (p.offset / piece + 1) * piece;
         p.length = (stop < end ? stop : end) - p.offset;
-        p.mem = c->mem + done;
         char *at = (char *)s->buf + (p.offset - gdu_io_staging_skip(p.offset) - base);
         char *data = NULL;
         int64_t got = gdu_io_read_into_staging(f, &p, at, &data, why, sizeof why);
@@ -130,8 +140,10 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
             r = (int)got;
             break;
         }
+        if (got > 0 && mem == NULL && (r = placed_mem(c, &mem, why, sizeof why)) != 0)
+            break;
         if (got > 0 &&
-            (r = e->mover->to_mem(w->mctx, i, p.mem, data, (size_t)got, why, sizeof why)) != 0)
+            (r = e->mover->to_mem(w->mctx, i, mem + done, data, (size_t)got, why, sizeof why)) != 0)
             break;
         done += (uint64_t)got;
         if ((uint64_t)got < p.length) /* end of file */
@@ -159,8 +171,9 @@ static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c, bool mapp
     int64_t got = mapped ? gdu_io_gather_from_map(c->req->file, c, s->buf, why, sizeof why)
                          : gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
     int r = got < 0 ? (int)got : 0;
-    if (got > 0 &&
-        (r = e->mover->to_mem(w->mctx, i, c->mem, s->buf, (size_t)got, why, sizeof why)) == 0) {
+    char *mem = NULL;
+    if (got > 0 && (r = placed_mem(c, &mem, why, sizeof why)) == 0 &&
+        (r = e->mover->to_mem(w->mctx, i, mem, s->buf, (size_t)got, why, sizeof why)) == 0) {
         s->good = (uint64_t)got;
         s->chunk = c;
         return;
@@ -201,9 +214,12 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c, bool part)
         gdu_io_chunk_done(c, 0, w->init_status, w->init_why);
         return;
     }
-    if (f->backend == GDU_IO_BACKEND_CUFILE) {
+    if (f->backend == GDU_IO_BACKEND_CUFILE) { /* straight into the memory: it must be there */
         uint64_t good = 0;
-        int r = gdu_io_cufile_chunk(f, c->req->op, c, &good, why, sizeof why);
+        gdu_io_chunk placed = *c;
+        int r = placed_mem(c, &placed.mem, why, sizeof why);
+        if (r == 0)
+            r = gdu_io_cufile_chunk(f, c->req->op, &placed, &good, why, sizeof why);
         gdu_io_chunk_done(c, good, r, why);
         return;
     }

@@ -304,6 +304,7 @@ void gdu_io_close(gdu_io_file *f)
         free(f);
         return;
     }
+    gdu_io_cancel_unplaced(f); /* they would hold the wait below forever */
     pthread_mutex_lock(&f->lock);
     while (f->inflight > 0)
         pthread_cond_wait(&f->idle, &f->lock);

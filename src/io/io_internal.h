@@ -176,7 +176,31 @@ struct gdu_io_request {
      * (gdu_io_runs), the runs are computed from it where they are needed. */
     bool owns_ext;
     const gdu_io_box *box;
+    /* A read submitted before its memory (gdu_io_submit_box_deferred): its
+     * chunks' mem count from GDU_IO_UNPLACED until gdu_io_place gives the
+     * memory, which moves them by `shift`; a worker holds a chunk read
+     * into staging until then (gdu_io_chunk_mem). placement: 0 while
+     * unplaced (the request is then on its file's unplaced list, under the
+     * file's lock, for gdu_io_close to cancel), 1 placed, -1 cancelled. */
+    bool deferred;
+    _Atomic int placement;
+    uintptr_t shift;
+    struct gdu_io_request *unplaced_prev, *unplaced_next;
 };
+
+/* Where a deferred request's memory counts from until it is placed: a
+ * stand-in address, never written through, 2 MiB-aligned as device
+ * allocations are, so that nothing in planning sees memory at address 0. */
+#define GDU_IO_UNPLACED ((uintptr_t)2 << 20)
+
+/* Worker side: the memory chunk c copies to, in *mem: c->mem, or for a
+ * deferred request its placed address, waited for. -ECANCELED when the
+ * request was cancelled instead. */
+int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem);
+
+/* Cancels f's deferred requests not placed yet (gdu_io_close, before it
+ * waits for them). */
+void gdu_io_cancel_unplaced(gdu_io_file *f);
 
 /* The box of a gdu_io_submit_box request, as the caller gave it. */
 struct gdu_io_box {
@@ -258,7 +282,8 @@ struct gdu_io_file {
     gdu_CUfileHandle cf_handle;
     pthread_mutex_t lock;
     pthread_cond_t idle;
-    size_t inflight; /* requests submitted and not yet completed */
+    size_t inflight;          /* requests submitted and not yet completed */
+    gdu_io_request *unplaced; /* deferred requests not placed yet (under lock) */
     char reason[2 * GDU_IO_WHY];
     /* Gathers of a buffered file copy from one read-only mapping of it
      * (io_map.c), made at the first gather request (under lock), handed to

@@ -388,8 +388,10 @@ static void build_chunks(gdu_io_request *r, void *room, const chunk_plan *p)
     }
 }
 
+/* A request of f (counted in its inflight; a deferred one on its unplaced
+ * list), with tail bytes after it. */
 static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext,
-                                   size_t n, gdu_io_callback cb, void *user)
+                                   size_t n, bool deferred, gdu_io_callback cb, void *user)
 {
     gdu_io_request *r = calloc(1, sizeof *r + tail);
     if (r == NULL)
@@ -402,10 +404,81 @@ static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gd
     r->user = user;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
+    r->deferred = deferred;
+    atomic_init(&r->placement, deferred ? 0 : 1);
     pthread_mutex_lock(&f->lock);
     f->inflight++;
+    if (deferred) {
+        r->unplaced_next = f->unplaced;
+        if (f->unplaced != NULL)
+            f->unplaced->unplaced_prev = r;
+        f->unplaced = r;
+    }
     pthread_mutex_unlock(&f->lock);
     return r;
+}
+
+/* Under f->lock, for unplaced request r of f: its placement (mem, or
+ * cancelled with NULL), off the unplaced list, told to the workers waiting
+ * for it. r cannot be freed meanwhile: gdu_io_wait cancels an unplaced
+ * request, under f->lock, before it waits. */
+static void place_locked(gdu_io_file *f, gdu_io_request *r, void *mem)
+{
+    if (r->unplaced_prev != NULL)
+        r->unplaced_prev->unplaced_next = r->unplaced_next;
+    else
+        f->unplaced = r->unplaced_next;
+    if (r->unplaced_next != NULL)
+        r->unplaced_next->unplaced_prev = r->unplaced_prev;
+    r->unplaced_prev = r->unplaced_next = NULL;
+    r->shift = (uintptr_t)mem - GDU_IO_UNPLACED;
+    pthread_mutex_lock(&r->lock);
+    atomic_store(&r->placement, mem != NULL ? 1 : -1);
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+int gdu_io_place(gdu_io_request *r, void *mem)
+{
+    if (r == NULL || !r->deferred)
+        return -EINVAL;
+    gdu_io_file *f = r->file;
+    if (gdu_io_engine_foreign(f->engine))
+        return -ESRCH;
+    pthread_mutex_lock(&f->lock);
+    int placed = atomic_load(&r->placement);
+    if (placed == 0)
+        place_locked(f, r, mem);
+    pthread_mutex_unlock(&f->lock);
+    return placed == 0 ? 0 : -EALREADY;
+}
+
+void gdu_io_cancel_unplaced(gdu_io_file *f)
+{
+    pthread_mutex_lock(&f->lock);
+    while (f->unplaced != NULL)
+        place_locked(f, f->unplaced, NULL);
+    pthread_mutex_unlock(&f->lock);
+}
+
+int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem)
+{
+    gdu_io_request *r = c->req;
+    if (!r->deferred) {
+        *mem = c->mem;
+        return 0;
+    }
+    int placed = atomic_load(&r->placement);
+    if (placed == 0) {
+        pthread_mutex_lock(&r->lock);
+        while ((placed = atomic_load(&r->placement)) == 0)
+            pthread_cond_wait(&r->cond, &r->lock);
+        pthread_mutex_unlock(&r->lock);
+    }
+    if (placed < 0)
+        return -ECANCELED;
+    *mem = (char *)((uintptr_t)c->mem + r->shift);
+    return 0;
 }
 
 /* Queues a read of many extents (checked; owned by the request when owns)
@@ -413,10 +486,11 @@ static gdu_io_request *request_new(size_t tail, gdu_io_file *f, gdu_io_op op, gd
  * first makes them of it (ext is their memory, allocated here on the
  * caller's thread as the caller's own extents would be). */
 static int submit_for_planning(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n,
-                               bool owns, const gdu_io_box *box, gdu_io_callback cb, void *user,
-                               gdu_io_request **out)
+                               bool owns, const gdu_io_box *box, bool deferred, gdu_io_callback cb,
+                               void *user, gdu_io_request **out)
 {
-    gdu_io_request *r = request_new(box != NULL ? sizeof *box : 0, f, op, ext, n, cb, user);
+    gdu_io_request *r =
+        request_new(box != NULL ? sizeof *box : 0, f, op, ext, n, deferred, cb, user);
     if (r == NULL)
         return -ENOMEM;
     r->owns_ext = owns;
@@ -484,15 +558,15 @@ static int check_file_op(const gdu_io_file *f, gdu_io_op op, gdu_io_request **ou
 /* Queues the n checked extents ext, which the request frees when it owns
  * them. */
 static int submit_checked(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, bool owns,
-                          gdu_io_callback cb, void *user, gdu_io_request **out)
+                          bool deferred, gdu_io_callback cb, void *user, gdu_io_request **out)
 {
     if (n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op))
-        return submit_for_planning(f, op, ext, n, owns, NULL, cb, user, out);
+        return submit_for_planning(f, op, ext, n, owns, NULL, deferred, cb, user, out);
     chunk_plan p;
     int bad = plan_chunks(f, op, (gdu_io_runs){ext, NULL}, n, &p);
     if (bad != 0)
         return bad;
-    gdu_io_request *r = request_new(plan_bytes(&p, n), f, op, ext, n, cb, user);
+    gdu_io_request *r = request_new(plan_bytes(&p, n), f, op, ext, n, deferred, cb, user);
     if (r == NULL)
         return -ENOMEM;
     r->owns_ext = owns;
@@ -515,12 +589,14 @@ int gdu_io_submit(gdu_io_file *f, gdu_io_op op, gdu_io_extent *ext, size_t n, gd
         return -EINVAL;
     if (gdu_io_engine_foreign(f->engine))
         return -ESRCH;
-    return submit_checked(f, op, ext, n, false, cb, user, out);
+    return submit_checked(f, op, ext, n, false, false, cb, user, out);
 }
 
-int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint64_t *counts,
+/* gdu_io_submit_box, or with deferred its read whose memory comes later
+ * (mem GDU_IO_UNPLACED then). */
+static int submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint64_t *counts,
                       const uint64_t *strides, unsigned ndims, uint64_t length, void *mem,
-                      gdu_io_callback cb, void *user, gdu_io_request **out)
+                      bool deferred, gdu_io_callback cb, void *user, gdu_io_request **out)
 {
     size_t n = 0;
     if (check_file_op(f, op, out) != 0 ||
@@ -536,20 +612,35 @@ int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint6
     box_merge(&box);
     bool on_worker = n >= GDU_IO_PLAN_ON_WORKER && may_gather(f, op);
     if (on_worker && box.ndims == 1) /* kept whole: its runs computed (gdu_io_runs) */
-        return submit_for_planning(f, op, NULL, n, true, &box, cb, user, out);
+        return submit_for_planning(f, op, NULL, n, true, &box, deferred, cb, user, out);
     gdu_io_extent *ext = malloc(n * sizeof *ext); /* n >= 1 */
     if (ext == NULL)
         return -ENOMEM;
     int status;
     if (on_worker) {
-        status = submit_for_planning(f, op, ext, n, true, &box, cb, user, out);
+        status = submit_for_planning(f, op, ext, n, true, &box, deferred, cb, user, out);
     } else {
         box_fill(ext, n, offset, counts, strides, ndims, length, mem);
-        status = submit_checked(f, op, ext, n, true, cb, user, out);
+        status = submit_checked(f, op, ext, n, true, deferred, cb, user, out);
     }
     if (status != 0)
         free(ext);
     return status;
+}
+
+int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint64_t *counts,
+                      const uint64_t *strides, unsigned ndims, uint64_t length, void *mem,
+                      gdu_io_callback cb, void *user, gdu_io_request **out)
+{
+    return submit_box(f, op, offset, counts, strides, ndims, length, mem, false, cb, user, out);
+}
+
+int gdu_io_submit_box_deferred(gdu_io_file *f, uint64_t offset, const uint64_t *counts,
+                               const uint64_t *strides, unsigned ndims, uint64_t length,
+                               gdu_io_callback cb, void *user, gdu_io_request **out)
+{
+    return submit_box(f, GDU_IO_OP_READ, offset, counts, strides, ndims, length,
+                      (void *)GDU_IO_UNPLACED, true, cb, user, out);
 }
 
 int gdu_io_poll(const gdu_io_request *r)
@@ -571,6 +662,8 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
         return -EINVAL;
     if (gdu_io_engine_foreign(r->file->engine)) /* the request is the parent's: it stays */
         return gdu_io_foreign_fail(r->file->engine, why, why_len);
+    if (r->deferred)
+        gdu_io_place(r, NULL); /* left unplaced it would never complete */
     pthread_mutex_lock(&r->lock);
     while (!r->completed)
         pthread_cond_wait(&r->cond, &r->lock);

@@ -24,7 +24,8 @@ done < <(defined "$loader")
 # A call keeps the node of the release that added it: a program linked
 # against 0.1 finds gdu_io_submit@GDUNLOCK_LOAD_0.1 in every later release.
 for pair in "GDUNLOCK_LOAD_0.1 gdu_io_submit" "GDUNLOCK_LOAD_0.1 gdu_io_extents_box" \
-    "GDUNLOCK_LOAD_0.1 gdu_st_load" "GDUNLOCK_LOAD_0.2 gdu_io_submit_box"; do
+    "GDUNLOCK_LOAD_0.1 gdu_st_load" "GDUNLOCK_LOAD_0.2 gdu_io_submit_box" \
+    "GDUNLOCK_LOAD_0.3 gdu_io_submit_box_deferred" "GDUNLOCK_LOAD_0.3 gdu_io_place"; do
   defined "$loader" | grep -qx "$pair" || bad "$loader: no ${pair#* } in ${pair% *}"
 done
 

@@ -47,6 +47,14 @@ static inline char *io_test_file(const char *dir, const char *name, uint64_t siz
     return path;
 }
 
+/* A scratch folder made from dir (a mkdtemp template, rewritten in place)
+ * holding data.bin: size bytes of the pattern. Returns the file's
+ * malloc'd path, or NULL. */
+static inline char *io_test_scratch(char *dir, uint64_t size, uint32_t seed)
+{
+    return mkdtemp(dir) != NULL ? io_test_file(dir, "data.bin", size, seed) : NULL;
+}
+
 /* Removes a test's scratch folder: its pattern file (path, freed here) and
  * the out.bin some tests write. */
 static inline void io_test_remove_dir(const char *dir, char *path)
@@ -88,6 +96,26 @@ static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsi
     }
     return e;
 }
+
+#ifdef GDUNLOCK_IO_INTERNAL_H
+/* An engine of host-backend options (io_test_options, buffered) moving
+ * through mover, with sys's system calls and read pieces of chunk bytes;
+ * NULL (the cause on stderr) if it cannot be made. */
+static inline gdu_io_engine *io_test_engine_moving(const gdu_io_mover *mover, const gdu_io_sys *sys,
+                                                   unsigned workers, size_t chunk, unsigned staging)
+{
+    gdu_io_options o = io_test_options(workers, chunk, staging, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = NULL;
+    char why[256];
+    if (gdu_io_engine_create_moving(&o, mover, &e, why, sizeof why) != 0) {
+        fprintf(stderr, "engine: %s\n", why);
+        return NULL;
+    }
+    gdu_io_engine_set_sys(e, sys);
+    gdu_io_engine_set_read_piece(e, chunk);
+    return e;
+}
+#endif
 
 /* Deterministic pseudo-random numbers for reproducible test cases. */
 static inline uint64_t io_test_rand(uint64_t *state)

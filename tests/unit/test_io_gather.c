@@ -88,9 +88,7 @@ static char *path;
 static int setup(void **state)
 {
     snprintf(dir, sizeof dir, "./gdu-io-gather-XXXXXX");
-    if (mkdtemp(dir) == NULL)
-        return -1;
-    path = io_test_file(dir, "data.bin", SIZE, SEED);
+    path = io_test_scratch(dir, SIZE, SEED);
     return path == NULL ? -1 : 0;
 }
 
@@ -105,12 +103,8 @@ static gdu_io_engine *engine_of(const gdu_io_sys *sys, unsigned workers)
     static gdu_io_mover mover;
     mover = gdu_io_mover_host;
     mover.to_mem = counting_to_mem;
-    gdu_io_options o = io_test_options(workers, CHUNK, 2, GDU_IO_DIRECT_OFF);
-    gdu_io_engine *e = NULL;
-    char why[256];
-    assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
-    gdu_io_engine_set_sys(e, sys);
-    gdu_io_engine_set_read_piece(e, CHUNK);
+    gdu_io_engine *e = io_test_engine_moving(&mover, sys, workers, CHUNK, 2);
+    assert_non_null(e);
     atomic_store(&preads, 0);
     atomic_store(&copies, 0);
     atomic_store(&maps, 0);

@@ -99,6 +99,20 @@ static void io_submit_box(void)
     EXPECT(gdu_io_submit_box(NULL, GDU_IO_OP_READ, 0, counts, strides, 1, 2, x, NULL, NULL, NULL) ==
            -EINVAL);
 }
+static void io_submit_box_deferred(void)
+{
+    uint64_t counts[] = {4}, strides[] = {8};
+    gdu_io_request *r = (gdu_io_request *)1;
+    EXPECT(gdu_io_submit_box_deferred(NULL, 0, counts, strides, 1, 2, NULL, NULL, &r) == -EINVAL);
+    EXPECT(r == NULL);
+    EXPECT(gdu_io_submit_box_deferred(NULL, 0, counts, strides, 1, 2, NULL, NULL, NULL) == -EINVAL);
+}
+static void io_place(void)
+{
+    char x[8];
+    EXPECT(gdu_io_place(NULL, x) == -EINVAL);
+    EXPECT(gdu_io_place(NULL, NULL) == -EINVAL);
+}
 static void io_poll(void) { EXPECT(gdu_io_poll(NULL) == -EINVAL); }
 static void io_wait(void) { EXPECT(gdu_io_wait(NULL, NULL, NULL, 0) == -EINVAL); }
 static void io_read(void)
@@ -269,6 +283,8 @@ static const struct {
     CALL(io_submit),
     CALL(io_extents_box),
     CALL(io_submit_box),
+    CALL(io_submit_box_deferred),
+    CALL(io_place),
     CALL(io_poll),
     CALL(io_wait),
     CALL(io_read),
