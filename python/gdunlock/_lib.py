@@ -168,6 +168,10 @@ def _declare(lib):
         "gdu_io_submit_box": (i, [p, i, u64, ctypes.POINTER(ctypes.c_uint64),
                                   ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint, u64, p, p, p,
                                   ctypes.POINTER(p)]),
+        "gdu_io_submit_box_deferred": (i, [p, u64, ctypes.POINTER(ctypes.c_uint64),
+                                           ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint, u64,
+                                           p, p, ctypes.POINTER(p)]),
+        "gdu_io_place": (i, [p, p]),
         "gdu_io_wait": (i, [p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
         "gdu_io_file_backend": (i, [p]),
     }

@@ -25,11 +25,27 @@ class SliceStepError(SliceError, ValueError):
 class Pending:
     """One submitted read; wait() exactly once (close() of its reader waits
     for those left). It holds the destination (keep) until then: memory
-    freed under a running read would be written after its reuse."""
+    freed under a running read would be written after its reuse. A read
+    submitted before its memory (RangeReader.submit_runs_deferred) gets it
+    with place(), or cancel() when it cannot be had."""
 
-    def __init__(self, reader, key, extents, request, nbytes, keep):
+    def __init__(self, reader, key, extents, request, nbytes, keep, unplaced=False):
         self._reader, self._extents, self._request, self.nbytes = reader, extents, request, nbytes
-        self.key, self._keep = key, keep
+        self.key, self._keep, self.unplaced = key, keep, unplaced
+
+    def place(self, address, keep):
+        """Gives a deferred read its memory at address (keep owns it)."""
+        self._keep = keep
+        self._reader._place(self, address)
+
+    def cancel(self):
+        """A deferred read that gets no memory (its allocation failed):
+        cancelled, nothing written, and waited for."""
+        self._reader._place(self, None)
+        try:
+            self.wait()
+        except GdunlockError:  # -ECANCELED, as asked
+            pass
 
     def wait(self):
         request = self._reader._take(self)
@@ -65,6 +81,7 @@ class RangeReader:
         self._files = {}  # FileRef.key -> [handle, reads out], least recently used first
         self._max_open = max(1, max_open)
         self._pending = set()  # submitted and not waited for to the end
+        self._unplaced = 0  # deferred reads not given their memory yet
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)  # _pending became empty
         self._closing = False
@@ -95,22 +112,27 @@ class RangeReader:
                                                                   len(runs), None, None, out),
                            extents)
 
-    def submit_runs(self, source, runs, at, address, keep=None):
+    def submit_runs_deferred(self, source, runs, at):
         """Queues the read of runs (a Runs), shifted by file offset at, into
-        memory one run after another from address: a box whose extents the
-        engine makes, where building a column's 4,096 of them here cost 19
-        us a request (issue 21). keep is held until the read is waited for."""
+        memory given later (Pending.place), one run after another: a box
+        whose extents the engine makes, where building a column's 4,096 of
+        them here cost 19 us a request (issue 21). The engine reads into
+        its staging at once and copies once the memory is given, so that
+        the caller's allocation overlaps the reads: a process's first
+        tensors waited for torch's first blocks from the driver with the
+        engine idle."""
         counts, strides, nd, length = runs.box()
-        return self._queue(source, runs.count, runs.nbytes, keep,
-                           lambda f, out: self._lib.gdu_io_submit_box(
-                               f, IO_OP_READ, runs.base + at, counts, strides, nd, length,
-                               address, None, None, out))
+        return self._queue(source, runs.count, runs.nbytes, None,
+                           lambda f, out: self._lib.gdu_io_submit_box_deferred(
+                               f, runs.base + at, counts, strides, nd, length, None, None, out),
+                           deferred=True)
 
-    def _queue(self, source, n, total, keep, submit, extents=None):
+    def _queue(self, source, n, total, keep, submit, extents=None, deferred=False):
         """Submits a read of n ranges, total bytes, from source through
         submit(file handle, request pointer), which returns the engine's
         status; extents (what the engine reads them from) and keep are held
-        until the read is waited for."""
+        until the read is waited for; a deferred one counts as unplaced
+        until placed."""
         request = ctypes.c_void_p()
         with self._lock:
             if self._engine is None or self._closing:
@@ -123,11 +145,27 @@ class RangeReader:
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
                                     f"the read ({n} ranges, {total} bytes){forked}")
             entry[1] += 1
-            pending = Pending(self, source.key, extents, request, total, keep)
+            pending = Pending(self, source.key, extents, request, total, keep, deferred)
             self._pending.add(pending)
+            self._unplaced += deferred
             self.bytes_read += total
             self.requests += 1
         return pending
+
+    def _place(self, pending, address):
+        """pending's memory given (address None: cancelled), once."""
+        with self._lock:
+            if not pending.unplaced:
+                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the read has its memory "
+                                    "already, or was not submitted without it")
+            rc = self._lib.gdu_io_place(pending._request, address)
+            pending.unplaced = False
+            self._unplaced -= 1
+            if not self._unplaced:
+                self._idle.notify_all()
+        if rc != 0:
+            raise GdunlockError("GDU_ST_ERR_ENGINE", f"the engine refused the read's memory "
+                                f"({errno.errorcode.get(-rc, rc)})")
 
     def _take(self, pending):
         """pending's request for its one wait, or None when taken already."""
@@ -148,9 +186,13 @@ class RangeReader:
         """Refuses new reads, waits for every read still out, closes the
         files, returns the lease. A read another thread is waiting for is
         waited out too: its wait still uses the file and the engine, which
-        closing under it made that thread crash."""
+        closing under it made that thread crash; so is a read another
+        thread submitted and is still allocating for (placed after a wait
+        here, it would name a request freed)."""
         with self._lock:
             self._closing = True
+            while self._unplaced:
+                self._idle.wait()
             pending = list(self._pending)
         for p in pending:
             try:

@@ -468,10 +468,19 @@ class Read:
 
 def submit_plan(reader, target, source, info, plan):
     """Queues the reads of plan (of tensor info, in the file source, a
-    FileRef) into fresh memory of target; returns the Read."""
+    FileRef) into fresh memory of target; returns the Read. The reads are
+    queued first and the memory allocated while the engine reads: a
+    process's first tensors each waited 0.4-1.1 ms for a fresh block of
+    torch's from the driver with the engine idle on the H200
+    (bench/results/2026-12-04-h200-engine-trace.md)."""
     dtype = _box_dtype(info.dtype)
-    buf = target.empty(plan.nbytes, dtype, plan.box)
-    pending = reader.submit_runs(source, plan.runs, info.file_offset, buf.data_ptr(), keep=buf)
+    pending = reader.submit_runs_deferred(source, plan.runs, info.file_offset)
+    try:
+        buf = target.empty(plan.nbytes, dtype, plan.box)
+    except BaseException:
+        pending.cancel()
+        raise
+    pending.place(buf.data_ptr(), buf)
     return Read(pending, buf, info, plan, dtype is not None)
 
 
