@@ -184,6 +184,8 @@ static bool has_gathers(const gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size_
 {
     if (!may_gather(f, op))
         return false;
+    if (s.ext == NULL) /* a box's runs: alike, so the first two say */
+        return n > 1 && gathers(s, 0);
     for (size_t i = 0; i + 1 < n; i++)
         if (gathers(s, i))
             return true;
@@ -204,6 +206,18 @@ static size_t gather_run(const gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size
     if (unit > GDU_IO_GATHER_CHUNK)
         unit = GDU_IO_GATHER_CHUNK;
     uint64_t staged = gdu_io_run_length(s, i);
+    if (s.ext == NULL && i + 1 < n) {
+        /* A box's runs are alike, one stride apart: the count is the
+         * loop's below without walking them, which for the 32,000 rows of
+         * an embedding's column held the other workers idle at a rank's
+         * start while one planned (issue 21). */
+        if (!gathers(s, i))
+            return 1;
+        uint64_t gap = s.box->strides[0] - staged;
+        uint64_t more = staged + (!mapped && gap <= GDU_IO_GATHER_GAP ? gap : 0);
+        uint64_t fit = staged > unit ? 0 : (unit - staged) / more;
+        return 1 + (size_t)(fit < n - 1 - i ? fit : n - 1 - i);
+    }
     size_t k = i;
     while (k + 1 < n) {
         if (!gathers(s, k))
