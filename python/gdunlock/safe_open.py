@@ -466,15 +466,17 @@ class Read:
         return part.contiguous().reshape(-1).view(torch.uint8)  # a strided part: its bytes
 
 
-def submit_plan(reader, target, source, info, plan):
-    """Queues the reads of plan (of tensor info, in the file source, a
-    FileRef) into fresh memory of target; returns the Read. The reads are
-    queued first and the memory allocated while the engine reads: a
-    process's first tensors each waited 0.4-1.1 ms for a fresh block of
-    torch's from the driver with the engine idle on the H200
-    (bench/results/2026-12-04-h200-engine-trace.md)."""
+def queue_plan(reader, source, info, plan):
+    """The reads of plan (of tensor info, in the file source, a FileRef)
+    queued on reader, their memory to come (place_plan)."""
+    return reader.submit_runs_deferred(source, plan.runs, info.file_offset)
+
+
+def place_plan(pending, target, info, plan):
+    """The memory of a queued read (queue_plan) allocated on target and
+    given to it; returns the Read. A failed allocation cancels the read
+    before the error goes up."""
     dtype = _box_dtype(info.dtype)
-    pending = reader.submit_runs_deferred(source, plan.runs, info.file_offset)
     try:
         buf = target.empty(plan.nbytes, dtype, plan.box)
     except BaseException:
@@ -482,6 +484,15 @@ def submit_plan(reader, target, source, info, plan):
         raise
     pending.place(buf.data_ptr(), buf)
     return Read(pending, buf, info, plan, dtype is not None)
+
+
+def submit_plan(reader, target, source, info, plan):
+    """Queues the reads of plan into fresh memory of target; returns the
+    Read. The reads are queued first and the memory allocated while the
+    engine reads: a process's first tensors each waited 0.4-1.1 ms for a
+    fresh block of torch's from the driver with the engine idle on the H200
+    (bench/results/2026-12-04-h200-engine-trace.md)."""
+    return place_plan(queue_plan(reader, source, info, plan), target, info, plan)
 
 
 def _settle(reads):
@@ -1036,7 +1047,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if self._last is not None and self._window:  # the key asked last: its other indices
             wanted = self._still_wanted(self._last)
             if wanted:
-                self._fill_key(self._last, self._not_ahead(self._last, wanted), False)
+                self._read_ahead([(self._last, self._not_ahead(self._last, wanted), False)])
         i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
         if i < stop and self._ahead_bytes >= self._window:
@@ -1059,13 +1070,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
             batch.append((name, plans, hinted))
             room -= need
             i += 1
+        sizes = None
         if batch and (self._split is None or self._split != self._reserved_split):
-            self._walk_target.reserve([plan.nbytes for _, plans, _ in batch for plan in plans] +
-                                      self._rest_of_split(i))
-        for k, (name, plans, hinted) in enumerate(batch):
-            if not self._fill_key(name, plans, hinted):
-                i = first + k
-                break
+            sizes = [plan.nbytes for _, plans, _ in batch for plan in plans] + \
+                self._rest_of_split(i)
+        whole = self._read_ahead(batch, sizes)
+        if whole < len(batch):
+            i = first + whole
         self._scanned = i
         # past a quarter of the file: its walk has shown how the families
         # are asked by now (a layer's worth), and the next shard's reads are
@@ -1140,19 +1151,43 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 new.append(plan)
         return new
 
-    def _fill_key(self, name, plans, hinted):
-        """Under the lock: reads ahead of name with each of plans (none read
-        ahead yet: _not_ahead); False when one cannot be submitted (the
-        window closes)."""
-        reads = self._ahead.get(name, [])
-        for plan in plans:
-            try:
-                reads.append(self._submit(self._infos[name], plan))
-            except GdunlockError:
-                self._window = 0
-                return False
-            self._ahead_bytes += plan.nbytes
-            self._ahead[name] = reads
-            if hinted:
-                self._hinted.add(name)
-        return True
+    def _read_ahead(self, batch, sizes=None):
+        """Under the lock: reads ahead of each (name, plans, hinted) of
+        batch (plans not read ahead yet: _not_ahead), every one queued
+        before any is given memory, so that the engine reads while torch
+        allocates; sizes, when given, are announced to torch's allocator in
+        between (Target.reserve), the block it takes from the driver then
+        allocated with the batch's reads under way. Returns how many of
+        batch's names were read ahead whole: a read that cannot be queued
+        or given memory closes the window there, and the reads queued after
+        it are cancelled."""
+        target, queued, whole, placed = self._walk_target, [], len(batch), 0
+        try:
+            for k, (name, plans, hinted) in enumerate(batch):
+                info = self._infos[name]
+                try:
+                    for plan in plans:
+                        queued.append((k, name, plan, hinted, queue_plan(
+                            self._reader(target), self._files[info.file], info, plan)))
+                except GdunlockError:
+                    whole = k
+                    break
+            if sizes is not None:
+                target.reserve(sizes)
+            for k, name, plan, hinted, pending in queued:
+                placed += 1  # given its memory, or cancelled by place_plan when it raises
+                try:
+                    read = place_plan(pending, target, self._infos[name], plan)
+                except GdunlockError:
+                    whole = min(whole, k)
+                    break
+                self._ahead.setdefault(name, []).append(read)
+                self._ahead_bytes += plan.nbytes
+                if hinted:
+                    self._hinted.add(name)
+        finally:
+            for *_, pending in queued[placed:]:  # left without memory: nothing holds them
+                pending.cancel()
+        if whole < len(batch):
+            self._window = 0
+        return whole

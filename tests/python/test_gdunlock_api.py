@@ -426,8 +426,11 @@ class SafeOpenTest(unittest.TestCase):
     def test_each_read_is_queued_before_its_memory(self):
         """Every read is queued before torch is asked for its memory and
         given it after, so that the allocation overlaps the engine's reads
-        (a process's first blocks cost 0.4-1.1 ms each on the H200); when
-        the allocation fails, the error reaches the caller and the read is
+        (a process's first blocks cost 0.4-1.1 ms each on the H200): at
+        every point of the walk at least as many reads were queued as
+        allocated, and allocated as placed; a batch read ahead is queued
+        whole before its block is announced to torch's allocator. When the
+        allocation fails, the error reaches the caller and the read is
         cancelled, nothing left out to hold the close."""
         so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
         events = []
@@ -446,6 +449,9 @@ class SafeOpenTest(unittest.TestCase):
             events.append("empty")
             return real_empty(self, *args, **kw)
 
+        def reserve(self, sizes):
+            events.append("reserve")
+
         def no_memory(self, *args, **kw):
             events.append("empty")
             raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
@@ -453,12 +459,22 @@ class SafeOpenTest(unittest.TestCase):
         ref = file_bytes(SMALL)
         with mock.patch.object(reader.RangeReader, "_queue", queue), \
                 mock.patch.object(reader.RangeReader, "_place", place):
-            with mock.patch.object(so.Target, "empty", empty):
+            with mock.patch.object(so.Target, "empty", empty), \
+                    mock.patch.object(so.Target, "reserve", reserve):
                 with gdunlock.safe_open(SMALL, "pt") as f:
                     for k in f.keys():
                         self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
-            self.assertGreater(len(events), 3)
-            self.assertEqual(events, ["queue", "empty", "place"] * (len(events) // 3))
+            counts = {"queue": 0, "empty": 0, "place": 0}
+            for at, event in enumerate(events):
+                if event == "reserve":  # after its batch's reads, before their memory
+                    self.assertEqual((events[at - 1], events[at + 1]), ("queue", "empty"))
+                    continue
+                counts[event] += 1
+                self.assertGreaterEqual(counts["queue"], counts["empty"], events[:at + 1])
+                self.assertGreaterEqual(counts["empty"], counts["place"], events[:at + 1])
+            self.assertIn("reserve", events)
+            self.assertGreater(counts["queue"], 3)
+            self.assertEqual(counts["queue"], counts["place"])
             events.clear()
             with mock.patch.object(so.Target, "empty", no_memory):
                 f = gdunlock.safe_open(SMALL, "pt")
@@ -474,6 +490,30 @@ class SafeOpenTest(unittest.TestCase):
                 closer.join(10)
                 self.assertFalse(closer.is_alive())
             self.assertEqual(events, ["queue", "empty", "cancel"])
+            # the third allocation, inside the batch read ahead after the
+            # first tensor, fails: the reads queued after it are cancelled,
+            # the window closes, and every tensor still reads right
+            events.clear()
+            allocations = []
+
+            def third_fails(self, *args, **kw):
+                allocations.append(args)
+                if len(allocations) == 3:
+                    return no_memory(self, *args, **kw)
+                return empty(self, *args, **kw)
+            with mock.patch.object(so.Target, "empty", third_fails):
+                with gdunlock.safe_open(SMALL, "pt") as f:
+                    keys = f.keys()
+                    self.assertEqual(self.raw(f.get_tensor(keys[0])), ref[keys[0]][2])
+                    queued = events.count("queue")
+                    self.assertGreater(queued, 3, events)
+                    self.assertEqual(events.count("place") + events.count("cancel"), queued)
+                    self.assertEqual(events.count("place"), 2, events)
+                    self.assertEqual(f._window, 0)
+                    for r in f._readers.values():
+                        self.assertEqual(r._unplaced, 0)
+                    for k in keys:
+                        self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
 
     def test_slices_equal_indexing_the_whole(self):
         with tempfile.TemporaryDirectory() as d:

@@ -284,11 +284,11 @@ class SliceReadAheadTest(unittest.TestCase):
         only when asked; a family learned from the last shard kept only its
         first index and read the other 7 twice.)"""
         module = sys.modules["gdunlock.safe_open"]
-        submitted, submit = [], module.submit_plan
+        submitted, queue = [], module.queue_plan
 
-        def recording(reader_, target, source, info, plan):
+        def recording(reader_, source, info, plan):
             submitted.append((source.path, info.name, plan))
-            return submit(reader_, target, source, info, plan)
+            return queue(reader_, source, info, plan)
 
         def part(shape, dim, rank):
             size = -(-shape[dim] // 4)
@@ -299,7 +299,7 @@ class SliceReadAheadTest(unittest.TestCase):
             for shard in ("a", "b"):
                 path = os.path.join(d, f"{shard}.safetensors")
                 values, want = layered(path, layers=4), 0
-                with mock.patch.object(module, "submit_plan", recording), \
+                with mock.patch.object(module, "queue_plan", recording), \
                         gdunlock.safe_open(path, "pt", device="cpu") as f:
                     for k in sorted(f.keys(), key=natural_key):
                         shape = f.get_slice(k).get_shape()
@@ -679,15 +679,15 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         """Whatever goes wrong while the next shard is read ahead, the
         request of this file that set it off returns its tensor, and the
         next shard opens and reads as usual."""
-        fill_key = self.module.safe_open._fill_key
+        read_ahead = self.module.safe_open._read_ahead
 
-        def failing(self_, name, plans, hinted):
+        def failing(self_, batch, sizes=None):
             if not self_._counted:  # the file opened ahead, not one the caller holds
                 raise RuntimeError("injected")
-            return fill_key(self_, name, plans, hinted)
+            return read_ahead(self_, batch, sizes)
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
-            with mock.patch.object(self.module.safe_open, "_fill_key", failing):
+            with mock.patch.object(self.module.safe_open, "_read_ahead", failing):
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 0, 2)
             self.assertEqual(self.module._made_ahead, {})
