@@ -95,16 +95,6 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
     }
 }
 
-/* gdu_io_chunk_mem, with why for a request cancelled before its memory
- * was given. */
-static int placed_mem(const gdu_io_chunk *c, char **mem, char *why, size_t len)
-{
-    int r = gdu_io_chunk_mem(c, mem);
-    if (r != 0)
-        snprintf(why, len, "the read was cancelled before its memory was given");
-    return r;
-}
-
 /* Reads chunk c into slot i and queues its copy to caller memory. A
  * buffered read goes in pieces, each piece's copy queued as soon as the
  * piece is in staging: the copy engine then reads bytes the CPU has just
@@ -140,7 +130,7 @@ static void read_chunk(gdu_io_worker *w, unsigned i, gdu_io_chunk *c)
             r = (int)got;
             break;
         }
-        if (got > 0 && mem == NULL && (r = placed_mem(c, &mem, why, sizeof why)) != 0)
+        if (got > 0 && mem == NULL && (r = gdu_io_chunk_mem(c, &mem, why, sizeof why)) != 0)
             break;
         if (got > 0 &&
             (r = e->mover->to_mem(w->mctx, i, mem + done, data, (size_t)got, why, sizeof why)) != 0)
@@ -172,7 +162,7 @@ static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c, bool mapp
                          : gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
     int r = got < 0 ? (int)got : 0;
     char *mem = NULL;
-    if (got > 0 && (r = placed_mem(c, &mem, why, sizeof why)) == 0 &&
+    if (got > 0 && (r = gdu_io_chunk_mem(c, &mem, why, sizeof why)) == 0 &&
         (r = e->mover->to_mem(w->mctx, i, mem, s->buf, (size_t)got, why, sizeof why)) == 0) {
         s->good = (uint64_t)got;
         s->chunk = c;
@@ -217,7 +207,7 @@ static void slot_start(gdu_io_worker *w, gdu_io_chunk *c, bool part)
     if (f->backend == GDU_IO_BACKEND_CUFILE) { /* straight into the memory: it must be there */
         uint64_t good = 0;
         gdu_io_chunk placed = *c;
-        int r = placed_mem(c, &placed.mem, why, sizeof why);
+        int r = gdu_io_chunk_mem(c, &placed.mem, why, sizeof why);
         if (r == 0)
             r = gdu_io_cufile_chunk(f, c->req->op, &placed, &good, why, sizeof why);
         gdu_io_chunk_done(c, good, r, why);

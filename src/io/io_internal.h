@@ -194,9 +194,9 @@ struct gdu_io_request {
 #define GDU_IO_UNPLACED ((uintptr_t)2 << 20)
 
 /* Worker side: the memory chunk c copies to, in *mem: c->mem, or for a
- * deferred request its placed address, waited for. -ECANCELED when the
- * request was cancelled instead. */
-int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem);
+ * deferred request its placed address, waited for. -ECANCELED, with why,
+ * when the request was cancelled instead. */
+int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem, char *why, size_t len);
 
 /* Cancels f's deferred requests not placed yet (gdu_io_close, before it
  * waits for them). */

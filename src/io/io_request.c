@@ -475,7 +475,7 @@ void gdu_io_cancel_unplaced(gdu_io_file *f)
     pthread_mutex_unlock(&f->lock);
 }
 
-int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem)
+int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem, char *why, size_t len)
 {
     gdu_io_request *r = c->req;
     if (!r->deferred) {
@@ -489,8 +489,10 @@ int gdu_io_chunk_mem(const gdu_io_chunk *c, char **mem)
             pthread_cond_wait(&r->cond, &r->lock);
         pthread_mutex_unlock(&r->lock);
     }
-    if (placed < 0)
+    if (placed < 0) {
+        snprintf(why, len, "the read was cancelled before its memory was given");
         return -ECANCELED;
+    }
     *mem = (char *)((uintptr_t)c->mem + r->shift);
     return 0;
 }
