@@ -678,8 +678,10 @@ int gdu_io_wait(gdu_io_request *r, uint64_t *bytes, char *why, size_t why_len)
         return -EINVAL;
     if (gdu_io_engine_foreign(r->file->engine)) /* the request is the parent's: it stays */
         return gdu_io_foreign_fail(r->file->engine, why, why_len);
-    if (r->deferred)
-        gdu_io_place(r, NULL); /* left unplaced it would never complete */
+    /* left unplaced it would never complete; placed (the loader's every
+     * read), the file's lock is not needed to see it */
+    if (r->deferred && atomic_load(&r->placement) == 0)
+        gdu_io_place(r, NULL);
     pthread_mutex_lock(&r->lock);
     while (!r->completed)
         pthread_cond_wait(&r->cond, &r->lock);
