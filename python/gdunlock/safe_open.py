@@ -1167,17 +1167,17 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 info = self._infos[name]
                 try:
                     for plan in plans:
-                        queued.append((k, name, plan, hinted, queue_plan(
+                        queued.append((k, name, info, plan, hinted, queue_plan(
                             self._reader(target), self._files[info.file], info, plan)))
                 except GdunlockError:
                     whole = k
                     break
             if sizes is not None:
                 target.reserve(sizes)
-            for k, name, plan, hinted, pending in queued:
+            for k, name, info, plan, hinted, pending in queued:
                 placed += 1  # given its memory, or cancelled by place_plan when it raises
                 try:
-                    read = place_plan(pending, target, self._infos[name], plan)
+                    read = place_plan(pending, target, info, plan)
                 except GdunlockError:
                     whole = min(whole, k)
                     break
