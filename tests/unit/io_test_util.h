@@ -97,7 +97,7 @@ static inline gdu_io_engine *io_test_engine(unsigned workers, size_t chunk, unsi
     return e;
 }
 
-#ifdef GDUNLOCK_IO_INTERNAL_H
+#ifdef GDUNLOCK_IO_INTERNAL_H /* for the tests that include the engine's internals first */
 /* An engine of host-backend options (io_test_options, buffered) moving
  * through mover, with sys's system calls and read pieces of chunk bytes;
  * NULL (the cause on stderr) if it cannot be made. */
