@@ -4,7 +4,8 @@ split of the checkpoint load_patterns.py makes, in order, in this fresh
 process, through gdunlock.safe_open (rows/cols, as load_patterns.py asks
 them) or weights_iterator with the TP rules (iter-tp). The caller's thread
 is clocked in parts: safe_open's opens and closes, engine acquisitions,
-torch allocations, engine submits, waits for reads; "py" is the rest (the
+torch allocations and the blocks reserved ahead of them, engine submits,
+placements of queued reads, waits for reads; "py" is the rest (the
 read-ahead's bookkeeping and the caller's own loop). The engine's workers
 run beside it; a rank whose waits are small is bound by this thread.
 
@@ -24,7 +25,8 @@ import load_patterns as lp  # noqa: E402
 
 CLOCKED = [("safe_open", "__init__", "open"), ("safe_open", "close", "close"),
            ("RangeReader", "__init__", "acquire"), ("Target", "empty", "alloc"),
-           ("RangeReader", "_queue", "submit"), ("Pending", "wait", "wait")]
+           ("Target", "reserve", "reserve"), ("RangeReader", "_queue", "submit"),
+           ("RangeReader", "_place", "place"), ("Pending", "wait", "wait")]
 
 
 def clock(owner, attr, part, spent, events):
@@ -80,7 +82,8 @@ def main():
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         t2 = time.perf_counter()
-        inner = sum(spent.get(k, 0.0) for k in ("open", "close", "alloc", "submit", "wait"))
+        inner = sum(spent.get(k, 0.0) for k in ("open", "close", "alloc", "reserve", "submit", "place",
+                                                 "wait"))
         longest = sorted(((round((b - a) * 1e3, 2), part, round((a - t0) * 1e3, 2))
                           for part, a, b in events), reverse=True)[:8]
         print(json.dumps({"case": case, "variant": variant, "rank": rank, "gb": n / 1e9,
