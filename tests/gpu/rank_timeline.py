@@ -30,8 +30,8 @@ CLOCKED = [("safe_open", "__init__", "open"), ("safe_open", "close", "close"),
 
 
 def clock(owner, attr, part, spent, events):
-    """owner.attr timed into spent[part] (and events, for opens, closes
-    and waits)."""
+    """owner.attr timed into spent[part] (and events, for opens, closes,
+    waits, allocations and reserved blocks)."""
     original = getattr(owner, attr)
 
     def timed(*args, **kwargs):
@@ -42,7 +42,7 @@ def clock(owner, attr, part, spent, events):
             t1 = time.perf_counter()
             spent[part] = spent.get(part, 0.0) + t1 - t0
             spent[part + "_n"] = spent.get(part + "_n", 0) + 1
-            if part in ("open", "close", "wait"):
+            if part in ("open", "close", "wait", "alloc", "reserve"):
                 events.append((part, t0, t1))
     setattr(owner, attr, timed)
 
