@@ -82,8 +82,8 @@ def main():
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         t2 = time.perf_counter()
-        inner = sum(spent.get(k, 0.0) for k in ("open", "close", "alloc", "reserve", "submit", "place",
-                                                 "wait"))
+        inner = sum(spent.get(k, 0.0)
+                    for k in ("open", "close", "alloc", "reserve", "submit", "place", "wait"))
         longest = sorted(((round((b - a) * 1e3, 2), part, round((a - t0) * 1e3, 2))
                           for part, a, b in events), reverse=True)[:8]
         print(json.dumps({"case": case, "variant": variant, "rank": rank, "gb": n / 1e9,
