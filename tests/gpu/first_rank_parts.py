@@ -16,6 +16,8 @@ fresh process, after a preparation that takes one cost out of the first:
   overlap gdunlock.prepare(0) called first, not waited for, then the same
           build: how much of the engine's start the build hides
   warm    engine and alloc, and one untimed rank (the last) first
+  idle    warm, then one second asleep: what idleness alone gives back
+          (a file's mapping is kept 2 s, so the columns' stay made)
   gpu     three 256 MiB copies from pinned host memory to the GPU, their
           buffers kept: copy engines, PCIe and clocks busy, torch's cache
           not warmed
@@ -109,11 +111,11 @@ def main():
     out = {"variant": variant, "dim": dim, "world": world,
            "lib": os.environ.get("GDUNLOCK_LOAD_LIB", ""),
            "env": {k: v for k, v in os.environ.items() if k.startswith("GDUNLOCK_IO")}}
-    if variant in ("engine", "warm"):
+    if variant in ("engine", "warm", "idle"):
         t0 = time.perf_counter()
         gdunlock.prepare(0).wait()
         out["prepare_s"] = time.perf_counter() - t0
-    if variant in ("alloc", "warm"):
+    if variant in ("alloc", "warm", "idle"):
         sizes = rank_sizes(files, dim, world)
         for rep in range(2):
             t0 = time.perf_counter()
@@ -129,7 +131,7 @@ def main():
                   for n in rank_sizes(files, dim, world)]  # kept, as a model's are
         torch.cuda.synchronize()
         out["build_s"] = time.perf_counter() - t0
-    if variant == "warm":
+    if variant in ("warm", "idle"):
         lp.sliced(gdunlock.safe_open, files, [(dim, world - 1, world)])
     parts = variant.split(",")
     kept = []
@@ -144,6 +146,8 @@ def main():
     if "python" in parts:
         warm_python(tiny_copy(folder, folder.rstrip("/") + "-tiny"), dim, world)
     torch.cuda.synchronize()
+    if variant == "idle":
+        time.sleep(1.0)
     profile = os.environ.get("GDU_FIRST_RANK_PROFILE") == "1"
     out["seconds"], out["blocks"] = [], []
     for rank in range(world):
