@@ -111,11 +111,12 @@ def main():
     out = {"variant": variant, "dim": dim, "world": world,
            "lib": os.environ.get("GDUNLOCK_LOAD_LIB", ""),
            "env": {k: v for k, v in os.environ.items() if k.startswith("GDUNLOCK_IO")}}
-    if variant in ("engine", "warm", "idle"):
+    warmed = variant in ("warm", "idle")  # idle is warm, then asleep
+    if variant == "engine" or warmed:
         t0 = time.perf_counter()
         gdunlock.prepare(0).wait()
         out["prepare_s"] = time.perf_counter() - t0
-    if variant in ("alloc", "warm", "idle"):
+    if variant == "alloc" or warmed:
         sizes = rank_sizes(files, dim, world)
         for rep in range(2):
             t0 = time.perf_counter()
@@ -131,7 +132,7 @@ def main():
                   for n in rank_sizes(files, dim, world)]  # kept, as a model's are
         torch.cuda.synchronize()
         out["build_s"] = time.perf_counter() - t0
-    if variant in ("warm", "idle"):
+    if warmed:
         lp.sliced(gdunlock.safe_open, files, [(dim, world - 1, world)])
     parts = variant.split(",")
     kept = []
