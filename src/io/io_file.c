@@ -2,6 +2,7 @@
  * registers the file) and whether O_DIRECT is used, each with its reason. */
 #include "io/io_internal.h"
 #include "util/open_regular.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -169,7 +170,9 @@ static int adopt(gdu_io_engine *e, int fd, int flags, const char *name, gdu_io_f
             return 0;
         }
         if (e->opt.backend == GDU_IO_BACKEND_CUFILE) {
-            snprintf(why, why_len, "cufile refused %s: %s", name, cwhy);
+            char shown[128];
+            snprintf(why, why_len, "cufile refused %s: %s",
+                     gdu_text_shorten(name, 100, shown, sizeof shown), cwhy);
             gdu_io_close(f);
             return r;
         }
