@@ -2,6 +2,7 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_index.h"
 #include "safetensors/st_model_internal.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -253,9 +254,13 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
     qsort(m->by_name, m->tensor_count, sizeof *m->by_name, by_name);
     for (size_t i = 1; i < m->tensor_count; i++) {
         const gdu_st_tensor *a = m->by_name[i - 1], *b = m->by_name[i];
-        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0)
+        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0) {
+            char first[160], second[160];
             return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR, "tensor '%.80s' is in both %s and %s",
-                           a->name, m->files[a->file].path, m->files[b->file].path);
+                           a->name,
+                           gdu_text_shorten(m->files[a->file].path, 150, first, sizeof first),
+                           gdu_text_shorten(m->files[b->file].path, 150, second, sizeof second));
+        }
     }
     return GDU_ST_OK;
 }
