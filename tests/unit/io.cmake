@@ -136,14 +136,18 @@ if(TARGET gdunlock)
   foreach(case "64|bench" "64|bench -f x -D y" "64|bench -f x -s 1000" "64|bench -f x -i 0"
                "64|bench -f x --paths engine,gds" "64|bench -f x -x copy" "64|bench -f x extra"
                "64|bench -f x --rounds 0" "64|bench -f x --rounds 10"
-               "66|bench -f ${CMAKE_CURRENT_BINARY_DIR}/no-such-bench-file.dat"
+               "66|bench -f no-such-bench-file.dat"
                "0|bench --help")
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 code)
     list(GET parts 1 args)
     math(EXPR n "${n} + 1")
-    add_test(NAME test_io_bench_exit_${code}_${n} COMMAND sh -c "${bin} ${args} >/dev/null 2>&1; test $? -eq ${code}")
-    set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit)
+    # The program's path travels as $0, never inside the command line: a
+    # build folder may hold spaces.
+    add_test(NAME test_io_bench_exit_${code}_${n}
+             COMMAND sh -c "\"\$0\" ${args} >/dev/null 2>&1; test $? -eq ${code}" ${bin})
+    set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit
+                         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   endforeach()
 endif()
 
