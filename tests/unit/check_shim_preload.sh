@@ -6,9 +6,11 @@
 # written without libjansson, which was once loaded into every process).
 # Exit 0 pass, 1 fail.
 set -euo pipefail
-shim=$(realpath "$1")
+. "$(dirname "$0")/preload_link.sh"
+preload_link "$1"
+shim=$preload
 work=$(mktemp -d "${TMPDIR:-/tmp}/gdunlock-preload-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$preload_dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 for level in banana "" debug; do
