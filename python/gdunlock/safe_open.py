@@ -25,6 +25,7 @@ import time
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
+from .errors import SafetensorError, as_safetensors_error
 from .reader import RangeReader, Runs, SliceError, _normalize, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
@@ -579,8 +580,14 @@ class safe_open:  # noqa: N801  (safetensors' name)
         # backend: safetensors' choice of how to read the file (transformers
         # passes it); gdunlock always reads through its own engine.
         if framework not in _FRAMEWORKS:
-            raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
-                                f"returns torch tensors ('pt')")
+            raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
+                                  f"returns torch tensors ('pt')")
+        try:
+            self._open_or_claim(filename, device, lenient, readahead)
+        except GdunlockError as e:
+            raise as_safetensors_error(e, filename) from None
+
+    def _open_or_claim(self, filename, device, lenient, readahead):
         made = _claim_made_ahead(filename, lenient)
         if made is not None:  # its reads go on where the walk of the last shard left off
             self.__dict__.update(made.__dict__)
@@ -730,13 +737,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
     # -- internals ----------------------------------------------------------------
     def _check_open(self):
         if self._closed:
-            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the file is closed")
+            raise SafetensorError("GDU_ST_ERR_INVALID_ARGUMENT", "File is closed")
 
     def _info(self, name):
         self._check_open()
         info = self._infos.get(name)
         if info is None:
-            raise GdunlockError("GDU_ST_ERR_NOT_FOUND", f"File does not contain tensor {name}")
+            raise SafetensorError("GDU_ST_ERR_NOT_FOUND", f"File does not contain tensor {name}")
         return info
 
     def _reader(self, target):
