@@ -25,7 +25,8 @@ import time
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
-from .errors import SafetensorError, as_safetensors_error
+from .errors import InvalidDeviceError, SafetensorError, as_safetensors_error
+from .host_map import HostMap
 from .reader import RangeReader, Runs, SliceError, _normalize, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
@@ -33,6 +34,10 @@ _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E
          "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64,
          "I64": 64, "U64": 64}
 _FRAMEWORKS = ("pt", "torch", "pytorch")
+_NUMPY = ("np", "numpy")
+# frameworks safetensors serves and gdunlock does not
+_THEIRS_ONLY = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle")
+_BACKENDS = ("mmap", "pread")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
 # the numbers of a name: taken out for its family, compared as numbers when
@@ -550,6 +555,34 @@ def natural_key(name):
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(name)]
 
 
+def _check_call(framework, device, backend):
+    """safe_open's framework, device and backend checked as safetensors
+    checks them (SafetensorError naming the one that is wrong); returns
+    whether arrays are numpy's, the device (None: the CPU) and the backend
+    (None: safe_open.default_backend)."""
+    if framework in _THEIRS_ONLY:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework}: gdunlock returns "
+                              f"torch tensors ('pt') or numpy arrays ('np'); "
+                              f"safetensors.safe_open serves {framework}")
+    if framework not in _FRAMEWORKS + _NUMPY:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework} is invalid")
+    if backend is not None and backend not in _BACKENDS:
+        raise SafetensorError("GDU_ST_ERR_INVALID_ARGUMENT", f"backend {backend!r} is invalid "
+                              f"(expected one of: \"mmap\", \"pread\")")
+    device = "cpu" if device is None else device
+    try:
+        host = parse_device(device)[0] == TARGET_HOST
+    except ValueError as e:
+        raise InvalidDeviceError("GDU_ST_ERR_INVALID_ARGUMENT", f"device {device} is invalid: "
+                                 f"{e}") from None
+    numpy = framework in _NUMPY
+    if numpy and not host:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"Device {device} is not supported for "
+                              f"framework numpy (numpy arrays live in host memory: "
+                              f"device='cpu')")
+    return numpy, device, backend or safe_open.default_backend
+
+
 class SafeSlice:
     """What safe_open.get_slice returns: get_shape(), get_dtype(), and
     [index] reading only the bytes the index needs."""
@@ -575,17 +608,24 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     opened = 0  # files opened by this process (patch() checks count on it)
 
+    # backend=None: how host memory is filled, unless the call says ("mmap":
+    # views of the file's mapping; "pread": the engine's reads into memory
+    # of each tensor's own)
+    default_backend = "mmap"
+
     def __init__(self, filename, framework="pt", device="cpu", lenient=False,
                  readahead=DEFAULT_READAHEAD, backend=None):
-        # backend: safetensors' choice of how to read the file (transformers
-        # passes it); gdunlock always reads through its own engine.
-        if framework not in _FRAMEWORKS:
-            raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
-                                  f"returns torch tensors ('pt')")
+        # backend: safetensors' choice of how host memory gets the bytes
+        # (transformers passes it); GPUs are always read through the engine.
+        numpy, device, backend = _check_call(framework, device, backend)
         try:
             self._open_or_claim(filename, device, lenient, readahead)
         except GdunlockError as e:
             raise as_safetensors_error(e, filename) from None
+        # on the CPU: views of the file's mapping (numpy: copies out of it)
+        self._host_map = HostMap(self._ckpt) if self._target.target == TARGET_HOST and (
+            numpy or backend == "mmap") else None
+        self._numpy = numpy
 
     def _open_or_claim(self, filename, device, lenient, readahead):
         made = _claim_made_ahead(filename, lenient)
@@ -668,6 +708,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return None if self._metadata is None else dict(self._metadata)
 
     def get_tensor(self, name):
+        if self._host_map is not None:
+            return self._host_tensor(self._info(name), None)
         return self._request(self._info(name), None).result()
 
     def get_slice(self, name):
@@ -705,6 +747,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         _settle(dropped)
         for reader in readers:
             reader.close()
+        if self.__dict__.get("_host_map") is not None:
+            self._host_map.close()
         self._ckpt.close()
 
     def stats(self):
@@ -759,8 +803,24 @@ class safe_open:  # noqa: N801  (safetensors' name)
         target = self._walk_target
         return submit_plan(self._reader(target), target, self._files[info.file], info, plan)
 
+    def _host_tensor(self, info, index):
+        """info (index None: all of it) out of the file's mapping: a numpy
+        array for framework np, else a torch view (a dtype torch has no
+        view of is sliced by the engine's planning)."""
+        if self._numpy:
+            return self._host_map.array(info, index)
+        if index is None:
+            return self._host_map.tensor(info)
+        if not self._host_map.can_slice(info):
+            return None
+        return self._host_map.slice(info, index)
+
     def _slice(self, info, index):
         self._check_open()
+        if self._host_map is not None:
+            part = self._host_tensor(info, (None,) if index is None else index)
+            if part is not None:
+                return part
         if index is None:  # tensor[None]: a new axis, not "the whole tensor"
             index = (None,)
         plan = plan_tensor(info, index)
