@@ -75,8 +75,10 @@ def load_safetensors(path, device=0, verify=False, lenient=False):
         return {info.name: aligned(view, info) for info, view in views}
 
 
-def load_file(filename, device="cpu"):
+def load_file(filename, device="cpu", *, backend=None):
     """safetensors.torch.load_file's signature: {name: tensor} of one file,
-    each tensor its own allocation (read in batches through the engine)."""
-    with safe_open(filename, framework="pt", device=device) as f:
-        return {k: f.get_tensor(k) for k in f.keys()}
+    in file order. On a GPU each tensor is its own allocation, read in
+    batches through the engine; on the CPU each is a view of the file's
+    mapping (backend="pread": its own memory, read through the engine)."""
+    with safe_open(filename, framework="pt", device=device, backend=backend) as f:
+        return f.get_tensors()

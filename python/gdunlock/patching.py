@@ -79,7 +79,7 @@ def _translating(fn):
 
 class PatchedFile:
     """What the patched safe_open returns for a file gdunlock serves:
-    gdunlock's safe_open, with safetensors' error types and get_tensors()."""
+    gdunlock's safe_open, every error of it of safetensors' types."""
 
     def __init__(self, inner):
         self._inner = inner
@@ -93,10 +93,6 @@ class PatchedFile:
 
     def __exit__(self, *exc):
         self._inner.close()
-
-    def get_tensors(self):
-        """Every tensor of the file, {name: tensor}, in file order."""
-        return {k: self.get_tensor(k) for k in self._inner.offset_keys()}
 
 
 def _replacements():

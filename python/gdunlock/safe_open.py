@@ -712,6 +712,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
             return self._host_tensor(self._info(name), None)
         return self._request(self._info(name), None).result()
 
+    def get_tensors(self):
+        """Every tensor of the file, {name: tensor}, in file order (as
+        safetensors' get_tensors())."""
+        return {k: self.get_tensor(k) for k in self.offset_keys()}
+
     def get_slice(self, name):
         return SafeSlice(self, self._info(name))
 
