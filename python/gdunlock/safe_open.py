@@ -1,7 +1,11 @@
 """safe_open: the interface of safetensors.safe_open (keys, metadata,
-get_tensor, get_slice, a context manager) over gdunlock's engine. Each
-tensor comes back in its own allocation on the device asked for; the bytes
-move through the process's kept I/O engine straight into that memory.
+get_tensor, get_tensors, get_slice, a context manager) over gdunlock's
+engine, with safetensors' exception types (errors.py). On a GPU each
+tensor comes back in its own allocation; the bytes move through the
+process's kept I/O engine straight into that memory. On the CPU tensors
+are views of the file's mapping, as safetensors' are (host_map.py), unless
+backend="pread" asks for the engine's reads into memory of their own;
+what follows is about the engine's reads.
 
 Loading every key one by one runs at the whole-file speed: while the caller
 asks for the keys in order (sorted, as keys() lists them, by offset, or in
