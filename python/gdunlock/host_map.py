@@ -9,7 +9,16 @@ numpy arrays are copied out of the mapping, as safetensors copies them
 (each its own writable buffer). The dtypes numpy is asked for are
 safetensors' own choices: bfloat16 by name (numpy knows it once ml_dtypes
 is imported), the float8 and float4 types as numpy attributes (none in
-plain numpy: AttributeError, as safetensors raises)."""
+plain numpy: AttributeError, as safetensors raises).
+
+The library validated each file through a descriptor of its own, which a
+mapping cannot use: the file is mapped by its path, and only while the path
+still names the file as it was when safe_open opened it (device, inode,
+size, modification time, and a header length that fits). Where it does not
+(the file replaced, changed or removed since) or the file cannot be mapped,
+its tensors come through the engine from the validated descriptor, as
+every tensor of a GPU does; safetensors, which maps at the open, also
+keeps giving the file as it was."""
 import mmap
 import os
 
@@ -42,51 +51,71 @@ def numpy_dtype(np, name):
     return getattr(np, attr)
 
 
+def _identity_of(st):
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _identity(path):
+    """path's file as _identity_of says, or None when it cannot be had."""
+    try:
+        return _identity_of(os.stat(path))
+    except OSError:
+        return None
+
+
 class HostMap:
     """The files of an open Checkpoint mapped on first use, and its tensors
     as torch tensors or numpy arrays out of them."""
 
     def __init__(self, checkpoint):
         self._ckpt = checkpoint
-        self._maps = {}  # file index -> mmap.mmap
+        # each file as its path names it now, just after the library opened it
+        self._identities = [_identity(path) for path in checkpoint.files]
+        self._maps = {}  # file index -> mmap.mmap, None where it is not mapped
         self._bases = {}  # file index -> 1-D uint8 torch tensor over the mapping
 
     def _map(self, file):
-        """The mapping of file (an index of the checkpoint), made once. The
-        path is opened again, as safetensors opens it: a file replaced since
-        its header was validated is refused unless its header length and
-        size still fit the validated header."""
-        m = self._maps.get(file)
-        if m is not None:
-            return m
-        ckpt = self._ckpt
-        path = ckpt.files[file]
+        """The mapping of file (an index of the checkpoint), made once; None
+        where the path no longer names the file opened or it cannot be
+        mapped (module docstring)."""
+        if file in self._maps:
+            return self._maps[file]
+        ckpt, m = self._ckpt, None
         header = lib().gdu_st_model_file_header(ckpt._model, file)
         start = lib().gdu_st_header_data_offset(header)
-        end = start + lib().gdu_st_header_data_span(header)
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-        if size < end or int.from_bytes(m[:8], "little") != start - 8:
+        try:
+            with open(ckpt.files[file], "rb") as f:
+                st = os.fstat(f.fileno())
+                if _identity_of(st) == self._identities[file] and \
+                        st.st_size >= start + lib().gdu_st_header_data_span(header):
+                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except OSError:  # removed, unreadable now, or a file system that cannot map it
+            m = None
+        if m is not None and int.from_bytes(m[:8], "little") != start - 8:
             m.close()
-            raise SafetensorError("GDU_ST_ERR_CHANGED", f"{path} changed since it was opened "
-                                  f"(its header length or size differ): open it again")
+            m = None
         self._maps[file] = m
         return m
 
     def _base(self, file):
         base = self._bases.get(file)
         if base is None:
+            m = self._map(file)
+            if m is None:
+                return None
             import torch
-            base = self._bases[file] = torch.frombuffer(self._map(file), dtype=torch.uint8)
+            base = self._bases[file] = torch.frombuffer(m, dtype=torch.uint8)
         return base
 
     def tensor(self, info):
         """Tensor info as a torch tensor viewing the mapping (its bytes
         copied only where the file placed it off its element size, which
-        torch cannot view)."""
+        torch cannot view); None where the file is not mapped."""
         from .torch_bridge import typed_view
-        raw = self._base(info.file)[info.file_offset:info.file_offset + info.nbytes]
+        base = self._base(info.file)
+        if base is None:
+            return None
+        raw = base[info.file_offset:info.file_offset + info.nbytes]
         if info.file_offset % _ELEMENT_BYTES.get(info.dtype, 1):
             raw = raw.clone()
         return typed_view(raw, info.dtype, info.shape)
@@ -100,9 +129,12 @@ class HostMap:
 
     def slice(self, info, index):
         """tensor info[index] as torch indexes it: a view of the mapping
-        for a basic index. An index out of range is a SliceError (an
-        IndexError), a step <= 0 a SliceStepError (a ValueError)."""
+        for a basic index (None where the file is not mapped). An index out
+        of range is a SliceError (an IndexError), a step <= 0 a
+        SliceStepError (a ValueError)."""
         whole = self.tensor(info)
+        if whole is None:
+            return None
         try:
             return whole[index]
         except IndexError as e:
@@ -112,17 +144,23 @@ class HostMap:
                 raise SliceStepError(str(e)) from None
             raise
 
-    def array(self, info, index=None):
+    def array(self, info, index=None, data=None):
         """Tensor info (or info[index], a basic index) as a numpy array of
-        its own, copied out of the mapping."""
+        its own, copied out of the mapping, or out of data (the tensor's
+        bytes, a buffer) when given; None where neither is there."""
         import numpy as np
         dtype = numpy_dtype(np, info.dtype)
         shape = tuple(info.shape)
+        if data is None:
+            data, at = self._map(info.file), info.file_offset
+            if data is None:
+                return None
+        else:
+            at = 0
         if index is None:
             if info.nbytes == 0:
                 return np.zeros(shape, dtype=dtype)
-            m = self._map(info.file)
-            with memoryview(m) as view, view[info.file_offset:info.file_offset + info.nbytes] as b:
+            with memoryview(data) as view, view.cast("B")[at:at + info.nbytes] as b:
                 return np.frombuffer(bytearray(b), dtype=dtype).reshape(shape)
         try:  # the index rules of gdunlock's torch slices: no step <= 0, ints in range
             plan_read(list(shape), 8 * _ELEMENT_BYTES[info.dtype], index)
@@ -131,8 +169,7 @@ class HostMap:
         count = 1
         for n in shape:
             count *= n
-        whole = np.frombuffer(self._map(info.file), dtype=dtype, count=count,
-                              offset=info.file_offset).reshape(shape)
+        whole = np.frombuffer(data, dtype=dtype, count=count, offset=at).reshape(shape)
         try:
             return whole[index].copy()
         except IndexError as e:

@@ -713,7 +713,9 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     def get_tensor(self, name):
         if self._host_map is not None:
-            return self._host_tensor(self._info(name), None)
+            got = self._host_tensor(self._info(name), None)
+            if got is not None:
+                return got
         return self._request(self._info(name), None).result()
 
     def get_tensors(self):
@@ -814,10 +816,16 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     def _host_tensor(self, info, index):
         """info (index None: all of it) out of the file's mapping: a numpy
-        array for framework np, else a torch view (a dtype torch has no
-        view of is sliced by the engine's planning)."""
+        array for framework np, else a torch view; None for the engine to
+        read (a file not mapped, or a slice of a dtype torch has no view of,
+        which the engine's planning cuts in bytes)."""
         if self._numpy:
-            return self._host_map.array(info, index)
+            got = self._host_map.array(info, index)
+            if got is None:  # the file is not mapped: its bytes through the engine
+                raw = self._request(info, None).result()
+                data = raw.reshape(-1).view(self._target.torch.uint8).numpy()
+                got = self._host_map.array(info, index, data)
+            return got
         if index is None:
             return self._host_map.tensor(info)
         if not self._host_map.can_slice(info):

@@ -2,11 +2,13 @@
 same calls on both, the results and the exception types compared. Each
 test is one point of the drop-in promise; skipped where safetensors, torch
 or numpy is missing (.ci/run installs them)."""
+import errno
 import gc
 import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fixtures import SHARDED, SMALL, torch  # noqa: E402
@@ -251,6 +253,43 @@ class ParityTest(unittest.TestCase):
                         continue
                     self.assertEqual(got_part.reshape(-1).view(torch.uint8).tolist(),
                                      want_part.reshape(-1).view(torch.uint8).tolist(), k)
+
+    def test_a_file_replaced_or_removed_after_the_open_reads_as_it_was(self):
+        """safetensors maps the file at the open, and keeps giving that
+        file; gdunlock maps it at the first tensor, only while the path
+        still names the file opened, and reads it through the engine (the
+        library's validated descriptor) otherwise: the same answers."""
+        want = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+        for how in ("replaced", "removed"):
+            path = self.file(f"{how}.safetensors", {"b.weight": want, "a": torch.ones(2)})
+            opened = [(kind, framework, kind(path, framework))
+                      for kind in (safetensors.safe_open, gdunlock.safe_open)
+                      for framework in ("pt", "np")]
+            other = self.file("other.safetensors", {"b.weight": -want, "a": torch.ones(2)})
+            if how == "replaced":  # the same size and header: only the bytes differ
+                os.replace(other, path)
+            else:
+                os.unlink(path)
+            for kind, framework, f in opened:
+                got = f.get_tensor("b.weight")
+                self.assertEqual(got.tolist(), want.tolist(), (how, kind, framework))
+                self.assertEqual(f.get_slice("b.weight")[1:3].tolist(), want[1:3].tolist(),
+                                 (how, kind, framework))
+
+    def test_a_file_that_cannot_be_mapped_is_read_through_the_engine(self):
+        """A file system that cannot map the file (ENODEV): the engine's
+        reads, as on a GPU, not an error."""
+        want = safetensors.torch.load_file(self.path)
+        cannot = OSError(errno.ENODEV, os.strerror(errno.ENODEV))
+        with mock.patch("gdunlock.host_map.mmap.mmap", side_effect=cannot):
+            for framework in ("pt", "np"):
+                with gdunlock.safe_open(self.path, framework) as f:
+                    for k in want:
+                        got = torch.as_tensor(f.get_tensor(k))
+                        self.assertTrue(torch.equal(got, want[k]), (framework, k))
+                    self.assertEqual(f.get_slice("b.weight")[1].tolist(),
+                                     want["b.weight"][1].tolist())
+                    self.assertGreater(f.stats()["bytes_read"], 0)
 
     def test_a_tensor_off_its_element_size_is_copied_aligned(self):
         """A file may place a tensor at any byte; torch has no view of a
