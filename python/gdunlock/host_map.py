@@ -7,9 +7,9 @@ changes its own copy of those pages, never the file.
 
 numpy arrays are copied out of the mapping, as safetensors copies them
 (each its own writable buffer). The dtypes numpy is asked for are
-safetensors' own choices: bfloat16 by name (numpy knows it once ml_dtypes
-is imported), the float8 and float4 types as numpy attributes (none in
-plain numpy: AttributeError, as safetensors raises).
+safetensors' own choices: bfloat16 by name (plain numpy does not know it:
+TypeError), the float8 and float4 types as numpy attributes (none in plain
+numpy: AttributeError); safetensors raises the same.
 
 The library validated each file through a descriptor of its own, which a
 mapping cannot use: the file is mapped by its path, and only while the path
