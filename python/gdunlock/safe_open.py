@@ -200,6 +200,15 @@ def _torch():
     return torch
 
 
+def _torch_if_installed():
+    """torch, or None where it is not installed (numpy arrays need none)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def _allocator_splits(torch):
     """Whether torch's CUDA allocator serves small tensors out of a larger
     cached block: its native allocator does unless max_split_size_mb keeps
@@ -226,11 +235,11 @@ class Target:
         target, gpus = parse_device(device)
         if len(gpus) != 1:
             raise ValueError(f"one device, not {device!r}")
-        self.torch = _torch()
+        self.torch = _torch() if target == TARGET_GPU else _torch_if_installed()
         self.target = target
         self.ordinal = gpus[0]
-        self.device = self.torch.device("cpu") if target == TARGET_HOST else \
-            self.torch.device("cuda", self.ordinal)
+        self.device = "cpu" if self.torch is None else self.torch.device("cpu") \
+            if target == TARGET_HOST else self.torch.device("cuda", self.ordinal)
         self._reserving = target == TARGET_GPU and _allocator_splits(self.torch)
         self._streams = None  # (read the current stream's id, the default stream, its id)
 
@@ -580,6 +589,8 @@ def _check_call(framework, device, backend):
         raise InvalidDeviceError("GDU_ST_ERR_INVALID_ARGUMENT", f"device {device} is invalid: "
                                  f"{e}") from None
     numpy = framework in _NUMPY
+    if not numpy:
+        _torch()  # GDU_ST_ERR_NO_TORCH before the open, as before
     if numpy and not host:
         raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"Device {device} is not supported for "
                               f"framework numpy (numpy arrays live in host memory: "
@@ -822,6 +833,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if self._numpy:
             got = self._host_map.array(info, index)
             if got is None:  # the file is not mapped: its bytes through the engine
+                if self._target.torch is None:
+                    raise GdunlockError("GDU_ST_ERR_NO_TORCH", f"{self._ckpt.files[info.file]} "
+                                        f"cannot be mapped now (replaced, removed, or on a file "
+                                        f"system without mmap), and reading it otherwise needs "
+                                        f"torch, which is not installed")
                 raw = self._request(info, None).result()
                 data = raw.reshape(-1).view(self._target.torch.uint8).numpy()
                 got = self._host_map.array(info, index, data)

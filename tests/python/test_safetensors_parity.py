@@ -5,6 +5,7 @@ or numpy is missing (.ci/run installs them)."""
 import errno
 import gc
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -159,6 +160,35 @@ class ParityTest(unittest.TestCase):
         theirs = outcome(lambda: safetensors.safe_open(self.bf16, "np").get_tensor("w"))
         ours = outcome(lambda: gdunlock.safe_open(self.bf16, "np").get_tensor("w"))
         self.assertIs(type(ours), type(theirs))
+
+    def test_numpy_arrays_need_no_torch(self):
+        """safetensors' numpy arrays need no torch; neither do gdunlock's
+        (a process where torch cannot be imported). torch tensors still
+        need it, and say so."""
+        script = (
+            "import sys\n"
+            "class NoTorch:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'torch':\n"
+            "            raise ImportError('torch is blocked here')\n"
+            "sys.meta_path.insert(0, NoTorch())\n"
+            "import gdunlock, safetensors\n"
+            "path = sys.argv[1]\n"
+            "ours, theirs = gdunlock.safe_open(path, 'np'), safetensors.safe_open(path, 'np')\n"
+            "for k in theirs.keys():\n"
+            "    assert ours.get_tensor(k).tobytes() == theirs.get_tensor(k).tobytes(), k\n"
+            "try:\n"
+            "    gdunlock.safe_open(path, 'pt')\n"
+            "except gdunlock.GdunlockError as e:\n"
+            "    print(e.code)\n")
+        python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "python")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (python, os.environ.get("PYTHONPATH")) if p))
+        out = subprocess.run([sys.executable, "-c", script, self.path], env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "GDU_ST_ERR_NO_TORCH")
 
     def test_the_defaults(self):
         # device: the CPU when left out or None
