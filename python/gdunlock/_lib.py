@@ -116,7 +116,7 @@ MODULE_CODES = {
     "GDU_ST_ERR_SLICE": "a slice that safetensors' get_slice would refuse",
     "GDU_ST_ERR_NO_SAFETENSORS": "patch() needs the safetensors package",
     "GDU_ST_ERR_NO_TORCH": "tensors need torch",
-    "GDU_ST_ERR_FRAMEWORK": "a framework other than PyTorch",
+    "GDU_ST_ERR_FRAMEWORK": "a framework gdunlock does not serve (it serves pt and np)",
     "GDU_ST_ERR_NOT_FOUND": "safe_open has no tensor of that name",
 }
 
