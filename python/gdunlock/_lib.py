@@ -3,7 +3,8 @@ the engine calls of include/gdunlock/io.h that the readers and benchmarks use).
 
 Where the library comes from, first match wins: $GDUNLOCK_LOAD_LIB (the only
 candidate when set); the one installed inside this package
-(gdunlock/_native/lib/, built by `pip install .`); $BUILD/lib; the build/
+(gdunlock/_native/lib/, built by `pip install .` or `pip install -e .`, see
+native_path); $BUILD/lib; the build/
 folder of the source tree this package sits in; sys.prefix/lib
 (`cmake --install build --prefix PREFIX` into the environment); the dynamic
 loader's search path. The name is the SONAME, libgdunlock-load.so.0."""
@@ -25,12 +26,27 @@ class GdunlockError(RuntimeError):
         self.message = message
 
 
+def native_path(*parts):
+    """The path of a file the package's build installed under gdunlock/_native/
+    (the command, the shim, this library). An editable install
+    (`pip install -e .`) runs the modules from the source tree while the build
+    installs _native/ into site-packages: the package's __path__ names both,
+    so the first folder of it that holds the file wins; the one beside this
+    module when none does (for the message of a missing file)."""
+    package = sys.modules[__package__]
+    for folder in getattr(package, "__path__", [_HERE]):
+        path = os.path.join(folder, "_native", *parts)
+        if os.path.exists(path):
+            return path
+    return os.path.join(_HERE, "_native", *parts)
+
+
 def _candidates():
     env = os.environ.get("GDUNLOCK_LOAD_LIB")
     if env:  # named explicitly: the only candidate
         yield env
         return
-    yield os.path.join(_HERE, "_native", "lib", LIBRARY_NAME)
+    yield native_path("lib", LIBRARY_NAME)
     build = os.environ.get("BUILD")
     if build:
         yield os.path.join(build, "lib", LIBRARY_NAME)
