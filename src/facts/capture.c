@@ -1,5 +1,7 @@
 #include "facts/capture.h"
 
+#include "util/mkdirs.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,24 +14,6 @@
 #include <unistd.h>
 
 enum { MAX_LINK_HOPS = 40, MAX_COPY_BYTES = 1 << 20 };
-
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
 
 /* Copies what a read gives (sysfs/procfs sizes are not real sizes). Returns
  * 0, -errno of the source, or 1 when the copy could not be written. */
@@ -227,7 +211,7 @@ static void capture_listing(const char *root, const char *dir, const char *path,
 
 int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
 {
-    int rc = mkdir_p(dir);
+    int rc = gdu_mkdirs(dir);
     if (rc != 0) {
         snprintf(why, why_len, "cannot create %s: %s", dir, strerror(-rc));
         return rc;
@@ -267,7 +251,7 @@ int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats 
                       size_t why_len)
 {
     memset(stats, 0, sizeof *stats);
-    int rc = mkdir_p(dir);
+    int rc = gdu_mkdirs(dir);
     if (rc != 0) {
         snprintf(why, why_len, "cannot create %s: %s", dir, strerror(-rc));
         return rc;
