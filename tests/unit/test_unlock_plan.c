@@ -1,0 +1,221 @@
+/* gdunlock p2p unlock --check's plan on the fixture sysroots: one per plan
+ * and per blocking fact (tests/fixtures/unlock, derived by its
+ * make-fixtures.py), doctor's GeForce captures and the recorded H200 one;
+ * and the version table alone. */
+#include "unlock/unlock_plan.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static gdu_unlock_check *check_of(const char *dir)
+{
+    char root[512];
+    snprintf(root, sizeof root, GDUNLOCK_FIXTURES "/%s", dir);
+    assert_int_equal(access(root, R_OK), 0);
+    gdu_sysroot sr;
+    assert_int_equal(gdu_sysroot_init(&sr, root), 0);
+    gdu_snapshot *s = malloc(sizeof *s);
+    gdu_unlock_check *c = malloc(sizeof *c);
+    assert_non_null(s);
+    assert_non_null(c);
+    gdu_snapshot_take(&sr, NULL, 0, s);
+    gdu_unlock_check_run(s, c);
+    gdu_snapshot_free(s);
+    free(s);
+    gdu_sysroot_free(&sr);
+    return c;
+}
+
+static bool has_note(const gdu_unlock_notes *n, const char *fact, const char *fix)
+{
+    for (size_t i = 0; i < n->n; i++)
+        if (strstr(n->note[i].fact, fact) && (fix == NULL || strstr(n->note[i].fix, fix)))
+            return true;
+    return false;
+}
+
+static void version_table(void **state)
+{
+    char why[384];
+    assert_true(gdu_driver_version_cmp("580.95.05", "580.159.04") < 0);
+    assert_true(gdu_driver_version_cmp("590.44.01", "590.44.01") == 0);
+    assert_true(gdu_driver_version_cmp("575.51.02", "570.86.16") > 0);
+    assert_int_equal(gdu_chip_family_of(8, 9), GDU_CHIP_ADA);
+    assert_int_equal(gdu_chip_family_of(8, 6), GDU_CHIP_AMPERE);
+    assert_int_equal(gdu_chip_family_of(7, 5), GDU_CHIP_TURING);
+    assert_int_equal(gdu_chip_family_of(7, 0), GDU_CHIP_PRE_TURING);
+    assert_int_equal(gdu_chip_family_of(12, 0), GDU_CHIP_BLACKWELL_CONSUMER);
+    assert_int_equal(gdu_chip_family_of(9, 0), GDU_CHIP_HOPPER);
+    /* Turing, Ampere, Ada: a patched module on every release the edits know */
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_AMPERE, "535.261.03", why, sizeof why),
+                     GDU_UNLOCK_PATCHED);
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "595.45.04", why, sizeof why),
+                     GDU_UNLOCK_PATCHED);
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "530.41.03", why, sizeof why),
+                     GDU_UNLOCK_IMPOSSIBLE);
+    /* GB20x: by the upstream thresholds */
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "565.77", why, sizeof why),
+                     GDU_UNLOCK_IMPOSSIBLE);
+    assert_int_equal(
+        gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "570.86.16", why, sizeof why),
+        GDU_UNLOCK_PATCHED);
+    assert_int_equal(
+        gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "575.51.02", why, sizeof why),
+        GDU_UNLOCK_REGKEYS);
+    assert_int_equal(
+        gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "580.95.05", why, sizeof why),
+        GDU_UNLOCK_REGKEYS);
+    assert_int_equal(
+        gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "590.44.01", why, sizeof why),
+        GDU_UNLOCK_NOTHING);
+    /* unknown version: no plan guessed */
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "", why, sizeof why), GDU_UNLOCK_UNKNOWN);
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "abc", why, sizeof why),
+                     GDU_UNLOCK_UNKNOWN);
+}
+
+/* The accelerator machine (recorded): datacenter GPUs over NVLink. */
+static void h200_nothing(void **state)
+{
+    gdu_unlock_check *c = check_of("doctor/h200-vm");
+    assert_int_equal(c->plan, GDU_UNLOCK_NOTHING);
+    assert_int_equal(c->n_gpus, 2);
+    assert_int_equal(c->gpus[0].family, GDU_CHIP_HOPPER);
+    assert_int_equal(c->gpus[0].geforce, GDU_TRI_NO);
+    assert_non_null(strstr(c->gpus[0].why, "not a GeForce"));
+    assert_int_equal(c->pairs[0].works, GDU_TRI_YES);
+    assert_non_null(strstr(c->why, "over NVLink"));
+    assert_int_equal(c->blockers.n, 0);
+    assert_int_equal(c->missing.n, 0); /* nothing to build: no toolchain asked for */
+    assert_string_equal(c->next, "");
+    free(c);
+}
+
+static void ada_patched(void **state)
+{
+    gdu_unlock_check *c = check_of("unlock/rtx4090x2-patched-module");
+    assert_int_equal(c->plan, GDU_UNLOCK_PATCHED);
+    assert_int_equal(c->gpus[0].family, GDU_CHIP_ADA);
+    assert_int_equal(c->pairs[0].plan, GDU_UNLOCK_PATCHED);
+    assert_int_equal(c->blockers.n, 0);
+    assert_int_equal(c->missing.n, 0);
+    assert_int_equal(c->env.secure_boot, GDU_TRI_NO);
+    assert_string_equal(c->env.headers, "/usr/src/linux-headers-6.8.0-45-generic");
+    assert_non_null(strstr(c->next, "--build --out DIR"));
+    assert_string_equal(c->registry_dwords, "");
+    free(c);
+    /* doctor's stock capture: the same plan, its toolchain unknown */
+    c = check_of("doctor/rtx4090x2-stock");
+    assert_int_equal(c->plan, GDU_UNLOCK_PATCHED);
+    assert_true(has_note(&c->missing, "kernel headers: unknown", "linux-headers"));
+    free(c);
+}
+
+static void gb20x_registry_keys_and_nothing(void **state)
+{
+    gdu_unlock_check *c = check_of("unlock/rtx5090x2-registry-keys");
+    assert_int_equal(c->plan, GDU_UNLOCK_REGKEYS);
+    assert_int_equal(c->gpus[0].family, GDU_CHIP_BLACKWELL_CONSUMER);
+    assert_string_equal(c->registry_dwords, GDU_UNLOCK_REGISTRY_DWORDS);
+    assert_string_equal(c->next, "sudo gdunlock p2p unlock --install");
+    free(c);
+    c = check_of("unlock/rtx5090x2-nothing");
+    assert_int_equal(c->plan, GDU_UNLOCK_NOTHING);
+    assert_non_null(strstr(c->why, "PCIe BAR1"));
+    free(c);
+    c = check_of("doctor/rtx4090x2-patched"); /* P2P works: nothing more to do */
+    assert_int_equal(c->plan, GDU_UNLOCK_NOTHING);
+    free(c);
+}
+
+/* Each blocking fact makes the plan impossible and names its fix. */
+static void impossible_with_fix(void **state)
+{
+    static const struct {
+        const char *fixture, *fact, *fix;
+    } cases[] = {
+        {"unlock/rtx4090x2-proprietary", "proprietary", "open kernel module"},
+        {"doctor/proprietary-535", "proprietary", "open kernel module"},
+        {"unlock/rtx4090x2-old-driver", "older than the oldest release", "from 535 on"},
+        {"unlock/rtx4090x2-small-bar1", "BAR1 is 256.00 MiB but video memory is 24.00 GiB",
+         "Resizable BAR in the BIOS"},
+        {"doctor/rtx3060-no-rebar", "BAR1 is 256.00 MiB", "Resizable BAR in the BIOS"},
+        {"unlock/rtx4090x2-display", "drives a display (card0-DP-1 connected)",
+         "another GPU or the integrated graphics"},
+        {"unlock/rtx4090x2-acs-redirect", "ACS on 0000:02:00.0 0000:02:01.0 redirects",
+         "disable ACS"},
+        {"unlock/rtx4090x2-iommu-dma", "IOMMU translates", "iommu=pt"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gdu_unlock_check *c = check_of(cases[i].fixture);
+        if (c->plan != GDU_UNLOCK_IMPOSSIBLE ||
+            !has_note(&c->blockers, cases[i].fact, cases[i].fix))
+            fail_msg("%s: plan %s, first blocker '%s'", cases[i].fixture,
+                     gdu_unlock_plan_id(c->plan), c->blockers.n ? c->blockers.note[0].fact : "");
+        free(c);
+    }
+}
+
+/* What --build / --install need and the machine lacks. */
+static void missing_prerequisites(void **state)
+{
+    gdu_unlock_check *c = check_of("unlock/rtx4090x2-no-toolchain");
+    assert_int_equal(c->plan, GDU_UNLOCK_PATCHED);
+    assert_true(has_note(&c->missing, "kernel headers: none", "linux-headers-$(uname -r)"));
+    assert_true(has_note(&c->missing, "DKMS: not found", "install dkms"));
+    assert_true(has_note(&c->missing, "no cc/gcc, no make", "build-essential"));
+    free(c);
+    c = check_of("unlock/rtx4090x2-secure-boot-no-key");
+    assert_int_equal(c->env.secure_boot, GDU_TRI_YES);
+    assert_true(
+        has_note(&c->missing, "Secure Boot is on and DKMS has no signing key", "mokutil --import"));
+    free(c);
+    c = check_of("unlock/rtx4090x2-secure-boot-key");
+    assert_int_equal(c->env.signing_key, GDU_TRI_YES);
+    assert_int_equal(c->missing.n, 0);
+    free(c);
+}
+
+static void newer_driver_says_so(void **state)
+{
+    gdu_unlock_check *c = check_of("unlock/rtx4090x2-newer-driver");
+    assert_int_equal(c->plan, GDU_UNLOCK_PATCHED);
+    assert_non_null(strstr(c->why, "newer than those the edits were checked on"));
+    free(c);
+}
+
+static void pair_advice(void **state)
+{
+    char advice[512];
+    gdu_unlock_check *c = check_of("unlock/rtx4090x2-patched-module");
+    assert_true(gdu_unlock_pair_advice(c, "0000:04:00.0", "0000:03:00.0", advice, sizeof advice));
+    assert_non_null(strstr(advice, "plan 'patched module'"));
+    assert_non_null(strstr(advice, "gdunlock p2p unlock --build --out DIR"));
+    free(c);
+    c = check_of("unlock/rtx4090x2-iommu-dma");
+    assert_true(gdu_unlock_pair_advice(c, "0000:03:00.0", "0000:04:00.0", advice, sizeof advice));
+    assert_non_null(strstr(advice, "plan 'impossible here'"));
+    assert_non_null(strstr(advice, "iommu=pt"));
+    free(c);
+    c = check_of("doctor/h200-vm");
+    assert_false(gdu_unlock_pair_advice(c, "0000:00:06.0", "0000:00:07.0", advice, sizeof advice));
+    free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(version_table),        cmocka_unit_test(h200_nothing),
+        cmocka_unit_test(ada_patched),          cmocka_unit_test(gb20x_registry_keys_and_nothing),
+        cmocka_unit_test(impossible_with_fix),  cmocka_unit_test(missing_prerequisites),
+        cmocka_unit_test(newer_driver_says_so), cmocka_unit_test(pair_advice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
