@@ -200,8 +200,10 @@ static void merge(gdu_unlock_notes *to, const gdu_unlock_notes *from)
  * patched module beats registry keys beats nothing. */
 static gdu_unlock_plan stronger(gdu_unlock_plan a, gdu_unlock_plan b)
 {
-    static const int rank[] = {[GDU_UNLOCK_NOTHING] = 0, [GDU_UNLOCK_REGKEYS] = 1,
-                               [GDU_UNLOCK_PATCHED] = 2, [GDU_UNLOCK_UNKNOWN] = 3,
+    static const int rank[] = {[GDU_UNLOCK_NOTHING] = 0,
+                               [GDU_UNLOCK_REGKEYS] = 1,
+                               [GDU_UNLOCK_PATCHED] = 2,
+                               [GDU_UNLOCK_UNKNOWN] = 3,
                                [GDU_UNLOCK_IMPOSSIBLE] = 4};
     return rank[a] >= rank[b] ? a : b;
 }
@@ -220,10 +222,11 @@ static gdu_unlock_plan stronger(gdu_unlock_plan a, gdu_unlock_plan b)
 static void judge_driver(const gdu_snapshot *s, gdu_unlock_check *c)
 {
     if (!c->driver_loaded)
-        block(&c->blockers,
-              "install NVIDIA's open kernel module (Turing or later) and load it, then run " CMD_CHECK
-              " again",
-              "no NVIDIA kernel module is loaded: the version to build for is unknown");
+        block(
+            &c->blockers,
+            "install NVIDIA's open kernel module (Turing or later) and load it, then run " CMD_CHECK
+            " again",
+            "no NVIDIA kernel module is loaded: the version to build for is unknown");
     else if (c->open_module == GDU_TRI_NO)
         block(&c->blockers, FIX_OPEN_MODULE,
               "the loaded module is NVIDIA's proprietary one (%s): its core is closed and "
@@ -329,7 +332,7 @@ static void judge_pair(const gdu_snapshot *s, const gdu_gpu_view *va, const gdu_
             : GDU_TRI_UNKNOWN;
     p->iommu = f.iommu;
     bool rm_allows = f.rm_caps_known && gdu_p2p_caps_allowed(&f.rm);
-    p->works = f.cuda_can_access == GDU_TRI_YES || rm_allows ? GDU_TRI_YES
+    p->works = f.cuda_can_access == GDU_TRI_YES || rm_allows        ? GDU_TRI_YES
                : f.cuda_can_access == GDU_TRI_NO || f.rm_caps_known ? GDU_TRI_NO
                                                                     : GDU_TRI_UNKNOWN;
     if (p->works == GDU_TRI_YES) {
@@ -370,7 +373,8 @@ static void judge_pair(const gdu_snapshot *s, const gdu_gpu_view *va, const gdu_
             ga->plan == GDU_UNLOCK_NOTHING ? ga->why : gb->why);
     } else {
         p->plan = base;
-        say(p->why, sizeof p->why, "%s", stronger(ga->plan, gb->plan) == ga->plan ? ga->why : gb->why);
+        say(p->why, sizeof p->why, "%s",
+            stronger(ga->plan, gb->plan) == ga->plan ? ga->why : gb->why);
     }
     if (p->path.kind == GDU_PATH_NODE && p->plan != GDU_UNLOCK_IMPOSSIBLE) {
         size_t n = strlen(p->why);
@@ -404,7 +408,8 @@ static void judge_build_needs(const gdu_snapshot *s, gdu_unlock_check *c)
               e->make[0] ? "" : "no make");
     if (e->secure_boot == GDU_TRI_YES && e->signing_key != GDU_TRI_YES)
         block(&c->missing,
-              "create DKMS's signing key (dkms generate_mok), enroll it (mokutil --import " GDU_DKMS_MOK_CERT
+              "create DKMS's signing key (dkms generate_mok), enroll it (mokutil "
+              "--import " GDU_DKMS_MOK_CERT
               "), reboot and confirm it in the MOK manager; or turn Secure Boot off",
               "Secure Boot is on and DKMS has no signing key (" GDU_DKMS_MOK_KEY
               "): the kernel would refuse an unsigned module");
@@ -455,11 +460,11 @@ void gdu_unlock_check_run(const gdu_snapshot *s, gdu_unlock_check *c)
     c->driver_loaded = s->driver.loaded;
     snprintf(c->version, sizeof c->version, "%s",
              s->driver.module_version[0] ? s->driver.module_version : s->driver.version.version);
-    c->open_module = !s->driver.loaded ? GDU_TRI_UNKNOWN
-                     : s->driver.version.open_module
-                         ? GDU_TRI_YES
-                         : (s->driver.version.version[0] || s->driver.taint[0] ? GDU_TRI_NO
-                                                                               : GDU_TRI_UNKNOWN);
+    c->open_module =
+        !s->driver.loaded ? GDU_TRI_UNKNOWN
+        : s->driver.version.open_module
+            ? GDU_TRI_YES
+            : (s->driver.version.version[0] || s->driver.taint[0] ? GDU_TRI_NO : GDU_TRI_UNKNOWN);
     snprintf(c->kernel, sizeof c->kernel, "%s", s->kernel.release);
     c->iommu = s->iommu.mode;
     const gdu_iommu *io = &s->iommu;
@@ -485,8 +490,7 @@ void gdu_unlock_check_run(const gdu_snapshot *s, gdu_unlock_check *c)
     memset(&c->blockers, 0, sizeof c->blockers);
     for (size_t i = 0; i < c->n_gpus; i++)
         for (size_t j = i + 1; j < c->n_gpus; j++)
-            judge_pair(s, &views[i], &views[j], &c->gpus[i], &c->gpus[j],
-                       &c->pairs[c->n_pairs++]);
+            judge_pair(s, &views[i], &views[j], &c->gpus[i], &c->gpus[j], &c->pairs[c->n_pairs++]);
     machine_plan(c);
     if (c->n_gpus == 0)
         merge(&c->blockers, &driver);
@@ -505,12 +509,14 @@ bool gdu_unlock_pair_advice(const gdu_unlock_check *c, const char *bdf_a, const 
             continue;
         switch (p->plan) {
         case GDU_UNLOCK_PATCHED:
-            say(out, len, "plan 'patched module': %s; run '%s', then '%s' (" CMD_CHECK
-                          " lists what else it needs)",
+            say(out, len,
+                "plan 'patched module': %s; run '%s', then '%s' (" CMD_CHECK
+                " lists what else it needs)",
                 p->why, CMD_BUILD, CMD_INSTALL_PATCHED);
             return true;
         case GDU_UNLOCK_REGKEYS:
-            say(out, len, "plan 'registry keys only': %s; run '%s' (it sets NVreg_RegistryDwords=\"%s\")",
+            say(out, len,
+                "plan 'registry keys only': %s; run '%s' (it sets NVreg_RegistryDwords=\"%s\")",
                 p->why, CMD_INSTALL_KEYS, GDU_UNLOCK_REGISTRY_DWORDS);
             return true;
         case GDU_UNLOCK_IMPOSSIBLE:
@@ -519,7 +525,8 @@ bool gdu_unlock_pair_advice(const gdu_unlock_check *c, const char *bdf_a, const 
                 p->blockers.n ? p->blockers.note[0].fix : "see " CMD_CHECK);
             return true;
         case GDU_UNLOCK_UNKNOWN:
-            say(out, len, "run '" CMD_CHECK "' on the machine itself: it says which plan applies (%s)",
+            say(out, len,
+                "run '" CMD_CHECK "' on the machine itself: it says which plan applies (%s)",
                 p->why);
             return true;
         default:

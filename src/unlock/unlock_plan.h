@@ -31,12 +31,12 @@ typedef enum gdu_unlock_plan {
 /* GPU generations as the open module's code tells them apart for BAR1 P2P. */
 typedef enum gdu_chip_family {
     GDU_CHIP_UNKNOWN = 0,
-    GDU_CHIP_PRE_TURING, /* Maxwell, Pascal, Volta: not supported by the open module */
-    GDU_CHIP_TURING,     /* TU10x, TU11x: compute 7.5 */
-    GDU_CHIP_AMPERE,     /* GA100, GA10x: compute 8.0, 8.6, 8.7 */
-    GDU_CHIP_ADA,        /* AD10x: compute 8.9 */
-    GDU_CHIP_HOPPER,     /* GH100: compute 9.0 */
-    GDU_CHIP_BLACKWELL,  /* GB100, GB10x: compute 10.x, 11.x */
+    GDU_CHIP_PRE_TURING,         /* Maxwell, Pascal, Volta: not supported by the open module */
+    GDU_CHIP_TURING,             /* TU10x, TU11x: compute 7.5 */
+    GDU_CHIP_AMPERE,             /* GA100, GA10x: compute 8.0, 8.6, 8.7 */
+    GDU_CHIP_ADA,                /* AD10x: compute 8.9 */
+    GDU_CHIP_HOPPER,             /* GH100: compute 9.0 */
+    GDU_CHIP_BLACKWELL,          /* GB100, GB10x: compute 10.x, 11.x */
     GDU_CHIP_BLACKWELL_CONSUMER, /* GB202-GB207: compute 12.x */
 } gdu_chip_family;
 
@@ -100,7 +100,7 @@ typedef struct gdu_unlock_pair {
     gdu_tri acs_redirect;
     char acs_bridges[128]; /* the bridges that redirect */
     gdu_p2p_iommu iommu;
-    gdu_tri works;   /* CUDA or the RM says P2P works now */
+    gdu_tri works;    /* CUDA or the RM says P2P works now */
     const char *link; /* "NVLink", "PCIe BAR1", ... when it works */
     gdu_unlock_plan plan;
     char why[384];
@@ -110,7 +110,7 @@ typedef struct gdu_unlock_pair {
 enum { GDU_UNLOCK_MAX_PAIRS = GDU_MAX_GPUS * (GDU_MAX_GPUS - 1) / 2 };
 
 typedef struct gdu_unlock_check {
-    bool live;          /* read from the running machine */
+    bool live; /* read from the running machine */
     bool driver_loaded;
     gdu_tri open_module;
     char version[32]; /* the loaded module's, "" unknown */
