@@ -498,40 +498,46 @@ void gdu_unlock_check_run(const gdu_snapshot *s, gdu_unlock_check *c)
         judge_build_needs(s, c);
 }
 
+const gdu_unlock_pair *gdu_unlock_find_pair(const gdu_unlock_check *c, const char *bdf_a,
+                                            const char *bdf_b)
+{
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        const char *a = c->gpus[c->pairs[i].a].bdf, *b = c->gpus[c->pairs[i].b].bdf;
+        if ((strcasecmp(a, bdf_a) == 0 && strcasecmp(b, bdf_b) == 0) ||
+            (strcasecmp(a, bdf_b) == 0 && strcasecmp(b, bdf_a) == 0))
+            return &c->pairs[i];
+    }
+    return NULL;
+}
+
 bool gdu_unlock_pair_advice(const gdu_unlock_check *c, const char *bdf_a, const char *bdf_b,
                             char *out, size_t len)
 {
-    for (size_t i = 0; i < c->n_pairs; i++) {
-        const gdu_unlock_pair *p = &c->pairs[i];
-        const char *a = c->gpus[p->a].bdf, *b = c->gpus[p->b].bdf;
-        if (!((strcasecmp(a, bdf_a) == 0 && strcasecmp(b, bdf_b) == 0) ||
-              (strcasecmp(a, bdf_b) == 0 && strcasecmp(b, bdf_a) == 0)))
-            continue;
-        switch (p->plan) {
-        case GDU_UNLOCK_PATCHED:
-            say(out, len,
-                "plan 'patched module': %s; run '%s', then '%s' (" CMD_CHECK
-                " lists what else it needs)",
-                p->why, CMD_BUILD, CMD_INSTALL_PATCHED);
-            return true;
-        case GDU_UNLOCK_REGKEYS:
-            say(out, len,
-                "plan 'registry keys only': %s; run '%s' (it sets NVreg_RegistryDwords=\"%s\")",
-                p->why, CMD_INSTALL_KEYS, GDU_UNLOCK_REGISTRY_DWORDS);
-            return true;
-        case GDU_UNLOCK_IMPOSSIBLE:
-            say(out, len, "plan 'impossible here': %s; fix: %s (then run '" CMD_CHECK "')",
-                p->blockers.n ? p->blockers.note[0].fact : p->why,
-                p->blockers.n ? p->blockers.note[0].fix : "see " CMD_CHECK);
-            return true;
-        case GDU_UNLOCK_UNKNOWN:
-            say(out, len,
-                "run '" CMD_CHECK "' on the machine itself: it says which plan applies (%s)",
-                p->why);
-            return true;
-        default:
-            return false;
-        }
+    const gdu_unlock_pair *p = gdu_unlock_find_pair(c, bdf_a, bdf_b);
+    if (p == NULL)
+        return false;
+    switch (p->plan) {
+    case GDU_UNLOCK_PATCHED:
+        say(out, len,
+            "plan 'patched module': %s; run '%s', then '%s' (" CMD_CHECK
+            " lists what else it needs)",
+            p->why, CMD_BUILD, CMD_INSTALL_PATCHED);
+        return true;
+    case GDU_UNLOCK_REGKEYS:
+        say(out, len,
+            "plan 'registry keys only': %s; run '%s' (it sets NVreg_RegistryDwords=\"%s\")", p->why,
+            CMD_INSTALL_KEYS, GDU_UNLOCK_REGISTRY_DWORDS);
+        return true;
+    case GDU_UNLOCK_IMPOSSIBLE:
+        say(out, len, "plan 'impossible here': %s; fix: %s (then run '" CMD_CHECK "')",
+            p->blockers.n ? p->blockers.note[0].fact : p->why,
+            p->blockers.n ? p->blockers.note[0].fix : "see " CMD_CHECK);
+        return true;
+    case GDU_UNLOCK_UNKNOWN:
+        say(out, len, "run '" CMD_CHECK "' on the machine itself: it says which plan applies (%s)",
+            p->why);
+        return true;
+    default:
+        return false;
     }
-    return false;
 }

@@ -133,6 +133,10 @@ typedef struct gdu_unlock_check {
 /* The plan of the machine s shows. out is large: allocate it. */
 void gdu_unlock_check_run(const gdu_snapshot *s, gdu_unlock_check *out);
 
+/* The pair of the GPUs at these PCI addresses (either order), or NULL. */
+const gdu_unlock_pair *gdu_unlock_find_pair(const gdu_unlock_check *c, const char *bdf_a,
+                                            const char *bdf_b);
+
 /* One sentence for doctor's and gdunlock p2p's fix of a refused pair (GPUs
  * by PCI address): the plan, why, and the command. false when the check
  * has no such pair or its plan is "nothing". */

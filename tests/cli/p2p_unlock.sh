@@ -56,6 +56,18 @@ run 66 --sysroot "$work/no such folder" && has "$work/err" "no such folder" "mis
 run 64 --check --install && ok "two actions: 64"
 run 64 --check --out "$work/x" && ok "--out without --build/--install: 64"
 
+# ---- doctor and gdunlock p2p name the plan and the command in a refused GeForce pair's fix ----
+(cd "$work" && "$bin" p2p --no-bench --sysroot "$fixtures/unlock/rtx4090x2-patched-module" >"$work/out" 2>&1)
+has "$work/out" "fix: plan 'patched module': driver 580.95.05 has no BAR1 P2P for Ada GPUs" "p2p fix" &&
+  has "$work/out" "run 'gdunlock p2p unlock --build --out DIR', then 'sudo gdunlock p2p unlock --install --out DIR'" "p2p command" &&
+  ok "gdunlock p2p: a refused GeForce pair names the patched-module plan and the commands"
+(cd "$work" && "$bin" p2p --no-bench --sysroot "$fixtures/unlock/rtx5090x2-registry-keys" >"$work/out" 2>&1)
+has "$work/out" "fix: plan 'registry keys only'" "p2p keys" && has "$work/out" "run 'sudo gdunlock p2p unlock --install'" "p2p keys command" &&
+  ok "gdunlock p2p: GB20x on 580 names the registry-keys plan"
+(cd "$work" && "$bin" doctor --json --sysroot "$fixtures/unlock/rtx4090x2-display" >"$work/out" 2>&1)
+json "any('plan \\'impossible here\\'' in f.get('fix', '') and 'drives a display' in f['fix'] for f in d['findings'] if f['id'] == 'p2p.gpu0-gpu1')" "doctor display" &&
+  ok "doctor: the pair's fix names the blocking fact (a display) and its fix"
+
 # ---- --build through the build program ----
 run 0 --build --source "$work/src.tar.xz" --out "$work/out-dir" && has "$work/out" "built 580.95.05" "build" &&
   [ -f "$work/out-dir/build.json" ] && has "$FAKE_LOG" "--source $work/src.tar.xz" "build args" && ok "--build runs the build program"
