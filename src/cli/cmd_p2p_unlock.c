@@ -29,52 +29,51 @@ struct options {
 
 static void usage(FILE *out)
 {
-    fprintf(
-        out,
-        "Usage: gdunlock p2p unlock [--check] [--json] [--sysroot DIR]\n"
-        "  or:  gdunlock p2p unlock --build [--source DIR|TARBALL] [--kernel-headers DIR]\n"
-        "                           [--no-kernel] [--out DIR] [--json]\n"
-        "  or:  gdunlock p2p unlock --install [--out DIR] [--json] [--sysroot DIR]\n"
-        "  or:  gdunlock p2p unlock --revert [--json] [--sysroot DIR]\n"
-        "  or:  gdunlock p2p unlock --status [--json] [--sysroot DIR]\n"
-        "\n"
-        "GPU-to-GPU P2P for GeForce cards, which NVIDIA's driver withholds: what this\n"
-        "machine needs, and the open kernel module of the installed version with\n"
-        "gdunlock's BAR1 P2P edits, through DKMS (docs/p2p-unlock.md).\n"
-        "\n"
-        "  --check      (the default) per GPU and per pair, the plan and why: nothing to do,\n"
-        "               registry keys only, patched module, or impossible here (the blocking\n"
-        "               fact and its fix); from the module (open or proprietary, version),\n"
-        "               the chip family, BAR1 against video memory, a display on the GPU,\n"
-        "               the IOMMU, ACS and root complexes on the path, Secure Boot, kernel\n"
-        "               headers, DKMS and a compiler\n"
-        "  --build      get the sources of exactly the installed version, apply the edits,\n"
-        "               write them as one .patch and build the modules into --out DIR\n"
-        "               (default ./gdunlock-p2p-build); nothing outside DIR is written\n"
-        "  --source DIR|TARBALL  the open module's sources to use (on a machine without\n"
-        "               the driver, their own version is built)\n"
-        "  --kernel-headers DIR  build against these headers, not the running kernel's\n"
-        "  --no-kernel  stop after the kernel-independent part (the edited RM core)\n"
-        "  --install    (root) install what the plan needs: the build in --out DIR through\n"
-        "               DKMS as " GDU_UNLOCK_DKMS_NAME " (the stock package stays), and\n"
-        "               the module options in " GDU_UNLOCK_MODPROBE_CONF "; then says\n"
-        "               how to load it\n"
-        "  --revert     (root) back to the stock module and options; always possible, also\n"
-        "               after an interrupted install\n"
-        "  --status     which module runs (gdunlock's or the stock one), what gdunlock\n"
-        "               installed, the driver's P2P lines from the kernel log, and the\n"
-        "               pairs' P2P verdicts (as 'gdunlock p2p --no-bench')\n"
-        "  --sysroot DIR  a machine captured with 'gdunlock doctor --capture DIR' (--check,\n"
-        "               --status), or the tree --install and --revert write into instead of\n"
-        "               / (default: $GDUNLOCK_UNLOCK_ROOT, else the machine itself)\n"
-        "  --json       machine-readable output\n"
-        "\n"
-        "exit: 0 done (--check whatever the plan), 1 a step failed or was refused (the\n"
-        "message says why and the fix; a failed --install undid its steps), 64 bad\n"
-        "arguments, 66 --sysroot or --out missing, 69 a tool missing (DKMS, headers,\n"
-        "compiler, mokutil, the build program), 70 internal error, 77 not root; --build\n"
-        "passes on the build program's status (65 an edit did not apply, 66 no source of\n"
-        "that version, 69 a tool missing, 70 the compile failed, 73/74 cannot write DIR)\n");
+    fprintf(out,
+            "Usage: gdunlock p2p unlock [--check] [--json] [--sysroot DIR]\n"
+            "  or:  gdunlock p2p unlock --build [--source DIR|TARBALL] [--kernel-headers DIR]\n"
+            "                           [--no-kernel] [--out DIR] [--json]\n"
+            "  or:  gdunlock p2p unlock --install [--out DIR] [--json] [--sysroot DIR]\n"
+            "  or:  gdunlock p2p unlock --revert [--json] [--sysroot DIR]\n"
+            "  or:  gdunlock p2p unlock --status [--json] [--sysroot DIR]\n"
+            "\n"
+            "GPU-to-GPU P2P for GeForce cards, which NVIDIA's driver withholds: what this\n"
+            "machine needs, and the open kernel module of the installed version with\n"
+            "gdunlock's BAR1 P2P edits, through DKMS (docs/p2p-unlock.md).\n"
+            "\n"
+            "  --check      (the default) per GPU and per pair, the plan and why: nothing to do,\n"
+            "               registry keys only, patched module, or impossible here (the blocking\n"
+            "               fact and its fix); from the module (open or proprietary, version),\n"
+            "               the chip family, BAR1 against video memory, a display on the GPU,\n"
+            "               the IOMMU, ACS and root complexes on the path, Secure Boot, kernel\n"
+            "               headers, DKMS and a compiler\n"
+            "  --build      get the sources of exactly the installed version, apply the edits,\n"
+            "               write them as one .patch and build the modules into --out DIR\n"
+            "               (default ./gdunlock-p2p-build); nothing outside DIR is written\n"
+            "  --source DIR|TARBALL  the open module's sources to use (on a machine without\n"
+            "               the driver, their own version is built)\n"
+            "  --kernel-headers DIR  build against these headers, not the running kernel's\n"
+            "  --no-kernel  stop after the kernel-independent part (the edited RM core)\n"
+            "  --install    (root) install what the plan needs: the build in --out DIR through\n"
+            "               DKMS as " GDU_UNLOCK_DKMS_NAME " (the stock package stays), and\n"
+            "               the module options in " GDU_UNLOCK_MODPROBE_CONF "; then says\n"
+            "               how to load it\n"
+            "  --revert     (root) back to the stock module and options; always possible, also\n"
+            "               after an interrupted install\n"
+            "  --status     which module runs (gdunlock's or the stock one), what gdunlock\n"
+            "               installed, the driver's P2P lines from the kernel log, and the\n"
+            "               pairs' P2P verdicts (as 'gdunlock p2p --no-bench')\n"
+            "  --sysroot DIR  a machine captured with 'gdunlock doctor --capture DIR' (--check,\n"
+            "               --status), or the tree --install and --revert write into instead of\n"
+            "               / (default: $GDUNLOCK_UNLOCK_ROOT, else the machine itself)\n"
+            "  --json       machine-readable output\n"
+            "\n"
+            "exit: 0 done (--check whatever the plan), 1 a step failed or was refused (the\n"
+            "message says why and the fix; a failed --install undid its steps), 64 bad\n"
+            "arguments, 66 --sysroot or --out missing, 69 a tool missing (DKMS, headers,\n"
+            "compiler, mokutil, the build program), 70 internal error, 77 not root; --build\n"
+            "passes on the build program's status (65 an edit did not apply, 66 no source of\n"
+            "that version, 69 a tool missing, 70 the compile failed, 73/74 cannot write DIR)\n");
 }
 
 static int option(void *ctx, int opt, const char *arg)
@@ -131,7 +130,8 @@ static int parse(int argc, char **argv, struct options *o)
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
     };
-    static const gdu_cli_command cmd = {.name = NAME, .usage = usage, .shortopts = "", .longs = longs};
+    static const gdu_cli_command cmd = {
+        .name = NAME, .usage = usage, .shortopts = "", .longs = longs};
     *o = (struct options){.action = CHECK};
     int first;
     int rc = gdu_cli_parse(&cmd, argc, argv, option, o, &first);
@@ -141,7 +141,8 @@ static int parse(int argc, char **argv, struct options *o)
         return gdu_cli_fail(NAME, GDU_EXIT_USAGE, NULL, NULL,
                             "--source, --kernel-headers and --no-kernel go with --build");
     if (o->out && o->action != BUILD && o->action != INSTALL)
-        return gdu_cli_fail(NAME, GDU_EXIT_USAGE, NULL, NULL, "--out goes with --build or --install");
+        return gdu_cli_fail(NAME, GDU_EXIT_USAGE, NULL, NULL,
+                            "--out goes with --build or --install");
     if (o->sysroot == NULL && o->action != BUILD) {
         const char *env = getenv("GDUNLOCK_UNLOCK_ROOT");
         o->sysroot = env && env[0] ? env : NULL;
@@ -190,9 +191,11 @@ static void print_check(const gdu_unlock_check *c)
            !c->driver_loaded ? "none loaded" : tri_word(c->open_module, "open", "proprietary"),
            c->version[0] ? " " : "", c->version);
     put("  kernel       ", c->kernel[0] ? c->kernel : "unknown", "\n");
-    put("  headers      ", e->headers[0]                    ? e->headers
-                               : e->has_headers == GDU_TRI_NO ? "none"
-                                                              : "unknown", "\n");
+    put("  headers      ",
+        e->headers[0]                  ? e->headers
+        : e->has_headers == GDU_TRI_NO ? "none"
+                                       : "unknown",
+        "\n");
     put("  DKMS         ", e->dkms[0] ? e->dkms : "none", "\n");
     printf("  compiler     %s, %s\n", e->cc[0] ? e->cc : "no cc", e->make[0] ? e->make : "no make");
     printf("  Secure Boot  %s%s\n", tri_word(e->secure_boot, "on", "off"),
@@ -200,8 +203,8 @@ static void print_check(const gdu_unlock_check *c)
                ? (e->signing_key == GDU_TRI_YES ? " (DKMS signing key present)"
                                                 : " (no DKMS signing key)")
                : "");
-    printf("  IOMMU        %s%s%s%s\n", gdu_iommu_mode_name(c->iommu), c->iommu_cmdline[0] ? " (" : "",
-           c->iommu_cmdline, c->iommu_cmdline[0] ? ")" : "");
+    printf("  IOMMU        %s%s%s%s\n", gdu_iommu_mode_name(c->iommu),
+           c->iommu_cmdline[0] ? " (" : "", c->iommu_cmdline, c->iommu_cmdline[0] ? ")" : "");
     for (size_t i = 0; i < c->n_gpus; i++) {
         const gdu_unlock_gpu *g = &c->gpus[i];
         char cc[16] = "?";
@@ -252,12 +255,12 @@ static void print_steps(const gdu_unlock_install_report *r, const char *what)
 static void print_status(const gdu_unlock_status *st)
 {
     printf("nvidia module: %s%s%s%s%s\n", st->loaded ? "loaded" : "not loaded",
-           st->version[0] ? ", version " : "", st->version, st->srcversion[0] ? ", srcversion " : "",
-           st->srcversion);
+           st->version[0] ? ", version " : "", st->version,
+           st->srcversion[0] ? ", srcversion " : "", st->srcversion);
     printf("gdunlock's unlock: %s%s%s%s%s\n", st->installed[0] ? st->installed : "not installed",
            st->plan[0] ? " (" : "", st->plan, st->plan[0] ? ")" : "",
            st->dkms_registered ? ", registered with DKMS as " GDU_UNLOCK_DKMS_NAME : "");
-    printf("running: %s\n", st->patched == GDU_TRI_YES ? "gdunlock's unlock"
+    printf("running: %s\n", st->patched == GDU_TRI_YES  ? "gdunlock's unlock"
                             : st->patched == GDU_TRI_NO ? "the stock module"
                                                         : "unknown");
     put("  why: ", st->patched_why, "\n");
@@ -333,11 +336,12 @@ static int do_build(const struct options *o, gdu_unlock_check *c)
     if (rc != 0)
         return rc;
     if (c->driver_loaded && c->open_module == GDU_TRI_NO)
-        return gdu_cli_fail(NAME, GDU_EXIT_UNAVAILABLE, "proprietary_module",
-                            c->blockers.n ? c->blockers.note[0].fix : NULL,
-                            "the loaded module is NVIDIA's proprietary one (%s): its core is closed "
-                            "and cannot be edited",
-                            c->version);
+        return gdu_cli_fail(
+            NAME, GDU_EXIT_UNAVAILABLE, "proprietary_module",
+            c->blockers.n ? c->blockers.note[0].fix : NULL,
+            "the loaded module is NVIDIA's proprietary one (%s): its core is closed "
+            "and cannot be edited",
+            c->version);
     if (!c->driver_loaded && o->source == NULL)
         return gdu_cli_fail(NAME, GDU_EXIT_UNAVAILABLE, "no_driver",
                             "load the NVIDIA open module, or name the sources with --source",
@@ -352,19 +356,21 @@ static int do_build(const struct options *o, gdu_unlock_check *c)
     if (gdu_unlock_build(&a, &r, &err) != 0)
         return report_error(&err);
     if (gdu_cli_json())
-        return gdu_cli_print_report(
-            NAME,
-            json_pack("{s:s, s:s, s:s, s:o, s:b}", "status", r.status, "version", r.version, "out",
-                      a.out, "patch", r.patch[0] ? json_string(r.patch) : json_null(),
-                      "kernel_built", r.kernel_built),
-            "gdunlock-p2p-unlock-build/1", GDU_EXIT_OK, 0);
+        return gdu_cli_print_report(NAME,
+                                    json_pack("{s:s, s:s, s:s, s:o, s:b}", "status", r.status,
+                                              "version", r.version, "out", a.out, "patch",
+                                              r.patch[0] ? json_string(r.patch) : json_null(),
+                                              "kernel_built", r.kernel_built),
+                                    "gdunlock-p2p-unlock-build/1", GDU_EXIT_OK, 0);
     put("built ", r.version, "");
     put(" into ", a.out, "\n");
     if (r.patch[0])
         put("  the edits: ", r.patch, "\n");
-    put("next: ", r.kernel_built ? "sudo gdunlock p2p unlock --install --out DIR"
-                                     : "built without the kernel modules (--no-kernel): nothing to "
-                                       "install", "\n");
+    put("next: ",
+        r.kernel_built ? "sudo gdunlock p2p unlock --install --out DIR"
+                       : "built without the kernel modules (--no-kernel): nothing to "
+                         "install",
+        "\n");
     return GDU_EXIT_OK;
 }
 
@@ -380,8 +386,7 @@ static int do_change(const struct options *o, gdu_unlock_check *c)
     if (o->action == INSTALL) {
         rc = take_check(o->sysroot, c);
         if (rc == 0)
-            rc = gdu_unlock_install(&t, c, o->out, r, &err) == 0 ? GDU_EXIT_OK
-                                                                 : report_error(&err);
+            rc = gdu_unlock_install(&t, c, o->out, r, &err) == 0 ? GDU_EXIT_OK : report_error(&err);
     } else
         rc = gdu_unlock_revert(&t, r, &err) == 0 ? GDU_EXIT_OK : report_error(&err);
     if (rc == GDU_EXIT_OK) {

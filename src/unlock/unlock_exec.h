@@ -18,8 +18,8 @@ int gdu_unlock_exec(char *const argv[], bool echo, char *out, size_t len);
 void gdu_unlock_last_line(const char *text, char *line, size_t len);
 
 /* vsnprintf into out; false when it did not fit (out then holds what did). */
-__attribute__((format(printf, 3, 4))) bool gdu_unlock_format(char *out, size_t len,
-                                                             const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) bool gdu_unlock_format(char *out, size_t len, const char *fmt,
+                                                             ...);
 
 /* argv joined with spaces, for the steps shown to the user. */
 void gdu_unlock_argv_text(char *const argv[], char *out, size_t len);

@@ -16,17 +16,14 @@ static json_t *str_or_null(const char *s)
     return s != NULL && s[0] ? json_string(s) : json_null();
 }
 
-static json_t *bytes_or_null(uint64_t v)
-{
-    return v ? json_integer((json_int_t)v) : json_null();
-}
+static json_t *bytes_or_null(uint64_t v) { return v ? json_integer((json_int_t)v) : json_null(); }
 
 static json_t *notes(const gdu_unlock_notes *n)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < n->n; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s}", "fact", n->note[i].fact, "fix",
-                                           n->note[i].fix));
+        json_array_append_new(
+            a, json_pack("{s:s, s:s}", "fact", n->note[i].fact, "fix", n->note[i].fix));
     return a;
 }
 
@@ -46,8 +43,8 @@ static json_t *pair_json(const gdu_unlock_pair *p)
 {
     return json_pack("{s:i, s:i, s:s, s:[s,s], s:o, s:o, s:s, s:o, s:o, s:s, s:s, s:o}", "a", p->a,
                      "b", p->b, "path", gdu_path_kind_name(p->path.kind), "root_complexes",
-                     p->root_a, p->root_b, "acs_redirect", tri(p->acs_redirect),
-                     "acs_redirecting", str_or_null(p->acs_bridges), "iommu",
+                     p->root_a, p->root_b, "acs_redirect", tri(p->acs_redirect), "acs_redirecting",
+                     str_or_null(p->acs_bridges), "iommu",
                      p->iommu == GDU_P2P_IOMMU_OFF           ? "off"
                      : p->iommu == GDU_P2P_IOMMU_PASSTHROUGH ? "passthrough"
                      : p->iommu == GDU_P2P_IOMMU_TRANSLATED  ? "translated"
@@ -87,12 +84,11 @@ json_t *gdu_unlock_status_json(const gdu_unlock_status *st)
     return json_pack("{s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:s, s:o, s:o, s:o}", "loaded",
                      st->loaded, "version", str_or_null(st->version), "srcversion",
                      str_or_null(st->srcversion), "installed", str_or_null(st->installed), "plan",
-                     str_or_null(st->plan), "installed_version",
-                     str_or_null(st->installed_version), "installed_srcversion",
-                     str_or_null(st->installed_srcversion), "dkms_registered",
-                     st->dkms_registered, "patched", tri(st->patched), "why", st->patched_why,
-                     "options", str_or_null(st->options), "kernel_log", log, "kernel_log_error",
-                     str_or_null(st->log_why));
+                     str_or_null(st->plan), "installed_version", str_or_null(st->installed_version),
+                     "installed_srcversion", str_or_null(st->installed_srcversion),
+                     "dkms_registered", st->dkms_registered, "patched", tri(st->patched), "why",
+                     st->patched_why, "options", str_or_null(st->options), "kernel_log", log,
+                     "kernel_log_error", str_or_null(st->log_why));
 }
 
 json_t *gdu_unlock_install_json(const gdu_unlock_install_report *r)

@@ -15,11 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { EXIT_FAILED = 1, EXIT_USAGE = 64, EXIT_NOINPUT = 66, EXIT_UNAVAILABLE = 69, EXIT_NOPERM = 77 };
+enum {
+    EXIT_FAILED = 1,
+    EXIT_USAGE = 64,
+    EXIT_NOINPUT = 66,
+    EXIT_UNAVAILABLE = 69,
+    EXIT_NOPERM = 77
+};
 
-__attribute__((format(printf, 5, 6))) static int fail(gdu_unlock_error *err, int exit_code,
-                                                      const char *code, const char *fix,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int
+fail(gdu_unlock_error *err, int exit_code, const char *code, const char *fix, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -52,7 +57,8 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err)
         snprintf(out, len, "%s", env);
         if (access(out, X_OK) == 0)
             return 0;
-        fail(err, EXIT_UNAVAILABLE, "no_build_program", "unset GDUNLOCK_P2P_BUILD or name the program",
+        fail(err, EXIT_UNAVAILABLE, "no_build_program",
+             "unset GDUNLOCK_P2P_BUILD or name the program",
              "GDUNLOCK_P2P_BUILD=%s is not an executable program", env);
         return -ENOENT;
     }
@@ -146,7 +152,8 @@ int gdu_unlock_build(const gdu_unlock_build_args *a, gdu_unlock_build_result *r,
         return 0;
     if (r->program_exit == 0)
         return fail(err, EXIT_FAILED, "build_not_ok", "see build.log in the out folder",
-                    "the build program exited 0 but %s", doc ? "build.json does not say \"ok\"" : why);
+                    "the build program exited 0 but %s",
+                    doc ? "build.json does not say \"ok\"" : why);
     /* The program's own error line names cause and fix: "p2p-build: error: CAUSE; FIX". */
     const char *cause = strstr(last, "error: ");
     cause = cause ? cause + 7 : last;
@@ -277,19 +284,19 @@ static int write_dkms_conf(const char *dir, const char *version, const json_t *m
                                         "kernel-open/nvidia-drm.ko"};
     size_t n = json_array_size(modules) ? json_array_size(modules) : 4;
     for (size_t i = 0; i < n && used < sizeof text; i++) {
-        const char *m = json_array_size(modules) ? json_string_value(json_array_get(modules, i))
-                                                 : stock[i];
+        const char *m =
+            json_array_size(modules) ? json_string_value(json_array_get(modules, i)) : stock[i];
         if (m == NULL)
             continue;
         const char *base = strrchr(m, '/') ? strrchr(m, '/') + 1 : m;
         const char *source = strncmp(m, "source/", 7) == 0 ? m + 7 : m;
         size_t name_len = strcspn(base, ".");
-        used += (size_t)snprintf(text + used, sizeof text - used,
-                                 "BUILT_MODULE_NAME[%zu]=\"%.*s\"\n"
-                                 "BUILT_MODULE_LOCATION[%zu]=\"%.*s\"\n"
-                                 "DEST_MODULE_LOCATION[%zu]=\"/kernel/drivers/video\"\n",
-                                 i, (int)name_len, base, i, (int)(base - m - (source - m)), source,
-                                 i);
+        used +=
+            (size_t)snprintf(text + used, sizeof text - used,
+                             "BUILT_MODULE_NAME[%zu]=\"%.*s\"\n"
+                             "BUILT_MODULE_LOCATION[%zu]=\"%.*s\"\n"
+                             "DEST_MODULE_LOCATION[%zu]=\"/kernel/drivers/video\"\n",
+                             i, (int)name_len, base, i, (int)(base - m - (source - m)), source, i);
     }
     char path[PATH_MAX + 16];
     gdu_unlock_format(path, sizeof path, "%s/dkms.conf", dir);
@@ -516,10 +523,11 @@ static int verify_modprobe(install *in, gdu_unlock_error *err)
     snprintf(path, sizeof path, "%.*s", (int)(len < sizeof path ? len : sizeof path - 1), start);
     if (strstr(path, "/updates/") == NULL && strstr(path, "/extra/") == NULL) {
         char why[PATH_MAX + 128];
-        gdu_unlock_format(why, sizeof why,
-                 "modprobe would load %s, not the module DKMS installed (check /etc/depmod.d "
-                 "for an override of nvidia)",
-                 path);
+        gdu_unlock_format(
+            why, sizeof why,
+            "modprobe would load %s, not the module DKMS installed (check /etc/depmod.d "
+            "for an override of nvidia)",
+            path);
         return step_failed(in, err, shown, why);
     }
     step(in->r, "%s: nvidia loads from %s", shown, path);
@@ -535,8 +543,9 @@ static int write_options(install *in, gdu_unlock_error *err)
     snprintf(text, sizeof text,
              "# Written by gdunlock p2p unlock --install (plan: %s); --revert removes it.\n"
              "options nvidia NVreg_EnableResizableBar=1%s%s%s\n",
-             gdu_unlock_plan_id(in->c->plan), in->c->registry_dwords[0] ? " NVreg_RegistryDwords=\"" : "",
-             in->c->registry_dwords, in->c->registry_dwords[0] ? "\"" : "");
+             gdu_unlock_plan_id(in->c->plan),
+             in->c->registry_dwords[0] ? " NVreg_RegistryDwords=\"" : "", in->c->registry_dwords,
+             in->c->registry_dwords[0] ? "\"" : "");
     mark(in, "options");
     int rc = gdu_unlock_write_file(path, text);
     if (rc != 0) {
@@ -590,8 +599,8 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
     }
     snprintf(r->version, sizeof r->version, "%s", in.version);
     snprintf(in.name_version, sizeof in.name_version, GDU_UNLOCK_DKMS_NAME "/%s", in.version);
-    gdu_unlock_format(in.src_dir, sizeof in.src_dir, "%s/usr/src/" GDU_UNLOCK_DKMS_NAME "-%s", t->root,
-             in.version);
+    gdu_unlock_format(in.src_dir, sizeof in.src_dir, "%s/usr/src/" GDU_UNLOCK_DKMS_NAME "-%s",
+                      t->root, in.version);
     if (c->plan == GDU_UNLOCK_PATCHED && exists(in.src_dir)) {
         json_decref(modules);
         return fail(err, EXIT_FAILED, "already_installed", "run gdunlock p2p unlock --revert first",
@@ -649,8 +658,8 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
         if (dkms(t, said, sizeof said, shown, sizeof shown, "remove", nv, "--all", NULL) == 0)
             step(r, "%s", shown);
         else
-            failed = fail(err, EXIT_FAILED, "revert_failed",
-                          "run it by hand, then --revert again", "%s failed: %.300s", shown, said);
+            failed = fail(err, EXIT_FAILED, "revert_failed", "run it by hand, then --revert again",
+                          "%s failed: %.300s", shown, said);
     }
     if (d != NULL)
         closedir(d);
@@ -676,8 +685,8 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
     if (stock[0] && !exists(stock_tree)) {
         const char *kernel = json_str(state, "kernel");
         if (dkms(t, said, sizeof said, shown, sizeof shown, "add", stock, NULL) == 0 &&
-            dkms(t, said, sizeof said, shown, sizeof shown, "install", stock, "-k", kernel,
-                 NULL) == 0)
+            dkms(t, said, sizeof said, shown, sizeof shown, "install", stock, "-k", kernel, NULL) ==
+                0)
             step(r, "%s: the stock module is back", shown);
         else
             failed = fail(err, EXIT_FAILED, "revert_failed",
@@ -702,7 +711,8 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
 {
     memset(r, 0, sizeof *r);
     if (!t->privileged)
-        return fail(err, EXIT_NOPERM, "not_root", "run it as root: sudo gdunlock p2p unlock --revert",
+        return fail(err, EXIT_NOPERM, "not_root",
+                    "run it as root: sudo gdunlock p2p unlock --revert",
                     "--revert changes /etc/modprobe.d and DKMS's tree: it needs root");
     json_t *state = read_state(t);
     json_t *empty = state ? NULL : json_object();
@@ -720,9 +730,11 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
         snprintf(r->version, sizeof r->version, "%s", json_str(state, "version"));
     json_decref(state);
     json_decref(empty);
-    snprintf(r->next, sizeof r->next, "%s",
-             r->n_steps == 0
-                 ? "nothing of gdunlock's unlock was installed: the stock module and options are in place"
-                 : "reboot (or reload the nvidia modules) to run the stock module with its own options");
+    snprintf(
+        r->next, sizeof r->next, "%s",
+        r->n_steps == 0
+            ? "nothing of gdunlock's unlock was installed: the stock module and options are in "
+              "place"
+            : "reboot (or reload the nvidia modules) to run the stock module with its own options");
     return failed;
 }

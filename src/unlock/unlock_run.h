@@ -96,11 +96,11 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
 /* --status. */
 enum { GDU_UNLOCK_MAX_LOG_LINES = 32 };
 typedef struct gdu_unlock_status {
-    bool loaded;          /* /sys/module/nvidia exists */
-    char version[32];     /* /sys/module/nvidia/version */
-    char srcversion[64];  /* /sys/module/nvidia/srcversion */
-    char installed[32];   /* the state file's status: "installed", "installing", "" none */
-    char plan[32];        /* the state file's plan id */
+    bool loaded;         /* /sys/module/nvidia exists */
+    char version[32];    /* /sys/module/nvidia/version */
+    char srcversion[64]; /* /sys/module/nvidia/srcversion */
+    char installed[32];  /* the state file's status: "installed", "installing", "" none */
+    char plan[32];       /* the state file's plan id */
     char installed_version[32];
     char installed_srcversion[64]; /* of the module gdunlock built */
     bool dkms_registered;          /* DKMS's tree holds gdunlock's module */

@@ -16,8 +16,8 @@
 /* A kernel log line of the NVIDIA driver about P2P, BAR1 or its resizing. */
 static bool p2p_line(const char *line, size_t n)
 {
-    static const char *const words[] = {"P2P", "p2p", "BAR1", "ReBAR", "Resizable", "peer",
-                                        "resize"};
+    static const char *const words[] = {"P2P",       "p2p",  "BAR1",  "ReBAR",
+                                        "Resizable", "peer", "resize"};
     char buf[512];
     snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), line);
     if (strstr(buf, "NVRM") == NULL && strcasestr(buf, "nvidia") == NULL)
@@ -63,7 +63,8 @@ static void read_log(const gdu_unlock_target *t, gdu_sysroot *sr, gdu_unlock_sta
         char last[200];
         gdu_unlock_last_line(said, last, sizeof last);
         gdu_unlock_format(st->log_why, sizeof st->log_why,
-                 "dmesg exit %d (%s): run --status as root to read the kernel log", rc, last);
+                          "dmesg exit %d (%s): run --status as root to read the kernel log", rc,
+                          last);
         return;
     }
     keep_log_lines(said, st);
@@ -123,10 +124,11 @@ static void judge(gdu_sysroot *sr, gdu_unlock_status *st)
                  "the loaded module's srcversion %s is that of gdunlock's build", st->srcversion);
     } else {
         st->patched = GDU_TRI_NO;
-        gdu_unlock_format(st->patched_why, sizeof st->patched_why,
-                 "the loaded module's srcversion %s is not that of gdunlock's build (%s): the "
-                 "stock module still runs; reboot or reload the nvidia modules",
-                 st->srcversion, st->installed_srcversion);
+        gdu_unlock_format(
+            st->patched_why, sizeof st->patched_why,
+            "the loaded module's srcversion %s is not that of gdunlock's build (%s): the "
+            "stock module still runs; reboot or reload the nvidia modules",
+            st->srcversion, st->installed_srcversion);
     }
 }
 
@@ -197,10 +199,10 @@ json_t *gdu_unlock_status_report_json(const char *root)
     char why[256] = "";
     if (st != NULL && r != NULL) {
         gdu_unlock_status_read(&t, st);
-        json_t *matrix = gdu_unlock_matrix(&t, r, why, sizeof why) == 0 ? gdu_p2p_report_json(r)
-                                                                        : NULL;
-        doc = json_pack("{s:o, s:o*, s:s*}", "status", gdu_unlock_status_json(st), "matrix",
-                        matrix, "matrix_error", matrix ? NULL : why);
+        json_t *matrix =
+            gdu_unlock_matrix(&t, r, why, sizeof why) == 0 ? gdu_p2p_report_json(r) : NULL;
+        doc = json_pack("{s:o, s:o*, s:s*}", "status", gdu_unlock_status_json(st), "matrix", matrix,
+                        "matrix_error", matrix ? NULL : why);
     }
     free(st);
     free(r);
