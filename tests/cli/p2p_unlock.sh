@@ -167,5 +167,19 @@ run 1 --install --sysroot "$work/root" --out "$out" && has "$work/err" "interrup
   has "$work/err" "--revert" "interrupted fix" && ok "--install after an interrupted one: refused, names --revert"
 run 0 --revert --sysroot "$work/root" && clean "revert after interruption" && ok "--revert after an interrupted install"
 
+# the machine itself (no --sysroot) as a user other than root: refused before anything
+if [ "$(id -u)" -ne 0 ]; then
+  run 77 --revert && has "$work/err" "needs root" "not root" && ok "--revert as a user: 77, needs root"
+elif command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" p2p unlock --revert >"$work/out" 2>"$work/err")
+  rc=$?
+  if [ $rc -eq 126 ] || [ $rc -eq 127 ]; then
+    echo "skip --revert as nobody: it cannot run $bin"
+  else
+    [ $rc -eq 77 ] && has "$work/err" "needs root" "not root" && ok "--revert as nobody: 77, needs root" ||
+      bad "--revert as nobody: exit $rc: $(cat "$work/err")"
+  fi
+fi
+
 [ "$fail" -eq 0 ] && echo "all passed" || echo "$fail failed"
 exit $((fail > 0))
