@@ -30,12 +30,9 @@ struct options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gdunlock p2p unlock [--check] [--json] [--sysroot DIR]\n"
-            "  or:  gdunlock p2p unlock --build [--source DIR|TARBALL] [--kernel-headers DIR]\n"
-            "                           [--no-kernel] [--out DIR] [--json]\n"
-            "  or:  gdunlock p2p unlock --install [--out DIR] [--json] [--sysroot DIR]\n"
-            "  or:  gdunlock p2p unlock --revert [--json] [--sysroot DIR]\n"
-            "  or:  gdunlock p2p unlock --status [--json] [--sysroot DIR]\n"
+            "Usage: gdunlock p2p unlock [--check|--build|--install|--revert|--status] [--json]\n"
+            "                           [--sysroot DIR] [--out DIR] [--source DIR|TARBALL]\n"
+            "                           [--kernel-headers DIR] [--no-kernel]\n"
             "\n"
             "GPU-to-GPU P2P for GeForce cards, which NVIDIA's driver withholds: what this\n"
             "machine needs, and the open kernel module of the installed version with\n"
