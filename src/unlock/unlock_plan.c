@@ -9,12 +9,13 @@
 #include <strings.h>
 
 /* Versions where NVIDIA's open module changed what GB20x needs (the open
- * module's tags; the edits' manifest, src/unlock/edits/, names the same):
- * 570.86.15 binds GB202-GB207 to the Hopper BAR1-P2P implementation
- * (src/nvidia/generated/g_kern_bus_nvoc.c); 575.51.02 adds the
- * RMPcieP2PType registry key (src/nvidia/src/kernel/gpu/bif/kernel_bif.c);
- * 590.44.01 makes BAR1 P2P their default
- * (PDB_PROP_KBUS_SUPPORT_BAR1_P2P_BY_DEFAULT, g_kern_bus_nvoc.c). */
+ * module's tags; docs/p2p-unlock-edits.md names the same): 570.86.15 binds
+ * GB202-GB207 to the Hopper BAR1-P2P implementation
+ * (src/nvidia/generated/g_kern_bus_nvoc.c), chosen by RMForceP2PType=2;
+ * 575.51.02 moves that choice to the RMPcieP2PType key
+ * (src/nvidia/src/kernel/gpu/bif/kernel_bif.c); 590.44.01 makes BAR1 P2P
+ * their default (PDB_PROP_KBUS_SUPPORT_BAR1_P2P_BY_DEFAULT,
+ * g_kern_bus_nvoc.c). */
 #define GB20X_BAR1_CODE "570.86.15"
 #define GB20X_REGKEY "575.51.02"
 #define GB20X_DEFAULT "590.44.01"
@@ -123,7 +124,9 @@ gdu_unlock_plan gdu_unlock_module_plan(gdu_chip_family family, const char *versi
     case GDU_CHIP_AMPERE:
     case GDU_CHIP_ADA:
         if (gdu_driver_version_cmp(version, GDU_UNLOCK_OLDEST_VERSION) < 0) {
-            say(why, why_len, "driver %s is older than the oldest release the edits know (535)",
+            say(why, why_len,
+                "driver %s is older than the oldest release the edits know "
+                "(" GDU_UNLOCK_OLDEST_VERSION ")",
                 version);
             return GDU_UNLOCK_IMPOSSIBLE;
         }
@@ -144,18 +147,11 @@ gdu_unlock_plan gdu_unlock_module_plan(gdu_chip_family family, const char *versi
                 version);
             return GDU_UNLOCK_IMPOSSIBLE;
         }
-        if (gdu_driver_version_cmp(version, GB20X_REGKEY) < 0) {
-            say(why, why_len,
-                "driver %s has BAR1 P2P code for GB20x but no RMPcieP2PType key to choose it "
-                "(added in " GB20X_REGKEY "): the open module needs gdunlock's registry edit",
-                version);
-            return GDU_UNLOCK_PATCHED;
-        }
         if (gdu_driver_version_cmp(version, GB20X_DEFAULT) < 0) {
             say(why, why_len,
-                "driver %s has BAR1 P2P for GB20x behind registry keys (default from " GB20X_DEFAULT
-                ")",
-                version);
+                "driver %s has BAR1 P2P for GB20x behind registry keys (%s; the default "
+                "from " GB20X_DEFAULT ")",
+                version, gdu_unlock_registry_dwords(version));
             return GDU_UNLOCK_REGKEYS;
         }
         say(why, why_len, "driver %s makes BAR1 P2P the default for GB20x", version);
@@ -169,6 +165,12 @@ gdu_unlock_plan gdu_unlock_module_plan(gdu_chip_family family, const char *versi
         say(why, why_len, "the chip family is unknown (no CUDA answer for its compute capability)");
         return GDU_UNLOCK_UNKNOWN;
     }
+}
+
+const char *gdu_unlock_registry_dwords(const char *version)
+{
+    return gdu_driver_version_cmp(version, GB20X_REGKEY) < 0 ? "RMForceP2PType=2"
+                                                             : "RMForceP2PType=1;RMPcieP2PType=1";
 }
 
 __attribute__((format(printf, 3, 4))) static void block(gdu_unlock_notes *n, const char *fix,
@@ -268,7 +270,8 @@ static void judge_gpu(const gdu_snapshot *s, const gdu_gpu_view *v, gdu_unlock_c
         block(&g->blockers,
               g->family == GDU_CHIP_PRE_TURING
                   ? "none in software for this GPU: P2P on GeForce needs Turing or later"
-                  : "install a driver release from 535 on (the open module), then run " CMD_CHECK,
+                  : "install the open module of a driver release from " GDU_UNLOCK_OLDEST_VERSION
+                    " on, then run " CMD_CHECK,
               "%s (%s): %s", g->bdf, gdu_chip_family_name(g->family), g->why);
     if (g->plan == GDU_UNLOCK_PATCHED && c->open_module != GDU_TRI_YES) {
         g->plan = GDU_UNLOCK_IMPOSSIBLE; /* judge_driver named why */
@@ -446,7 +449,8 @@ static void machine_plan(gdu_unlock_check *c)
     say(c->why, sizeof c->why, "%s%s", why ? why : "",
         c->n_gpus == 1 ? " (one GPU: P2P needs a second)" : "");
     if (c->plan == GDU_UNLOCK_REGKEYS)
-        snprintf(c->registry_dwords, sizeof c->registry_dwords, "%s", GDU_UNLOCK_REGISTRY_DWORDS);
+        snprintf(c->registry_dwords, sizeof c->registry_dwords, "%s",
+                 gdu_unlock_registry_dwords(c->version));
     if (c->plan == GDU_UNLOCK_PATCHED)
         say(c->next, sizeof c->next, "%s, then %s", CMD_BUILD, CMD_INSTALL_PATCHED);
     else if (c->plan == GDU_UNLOCK_REGKEYS)
@@ -526,7 +530,7 @@ bool gdu_unlock_pair_advice(const gdu_unlock_check *c, const char *bdf_a, const 
     case GDU_UNLOCK_REGKEYS:
         say(out, len,
             "plan 'registry keys only': %s; run '%s' (it sets NVreg_RegistryDwords=\"%s\")", p->why,
-            CMD_INSTALL_KEYS, GDU_UNLOCK_REGISTRY_DWORDS);
+            CMD_INSTALL_KEYS, gdu_unlock_registry_dwords(c->version));
         return true;
     case GDU_UNLOCK_IMPOSSIBLE:
         say(out, len, "plan 'impossible here': %s; fix: %s (then run '" CMD_CHECK "')",

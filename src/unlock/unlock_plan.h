@@ -54,12 +54,16 @@ const char *gdu_unlock_plan_name(gdu_unlock_plan p);
  * version that does not parse sorts first. */
 int gdu_driver_version_cmp(const char *a, const char *b);
 
-/* The module registry keys the registry-keys plan sets (NVreg_RegistryDwords). */
-#define GDU_UNLOCK_REGISTRY_DWORDS "RMForceP2PType=1;RMPcieP2PType=1"
-
-/* The oldest and newest driver releases the edits are written for. */
-#define GDU_UNLOCK_OLDEST_VERSION "535.0"
+/* The oldest driver release the edits are written and checked for (the
+ * "@oldest" line of src/unlock/edits/manifest.tsv), and the newest branch. */
+#define GDU_UNLOCK_OLDEST_VERSION "550.54.15"
 #define GDU_UNLOCK_NEWEST_MAJOR 595
+
+/* The registry keys (NVreg_RegistryDwords) that choose BAR1 P2P on a driver
+ * of version: RMPcieP2PType=1 from 575.51.02, which took BAR1 P2P out of
+ * RMForceP2PType's values; RMForceP2PType=2 (BAR1P2P) before
+ * (src/nvidia/interface/nvrm_registry.h of each release). */
+const char *gdu_unlock_registry_dwords(const char *version);
 
 /* What the open module of version needs for a GeForce of family to do BAR1
  * P2P, ignoring the machine (BAR1 size, display, path): the version table.

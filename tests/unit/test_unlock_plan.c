@@ -54,8 +54,12 @@ static void version_table(void **state)
     assert_int_equal(gdu_chip_family_of(12, 0), GDU_CHIP_BLACKWELL_CONSUMER);
     assert_int_equal(gdu_chip_family_of(9, 0), GDU_CHIP_HOPPER);
     /* Turing, Ampere, Ada: a patched module on every release the edits know */
-    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_AMPERE, "535.261.03", why, sizeof why),
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_AMPERE, "550.54.15", why, sizeof why),
                      GDU_UNLOCK_PATCHED);
+    /* the 535 branch decides static BAR1 another way: the edits refuse it */
+    assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_AMPERE, "535.261.03", why, sizeof why),
+                     GDU_UNLOCK_IMPOSSIBLE);
+    assert_non_null(strstr(why, "oldest release the edits know (550.54.15)"));
     assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "595.45.04", why, sizeof why),
                      GDU_UNLOCK_PATCHED);
     assert_int_equal(gdu_unlock_module_plan(GDU_CHIP_ADA, "530.41.03", why, sizeof why),
@@ -65,7 +69,10 @@ static void version_table(void **state)
                      GDU_UNLOCK_IMPOSSIBLE);
     assert_int_equal(
         gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "570.86.16", why, sizeof why),
-        GDU_UNLOCK_PATCHED);
+        GDU_UNLOCK_REGKEYS);
+    assert_string_equal(gdu_unlock_registry_dwords("570.86.16"), "RMForceP2PType=2");
+    assert_string_equal(gdu_unlock_registry_dwords("575.51.02"),
+                        "RMForceP2PType=1;RMPcieP2PType=1");
     assert_int_equal(
         gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, "575.51.02", why, sizeof why),
         GDU_UNLOCK_REGKEYS);
@@ -123,7 +130,7 @@ static void gb20x_registry_keys_and_nothing(void **state)
     gdu_unlock_check *c = check_of("unlock/rtx5090x2-registry-keys");
     assert_int_equal(c->plan, GDU_UNLOCK_REGKEYS);
     assert_int_equal(c->gpus[0].family, GDU_CHIP_BLACKWELL_CONSUMER);
-    assert_string_equal(c->registry_dwords, GDU_UNLOCK_REGISTRY_DWORDS);
+    assert_string_equal(c->registry_dwords, "RMForceP2PType=1;RMPcieP2PType=1");
     assert_string_equal(c->next, "sudo gdunlock p2p unlock --install");
     free(c);
     c = check_of("unlock/rtx5090x2-nothing");
@@ -143,7 +150,7 @@ static void impossible_with_fix(void **state)
     } cases[] = {
         {"unlock/rtx4090x2-proprietary", "proprietary", "open kernel module"},
         {"doctor/proprietary-535", "proprietary", "open kernel module"},
-        {"unlock/rtx4090x2-old-driver", "older than the oldest release", "from 535 on"},
+        {"unlock/rtx4090x2-old-driver", "older than the oldest release", "from 550.54.15 on"},
         {"unlock/rtx4090x2-small-bar1", "BAR1 is 256.00 MiB but video memory is 24.00 GiB",
          "Resizable BAR in the BIOS"},
         {"doctor/rtx3060-no-rebar", "BAR1 is 256.00 MiB", "Resizable BAR in the BIOS"},
@@ -209,6 +216,96 @@ static void pair_advice(void **state)
     free(c);
 }
 
+/* The edits' manifest (src/unlock/edits/manifest.tsv, the build side's)
+ * and this plan agree: the same oldest release; edits only for the
+ * families the plan patches; on every NVIDIA release from the oldest on,
+ * some edit is needed for those families (the plan says "patched module"),
+ * none for GB20x (registry keys or nothing). Skipped where the build side
+ * is not in the tree. */
+#define EDITS GDUNLOCK_FIXTURES "/../../src/unlock/edits/"
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    char *text = calloc(1, 1 << 20);
+    assert_non_null(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The tab-separated field k (0-based) of line, into out. */
+static void field(const char *line, int k, char *out, size_t len)
+{
+    for (int i = 0; i < k && line != NULL; i++) {
+        line = strchr(line, '\t');
+        line = line ? line + 1 : NULL;
+    }
+    size_t n = line ? strcspn(line, "\t\n") : 0;
+    snprintf(out, len, "%.*s", (int)n, line ? line : "");
+}
+
+static bool in_range(const char *v, const char *from, const char *before)
+{
+    return (strcmp(from, "-") == 0 || gdu_driver_version_cmp(v, from) >= 0) &&
+           (strcmp(before, "-") == 0 || gdu_driver_version_cmp(v, before) < 0);
+}
+
+static void agrees_with_manifest(void **state)
+{
+    char *manifest = read_text(EDITS "manifest.tsv"),
+         *releases = read_text(EDITS "nvidia-releases.tsv");
+    if (manifest == NULL || releases == NULL) {
+        free(manifest);
+        free(releases);
+        skip();
+    }
+    char oldest[32] = "";
+    for (char *line = manifest; *line;
+         line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+        if (strncmp(line, "@oldest\t", 8) == 0)
+            field(line, 1, oldest, sizeof oldest);
+        if (line[0] == '#' || line[0] == '@' || line[0] == '\n')
+            continue;
+        char chips[64];
+        field(line, 6, chips, sizeof chips);
+        if (strcmp(chips, "turing,ampere,ada") != 0)
+            fail_msg("an edit for chips '%s': the plan patches Turing, Ampere and Ada only", chips);
+    }
+    assert_string_equal(oldest, GDU_UNLOCK_OLDEST_VERSION);
+    size_t checked = 0;
+    for (char *line = releases; *line;
+         line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+        char v[32], why[384];
+        field(line, 0, v, sizeof v);
+        if (line[0] == '#' || gdu_driver_version_cmp(v, oldest) < 0)
+            continue;
+        bool needed = false;
+        for (char *e = manifest; *e; e += strcspn(e, "\n") + (e[strcspn(e, "\n")] != 0)) {
+            char from[32], before[32];
+            if (e[0] == '#' || e[0] == '@')
+                continue;
+            field(e, 4, from, sizeof from);
+            field(e, 5, before, sizeof before);
+            needed |= in_range(v, from, before);
+        }
+        gdu_unlock_plan ada = gdu_unlock_module_plan(GDU_CHIP_ADA, v, why, sizeof why);
+        if (needed != (ada == GDU_UNLOCK_PATCHED))
+            fail_msg("%s: the manifest %s edits, the plan for Ada is %s", v,
+                     needed ? "has" : "has no", gdu_unlock_plan_id(ada));
+        assert_int_not_equal(
+            gdu_unlock_module_plan(GDU_CHIP_BLACKWELL_CONSUMER, v, why, sizeof why),
+            GDU_UNLOCK_PATCHED);
+        checked++;
+    }
+    assert_true(checked > 0);
+    free(manifest);
+    free(releases);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +313,7 @@ int main(void)
         cmocka_unit_test(ada_patched),          cmocka_unit_test(gb20x_registry_keys_and_nothing),
         cmocka_unit_test(impossible_with_fix),  cmocka_unit_test(missing_prerequisites),
         cmocka_unit_test(newer_driver_says_so), cmocka_unit_test(pair_advice),
+        cmocka_unit_test(agrees_with_manifest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
