@@ -340,6 +340,10 @@ static void judge_pair(const gdu_snapshot *s, const gdu_gpu_view *va, const gdu_
                                                                     : GDU_TRI_UNKNOWN;
     if (p->works == GDU_TRI_YES) {
         p->link = link_words(f.rm_caps_known ? gdu_p2p_caps_link(f.rm.caps) : GDU_P2P_LINK_UNKNOWN);
+        /* Without the RM's caps, CUDA's native peer atomics still tell NVLink
+         * (CUDA offers them over NVLink only, as p2p_reason.c infers). */
+        if (!f.rm_caps_known && f.native_atomics == GDU_TRI_YES)
+            p->link = "NVLink (inferred: CUDA reports native peer atomics)";
         p->plan = GDU_UNLOCK_NOTHING;
         say(p->why, sizeof p->why, "P2P works already, over %s", p->link);
         return;

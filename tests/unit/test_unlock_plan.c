@@ -103,6 +103,11 @@ static void h200_nothing(void **state)
     assert_int_equal(c->missing.n, 0); /* nothing to build: no toolchain asked for */
     assert_string_equal(c->next, "");
     free(c);
+    /* without the RM's caps, CUDA's native peer atomics still say NVLink */
+    c = check_of("unlock/h200-vm-no-rm-caps");
+    assert_int_equal(c->plan, GDU_UNLOCK_NOTHING);
+    assert_non_null(strstr(c->why, "over NVLink (inferred"));
+    free(c);
 }
 
 static void ada_patched(void **state)
