@@ -21,7 +21,7 @@ static void find_program(gdu_sysroot *sr, const char *const *names, size_t n, ch
         for (size_t d = 0; d < sizeof bin_dirs / sizeof bin_dirs[0]; d++) {
             char path[64];
             snprintf(path, sizeof path, "%s/%s", bin_dirs[d], names[i]);
-            if (gdu_sysroot_exists(sr, path)) {
+            if (gdu_sysroot_present(sr, path)) {
                 snprintf(out, len, "%s", path);
                 return;
             }
@@ -41,8 +41,9 @@ static void probe_secure_boot(gdu_sysroot *sr, gdu_module_env *out)
              gdu_sysroot_exists(sr, "/sys/firmware/efi/efivars"))
         out->secure_boot = GDU_TRI_NO; /* UEFI without the variable: no Secure Boot */
     free(data);
+    /* Presence only: the private key's content is never read, nor captured. */
     out->signing_key =
-        gdu_sysroot_exists(sr, GDU_DKMS_MOK_KEY) && gdu_sysroot_exists(sr, GDU_DKMS_MOK_CERT)
+        gdu_sysroot_present(sr, GDU_DKMS_MOK_KEY) && gdu_sysroot_present(sr, GDU_DKMS_MOK_CERT)
             ? GDU_TRI_YES
             : GDU_TRI_NO;
 }
