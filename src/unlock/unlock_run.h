@@ -129,5 +129,8 @@ json_t *gdu_unlock_install_json(const gdu_unlock_install_report *r);
  * {"status": {...}, "matrix": {...} or null, "matrix_error": "..."}; root
  * as gdu_unlock_target's. NULL without memory. */
 json_t *gdu_unlock_status_report_json(const char *root);
+/* The same from a snapshot already taken of that root (the report bundle's:
+ * CUDA is not asked twice); s NULL takes one. */
+json_t *gdu_unlock_status_report_json_of(const gdu_snapshot *s, const char *root);
 
 #endif

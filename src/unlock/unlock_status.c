@@ -158,6 +158,28 @@ void gdu_unlock_status_read(const gdu_unlock_target *t, gdu_unlock_status *st)
     gdu_sysroot_free(&sr);
 }
 
+/* gdunlock p2p's capability report of a snapshot, verdicts decided. */
+static int matrix_of(const gdu_snapshot *s, gdu_p2p_report *r, char *why, size_t len)
+{
+    int ordinals[GDU_P2P_MAX_GPUS], n = (int)s->live.n_gpus;
+    n = n < GDU_P2P_MAX_GPUS ? n : GDU_P2P_MAX_GPUS;
+    for (int i = 0; i < n; i++)
+        ordinals[i] = s->live.gpus[i].ordinal;
+    memset(r, 0, sizeof *r);
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    if (!s->live.cuda_ok) {
+        gdu_unlock_format(why, len, "CUDA is not usable: %s",
+                          s->live.cuda_why[0] ? s->live.cuda_why : "no live answers");
+        return -1;
+    }
+    if (gdu_p2p_collect_facts(r, s, ordinals, n, why, len) != 0)
+        return -1;
+    gdu_p2p_decide(r);
+    return 0;
+}
+
 int gdu_unlock_matrix(const gdu_unlock_target *t, gdu_p2p_report *r, char *why, size_t len)
 {
     gdu_sysroot sr;
@@ -168,43 +190,45 @@ int gdu_unlock_matrix(const gdu_unlock_target *t, gdu_p2p_report *r, char *why, 
         return -1;
     }
     gdu_snapshot_take(&sr, NULL, 0, s);
-    int ordinals[GDU_P2P_MAX_GPUS], n = (int)s->live.n_gpus, rc = -1;
-    n = n < GDU_P2P_MAX_GPUS ? n : GDU_P2P_MAX_GPUS;
-    for (int i = 0; i < n; i++)
-        ordinals[i] = s->live.gpus[i].ordinal;
-    memset(r, 0, sizeof *r);
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    if (!s->live.cuda_ok)
-        gdu_unlock_format(why, len, "CUDA is not usable: %s",
-                          s->live.cuda_why[0] ? s->live.cuda_why : "no live answers");
-    else if (gdu_p2p_collect_facts(r, s, ordinals, n, why, len) == 0) {
-        gdu_p2p_decide(r);
-        rc = 0;
-    }
+    int rc = matrix_of(s, r, why, len);
     gdu_snapshot_free(s);
     free(s);
     gdu_sysroot_free(&sr);
     return rc;
 }
 
-json_t *gdu_unlock_status_report_json(const char *root)
+json_t *gdu_unlock_status_report_json_of(const gdu_snapshot *s, const char *root)
 {
     gdu_unlock_target t = {0};
     snprintf(t.root, sizeof t.root, "%s", root && strcmp(root, "/") != 0 ? root : "");
     gdu_unlock_status *st = malloc(sizeof *st);
     gdu_p2p_report *r = malloc(sizeof *r);
+    gdu_snapshot *own = s == NULL ? malloc(sizeof *own) : NULL;
+    gdu_sysroot sr;
     json_t *doc = NULL;
     char why[256] = "";
-    if (st != NULL && r != NULL) {
-        gdu_unlock_status_read(&t, st);
-        json_t *matrix =
-            gdu_unlock_matrix(&t, r, why, sizeof why) == 0 ? gdu_p2p_report_json(r) : NULL;
-        doc = json_pack("{s:o, s:o*, s:s*}", "status", gdu_unlock_status_json(st), "matrix", matrix,
-                        "matrix_error", matrix ? NULL : why);
+    if (st == NULL || r == NULL || (s == NULL && own == NULL) ||
+        gdu_sysroot_init(&sr, t.root[0] ? t.root : NULL) != 0)
+        goto out;
+    if (s == NULL) {
+        gdu_snapshot_take(&sr, NULL, 0, own);
+        s = own;
     }
+    gdu_unlock_status_read(&t, st);
+    json_t *matrix = matrix_of(s, r, why, sizeof why) == 0 ? gdu_p2p_report_json(r) : NULL;
+    doc = json_pack("{s:o, s:o?, s:s?}", "status", gdu_unlock_status_json(st), "matrix", matrix,
+                    "matrix_error", matrix ? NULL : why);
+    if (own != NULL)
+        gdu_snapshot_free(own);
+    gdu_sysroot_free(&sr);
+out:
+    free(own);
     free(st);
     free(r);
     return doc;
+}
+
+json_t *gdu_unlock_status_report_json(const char *root)
+{
+    return gdu_unlock_status_report_json_of(NULL, root);
 }

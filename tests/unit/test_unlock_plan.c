@@ -3,6 +3,7 @@
  * make-fixtures.py), doctor's GeForce captures and the recorded H200 one;
  * and the version table alone. */
 #include "unlock/unlock_plan.h"
+#include "unlock/unlock_run.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -311,6 +312,31 @@ static void agrees_with_manifest(void **state)
     free(releases);
 }
 
+/* The report bundle's --status from the snapshot it already took. */
+static void status_for_the_bundle(void **state)
+{
+    const char *root = GDUNLOCK_FIXTURES "/doctor/h200-vm";
+    gdu_sysroot sr;
+    assert_int_equal(gdu_sysroot_init(&sr, root), 0);
+    gdu_snapshot *s = malloc(sizeof *s);
+    assert_non_null(s);
+    gdu_snapshot_take(&sr, NULL, 0, s);
+    json_t *doc = gdu_unlock_status_report_json_of(s, root);
+    assert_non_null(doc);
+    json_t *status = json_object_get(doc, "status"), *matrix = json_object_get(doc, "matrix");
+    assert_true(json_is_true(json_object_get(status, "loaded")));
+    assert_string_equal(json_string_value(json_object_get(status, "version")), "580.159.04");
+    assert_true(json_is_false(json_object_get(status, "patched")));
+    json_t *verdict =
+        json_object_get(json_array_get(json_object_get(matrix, "pairs"), 0), "verdict");
+    assert_string_equal(json_string_value(json_object_get(verdict, "class")), "NVLink");
+    assert_true(json_is_null(json_object_get(doc, "matrix_error")));
+    json_decref(doc);
+    gdu_snapshot_free(s);
+    free(s);
+    gdu_sysroot_free(&sr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,7 +344,7 @@ int main(void)
         cmocka_unit_test(ada_patched),          cmocka_unit_test(gb20x_registry_keys_and_nothing),
         cmocka_unit_test(impossible_with_fix),  cmocka_unit_test(missing_prerequisites),
         cmocka_unit_test(newer_driver_says_so), cmocka_unit_test(pair_advice),
-        cmocka_unit_test(agrees_with_manifest),
+        cmocka_unit_test(agrees_with_manifest), cmocka_unit_test(status_for_the_bundle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

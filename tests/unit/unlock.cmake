@@ -1,7 +1,7 @@
 # gdunlock p2p unlock: the plan on the fixture sysroots (tests/fixtures/unlock
 # and doctor's), and install / revert / status on a fake root with fake dkms,
 # modprobe, mokutil and a stub build program (tests/unlock-cli).
-gdunlock_unit_test(test_unlock_plan SOURCES test_unlock_plan.c LIBS gdu_unlock_plan)
+gdunlock_unit_test(test_unlock_plan SOURCES test_unlock_plan.c LIBS gdu_unlock)
 if(TARGET gdunlock)
   add_test(NAME cli_p2p_unlock
            COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/p2p_unlock.sh $<TARGET_FILE:gdunlock>
