@@ -81,14 +81,17 @@ json_t *gdu_unlock_status_json(const gdu_unlock_status *st)
     json_t *log = json_array();
     for (size_t i = 0; i < st->n_log; i++)
         json_array_append_new(log, gdu_json_text(st->log[i]));
-    return json_pack("{s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:s, s:o, s:o, s:o}", "loaded",
-                     st->loaded, "version", str_or_null(st->version), "srcversion",
+    json_t *dkms = st->dkms_registered
+                       ? json_sprintf(GDU_UNLOCK_DKMS_NAME "/%s", st->installed_version)
+                       : json_null();
+    return json_pack("{s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:s, s:o, s:o, s:o}",
+                     "loaded", st->loaded, "version", str_or_null(st->version), "srcversion",
                      str_or_null(st->srcversion), "installed", str_or_null(st->installed), "plan",
                      str_or_null(st->plan), "installed_version", str_or_null(st->installed_version),
                      "installed_srcversion", str_or_null(st->installed_srcversion),
-                     "dkms_registered", st->dkms_registered, "patched", tri(st->patched), "why",
-                     st->patched_why, "options", str_or_null(st->options), "kernel_log", log,
-                     "kernel_log_error", str_or_null(st->log_why));
+                     "dkms_registered", st->dkms_registered, "dkms_module", dkms, "patched",
+                     tri(st->patched), "why", st->patched_why, "options", str_or_null(st->options),
+                     "kernel_log", log, "kernel_log_error", str_or_null(st->log_why));
 }
 
 json_t *gdu_unlock_install_json(const gdu_unlock_install_report *r)

@@ -104,7 +104,7 @@ echo 4E3C2B1A0F9D8E7C6B5A493 >"$work/root/sys/module/nvidia/srcversion"
 run 0 --status --sysroot "$work/root" && has "$work/out" "running: gdunlock's unlock" "status patched" &&
   has "$work/out" "BAR1 P2P enabled" "kernel log" && ! grep -q "usb 1-1" "$work/out" && ok "--status: gdunlock's module runs, P2P log lines"
 run 0 --status --json --sysroot "$work/root" &&
-  json "d['status']['patched'] is True and d['status']['dkms_registered'] and d['matrix']['pairs'] is not None and d['schema'] == 'gdunlock-p2p-unlock-status/1'" "status json" &&
+  json "d['status']['patched'] is True and d['status']['dkms_module'] == 'gdunlock-nvidia-p2p/580.95.05' and d['matrix']['pairs'] is not None and d['schema'] == 'gdunlock-p2p-unlock-status/1'" "status json" &&
   ok "--status --json: status and the P2P matrix"
 run 0 --revert --sysroot "$work/root" && clean "revert" &&
   has "$FAKE_LOG" "dkms remove gdunlock-nvidia-p2p/580.95.05 --all" "revert dkms" &&
