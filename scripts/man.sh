@@ -33,3 +33,13 @@ while read -r name what; do
   help2man --no-info --no-discard-stderr --version-string="$version" --name="$what" \
     --include="$work/see-also-$name" -o "$out/gdunlock-$name.1" "$work/gdunlock-$name"
 done <<<"$commands"
+# Subcommands with options of their own get a page each: gdunlock-p2p-unlock(1).
+for sub in "p2p unlock"; do
+  page=gdunlock-${sub// /-}
+  printf '#!/bin/sh\n"%s" %s "$@" | %s\n' "$gdunlock" "$sub" "$join" >"$work/$page"
+  chmod +x "$work/$page"
+  printf '[SEE ALSO]\n\\fBgdunlock\\fR(1), \\fBgdunlock-%s\\fR(1)\n' "${sub%% *}" >"$work/see-also-$page"
+  help2man --no-info --no-discard-stderr --version-string="$version" \
+    --name="what a GeForce machine needs for GPU P2P, and installing it" \
+    --include="$work/see-also-$page" -o "$out/$page.1" "$work/$page"
+done

@@ -364,8 +364,12 @@ static void rtx4090_stock_sku_lock(void **state)
     assert_int_equal(p->verdict.link, GDU_P2P_LINK_NONE);
     assert_int_equal(p->verdict.cause, GDU_P2P_CAUSE_SKU_LOCK);
     assert_string_equal(gdu_p2p_verdict_class(&p->verdict), "staged only");
-    assert_non_null(strstr(p->verdict.fix, "BAR1 P2P patches"));
+    /* The fix is the unlock's plan for this machine, with the commands. */
+    assert_non_null(strstr(p->verdict.fix, "plan 'patched module': driver 580.95.05 has no BAR1 "
+                                           "P2P for Ada GPUs"));
+    assert_non_null(strstr(p->verdict.fix, "run 'gdunlock p2p unlock --build --out DIR'"));
     const gdu_finding *f = finding(&t->r, "p2p.gpu0-gpu1", GDU_ST_FAIL);
+    assert_true(has_evidence(f, "unlock plan: patched module ('gdunlock p2p unlock --check')"));
     assert_true(has_evidence(f, "lock: SKU lock"));
     assert_true(has_evidence(f, "read=gpu_not_supported"));
     assert_true(has_evidence(f, "cuDeviceCanAccessPeer: 0"));
