@@ -296,8 +296,7 @@ void gdu_io_close(gdu_io_file *f)
     if (gdu_io_engine_foreign(f->engine)) {
         /* reads the parent had out never complete here, and its locks may
          * be held: only this process's descriptors and mapping go */
-        if (f->gather_map != NULL)
-            munmap((void *)f->gather_map, (size_t)f->gather_map_len);
+        gdu_io_gather_unmap_now(f);
         if (f->dfd >= 0)
             close(f->dfd);
         close(f->fd);
