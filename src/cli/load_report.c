@@ -27,6 +27,9 @@ const char *load_fix_hint(gdu_st_status status)
         return "fix or unset the GDUNLOCK_IO_* variable named above";
     case GDU_ST_ERR_BUSY:
         return "release the engines after the loads that use them have finished";
+    case GDU_ST_ERR_NOMEM:
+        return "free memory, or lower GDUNLOCK_IO_CHUNK, GDUNLOCK_IO_STAGING or "
+               "GDUNLOCK_IO_WORKERS (the engine stages workers x staging x chunk bytes)";
     case GDU_ST_ERR_DTYPE:
         return "the file uses a dtype this gdunlock does not know: a newer format revision?";
     case GDU_ST_ERR_TENSOR_ENTRY:

@@ -491,7 +491,9 @@ static int fill_options(gdu_io_options *o, char *why, size_t len)
                  o->chunk_size);
         return -EINVAL;
     }
-    return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    return gdu_io_options_bound_staging(o, memory, why, len);
 }
 
 static int setup_cuda(gdu_io_engine *e, char *why, size_t len)

@@ -73,6 +73,28 @@ typedef struct {
  * once per process; tests and the fuzzer call it directly. */
 int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len);
 
+/* Staging (workers x staging_per_worker x chunk_size, all of it mapped at
+ * engine start, faulted in and pinned) may take at most this share of the
+ * machine's memory: a quarter, which leaves the process its own data and
+ * the page cache the files it reads. */
+#define GDU_IO_STAGING_MEMORY_SHARE 4
+
+/* Holds o's staging within a share of memory (bytes of it; 0: unknown, no
+ * bound): the built-in defaults shrink to fit (fewer slots per worker,
+ * then fewer workers), anything set is refused: -EINVAL with why naming
+ * the settings (the GDUNLOCK_IO_* variables where they are set). */
+int gdu_io_options_bound_staging(gdu_io_options *o, uint64_t memory, char *why, size_t len);
+
+/* Staging up to this many bytes is faulted in and pinned as the engine
+ * starts, so that its first copies wait for none of it. 1 GiB: twice the
+ * largest built-in staging (16 workers x 2 slots x the 16 MiB O_DIRECT
+ * chunk), so that every default and every setting the GPU tests use keep
+ * their pinned staging. Larger staging (a chunk size set far above the
+ * default, say) is neither faulted in nor pinned: its pages come as reads
+ * fill them, so the memory it takes follows the loads, not the settings,
+ * and its copies to the GPU go through the driver's own pinned buffers. */
+#define GDU_IO_PRESTAGE_MAX ((size_t)1 << 30)
+
 /* The default worker count on a machine with cpus online CPUs
  * (gdu_io_default_workers asks sysconf). */
 unsigned gdu_io_workers_for_cpus(long cpus);
@@ -375,6 +397,7 @@ struct gdu_io_engine {
      * GROWING or PINNED; under qlock). */
     char *staging;
     size_t staging_bytes;
+    bool staging_by_use; /* over GDU_IO_PRESTAGE_MAX: not faulted in, not pinned */
     gdu_io_staging_state staging_state;
     unsigned staging_faulting, staging_faulting_rest;
     bool staging_rest_pinned;
