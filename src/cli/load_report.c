@@ -12,7 +12,7 @@ const char *load_fix_hint(gdu_st_status status)
 {
     switch (status) {
     case GDU_ST_ERR_OPEN:
-        return "check the path and its permissions";
+        return "name a .safetensors file (or its index) that you may read";
     case GDU_ST_ERR_TOO_SMALL:
     case GDU_ST_ERR_HEADER_LENGTH:
     case GDU_ST_ERR_HEADER_JSON:

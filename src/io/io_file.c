@@ -123,8 +123,9 @@ static void choose_direct(gdu_io_file *f, char *note, size_t len)
              cache_note[0] ? " (" : "", cache_note, cache_note[0] ? ")" : "");
 }
 
-/* 0 when fd is a regular file; else -EISDIR or -EINVAL (a FIFO, a device,
- * a socket: reading them could block forever or never end) with why. */
+/* 0 when fd is a data file; else -EISDIR or -EINVAL (a FIFO, a device, a
+ * socket: reading them could block forever or never end; a file of /proc
+ * or /sys: its size is not its content) with why (gdu_data_file_check). */
 static int check_regular(int fd, const char *name, char *why, size_t why_len)
 {
     struct stat st;
@@ -133,10 +134,7 @@ static int check_regular(int fd, const char *name, char *why, size_t why_len)
         snprintf(why, why_len, "cannot stat %s: %s", name, strerror(err));
         return -err;
     }
-    if (S_ISREG(st.st_mode))
-        return 0;
-    snprintf(why, why_len, "%s is %s, not a regular file", name, gdu_file_kind(st.st_mode));
-    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    return gdu_data_file_check(name, fd, &st, why, why_len);
 }
 
 /* Puts the checked regular-file descriptor fd (owned from here on) on the
