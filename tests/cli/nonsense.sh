@@ -176,6 +176,16 @@ check 64 -- p2p --iters 0
 # for every command, whatever it found.
 printf '\x37\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
 check 0 -- load "$work/tiny.safetensors" --to host
+# Staging memory that cannot be had is named as memory, with the settings
+# that lower it, not as a storage error (an address-space limit below one
+# slot of 1 GiB; not under a sanitizer, whose shadow memory needs more).
+if ! ldd "$bin" 2>/dev/null | grep -q 'lib[at]san'; then
+  (ulimit -v 1000000 && GDUNLOCK_IO_CHUNK=1G timeout 60 "$bin" load "$work/tiny.safetensors" \
+    --to host) >"$work/out" 2>&1
+  rc=$?
+  ok_if '[ "$rc" -eq 70 ] && grep -q "GDU_ST_ERR_NOMEM: .*staging memory" "$work/out" &&
+    grep -q "lower GDUNLOCK_IO_CHUNK" "$work/out"' "load with staging memory short names it"
+fi
 full="writing the output failed"
 check -m "$full" -full 74 -- --help
 check -m "$full" -full 74 -- doctor --sysroot "$fixtures/l40s-nvfs"
