@@ -166,19 +166,15 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 }
 
 /* Names to scrub: host names and user names of the examined machine. */
-static void scrub_words(const char *root, gdu_scrub *sc)
+static void scrub_words(gdu_sysroot *sr, gdu_scrub *sc)
 {
     static const char *const hosts[] = {"/proc/sys/kernel/hostname", "/etc/hostname"};
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
-        char path[PATH_MAX + 64], line[128] = "";
-        snprintf(path, sizeof path, "%s%s", root, hosts[i]);
-        FILE *f = fopen(path, "re");
-        if (f != NULL && fgets(line, sizeof line, f) != NULL)
+        char line[128];
+        if (gdu_sysroot_read_line(sr, hosts[i], line, sizeof line) == 0)
             gdu_scrub_add_host(sc, line);
-        if (f != NULL)
-            fclose(f);
     }
-    if (root[0] != '\0')
+    if (!gdu_sysroot_is_live(sr))
         return; /* a capture: the names of who runs report are not its */
     char host[256];
     if (gethostname(host, sizeof host) == 0)
@@ -206,7 +202,6 @@ static const char readme[] =
 static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
                   gdu_bundle_result *res, char *why, size_t why_len)
 {
-    const char *root = req->sysroot ? req->sysroot : "";
     char file[PATH_MAX + 64];
     gdu_sysroot sr;
     if (gdu_sysroot_init(&sr, req->sysroot) != 0) {
@@ -273,6 +268,7 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         snprintf(file, sizeof file, "%s/nvidia-fs-stats-after.txt", bundle);
         copy_out(&sr, stats, file);
     }
+    scrub_words(&sr, sc); /* read like every other file: a FIFO there would hang it */
     gdu_sysroot_free(&sr);
     if (req->sysroot == NULL) {
         snprintf(file, sizeof file, "%s/kernel-log.txt", bundle);
@@ -284,7 +280,6 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         snprintf(why, why_len, "cannot write %s", file);
         return -EIO;
     }
-    scrub_words(root, sc);
     res->files_scrubbed = gdu_scrub_tree(sc, bundle);
     res->replaced = sc->replaced;
     if (res->files_scrubbed < 0) {

@@ -156,8 +156,8 @@ static bool holds(const char *dir, const char *name, const char *text)
 /* A capture's files that lead out of it (links absolute or by "..") are
  * read inside it, as doctor's replay reads them: the bundle, made to be
  * posted, holds nothing of this machine's files; a FIFO or a device in
- * their place is left out, with a note, rather than hang the report or
- * fill the disk. */
+ * their place (the host name the scrubbing reads too) is left out, with a
+ * note, rather than hang the report or fill the disk. */
 static void a_capture_reads_only_itself(void **state)
 {
     char dir[] = "/tmp/gdu-bundle-XXXXXX", cmd[8192];
@@ -177,7 +177,8 @@ static void a_capture_reads_only_itself(void **state)
         cmd, sizeof cmd,
         "cd '%s' && rm -f machine/proc/driver/nvidia/params machine/proc/driver/nvidia-fs/stats "
         "&& mkfifo machine/proc/driver/nvidia/params && "
-        "ln -s /dev/zero machine/proc/driver/nvidia-fs/stats",
+        "ln -s /dev/zero machine/proc/driver/nvidia-fs/stats && mkdir -p machine/etc && "
+        "rm -f machine/etc/hostname && mkfifo machine/etc/hostname",
         dir);
     assert_int_equal(sh(cmd), 0);
     int rc = report_in(dir, "", "--sysroot machine --out c.tar");
