@@ -149,9 +149,9 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
                  c->file, c->file, c->file);
         return -EISDIR;
     }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len, "%s is %s, not a regular file: bench uses regular files only", c->file,
-                 gdu_file_kind(st.st_mode));
+    char what[384];
+    if (gdu_data_file_check(c->file, -1, &st, what, sizeof what) != 0) {
+        snprintf(why, len, "%s: bench uses regular files only", what);
         return -EINVAL;
     }
     if (c->write) { /* every write path truncates and rewrites it */

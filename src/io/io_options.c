@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +151,45 @@ int gdu_io_options_default(gdu_io_options *o, char *why, size_t why_len)
     if (process_defaults.status != 0 && why != NULL && why_len > 0)
         snprintf(why, why_len, "%s", process_defaults.why);
     return process_defaults.status;
+}
+
+/* "NAME (value)" where the variable is set, else "the engine's <what>". */
+static void setting_name(char *buf, size_t len, const char *var, const char *what)
+{
+    const char *v = getenv(var);
+    if (v != NULL && *v)
+        snprintf(buf, len, "%s (%s)", var, v);
+    else
+        snprintf(buf, len, "%s", what);
+}
+
+int gdu_io_options_bound_staging(gdu_io_options *o, uint64_t memory, char *why, size_t len)
+{
+    uint64_t limit = memory / GDU_IO_STAGING_MEMORY_SHARE;
+    uint64_t bytes = (uint64_t)o->workers * o->staging_per_worker * o->chunk_size;
+    if (memory == 0 || bytes <= limit)
+        return 0;
+    bool builtin =
+        o->staging_per_worker == GDU_IO_DEFAULT_STAGING && o->workers == gdu_io_default_workers() &&
+        (o->chunk_size == GDU_IO_DEFAULT_CHUNK || o->chunk_size == GDU_IO_DEFAULT_DIRECT_CHUNK);
+    if (builtin) { /* a small machine: fewer slots, then fewer workers */
+        while (bytes > limit && o->staging_per_worker > 1)
+            bytes = (uint64_t)o->workers * --o->staging_per_worker * o->chunk_size;
+        while (bytes > limit && o->workers > 1)
+            bytes = (uint64_t)--o->workers * o->staging_per_worker * o->chunk_size;
+        if (bytes <= limit)
+            return 0;
+    }
+    char chunk[64], staging[64], workers[64], have[32], need[32], mem[32];
+    setting_name(chunk, sizeof chunk, "GDUNLOCK_IO_CHUNK", "chunk_size");
+    setting_name(staging, sizeof staging, "GDUNLOCK_IO_STAGING", "staging_per_worker");
+    setting_name(workers, sizeof workers, "GDUNLOCK_IO_WORKERS", "workers");
+    gdu_format_bytes(bytes, need, sizeof need);
+    gdu_format_bytes(o->chunk_size, have, sizeof have);
+    gdu_format_bytes(memory, mem, sizeof mem);
+    snprintf(why, len,
+             "staging of %u workers x %u slots x %s chunks is %s, more than a quarter of this "
+             "machine's %s of memory: lower %s, %s or %s",
+             o->workers, o->staging_per_worker, have, need, mem, chunk, staging, workers);
+    return -EINVAL;
 }

@@ -176,6 +176,16 @@ check 64 -- p2p --iters 0
 # for every command, whatever it found.
 printf '\x37\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
 check 0 -- load "$work/tiny.safetensors" --to host
+# Staging memory that cannot be had is named as memory, with the settings
+# that lower it, not as a storage error (an address-space limit below one
+# slot of 1 GiB; not under a sanitizer, whose shadow memory needs more).
+if ! ldd "$bin" 2>/dev/null | grep -q 'lib[at]san'; then
+  (ulimit -v 1000000 && GDUNLOCK_IO_CHUNK=1G timeout 60 "$bin" load "$work/tiny.safetensors" \
+    --to host) >"$work/out" 2>&1
+  rc=$?
+  ok_if '[ "$rc" -eq 70 ] && grep -q "GDU_ST_ERR_NOMEM: .*staging memory" "$work/out" &&
+    grep -q "lower GDUNLOCK_IO_CHUNK" "$work/out"' "load with staging memory short names it"
+fi
 full="writing the output failed"
 check -m "$full" -full 74 -- --help
 check -m "$full" -full 74 -- doctor --sysroot "$fixtures/l40s-nvfs"
@@ -229,6 +239,18 @@ check 64 66 -- load "$work/junk" --to host
 check 64 66 69 -- load "$work/junk" --gpu 99
 check 64 -- load "$work/junk" --gpu -1
 check 64 -- load "$work/junk" --gpu 0,0,banana
+# Special files as the file to load or bench, each named for what it is: a
+# socket's open fails with ENXIO, a /proc file is regular with a size of 0.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock"
+check -m "sock is a socket, not a regular file" 66 -- load "$work/sock" --to host
+check -m "fifo is a FIFO, not a regular file" 66 -- load "$work/fifo" --to host
+check -m "/dev/zero is a character device, not a regular file" 66 -- load /dev/zero --to host
+check -m "/proc/self/status is a file of /proc (procfs)" 66 -- load /proc/self/status --to host
+check -m "/proc/self/status is a file of /proc (procfs)" 66 -- bench -f /proc/self/status -s 4K
+check -m "sock is a socket, not a regular file" 66 -- bench -f "$work/sock" -s 4K
+if [ -f /sys/kernel/mm/transparent_hugepage/enabled ]; then
+  check -m "is a file of /sys (sysfs)" 66 -- load /sys/kernel/mm/transparent_hugepage/enabled --to host
+fi
 check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --to host --gpu 0
 check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --gpu 1 --to host
 # --list: a multi-byte name takes the columns of its characters, not of its bytes.
