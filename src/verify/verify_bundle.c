@@ -4,6 +4,7 @@
 #include "facts/capture.h"
 #include "launch/launch.h"
 #include "probe/nvfs_stats.h"
+#include "unlock/unlock_run.h"
 #include "util/open_regular.h"
 #include "verify/verify_scrub.h"
 
@@ -196,7 +197,8 @@ static const char readme[] =
     "  cufile.log    libcufile's log of that verify run\n"
     "  nvidia-fs-stats-before.txt, nvidia-fs-stats-after.txt   around it\n"
     "  kernel-log.txt    the kernel's lines about the driver, nvidia-fs, NVMe, P2PDMA\n"
-    "  driver-params.txt /proc/driver/nvidia/params\n";
+    "  driver-params.txt /proc/driver/nvidia/params\n"
+    "  p2p-unlock-status.json  gdunlock p2p unlock --status, and the P2P matrix\n";
 
 /* Everything but the packing, into bundle. */
 static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
@@ -237,6 +239,12 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
     }
     json_decref(j);
     gdu_report_free(&report);
+    /* What a GeForce P2P report needs first: which module runs, and the plan. */
+    json_t *unlock = rc == 0 ? gdu_unlock_status_report_json_of(s, req->sysroot) : NULL;
+    snprintf(file, sizeof file, "%s/p2p-unlock-status.json", bundle);
+    if (rc == 0 && (unlock == NULL || json_dump_file(unlock, file, JSON_INDENT(2)) != 0))
+        note(res, "no p2p unlock status (%s)", unlock == NULL ? "out of memory" : "cannot write");
+    json_decref(unlock);
     gdu_snapshot_free(s);
     free(s);
     if (rc != 0) {

@@ -110,6 +110,11 @@ static void no_secret_survives(void **state)
              dir, GDUNLOCK_BIN);
     assert_int_equal(sh(cmd), unscrubbed);
     assert_non_null(strstr(output, "GPUDirect Storage (/home/user/models)"));
+    /* The P2P unlock's status rides along, for a report of a GeForce pair. */
+    snprintf(cmd, sizeof cmd, "cat '%s/gdunlock-report/p2p-unlock-status.json'", dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_non_null(strstr(output, "\"status\""));
+    assert_non_null(strstr(output, "\"matrix\""));
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(sh(cmd), 0);
 }
