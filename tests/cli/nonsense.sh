@@ -232,7 +232,8 @@ check -json 64 -- run --json --log loud -- true
 check -json 66 -- run --json -- /no/such/program
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
-check 64 66 -- load "$work"
+mkdir "$work/no-model" # a folder stands for the checkpoint it holds; this one holds none
+check -m "no .safetensors file or index in it" 66 -- load "$work/no-model"
 check 64 66 -- load /dev/zero --to host
 check 64 66 -- load "$work/empty" --to host
 check 64 66 -- load "$work/junk" --to host
