@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const char *const backend_names[] = {"auto", "cufile", "pipeline", "host"};
@@ -61,12 +62,11 @@ int gdu_io_backend_parse(const char *name, gdu_io_backend *out)
 
 static int parse_direct(const char *text, gdu_io_direct *out)
 {
-    if (strcmp(text, "auto") == 0)
+    int on;
+    if (strcasecmp(text, "auto") == 0)
         *out = GDU_IO_DIRECT_AUTO;
-    else if (strcmp(text, "on") == 0 || strcmp(text, "1") == 0)
-        *out = GDU_IO_DIRECT_ON;
-    else if (strcmp(text, "off") == 0 || strcmp(text, "0") == 0)
-        *out = GDU_IO_DIRECT_OFF;
+    else if (gdu_parse_bool(text, &on) == 0)
+        *out = on ? GDU_IO_DIRECT_ON : GDU_IO_DIRECT_OFF;
     else
         return -EINVAL;
     return 0;
@@ -114,7 +114,7 @@ int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len)
     }
     if ((v = getenv("GDUNLOCK_IO_DIRECT")) != NULL && *v) {
         if (parse_direct(v, &n.direct) != 0)
-            return bad(why, why_len, "GDUNLOCK_IO_DIRECT", v, "auto, on or off");
+            return bad(why, why_len, "GDUNLOCK_IO_DIRECT", v, "auto or a boolean: " GDU_BOOL_WORDS);
     }
     *o = n;
     return 0;

@@ -233,6 +233,17 @@ class StartWithCudaTest(unittest.TestCase):
         self.kept.start_with_cuda(self.torch)
         self.assertEqual(self.queued, [])
 
+    def test_gdunlock_prepare_takes_every_boolean_word(self):
+        """As kvikio's booleans: OFF, FALSE, NO in any case; anything else
+        leaves the default (on)."""
+        for word in ("OFF", "off", "False", "NO"):
+            os.environ["GDUNLOCK_PREPARE"] = word
+            self.kept.start_with_cuda(self.new_torch())
+        self.assertEqual(self.queued, [])
+        os.environ["GDUNLOCK_PREPARE"] = "ON"
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(len(self.queued), 1)
+
     def test_a_failing_start_does_not_fail_torch(self):
         def refused(device=0):
             raise gdunlock.GdunlockError("GDU_ST_ERR_ENGINE", "test")

@@ -98,6 +98,28 @@ static void env_values_parse(void **state)
     assert_int_equal(o.direct, GDU_IO_DIRECT_OFF);
 }
 
+/* Every boolean as kvikio takes its own, in any case; auto in any case. */
+static void env_direct_takes_kvikio_booleans(void **state)
+{
+    static const struct {
+        const char *text;
+        gdu_io_direct want;
+    } cases[] = {
+        {"ON", GDU_IO_DIRECT_ON},  {"True", GDU_IO_DIRECT_ON}, {"yes", GDU_IO_DIRECT_ON},
+        {"1", GDU_IO_DIRECT_ON},   {"OFF", GDU_IO_DIRECT_OFF}, {"false", GDU_IO_DIRECT_OFF},
+        {"No", GDU_IO_DIRECT_OFF}, {"0", GDU_IO_DIRECT_OFF},   {"AUTO", GDU_IO_DIRECT_AUTO}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clear_env(NULL);
+        setenv("GDUNLOCK_IO_DIRECT", cases[i].text, 1);
+        gdu_io_options o;
+        memset(&o, 0, sizeof o);
+        o.direct = cases[i].want == GDU_IO_DIRECT_ON ? GDU_IO_DIRECT_OFF : GDU_IO_DIRECT_ON;
+        char why[256] = "";
+        assert_int_equal(gdu_io_options_parse_env(&o, why, sizeof why), 0);
+        assert_int_equal(o.direct, cases[i].want);
+    }
+}
+
 static void expect_rejected(const char *var, const char *value, gdu_io_backend backend)
 {
     clear_env(NULL);
@@ -175,6 +197,7 @@ int main(void)
         cmocka_unit_test_setup(builtin_defaults_without_environment, clear_env),
         cmocka_unit_test(default_workers_leave_a_quarter_of_the_cpus),
         cmocka_unit_test_setup(env_values_parse, clear_env),
+        cmocka_unit_test_setup(env_direct_takes_kvikio_booleans, clear_env),
         cmocka_unit_test_setup(env_overrides_are_validated, clear_env),
         cmocka_unit_test_setup(backend_names_round_trip, clear_env),
         cmocka_unit_test_setup_teardown(engine_says_why, clear_env, clear_env),

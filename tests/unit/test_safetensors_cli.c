@@ -184,6 +184,19 @@ static void test_bad_setting_is_usage(void **state)
     assert_non_null(strstr(out, "GDUNLOCK_IO_DIRECT=maybe"));
 }
 
+/* Every boolean as kvikio takes it: GDUNLOCK_IO_DIRECT=ON was once refused
+ * (64) where 1 passed. */
+static void test_setting_booleans(void **state)
+{
+    static char out[1 << 14];
+    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=ON", "--to host '" FIX "small.safetensors'", 0,
+                                 out, sizeof out),
+                     0);
+    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=False", "--to host '" FIX "small.safetensors'",
+                                 0, out, sizeof out),
+                     0);
+}
+
 /* A model's folder, as the Python iterator takes one: its index, its only
  * file, or its files without an index; a folder with neither, or with two
  * indexes, is named. */
@@ -266,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_bad_setting_is_usage),
         cmocka_unit_test(test_open_file_limit_named),
         cmocka_unit_test(test_lenient),
+        cmocka_unit_test(test_setting_booleans),
         cmocka_unit_test(test_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
