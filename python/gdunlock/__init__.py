@@ -21,6 +21,7 @@ library (see _lib.py for where it is looked for); tensors need torch.
 
 from ._lib import GdunlockError, library_path
 from ._version import __version__
+from . import defaults
 from .checkpoint import Checkpoint, TensorInfo, parse_device
 from .errors import SafetensorError
 from .iterator import weights_iterator
@@ -53,9 +54,9 @@ def _load_native():
 _load_native()
 
 __all__ = ["Checkpoint", "GdunlockError", "Preparation", "SafetensorError", "SliceError",
-           "TensorInfo", "__version__", "library_path", "load_file", "load_safetensors",
-           "parse_device", "patch", "prepare", "release_engines", "safe_open", "unpatch",
-           "weights_iterator"]
+           "TensorInfo", "__version__", "defaults", "library_path", "load_file",
+           "load_safetensors", "parse_device", "patch", "prepare", "release_engines", "safe_open",
+           "unpatch", "weights_iterator"]
 
 
 def load_safetensors(path, device=0, verify=False, lenient=False):

@@ -169,6 +169,8 @@ def _declare(lib):
         "gdu_st_header_data_offset": (u64, [p]),
         "gdu_st_header_data_span": (u64, [p]),
         "gdu_io_options_default": (i, [ctypes.POINTER(IoOptions), ctypes.c_char_p, sz]),
+        "gdu_io_defaults_set": (i, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, sz]),
+        "gdu_io_backend_name": (ctypes.c_char_p, [i]),
         "gdu_io_engine_create": (i, [ctypes.POINTER(IoOptions), ctypes.POINTER(p),
                                      ctypes.c_char_p, sz]),
         "gdu_io_engine_destroy": (None, [p]),

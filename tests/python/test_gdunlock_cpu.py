@@ -277,6 +277,58 @@ class StartWithCudaTest(unittest.TestCase):
         self.assertEqual(_python("import torch, gdunlock\ngdunlock.patch()\n" + queued), "1")
 
 
+class DefaultsTest(unittest.TestCase):
+    """gdunlock.defaults, kvikio.defaults' model: get, set as a call and as
+    a with block, all or nothing, the loads after it reading with the new
+    values. In a fresh interpreter each: the settings are the process's."""
+
+    def test_set_and_get(self):
+        code = ("import gdunlock\n"
+                "d = gdunlock.defaults\n"
+                "print(d.get('workers'), d.get('direct'), d.get('chunk'))\n"
+                "d.set('workers', 3)\n"
+                "print(d.get('workers'))\n"
+                "with d.set({'direct': True, 'staging': 4}):\n"
+                "    print(d.get('direct'), d.get('staging'), d.get('chunk'))\n"
+                "print(d.get('direct'), d.get('staging'))\n"
+                "try:\n"
+                "    d.set(workers=5, chunk='1000')\n"
+                "except ValueError as e:\n"
+                "    print('refused:', e)\n"
+                "print(d.get('workers'))\n")
+        lines = _python(code, GDUNLOCK_IO_WORKERS="2", GDUNLOCK_IO_DIRECT="OFF").splitlines()
+        self.assertEqual(lines[0], "2 off 4194304")
+        self.assertEqual(lines[1], "3")
+        self.assertEqual(lines[2], "on 4 16777216")  # O_DIRECT's own chunk
+        self.assertEqual(lines[3], "off 2")
+        self.assertIn("GDUNLOCK_IO_CHUNK=1000 is invalid", lines[4])
+        self.assertEqual(lines[5], "3")  # all or nothing: workers=5 undone
+
+    def test_unknown_names(self):
+        with self.assertRaisesRegex(KeyError, "threads"):
+            gdunlock.defaults.set(threads=4)
+        with self.assertRaisesRegex(KeyError, "threads"):
+            gdunlock.defaults.get("threads")
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_the_next_load_takes_the_setting(self):
+        """The kept engines were made with the old values: set() frees
+        them, and the next load's engine has the new ones."""
+        code = ("import ctypes, gdunlock\n"
+                f"gdunlock.load_safetensors({SMALL!r}, device='cpu')\n"
+                "gdunlock.defaults.set('workers', 3)\n"
+                f"gdunlock.load_safetensors({SMALL!r}, device='cpu')\n"
+                "from gdunlock._lib import lib, StError, check\n"
+                "e, err = ctypes.c_void_p(), StError()\n"
+                "check(lib().gdu_st_engine_acquire(1, 0, ctypes.byref(e), ctypes.byref(err)), err)\n"
+                "f = lib().gdu_io_engine_options\n"
+                "f.restype = ctypes.POINTER(ctypes.c_uint * 4)\n"
+                "f.argtypes = [ctypes.c_void_p]\n"
+                "print(f(e).contents[3])\n"
+                "lib().gdu_st_engine_return(e)\n")
+        self.assertEqual(_python(code, GDUNLOCK_IO_WORKERS="2"), "3")
+
+
 class FifoTest(unittest.TestCase):
     """A FIFO as the file, the index or a shard is refused at once (a plain
     open blocks until a writer comes: forever)."""
