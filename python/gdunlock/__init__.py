@@ -59,9 +59,10 @@ __all__ = ["Checkpoint", "GdunlockError", "Preparation", "SafetensorError", "Sli
            "unpatch", "weights_iterator"]
 
 
-def load_safetensors(path, device=0, verify=False, lenient=False):
+def load_safetensors(path, device="cuda:0", verify=False, lenient=False):
     """Loads a .safetensors file or a sharded checkpoint's index JSON and
-    returns {name: torch.Tensor}. All tensors of one file share its memory
+    returns {name: torch.Tensor} on device: the first GPU unless told
+    ("cuda:N" or N, a list of GPUs, or "cpu" for host memory). All tensors of one file share its memory
     (a few allocations of whole tensors), freed when the last of them dies."""
     from .torch_bridge import aligned, tensor_view
 

@@ -254,11 +254,23 @@ def lib():
     return _lib
 
 
+# What a Python caller passes to get past a status (the CLI has its own).
+_FIXES = {
+    "GDU_ST_ERR_NO_CUDA": "gdunlock's loaders read into the first GPU unless told "
+                          "(device='cuda:0'): pass device='cpu' to load into host memory, or "
+                          "device='cuda:N' for a GPU that exists",
+}
+
+
 def check(status, err):
-    """Raises GdunlockError for a failed call."""
+    """Raises GdunlockError for a failed call, with the fix where one is
+    known."""
     if status != 0:
         name = lib().gdu_st_status_name(status).decode()
-        raise GdunlockError(name, err.message.decode(errors="replace"))
+        message = err.message.decode(errors="replace")
+        if name in _FIXES:
+            message += f"; {_FIXES[name]}"
+        raise GdunlockError(name, message)
 
 
 def check_regular_file(path):

@@ -425,6 +425,28 @@ class ForkTest(unittest.TestCase):
             c.load("cpu")
 
 
+class DefaultDeviceTest(unittest.TestCase):
+    """gdunlock's own loaders say which device they default to (the first
+    GPU), and where there is none the error names the argument to pass."""
+
+    def test_the_signature_names_the_device(self):
+        import inspect
+        for f in (gdunlock.load_safetensors, gdunlock.weights_iterator):
+            self.assertEqual(inspect.signature(f).parameters["device"].default, "cuda:0",
+                             f.__name__)
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_without_cuda_the_error_names_device_cpu(self):
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is usable here")
+        for load in (lambda: gdunlock.load_safetensors(SMALL),
+                     lambda: list(gdunlock.weights_iterator(SMALL))):
+            with self.assertRaises(gdunlock.GdunlockError) as caught:
+                load()
+            self.assertEqual(caught.exception.code, "GDU_ST_ERR_NO_CUDA")
+            self.assertIn("device='cpu'", str(caught.exception))
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class TorchTest(unittest.TestCase):
     def test_cpu_tensors_match_the_file(self):
