@@ -6,10 +6,11 @@ a saved Llama equal safetensors' (device "cpu"), the expert filter and
 select= leave tensors unread, tqdm draws on rank 0 only, and PyTorch pickle
 checkpoints are refused naming the fix.
 
-vLLM and SGLang are large and not installed in CI: their tests skip there,
-saying why. scripts/test-serving.sh makes a venv with both and runs this
-file with GDU_REQUIRE_SERVING=1, which turns a failed import into an error
-instead of a skip. The rules both share (gdunlock.serving) are tested
+vLLM and SGLang are large and not installed beside the other tests: their
+tests skip there, saying why. scripts/test-serving.sh (CI runs it) makes a
+venv with both for the newest releases and one for the pinned pair, and runs
+this file in each with GDU_REQUIRE_SERVING=1, which turns a failed import
+into an error instead of a skip. The rules both share (gdunlock.serving) are tested
 everywhere."""
 import contextlib
 import importlib
@@ -279,6 +280,17 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
     def source(self, path, prefix=""):
         return self.loaders.DefaultModelLoader.Source(path, None, prefix=prefix)
 
+    def cpu_config(self, load_config):
+        """vLLM's config of a CPU worker. From vLLM 0.34 its x86 CPU platform
+        refuses a config without Triton's CPU backend (triton-cpu, not on
+        PyPI; vllm/platforms/cpu.py, check_and_update_config), for kernels
+        these tests never run: they say Triton is there while the config is
+        made."""
+        import vllm.triton_utils
+        with mock.patch.object(vllm.triton_utils, "HAS_TRITON", True):
+            return self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
+                                          load_config=load_config)
+
     def test_entry_point_registers_the_format(self):
         registry = self.loaders._LOAD_FORMAT_TO_MODEL_LOADER
         registry.pop("gdunlock", None)
@@ -315,8 +327,7 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         """DefaultModelLoader.load_weights (vLLM's own) with the device
         from vLLM's device config, as a worker loads."""
         loader = self.loader()
-        vllm_config = self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
-                                             load_config=loader.load_config)
+        vllm_config = self.cpu_config(loader.load_config)
         model = FakeModel()
         model_config = SimpleNamespace(model=self.m.llama, revision=None, quantization=None,
                                        is_moe=False, multimodal_config=None)
@@ -331,8 +342,7 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         vLLM's load_model builds the model and loads: the start overlaps the
         build."""
         loader = self.loader()
-        vllm_config = self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
-                                             load_config=loader.load_config)
+        vllm_config = self.cpu_config(loader.load_config)
         order = []
         with mock.patch.object(serving, "prepare", lambda d: order.append(("prepare", str(d)))), \
                 mock.patch.object(self.loaders.DefaultModelLoader, "load_model",
