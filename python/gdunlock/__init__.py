@@ -60,13 +60,15 @@ __all__ = ["Checkpoint", "GdunlockError", "Preparation", "SafetensorError", "Sli
 
 
 def load_safetensors(path, device="cuda:0", verify=False, lenient=False):
-    """Loads a .safetensors file or a sharded checkpoint's index JSON and
-    returns {name: torch.Tensor} on device: the first GPU unless told
-    ("cuda:N" or N, a list of GPUs, or "cpu" for host memory). All tensors of one file share its memory
-    (a few allocations of whole tensors), freed when the last of them dies."""
+    """Loads a .safetensors file, a sharded checkpoint's index JSON or a
+    model's folder (its index, else its .safetensors files) and returns
+    {name: torch.Tensor} on device: the first GPU unless told ("cuda:N" or
+    N, a list of GPUs, or "cpu" for host memory). All tensors of one file
+    share its memory (a few allocations of whole tensors), freed when the
+    last of them dies."""
     from .torch_bridge import aligned, tensor_view
 
-    with Checkpoint(path, lenient=lenient) as ckpt:
+    with Checkpoint(path, lenient=lenient, folder=True) as ckpt:
         ckpt.load_start(device)
         try:  # the tensor objects are made while the bytes move
             views = [(info, tensor_view(ckpt, i, info)) for i, info in enumerate(ckpt.tensors())]

@@ -115,6 +115,7 @@ IO_BACKEND_HOST = 3
 IO_READ = 1
 IO_OP_READ = 0
 LENIENT = 1
+FOLDER = 2
 
 # Checked against the library's gdu_st_abi_layout() when it loads: each
 # mirror field by field (name, offset, size), each constant by value.
@@ -123,7 +124,7 @@ MIRRORS = {"gdu_st_error": StError, "gdu_st_tensor": StTensor,
            "gdu_io_extent": IoExtent, "gdu_io_options": IoOptions}
 CONSTANTS = {"GDU_ST_TARGET_GPU": TARGET_GPU, "GDU_ST_TARGET_HOST": TARGET_HOST,
              "GDU_ST_LENIENT": LENIENT, "GDU_IO_BACKEND_HOST": IO_BACKEND_HOST,
-             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ}
+             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ, "GDU_ST_FOLDER": FOLDER}
 # GdunlockError codes that only this module raises; every other code is a
 # status name of the library (gdu_st_status_name).
 MODULE_CODES = {

@@ -465,6 +465,19 @@ class TorchTest(unittest.TestCase):
             raw = t.reshape(-1).view(torch.uint8)
             self.assertEqual(raw.numpy().tobytes(), data, name)
 
+    def test_a_models_folder_loads_as_its_index(self):
+        """load_safetensors(DIR), as weights_iterator(DIR) and `gdunlock
+        load DIR` read a folder; safe_open(DIR) stays an error."""
+        folder = os.path.dirname(SHARDED)
+        by_index = gdunlock.load_safetensors(SHARDED, device="cpu")
+        by_folder = gdunlock.load_safetensors(folder, device="cpu")
+        self.assertEqual(sorted(by_folder), sorted(by_index))
+        for name, t in by_index.items():
+            self.assertEqual(by_folder[name].reshape(-1).view(torch.uint8).numpy().tobytes(),
+                             t.reshape(-1).view(torch.uint8).numpy().tobytes(), name)
+        with self.assertRaises(Exception):
+            gdunlock.safe_open(folder, framework="pt")
+
     def test_misaligned_tensor_gets_an_aligned_copy(self):
         t = gdunlock.load_safetensors(os.path.join(FIX, "misaligned.safetensors"), device="cpu")
         self.assertEqual(t["w"].tolist(), [1.5, -2.25])
