@@ -115,6 +115,7 @@ IO_BACKEND_HOST = 3
 IO_READ = 1
 IO_OP_READ = 0
 LENIENT = 1
+FOLDER = 2
 
 # Checked against the library's gdu_st_abi_layout() when it loads: each
 # mirror field by field (name, offset, size), each constant by value.
@@ -123,7 +124,7 @@ MIRRORS = {"gdu_st_error": StError, "gdu_st_tensor": StTensor,
            "gdu_io_extent": IoExtent, "gdu_io_options": IoOptions}
 CONSTANTS = {"GDU_ST_TARGET_GPU": TARGET_GPU, "GDU_ST_TARGET_HOST": TARGET_HOST,
              "GDU_ST_LENIENT": LENIENT, "GDU_IO_BACKEND_HOST": IO_BACKEND_HOST,
-             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ}
+             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ, "GDU_ST_FOLDER": FOLDER}
 # GdunlockError codes that only this module raises; every other code is a
 # status name of the library (gdu_st_status_name).
 MODULE_CODES = {
@@ -169,6 +170,8 @@ def _declare(lib):
         "gdu_st_header_data_offset": (u64, [p]),
         "gdu_st_header_data_span": (u64, [p]),
         "gdu_io_options_default": (i, [ctypes.POINTER(IoOptions), ctypes.c_char_p, sz]),
+        "gdu_io_defaults_set": (i, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, sz]),
+        "gdu_io_backend_name": (ctypes.c_char_p, [i]),
         "gdu_io_engine_create": (i, [ctypes.POINTER(IoOptions), ctypes.POINTER(p),
                                      ctypes.c_char_p, sz]),
         "gdu_io_engine_destroy": (None, [p]),
@@ -252,11 +255,23 @@ def lib():
     return _lib
 
 
+# What a Python caller passes to get past a status (the CLI has its own).
+_FIXES = {
+    "GDU_ST_ERR_NO_CUDA": "gdunlock's loaders read into the first GPU unless told "
+                          "(device='cuda:0'): pass device='cpu' to load into host memory, or "
+                          "device='cuda:N' for a GPU that exists",
+}
+
+
 def check(status, err):
-    """Raises GdunlockError for a failed call."""
+    """Raises GdunlockError for a failed call, with the fix where one is
+    known."""
     if status != 0:
         name = lib().gdu_st_status_name(status).decode()
-        raise GdunlockError(name, err.message.decode(errors="replace"))
+        message = err.message.decode(errors="replace")
+        if name in _FIXES:
+            message += f"; {_FIXES[name]}"
+        raise GdunlockError(name, message)
 
 
 def check_regular_file(path):

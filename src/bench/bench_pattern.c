@@ -182,10 +182,13 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
         return 0;
     if (c->create)
         return rewrite(c, &st, why, len);
-    if (ok == 0)
-        snprintf(why + strlen(why), len - strlen(why),
-                 " (not a bench file of this seed; add --create to rewrite it)");
-    return ok < 0 ? ok : -EINVAL;
+    if (ok < 0)
+        return ok;
+    snprintf(why + strlen(why), len - strlen(why),
+             ": not a bench file of seed %u, read as it is and its data not checked (--create "
+             "rewrites it with the pattern, so that every path's data is checked)",
+             c->seed);
+    return BENCH_FILE_FOREIGN;
 }
 
 int bench_file_verify(const bench_config *c, char *why, size_t len)

@@ -51,10 +51,13 @@ static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_er
     int rc = gdu_io_engine_create(&o, out, why, sizeof why);
     if (rc == 0)
         return GDU_ST_OK;
-    /* staging too large for the machine, or memory short for it */
-    gdu_st_status s = rc == -EINVAL   ? GDU_ST_ERR_SETTINGS
-                      : rc == -ENOMEM ? GDU_ST_ERR_NOMEM
-                                      : GDU_ST_ERR_ENGINE;
+    /* staging too large for the machine, or memory short for it; no CUDA
+     * or no such GPU is the caller's target, not a failed engine (the
+     * status a load's allocation gives) */
+    gdu_st_status s = rc == -EINVAL            ? GDU_ST_ERR_SETTINGS
+                      : rc == -ENOMEM          ? GDU_ST_ERR_NOMEM
+                      : rc == -ENODEV && !host ? GDU_ST_ERR_NO_CUDA
+                                               : GDU_ST_ERR_ENGINE;
     if (host)
         return st_fail(err, s, "I/O engine for host memory: %s", why);
     return st_fail(err, s, "I/O engine for GPU %d: %s", device, why);

@@ -87,6 +87,6 @@ void st_prefix(gdu_st_error *err, const char *prefix)
 gdu_st_status st_unknown_flags(gdu_st_error *err, unsigned flags)
 {
     return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
-                   "unknown parsing flags 0x%x (GDU_ST_LENIENT is the only one)",
+                   "unknown flags 0x%x (GDU_ST_LENIENT; GDU_ST_FOLDER for gdu_st_open_flags)",
                    flags & ~GDU_ST_LENIENT);
 }

@@ -148,9 +148,10 @@ else
 fi
 check 0 -- bench -f "$work/precious" --create --force -s 4K -i 4K --paths host --rounds 1
 check 0 -- bench -f "$work/precious" --create --seed 9 -s 8K -i 4K --paths host --rounds 1
-# --no-verify reads any file as it is (a checkpoint's host ceiling); without it a foreign file is refused.
+# Any file is read as it is (a checkpoint's host ceiling, as gdsio reads it): a
+# foreign one with a note that its data is not checked; --no-verify says nothing.
 head -c 65536 /dev/urandom >"$work/foreign"
-check -m "not a bench file" 66 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1
+check -m "not a bench file of seed 1, read as it is" 0 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1
 check 0 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1 --no-verify
 check -m "is a directory" 66 -- bench -f "$work" -s 4K
 check -m "not a regular file" 66 -- bench -f "$work/fifo" --create -s 4K
@@ -232,7 +233,8 @@ check -json 64 -- run --json --log loud -- true
 check -json 66 -- run --json -- /no/such/program
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
-check 64 66 -- load "$work"
+mkdir "$work/no-model" # a folder stands for the checkpoint it holds; this one holds none
+check -m "no .safetensors file or index in it" 66 -- load "$work/no-model"
 check 64 66 -- load /dev/zero --to host
 check 64 66 -- load "$work/empty" --to host
 check 64 66 -- load "$work/junk" --to host

@@ -165,3 +165,11 @@ io_env_case(direct-and-chunk GDUNLOCK_IO_DIRECT=on GDUNLOCK_IO_CHUNK=1M)
 io_env_case(invalid GDUNLOCK_IO_WORKERS=many)
 gdunlock_unit_test(test_io_gather SOURCES test_io_gather.c LIBS gdu_io)
 gdunlock_unit_test(test_io_deferred SOURCES test_io_deferred.c LIBS gdu_io)
+
+# gdunlock bench as gdsio users type it: any file read (unchecked, with a
+# note), -T SECONDS, libcuda's message once without a GPU.
+if(TARGET gdunlock)
+  add_test(NAME cli_bench_gdsio COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/bench_gdsio.sh
+                                        $<TARGET_FILE:gdunlock> ${GDU_FAKE_CUDA_DIR})
+  set_tests_properties(cli_bench_gdsio PROPERTIES LABELS unit TIMEOUT 120)
+endif()

@@ -57,6 +57,12 @@ static void verdict_exit_codes(void **state)
     assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-nvfs-rebar' /data/model.safetensors"),
                      10);
     assert_non_null(strstr(output, "direct with gdunlock"));
+    /* The P2PDMA route the verdict does not need: [info], no fix, no [FAIL]. */
+    assert_non_null(strstr(output, "[info] GPU0 is one libcufile offers P2PDMA on: no"));
+    assert_null(strstr(output, "[FAIL]"));
+    assert_null(strstr(output, "fix: P2PDMA needs"));
+    assert_int_equal(gdu("doctor --json --sysroot '" FIX "rtx3060-nvfs-rebar'"), 10);
+    assert_non_null(strstr(output, "\"status\": \"info\""));
     assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-no-nvfs'"), 11);
     /* No nvidia-fs, but cuFile's PCI P2PDMA path: direct. */
     assert_int_equal(gdu("doctor --json --sysroot '" FIX "l40s-p2pdma' /data/model.safetensors"),

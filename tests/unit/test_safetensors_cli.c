@@ -184,6 +184,63 @@ static void test_bad_setting_is_usage(void **state)
     assert_non_null(strstr(out, "GDUNLOCK_IO_DIRECT=maybe"));
 }
 
+/* Every boolean as kvikio takes it: GDUNLOCK_IO_DIRECT=ON was once refused
+ * (64) where 1 passed. */
+static void test_setting_booleans(void **state)
+{
+    static char out[1 << 14];
+    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=ON", "--to host '" FIX "small.safetensors'", 0,
+                                 out, sizeof out),
+                     0);
+    assert_int_equal(run_capture("GDUNLOCK_IO_DIRECT=False", "--to host '" FIX "small.safetensors'",
+                                 0, out, sizeof out),
+                     0);
+}
+
+/* A model's folder, as the Python iterator takes one: its index, its only
+ * file, or its files without an index; a folder with neither, or with two
+ * indexes, is named. */
+static void test_folder(void **state)
+{
+    char dir[] = "/tmp/gdunlock load folder XXXXXX", cmd[4096];
+    assert_non_null(mkdtemp(dir));
+    json_t *doc = run_json("--to host --json '" FIX "sharded'", 0);
+    assert_int_equal(json_array_size(json_object_get(doc, "files")), 2);
+    json_decref(doc);
+
+    char args[1024], out[4096];
+    snprintf(args, sizeof args, "--to host --json '%s'", dir);
+    doc = run_json(args, 66);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(doc, "error"), "message")),
+               "no .safetensors file or index in it"));
+    json_decref(doc);
+
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/model.safetensors'", FIX "small.safetensors", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(args, sizeof args, "--to host --verify --json '%s'", dir);
+    doc = run_json(args, 0);
+    assert_int_equal(json_integer_value(json_object_get(doc, "tensors")), 12);
+    json_decref(doc);
+
+    /* The shards without their index: both files, sorted. */
+    snprintf(cmd, sizeof cmd, "rm '%s/model.safetensors' && cp '%s'*.safetensors '%s/'", dir,
+             FIX "sharded/", dir);
+    assert_int_equal(system(cmd), 0);
+    doc = run_json(args, 0);
+    assert_int_equal(json_array_size(json_object_get(doc, "files")), 2);
+    json_decref(doc);
+
+    snprintf(cmd, sizeof cmd, "touch '%s/a.safetensors.index.json' '%s/b.safetensors.index.json'",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(args, sizeof args, "--to host '%s'", dir);
+    assert_int_equal(run_capture("", args, 1, out, sizeof out), 66);
+    assert_non_null(strstr(out, "holds 2 *.safetensors.index.json files"));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Damaged files: refused (66) with the check named, read with --lenient. */
 static void test_lenient(void **state)
 {
@@ -222,6 +279,8 @@ int main(void)
         cmocka_unit_test(test_bad_setting_is_usage),
         cmocka_unit_test(test_open_file_limit_named),
         cmocka_unit_test(test_lenient),
+        cmocka_unit_test(test_setting_booleans),
+        cmocka_unit_test(test_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
