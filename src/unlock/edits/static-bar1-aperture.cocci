@@ -31,6 +31,19 @@ _kbusUnmapAperture_GM107(...)
   ...>
 }
 
+// The shortcut was the one user of gfid in _kbusMapAperture_GM107 (550.x):
+// its declaration goes with it where nothing else uses it.
+@unused_gfid depends on site_map@
+symbol gfid;
+type T;
+@@
+_kbusMapAperture_GM107(...)
+{
+  ... when != gfid
+- T gfid;
+  ... when != gfid
+}
+
 // Edited before: the functions are there and test static BAR1 no more.
 @done_map depends on !site_map@
 position p;
