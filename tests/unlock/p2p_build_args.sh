@@ -122,5 +122,19 @@ printf 'modules:\n\t@echo "foo.c:1:1: error: something else"; exit 2\n' >"$kfake
 expect "compile error named" 70 'building the kernel modules failed: foo.c:1:1: error: something else \(log: ' -- \
   env GDUNLOCK_P2P_EDITS="$noedits" "$build" --out "$work/k" --source "$kfake" --kernel-headers "$work/headers/amd64"
 
+# A full disk: --out on a 1 MiB tmpfs, a source that does not fit. Needs the
+# right to mount (root with CAP_SYS_ADMIN); elsewhere this case says so.
+full=$work/full
+mkdir -p "$full" "$work/big/open-gpu-kernel-modules-1.2.3"
+if mount -t tmpfs -o size=1m tmpfs "$full" 2>/dev/null; then
+  trap 'umount "$full"; rm -rf "$work"' EXIT
+  echo 'NVIDIA_VERSION = 1.2.3' >"$work/big/open-gpu-kernel-modules-1.2.3/version.mk"
+  head -c 3000000 /dev/zero >"$work/big/open-gpu-kernel-modules-1.2.3/filler"
+  tar -C "$work/big" -czf "$work/big.tar.gz" open-gpu-kernel-modules-1.2.3
+  expect "full disk named" 74 "the disk holding $full/o is full" -- "$build" --out "$full/o" --source "$work/big.tar.gz" --no-kernel
+else
+  echo "skip: full disk (cannot mount a tmpfs here)"
+fi
+
 [ $fails = 0 ] || { echo "$fails case(s) failed"; exit 1; }
 echo "all cases passed"
