@@ -38,7 +38,7 @@ if [ -z "$work" ]; then
 fi
 mkdir -p "$work"
 
-edited_files=$(awk -F'\t' '!/^#/ && NF {print $2}' "$here/src/unlock/edits/manifest.tsv" | sort -u)
+edited_files=$(awk -F'\t' '!/^[#@]/ && NF {print $2}' "$here/src/unlock/edits/manifest.tsv" | sort -u)
 
 # ---- what a tree's edited functions do (ours after the edits, or a fork's) ----
 # Each probe prints a short word; the fork comparison sets them side by side.
@@ -205,20 +205,25 @@ for f in "${forks[@]}"; do
     v=${br%-p2p}
     git -C "$clone" rev-parse -q --verify "refs/tags/$v" >/dev/null || continue
     echo "p2p-matrix: comparing $n $br" >&2
-    ft=$work/fork-$n-$v ot=$work/ours-$v
-    rm -rf "$ft" "$ot" && mkdir -p "$ft" "$ot"
+    ft=$work/fork-$n-$v ours=$work/out-$v/source
+    rm -rf "$ft" && mkdir -p "$ft"
     git -C "$c" archive "$br" | tar -x -C "$ft"
-    git -C "$clone" archive "$v" | tar -x -C "$ot"
-    if ! GDUNLOCK_P2P_APT=0 "$build" --out "$work/cmp-$v" --source "$ot" --no-kernel 2>/dev/null >/dev/null &&
-      ! [ -f "$work/cmp-$v/source/version.mk" ]; then
+    # Our edited tree of that release, from the table's run or built now.
+    if ! [ -f "$work/out-$v/build.json" ]; then
+      rm -rf "$work/src-$v" && mkdir -p "$work/src-$v"
+      git -C "$clone" archive "$v" | tar -x -C "$work/src-$v"
+      run_build "$v" "$work/src-$v"
+      rm -rf "$work/src-$v"
+    fi
+    if [ "${result[$v]:-}" != built ]; then
       echo "| $v | $n | (our build refused: see the table above) | | | |"
       continue
     fi
     for p in "${probes[@]}"; do
-      a=$("probe_$p" "$ft") b=$("probe_$p" "$work/cmp-$v/source")
+      a=$("probe_$p" "$ft") b=$("probe_$p" "$ours")
       if [ "$a" = "$b" ]; then verdict="agree"; else verdict="differ: $(why_differs "$p")"; fi
       echo "| $v | $n | $p | $a | $b | $verdict |"
     done
-    rm -rf "$ft" "$ot" "$work/cmp-$v"
+    rm -rf "$ft"
   done
 done
