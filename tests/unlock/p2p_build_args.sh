@@ -114,7 +114,8 @@ d = json.load(open(sys.argv[1]))
 assert d["status"] == "ok" and d["kernel"]["built"], d
 assert d["kernel"]["modules"] == ["source/kernel-open/nvidia-uvm.ko", "source/kernel-open/nvidia.ko"], d
 EOF
-printf 'modules:\n\t@echo "kernel-open/nvidia/nv-pci.c:230:13: error: too few arguments to function '"'"'pci_resize_resource'"'"'"; exit 2\n' \
+# gcc's own words on Debian's 6.1.192 headers (typographic quotes, UTF-8).
+printf 'modules:\n\t@echo "kernel-open/nvidia/nv-pci.c:224:9: error: too few arguments to function \xe2\x80\x98pci_resize_resource\xe2\x80\x99"; exit 2\n' \
   >"$kfake/Makefile"
 expect "kernel newer than the driver" 70 "pci_resize_resource\(\) takes other arguments .* newer than driver 1.2.3" -- \
   env GDUNLOCK_P2P_EDITS="$noedits" "$build" --out "$work/k" --source "$kfake" --kernel-headers "$work/headers/amd64"
