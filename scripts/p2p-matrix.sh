@@ -181,10 +181,10 @@ for r in "${rows[@]}"; do
   case $note in
     =*) echo "| $v | as ${note#=} (the edited files are the same git blobs) | | | |" ;;
     *)
-      res=${result[$v]}
-      [ -n "${refusal[$v]:-}" ] && res="$res: ${refusal[$v]}"
+      res=${result[$v]} done_edits=${applied[$v]}
+      [ -n "${refusal[$v]:-}" ] && res="$res: ${refusal[$v]}" && done_edits="none (stopped after: $done_edits)"
       [ -n "$note" ] && res="$res ($note)"
-      echo "| $v | $res | ${applied[$v]} | ${notneeded[$v]} | ${secs[$v]} |"
+      echo "| $v | $res | $done_edits | ${notneeded[$v]} | ${secs[$v]} |"
       ;;
   esac
 done
@@ -194,14 +194,14 @@ done
 echo
 echo "Fork branches seen: $(for f in "${forks[@]}"; do
   n=${f%%=*} c=${f#*=}
-  printf '%s: %s; ' "$n" "$(git -C "$c" for-each-ref --format='%(refname:short)' refs/heads | grep -- '-p2p$' | sort -V | paste -sd' ' -)"
+  printf '%s: %s; ' "$n" "$(git -C "$c" for-each-ref --format='%(refname:lstrip=2)' refs/heads | grep -- '-p2p$' | sort -V | paste -sd' ' -)"
 done)"
 echo
 echo "| version | fork | what | fork | this project | verdict |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for f in "${forks[@]}"; do
   n=${f%%=*} c=${f#*=}
-  for br in $(git -C "$c" for-each-ref --format='%(refname:short)' refs/heads | grep -- '-p2p$' | sort -V); do
+  for br in $(git -C "$c" for-each-ref --format='%(refname:lstrip=2)' refs/heads | grep -- '-p2p$' | sort -V); do
     v=${br%-p2p}
     git -C "$clone" rev-parse -q --verify "refs/tags/$v" >/dev/null || continue
     echo "p2p-matrix: comparing $n $br" >&2
