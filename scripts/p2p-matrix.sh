@@ -207,7 +207,7 @@ for f in "${forks[@]}"; do
     echo "p2p-matrix: comparing $n $br" >&2
     ft=$work/fork-$n-$v ours=$work/out-$v/source
     rm -rf "$ft" && mkdir -p "$ft"
-    git -C "$c" archive "$br" | tar -x -C "$ft"
+    git -C "$c" archive "refs/heads/$br" | tar -x -C "$ft"
     # Our edited tree of that release, from the table's run or built now.
     if ! [ -f "$work/out-$v/build.json" ]; then
       rm -rf "$work/src-$v" && mkdir -p "$work/src-$v"
