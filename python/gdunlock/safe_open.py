@@ -477,13 +477,11 @@ def place_plan(pending, target, info, plan):
     given to it; returns the Read. A failed allocation cancels the read
     before the error goes up."""
     dtype = _box_dtype(info.dtype)
-    try:
+
+    def allocate():
         buf = target.empty(plan.nbytes, dtype, plan.box)
-    except BaseException:
-        pending.cancel()
-        raise
-    pending.place(buf.data_ptr(), buf)
-    return Read(pending, buf, info, plan, dtype is not None)
+        return buf.data_ptr(), buf
+    return Read(pending, pending.fill(allocate), info, plan, dtype is not None)
 
 
 def submit_plan(reader, target, source, info, plan):

@@ -1,0 +1,154 @@
+"""What a process does around the loader's reads (issue 54): Ctrl-C during
+a read propagates and the process exits; a child of fork() whose parent was
+inside a read gets a clear error, never a hang. Every case that could hang
+runs in a child process under a timeout."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _fixtures import ROOT, in_forked_child, torch  # noqa: E402
+from test_gdunlock_api import write_safetensors  # noqa: E402
+
+import gdunlock  # noqa: E402
+
+EXIT_SECONDS = int(os.environ.get("T_EXIT", 30))  # a child that has not exited by then hangs
+
+
+def tensors_file(path, count=8, nbytes=1 << 16):
+    """count F32 tensors t0..t{count-1} of nbytes each, values distinct."""
+    n = nbytes // 4
+    write_safetensors(path, {f"t{i}": ("F32", [n], torch.arange(i * n, (i + 1) * n,
+                                                                  dtype=torch.float32)
+                                       .numpy().tobytes()) for i in range(count)})
+
+
+def start_child(script, *args):
+    """Starts script (Python) in a fresh interpreter that imports this
+    tree's gdunlock and torch first, and waits until it has (torch takes
+    seconds to import on a loaded machine: not counted as a hang)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    child = subprocess.Popen([sys.executable, "-c", "import torch; print('started', flush=True)\n"
+                              + textwrap.dedent(script), *args], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    if child.stdout.readline() != "started\n":
+        child.kill()
+        raise AssertionError(f"the child did not start: {child.communicate()[1]}")
+    return child
+
+
+def exited(child, seconds=EXIT_SECONDS, text=None):
+    """(whether child exited within seconds, its stdout, its stderr), text
+    given on its input; one that did not is killed with the children it
+    forked (which hold its output open)."""
+    try:
+        return (True, *child.communicate(text, timeout=seconds))
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        return (False, *child.communicate())
+
+
+# A child that reads every tensor through safe_open again and again, with
+# SIGINT sent to itself at one point of the engine calls: before or after
+# a call, the first time or the sixth (a read ahead): the KeyboardInterrupt
+# lands exactly there, as a Ctrl-C during a read does. Each case prints a
+# line once its with block has closed the file.
+INTERRUPTED = """
+    import os, signal, sys
+    from gdunlock import reader
+    native, point = reader.lib(), [None, None, 0, 0]  # call, when, which, calls seen
+
+    class Interrupting:
+        def __getattr__(self, name):
+            real = getattr(native, name)
+            if name != point[0]:
+                return real
+
+            def interrupted(*args):
+                point[3] += 1
+                if point[3] == point[2] and point[1] == "before":
+                    os.kill(os.getpid(), signal.SIGINT)
+                rc = real(*args)
+                if point[3] == point[2] and point[1] == "after":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return rc
+            return interrupted
+    reader.lib = Interrupting
+    import gdunlock
+    for call in ("gdu_io_wait", "gdu_io_place", "gdu_io_submit_box_deferred"):
+        for when in ("before", "after"):
+            for nth in (1, 6):
+                point[:] = call, when, nth, 0
+                try:
+                    with gdunlock.safe_open(sys.argv[1], "pt", device="cpu") as f:
+                        for _ in range(50):
+                            for name in f.keys():
+                                f.get_tensor(name)
+                    print(call, when, nth, "never interrupted", flush=True)
+                except KeyboardInterrupt:
+                    print(call, when, nth, "closed", flush=True)
+"""
+
+# A child that forks a reader for each line on its input (the delay before
+# SIGINT, in seconds), and says whether it exited within argv[2] seconds of
+# the signal, stopping at the first that did not: torch is imported once,
+# not once a try.
+FORKS_READERS = """
+    import os, signal, sys, time
+    import gdunlock
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            with gdunlock.safe_open(sys.argv[1], "pt", device="cpu") as f:
+                while True:
+                    for name in f.keys():
+                        f.get_tensor(name)
+        time.sleep(float(line))
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + float(sys.argv[2])
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                print("hung", flush=True)
+                os._exit(1)
+            time.sleep(0.01)
+        else:
+            print("exited", flush=True)
+"""
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class InterruptTest(unittest.TestCase):
+    """Ctrl-C during get_tensor: a KeyboardInterrupt that lands right after
+    the engine's wait returned left the read counted as out, and close()
+    (the with block's end, or the interpreter's exit) waited for it for
+    ever."""
+
+    def test_an_interrupt_at_any_engine_call_closes(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            tensors_file(path)
+            done, out, err = exited(start_child(INTERRUPTED, path), 2 * EXIT_SECONDS)
+            self.assertTrue(done, f"an interrupted read hung; the cases before it:\n{out}")
+            lines = out.splitlines()
+            self.assertEqual(len(lines), 12, out + err)
+            self.assertTrue(all(line.endswith("closed") for line in lines), out)
+
+    def test_ctrl_c_at_random_times_exits(self):
+        """SIGINT from outside, at times spread over a walk of reads: the
+        process exits every time."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            tensors_file(path, count=16, nbytes=1 << 20)
+            child = start_child(FORKS_READERS, path, str(EXIT_SECONDS))
+            delays = [0.03 + 0.03 * attempt for attempt in range(10)]
+            done, out, err = exited(child, 2 * EXIT_SECONDS, "".join(f"{t}\n" for t in delays))
+            self.assertTrue(done, out)
+            self.assertEqual(out.split(), ["exited"] * len(delays), err)
