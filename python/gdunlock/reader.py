@@ -6,7 +6,9 @@ import array
 import ctypes
 import errno
 import math
+import os
 import threading
+import weakref
 
 from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
 
@@ -112,6 +114,23 @@ class Pending:
         return rc, why
 
 
+# Every RangeReader alive. A thread of the parent that held a reader's lock
+# or a read's when another thread forked holds it for ever in the child,
+# where only the forking thread exists: the child makes them anew (its
+# reads through the parent's engine then fail at once, naming the fork).
+_alive = weakref.WeakSet()
+
+
+def _new_locks_in_child():
+    for r in list(_alive):
+        r._lock = threading.Lock()
+        for p in r._pending:
+            p._busy = _thread.allocate_lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class RangeReader:
     """Reads file ranges into memory of one target: host memory
     (target=TARGET_HOST) or GPU `device`'s memory. At most max_open files
@@ -134,6 +153,7 @@ class RangeReader:
         self._closing = False
         self.bytes_read = 0
         self.requests = 0
+        _alive.add(self)
 
     def _file(self, source):
         """Under the lock: source's open handle, opened (and the set

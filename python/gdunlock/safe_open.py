@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import time
+import weakref
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
@@ -83,6 +84,27 @@ _RESERVE_MIN = 32 << 20
 # (kSmallSize and kMinBlockSize, c10/core/AllocatorConfig.h).
 _SMALL_TENSOR = 1 << 20
 _BLOCK_ROUND = 512
+
+
+# Every safe_open alive, those made ahead included. In a child of fork()
+# they are the parent's: a thread of the parent inside one of their calls
+# held its lock, held for ever in the child (which has only the forking
+# thread), and their reads would go to the parent's engine, which has no
+# workers there. The child makes their locks anew and has their reads fail
+# naming the fork; what the parent made ahead is forgotten.
+_alive = weakref.WeakSet()
+
+
+def _parents_in_child():
+    global _ahead_lock
+    _ahead_lock = threading.Condition()
+    for f in list(_alive):
+        if "_lock" in f.__dict__:  # (not one whose state another took over)
+            f._lock, f._forked = threading.Lock(), True
+    _made_ahead.clear()
+
+
+os.register_at_fork(after_in_child=_parents_in_child)
 
 
 def _next_shard(path):
@@ -586,6 +608,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             made._closed = True
             self._target, self._readahead = Target(device), readahead
             self._name, self._next_file_tried = os.path.abspath(filename), False
+            _alive.add(self)
         else:
             self._open(filename, device, lenient, readahead)
         with _ahead_lock:
@@ -619,6 +642,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._walk_target = self._target  # where the reads ahead go
         self._lock = threading.Lock()
         self._closed = False
+        self._forked = False  # opened by the parent of this process (_parents_in_child)
+        _alive.add(self)
         self._order, self._pos = self._orders[0], self._positions[0]
         self._ahead, self._ahead_bytes = {}, 0  # name -> [Read], in the order predicted
         self._next = 0
@@ -774,6 +799,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
         when None): read ahead already, or submitted now; then the window is
         filled. Errors of reads submitted ahead for other tensors are
         theirs: they surface when those tensors are asked for."""
+        if self._forked:
+            raise GdunlockError("GDU_ST_ERR_ENGINE", f"{self._name} was opened by the parent "
+                                f"process, and this process was forked from it since: its "
+                                f"reads go through the parent's I/O engine; open the file "
+                                f"again here")
         if plan is None:
             plan = plan_tensor(info, index)
         target = target or self._target

@@ -152,3 +152,76 @@ class InterruptTest(unittest.TestCase):
             done, out, err = exited(child, 2 * EXIT_SECONDS, "".join(f"{t}\n" for t in delays))
             self.assertTrue(done, out)
             self.assertEqual(out.split(), ["exited"] * len(delays), err)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ForkTest(unittest.TestCase):
+    """A child of fork() whose parent had a thread inside get_tensor: the
+    locks that thread held are held for ever in the child, where it does
+    not exist, and the child's first call on the inherited safe_open
+    waited on them. The child runs under alarm(): a hang kills it."""
+
+    def fork_error(self, f, names):
+        """In a forked child: whether reading each of names from f raises
+        GdunlockError naming the fork, and f then closes."""
+        for name in names:
+            for read in (f.get_tensor, lambda n: f.get_slice(n)[1:3]):
+                try:
+                    read(name)
+                    return False
+                except gdunlock.GdunlockError as e:
+                    if e.code != "GDU_ST_ERR_ENGINE" or "fork" not in e.message:
+                        return False
+        f.close()
+        return True
+
+    def test_a_child_forked_inside_a_read_gets_the_fork_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            tensors_file(path)
+            f = gdunlock.safe_open(path, "pt", device="cpu")
+            inside, leave = threading.Event(), threading.Event()
+            empty = f._target.empty
+
+            def held(*args, **kw):  # the thread stays inside get_tensor, its locks held
+                inside.set()
+                leave.wait(EXIT_SECONDS)
+                return empty(*args, **kw)
+            f._target.empty = held
+            reading = threading.Thread(target=f.get_tensor, args=("t3",))
+            reading.start()
+            self.assertTrue(inside.wait(EXIT_SECONDS))
+            try:
+                killed, status = in_forked_child(lambda: self.fork_error(f, ["t0", "t3"]),
+                                                 EXIT_SECONDS)
+            finally:
+                leave.set()
+                reading.join()
+            self.assertEqual(killed, 0, f"the child died of signal {killed} (SIGALRM: it hung)")
+            self.assertEqual(status, 0, "the child's read did not fail naming the fork")
+            self.assertEqual(f.get_tensor("t1")[0].item(), 1 * (1 << 14))  # the parent goes on
+            f.close()
+
+    def test_children_forked_beside_a_reading_thread(self):
+        """Forks at whatever point a thread reading in a loop has reached:
+        every child gets the fork error at once."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.safetensors")
+            tensors_file(path, count=16)
+            stop = threading.Event()
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                def read_in_a_loop():
+                    while not stop.is_set():
+                        for name in f.keys():
+                            f.get_tensor(name)
+                reading = threading.Thread(target=read_in_a_loop)
+                reading.start()
+                results = []
+                try:
+                    while len(results) < 16 and results[-1:] in ([], [(0, 0)]):  # to a failure
+                        results.append(in_forked_child(lambda: self.fork_error(f, ["t5"]),
+                                                       EXIT_SECONDS))
+                finally:
+                    stop.set()
+                    reading.join()
+            self.assertEqual(results, [(0, 0)] * 16, "(signal 14, SIGALRM: a child hung)")
