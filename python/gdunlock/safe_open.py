@@ -120,8 +120,11 @@ def _next_shard(path):
 
 
 def _stat_key(path):
+    """What says path is still the file it was: a rewrite in place can put
+    the modification time back (cp -p, rsync --inplace -t), never the
+    change time."""
     st = os.stat(path)
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _claim_made_ahead(path, lenient):

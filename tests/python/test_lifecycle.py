@@ -9,11 +9,13 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _fixtures import ROOT, in_forked_child, torch  # noqa: E402
+from _fixtures import ROOT, in_forked_child, reference, torch  # noqa: E402
 from test_gdunlock_api import write_safetensors  # noqa: E402
+from test_loader_patterns import numbered_shards  # noqa: E402
 
 import gdunlock  # noqa: E402
 
@@ -225,3 +227,36 @@ class ForkTest(unittest.TestCase):
                     stop.set()
                     reading.join()
             self.assertEqual(results, [(0, 0)] * 16, "(signal 14, SIGALRM: a child hung)")
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class NextShardTest(unittest.TestCase):
+    """The next shard of a checkpoint, opened and read ahead before the
+    caller opens it, is validated as a shard opened then would be."""
+
+    def test_a_next_shard_rewritten_in_place_is_read_anew(self):
+        """Rewritten in place with its modification time put back (cp -p,
+        rsync --inplace -t): the same device, inode, size and modification
+        time, other bytes; its change time moved. The bytes read ahead
+        before were returned."""
+        made_ahead = sys.modules["gdunlock.safe_open"]._made_ahead
+        with tempfile.TemporaryDirectory() as d:
+            paths, _ = numbered_shards(d)
+            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                for name in f.keys():
+                    f.get_tensor(name)
+            self.assertIn(os.path.realpath(paths[1]), made_ahead)
+            before = os.stat(paths[1])
+            time.sleep(0.02)  # past the file system's clock tick: the change time moves
+            new = {name: (dtype, list(shape), (torch.frombuffer(bytearray(data),
+                                                                dtype=torch.float32) + 0.5)
+                          .numpy().tobytes())
+                   for name, (dtype, shape, data) in reference(paths[1]).items()}
+            write_safetensors(paths[1], new)
+            os.utime(paths[1], ns=(before.st_atime_ns, before.st_mtime_ns))
+            after = os.stat(paths[1])
+            self.assertEqual((after.st_ino, after.st_size, after.st_mtime_ns),
+                             (before.st_ino, before.st_size, before.st_mtime_ns))
+            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                for name in f.keys():
+                    self.assertEqual(f.get_tensor(name).numpy().tobytes(), new[name][2], name)
