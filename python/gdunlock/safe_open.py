@@ -20,6 +20,7 @@ turn finds the next one's first tensors on their way when it opens it."""
 import _thread
 import os
 import re
+import struct
 import threading
 import time
 import weakref
@@ -56,6 +57,11 @@ _PATTERN_MAX = 64
 # file before they are given back.
 _NEXT_FILE_AHEAD = 256 << 20
 _NEXT_FILE_WAIT = 5.0
+# A shard whose header is larger is not opened ahead: a caller that never
+# opens it would pay for parsing it, which grows with the header, inside a
+# request of this file (docs/load-api.md has what it cost). The usual
+# shards, of hundreds of tensors, have headers far smaller.
+_NEXT_FILE_HEADER_MAX = 256 << 10
 _SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
 # real path -> (safe_open made ahead, its stat, when it is given back unless
 # claimed: time.monotonic())
@@ -117,6 +123,16 @@ def _next_shard(path):
         return None
     nxt = os.path.join(folder, f"{m[1]}{int(m[2]) + 1:0{len(m[2])}d}{m[3]}{m[4]}{m[5]}")
     return nxt if os.path.isfile(nxt) else None
+
+
+def _header_bytes(path):
+    """The header length a .safetensors file at path declares (its first 8
+    bytes); opened without waiting (a FIFO put there has no writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        return struct.unpack("<Q", os.pread(fd, 8, 0))[0]
+    finally:
+        os.close(fd)
 
 
 def _stat_key(path):
@@ -1141,7 +1157,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         the next shard of the checkpoint, unless the caller holds it open
         already, is opened and its first room bytes read ahead as this
         walk predicts them, for safe_open of it to claim. Quietly nothing
-        when it cannot be."""
+        when it cannot be, or when its header is too large to open on a
+        guess (_NEXT_FILE_HEADER_MAX)."""
         if len(self._files) != 1:
             return
         path = _next_shard(self._name)
@@ -1153,6 +1170,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 return
         made = safe_open.__new__(safe_open)
         try:
+            if _header_bytes(key) > _NEXT_FILE_HEADER_MAX:
+                return
             stat = _stat_key(key)
             made._open(path, self._walk_target.device, self._lenient, self._readahead)
         except Exception:  # noqa: BLE001  (the caller's own open reports it)

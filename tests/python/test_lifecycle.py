@@ -260,3 +260,23 @@ class NextShardTest(unittest.TestCase):
             with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
                 for name in f.keys():
                     self.assertEqual(f.get_tensor(name).numpy().tobytes(), new[name][2], name)
+
+    def test_a_next_shard_with_a_large_header_is_not_opened_ahead(self):
+        """A caller that never opens the next shard paid for parsing its
+        header inside a request of this one, a cost that grows with the
+        header: one larger than the bound is left to the caller's own open,
+        which reads it as usual."""
+        so = sys.modules["gdunlock.safe_open"]
+        with tempfile.TemporaryDirectory() as d:
+            paths, _ = numbered_shards(d, n=2)
+            many = {f"model.norms.{i}.weight": ("F32", [1], bytes(4)) for i in range(4000)}
+            write_safetensors(paths[1], many)
+            with open(paths[1], "rb") as f:
+                self.assertGreater(int.from_bytes(f.read(8), "little"), 256 << 10)
+            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+                for name in f.keys():
+                    f.get_tensor(name)
+            self.assertEqual(so._made_ahead, {})
+            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+                self.assertEqual(len(f.keys()), 4000)
+                self.assertEqual(f.get_tensor("model.norms.7.weight").tolist(), [0.0])
