@@ -18,6 +18,7 @@ from test_gdunlock_api import write_safetensors  # noqa: E402
 from test_loader_patterns import numbered_shards  # noqa: E402
 
 import gdunlock  # noqa: E402
+from gdunlock import serving  # noqa: E402
 
 EXIT_SECONDS = int(os.environ.get("T_EXIT", 30))  # a child that has not exited by then hangs
 
@@ -280,3 +281,62 @@ class NextShardTest(unittest.TestCase):
             with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
                 self.assertEqual(len(f.keys()), 4000)
                 self.assertEqual(f.get_tensor("model.norms.7.weight").tolist(), [0.0])
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class ModelFolderTest(unittest.TestCase):
+    """What a model folder may reach, whichever form reads it: the index
+    form refused a shard that is a link out of its folder, while
+    weights_iterator of the folder and serving.weights of its files read
+    it. One rule now: a file of the folder must resolve inside it, or,
+    for a Hugging Face cache snapshot (.../snapshots/REV), inside that
+    repository's blobs/."""
+
+    def model(self, d):
+        """A folder with a.safetensors, b.safetensors a link to a file
+        outside it, and an index naming both; returns the folder."""
+        folder, outside = os.path.join(d, "model"), os.path.join(d, "outside")
+        os.mkdir(folder)
+        os.mkdir(outside)
+        write_safetensors(os.path.join(folder, "a.safetensors"), {"a": ("F32", [1], bytes(4))})
+        write_safetensors(os.path.join(outside, "secret.safetensors"),
+                          {"b": ("F32", [1], bytes(4))})
+        os.symlink(os.path.join(outside, "secret.safetensors"),
+                   os.path.join(folder, "b.safetensors"))
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            f.write('{"weight_map": {"a": "a.safetensors", "b": "b.safetensors"}}')
+        return folder
+
+    def assert_escapes(self, read):
+        with self.assertRaises(gdunlock.GdunlockError) as ctx:
+            read()
+        self.assertEqual(ctx.exception.code, "GDU_ST_ERR_PATH_ESCAPE")
+        self.assertIn("b.safetensors", ctx.exception.message)
+        self.assertIn("outside", ctx.exception.message)
+
+    def test_a_link_out_of_the_folder_is_refused_by_every_form(self):
+        with tempfile.TemporaryDirectory() as d:
+            folder = self.model(d)
+            files = [os.path.join(folder, n) for n in ("a.safetensors", "b.safetensors")]
+            options, _ = serving.split_options({})
+            self.assert_escapes(lambda: gdunlock.Checkpoint(
+                os.path.join(folder, "model.safetensors.index.json")))
+            self.assert_escapes(lambda: list(gdunlock.weights_iterator(folder, device="cpu")))
+            self.assert_escapes(lambda: list(serving.weights(files, "cpu", options)))
+            self.assert_escapes(lambda: list(serving.weights([folder], "cpu", options)))
+
+    def test_links_inside_the_folder_and_to_the_hub_cache_blobs_are_read(self):
+        with tempfile.TemporaryDirectory() as d:
+            blobs, snapshot = os.path.join(d, "blobs"), os.path.join(d, "snapshots", "abc123")
+            os.makedirs(snapshot)
+            os.mkdir(blobs)
+            write_safetensors(os.path.join(blobs, "0f" * 20), {"a": ("F32", [1], bytes(4))})
+            os.symlink(os.path.join("..", "..", "blobs", "0f" * 20),
+                       os.path.join(snapshot, "model-00001-of-00002.safetensors"))
+            write_safetensors(os.path.join(snapshot, "real.bin"), {"b": ("F32", [1], bytes(4))})
+            os.symlink("real.bin", os.path.join(snapshot, "model-00002-of-00002.safetensors"))
+            options, _ = serving.split_options({})
+            self.assertEqual([n for n, _ in gdunlock.weights_iterator(snapshot, device="cpu")],
+                             ["a", "b"])
+            self.assertEqual([n for n, _ in serving.weights([snapshot], "cpu", options)],
+                             ["a", "b"])
