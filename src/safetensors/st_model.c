@@ -156,6 +156,10 @@ static gdu_st_status read_folder(const char *dir, char **index_name, st_index *i
         s = st_fail(err, GDU_ST_ERR_OPEN, "%s: no .safetensors file or index in it", dir);
     if (s != GDU_ST_OK || indexes == 1) {
         gdu_st_string_list_free(names);
+        if (s != GDU_ST_OK) { /* the caller frees the index's name only with GDU_ST_OK */
+            free(*index_name);
+            *index_name = NULL;
+        }
         return s;
     }
     qsort(names, n, sizeof *names, by_string);
