@@ -18,6 +18,7 @@ gets the next tensors read ahead with all of them. A slice reads only the
 byte ranges it needs. A caller that opens a checkpoint's numbered shards in
 turn finds the next one's first tensors on their way when it opens it."""
 import _thread
+import numbers
 import os
 import re
 import threading
@@ -298,26 +299,48 @@ class Plan:
     __hash__ = None
 
 
-def _index_key(index):
-    """index as a dict key (slices are unhashable before Python 3.12), or
-    None for an index that is not worth keeping (advanced indexing)."""
+def _canonical(index):
+    """index as predictions keep and compare it: a tuple (a lone entry is
+    a tuple of one) of Python ints, slices of them, None and Ellipsis; None
+    for an index they skip (advanced indexing, a 0-d tensor, slice bounds
+    that are not integers). numpy's integers compare with == as arrays do,
+    elementwise: a pattern that held one made the next comparison raise."""
     items = index if isinstance(index, tuple) else (index,)
-    key = []
+    out = []
     for i in items:
         if isinstance(i, slice):
-            key.append(("s", i.start, i.stop, i.step))
-        elif i is None or i is Ellipsis or (isinstance(i, int) and not isinstance(i, bool)):
-            key.append(i)
+            parts = (i.start, i.stop, i.step)
+            if not all(p is None or _is_integer(p) for p in parts):
+                return None
+            out.append(slice(*(None if p is None else int(p) for p in parts)))
+        elif i is None or i is Ellipsis:
+            out.append(i)
+        elif _is_integer(i):
+            out.append(int(i))
         else:
             return None
-    return tuple(key)
+    return tuple(out)
+
+
+def _is_integer(i):
+    """Python's and numpy's integers (numbers.Integral), not bools."""
+    return isinstance(i, numbers.Integral) and not isinstance(i, bool)
+
+
+def _index_key(index):
+    """index as a dict key (slices are unhashable before Python 3.12), or
+    None for an index that is not worth keeping (_canonical)."""
+    items = _canonical(index)
+    if items is None:
+        return None
+    return tuple(("s", i.start, i.stop, i.step) if isinstance(i, slice) else i for i in items)
 
 
 def _same_index(a, b):
     """Whether indices a and b are the same (a slice and a tuple of it
-    are)."""
-    if a == b:
-        return True
+    are); None is the whole tensor, the same as no index but None."""
+    if a is None or b is None:
+        return a is b
     key = _index_key(a)
     return key is not None and key == _index_key(b)
 
@@ -792,19 +815,21 @@ class safe_open:  # noqa: N801  (safetensors' name)
                         not _same_index(hint[1][0], index):
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
             guessed = self._guess_room is not None  # the file's first cut, not confirmed
-            seen = self._follow(family, info.name, info.shape, index)
-            if self._families.get(family) != seen or self._whole_walk != (index is None):
-                before = (self._expected(info, family)[0], self._split, self._whole_walk)
-                self._families[family] = seen
-                self._whole_walk = index is None
-                self._note_split(info.shape, index, plan.nbytes)
-                if before != (seen, self._split, self._whole_walk):
-                    # what was not predictable before may be now; a family
-                    # asked as predicted leaves the keys looked at as they are
-                    self._scanned = 0
-                if len(_families_seen) >= 4096:
-                    _families_seen.clear()
-                _families_seen[family] = seen
+            kept = index if index is None else _canonical(index)
+            if index is None or kept is not None:  # an index predictions can keep
+                seen = self._follow(family, info.name, info.shape, kept)
+                if self._families.get(family) != seen or self._whole_walk != (kept is None):
+                    before = (self._expected(info, family)[0], self._split, self._whole_walk)
+                    self._families[family] = seen
+                    self._whole_walk = kept is None
+                    self._note_split(info.shape, kept, plan.nbytes)
+                    if before != (seen, self._split, self._whole_walk):
+                        # what was not predictable before may be now; a family
+                        # asked as predicted leaves the keys looked at as they are
+                        self._scanned = 0
+                    if len(_families_seen) >= 4096:
+                        _families_seen.clear()
+                    _families_seen[family] = seen
             if guessed and self._guess_room is not None:  # the next request did not confirm it
                 self._split = self._guess_room = None
             read = self._take(info.name, plan, dropped)
