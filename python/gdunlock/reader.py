@@ -80,6 +80,10 @@ class RangeReader:
         check(self._lib.gdu_st_engine_acquire(1 if self.host else 0, 0 if self.host else device,
                                               ctypes.byref(self._engine), ctypes.byref(err)), err)
         self._files = {}  # FileRef.key -> [handle, reads out], least recently used first
+        # the keys of _files with no read out, least recently used first:
+        # those a new file may close (looking through _files for them cost
+        # every open the number of files with reads out)
+        self._closable = {}
         self._max_open = max(1, max_open)
         self._pending = set()  # submitted and not waited for to the end
         self._unplaced = 0  # deferred reads not given their memory yet
@@ -94,11 +98,17 @@ class RangeReader:
         trimmed) if needed."""
         entry = self._files.pop(source.key, None)
         if entry is None:
-            idle = [k for k, (_, out) in self._files.items() if out == 0]
-            for k in idle[:max(0, len(self._files) + 1 - self._max_open)]:
+            excess = len(self._files) + 1 - self._max_open
+            while excess > 0 and self._closable:
+                k = next(iter(self._closable))
+                del self._closable[k]
                 self._lib.gdu_io_close(self._files.pop(k)[0])
+                excess -= 1
             entry = [source.open_on(self._engine), 0]
         self._files[source.key] = entry  # most recently used last
+        if not entry[1]:
+            self._closable.pop(source.key, None)
+            self._closable[source.key] = None
         return entry
 
     def submit(self, source, runs, keep=None):
@@ -146,6 +156,7 @@ class RangeReader:
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
                                     f"the read ({n} ranges, {total} bytes){forked}")
             entry[1] += 1
+            self._closable.pop(source.key, None)
             pending = Pending(self, source.key, extents, request, total, keep, deferred)
             self._pending.add(pending)
             self._unplaced += deferred
@@ -180,6 +191,8 @@ class RangeReader:
             entry = self._files.get(pending.key)
             if entry is not None:
                 entry[1] -= 1
+                if not entry[1]:
+                    self._closable[pending.key] = None
             if not self._pending:
                 self._idle.notify_all()
 
@@ -205,7 +218,7 @@ class RangeReader:
                 self._idle.wait()
             for f, _ in self._files.values():
                 self._lib.gdu_io_close(f)
-            self._files = {}
+            self._files, self._closable = {}, {}
             if self._engine:
                 self._lib.gdu_st_engine_return(self._engine)
             self._engine = None
