@@ -16,6 +16,10 @@ from .reader import SliceError
 from .safe_open import Target, _BITS, plan_tensor, submit_plan
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
+# Reads in flight at most, whatever their bytes: the tensors of a checkpoint
+# of small ones (a million of 4 bytes) were otherwise all submitted at the
+# first, each one's memory, request and file handle held until handed out.
+READS_AHEAD = 1024
 
 
 def _expand(files):
@@ -184,7 +188,8 @@ class WeightsIterator:
         """The next tensor's read (None at the end), after submitting reads
         ahead up to the budget."""
         batch, ahead = [], self._ahead
-        while not (self._queue or batch) or ahead < self._budget:
+        while not (self._queue or batch) or (ahead < self._budget and
+                                             len(self._queue) + len(batch) < READS_AHEAD):
             if not self._items and not self._plan_next_file():
                 break
             if self._items:
