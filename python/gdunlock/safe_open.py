@@ -84,6 +84,10 @@ _RESERVE_MIN = 32 << 20
 # (kSmallSize and kMinBlockSize, c10/core/AllocatorConfig.h).
 _SMALL_TENSOR = 1 << 20
 _BLOCK_ROUND = 512
+# Whole tensors of up to GROUP_TENSOR bytes of one file read ahead together
+# share one request, up to GROUP_READS of them (submit_group).
+GROUP_TENSOR = 64 << 10
+GROUP_READS = 256
 
 
 def _next_shard(path):
@@ -516,6 +520,47 @@ def submit_plan(reader, target, source, info, plan):
     fresh block of torch's from the driver with the engine idle on the H200
     (bench/results/2026-12-04-h200-engine-trace.md)."""
     return place_plan(queue_plan(reader, source, info, plan), target, info, plan)
+
+
+def groupable(plan):
+    """Whether plan reads a whole tensor small enough to share a request
+    with others (submit_group)."""
+    return plan.post is None and plan.runs.count == 1 and plan.nbytes <= GROUP_TENSOR
+
+
+def submit_group(reader, target, source, members):
+    """Reads the whole tensors members [(info, plan)] of the file source
+    (each groupable) in one request, each into its own fresh memory of
+    target; returns their Reads. Their memory is allocated first: each is
+    small, and a request of many saves the engine's submit, placement and
+    wait per tensor, which for a tensor of a few bytes cost several times
+    its read."""
+    bufs, runs = [], []
+    for info, plan in members:
+        buf = target.empty(plan.nbytes, _box_dtype(info.dtype), plan.box)
+        bufs.append(buf)
+        runs.append((info.file_offset + plan.runs.base, plan.nbytes, buf.data_ptr()))
+    shared = _SharedWait(reader.submit(source, runs, bufs))
+    return [Read(shared, buf, info, plan, _box_dtype(info.dtype) is not None)
+            for (info, plan), buf in zip(members, bufs)]
+
+
+class _SharedWait:
+    """The one read of a group of tensors (submit_group): waited for once,
+    its error raised to each of them."""
+
+    def __init__(self, pending):
+        self._pending, self._error, self._done = pending, None, False
+
+    def wait(self):
+        if not self._done:
+            try:
+                self._pending.wait()
+            except GdunlockError as e:
+                self._error = e
+            self._done = True
+        if self._error is not None:
+            raise self._error
 
 
 def _settle(reads):
