@@ -2,6 +2,7 @@
 10), guarded by counting work, not by timing: the paths made for a
 checkpoint of N shards, the files a reader looks through to open the next
 one, the reads in flight at once in weights_iterator."""
+import importlib
 import json
 import os
 import sys
@@ -16,6 +17,8 @@ from test_gdunlock_api import write_safetensors  # noqa: E402
 import gdunlock  # noqa: E402
 from gdunlock import iterator, reader  # noqa: E402
 from gdunlock._lib import lib  # noqa: E402
+
+safe_open = importlib.import_module("gdunlock.safe_open")  # the module, not the class
 
 
 def sharded(folder, count, per_shard=2):
@@ -149,6 +152,37 @@ class TensorScaleTest(unittest.TestCase):
                     self.assertEqual(bytes(tensor.numpy()), bytes([int(name[2:]) % 256, 1]))
             self.assertLessEqual(most, 16)
             self.assertGreater(most, 1)  # still read ahead
+
+    def test_small_tensors_share_requests(self):
+        """Small whole tensors go to the engine in groups, each in its own
+        memory: a request per tensor cost more than reading it."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            count = 1000
+            write_safetensors(path, {f"t.{i:04d}": ("I16", [2], bytes([i % 256, 0, 1, 0]))
+                                     for i in range(count)})
+            it = gdunlock.weights_iterator(path, device="cpu")
+            got = dict(it)
+            self.assertEqual(len(got), count)
+            for name, tensor in got.items():
+                self.assertEqual(tensor.tolist(), [int(name[2:]) % 256, 1])
+            storages = {t.untyped_storage().data_ptr() for t in got.values()}
+            self.assertEqual(len(storages), count)  # no tensor shares another's memory
+            self.assertLessEqual(it.stats()["requests"], 10)  # a request per tensor before
+
+    def test_a_failed_group_fails_each_of_its_tensors(self):
+        class Failing:
+            waits = 0
+
+            def wait(self):
+                Failing.waits += 1
+                raise gdunlock.GdunlockError("GDU_ST_ERR_IO", "cut")
+
+        shared = safe_open._SharedWait(Failing())
+        for _ in range(3):
+            with self.assertRaises(gdunlock.GdunlockError):
+                shared.wait()
+        self.assertEqual(Failing.waits, 1)
 
 
 if __name__ == "__main__":
