@@ -202,10 +202,10 @@ class WeightsIterator:
         self._target.reserve([plan.nbytes for _, _, plan in batch])
         group = []  # small whole tensors of one file, read in one request
         for k, (source, info, plan) in enumerate(batch):
-            if groupable(plan):
+            if groupable(self._target, info, plan):
                 group.append((info, plan))
                 last = k + 1 == len(batch) or batch[k + 1][0] is not source or \
-                    not groupable(batch[k + 1][2]) or len(group) == GROUP_READS
+                    not groupable(self._target, *batch[k + 1][1:]) or len(group) == GROUP_READS
                 if last:
                     self._queue.extend(submit_group(self._reader, self._target, source, group))
                     group = []

@@ -522,10 +522,14 @@ def submit_plan(reader, target, source, info, plan):
     return place_plan(queue_plan(reader, source, info, plan), target, info, plan)
 
 
-def groupable(plan):
-    """Whether plan reads a whole tensor small enough to share a request
-    with others (submit_group)."""
-    return plan.post is None and plan.runs.count == 1 and plan.nbytes <= GROUP_TENSOR
+def groupable(target, info, plan):
+    """Whether plan reads all of tensor info, small enough to share a
+    request with others (submit_group), into host memory. A GPU's reads are
+    queued before their memory is allocated, which overlaps them (a
+    process's first blocks came from the driver slowly); on the host a
+    small tensor's memory is a malloc."""
+    return target.target == TARGET_HOST and plan.post is None and plan.runs.count == 1 and \
+        plan.nbytes == info.nbytes and plan.nbytes <= GROUP_TENSOR
 
 
 def submit_group(reader, target, source, members):
@@ -1120,6 +1124,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 self._read_ahead([(self._last, self._not_ahead(self._last, wanted), False)])
         i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
+        if i - self._next > _SCAN // 2:  # far enough ahead: small tensors go in groups
+            stop = i
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
         # the window takes one tensor more than it has room for (a tensor
@@ -1221,6 +1227,19 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 new.append(plan)
         return new
 
+    def _read_group(self, target, group):
+        """Under the lock: reads ahead of group [(position in the batch,
+        name, info, plan, hinted)], small whole tensors of one file, in one
+        request (submit_group)."""
+        info = group[0][2]
+        reads = submit_group(self._reader(target), target, self._files[info.file],
+                             [(info, plan) for _, _, info, plan, _ in group])
+        for (_, name, _, plan, hinted), read in zip(group, reads):
+            self._ahead.setdefault(name, []).append(read)
+            self._ahead_bytes += plan.nbytes
+            if hinted:
+                self._hinted.add(name)
+
     def _read_ahead(self, batch, sizes=None):
         """Under the lock: reads ahead of each (name, plans, hinted) of
         batch (plans not read ahead yet: _not_ahead), every one queued
@@ -1232,16 +1251,29 @@ class safe_open:  # noqa: N801  (safetensors' name)
         or given memory closes the window there, and the reads queued after
         it are cancelled."""
         target, queued, whole, placed = self._walk_target, [], len(batch), 0
+        group = []  # small whole tensors of one file, read in one request
         try:
             for k, (name, plans, hinted) in enumerate(batch):
                 info = self._infos[name]
                 try:
+                    if len(plans) == 1 and groupable(target, info, plans[0]):
+                        if group and (group[0][2].file != info.file or len(group) == GROUP_READS):
+                            self._read_group(target, group)
+                            group = []
+                        group.append((k, name, info, plans[0], hinted))
+                        continue
                     for plan in plans:
                         queued.append((k, name, info, plan, hinted, queue_plan(
                             self._reader(target), self._files[info.file], info, plan)))
                 except GdunlockError:
-                    whole = k
+                    whole = group[0][0] if group else k
+                    group = []
                     break
+            if group:
+                try:
+                    self._read_group(target, group)
+                except GdunlockError:
+                    whole = group[0][0]
             if sizes is not None:
                 target.reserve(sizes)
             for k, name, info, plan, hinted, pending in queued:

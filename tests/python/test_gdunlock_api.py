@@ -460,8 +460,11 @@ class SafeOpenTest(unittest.TestCase):
             raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
 
         ref = file_bytes(SMALL)
+        # (small whole tensors read into host memory go in groups, their
+        # memory first: submit_group; none here, as on a GPU)
         with mock.patch.object(reader.RangeReader, "_queue", queue), \
-                mock.patch.object(reader.RangeReader, "_place", place):
+                mock.patch.object(reader.RangeReader, "_place", place), \
+                mock.patch.object(so, "GROUP_TENSOR", 0):
             with mock.patch.object(so.Target, "empty", empty), \
                     mock.patch.object(so.Target, "reserve", reserve):
                 with gdunlock.safe_open(SMALL, "pt") as f:
