@@ -170,6 +170,24 @@ class TensorScaleTest(unittest.TestCase):
             self.assertEqual(len(storages), count)  # no tensor shares another's memory
             self.assertLessEqual(it.stats()["requests"], 10)  # a request per tensor before
 
+    def test_get_tensor_of_small_tensors_shares_requests(self):
+        """get_tensor of every key of a file of small tensors reads them
+        ahead in groups, each in its own memory."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            count = 1000
+            write_safetensors(path, {f"t.{i:04d}": ("I16", [2], bytes([i % 256, 0, 1, 0]))
+                                     for i in range(count)})
+            got = {}
+            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+                for name in f.keys():
+                    got[name] = f.get_tensor(name)
+                requests = f.stats()["requests"]
+            for name, tensor in got.items():
+                self.assertEqual(tensor.tolist(), [int(name[2:]) % 256, 1])
+            self.assertEqual(len({t.untyped_storage().data_ptr() for t in got.values()}), count)
+            self.assertLessEqual(requests, 30)  # a request per tensor before
+
     def test_a_failed_group_fails_each_of_its_tensors(self):
         class Failing:
             waits = 0
