@@ -349,7 +349,7 @@ def _same_index(a, b):
     return key is not None and key == _index_key(b)
 
 
-_plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
+_plans = {}  # (shape, dtype, index key or whole tensor bytes) -> Plan: every layer asks alike
 # family -> (shape, indices) last asked through any safe_open of the process
 # (_follow): the next shard of a checkpoint is walked as the last one was.
 _families_seen = {}
@@ -424,8 +424,14 @@ def _takes_the_box(box, post):
 def plan_tensor(info, index=None):
     """The Plan of info (index None: the whole tensor), or None when index
     needs the whole tensor read first (advanced indexing: lists, masks)."""
-    if index is None:
-        return Plan(Runs(0, [], info.nbytes), list(info.shape), None)
+    if index is None:  # kept too: a checkpoint of a million tensors has few shapes
+        key = (info.shape, info.dtype, info.nbytes)
+        plan = _plans.get(key)
+        if plan is None:
+            if len(_plans) >= 4096:
+                _plans.clear()
+            plan = _plans[key] = Plan(Runs(0, [], info.nbytes), list(info.shape), None)
+        return plan
     key = _index_key(index)
     key = key and (info.shape, info.dtype, key)
     plan = _plans.get(key) if key else None

@@ -188,6 +188,25 @@ class TensorScaleTest(unittest.TestCase):
             self.assertEqual(len({t.untyped_storage().data_ptr() for t in got.values()}), count)
             self.assertLessEqual(requests, 30)  # a request per tensor before
 
+    def test_tensors_of_one_shape_share_a_plan(self):
+        """The plan of a whole tensor is kept by its shape and dtype: a
+        million tensors of few shapes made a million plans, each a few
+        objects for the garbage collector to look through."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "many.safetensors")
+            write_safetensors(path, {f"t.{i:04d}": ("U8", [2], bytes([i % 256, 1]))
+                                     for i in range(500)})
+            made = []
+            real = safe_open.Plan
+
+            def plan(*args):
+                made.append(args)
+                return real(*args)
+
+            with mock.patch.object(safe_open, "Plan", plan):
+                self.assertEqual(len(dict(gdunlock.weights_iterator(path, device="cpu"))), 500)
+            self.assertLessEqual(len(made), 1)
+
     def test_a_failed_group_fails_each_of_its_tensors(self):
         class Failing:
             waits = 0
