@@ -1156,7 +1156,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if batch and (self._split is None or self._split != self._reserved_split):
             sizes = [plan.nbytes for _, plans, _ in batch for plan in plans] + \
                 self._rest_of_split(i)
-        whole = self._read_ahead(batch, sizes)
+        whole = self._read_ahead(batch, sizes) if batch else 0
         if whole < len(batch):
             i = first + whole
         self._scanned = i
