@@ -159,6 +159,10 @@ class Checkpoint:
         return FileRef(self, index, os.fsdecode(self._lib.gdu_st_model_file_path(self._model,
                                                                                  index)))
 
+    def file_refs(self):
+        """file_ref of every file, in order, their paths made once."""
+        return [FileRef(self, i, path) for i, path in enumerate(self.files)]
+
     def metadata(self, file=0):
         """The __metadata__ map of one file ({} when it has none)."""
         return self.metadata_or_none(file) or {}

@@ -287,7 +287,7 @@ def weights_iterator(files, device=0, rank=0, world_size=1, shard=None,
         tensors select= left out)."""
         ckpt = Checkpoint(path, lenient=lenient)
         try:
-            sources = [ckpt.file_ref(i) for i in range(len(ckpt.files))]
+            sources = ckpt.file_refs()
             items, skipped = [], 0
             for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
                 if not keep(t.name):

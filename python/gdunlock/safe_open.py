@@ -682,7 +682,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         # by their hashes) and its real path (what safe_opens of it share)
         self._name, self._path = os.path.abspath(filename), os.path.realpath(filename)
         self._lenient, self._counted = lenient, False
-        self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
+        self._files = self._ckpt.file_refs()
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
