@@ -4,7 +4,8 @@ with the engine left out (its submits return at once and read nothing): the
 part of a tensor-parallel load that the caller's thread spends in gdunlock's
 bookkeeping, which bounds the 4- and 8-way splits on the H200
 (bench/results/2026-12-02-h200-slice-ranks-python-thread.md). Needs no GPU:
-tensors go to host memory.
+tensors go to host memory through the engine (backend="pread": the CPU's
+default maps the file instead).
 
 Every rank of one split (rows: dim 0, columns: dim 1) is asked for as
 tests/gpu/load_patterns.py asks it: each shard opened in turn, every 2-D
@@ -75,7 +76,7 @@ def main():
     def rank(r):
         requests = 0
         for path in files:
-            with gdunlock.safe_open(path, framework="pt", device="cpu") as f:
+            with gdunlock.safe_open(path, framework="pt", device="cpu", backend="pread") as f:
                 for k in f.keys():
                     s = f.get_slice(k)
                     shape = s.get_shape()

@@ -1,9 +1,14 @@
 # Copies the shared objects we link from the system (and their non-glibc
 # dependencies) into OUT, following symlinks, so that a carried build folder
-# or an installed wheel runs where they are not installed. Which ones:
+# runs where they are not installed. Which ones:
 #   LIBS="jansson pci uring"  the named libraries, found by ldconfig (the build folder);
 #   ELF="a;b"                 every non-glibc library these files load (the wheel);
 #   LICENSES=DIR              also copies each one's Debian copyright file there.
+# Without OUT nothing is copied but the copyright files: the wheel's libraries
+# are bundled by `auditwheel repair` (scripts/wheel.sh), which renames them
+# and rewrites the run paths of every ELF file in the wheel; copying them here
+# too would put a second copy in the wheel. The licenses still travel from
+# here (auditwheel copies none).
 # A library that cannot be found stops it with an error: nothing is left
 # without a dependency it needs.
 cmake_minimum_required(VERSION 3.20)
@@ -56,7 +61,7 @@ while(queue)
   list(APPEND seen ${base})
   file(REAL_PATH ${lib} real)
   # Already in OUT (found through our own run path): nothing to copy.
-  if(NOT real STREQUAL "${OUT}/${base}")
+  if(OUT AND NOT real STREQUAL "${OUT}/${base}")
     gdu_replace_file(${real} ${OUT}/${base})
   endif()
   if(LICENSES)

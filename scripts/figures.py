@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Draws the README's figures, docs/figures/NAME.svg, from the measured
-results stored in bench/results/ (their JSON, never a number typed here).
+"""Draws the figures of README.md and bench/results/README.md,
+docs/figures/NAME.svg, from the measured results stored in bench/results/
+(their JSON, never a number typed here).
 Run it by hand when a result lands, then commit the SVGs:
 
     python3 scripts/figures.py              # every figure

@@ -46,9 +46,8 @@ typedef enum {
 
 /* Tunables. Zero means "default" for every numeric field. The environment
  * gives the process's defaults (gdu_io_options_default), never more: a value
- * the caller sets wins. GDUNLOCK_IO_BACKEND (auto|cufile|pipeline),
- * GDUNLOCK_IO_WORKERS, GDUNLOCK_IO_CHUNK (a size: 4M, 1MiB...),
- * GDUNLOCK_IO_STAGING, GDUNLOCK_IO_DIRECT (auto|on|off). */
+ * the caller sets wins. The GDUNLOCK_IO_* variables and what they take:
+ * docs/settings.md. */
 typedef struct {
     gdu_io_backend backend;
     gdu_io_direct direct;
@@ -88,6 +87,14 @@ unsigned gdu_io_default_workers(void);
  * with the invalid variable named in why (o then holds the built-in
  * defaults). Set the fields you mean after it: yours win. */
 int gdu_io_options_default(gdu_io_options *o, char *why, size_t why_len);
+
+/* Changes one of the process's defaults at run time, as kvikio's
+ * defaults::set does: name is "backend", "workers", "chunk", "staging" or
+ * "direct" (or its GDUNLOCK_IO_* variable), value in the variable's form
+ * ("4M", "on", ...). Engines created afterwards take it; engines that exist
+ * keep theirs. Thread-safe. Returns 0, or -EINVAL with the cause in why
+ * (nothing changed). Since GDUNLOCK_LOAD_0.4. */
+int gdu_io_defaults_set(const char *name, const char *value, char *why, size_t why_len);
 
 const char *gdu_io_backend_name(gdu_io_backend b); /* "auto", "cufile", "pipeline", "host" */
 int gdu_io_backend_parse(const char *name, gdu_io_backend *out); /* 0 or -EINVAL */

@@ -135,6 +135,11 @@ int gdu_st_dtype_from_name(const char *name, gdu_st_dtype *out);
  * trailing byte counts), and a zero dimension makes a shape empty however
  * large the others are. Overlapping tensors are refused either way. */
 #define GDU_ST_LENIENT 1u
+/* gdu_st_open_flags only: a folder stands for the checkpoint it holds, its
+ * *.safetensors.index.json where it has one, else its .safetensors files
+ * (one or several, as shards of a checkpoint without an index). Without it
+ * a folder is GDU_ST_ERR_OPEN, as safetensors' own open refuses one. */
+#define GDU_ST_FOLDER 2u
 
 /* ---- One file's header ------------------------------------------------- */
 
@@ -239,7 +244,7 @@ typedef struct gdu_st_model gdu_st_model;
  * unless it is the same file, unchanged. At the open-file limit the status
  * is GDU_ST_ERR_TOO_MANY_FILES. */
 gdu_st_status gdu_st_open(const char *path, gdu_st_model **out, gdu_st_error *err);
-/* The same with parsing flags (GDU_ST_LENIENT). */
+/* The same with flags (GDU_ST_LENIENT, GDU_ST_FOLDER). */
 gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model **out,
                                 gdu_st_error *err);
 

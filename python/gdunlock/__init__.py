@@ -21,7 +21,9 @@ library (see _lib.py for where it is looked for); tensors need torch.
 
 from ._lib import GdunlockError, library_path
 from ._version import __version__
+from . import defaults
 from .checkpoint import Checkpoint, TensorInfo, parse_device
+from .errors import SafetensorError
 from .iterator import weights_iterator
 from .kept_engines import Preparation, prepare, release_engines
 from .patching import patch, unpatch
@@ -51,18 +53,22 @@ def _load_native():
 
 _load_native()
 
-__all__ = ["Checkpoint", "GdunlockError", "Preparation", "SliceError", "TensorInfo",
-           "__version__", "library_path", "load_file", "load_safetensors", "parse_device", "patch",
-           "prepare", "release_engines", "safe_open", "unpatch", "weights_iterator"]
+__all__ = ["Checkpoint", "GdunlockError", "Preparation", "SafetensorError", "SliceError",
+           "TensorInfo", "__version__", "defaults", "library_path", "load_file",
+           "load_safetensors", "parse_device", "patch", "prepare", "release_engines", "safe_open",
+           "unpatch", "weights_iterator"]
 
 
-def load_safetensors(path, device=0, verify=False, lenient=False):
-    """Loads a .safetensors file or a sharded checkpoint's index JSON and
-    returns {name: torch.Tensor}. All tensors of one file share its memory
-    (a few allocations of whole tensors), freed when the last of them dies."""
+def load_safetensors(path, device="cuda:0", verify=False, lenient=False):
+    """Loads a .safetensors file, a sharded checkpoint's index JSON or a
+    model's folder (its index, else its .safetensors files) and returns
+    {name: torch.Tensor} on device: the first GPU unless told ("cuda:N" or
+    N, a list of GPUs, or "cpu" for host memory). All tensors of one file
+    share its memory (a few allocations of whole tensors), freed when the
+    last of them dies."""
     from .torch_bridge import aligned, tensor_view
 
-    with Checkpoint(path, lenient=lenient) as ckpt:
+    with Checkpoint(path, lenient=lenient, folder=True) as ckpt:
         ckpt.load_start(device)
         try:  # the tensor objects are made while the bytes move
             views = [(info, tensor_view(ckpt, i, info)) for i, info in enumerate(ckpt.tensors())]
@@ -73,8 +79,10 @@ def load_safetensors(path, device=0, verify=False, lenient=False):
         return {info.name: aligned(view, info) for info, view in views}
 
 
-def load_file(filename, device="cpu"):
+def load_file(filename, device="cpu", *, backend=None):
     """safetensors.torch.load_file's signature: {name: tensor} of one file,
-    each tensor its own allocation (read in batches through the engine)."""
-    with safe_open(filename, framework="pt", device=device) as f:
-        return {k: f.get_tensor(k) for k in f.keys()}
+    in file order. On a GPU each tensor is its own allocation, read in
+    batches through the engine; on the CPU each is a view of the file's
+    mapping (backend="pread": its own memory, read through the engine)."""
+    with safe_open(filename, framework="pt", device=device, backend=backend) as f:
+        return f.get_tensors()

@@ -1,14 +1,15 @@
 """The `gdunlock` command that pip installs: it becomes the gdunlock binary
-installed inside this package (gdunlock/_native/bin/gdunlock), which finds
-the shim beside it (gdunlock/_native/lib/libgdunlock.so) for `gdunlock run`."""
+installed inside this package (gdunlock/_native/bin/gdunlock, found as
+_lib.native_path says, editable installs too), which finds the shim beside it
+(gdunlock/_native/lib/libgdunlock.so) for `gdunlock run`."""
 import os
 import sys
 
-NATIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+from ._lib import native_path
 
 
 def main():
-    exe = os.path.join(NATIVE, "bin", "gdunlock")
+    exe = native_path("bin", "gdunlock")
     try:
         os.execv(exe, ["gdunlock"] + sys.argv[1:])
     except OSError as e:

@@ -3,7 +3,8 @@ the engine calls of include/gdunlock/io.h that the readers and benchmarks use).
 
 Where the library comes from, first match wins: $GDUNLOCK_LOAD_LIB (the only
 candidate when set); the one installed inside this package
-(gdunlock/_native/lib/, built by `pip install .`); $BUILD/lib; the build/
+(gdunlock/_native/lib/, built by `pip install .` or `pip install -e .`, see
+native_path); $BUILD/lib; the build/
 folder of the source tree this package sits in; sys.prefix/lib
 (`cmake --install build --prefix PREFIX` into the environment); the dynamic
 loader's search path. The name is the SONAME, libgdunlock-load.so.0."""
@@ -25,12 +26,27 @@ class GdunlockError(RuntimeError):
         self.message = message
 
 
+def native_path(*parts):
+    """The path of a file the package's build installed under gdunlock/_native/
+    (the command, the shim, this library). An editable install
+    (`pip install -e .`) runs the modules from the source tree while the build
+    installs _native/ into site-packages: the package's __path__ names both,
+    so the first folder of it that holds the file wins; the one beside this
+    module when none does (for the message of a missing file)."""
+    package = sys.modules[__package__]
+    for folder in getattr(package, "__path__", [_HERE]):
+        path = os.path.join(folder, "_native", *parts)
+        if os.path.exists(path):
+            return path
+    return os.path.join(_HERE, "_native", *parts)
+
+
 def _candidates():
     env = os.environ.get("GDUNLOCK_LOAD_LIB")
     if env:  # named explicitly: the only candidate
         yield env
         return
-    yield os.path.join(_HERE, "_native", "lib", LIBRARY_NAME)
+    yield native_path("lib", LIBRARY_NAME)
     build = os.environ.get("BUILD")
     if build:
         yield os.path.join(build, "lib", LIBRARY_NAME)
@@ -99,6 +115,7 @@ IO_BACKEND_HOST = 3
 IO_READ = 1
 IO_OP_READ = 0
 LENIENT = 1
+FOLDER = 2
 
 # Checked against the library's gdu_st_abi_layout() when it loads: each
 # mirror field by field (name, offset, size), each constant by value.
@@ -107,7 +124,7 @@ MIRRORS = {"gdu_st_error": StError, "gdu_st_tensor": StTensor,
            "gdu_io_extent": IoExtent, "gdu_io_options": IoOptions}
 CONSTANTS = {"GDU_ST_TARGET_GPU": TARGET_GPU, "GDU_ST_TARGET_HOST": TARGET_HOST,
              "GDU_ST_LENIENT": LENIENT, "GDU_IO_BACKEND_HOST": IO_BACKEND_HOST,
-             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ}
+             "GDU_IO_READ": IO_READ, "GDU_IO_OP_READ": IO_OP_READ, "GDU_ST_FOLDER": FOLDER}
 # GdunlockError codes that only this module raises; every other code is a
 # status name of the library (gdu_st_status_name).
 MODULE_CODES = {
@@ -116,7 +133,7 @@ MODULE_CODES = {
     "GDU_ST_ERR_SLICE": "a slice that safetensors' get_slice would refuse",
     "GDU_ST_ERR_NO_SAFETENSORS": "patch() needs the safetensors package",
     "GDU_ST_ERR_NO_TORCH": "tensors need torch",
-    "GDU_ST_ERR_FRAMEWORK": "a framework other than PyTorch",
+    "GDU_ST_ERR_FRAMEWORK": "a framework gdunlock does not serve (it serves pt and np)",
     "GDU_ST_ERR_NOT_FOUND": "safe_open has no tensor of that name",
 }
 
@@ -153,6 +170,8 @@ def _declare(lib):
         "gdu_st_header_data_offset": (u64, [p]),
         "gdu_st_header_data_span": (u64, [p]),
         "gdu_io_options_default": (i, [ctypes.POINTER(IoOptions), ctypes.c_char_p, sz]),
+        "gdu_io_defaults_set": (i, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, sz]),
+        "gdu_io_backend_name": (ctypes.c_char_p, [i]),
         "gdu_io_engine_create": (i, [ctypes.POINTER(IoOptions), ctypes.POINTER(p),
                                      ctypes.c_char_p, sz]),
         "gdu_io_engine_destroy": (None, [p]),
@@ -236,11 +255,23 @@ def lib():
     return _lib
 
 
+# What a Python caller passes to get past a status (the CLI has its own).
+_FIXES = {
+    "GDU_ST_ERR_NO_CUDA": "gdunlock's loaders read into the first GPU unless told "
+                          "(device='cuda:0'): pass device='cpu' to load into host memory, or "
+                          "device='cuda:N' for a GPU that exists",
+}
+
+
 def check(status, err):
-    """Raises GdunlockError for a failed call."""
+    """Raises GdunlockError for a failed call, with the fix where one is
+    known."""
     if status != 0:
         name = lib().gdu_st_status_name(status).decode()
-        raise GdunlockError(name, err.message.decode(errors="replace"))
+        message = err.message.decode(errors="replace")
+        if name in _FIXES:
+            message += f"; {_FIXES[name]}"
+        raise GdunlockError(name, message)
 
 
 def check_regular_file(path):

@@ -7,7 +7,7 @@ import operator
 import os
 from collections import namedtuple
 
-from ._lib import (LENIENT, StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check,
+from ._lib import (FOLDER, LENIENT, StError, StLoadOptions, TARGET_GPU, TARGET_HOST, GdunlockError, check,
                    lib)
 
 def _text(address, length):
@@ -76,16 +76,19 @@ _serials = itertools.count()
 class Checkpoint:
     """Opens (and validates) a .safetensors file or a sharded index JSON.
     Validation is the reference implementation's (no holes, no trailing
-    bytes, ...); lenient=True also reads damaged files the format forbids."""
+    bytes, ...); lenient=True also reads damaged files the format forbids;
+    folder=True takes a model's folder for its index, else its .safetensors
+    files (as weights_iterator reads a folder)."""
 
-    def __init__(self, path, lenient=False):
+    def __init__(self, path, lenient=False, folder=False):
         self.serial = next(_serials)
         self._model = ctypes.c_void_p()
         self._lib = lib()
         self.path = os.fspath(path)
         self.lenient = bool(lenient)
         err = StError()
-        check(self._lib.gdu_st_open_flags(os.fsencode(self.path), LENIENT if lenient else 0,
+        flags = (LENIENT if lenient else 0) | (FOLDER if folder else 0)
+        check(self._lib.gdu_st_open_flags(os.fsencode(self.path), flags,
                                           ctypes.byref(self._model), ctypes.byref(err)), err)
         self.loaded = False
 

@@ -250,12 +250,13 @@ class WeightsIterator:
             pass
 
 
-def weights_iterator(files, device=0, rank=0, world_size=1, shard=None,
+def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
                      memory_budget=DEFAULT_MEMORY_BUDGET, lenient=False, select=None,
                      progress=False):
     """Yields (name, tensor) for every tensor of files (a path, a list, a
     folder of .safetensors files, or a sharded index JSON), file by file in
-    the order of their bytes.
+    the order of their bytes, onto device: the first GPU unless told
+    ("cuda:N" or N, or "cpu" for host memory).
 
     shard says which tensors each rank splits and along which dimension: a
     function (name, shape) -> dim or None, or a dict {regular expression:

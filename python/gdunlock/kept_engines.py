@@ -77,7 +77,8 @@ def start_with_cuda(torch):
     which runs queued calls once CUDA is initialized, as
     torch.cuda.manual_seed does)."""
     lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
-    if os.environ.get("GDUNLOCK_PREPARE", "1") == "0" or lazy_call is None or \
+    from .defaults import env_bool
+    if not env_bool(os.environ, "GDUNLOCK_PREPARE", True) or lazy_call is None or \
             any(t is torch for t in _start_queued):
         return
     _start_queued.append(torch)

@@ -14,12 +14,12 @@ parameter to the device its device_map names (core_model_loading's
 _materialize_copy). While patched, a parameter bound for a GPU is read
 straight into that GPU's memory instead, and cast there when transformers
 asks for another dtype: no pageable copy on the host, no second copy."""
-import errno
 import sys
 import threading
 
 from . import kept_engines
 from ._lib import GdunlockError
+from .errors import SafetensorError, as_safetensors_error
 
 _saved = []  # (module, attribute, original)
 _dropins = {}  # id(drop-in) -> (drop-in, original), for modules that bound one while patched
@@ -55,29 +55,17 @@ def _gpu(device):
 
 
 def _safetensors_error(e):
-    """A GdunlockError as safetensors would have raised it: an instance of
-    both GdunlockError and safetensors' class for that failure."""
-    if not isinstance(e, GdunlockError) or isinstance(e, _Translated):
+    """A GdunlockError as safetensors would have raised it: safe_open's own
+    translation (errors.py: a SafetensorError or the OS's error), and any
+    other failure (the GPU, the engine) a SafetensorError too, as
+    safetensors reports the failures of its own reads; each still a
+    GdunlockError with its code."""
+    if not isinstance(e, GdunlockError):
         return e
-    from safetensors import SafetensorError
-    missing = e.code == "GDU_ST_ERR_OPEN" and ("No such file" in e.message or
-                                               "not found" in e.message)
-    base = FileNotFoundError if missing else OSError if e.code in (
-        "GDU_ST_ERR_OPEN", "GDU_ST_ERR_IO") else SafetensorError
-    cls = _translated.get(base)
-    if cls is None:  # safetensors' class first: OSError's instances have their own layout
-        cls = _translated[base] = type(f"Gdunlock{base.__name__}", (base, _Translated), {})
-    out = cls(errno.ENOENT if missing else errno.EIO, e.message) if issubclass(base, OSError) \
-        else cls.__new__(cls)
-    GdunlockError.__init__(out, e.code, e.message)
+    out = as_safetensors_error(e)
+    if out is e and not isinstance(e, (SafetensorError, OSError)):
+        out = SafetensorError(e.code, e.message)
     return out
-
-
-class _Translated(GdunlockError):
-    """Base of the GdunlockError classes that are safetensors' too."""
-
-
-_translated = {}
 
 
 def _translating(fn):
@@ -91,7 +79,7 @@ def _translating(fn):
 
 class PatchedFile:
     """What the patched safe_open returns for a file gdunlock serves:
-    gdunlock's safe_open, with safetensors' error types and get_tensors()."""
+    gdunlock's safe_open, every error of it of safetensors' types."""
 
     def __init__(self, inner):
         self._inner = inner
@@ -105,10 +93,6 @@ class PatchedFile:
 
     def __exit__(self, *exc):
         self._inner.close()
-
-    def get_tensors(self):
-        """Every tensor of the file, {name: tensor}, in file order."""
-        return {k: self.get_tensor(k) for k in self._inner.offset_keys()}
 
 
 def _replacements():

@@ -1,7 +1,11 @@
 """safe_open: the interface of safetensors.safe_open (keys, metadata,
-get_tensor, get_slice, a context manager) over gdunlock's engine. Each
-tensor comes back in its own allocation on the device asked for; the bytes
-move through the process's kept I/O engine straight into that memory.
+get_tensor, get_tensors, get_slice, a context manager) over gdunlock's
+engine, with safetensors' exception types (errors.py). On a GPU each
+tensor comes back in its own allocation; the bytes move through the
+process's kept I/O engine straight into that memory. On the CPU tensors
+are views of the file's mapping, as safetensors' are (host_map.py), unless
+backend="pread" asks for the engine's reads into memory of their own;
+what follows is about the engine's reads.
 
 Loading every key one by one runs at the whole-file speed: while the caller
 asks for the keys in order (sorted, as keys() lists them, by offset, or in
@@ -26,6 +30,8 @@ import time
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
+from .errors import InvalidDeviceError, SafetensorError, as_safetensors_error
+from .host_map import HostMap
 from .reader import RangeReader, Runs, SliceError, _normalize, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
@@ -33,6 +39,10 @@ _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E
          "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64,
          "I64": 64, "U64": 64}
 _FRAMEWORKS = ("pt", "torch", "pytorch")
+_NUMPY = ("np", "numpy")
+# frameworks safetensors serves and gdunlock does not
+_THEIRS_ONLY = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle")
+_BACKENDS = ("mmap", "pread")
 _FIRST_WINDOW = 64 << 20
 DEFAULT_READAHEAD = 1 << 30
 # the numbers of a name: taken out for its family, compared as numbers when
@@ -195,6 +205,15 @@ def _torch():
     return torch
 
 
+def _torch_if_installed():
+    """torch, or None where it is not installed (numpy arrays need none)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def _allocator_splits(torch):
     """Whether torch's CUDA allocator serves small tensors out of a larger
     cached block: its native allocator does unless max_split_size_mb keeps
@@ -221,11 +240,11 @@ class Target:
         target, gpus = parse_device(device)
         if len(gpus) != 1:
             raise ValueError(f"one device, not {device!r}")
-        self.torch = _torch()
+        self.torch = _torch() if target == TARGET_GPU else _torch_if_installed()
         self.target = target
         self.ordinal = gpus[0]
-        self.device = self.torch.device("cpu") if target == TARGET_HOST else \
-            self.torch.device("cuda", self.ordinal)
+        self.device = "cpu" if self.torch is None else self.torch.device("cpu") \
+            if target == TARGET_HOST else self.torch.device("cuda", self.ordinal)
         self._reserving = target == TARGET_GPU and _allocator_splits(self.torch)
         self._streams = None  # (read the current stream's id, the default stream, its id)
 
@@ -627,6 +646,36 @@ def natural_key(name):
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(name)]
 
 
+def _check_call(framework, device, backend):
+    """safe_open's framework, device and backend checked as safetensors
+    checks them (SafetensorError naming the one that is wrong); returns
+    whether arrays are numpy's, the device (None: the CPU) and the backend
+    (None: safe_open.default_backend)."""
+    if framework in _THEIRS_ONLY:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework}: gdunlock returns "
+                              f"torch tensors ('pt') or numpy arrays ('np'); "
+                              f"safetensors.safe_open serves {framework}")
+    if framework not in _FRAMEWORKS + _NUMPY:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"framework {framework} is invalid")
+    if backend is not None and backend not in _BACKENDS:
+        raise SafetensorError("GDU_ST_ERR_INVALID_ARGUMENT", f"backend {backend!r} is invalid "
+                              f"(expected one of: \"mmap\", \"pread\")")
+    device = "cpu" if device is None else device
+    try:
+        host = parse_device(device)[0] == TARGET_HOST
+    except ValueError as e:
+        raise InvalidDeviceError("GDU_ST_ERR_INVALID_ARGUMENT", f"device {device} is invalid: "
+                                 f"{e}") from None
+    numpy = framework in _NUMPY
+    if not numpy:
+        _torch()  # GDU_ST_ERR_NO_TORCH before the open, as before
+    if numpy and not host:
+        raise SafetensorError("GDU_ST_ERR_FRAMEWORK", f"Device {device} is not supported for "
+                              f"framework numpy (numpy arrays live in host memory: "
+                              f"device='cpu')")
+    return numpy, device, backend or safe_open.default_backend
+
+
 class SafeSlice:
     """What safe_open.get_slice returns: get_shape(), get_dtype(), and
     [index] reading only the bytes the index needs."""
@@ -652,13 +701,26 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     opened = 0  # files opened by this process (patch() checks count on it)
 
+    # backend=None: how host memory is filled, unless the call says ("mmap":
+    # views of the file's mapping; "pread": the engine's reads into memory
+    # of each tensor's own)
+    default_backend = "mmap"
+
     def __init__(self, filename, framework="pt", device="cpu", lenient=False,
                  readahead=DEFAULT_READAHEAD, backend=None):
-        # backend: safetensors' choice of how to read the file (transformers
-        # passes it); gdunlock always reads through its own engine.
-        if framework not in _FRAMEWORKS:
-            raise GdunlockError("GDU_ST_ERR_FRAMEWORK", f"framework {framework!r}: gdunlock "
-                                f"returns torch tensors ('pt')")
+        # backend: safetensors' choice of how host memory gets the bytes
+        # (transformers passes it); GPUs are always read through the engine.
+        numpy, device, backend = _check_call(framework, device, backend)
+        try:
+            self._open_or_claim(filename, device, lenient, readahead)
+        except GdunlockError as e:
+            raise as_safetensors_error(e, filename) from None
+        # on the CPU: views of the file's mapping (numpy: copies out of it)
+        self._host_map = HostMap(self._ckpt) if self._target.target == TARGET_HOST and (
+            numpy or backend == "mmap") else None
+        self._numpy = numpy
+
+    def _open_or_claim(self, filename, device, lenient, readahead):
         made = _claim_made_ahead(filename, lenient)
         if made is not None:  # its reads go on where the walk of the last shard left off
             self.__dict__.update(made.__dict__)
@@ -739,7 +801,16 @@ class safe_open:  # noqa: N801  (safetensors' name)
         return None if self._metadata is None else dict(self._metadata)
 
     def get_tensor(self, name):
+        if self._host_map is not None:
+            got = self._host_tensor(self._info(name), None)
+            if got is not None:
+                return got
         return self._request(self._info(name), None).result()
+
+    def get_tensors(self):
+        """Every tensor of the file, {name: tensor}, in file order (as
+        safetensors' get_tensors())."""
+        return {k: self.get_tensor(k) for k in self.offset_keys()}
 
     def get_slice(self, name):
         return SafeSlice(self, self._info(name))
@@ -776,6 +847,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         _settle(dropped)
         for reader in readers:
             reader.close()
+        if self.__dict__.get("_host_map") is not None:
+            self._host_map.close()
         self._ckpt.close()
 
     def stats(self):
@@ -808,13 +881,13 @@ class safe_open:  # noqa: N801  (safetensors' name)
     # -- internals ----------------------------------------------------------------
     def _check_open(self):
         if self._closed:
-            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the file is closed")
+            raise SafetensorError("GDU_ST_ERR_INVALID_ARGUMENT", "File is closed")
 
     def _info(self, name):
         self._check_open()
         info = self._infos.get(name)
         if info is None:
-            raise GdunlockError("GDU_ST_ERR_NOT_FOUND", f"File does not contain tensor {name}")
+            raise SafetensorError("GDU_ST_ERR_NOT_FOUND", f"File does not contain tensor {name}")
         return info
 
     def _reader(self, target):
@@ -830,8 +903,35 @@ class safe_open:  # noqa: N801  (safetensors' name)
         target = self._walk_target
         return submit_plan(self._reader(target), target, self._files[info.file], info, plan)
 
+    def _host_tensor(self, info, index):
+        """info (index None: all of it) out of the file's mapping: a numpy
+        array for framework np, else a torch view; None for the engine to
+        read (a file not mapped, or a slice of a dtype torch has no view of,
+        which the engine's planning cuts in bytes)."""
+        if self._numpy:
+            got = self._host_map.array(info, index)
+            if got is None:  # the file is not mapped: its bytes through the engine
+                if self._target.torch is None:
+                    raise GdunlockError("GDU_ST_ERR_NO_TORCH", f"{self._ckpt.files[info.file]} "
+                                        f"cannot be mapped now (replaced, removed, or on a file "
+                                        f"system without mmap), and reading it otherwise needs "
+                                        f"torch, which is not installed")
+                raw = self._request(info, None).result()
+                data = raw.reshape(-1).view(self._target.torch.uint8).numpy()
+                got = self._host_map.array(info, index, data)
+            return got
+        if index is None:
+            return self._host_map.tensor(info)
+        if not self._host_map.can_slice(info):
+            return None
+        return self._host_map.slice(info, index)
+
     def _slice(self, info, index):
         self._check_open()
+        if self._host_map is not None:
+            part = self._host_tensor(info, (None,) if index is None else index)
+            if part is not None:
+                return part
         if index is None:  # tensor[None]: a new axis, not "the whole tensor"
             index = (None,)
         plan = plan_tensor(info, index)

@@ -44,7 +44,10 @@ typedef struct {
     int device;
     unsigned paths; /* bit per BENCH_* */
     uint32_t seed;
-    unsigned rounds; /* each path measured this many times, paths alternating */
+    unsigned rounds;       /* each path measured this many times, paths alternating */
+    unsigned seconds;      /* -T: each round of a path passes over the file until this many
+                       * seconds have passed (0: one pass) */
+    const char *file_note; /* why the file's data is not checked (not a bench file), or NULL */
 } bench_config;
 
 /* At most this many --rounds. */
@@ -56,7 +59,8 @@ typedef struct {
     uint64_t bytes;
     double seconds, cpu_seconds;
     double p50_us, p99_us;
-    int verified; /* 1 checked and right, 0 checked and wrong, -1 not checked */
+    int verified;    /* 1 checked and right, 0 checked and wrong, -1 not checked */
+    unsigned passes; /* over the file (more than 1 with -T) */
     char note[320];
     /* Over the rounds: the fields above are the median round's; these are
      * every round's GB/s in run order, and their extremes. */
@@ -109,9 +113,12 @@ double bench_cpu_seconds(void);
 /* Makes sure the file holds the pattern over [0, total): creates it with
  * --create, else checks its size and a sample. A file that is not empty and
  * not a bench file is never overwritten (--create, -x write) without
- * --force. 0 or a negative errno (why): -EEXIST refused, -EISDIR, -EINVAL
- * not a regular file or not a bench file, -ENOENT. */
+ * --force; read, it is read as it is (as gdsio reads any file), its data
+ * not checked: BENCH_FILE_FOREIGN, why saying so. 0 or a negative errno
+ * (why): -EEXIST refused, -EISDIR, -EINVAL not a regular file or too
+ * small, -ENOENT. */
 int bench_prepare_file(const bench_config *c, char *why, size_t len);
+#define BENCH_FILE_FOREIGN 1
 
 int bench_gpu_open(bench_gpu *g, const bench_config *c);
 void bench_gpu_close(bench_gpu *g);

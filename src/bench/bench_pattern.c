@@ -149,9 +149,9 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
                  c->file, c->file, c->file);
         return -EISDIR;
     }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len, "%s is %s, not a regular file: bench uses regular files only", c->file,
-                 gdu_file_kind(st.st_mode));
+    char what[384];
+    if (gdu_data_file_check(c->file, -1, &st, what, sizeof what) != 0) {
+        snprintf(why, len, "%s: bench uses regular files only", what);
         return -EINVAL;
     }
     if (c->write) { /* every write path truncates and rewrites it */
@@ -182,10 +182,13 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
         return 0;
     if (c->create)
         return rewrite(c, &st, why, len);
-    if (ok == 0)
-        snprintf(why + strlen(why), len - strlen(why),
-                 " (not a bench file of this seed; add --create to rewrite it)");
-    return ok < 0 ? ok : -EINVAL;
+    if (ok < 0)
+        return ok;
+    snprintf(why + strlen(why), len - strlen(why),
+             ": not a bench file of seed %u, read as it is and its data not checked (--create "
+             "rewrites it with the pattern, so that every path's data is checked)",
+             c->seed);
+    return BENCH_FILE_FOREIGN;
 }
 
 int bench_file_verify(const bench_config *c, char *why, size_t len)

@@ -4,6 +4,7 @@
 #include "util/json_text.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +37,13 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
            c->random ? "random" : "sequential", c->cold ? "cold (O_DIRECT)" : "warm page cache",
            c->device);
     gdu_text_put(stdout, g->ok ? g->name : "(none)");
+    if (c->seconds > 0)
+        printf(", each path %u s a round", c->seconds);
     printf("%s\n", off);
     double ceil = bench_ceiling(r);
     printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
            "CPU%", "p50 ms", "p99 ms", "data", "note", off);
+    bool without_gpu = false; /* rows that say so; why, once below the table */
     for (int p = 0; p < BENCH_NPATHS; p++) {
         const bench_result *x = &r[p];
         if (!x->requested)
@@ -47,7 +51,12 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         if (!x->ran || x->status != 0) {
             printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s ", bench_failed(x) ? red : "",
                    label(c, p), "-", "-", "-", "-", "-", "-", "-");
-            gdu_text_put(stdout, x->note);
+            if (x->status == -ENODEV && !g->ok && !bench_is_host(p)) {
+                printf("no GPU %d: see below", c->device);
+                without_gpu = true;
+            } else {
+                gdu_text_put(stdout, x->note);
+            }
             printf("%s\n", off);
             continue;
         }
@@ -72,6 +81,10 @@ void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_re
         printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
                "rounds, range its slowest-fastest\n",
                ceil, c->write ? "d2h" : "h2d", c->rounds);
+    if (without_gpu) {
+        gdu_text_put(stdout, g->why);
+        putchar('\n');
+    }
 }
 
 static json_t *machine(const bench_gpu *g)
@@ -100,6 +113,10 @@ json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_res
                   "op", c->write ? "write" : "read", "order", c->random ? "rand" : "seq", "cold",
                   c->cold, "device", c->device, "mem", c->vmm ? "vmm" : "cudamalloc"));
     json_object_set_new(params, "rounds", json_integer(c->rounds));
+    json_object_set_new(params, "seconds", json_integer(c->seconds));
+    json_object_set_new(params, "verify", json_boolean(c->verify));
+    json_object_set_new(params, "file_note",
+                        c->file_note ? gdu_json_text(c->file_note) : json_null());
     json_t *paths = json_array();
     for (int p = 0; p < BENCH_NPATHS; p++) {
         const bench_result *x = &r[p];
@@ -120,6 +137,7 @@ json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_res
                 o, "spread",
                 json_real(bench_gbps(x) > 0 ? (x->gbps_max - x->gbps_min) / bench_gbps(x) : 0));
             json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
+            json_object_set_new(o, "passes", json_integer(x->passes));
             json_object_set_new(o, "seconds", json_real(x->seconds));
             json_object_set_new(
                 o, "cpu_percent",

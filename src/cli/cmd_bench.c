@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -32,6 +33,9 @@ static void usage(FILE *out)
             "\n"
             "  -f FILE          file to use (-D DIR: DIR/gdunlock-bench.dat)\n"
             "  -s SIZE          bytes moved per path (default 1G; a multiple of 4K)\n"
+            "  -T SECONDS       gdsio's duration: each path passes over the -s bytes again\n"
+            "                   and again until SECONDS have passed (one round unless\n"
+            "                   --rounds is given; default: one pass)\n"
             "  -i SIZE          bytes per I/O (default 16M; a multiple of 4K)\n"
             "  -w N             workers / threads (default: 3/4 of the CPUs, 2 to 16)\n"
             "  -x 0|1|2         gdsio's transfer type, as the paths that move data so:\n"
@@ -58,7 +62,8 @@ static void usage(FILE *out)
             "                   order reversed every other round); report each path's\n"
             "                   median round with the range (default 3, 1..9)\n"
             "  --no-verify      do not check the data after each path, nor that FILE holds\n"
-            "                   the pattern (reads: any file of at least -s bytes)\n"
+            "                   the pattern. A read of a FILE that does not hold it reads it\n"
+            "                   as it is, unchecked, and says so (as gdsio reads any file)\n"
             "  --seed N         pattern seed (default 1)\n"
             "  --json           machine-readable output\n"
             "  --progress       progress on stderr even when it is not a terminal\n"
@@ -71,7 +76,7 @@ static void usage(FILE *out)
             "\n"
             "exit: 0 all paths that could run ran and their data was right; 1 wrong data;\n"
             "64 bad arguments (or FILE would be overwritten without --force); 66 file\n"
-            "missing, not a regular file or not a bench file; 69 no GPU;\n"
+            "missing, not a regular file or smaller than -s; 69 no GPU;\n"
             "74 an I/O error.\n",
             GDU_IO_DEFAULT_CHUNK >> 20, GDU_IO_DEFAULT_DIRECT_CHUNK >> 20, GDU_IO_DEFAULT_STAGING);
 }
@@ -112,13 +117,14 @@ enum {
     OPT_SEED,
     OPT_PROGRESS,
     OPT_ROUNDS,
-    OPT_FORCE
+    OPT_FORCE,
+    OPT_SECONDS = 'T'
 };
 
 struct bench_args {
     bench_config *c;
     const char *dir;
-    bool progress;
+    bool progress, rounds_given;
     unsigned paths; /* chosen by -x and --paths; 0: every path */
 };
 
@@ -244,6 +250,12 @@ static int option(void *ctx, int opt, const char *arg)
         if (gdu_parse_uint(arg, 1, BENCH_MAX_ROUNDS, &v) != 0)
             return bad_arg("--rounds (1..9)", arg);
         c->rounds = (unsigned)v;
+        a->rounds_given = true;
+        break;
+    case OPT_SECONDS:
+        if (gdu_parse_uint(arg, 1, 86400, &v) != 0)
+            return bad_arg("-T seconds (1..86400)", arg);
+        c->seconds = (unsigned)v;
         break;
     case OPT_PROGRESS:
         a->progress = true;
@@ -271,7 +283,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
                                           GDU_CLI_HELP_OPTION,
                                           {NULL, 0, NULL, 0}};
     static const gdu_cli_command cmd = {
-        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:I:m:d:", .longs = longs};
+        .name = "bench", .usage = usage, .shortopts = "f:D:s:i:w:x:I:m:d:T:", .longs = longs};
     int first;
     int rc = gdu_cli_parse(&cmd, argc, argv, option, a, &first);
     if (rc != GDU_CLI_CONTINUE)
@@ -281,6 +293,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
                             "give exactly one of -f FILE or -D DIR");
     if (a->paths != 0)
         a->c->paths = a->paths;
+    if (a->c->seconds > 0 && !a->rounds_given)
+        a->c->rounds = 1; /* gdsio's -T: one run of that length */
     return GDU_CLI_CONTINUE;
 }
 
@@ -342,8 +356,17 @@ int gdu_cmd_bench(int argc, char **argv)
         c.progress_user = &shown;
     }
     int s = bench_prepare_file(&c, why, sizeof why);
-    if (s != 0)
+    char file_note[sizeof why];
+    if (s == BENCH_FILE_FOREIGN) { /* read as it is, unchecked */
+        snprintf(file_note, sizeof file_note, "%s", why);
+        c.file_note = file_note;
+        c.verify = false;
+        fputs("gdunlock bench: note: ", stderr);
+        gdu_text_put(stderr, file_note);
+        fputc('\n', stderr);
+    } else if (s != 0) {
         return gdu_cli_fail("bench", file_exit_code(s), NULL, NULL, "%s", why);
+    }
     bench_run run;
     s = bench_run_paths(&c, &run, why, sizeof why);
     if (s != 0)

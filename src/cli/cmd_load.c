@@ -23,11 +23,12 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gdunlock load FILE|INDEX [--gpu I | --gpu I,J,... | --to host] [--verify]\n"
+            "Usage: gdunlock load FILE|INDEX|DIR [--gpu I | --gpu I,J,... | --to host] [--verify]\n"
             "                     [--lenient] [--list] [--json] [--progress]\n"
             "\n"
-            "Loads a .safetensors file, or a sharded checkpoint through its\n"
-            "model.safetensors.index.json, into GPU memory with the gdunlock I/O engine\n"
+            "Loads a .safetensors file, a sharded checkpoint through its\n"
+            "model.safetensors.index.json, or a model's folder (its index, else its\n"
+            ".safetensors files) into GPU memory with the gdunlock I/O engine\n"
             "(tensors keep their file alignment; a file's memory is allocated in segments\n"
             "while the first are being read), after checking every\n"
             "header as the reference implementation does: length, JSON, dtypes, shapes\n"
@@ -122,7 +123,8 @@ static int parse_args(int argc, char **argv, load_args *a)
         .longs = longs,
         .min_operands = 1,
         .max_operands = 1,
-        .operands_wanted = "name exactly one checkpoint (a .safetensors file or an index .json)",
+        .operands_wanted =
+            "name exactly one checkpoint (a .safetensors file, an index .json or a folder)",
     };
     memset(a, 0, sizeof *a);
     a->gpu_count = 1;
@@ -163,7 +165,8 @@ int gdu_cmd_load(int argc, char **argv)
     gdu_st_error err;
     gdu_st_model *model = NULL;
     double t0 = gdu_now_seconds();
-    if (gdu_st_open_flags(a.path, a.lenient ? GDU_ST_LENIENT : 0, &model, &err) != GDU_ST_OK)
+    unsigned flags = GDU_ST_FOLDER | (a.lenient ? GDU_ST_LENIENT : 0);
+    if (gdu_st_open_flags(a.path, flags, &model, &err) != GDU_ST_OK)
         return fail(&err);
     load_result r = {
         .path = a.path,

@@ -33,6 +33,7 @@ static void usage(FILE *out)
         out,
         "Usage: gdunlock p2p [--gpus LIST] [--size N] [--iters N] [--no-bench] [--no-sm] [--json]\n"
         "                    [--progress] [--sysroot DIR]\n"
+        "  or:  gdunlock p2p unlock [--check|--build|--install|--revert|--status] ...\n"
         "\n"
         "GPU-to-GPU peer access: for each ordered GPU pair, CUDA's can-access-peer and P2P\n"
         "attributes, the driver's (RM) P2P caps with the connection type (NVLink, PCIe BAR1,\n"
@@ -47,6 +48,8 @@ static void usage(FILE *out)
         "write, SM read) is checked with a known pattern read back through the memory's owner,\n"
         "and a route that faults or returns wrong data gets its reason. An SM fault stops the\n"
         "SM part (the GPU context refuses further work); the copy-engine results stand.\n"
+        "'gdunlock p2p unlock' says what a GeForce machine needs for P2P and installs it\n"
+        "('gdunlock p2p unlock --help').\n"
         "\n"
         "  --gpus LIST   CUDA ordinals to test, e.g. 0,1 (default: all, at most %d)\n"
         "  --size N      bytes per bandwidth copy (default 256M; 4K..64G)\n"
@@ -253,6 +256,8 @@ static int run(const struct options *o, gdu_p2p_report *r)
 
 int gdu_cmd_p2p(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "unlock") == 0)
+        return gdu_cmd_p2p_unlock(argc - 1, argv + 1);
     struct options o;
     int rc = parse(argc, argv, &o);
     if (rc != GDU_CLI_CONTINUE)

@@ -9,8 +9,10 @@
 #include "util/json_text.h"
 #include "verify/verify_bundle.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gdunlock report [PATH] [--out FILE] [--sysroot DIR] [--json]\n"
+            "Usage: gdunlock report [PATH] [--out FILE] [--force] [--sysroot DIR] [--json]\n"
             "\n"
             "Gathers what gdunlock sees on this machine into one file to attach to an issue\n"
             "(a GeForce user's report is what the project lacks): doctor's capture and report,\n"
@@ -33,17 +35,20 @@ static void usage(FILE *out)
             "  PATH            the file verify writes and removes, on the storage to test\n"
             "                  (default: gdunlock-report.verify here); as verify, an existing\n"
             "                  non-empty file is refused\n"
-            "  --out FILE      the bundle (default: gdunlock-report-DATE.tar here)\n"
+            "  --out FILE      the bundle (default: gdunlock-report-DATE.tar here); made\n"
+            "                  anew, never written through a symbolic link\n"
+            "  --force         replace a file (or link) already at FILE\n"
             "  --sysroot DIR   bundle a capture instead (its snapshot only, no verify)\n"
             "  --json          machine-readable summary\n"
             "  -h, --help      this text\n"
             "\n"
-            "exit status: 0 written, 64 bad arguments, 66 sysroot missing, 74 the bundle\n"
-            "could not be written\n");
+            "exit status: 0 written, 64 bad arguments (or FILE exists, without --force),\n"
+            "66 sysroot missing, 74 the bundle could not be written\n");
 }
 
 struct options {
     const char *out, *sysroot;
+    bool force;
 };
 
 static int option(void *ctx, int opt, const char *arg)
@@ -53,6 +58,8 @@ static int option(void *ctx, int opt, const char *arg)
         o->out = arg;
     else if (opt == 's')
         o->sysroot = arg;
+    else if (opt == 'f')
+        o->force = true;
     return GDU_CLI_CONTINUE;
 }
 
@@ -61,6 +68,7 @@ int gdu_cmd_report(int argc, char **argv)
     static const struct option longs[] = {
         {"out", required_argument, NULL, 'o'},
         {"sysroot", required_argument, NULL, 's'},
+        {"force", no_argument, NULL, 'f'},
         GDU_CLI_JSON_OPTION,
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
@@ -99,10 +107,13 @@ int gdu_cmd_report(int argc, char **argv)
                                         : first < argc ? argv[first]
                                                        : "gdunlock-report.verify",
                               .exe = exe,
-                              .out = o.out};
+                              .out = o.out,
+                              .force = o.force};
     gdu_bundle_result res;
-    if (gdu_bundle_make(&req, &res, why, sizeof why) != 0)
-        return gdu_cli_fail("report", GDU_EXIT_IOERR, NULL, NULL, "%s", why);
+    int made = gdu_bundle_make(&req, &res, why, sizeof why);
+    if (made != 0)
+        return gdu_cli_fail("report", made == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_IOERR, NULL, NULL,
+                            "%s", why);
     if (gdu_cli_json()) {
         json_t *doc =
             json_pack("{s:o, s:i, s:I, s:I, s:o}", "bundle", gdu_json_text(o.out), "verify_exit",

@@ -346,11 +346,13 @@ int gdu_cmd_verify(int argc, char **argv)
     }
 
     char shim_path[PATH_MAX * 2 + 64], exe[PATH_MAX];
-    const char *enabled = getenv("GDUNLOCK");
+    int enabled;
+    gdu_env_bool("GDUNLOCK", 1, &enabled); /* as the shim reads it: any other value is on */
     if (c.no_shim) {
         snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
-    } else if (enabled && strcmp(enabled, "0") == 0) {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=0");
+    } else if (!enabled) {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=%.16s",
+                 getenv("GDUNLOCK"));
     } else if (gdu_launch_shim_preloaded()) {
         shim.active = true;
         snprintf(shim.report_error, sizeof shim.report_error,

@@ -8,6 +8,7 @@ int gdu_cmd_topo(int argc, char **argv);
 int gdu_cmd_verify(int argc, char **argv);
 int gdu_cmd_bench(int argc, char **argv);
 int gdu_cmd_p2p(int argc, char **argv);
+int gdu_cmd_p2p_unlock(int argc, char **argv); /* gdunlock p2p unlock */
 int gdu_cmd_load(int argc, char **argv);
 int gdu_cmd_run(int argc, char **argv);
 int gdu_cmd_report(int argc, char **argv);

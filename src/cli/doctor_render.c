@@ -35,14 +35,14 @@ static void line(FILE *out, const char *lead, const char *text)
 
 static const char *status_color(gdu_status s)
 {
-    static const char *const colors[] = {GREEN, YELLOW, RED, CYAN};
-    return (unsigned)s < 4 ? colors[s] : CYAN;
+    static const char *const colors[] = {GREEN, YELLOW, RED, CYAN, CYAN};
+    return (unsigned)s < 5 ? colors[s] : CYAN;
 }
 
 static const char *status_tag(gdu_status s)
 {
-    static const char *const tags[] = {" ok ", "warn", "FAIL", " ?? "};
-    return (unsigned)s < 4 ? tags[s] : " ?? ";
+    static const char *const tags[] = {" ok ", "warn", "FAIL", " ?? ", "info"};
+    return (unsigned)s < 5 ? tags[s] : " ?? ";
 }
 
 static const char *verdict_color(gdu_gds_verdict v)
@@ -126,7 +126,7 @@ void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, 
             line(out, "", f->title);
             for (size_t e = 0; e < f->n_evidence; e++)
                 line(out, "         ", f->evidence[e]);
-            if (f->fix[0] && f->status != GDU_ST_OK) {
+            if (f->fix[0] && f->status != GDU_ST_OK && f->status != GDU_ST_INFO) {
                 fprintf(out, "         %sfix:%s ", paint(color, BOLD), paint(color, RESET));
                 line(out, "", f->fix);
             }

@@ -1,6 +1,6 @@
 /* Exit statuses shared by every subcommand (sysexits.h values for the generic
  * ones). Command-specific verdict codes (doctor, verify) are documented in
- * README.md and stay below 64. */
+ * docs/commands/ and stay below 64. */
 #ifndef GDUNLOCK_CLI_EXIT_CODES_H
 #define GDUNLOCK_CLI_EXIT_CODES_H
 

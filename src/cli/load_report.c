@@ -12,7 +12,7 @@ const char *load_fix_hint(gdu_st_status status)
 {
     switch (status) {
     case GDU_ST_ERR_OPEN:
-        return "check the path and its permissions";
+        return "name a .safetensors file (or its index) that you may read";
     case GDU_ST_ERR_TOO_SMALL:
     case GDU_ST_ERR_HEADER_LENGTH:
     case GDU_ST_ERR_HEADER_JSON:
@@ -27,6 +27,9 @@ const char *load_fix_hint(gdu_st_status status)
         return "fix or unset the GDUNLOCK_IO_* variable named above";
     case GDU_ST_ERR_BUSY:
         return "release the engines after the loads that use them have finished";
+    case GDU_ST_ERR_NOMEM:
+        return "free memory, or lower GDUNLOCK_IO_CHUNK, GDUNLOCK_IO_STAGING or "
+               "GDUNLOCK_IO_WORKERS (the engine stages workers x staging x chunk bytes)";
     case GDU_ST_ERR_DTYPE:
         return "the file uses a dtype this gdunlock does not know: a newer format revision?";
     case GDU_ST_ERR_TENSOR_ENTRY:

@@ -1,6 +1,23 @@
 #include "doctor/doctor.h"
 
 #include <stdio.h>
+#include <string.h>
+
+/* The findings of the direct path cuFile does not take here are what the
+ * verdict does not need: INFO, not FAIL (nor unknown), whichever the other
+ * path's state. Under compat (neither path) both explain the verdict and
+ * keep their status. */
+static void set_aside_the_other_path(gdu_report *r)
+{
+    const char *other = r->direct_path == GDU_PATH_NVIDIA_FS ? "p2pdma"
+                        : r->direct_path == GDU_PATH_P2PDMA  ? "nvidia-fs"
+                                                             : NULL;
+    for (size_t i = 0; other != NULL && i < r->n_findings; i++) {
+        gdu_finding *f = &r->findings[i];
+        if (strcmp(f->area, other) == 0 && f->status != GDU_ST_OK)
+            f->status = GDU_ST_INFO;
+    }
+}
 
 void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *r)
 {
@@ -37,4 +54,5 @@ void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *
         gdu_doctor_rules_p2pdma(sys, gpus, n, r);
     gdu_doctor_rules_gds(sys, gpus, n, path, r);
     gdu_doctor_rules_p2p(sys, gpus, n, r);
+    set_aside_the_other_path(r);
 }

@@ -6,7 +6,7 @@
 #include "doctor/doctor_report.h"
 #include "facts/snapshot.h"
 
-/* Doctor's exit statuses (see README "doctor"). */
+/* Doctor's exit statuses (see docs/commands/doctor.md). */
 enum {
     GDU_DOCTOR_EXIT_DIRECT = 0,
     GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK = 10,

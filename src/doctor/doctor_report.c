@@ -126,8 +126,8 @@ const gdu_finding *gdu_report_find(const gdu_report *r, const char *id)
 
 const char *gdu_status_id(gdu_status s)
 {
-    static const char *const ids[] = {"ok", "warn", "fail", "unknown"};
-    return (unsigned)s < 4 ? ids[s] : "unknown";
+    static const char *const ids[] = {"ok", "warn", "fail", "unknown", "info"};
+    return (unsigned)s < 5 ? ids[s] : "unknown";
 }
 
 const char *gdu_gds_verdict_id(gdu_gds_verdict v)

@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { GDU_ST_OK = 0, GDU_ST_WARN, GDU_ST_FAIL, GDU_ST_UNKNOWN } gdu_status;
+/* INFO: a finding of the direct path the verdict does not rest on (the
+ * P2PDMA preconditions where nvidia-fs carries it, and the other way round):
+ * shown, never a failure. */
+typedef enum { GDU_ST_OK = 0, GDU_ST_WARN, GDU_ST_FAIL, GDU_ST_UNKNOWN, GDU_ST_INFO } gdu_status;
 
 enum { GDU_MAX_EVIDENCE = 16, GDU_MAX_REASONS = 12 };
 
@@ -120,7 +123,7 @@ void gdu_report_settle(gdu_report *r);
 
 const gdu_finding *gdu_report_find(const gdu_report *r, const char *id);
 
-const char *gdu_status_id(gdu_status s); /* "ok", "warn", "fail", "unknown" */
+const char *gdu_status_id(gdu_status s); /* "ok", "warn", "fail", "unknown", "info" */
 const char *
 gdu_gds_verdict_id(gdu_gds_verdict v); /* "direct", "direct_with_gdunlock", ..., "unknown" */
 const char *gdu_gds_verdict_text(gdu_gds_verdict v); /* "direct with gdunlock" */

@@ -4,6 +4,7 @@
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
 #include "facts/pair_facts.h"
+#include "unlock/unlock_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,8 @@ static const char *unanswered_why(const gdu_snapshot *sys)
 }
 
 static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const gdu_gpu_view *b,
-                         const gdu_p2p_pair *p, const gdu_p2p_facts *facts, gdu_report *r)
+                         const gdu_p2p_pair *p, const gdu_p2p_facts *facts,
+                         const gdu_unlock_pair *unlock, gdu_report *r)
 {
     char id[48];
     snprintf(id, sizeof id, "p2p.gpu%d-gpu%d", a->index, b->index);
@@ -117,6 +119,9 @@ static void pair_finding(const gdu_snapshot *sys, const gdu_gpu_view *a, const g
         gdu_finding_evidence(f, "lock: %s", lock);
     regkey_evidence(sys, f);
     arch_evidence(facts, v, f);
+    if (unlock != NULL && facts->geforce == GDU_TRI_YES && v->cause != GDU_P2P_CAUSE_NONE)
+        gdu_finding_evidence(f, "unlock plan: %s ('gdunlock p2p unlock --check')",
+                             gdu_unlock_plan_name(unlock->plan));
     if (v->warning[0])
         gdu_finding_evidence(f, "%s", v->warning);
     if (v->fix[0])
@@ -129,8 +134,13 @@ void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, siz
     if (n < 2)
         return;
     r->pairs = calloc(n * (n - 1) / 2, sizeof *r->pairs);
-    if (r->pairs == NULL)
+    gdu_unlock_check *unlock = malloc(sizeof *unlock);
+    if (r->pairs == NULL) {
+        free(unlock);
         return;
+    }
+    if (unlock != NULL) /* without memory for it, the verdicts go without the plan */
+        gdu_unlock_check_run(sys, unlock);
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++) {
             gdu_p2p_pair *p = &r->pairs[r->n_pairs++];
@@ -139,6 +149,12 @@ void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, siz
             p->b = gpus[j].index;
             gdu_pair_facts(sys, &gpus[i], &gpus[j], &facts, &p->path);
             gdu_p2p_reason(&facts, &p->verdict);
-            pair_finding(sys, &gpus[i], &gpus[j], p, &facts, r);
+            char advice[640] = "";
+            if (unlock != NULL)
+                gdu_unlock_pair_advice(unlock, gpus[i].bdf, gpus[j].bdf, advice, sizeof advice);
+            gdu_p2p_verdict_name_unlock(&p->verdict, &facts, advice);
+            pair_finding(sys, &gpus[i], &gpus[j], p, &facts,
+                         unlock ? gdu_unlock_find_pair(unlock, gpus[i].bdf, gpus[j].bdf) : NULL, r);
         }
+    free(unlock);
 }

@@ -1,5 +1,7 @@
 #include "facts/capture.h"
 
+#include "util/mkdirs.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,24 +14,6 @@
 #include <unistd.h>
 
 enum { MAX_LINK_HOPS = 40, MAX_COPY_BYTES = 1 << 20 };
-
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
 
 /* Copies what a read gives (sysfs/procfs sizes are not real sizes). Returns
  * 0, -errno of the source, or 1 when the copy could not be written. */
@@ -74,6 +58,14 @@ static int copy_file(const char *src, const char *dst)
     return rc;
 }
 
+/* The stand-in of a file whose presence alone matters. 0, or 1 when it
+ * could not be written. */
+static int empty_file(const char *dst)
+{
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    return fd >= 0 && close(fd) == 0 ? 0 : 1;
+}
+
 /* Joins a link's directory and a relative target, folding "." and "..". */
 static void resolve_relative(const char *link_dir, const char *target, char *out, size_t len)
 {
@@ -104,8 +96,8 @@ static void resolve_relative(const char *link_dir, const char *target, char *out
 /* Recreates path (as the examined machine names it, found under root) under
  * dir component by component: directories as directories, links as the same
  * links (then follows them), the last component copied if it is a file. */
-static void capture_path(const char *root, const char *dir, const char *path, gdu_capture_stats *st,
-                         int hops)
+static void capture_path(const char *root, const char *dir, const char *path, bool content,
+                         gdu_capture_stats *st, int hops)
 {
     /* src and dst are root and dir followed by cur, kept so as cur grows. */
     char src[PATH_MAX * 2], dst[PATH_MAX * 2], cur[PATH_MAX] = "";
@@ -156,7 +148,7 @@ static void capture_path(const char *root, const char *dir, const char *path, gd
             snprintf(parent, sizeof parent, "%.*s", (int)parent_len, parent_len ? cur : "/");
             resolve_relative(parent, target, resolved, sizeof resolved);
             snprintf(rest, sizeof rest, "%s%s", resolved, p);
-            capture_path(root, dir, rest, st, hops + 1);
+            capture_path(root, dir, rest, content, st, hops + 1);
             return;
         }
         if (S_ISDIR(sb.st_mode)) {
@@ -169,7 +161,9 @@ static void capture_path(const char *root, const char *dir, const char *path, gd
         struct stat existing;
         if (lstat(dst, &existing) == 0)
             return;
-        int rc = S_ISREG(sb.st_mode) ? copy_file(src, dst) : -EINVAL; /* no FIFO, no device */
+        int rc = !S_ISREG(sb.st_mode) ? -EINVAL /* no FIFO, no device */
+                 : content            ? copy_file(src, dst)
+                                      : empty_file(dst);
         if (rc == 0)
             st->files++;
         else if (rc > 0)
@@ -227,7 +221,7 @@ static void capture_listing(const char *root, const char *dir, const char *path,
 
 int gdu_capture_prepare(const char *dir, char *why, size_t why_len)
 {
-    int rc = mkdir_p(dir);
+    int rc = gdu_mkdirs(dir);
     if (rc != 0) {
         snprintf(why, why_len, "cannot create %s: %s", dir, strerror(-rc));
         return rc;
@@ -267,7 +261,7 @@ int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats 
                       size_t why_len)
 {
     memset(stats, 0, sizeof *stats);
-    int rc = mkdir_p(dir);
+    int rc = gdu_mkdirs(dir);
     if (rc != 0) {
         snprintf(why, why_len, "cannot create %s: %s", dir, strerror(-rc));
         return rc;
@@ -277,8 +271,14 @@ int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats 
         snprintf(why, why_len, "cannot resolve %s: %s", dir, strerror(errno));
         return -errno;
     }
-    for (size_t i = 0; i < s->n_files; i++)
-        capture_path(s->root, root, s->files[i], stats, 0);
+    size_t mark = strlen(GDU_SYSROOT_PRESENCE);
+    for (size_t i = 0; i < s->n_files; i++) {
+        size_t n = strlen(s->files[i]);
+        bool presence = n > mark && strcmp(s->files[i] + n - mark, GDU_SYSROOT_PRESENCE) == 0;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%.*s", (int)(presence ? n - mark : n), s->files[i]);
+        capture_path(s->root, root, path, !presence, stats, 0);
+    }
     /* Listings last, so that what was read is there before placeholders. */
     for (size_t i = 0; i < s->n_files; i++) {
         size_t n = strlen(s->files[i]);

@@ -2,7 +2,9 @@
  * it was taken from is copied into a directory, symbolic links included so
  * that sysfs's device paths resolve the same way; the live answers go to
  * DIR/gdunlock-live.json and the list of files to DIR/gdunlock-files.txt.
- * The result replays with --sysroot DIR to the same snapshot. */
+ * The result replays with --sysroot DIR to the same snapshot. A file whose
+ * presence alone was asked (GDU_SYSROOT_PRESENCE: a signing key, a
+ * compiler) is written empty: its content never leaves the machine. */
 #ifndef GDUNLOCK_FACTS_CAPTURE_H
 #define GDUNLOCK_FACTS_CAPTURE_H
 

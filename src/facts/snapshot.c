@@ -71,6 +71,7 @@ void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths
     out->live_machine = gdu_sysroot_is_live(sr);
     gdu_driver_probe(sr, &out->driver);
     gdu_kernel_probe(sr, &out->kernel);
+    gdu_module_env_probe(sr, out->kernel.release, &out->module_env);
     gdu_pci_scan(sr, &out->pci, out->pci_error, sizeof out->pci_error);
     gdu_nvme_scan(sr, &out->nvme);
     gdu_mounts_read(sr, &out->mounts);

@@ -1,5 +1,6 @@
 /* The snapshot of a machine: everything doctor, topo, p2p and verify judge,
- * read once when it is taken (driver, PCI devices, NVMe, mounts with their
+ * read once when it is taken (driver, kernel and what building a module
+ * needs, PCI devices, NVMe, mounts with their
  * block devices and udev data, IOMMU groups, network cards, cufile.json,
  * nvidia-fs stats and the live driver's answers). The judges read nothing
  * else: they are functions of a snapshot, and a capture is one written out. */
@@ -12,6 +13,7 @@
 #include "probe/driver_probe.h"
 #include "probe/iommu_probe.h"
 #include "probe/kernel_probe.h"
+#include "probe/module_env.h"
 #include "facts/live.h"
 #include "probe/nvfs_stats.h"
 #include "probe/pci_probe.h"
@@ -42,6 +44,7 @@ typedef struct gdu_snapshot {
     size_t n_files;
     gdu_driver driver;
     gdu_kernel kernel;
+    gdu_module_env module_env; /* Secure Boot, headers, DKMS, displays: what a module build needs */
     gdu_pci pci;
     char pci_error[256]; /* why the PCI scan failed, "" when it worked */
     gdu_nvme_list nvme;

@@ -123,8 +123,8 @@ int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char 
     return write_full(sys, f->fd, f->fd, data, c->length, off, why, len);
 }
 
-int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
-                                   size_t len)
+int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, uint64_t max_gap,
+                                   char *staging, char *why, size_t len)
 {
     const gdu_io_sys *sys = &f->engine->sys;
     gdu_io_runs x = gdu_io_runs_of(c->req);
@@ -132,13 +132,12 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *
     uint64_t placed = 0;
     for (size_t a = 0; a < c->pieces;) {
         /* Runs read with one pread over the short gaps between them; the
-         * chunk was cut so that it fits in the slot, gaps and all
-         * (gather_run in io_request.c). */
+         * chunk was cut so that it fits in the slot, gaps of max_gap and
+         * all (gather_run in io_request.c). */
         uint64_t start = gdu_io_run_offset(x, first + a);
         uint64_t end = start + gdu_io_run_length(x, first + a);
         size_t b = a;
-        while (b + 1 < c->pieces &&
-               gdu_io_run_offset(x, first + b + 1) - end <= GDU_IO_GATHER_GAP) {
+        while (b + 1 < c->pieces && gdu_io_run_offset(x, first + b + 1) - end <= max_gap) {
             b++;
             end = gdu_io_run_offset(x, first + b) + gdu_io_run_length(x, first + b);
         }

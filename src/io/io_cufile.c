@@ -14,6 +14,7 @@
 #include "pinmodel/pin_model.h"
 #include "util/pci_addr.h"
 #include "util/pci_resource.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -352,10 +353,11 @@ static int named_here(int fd, char *why, size_t len)
     name[n] = '\0';
     if (stat(name, &there) == 0 && there.st_dev == mine.st_dev && there.st_ino == mine.st_ino)
         return 0;
+    char shown[128];
     snprintf(why, len,
              "deleted or replaced since it was opened, and libcufile opens a file again by its "
-             "name (%.100s); the pipeline backend reads it through its descriptor",
-             name);
+             "name (%s); the pipeline backend reads it through its descriptor",
+             gdu_text_shorten(name, 100, shown, sizeof shown));
     return -ENOTSUP;
 }
 

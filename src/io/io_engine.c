@@ -159,7 +159,8 @@ static void read_gather(gdu_io_worker *w, unsigned i, gdu_io_chunk *c, bool mapp
     gdu_io_slot *s = &w->slots_of[i];
     char why[GDU_IO_WHY] = "";
     int64_t got = mapped ? gdu_io_gather_from_map(c->req->file, c, s->buf, why, sizeof why)
-                         : gdu_io_gather_into_staging(c->req->file, c, s->buf, why, sizeof why);
+                         : gdu_io_gather_into_staging(c->req->file, c, GDU_IO_GATHER_GAP, s->buf,
+                                                      why, sizeof why);
     int r = got < 0 ? (int)got : 0;
     char *mem = NULL;
     if (got > 0 && (r = gdu_io_chunk_mem(c, &mem, why, sizeof why)) == 0 &&
@@ -490,7 +491,9 @@ static int fill_options(gdu_io_options *o, char *why, size_t len)
                  o->chunk_size);
         return -EINVAL;
     }
-    return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    return gdu_io_options_bound_staging(o, memory, why, len);
 }
 
 static int setup_cuda(gdu_io_engine *e, char *why, size_t len)
@@ -632,6 +635,7 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     pthread_condattr_destroy(&monotonic);
     e->keep_map_seconds = GDU_IO_KEEP_MAP_SECONDS;
     pthread_cond_init(&e->prestage_cond, NULL);
+    gdu_io_maps_track(e);
     int r = fill_options(&e->opt, why, why_len);
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)
@@ -707,6 +711,7 @@ void gdu_io_engine_destroy(gdu_io_engine *e)
 {
     if (e == NULL || gdu_io_engine_foreign(e)) /* nothing of it to stop here */
         return;
+    gdu_io_maps_untrack(e);
     pthread_mutex_lock(&e->qlock);
     e->stopping = true;
     pthread_cond_broadcast(&e->qcond);

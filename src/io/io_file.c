@@ -2,6 +2,7 @@
  * registers the file) and whether O_DIRECT is used, each with its reason. */
 #include "io/io_internal.h"
 #include "util/open_regular.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,8 +124,9 @@ static void choose_direct(gdu_io_file *f, char *note, size_t len)
              cache_note[0] ? " (" : "", cache_note, cache_note[0] ? ")" : "");
 }
 
-/* 0 when fd is a regular file; else -EISDIR or -EINVAL (a FIFO, a device,
- * a socket: reading them could block forever or never end) with why. */
+/* 0 when fd is a data file; else -EISDIR or -EINVAL (a FIFO, a device, a
+ * socket: reading them could block forever or never end; a file of /proc
+ * or /sys: its size is not its content) with why (gdu_data_file_check). */
 static int check_regular(int fd, const char *name, char *why, size_t why_len)
 {
     struct stat st;
@@ -133,10 +135,7 @@ static int check_regular(int fd, const char *name, char *why, size_t why_len)
         snprintf(why, why_len, "cannot stat %s: %s", name, strerror(err));
         return -err;
     }
-    if (S_ISREG(st.st_mode))
-        return 0;
-    snprintf(why, why_len, "%s is %s, not a regular file", name, gdu_file_kind(st.st_mode));
-    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    return gdu_data_file_check(name, fd, &st, why, why_len);
 }
 
 /* Puts the checked regular-file descriptor fd (owned from here on) on the
@@ -169,7 +168,9 @@ static int adopt(gdu_io_engine *e, int fd, int flags, const char *name, gdu_io_f
             return 0;
         }
         if (e->opt.backend == GDU_IO_BACKEND_CUFILE) {
-            snprintf(why, why_len, "cufile refused %s: %s", name, cwhy);
+            char shown[128];
+            snprintf(why, why_len, "cufile refused %s: %s",
+                     gdu_text_shorten(name, 100, shown, sizeof shown), cwhy);
             gdu_io_close(f);
             return r;
         }
@@ -296,8 +297,7 @@ void gdu_io_close(gdu_io_file *f)
     if (gdu_io_engine_foreign(f->engine)) {
         /* reads the parent had out never complete here, and its locks may
          * be held: only this process's descriptors and mapping go */
-        if (f->gather_map != NULL)
-            munmap((void *)f->gather_map, (size_t)f->gather_map_len);
+        gdu_io_gather_unmap_now(f);
         if (f->dfd >= 0)
             close(f->dfd);
         close(f->fd);

@@ -73,6 +73,28 @@ typedef struct {
  * once per process; tests and the fuzzer call it directly. */
 int gdu_io_options_parse_env(gdu_io_options *o, char *why, size_t why_len);
 
+/* Staging (workers x staging_per_worker x chunk_size, all of it mapped at
+ * engine start, faulted in and pinned) may take at most this share of the
+ * machine's memory: a quarter, which leaves the process its own data and
+ * the page cache the files it reads. */
+#define GDU_IO_STAGING_MEMORY_SHARE 4
+
+/* Holds o's staging within a share of memory (bytes of it; 0: unknown, no
+ * bound): the built-in defaults shrink to fit (fewer slots per worker,
+ * then fewer workers), anything set is refused: -EINVAL with why naming
+ * the settings (the GDUNLOCK_IO_* variables where they are set). */
+int gdu_io_options_bound_staging(gdu_io_options *o, uint64_t memory, char *why, size_t len);
+
+/* Staging up to this many bytes is faulted in and pinned as the engine
+ * starts, so that its first copies wait for none of it. 1 GiB: twice the
+ * largest built-in staging (16 workers x 2 slots x the 16 MiB O_DIRECT
+ * chunk), so that every default and every setting the GPU tests use keep
+ * their pinned staging. Larger staging (a chunk size set far above the
+ * default, say) is neither faulted in nor pinned: its pages come as reads
+ * fill them, so the memory it takes follows the loads, not the settings,
+ * and its copies to the GPU go through the driver's own pinned buffers. */
+#define GDU_IO_PRESTAGE_MAX ((size_t)1 << 30)
+
 /* The default worker count on a machine with cpus online CPUs
  * (gdu_io_default_workers asks sysconf). */
 unsigned gdu_io_workers_for_cpus(long cpus);
@@ -271,6 +293,21 @@ typedef struct {
 #define GDU_IO_KEEP_MAP_SECONDS 2.0
 #define GDU_IO_MAX_KEPT_MAPS 64
 
+/* An open file is mapped at most this many times: a file that keeps
+ * growing while it is read gathers with pread after that. */
+#define GDU_IO_MAX_MAPS_PER_OPEN 4
+
+/* A file's gather mapping: an open file's, one a closed file left for the
+ * workers to unmap when idle, or one kept for the next open of the same
+ * file (key) until its time is up. */
+typedef struct gdu_io_mapping {
+    struct gdu_io_mapping *next;
+    void *addr;
+    size_t len;
+    gdu_io_map_key key;
+    double until; /* gdu_now_seconds() */
+} gdu_io_mapping;
+
 struct gdu_io_file {
     gdu_io_engine *engine;
     int fd;  /* buffered descriptor, always open */
@@ -285,24 +322,16 @@ struct gdu_io_file {
     size_t inflight;          /* requests submitted and not yet completed */
     gdu_io_request *unplaced; /* deferred requests not placed yet (under lock) */
     char reason[2 * GDU_IO_WHY];
-    /* Gathers of a buffered file copy from one read-only mapping of it
-     * (io_map.c), made at the first gather request (under lock), handed to
-     * the engine to unmap at close. */
+    /* Gathers of a buffered file copy from a read-only mapping of it
+     * (io_map.c), made at the first gather request (under lock) and made
+     * anew when a request finds the file grown past it; the ones it
+     * replaced stay mapped (workers may still copy from them) until close,
+     * which hands them all to the engine to unmap. */
     bool gather_map_tried;
-    const char *gather_map; /* NULL: gathers use pread */
-    uint64_t gather_map_len;
-    gdu_io_map_key gather_key; /* the file the mapping shows, to keep it past close */
+    gdu_io_mapping *_Atomic gather_map; /* NULL: gathers use pread */
+    gdu_io_mapping *gather_replaced;    /* earlier mappings of it (under lock) */
+    unsigned gather_maps;               /* mappings made for this open */
 };
-
-/* A mapping a closed file left for the workers to unmap when idle, or kept
- * for the next open of the same file (key) until its time is up. */
-typedef struct gdu_io_unmapping {
-    struct gdu_io_unmapping *next;
-    void *addr;
-    size_t len;
-    gdu_io_map_key key;
-    double until; /* gdu_now_seconds() */
-} gdu_io_unmapping;
 
 typedef enum {
     GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their first slots in */
@@ -358,8 +387,8 @@ struct gdu_io_engine {
     gdu_io_chunk *qhead, *qtail;
     size_t queued; /* chunks in the queue (a chunk parts are taken of counts once) */
     bool stopping;
-    gdu_io_unmapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
-    gdu_io_unmapping *kept;   /* closed files' mappings kept for their next open, newest first */
+    gdu_io_mapping *unmaps; /* closed files' gather mappings (io_map.c), under qlock */
+    gdu_io_mapping *kept;   /* closed files' mappings kept for their next open, newest first */
     unsigned kept_count;
     double keep_map_seconds; /* GDU_IO_KEEP_MAP_SECONDS; tests change it */
     /* Staging (io_staging.c): one mapping for every worker's slots, its
@@ -368,6 +397,7 @@ struct gdu_io_engine {
      * GROWING or PINNED; under qlock). */
     char *staging;
     size_t staging_bytes;
+    bool staging_by_use; /* over GDU_IO_PRESTAGE_MAX: not faulted in, not pinned */
     gdu_io_staging_state staging_state;
     unsigned staging_faulting, staging_faulting_rest;
     bool staging_rest_pinned;
@@ -378,6 +408,7 @@ struct gdu_io_engine {
     char prestage_why[GDU_IO_WHY];
     pthread_cond_t prestage_cond;
     gdu_io_worker *workers;
+    struct gdu_io_engine *tracked_next; /* the fork handler's list (io_map.c) */
     /* The process that made it. In a child of fork() its worker threads do
      * not exist and its locks may be held for ever (gdu_io_engine_foreign). */
     pid_t pid;
@@ -466,10 +497,12 @@ int64_t gdu_io_read_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *st
 int gdu_io_write_from_staging(gdu_io_file *f, const gdu_io_chunk *c, const char *staging, char *why,
                               size_t len);
 /* File side of a gather chunk: its extents' bytes, one after another, into
- * staging, through the buffered descriptor. Returns the good bytes (a
+ * staging, through the buffered descriptor, extents at most max_gap bytes
+ * apart with one pread over the gap (0 for a chunk planned for the
+ * mapping, whose gaps need not fit in the slot). Returns the good bytes (a
  * prefix: short only at end of file) or a negative errno. */
-int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
-                                   size_t len);
+int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, uint64_t max_gap,
+                                   char *staging, char *why, size_t len);
 /* Gathers from the file's mapping (io_map.c). gdu_io_gather_mapped says
  * whether a read request's gather chunks copy from the mapping, making it
  * (or taking the one kept from the file's last close) at the first call
@@ -484,9 +517,11 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, char *
 bool gdu_io_gather_mapped(gdu_io_file *f);
 /* Copies gather chunk c's extents from the mapping into staging, one after
  * another. The file's size now bounds it: a file cut short since it was
- * mapped gives a short chunk, as a pread would, not SIGBUS (a file cut
- * while the copy runs still can, as with any mapping of it). Returns the
- * good bytes or a negative errno. */
+ * mapped gives a short chunk, as a pread would. A file cut while the copy
+ * runs (SIGBUS, caught by gdu_io_map_guard), or grown past the mapping the
+ * request was planned with, is read with pread instead, which gives what
+ * a pread gives: the bytes up to the new end, or the storage's error.
+ * Returns the good bytes or a negative errno. */
 int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
                                size_t len);
 /* At close: hands the file's mapping to the engine, which keeps it for the
@@ -495,6 +530,25 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
  * 23-42 ms on the H200 machine, which a caller closing files need not wait
  * for). */
 void gdu_io_gather_unmap_later(gdu_io_file *f);
+/* Unmaps the file's mappings at once: a child of fork() closing its copy
+ * of a parent's file. */
+void gdu_io_gather_unmap_now(gdu_io_file *f);
+/* Runs copy(arg), which reads only from [lo, lo + len) of a mapping, and
+ * returns 0; or -EFAULT when a read there faulted (SIGBUS: the file was
+ * cut, or its storage failed), copy left where it was; or -ENOTSUP,
+ * without running it, where the guard's SIGBUS handler is not the one in
+ * place (io_map_guard.c). */
+int gdu_io_map_guard(const void *lo, size_t len, void (*copy)(void *arg), void *arg);
+/* Puts the guard's SIGBUS handler in front of the one in place, which must
+ * not pass signals on to the guard's (the first guarded copy does it once;
+ * tests, after their framework set its own for the test). */
+void gdu_io_map_guard_take_over(void);
+/* Every engine is known to a fork handler, so that a child of fork()
+ * unmaps the mappings its engines kept for closed files: they would hold
+ * deleted files' blocks for the child's whole life. track at create,
+ * untrack at destroy. */
+void gdu_io_maps_track(gdu_io_engine *e);
+void gdu_io_maps_untrack(gdu_io_engine *e);
 /* Under e->qlock: unmaps one handed-over mapping (dropping the lock
  * meanwhile); false when there was none. */
 bool gdu_io_unmap_one(gdu_io_engine *e);

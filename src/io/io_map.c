@@ -7,6 +7,7 @@
 #include "io/io_internal.h"
 #include "util/clock.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,21 +25,32 @@ static bool same_key(const gdu_io_map_key *a, const gdu_io_map_key *b)
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size;
 }
 
-/* Under e->qlock: takes the mapping at *link out of the kept list. */
-static gdu_io_unmapping *unlink_kept(gdu_io_engine *e, gdu_io_unmapping **link)
+/* Unmaps and frees a list of mappings. */
+static void drop_all(gdu_io_mapping *m)
 {
-    gdu_io_unmapping *u = *link;
+    while (m != NULL) {
+        gdu_io_mapping *next = m->next;
+        munmap(m->addr, m->len);
+        free(m);
+        m = next;
+    }
+}
+
+/* Under e->qlock: takes the mapping at *link out of the kept list. */
+static gdu_io_mapping *unlink_kept(gdu_io_engine *e, gdu_io_mapping **link)
+{
+    gdu_io_mapping *u = *link;
     *link = u->next;
     e->kept_count--;
     return u;
 }
 
 /* A mapping kept from an earlier open of the file, taken out of the list. */
-static gdu_io_unmapping *take_kept(gdu_io_engine *e, const gdu_io_map_key *key)
+static gdu_io_mapping *take_kept(gdu_io_engine *e, const gdu_io_map_key *key)
 {
     pthread_mutex_lock(&e->qlock);
-    gdu_io_unmapping *u = NULL;
-    for (gdu_io_unmapping **p = &e->kept; *p != NULL; p = &(*p)->next)
+    gdu_io_mapping *u = NULL;
+    for (gdu_io_mapping **p = &e->kept; *p != NULL; p = &(*p)->next)
         if (same_key(&(*p)->key, key)) {
             u = unlink_kept(e, p);
             break;
@@ -47,32 +59,77 @@ static gdu_io_unmapping *take_kept(gdu_io_engine *e, const gdu_io_map_key *key)
     return u;
 }
 
+/* A mapping of the file as st shows it: the one kept from its last close,
+ * or a new one; NULL where it cannot be mapped. */
+static gdu_io_mapping *map_file(gdu_io_file *f, const struct stat *st)
+{
+    gdu_io_map_key key = key_of(st);
+    gdu_io_mapping *m = take_kept(f->engine, &key);
+    if (m != NULL)
+        return m;
+    m = malloc(sizeof *m);
+    void *addr = m != NULL ? f->engine->sys.map(f->fd, (size_t)st->st_size) : MAP_FAILED;
+    if (addr == MAP_FAILED) {
+        free(m);
+        return NULL;
+    }
+    *m = (gdu_io_mapping){.addr = addr, .len = (size_t)st->st_size, .key = key};
+    return m;
+}
+
 bool gdu_io_gather_mapped(gdu_io_file *f)
 {
     pthread_mutex_lock(&f->lock);
-    if (!f->gather_map_tried && !atomic_load(&f->direct_reads)) {
+    struct stat st;
+    gdu_io_mapping *now = atomic_load(&f->gather_map);
+    bool wanted = !atomic_load(&f->direct_reads) && (now != NULL || !f->gather_map_tried);
+    if (wanted && fstat(f->fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX &&
+        (now == NULL || (uint64_t)st.st_size > now->len) &&
+        f->gather_maps < GDU_IO_MAX_MAPS_PER_OPEN) {
+        /* The first mapping, or one that shows what the file grew by: a
+         * mapping made while the file was cut short would cut every later
+         * gather. Workers may still copy from the one it replaces. */
         f->gather_map_tried = true;
-        struct stat st;
-        if (fstat(f->fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
-            f->gather_key = key_of(&st);
-            gdu_io_unmapping *u = take_kept(f->engine, &f->gather_key);
-            if (u != NULL) {
-                f->gather_map = u->addr;
-                f->gather_map_len = u->len;
-                free(u);
-            } else {
-                void *m = f->engine->sys.map(f->fd, (size_t)st.st_size);
-                if (m != MAP_FAILED) {
-                    f->gather_map = m;
-                    f->gather_map_len = (uint64_t)st.st_size;
-                }
+        gdu_io_mapping *m = map_file(f, &st);
+        if (m != NULL) {
+            f->gather_maps++;
+            if (now != NULL) {
+                now->next = f->gather_replaced;
+                f->gather_replaced = now;
             }
+            atomic_store(&f->gather_map, m);
         }
     }
-    /* direct_reads only ever turns off, so a mapping made stays usable. */
-    bool mapped = f->gather_map != NULL;
+    /* direct_reads only ever turns off, and a mapping stays until close. */
+    bool mapped = atomic_load(&f->gather_map) != NULL;
     pthread_mutex_unlock(&f->lock);
     return mapped;
+}
+
+/* A gather chunk's copy out of a mapping, bounded by the file's end. */
+typedef struct {
+    const gdu_io_chunk *c;
+    const char *map;
+    uint64_t end_of_data;
+    char *staging;
+    uint64_t placed;
+} map_copy;
+
+static void copy_runs(void *arg)
+{
+    map_copy *j = arg;
+    const gdu_io_chunk *c = j->c;
+    gdu_io_runs x = gdu_io_runs_of(c->req);
+    for (size_t k = c->ext_index; k < c->ext_index + c->pieces; k++) {
+        uint64_t offset = gdu_io_run_offset(x, k), length = gdu_io_run_length(x, k);
+        if (offset >= j->end_of_data)
+            return;
+        uint64_t n = j->end_of_data - offset < length ? j->end_of_data - offset : length;
+        memcpy(j->staging + j->placed, j->map + offset, (size_t)n);
+        j->placed += n;
+        if (n < length) /* end of the file: the runs after it lie beyond it */
+            return;
+    }
 }
 
 int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *staging, char *why,
@@ -84,65 +141,72 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
         snprintf(why, len, "fstat before a gather: %s", strerror(err));
         return -err;
     }
-    uint64_t end_of_data =
-        (uint64_t)st.st_size < f->gather_map_len ? (uint64_t)st.st_size : f->gather_map_len;
-    gdu_io_runs x = gdu_io_runs_of(c->req);
-    uint64_t placed = 0;
-    for (size_t k = c->ext_index; k < c->ext_index + c->pieces; k++) {
-        uint64_t offset = gdu_io_run_offset(x, k), length = gdu_io_run_length(x, k);
-        if (offset >= end_of_data)
-            return (int64_t)placed;
-        uint64_t n = end_of_data - offset < length ? end_of_data - offset : length;
-        memcpy(staging + placed, f->gather_map + offset, (size_t)n);
-        placed += n;
-        if (n < length) /* end of the file: the runs after it lie beyond it */
-            return (int64_t)placed;
+    const gdu_io_mapping *m = atomic_load(&f->gather_map);
+    if ((uint64_t)st.st_size <= m->len) {
+        map_copy j = {
+            .c = c, .map = m->addr, .end_of_data = (uint64_t)st.st_size, .staging = staging};
+        if (gdu_io_map_guard(m->addr, m->len, copy_runs, &j) == 0)
+            return (int64_t)j.placed;
     }
-    return (int64_t)placed;
+    /* Cut under the copy, grown past the mapping, or no guard to be had (a
+     * SIGBUS handler set after the engine's): as a pread gives it. */
+    return gdu_io_gather_into_staging(f, c, 0, staging, why, len);
 }
 
 /* Under e->qlock: moves u from the kept list (at *link) to the unmap list. */
-static void unkeep(gdu_io_engine *e, gdu_io_unmapping **link)
+static void unkeep(gdu_io_engine *e, gdu_io_mapping **link)
 {
-    gdu_io_unmapping *u = unlink_kept(e, link);
+    gdu_io_mapping *u = unlink_kept(e, link);
     u->next = e->unmaps;
     e->unmaps = u;
 }
 
 void gdu_io_gather_unmap_later(gdu_io_file *f)
 {
-    if (f->gather_map == NULL)
+    gdu_io_mapping *m = atomic_load(&f->gather_map);
+    if (m == NULL)
         return;
     gdu_io_engine *e = f->engine;
-    gdu_io_unmapping *u = malloc(sizeof *u);
-    if (u == NULL) { /* no room to hand it over: unmap it here */
-        munmap((void *)f->gather_map, (size_t)f->gather_map_len);
-    } else {
-        *u = (gdu_io_unmapping){.addr = (void *)f->gather_map,
-                                .len = (size_t)f->gather_map_len,
-                                .key = f->gather_key,
-                                .until = gdu_now_seconds() + e->keep_map_seconds};
-        pthread_mutex_lock(&e->qlock);
-        u->next = e->kept;
-        e->kept = u;
-        if (++e->kept_count > GDU_IO_MAX_KEPT_MAPS) { /* the oldest, last, goes */
-            gdu_io_unmapping **p = &e->kept;
-            while ((*p)->next != NULL)
-                p = &(*p)->next;
-            unkeep(e, p);
-        }
-        /* an idle worker sets its wake-up by the new one, or unmaps the oldest */
-        pthread_cond_broadcast(&e->qcond);
-        pthread_mutex_unlock(&e->qlock);
+    m->until = gdu_now_seconds() + e->keep_map_seconds;
+    pthread_mutex_lock(&e->qlock);
+    m->next = e->kept;
+    e->kept = m;
+    if (++e->kept_count > GDU_IO_MAX_KEPT_MAPS) { /* the oldest, last, goes */
+        gdu_io_mapping **p = &e->kept;
+        while ((*p)->next != NULL)
+            p = &(*p)->next;
+        unkeep(e, p);
     }
-    f->gather_map = NULL;
+    /* the ones it replaced show less of the file: unmapped, not kept */
+    while (f->gather_replaced != NULL) {
+        gdu_io_mapping *old = f->gather_replaced;
+        f->gather_replaced = old->next;
+        old->next = e->unmaps;
+        e->unmaps = old;
+    }
+    /* an idle worker sets its wake-up by the new one, or unmaps the oldest */
+    pthread_cond_broadcast(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+    atomic_store(&f->gather_map, NULL);
+}
+
+void gdu_io_gather_unmap_now(gdu_io_file *f)
+{
+    gdu_io_mapping *m = atomic_load(&f->gather_map);
+    if (m != NULL)
+        m->next = f->gather_replaced;
+    else
+        m = f->gather_replaced;
+    atomic_store(&f->gather_map, NULL);
+    f->gather_replaced = NULL;
+    drop_all(m);
 }
 
 bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake)
 {
     double now = gdu_now_seconds(), next = 0;
     bool moved = false, any_left = false;
-    for (gdu_io_unmapping **p = &e->kept; *p != NULL;) {
+    for (gdu_io_mapping **p = &e->kept; *p != NULL;) {
         if (e->stopping || (*p)->until <= now) {
             unkeep(e, p);
             moved = true;
@@ -164,7 +228,7 @@ bool gdu_io_expire_kept(gdu_io_engine *e, struct timespec *wake, bool *has_wake)
 
 bool gdu_io_unmap_one(gdu_io_engine *e)
 {
-    gdu_io_unmapping *u = e->unmaps;
+    gdu_io_mapping *u = e->unmaps;
     if (u == NULL)
         return false;
     e->unmaps = u->next;
@@ -173,4 +237,65 @@ bool gdu_io_unmap_one(gdu_io_engine *e)
     free(u);
     pthread_mutex_lock(&e->qlock);
     return true;
+}
+
+/* The engines of this process, for the fork handlers. Held across fork()
+ * with every engine's qlock, so that the child's copies of the lists are
+ * whole. */
+static pthread_mutex_t tracked_lock = PTHREAD_MUTEX_INITIALIZER;
+static gdu_io_engine *tracked;
+static pthread_once_t fork_handlers = PTHREAD_ONCE_INIT;
+
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&tracked_lock);
+    for (gdu_io_engine *e = tracked; e != NULL; e = e->tracked_next)
+        pthread_mutex_lock(&e->qlock);
+}
+
+static void unlock_after_fork(void)
+{
+    for (gdu_io_engine *e = tracked; e != NULL; e = e->tracked_next)
+        pthread_mutex_unlock(&e->qlock);
+    pthread_mutex_unlock(&tracked_lock);
+}
+
+/* In the child: its engines are its parent's (gdu_io_engine_foreign), and
+ * no worker of theirs will ever unmap what they kept. */
+static void drop_in_child(void)
+{
+    for (gdu_io_engine *e = tracked; e != NULL; e = e->tracked_next) {
+        drop_all(e->kept);
+        drop_all(e->unmaps);
+        e->kept = e->unmaps = NULL;
+        e->kept_count = 0;
+        pthread_mutex_unlock(&e->qlock);
+    }
+    tracked = NULL;
+    pthread_mutex_unlock(&tracked_lock);
+}
+
+static void install_fork_handlers(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, drop_in_child);
+}
+
+void gdu_io_maps_track(gdu_io_engine *e)
+{
+    pthread_once(&fork_handlers, install_fork_handlers);
+    pthread_mutex_lock(&tracked_lock);
+    e->tracked_next = tracked;
+    tracked = e;
+    pthread_mutex_unlock(&tracked_lock);
+}
+
+void gdu_io_maps_untrack(gdu_io_engine *e)
+{
+    pthread_mutex_lock(&tracked_lock);
+    for (gdu_io_engine **p = &tracked; *p != NULL; p = &(*p)->tracked_next)
+        if (*p == e) {
+            *p = e->tracked_next;
+            break;
+        }
+    pthread_mutex_unlock(&tracked_lock);
 }

@@ -79,6 +79,7 @@ static char *map_huge(size_t bytes, char *why, size_t len)
 void gdu_io_staging_map(gdu_io_engine *e)
 {
     e->staging_bytes = first_part(e) * e->opt.staging_per_worker;
+    e->staging_by_use = e->staging_bytes > GDU_IO_PRESTAGE_MAX;
     char why[GDU_IO_WHY]; /* a region refused is only a slower start: slots on their own */
     e->staging = map_huge(e->staging_bytes, why, sizeof why);
     e->staging_state = e->staging ? GDU_IO_STAGING_FAULTING : GDU_IO_STAGING_BY_SLOT;
@@ -89,13 +90,15 @@ void gdu_io_staging_map(gdu_io_engine *e)
 void gdu_io_staging_fault(gdu_io_engine *e, unsigned worker, bool first)
 {
     unsigned from = first ? 0 : 1, to = first ? 1 : e->opt.staging_per_worker;
-    for (unsigned j = from; j < to; j++)
+    for (unsigned j = from; j < to && !e->staging_by_use; j++)
         fault_in(slot_in_region(e, worker, j), e->opt.chunk_size);
 }
 
 int gdu_io_staging_pin_first(gdu_io_engine *e)
 {
     char why[GDU_IO_WHY];
+    if (e->staging_by_use)
+        return 0;
     return e->mover->staging_pin(e, e->staging, first_part(e), why, sizeof why);
 }
 
@@ -103,13 +106,13 @@ int gdu_io_staging_pin_rest(gdu_io_engine *e, char *why, size_t len)
 {
     char *p = e->staging + first_part(e);
     size_t bytes = e->staging_bytes - first_part(e);
-    int r = e->mover->staging_pin(e, p, bytes, why, len);
+    int r = e->staging_by_use ? 0 : e->mover->staging_pin(e, p, bytes, why, len);
     if (r != 0) { /* the other slots stay NULL: allocated on their own */
         munmap(p, bytes);
         e->staging_bytes = first_part(e);
         return r;
     }
-    e->staging_rest_pinned = true;
+    e->staging_rest_pinned = !e->staging_by_use;
     for (unsigned w = 0; w < e->opt.workers; w++)
         for (unsigned j = 1; j < e->opt.staging_per_worker; j++)
             e->workers[w].slots_of[j].buf = slot_in_region(e, w, j);
@@ -153,8 +156,8 @@ void *gdu_io_staging_slot_alloc(gdu_io_engine *e, char *why, size_t len)
 {
     size_t bytes = e->opt.chunk_size;
     char *p = map(bytes, why, len);
-    if (p == NULL)
-        return NULL;
+    if (p == NULL || e->staging_by_use)
+        return p;
     fault_in(p, bytes);
     if (e->mover->staging_pin(e, p, bytes, why, len) != 0) {
         munmap(p, bytes);
@@ -171,12 +174,14 @@ void gdu_io_staging_free(gdu_io_engine *e)
             void *p = e->workers[w].slots_of[j].buf;
             if (p == NULL || ((uintptr_t)p >= lo && (uintptr_t)p < hi))
                 continue;
-            e->mover->staging_unpin(e, p);
+            if (!e->staging_by_use)
+                e->mover->staging_unpin(e, p);
             munmap(p, e->opt.chunk_size);
         }
     if (e->staging == NULL)
         return;
-    if (e->staging_state == GDU_IO_STAGING_GROWING || e->staging_state == GDU_IO_STAGING_PINNED)
+    if (!e->staging_by_use &&
+        (e->staging_state == GDU_IO_STAGING_GROWING || e->staging_state == GDU_IO_STAGING_PINNED))
         e->mover->staging_unpin(e, e->staging);
     if (e->staging_rest_pinned)
         e->mover->staging_unpin(e, e->staging + first_part(e));

@@ -3,8 +3,11 @@
  * verdicts. */
 #include "p2p/p2p_collect.h"
 
+#include "unlock/unlock_plan.h"
+
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int gdu_p2p_collect_facts(gdu_p2p_report *r, const gdu_snapshot *s, const int *ordinals, int n,
@@ -30,6 +33,10 @@ int gdu_p2p_collect_facts(gdu_p2p_report *r, const gdu_snapshot *s, const int *o
         r->bar1_bytes[i] = views[i].bar1;
     }
     snprintf(r->rm_error, sizeof r->rm_error, "%s", s->live.rm_why);
+    /* What `gdunlock p2p unlock` would do for each pair, for the verdicts' fixes. */
+    gdu_unlock_check *unlock = malloc(sizeof *unlock);
+    if (unlock != NULL)
+        gdu_unlock_check_run(s, unlock);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             gdu_p2p_pair_report *p = &r->pair[i][j];
@@ -38,6 +45,9 @@ int gdu_p2p_collect_facts(gdu_p2p_report *r, const gdu_snapshot *s, const int *o
             if (i == j)
                 continue;
             gdu_pair_facts(s, &views[i], &views[j], &p->facts, NULL);
+            if (unlock != NULL)
+                gdu_unlock_pair_advice(unlock, views[i].bdf, views[j].bdf, p->unlock_advice,
+                                       sizeof p->unlock_advice);
             const gdu_live_pair *lp = gdu_live_pair_find(&s->live, ordinals[i], ordinals[j]);
             if (lp != NULL) {
                 p->cuda =
@@ -47,6 +57,7 @@ int gdu_p2p_collect_facts(gdu_p2p_report *r, const gdu_snapshot *s, const int *o
                 p->rm = lp->rm;
             }
         }
+    free(unlock);
     return 0;
 }
 
@@ -65,6 +76,7 @@ static void decide_routes(gdu_p2p_report *r, int i, int j)
     for (int k = 0; k < GDU_P2P_ROUTES; k++) {
         gdu_p2p_route_state st = res->route[k][i][j];
         gdu_p2p_route_reason(&p->facts, i == j, (gdu_p2p_route)k, st, &p->route[k]);
+        gdu_p2p_verdict_name_unlock(&p->route[k], &p->facts, p->unlock_advice);
         sm_failed |= k != GDU_P2P_ROUTE_CE && route_failed(st);
     }
     if (i != j && sm_failed && p->verdict.cause == GDU_P2P_CAUSE_NONE)
@@ -105,8 +117,10 @@ void gdu_p2p_decide(gdu_p2p_report *r)
                 f->data_corrupt =
                     res->corrupt[GDU_P2P_MODE_ENABLED][i][j] ? GDU_TRI_YES : GDU_TRI_NO;
             }
-            if (i != j)
+            if (i != j) {
                 gdu_p2p_reason(f, &p->verdict);
+                gdu_p2p_verdict_name_unlock(&p->verdict, f, p->unlock_advice);
+            }
             if (r->measured)
                 decide_routes(r, i, j);
         }

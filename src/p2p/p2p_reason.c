@@ -7,9 +7,9 @@
 #include <string.h>
 
 #define FIX_PATCHED_DRIVER                                                                         \
-    "install an open kernel module with the BAR1 P2P patches (github.com/tinygrad/"                \
-    "open-gpu-kernel-modules or github.com/aikitoria/open-gpu-kernel-modules, matching your "      \
-    "driver version)"
+    "run 'gdunlock p2p unlock --check': it says what this machine needs for BAR1 P2P (the open "   \
+    "module of your version with gdunlock's edits, registry keys, or what blocks it) and the "     \
+    "commands"
 #define FIX_TOPOLOGY                                                                               \
     "put both GPUs under one CPU socket (ideally one PCIe switch), or link them with NVLink"
 #define FIX_REBAR                                                                                  \
@@ -284,6 +284,22 @@ void gdu_p2p_reason(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
         refused_by_rm(f, v);
     else
         refused_without_rm(f, v);
+}
+
+void gdu_p2p_verdict_name_unlock(gdu_p2p_verdict *v, const gdu_p2p_facts *f, const char *advice)
+{
+    if (advice == NULL || advice[0] == '\0' || f->geforce != GDU_TRI_YES)
+        return;
+    switch (v->cause) {
+    case GDU_P2P_CAUSE_SKU_LOCK:
+    case GDU_P2P_CAUSE_ARCH_HAL:
+    case GDU_P2P_CAUSE_GMMU_APERTURE:
+    case GDU_P2P_CAUSE_REBAR:
+        snprintf(v->fix, sizeof v->fix, "%s", advice);
+        return;
+    default:
+        return;
+    }
 }
 
 const char *gdu_p2p_verdict_class(const gdu_p2p_verdict *v)

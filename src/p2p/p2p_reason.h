@@ -32,12 +32,19 @@ typedef struct gdu_p2p_verdict {
     gdu_p2p_link link;   /* the path peer copies take (NONE: staged through host) */
     gdu_p2p_cause cause; /* why there is no P2P (NONE when it works) */
     char reason[384];    /* one or two sentences with the evidence */
-    char fix[384];       /* what a user can do; empty when nothing is needed */
+    char fix[640];       /* what a user can do; empty when nothing is needed */
     char warning[256];   /* works, but something costs speed or safety; may be empty */
 } gdu_p2p_verdict;
 
 /* The pair's verdict; undetermined when neither CUDA nor the RM answered. */
 void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);
+
+/* A GeForce pair refused for a driver lock (SKU, architecture HAL, GMMU
+ * aperture, ReBAR): its fix becomes advice, the unlock plan that applies
+ * and the command (unlock/unlock_plan.h, gdu_unlock_pair_advice). Other
+ * verdicts, and an empty advice, are left alone. */
+void gdu_p2p_verdict_name_unlock(gdu_p2p_verdict *verdict, const gdu_p2p_facts *facts,
+                                 const char *advice);
 
 /* The verdict's class: "NVLink" (C2C included), "BAR1", "PCIe", "staged
  * only", or "unknown" when undetermined. */

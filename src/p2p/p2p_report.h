@@ -33,7 +33,8 @@ typedef struct gdu_p2p_pair_report {
     int rm_known;
     gdu_p2p_rm_caps rm;
     gdu_p2p_facts facts;
-    gdu_p2p_verdict verdict;               /* off the diagonal */
+    gdu_p2p_verdict verdict; /* off the diagonal */
+    char unlock_advice[640]; /* the unlock plan for this pair (gdu_unlock_pair_advice), "" none */
     gdu_p2p_verdict route[GDU_P2P_ROUTES]; /* each route's reason, once measured */
 } gdu_p2p_pair_report;
 

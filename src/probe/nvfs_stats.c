@@ -2,6 +2,7 @@
  * scanning works on (pointer, length) spans so that nothing relies on a NUL
  * terminator or reads past the input. */
 #include "probe/nvfs_stats.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -446,12 +447,14 @@ int gdu_nvfs_stats_read(const char *path, gdu_nvfs_stats *out, char *why, size_t
         e = EINVAL;
     }
     if (fd < 0) {
+        char shown[128];
+        gdu_text_shorten(path, 100, shown, sizeof shown);
         if (e == ENOENT)
-            snprintf(why, why_len, "%s does not exist: nvidia-fs is not loaded", path);
+            snprintf(why, why_len, "%s does not exist: nvidia-fs is not loaded", shown);
         else if (e == EINVAL)
-            snprintf(why, why_len, "%s is not a regular file: not read", path);
+            snprintf(why, why_len, "%s is not a regular file: not read", shown);
         else
-            snprintf(why, why_len, "cannot open %s: %s", path, strerror(e));
+            snprintf(why, why_len, "cannot open %s: %s", shown, strerror(e));
         return -e;
     }
     /* procfs reports size 0: read until EOF, up to a cap. */

@@ -251,6 +251,15 @@ bool gdu_sysroot_exists(gdu_sysroot *sr, const char *path)
     return resolve(sr, path, true, full, sizeof full) == 0 && stat(full, &st) == 0;
 }
 
+bool gdu_sysroot_present(gdu_sysroot *sr, const char *path)
+{
+    char full[PATH_MAX], marked[PATH_MAX + 16];
+    struct stat st;
+    snprintf(marked, sizeof marked, "%s" GDU_SYSROOT_PRESENCE, path);
+    gdu_sysroot_record(sr, marked);
+    return resolve(sr, path, true, full, sizeof full) == 0 && stat(full, &st) == 0;
+}
+
 int gdu_sysroot_readlink(gdu_sysroot *sr, const char *path, char *buf, size_t len)
 {
     char full[PATH_MAX];

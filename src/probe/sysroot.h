@@ -43,6 +43,12 @@ int gdu_sysroot_read_line(gdu_sysroot *sr, const char *path, char *buf, size_t l
 /* true if the path exists (recorded either way, so a capture shows its absence too). */
 bool gdu_sysroot_exists(gdu_sysroot *sr, const char *path);
 
+/* The same for a file whose content must never travel (a private key) or
+ * is of no use (a compiler): recorded as "PATH" GDU_SYSROOT_PRESENCE, for
+ * which a capture holds an empty stand-in of the same kind. */
+#define GDU_SYSROOT_PRESENCE "\tpresence"
+bool gdu_sysroot_present(gdu_sysroot *sr, const char *path);
+
 /* The target of a symbolic link, e.g. /sys/bus/pci/devices/X/driver. Returns 0 or -errno. */
 int gdu_sysroot_readlink(gdu_sysroot *sr, const char *path, char *buf, size_t len);
 

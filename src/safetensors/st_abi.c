@@ -75,6 +75,7 @@ static const struct {
 } constants[] = {
     CONSTANT(GDU_ST_TARGET_GPU),   CONSTANT(GDU_ST_TARGET_HOST), CONSTANT(GDU_ST_LENIENT),
     CONSTANT(GDU_IO_BACKEND_HOST), CONSTANT(GDU_IO_READ),        CONSTANT(GDU_IO_OP_READ),
+    CONSTANT(GDU_ST_FOLDER),
 };
 
 static char *layout;

@@ -1,6 +1,7 @@
 #include "safetensors/st_engines.h"
 #include "safetensors/st_error.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -47,11 +48,19 @@ static gdu_st_status create(int host, int device, gdu_io_engine **out, gdu_st_er
     o.device = host ? 0 : device;
     if (host)
         o.backend = GDU_IO_BACKEND_HOST;
-    if (gdu_io_engine_create(&o, out, why, sizeof why) == 0)
+    int rc = gdu_io_engine_create(&o, out, why, sizeof why);
+    if (rc == 0)
         return GDU_ST_OK;
+    /* staging too large for the machine, or memory short for it; no CUDA
+     * or no such GPU is the caller's target, not a failed engine (the
+     * status a load's allocation gives) */
+    gdu_st_status s = rc == -EINVAL            ? GDU_ST_ERR_SETTINGS
+                      : rc == -ENOMEM          ? GDU_ST_ERR_NOMEM
+                      : rc == -ENODEV && !host ? GDU_ST_ERR_NO_CUDA
+                                               : GDU_ST_ERR_ENGINE;
     if (host)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for host memory: %s", why);
-    return st_fail(err, GDU_ST_ERR_ENGINE, "I/O engine for GPU %d: %s", device, why);
+        return st_fail(err, s, "I/O engine for host memory: %s", why);
+    return st_fail(err, s, "I/O engine for GPU %d: %s", device, why);
 }
 
 gdu_st_status st_engine_get(int host, int device, gdu_io_engine **out, gdu_st_error *err)

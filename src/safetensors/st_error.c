@@ -1,4 +1,5 @@
 #include "safetensors/st_error.h"
+#include "util/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,10 +71,13 @@ void st_prefix(gdu_st_error *err, const char *prefix)
 {
     if (err == NULL)
         return;
-    char msg[sizeof err->message];
-    size_t p = strnlen(prefix, sizeof msg / 2);
+    char msg[sizeof err->message], shown[sizeof msg / 2];
+    /* A long path keeps its start and its file's name; the message that
+     * follows keeps the rest of the room. */
+    gdu_text_shorten(prefix, sizeof shown - 1, shown, sizeof shown);
+    size_t p = strlen(shown);
     size_t m = strnlen(err->message, sizeof msg - p - 3);
-    memcpy(msg, prefix, p);
+    memcpy(msg, shown, p);
     memcpy(msg + p, ": ", 2);
     memcpy(msg + p + 2, err->message, m);
     msg[p + 2 + m] = '\0';
@@ -83,6 +87,6 @@ void st_prefix(gdu_st_error *err, const char *prefix)
 gdu_st_status st_unknown_flags(gdu_st_error *err, unsigned flags)
 {
     return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT,
-                   "unknown parsing flags 0x%x (GDU_ST_LENIENT is the only one)",
+                   "unknown flags 0x%x (GDU_ST_LENIENT; GDU_ST_FOLDER for gdu_st_open_flags)",
                    flags & ~GDU_ST_LENIENT);
 }

@@ -168,8 +168,9 @@ static gdu_st_status finish_piece(gdu_st_model *m, load_piece *p, gdu_st_error *
     int rc = gdu_io_wait(p->request, &done, why, sizeof why);
     p->request = NULL;
     const char *path = m->files[p->file].path;
-    if (rc != 0)
-        return st_fail(err, GDU_ST_ERR_ENGINE, "%s: %s", path, why);
+    if (rc != 0) /* a slot's staging memory could not be had: named as such */
+        return st_fail(err, rc == -ENOMEM ? GDU_ST_ERR_NOMEM : GDU_ST_ERR_ENGINE, "%s: %s", path,
+                       why);
     if (done != p->extent.length)
         return st_fail(err, GDU_ST_ERR_IO,
                        "%s: read %llu of %llu bytes at offset %llu (file "

@@ -2,7 +2,9 @@
 #include "safetensors/st_error.h"
 #include "safetensors/st_index.h"
 #include "safetensors/st_model_internal.h"
+#include "util/text.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -101,12 +103,107 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Fills the model's file list: the file itself, or the index's shards
- * resolved against the index's folder (*folder, malloc'd; NULL for a single
- * file). */
-static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *index, char **folder,
-                                gdu_st_error *err)
+static int by_string(const void *a, const void *b)
 {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What a folder holds (GDU_ST_FOLDER): its index (*index_name, malloc'd)
+ * where it has exactly one, else its .safetensors files, sorted, as the
+ * shards of a checkpoint without an index (index->shards), as the Python
+ * iterator reads a folder. */
+static gdu_st_status read_folder(const char *dir, char **index_name, st_index *index,
+                                 gdu_st_error *err)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", dir, strerror(errno));
+    size_t n = 0, cap = 0, indexes = 0;
+    char **names = NULL;
+    gdu_st_status s = GDU_ST_OK;
+    struct dirent *e;
+    while (s == GDU_ST_OK && (e = readdir(d)) != NULL) {
+        int is_index = ends_with(e->d_name, ".safetensors.index.json");
+        if (e->d_name[0] == '.' || (!is_index && !ends_with(e->d_name, ".safetensors")))
+            continue;
+        if (is_index && indexes++ == 0) {
+            free(*index_name);
+            if ((*index_name = strdup(e->d_name)) == NULL)
+                s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        }
+        if (is_index)
+            continue;
+        if (n + 2 > cap) {
+            cap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, cap * sizeof *names);
+            if (grown == NULL) {
+                s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+                break;
+            }
+            names = grown;
+        }
+        if ((names[n] = strdup(e->d_name)) == NULL)
+            s = st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        else
+            names[++n] = NULL;
+    }
+    closedir(d);
+    if (s == GDU_ST_OK && indexes > 1)
+        s = st_fail(err, GDU_ST_ERR_OPEN,
+                    "%s holds %zu *.safetensors.index.json files: name the one to load", dir,
+                    indexes);
+    else if (s == GDU_ST_OK && indexes == 0 && n == 0)
+        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: no .safetensors file or index in it", dir);
+    if (s != GDU_ST_OK || indexes == 1) {
+        gdu_st_string_list_free(names);
+        return s;
+    }
+    qsort(names, n, sizeof *names, by_string);
+    index->shards = names;
+    index->shard_count = n;
+    return GDU_ST_OK;
+}
+
+/* m's files: the shards index names, in folder (malloc'd into *folder). */
+static gdu_st_status shard_files(gdu_st_model *m, const char *dir, size_t dir_len,
+                                 const st_index *index, char **folder, gdu_st_error *err)
+{
+    m->files = calloc(index->shard_count, sizeof *m->files);
+    if (m->files == NULL || (*folder = strndup(dir, dir_len)) == NULL)
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < index->shard_count; i++) {
+        m->files[i].fd = -1;
+        if (asprintf(&m->files[i].path, "%s/%s", *folder, index->shards[i]) < 0) {
+            m->files[i].path = NULL;
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        }
+        m->file_count++;
+    }
+    return GDU_ST_OK;
+}
+
+/* Fills the model's file list: the file itself, the index's shards resolved
+ * against the index's folder, or (GDU_ST_FOLDER) what a folder holds
+ * (*folder, malloc'd; NULL for a single file). */
+static gdu_st_status list_files(gdu_st_model *m, const char *path, unsigned flags, st_index *index,
+                                char **folder, gdu_st_error *err)
+{
+    struct stat st;
+    if ((flags & GDU_ST_FOLDER) && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char *index_name = NULL;
+        gdu_st_status s = read_folder(path, &index_name, index, err);
+        if (s != GDU_ST_OK || index_name == NULL)
+            return s == GDU_ST_OK ? shard_files(m, path, strlen(path), index, folder, err) : s;
+        char *index_path = NULL;
+        if (asprintf(&index_path, "%s/%s", path, index_name) < 0)
+            index_path = NULL;
+        free(index_name);
+        if (index_path == NULL)
+            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+        s = list_files(m, index_path, 0, index, folder, err);
+        free(index_path);
+        return s;
+    }
     if (!ends_with(path, ".json")) {
         m->files = calloc(1, sizeof *m->files);
         if (m->files == NULL || (m->files[0].path = strdup(path)) == NULL)
@@ -127,20 +224,8 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, st_index *ind
         return s;
     }
     const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (slash == path ? 1 : (int)(slash - path)) : 1;
-    const char *dir = slash ? path : ".";
-    m->files = calloc(index->shard_count, sizeof *m->files);
-    if (m->files == NULL || (*folder = strndup(dir, (size_t)dir_len)) == NULL)
-        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < index->shard_count; i++) {
-        m->files[i].fd = -1;
-        if (asprintf(&m->files[i].path, "%s/%s", *folder, index->shards[i]) < 0) {
-            m->files[i].path = NULL;
-            return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-        }
-        m->file_count++;
-    }
-    return GDU_ST_OK;
+    size_t dir_len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
+    return shard_files(m, slash ? path : ".", dir_len, index, folder, err);
 }
 
 /* Opens file f, checks that a shard lies inside folder (when not NULL),
@@ -253,9 +338,13 @@ static gdu_st_status build_table(gdu_st_model *m, gdu_st_error *err)
     qsort(m->by_name, m->tensor_count, sizeof *m->by_name, by_name);
     for (size_t i = 1; i < m->tensor_count; i++) {
         const gdu_st_tensor *a = m->by_name[i - 1], *b = m->by_name[i];
-        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0)
+        if (compare_names(a->name, a->name_len, b->name, b->name_len) == 0) {
+            char first[160], second[160];
             return st_fail(err, GDU_ST_ERR_DUPLICATE_TENSOR, "tensor '%.80s' is in both %s and %s",
-                           a->name, m->files[a->file].path, m->files[b->file].path);
+                           a->name,
+                           gdu_text_shorten(m->files[a->file].path, 150, first, sizeof first),
+                           gdu_text_shorten(m->files[b->file].path, 150, second, sizeof second));
+        }
     }
     return GDU_ST_OK;
 }
@@ -295,17 +384,18 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
     if (path == NULL || out == NULL)
         return st_fail(err, GDU_ST_ERR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
-    if (flags & ~GDU_ST_LENIENT)
-        return st_unknown_flags(err, flags);
+    if (flags & ~(GDU_ST_LENIENT | GDU_ST_FOLDER))
+        return st_unknown_flags(err, flags & ~GDU_ST_FOLDER);
     gdu_st_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
     st_index index = {0};
     char *folder = NULL;
-    gdu_st_status s = list_files(m, path, &index, &folder, err);
+    gdu_st_status s = list_files(m, path, flags, &index, &folder, err);
     size_t keep = st_files_within_limit(ST_KEEP_FILES, 8);
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
-        s = open_file(m, f, folder, folder ? index.shards[f] : NULL, flags, keep, err);
+        s = open_file(m, f, folder, folder ? index.shards[f] : NULL, flags & GDU_ST_LENIENT, keep,
+                      err);
         if (s == GDU_ST_ERR_PATH_ESCAPE)
             st_prefix(err, path);
     }

@@ -1,5 +1,6 @@
 #include "safetensors/st_pread.h"
 #include "safetensors/st_error.h"
+#include "util/open_regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +31,12 @@ int st_open_regular(const char *path)
     if (fd < 0)
         return -errno;
     struct stat st;
+    char why[8]; /* st_open_fail says why, from the path */
     int rc = 0;
     if (fstat(fd, &st) != 0)
         rc = -errno;
-    else if (!S_ISREG(st.st_mode))
-        rc = -EINVAL;
+    else if (gdu_data_file_check(path, fd, &st, why, sizeof why) != 0)
+        rc = -EINVAL; /* a directory too: the loader names it as it names any other */
     else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
         rc = -errno;
     if (rc != 0) {
@@ -54,8 +56,10 @@ gdu_st_status st_open_fail(gdu_st_error *err, const char *path, int rc)
                        "close files the process keeps open",
                        path, strerror(-rc), (unsigned long long)lim.rlim_cur);
     }
-    return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path,
-                   rc == -EINVAL ? "not a regular file" : strerror(-rc));
+    char why[512];
+    if ((rc == -EINVAL || rc == -ENXIO) && gdu_data_file_why(path, why, sizeof why) != 0)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s", why); /* ENXIO: a socket's open */
+    return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(-rc));
 }
 
 int st_identity_of(int fd, st_identity *id)

@@ -19,11 +19,13 @@ int st_pread_full(int fd, void *buf, size_t len, uint64_t offset);
  * open itself is non-blocking (a FIFO without a writer would block a plain
  * open forever), the type is checked with fstat, then the descriptor is made
  * blocking again. Returns the descriptor, -errno, or -EINVAL for a file that
- * is not a regular file. */
+ * is no data file (gdu_data_file_check: not a regular file, or one of /proc,
+ * /sys and the like). */
 int st_open_regular(const char *path);
 
 /* The failure of st_open_regular(path) as a status: GDU_ST_ERR_TOO_MANY_FILES
- * at the open-file limit (with the limit and the fix), else GDU_ST_ERR_OPEN. */
+ * at the open-file limit (with the limit and the fix), else GDU_ST_ERR_OPEN,
+ * naming what the file is where it is no data file. */
 gdu_st_status st_open_fail(gdu_st_error *err, const char *path, int rc);
 
 /* What a file was when it was validated: a path opened again must still

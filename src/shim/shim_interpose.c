@@ -4,7 +4,8 @@
  * and the query functions GPU tests look up with dlsym. The CUDA and cuFile
  * entry points are in shim_cuda_hooks.c.
  *
- * Environment: GDUNLOCK=0 disables everything; GDUNLOCK_LOG=error|info|debug
+ * Environment (docs/settings.md; the booleans take ON/OFF, TRUE/FALSE,
+ * YES/NO, 1/0 in any case): GDUNLOCK=0 disables everything; GDUNLOCK_LOG=error|info|debug
  * (anything else: error, silently: a warning would repeat in every process
  * of a pipeline; `gdunlock run --log` checks the value once);
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
@@ -16,6 +17,7 @@
 #include "facts/rm_bar1_info.h"
 #include "shim/shim_preload.h"
 #include "util/pci_resource.h"
+#include "util/units.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -227,10 +230,14 @@ static int parse_log_level(const char *v)
     return GDU_LOG_ERROR;
 }
 
-static bool env_is(const char *name, const char *value)
+/* A boolean setting (ON/OFF, TRUE/FALSE, YES/NO, 1/0, any case); any other
+ * value is the default, silently: the shim is in every process of a
+ * pipeline, and a warning from each would bury the output. */
+static bool env_flag(const char *name, bool unset_value)
 {
-    const char *v = getenv(name);
-    return v != NULL && strcmp(v, value) == 0;
+    int on;
+    gdu_env_bool(name, unset_value, &on);
+    return on != 0;
 }
 
 /* The handlers find no shim until it is published (a fork in between). */
@@ -259,25 +266,26 @@ static void at_fork_child(void)
 static void init_once(void)
 {
     real_ioctl();
-    if (env_is("GDUNLOCK", "0"))
+    if (!env_flag("GDUNLOCK", true))
         return;
     g_log_level = parse_log_level(getenv("GDUNLOCK_LOG"));
     const char *report = getenv("GDUNLOCK_REPORT");
     if (report != NULL)
         snprintf(g_report_path, sizeof g_report_path, "%s", report);
     const char *fault = getenv("GDUNLOCK_FAULT");
+    const char *drop = getenv("GDUNLOCK_TEST_DROP_NATIVE");
+    bool strict = drop != NULL && strcasecmp(drop, "strict") == 0;
     char version[512];
     read_driver_version(version, sizeof version);
     gdu_shim_config cfg = {
         .log_level = g_log_level,
-        .test_drop_native = env_is("GDUNLOCK_TEST_DROP_NATIVE", "1") ||
-                            env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
-        .test_strict = env_is("GDUNLOCK_TEST_DROP_NATIVE", "strict"),
+        .test_drop_native = strict || env_flag("GDUNLOCK_TEST_DROP_NATIVE", false),
+        .test_strict = strict,
         .fault_at = fault != NULL ? strtoull(fault, NULL, 10) : 0,
         .driver_version = version[0] ? version : NULL,
         .pid = (uint32_t)getpid(),
-        .rdma_attr_answer = !env_is("GDUNLOCK_RDMA_ATTR", "0"),
-        .test_rdma_attr_zero = env_is("GDUNLOCK_TEST_RDMA_ATTR", "0"),
+        .rdma_attr_answer = env_flag("GDUNLOCK_RDMA_ATTR", true),
+        .test_rdma_attr_zero = !env_flag("GDUNLOCK_TEST_RDMA_ATTR", true),
     };
     gdu_shim_ops ops = {op_ioctl, op_fd_kind,    op_read_block, op_log,
                         NULL,     op_bar1_bytes, op_rm_bar1};

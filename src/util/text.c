@@ -4,6 +4,7 @@
 #include <locale.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -86,4 +87,40 @@ char *gdu_text_escaped(const char *s, size_t n)
         return NULL;
     }
     return buf;
+}
+
+/* How many of s's first n bytes end on a UTF-8 sequence boundary. */
+static size_t whole_head(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+/* Where in s[0..n) a tail of at most keep bytes starts on a boundary. */
+static size_t whole_tail(const char *s, size_t n, size_t keep)
+{
+    size_t at = n - keep;
+    while (at < n && ((unsigned char)s[at] & 0xc0) == 0x80)
+        at++;
+    return at;
+}
+
+char *gdu_text_shorten(const char *s, size_t max, char *out, size_t len)
+{
+    static const char gap[] = "...";
+    if (len == 0)
+        return out;
+    if (max > len - 1)
+        max = len - 1;
+    size_t n = strlen(s);
+    if (n <= max || max < sizeof gap - 1 + 2) {
+        snprintf(out, len, "%.*s", (int)(n <= max ? n : whole_head(s, max)), s);
+        return out;
+    }
+    size_t room = max - (sizeof gap - 1);
+    size_t head = whole_head(s, room / 3);
+    size_t tail = whole_tail(s, n, room - room / 3);
+    snprintf(out, len, "%.*s%s%s", (int)head, s, gap, s + tail);
+    return out;
 }

@@ -30,4 +30,11 @@ void gdu_text_pad(FILE *out, const char *s, size_t n, size_t width);
  * without memory. */
 char *gdu_text_escaped(const char *s, size_t n);
 
+/* s shortened in its middle to at most max bytes, as "head...tail", into
+ * out (len bytes, NUL-terminated): the start of a path names where it lies
+ * and its end what it is (a file's name, the kernel's " (deleted)"), so a
+ * reason never loses either to a long folder. Never splits a UTF-8
+ * sequence. Returns out. */
+char *gdu_text_shorten(const char *s, size_t max, char *out, size_t len);
+
 #endif

@@ -87,6 +87,30 @@ int gdu_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
+int gdu_parse_bool(const char *text, int *out)
+{
+    static const char *const words[][2] = {
+        {"on", "off"}, {"true", "false"}, {"yes", "no"}, {"1", "0"}};
+    if (text == NULL)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        for (int v = 0; v < 2; v++)
+            if (strcasecmp(text, words[i][v]) == 0) {
+                *out = !v;
+                return 0;
+            }
+    return -EINVAL;
+}
+
+int gdu_env_bool(const char *name, int unset_value, int *out)
+{
+    const char *v = getenv(name);
+    *out = unset_value;
+    if (v == NULL || *v == '\0')
+        return 0;
+    return gdu_parse_bool(v, out);
+}
+
 int gdu_parse_index_list(const char *text, unsigned max_value, int *out, size_t cap, size_t *count)
 {
     if (text == NULL || *text == '\0')

@@ -4,6 +4,8 @@
 #include "facts/capture.h"
 #include "launch/launch.h"
 #include "probe/nvfs_stats.h"
+#include "unlock/unlock_run.h"
+#include "util/open_regular.h"
 #include "verify/verify_scrub.h"
 
 #include <errno.h>
@@ -38,20 +40,35 @@ __attribute__((format(printf, 2, 3))) static void note(gdu_bundle_result *res, c
     va_end(ap);
 }
 
-/* Copies root + path (the examined machine's file) to dst; false when absent. */
-static bool copy_out(const char *root, const char *path, const char *dst)
+/* Copies the examined machine's file at path to dst through sr: in a
+ * capture confined to it (links resolve inside, as for doctor's replay),
+ * live as named; either way a regular file only (a FIFO would hang the
+ * report, a device such as /dev/zero fill the disk) and at most the
+ * sysroot's bound (gdu_sysroot_read). 0, or -errno when it was not read
+ * (-EINVAL: not a regular file) or not written. */
+static int copy_out(gdu_sysroot *sr, const char *path, const char *dst)
 {
-    char src[PATH_MAX * 2], buf[8192];
-    snprintf(src, sizeof src, "%s%s", root, path);
-    FILE *in = fopen(src, "re");
-    if (in == NULL)
-        return false;
-    FILE *out = fopen(dst, "we");
-    size_t n;
-    while (out != NULL && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    return out != NULL && fclose(out) == 0;
+    char *text = NULL;
+    long n = gdu_sysroot_read(sr, path, &text);
+    if (n < 0)
+        return (int)n;
+    FILE *out = fopen(dst, "wxe");
+    int rc = out == NULL || fwrite(text, 1, (size_t)n, out) != (size_t)n ? -EIO : 0;
+    if (out != NULL && fclose(out) != 0)
+        rc = -EIO;
+    free(text);
+    return rc;
+}
+
+/* Notes why the file at path (what it is) was not gathered. */
+static void note_not_read(gdu_bundle_result *res, const char *what, const char *path, int rc)
+{
+    if (rc == -ENOENT)
+        note(res, "no %s (%s)", what, path);
+    else if (rc == -EINVAL || rc == -EISDIR)
+        note(res, "%s not read: %s is not a regular file", what, path);
+    else
+        note(res, "%s not read: %s: %s", what, path, strerror(-rc));
 }
 
 /* The kernel log's lines about what gdunlock deals with, the last ones. */
@@ -92,16 +109,22 @@ static void kernel_log(const char *dst, gdu_bundle_result *res)
     free(keep);
 }
 
-/* Runs argv with stdout into out_path and extra (NAME=value, may be NULL) in
- * the environment; returns the exit status, or -errno when it did not run. */
-static int spawn(char *const argv[], const char *out_path, const char *extra)
+/* Runs argv with stdout into out_path (created) or out_fd (when out_path
+ * is NULL and out_fd >= 0), stderr into err_path (or /dev/null), and extra
+ * (NAME=value, may be NULL) in the environment; returns the exit status,
+ * or -errno when it did not run. */
+static int spawn(char *const argv[], const char *out_path, int out_fd, const char *err_path,
+                 const char *extra)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (out_path != NULL)
         posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
                                          0644);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    else if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path ? err_path : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
@@ -127,25 +150,32 @@ static int spawn(char *const argv[], const char *out_path, const char *extra)
     return rc;
 }
 
+/* The folder of path, for a file to go beside it: "." for a bare name. */
+static void folder_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, len, ".");
+    else
+        *(slash == dir ? slash + 1 : slash) = '\0';
+}
+
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     return type == FTW_DP ? rmdir(path) : unlink(path);
 }
 
 /* Names to scrub: host names and user names of the examined machine. */
-static void scrub_words(const char *root, gdu_scrub *sc)
+static void scrub_words(gdu_sysroot *sr, gdu_scrub *sc)
 {
     static const char *const hosts[] = {"/proc/sys/kernel/hostname", "/etc/hostname"};
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
-        char path[PATH_MAX + 64], line[128] = "";
-        snprintf(path, sizeof path, "%s%s", root, hosts[i]);
-        FILE *f = fopen(path, "re");
-        if (f != NULL && fgets(line, sizeof line, f) != NULL)
+        char line[128];
+        if (gdu_sysroot_read_line(sr, hosts[i], line, sizeof line) == 0)
             gdu_scrub_add_host(sc, line);
-        if (f != NULL)
-            fclose(f);
     }
-    if (root[0] != '\0')
+    if (!gdu_sysroot_is_live(sr))
         return; /* a capture: the names of who runs report are not its */
     char host[256];
     if (gethostname(host, sizeof host) == 0)
@@ -167,13 +197,13 @@ static const char readme[] =
     "  cufile.log    libcufile's log of that verify run\n"
     "  nvidia-fs-stats-before.txt, nvidia-fs-stats-after.txt   around it\n"
     "  kernel-log.txt    the kernel's lines about the driver, nvidia-fs, NVMe, P2PDMA\n"
-    "  driver-params.txt /proc/driver/nvidia/params\n";
+    "  driver-params.txt /proc/driver/nvidia/params\n"
+    "  p2p-unlock-status.json  gdunlock p2p unlock --status, and the P2P matrix\n";
 
 /* Everything but the packing, into bundle. */
 static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
                   gdu_bundle_result *res, char *why, size_t why_len)
 {
-    const char *root = req->sysroot ? req->sysroot : "";
     char file[PATH_MAX + 64];
     gdu_sysroot sr;
     if (gdu_sysroot_init(&sr, req->sysroot) != 0) {
@@ -181,18 +211,15 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         return -ENAMETOOLONG;
     }
     gdu_snapshot *s = malloc(sizeof *s);
-    if (s == NULL)
+    if (s == NULL) {
+        gdu_sysroot_free(&sr);
         return -ENOMEM;
+    }
     /* O_DIRECT is tried where verify will write. */
     char dir[PATH_MAX] = "";
     const char *target = NULL;
     if (req->target != NULL) {
-        snprintf(dir, sizeof dir, "%s", req->target);
-        char *slash = strrchr(dir, '/');
-        if (slash == NULL)
-            snprintf(dir, sizeof dir, ".");
-        else
-            *(slash == dir ? slash + 1 : slash) = '\0';
+        folder_of(req->target, dir, sizeof dir);
         char real[PATH_MAX];
         if (realpath(dir, real) != NULL)
             snprintf(dir, sizeof dir, "%s", real);
@@ -212,20 +239,30 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
     }
     json_decref(j);
     gdu_report_free(&report);
+    /* What a GeForce P2P report needs first: which module runs, and the plan. */
+    json_t *unlock = rc == 0 ? gdu_unlock_status_report_json_of(s, req->sysroot) : NULL;
+    snprintf(file, sizeof file, "%s/p2p-unlock-status.json", bundle);
+    if (rc == 0 && (unlock == NULL || json_dump_file(unlock, file, JSON_INDENT(2)) != 0))
+        note(res, "no p2p unlock status (%s)", unlock == NULL ? "out of memory" : "cannot write");
+    json_decref(unlock);
     gdu_snapshot_free(s);
     free(s);
-    gdu_sysroot_free(&sr);
-    if (rc != 0)
+    if (rc != 0) {
+        gdu_sysroot_free(&sr);
         return rc;
+    }
 
     snprintf(file, sizeof file, "%s/driver-params.txt", bundle);
-    if (!copy_out(root, "/proc/driver/nvidia/params", file))
-        note(res, "no /proc/driver/nvidia/params");
+    const char *params = "/proc/driver/nvidia/params";
+    rc = copy_out(&sr, params, file);
+    if (rc != 0)
+        note_not_read(res, "driver parameters", params, rc);
     const char *stats = getenv("GDUNLOCK_NVFS_STATS");
     stats = stats && *stats && !req->sysroot ? stats : GDU_NVFS_STATS_PATH;
     snprintf(file, sizeof file, "%s/nvidia-fs-stats-before.txt", bundle);
-    if (!copy_out(req->sysroot && stats[0] == '/' ? root : "", stats, file))
-        note(res, "no nvidia-fs stats (%s)", stats);
+    rc = copy_out(&sr, stats, file);
+    if (rc != 0)
+        note_not_read(res, "nvidia-fs stats", stats, rc);
     if (req->sysroot != NULL) {
         note(res, "a capture: no verify run, no kernel log");
     } else if (req->target != NULL) {
@@ -233,12 +270,14 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         snprintf(log, sizeof log, "CUFILE_LOGFILE_PATH=%s/cufile.log", bundle);
         snprintf(out, sizeof out, "%s/verify.json", bundle);
         char *argv[] = {(char *)req->exe, "verify", (char *)req->target, "--json", NULL};
-        res->verify_exit = spawn(argv, out, log);
+        res->verify_exit = spawn(argv, out, -1, NULL, log);
         if (res->verify_exit < 0)
             note(res, "verify did not run: %s", strerror(-res->verify_exit));
         snprintf(file, sizeof file, "%s/nvidia-fs-stats-after.txt", bundle);
-        copy_out("", stats, file);
+        copy_out(&sr, stats, file);
     }
+    scrub_words(&sr, sc); /* read like every other file: a FIFO there would hang it */
+    gdu_sysroot_free(&sr);
     if (req->sysroot == NULL) {
         snprintf(file, sizeof file, "%s/kernel-log.txt", bundle);
         kernel_log(file, res);
@@ -249,7 +288,6 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         snprintf(why, why_len, "cannot write %s", file);
         return -EIO;
     }
-    scrub_words(root, sc);
     res->files_scrubbed = gdu_scrub_tree(sc, bundle);
     res->replaced = sc->replaced;
     if (res->files_scrubbed < 0) {
@@ -259,16 +297,94 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
     return 0;
 }
 
+/* The first line tar wrote to its errors (at path), or what its status
+ * says, into buf. */
+static void tar_said(const char *path, int status, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    buf[0] = '\0';
+    if (f != NULL && fgets(buf, (int)len, f) != NULL)
+        buf[strcspn(buf, "\n")] = '\0';
+    if (f != NULL)
+        fclose(f);
+    if (buf[0] == '\0' && status < 0)
+        snprintf(buf, len, "%s", strerror(-status));
+    else if (buf[0] == '\0')
+        snprintf(buf, len, "exit status %d", status);
+}
+
+/* Moves the finished bundle at part to out's name: with force over what is
+ * there (a link itself, not what it points to), else only where nothing is
+ * (renameat2's RENAME_NOREPLACE, or link(2) where the file system has no
+ * such rename). */
+static int put_in_place(const char *part, const char *out, bool force, char *why, size_t why_len)
+{
+    int rc = force ? rename(part, out) : renameat2(AT_FDCWD, part, AT_FDCWD, out, RENAME_NOREPLACE);
+    if (rc != 0 && !force && (errno == EINVAL || errno == ENOSYS)) {
+        rc = link(part, out);
+        if (rc == 0)
+            unlink(part);
+    }
+    if (rc == 0)
+        return 0;
+    int err = errno;
+    struct stat st;
+    if (err == EEXIST && lstat(out, &st) == 0)
+        snprintf(why, why_len, "%s exists (%s): give another --out, or --force to replace it", out,
+                 gdu_file_kind(st.st_mode));
+    else
+        snprintf(why, why_len, "cannot write %s: %s", out, strerror(err));
+    return -err;
+}
+
+/* Packs tmp/gdunlock-report into out. tar writes a new file beside out,
+ * made here (so never through a link planted at out's name, and nothing
+ * half-written is left there), which then takes out's name. */
+static int pack(const char *tmp, const char *out, bool force, char *why, size_t why_len)
+{
+    char folder[PATH_MAX], part[PATH_MAX + 32], errs[PATH_MAX + 32], said[256];
+    folder_of(out, folder, sizeof folder);
+    snprintf(part, sizeof part, "%s/.gdunlock-report-XXXXXX", folder);
+    int fd = mkostemp(part, O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        snprintf(why, why_len, "cannot create the bundle in %s: %s", folder, strerror(err));
+        return -err;
+    }
+    mode_t mask = umask(0); /* mkostemp's 0600: the mode tar's own file would get */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    snprintf(errs, sizeof errs, "%s/tar-errors.txt", tmp);
+    /* Owner 0, numerically: the tar headers would name the user too. */
+    char *argv[] = {"tar", "--owner=0", "--group=0", "--numeric-owner", "-cf",
+                    "-",   "-C",        (char *)tmp, "gdunlock-report", NULL};
+    int st = spawn(argv, NULL, fd, errs, NULL);
+    int rc = 0;
+    if (st != 0) {
+        tar_said(errs, st, said, sizeof said);
+        snprintf(why, why_len, "tar -cf %s: %s", out, said);
+        rc = st < 0 ? st : -EIO;
+    } else if (fsync(fd) != 0) { /* a full disk may only show here */
+        rc = -errno;
+        snprintf(why, why_len, "writing %s: %s", out, strerror(-rc));
+    }
+    if (close(fd) != 0 && rc == 0) {
+        rc = -errno;
+        snprintf(why, why_len, "writing %s: %s", out, strerror(-rc));
+    }
+    if (rc == 0)
+        rc = put_in_place(part, out, force, why, why_len);
+    if (rc != 0)
+        unlink(part);
+    return rc;
+}
+
 int gdu_bundle_make(const gdu_bundle_request *req, gdu_bundle_result *res, char *why,
                     size_t why_len)
 {
     memset(res, 0, sizeof *res);
     res->verify_exit = -1;
-    char tmp[PATH_MAX], bundle[PATH_MAX + 32], out[PATH_MAX * 2];
-    if (req->out[0] == '/' || getcwd(out, PATH_MAX) == NULL)
-        snprintf(out, sizeof out, "%s", req->out);
-    else
-        snprintf(out + strlen(out), sizeof out - strlen(out), "/%s", req->out);
+    char tmp[PATH_MAX], bundle[PATH_MAX + 32];
     int rc = gdu_launch_mkdtemp("report", tmp, sizeof tmp);
     if (rc != 0) {
         snprintf(why, why_len, "cannot create a temporary folder: %s", strerror(-rc));
@@ -284,17 +400,8 @@ int gdu_bundle_make(const gdu_bundle_request *req, gdu_bundle_result *res, char 
         rc = gather(req, bundle, sc, res, why, why_len);
     }
     free(sc);
-    if (rc == 0) {
-        /* Owner 0, numerically: the tar headers would name the user too. */
-        char *argv[] = {"tar", "--owner=0", "--group=0", "--numeric-owner", "-cf",
-                        out,   "-C",        tmp,         "gdunlock-report", NULL};
-        int st = spawn(argv, NULL, NULL);
-        if (st != 0) {
-            snprintf(why, why_len, "tar -cf %s: %s", out,
-                     st < 0 ? strerror(-st) : "failed (disk full, or no such folder?)");
-            rc = st < 0 ? st : -EIO;
-        }
-    }
+    if (rc == 0)
+        rc = pack(tmp, req->out, req->force, why, why_len);
     nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
 }

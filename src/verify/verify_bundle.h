@@ -23,7 +23,8 @@ typedef struct gdu_bundle_request {
     const char *sysroot; /* NULL: this machine; a capture: its snapshot only, no verify */
     const char *target;  /* the file verify writes and removes; NULL: no verify run */
     const char *exe;     /* the gdunlock binary that runs verify */
-    const char *out;     /* the tar to write */
+    const char *out;     /* the tar to write: made anew, never through a link */
+    bool force;          /* replace a file (or link) already at out */
 } gdu_bundle_request;
 
 typedef struct gdu_bundle_result {
@@ -33,8 +34,12 @@ typedef struct gdu_bundle_result {
     char notes[512];     /* what could not be gathered, "; "-separated */
 } gdu_bundle_result;
 
-/* Gathers, scrubs and packs. Returns 0, or -errno with why (the bundle
- * could not be written; what could not be gathered is a note, not an error). */
+/* Gathers, scrubs and packs. The examined machine's files are read
+ * through a sysroot (gdu_sysroot_read: a capture's links resolve inside it,
+ * regular files only, bounded); the tar is written beside out and then
+ * takes its name. Returns 0, or -errno with why: -EEXIST when something is
+ * at out and not force; otherwise the bundle could not be written (what
+ * could not be gathered is a note, not an error). */
 int gdu_bundle_make(const gdu_bundle_request *req, gdu_bundle_result *res, char *why,
                     size_t why_len);
 

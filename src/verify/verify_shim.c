@@ -10,6 +10,7 @@
  * cuFile). */
 #include "launch/launch.h"
 #include "util/pci_addr.h"
+#include "util/text.h"
 #include "verify/verify.h"
 
 #include <stdio.h>
@@ -96,8 +97,10 @@ static void from_report(const json_t *root, const char *what, const char *pci, i
     out->have_report = true;
     const json_t *entry = find_gpu(root, pci, gpu);
     if (!entry) {
+        char shown[128];
         snprintf(out->report_error, sizeof out->report_error,
-                 "shim report %s has no entry for GPU %d (%s)", what, gpu,
+                 "shim report %s has no entry for GPU %d (%s)",
+                 gdu_text_shorten(what, 100, shown, sizeof shown), gpu,
                  pci && pci[0] ? pci : "unknown PCI address");
         return;
     }
@@ -161,8 +164,9 @@ void gdu_verify_shim_read_report(const char *path, const char *pci, int gpu, gdu
     char why[160];
     json_t *root = gdu_launch_load_report(path, why, sizeof why);
     if (!root) {
-        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s", path,
-                 why);
+        char shown[128];
+        snprintf(out->report_error, sizeof out->report_error, "shim report %s unreadable: %s",
+                 gdu_text_shorten(path, 100, shown, sizeof shown), why);
         return;
     }
     from_report(root, path, pci, gpu, out);

@@ -15,8 +15,8 @@ section() {
   awk -v want="$1" '/^\.SH / { on = ($2 == want); next } on' "$2" |
     sed -E 's/^\.(B|I|BR|IR) //; /^\.[A-Za-z]+/d; s/\\f[BIRP]//g; s/\\[,\/&]//g; s/\\-/-/g'
 }
-for cmd in "" doctor topo verify bench p2p load run; do
-  name=gdunlock${cmd:+-$cmd}
+for cmd in "" doctor topo verify bench p2p load run "p2p unlock"; do
+  name=gdunlock${cmd:+-${cmd// /-}}
   page=$dir/$name.1
   [ -s "$page" ] || { bad "$page missing"; continue; }
   # The usage as --help prints it: "Usage:" and its indented continuation

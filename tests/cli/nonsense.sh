@@ -148,9 +148,10 @@ else
 fi
 check 0 -- bench -f "$work/precious" --create --force -s 4K -i 4K --paths host --rounds 1
 check 0 -- bench -f "$work/precious" --create --seed 9 -s 8K -i 4K --paths host --rounds 1
-# --no-verify reads any file as it is (a checkpoint's host ceiling); without it a foreign file is refused.
+# Any file is read as it is (a checkpoint's host ceiling, as gdsio reads it): a
+# foreign one with a note that its data is not checked; --no-verify says nothing.
 head -c 65536 /dev/urandom >"$work/foreign"
-check -m "not a bench file" 66 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1
+check -m "not a bench file of seed 1, read as it is" 0 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1
 check 0 -- bench -f "$work/foreign" -s 64K -i 4K --paths host --rounds 1 --no-verify
 check -m "is a directory" 66 -- bench -f "$work" -s 4K
 check -m "not a regular file" 66 -- bench -f "$work/fifo" --create -s 4K
@@ -176,6 +177,16 @@ check 64 -- p2p --iters 0
 # for every command, whatever it found.
 printf '\x37\x00\x00\x00\x00\x00\x00\x00{"t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}  ab' >"$work/tiny.safetensors"
 check 0 -- load "$work/tiny.safetensors" --to host
+# Staging memory that cannot be had is named as memory, with the settings
+# that lower it, not as a storage error (an address-space limit below one
+# slot of 1 GiB; not under a sanitizer, whose shadow memory needs more).
+if ! ldd "$bin" 2>/dev/null | grep -q 'lib[at]san'; then
+  (ulimit -v 1000000 && GDUNLOCK_IO_CHUNK=1G timeout 60 "$bin" load "$work/tiny.safetensors" \
+    --to host) >"$work/out" 2>&1
+  rc=$?
+  ok_if '[ "$rc" -eq 70 ] && grep -q "GDU_ST_ERR_NOMEM: .*staging memory" "$work/out" &&
+    grep -q "lower GDUNLOCK_IO_CHUNK" "$work/out"' "load with staging memory short names it"
+fi
 full="writing the output failed"
 check -m "$full" -full 74 -- --help
 check -m "$full" -full 74 -- doctor --sysroot "$fixtures/l40s-nvfs"
@@ -222,13 +233,26 @@ check -json 64 -- run --json --log loud -- true
 check -json 66 -- run --json -- /no/such/program
 check 64 -- load
 check 66 -- load /no/such/model.safetensors
-check 64 66 -- load "$work"
+mkdir "$work/no-model" # a folder stands for the checkpoint it holds; this one holds none
+check -m "no .safetensors file or index in it" 66 -- load "$work/no-model"
 check 64 66 -- load /dev/zero --to host
 check 64 66 -- load "$work/empty" --to host
 check 64 66 -- load "$work/junk" --to host
 check 64 66 69 -- load "$work/junk" --gpu 99
 check 64 -- load "$work/junk" --gpu -1
 check 64 -- load "$work/junk" --gpu 0,0,banana
+# Special files as the file to load or bench, each named for what it is: a
+# socket's open fails with ENXIO, a /proc file is regular with a size of 0.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock"
+check -m "sock is a socket, not a regular file" 66 -- load "$work/sock" --to host
+check -m "fifo is a FIFO, not a regular file" 66 -- load "$work/fifo" --to host
+check -m "/dev/zero is a character device, not a regular file" 66 -- load /dev/zero --to host
+check -m "/proc/self/status is a file of /proc (procfs)" 66 -- load /proc/self/status --to host
+check -m "/proc/self/status is a file of /proc (procfs)" 66 -- bench -f /proc/self/status -s 4K
+check -m "sock is a socket, not a regular file" 66 -- bench -f "$work/sock" -s 4K
+if [ -f /sys/kernel/mm/transparent_hugepage/enabled ]; then
+  check -m "is a file of /sys (sysfs)" 66 -- load /sys/kernel/mm/transparent_hugepage/enabled --to host
+fi
 check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --to host --gpu 0
 check -m "with --to host there are none" 64 -- load "$work/tiny.safetensors" --gpu 1 --to host
 # --list: a multi-byte name takes the columns of its characters, not of its bytes.

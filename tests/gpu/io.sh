@@ -110,7 +110,7 @@ PY
 # parallelism": the engine's workers = the host path's threads (-w), the same
 # -i requests in the same order; the engine reads them with its own default
 # chunk, the host path with one pread per request AND in the engine's chunk
-# size, the better of the two being the ceiling (see README, bench).
+# size, the better of the two being the ceiling (see docs/commands/bench.md).
 run_bench warm -f "$file" -s "$big" -i 16M -w 8 --create
 check warm 'p["engine"] >= 0.9 * ceil and p["engine"] >= 3 * p["naive"]' "io-warm-engine-vs-ceiling-and-naive"
 # The same at the default worker count (no -w: 3/4 of the CPUs, 2 to 16), where

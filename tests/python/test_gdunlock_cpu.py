@@ -233,6 +233,17 @@ class StartWithCudaTest(unittest.TestCase):
         self.kept.start_with_cuda(self.torch)
         self.assertEqual(self.queued, [])
 
+    def test_gdunlock_prepare_takes_every_boolean_word(self):
+        """As kvikio's booleans: OFF, FALSE, NO in any case; anything else
+        leaves the default (on)."""
+        for word in ("OFF", "off", "False", "NO"):
+            os.environ["GDUNLOCK_PREPARE"] = word
+            self.kept.start_with_cuda(self.new_torch())
+        self.assertEqual(self.queued, [])
+        os.environ["GDUNLOCK_PREPARE"] = "ON"
+        self.kept.start_with_cuda(self.torch)
+        self.assertEqual(len(self.queued), 1)
+
     def test_a_failing_start_does_not_fail_torch(self):
         def refused(device=0):
             raise gdunlock.GdunlockError("GDU_ST_ERR_ENGINE", "test")
@@ -264,6 +275,58 @@ class StartWithCudaTest(unittest.TestCase):
         self.assertEqual(_python("import gdunlock, torch\n" + queued), "0")
         self.assertEqual(_python("import gdunlock, torch\ngdunlock.patch()\n" + queued), "1")
         self.assertEqual(_python("import torch, gdunlock\ngdunlock.patch()\n" + queued), "1")
+
+
+class DefaultsTest(unittest.TestCase):
+    """gdunlock.defaults, kvikio.defaults' model: get, set as a call and as
+    a with block, all or nothing, the loads after it reading with the new
+    values. In a fresh interpreter each: the settings are the process's."""
+
+    def test_set_and_get(self):
+        code = ("import gdunlock\n"
+                "d = gdunlock.defaults\n"
+                "print(d.get('workers'), d.get('direct'), d.get('chunk'))\n"
+                "d.set('workers', 3)\n"
+                "print(d.get('workers'))\n"
+                "with d.set({'direct': True, 'staging': 4}):\n"
+                "    print(d.get('direct'), d.get('staging'), d.get('chunk'))\n"
+                "print(d.get('direct'), d.get('staging'))\n"
+                "try:\n"
+                "    d.set(workers=5, chunk='1000')\n"
+                "except ValueError as e:\n"
+                "    print('refused:', e)\n"
+                "print(d.get('workers'))\n")
+        lines = _python(code, GDUNLOCK_IO_WORKERS="2", GDUNLOCK_IO_DIRECT="OFF").splitlines()
+        self.assertEqual(lines[0], "2 off 4194304")
+        self.assertEqual(lines[1], "3")
+        self.assertEqual(lines[2], "on 4 16777216")  # O_DIRECT's own chunk
+        self.assertEqual(lines[3], "off 2")
+        self.assertIn("GDUNLOCK_IO_CHUNK=1000 is invalid", lines[4])
+        self.assertEqual(lines[5], "3")  # all or nothing: workers=5 undone
+
+    def test_unknown_names(self):
+        with self.assertRaisesRegex(KeyError, "threads"):
+            gdunlock.defaults.set(threads=4)
+        with self.assertRaisesRegex(KeyError, "threads"):
+            gdunlock.defaults.get("threads")
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_the_next_load_takes_the_setting(self):
+        """The kept engines were made with the old values: set() frees
+        them, and the next load's engine has the new ones."""
+        code = ("import ctypes, gdunlock\n"
+                f"gdunlock.load_safetensors({SMALL!r}, device='cpu')\n"
+                "gdunlock.defaults.set('workers', 3)\n"
+                f"gdunlock.load_safetensors({SMALL!r}, device='cpu')\n"
+                "from gdunlock._lib import lib, StError, check\n"
+                "e, err = ctypes.c_void_p(), StError()\n"
+                "check(lib().gdu_st_engine_acquire(1, 0, ctypes.byref(e), ctypes.byref(err)), err)\n"
+                "f = lib().gdu_io_engine_options\n"
+                "f.restype = ctypes.POINTER(ctypes.c_uint * 4)\n"
+                "f.argtypes = [ctypes.c_void_p]\n"
+                "print(f(e).contents[3])\n"
+                "lib().gdu_st_engine_return(e)\n")
+        self.assertEqual(_python(code, GDUNLOCK_IO_WORKERS="2"), "3")
 
 
 class FifoTest(unittest.TestCase):
@@ -362,6 +425,28 @@ class ForkTest(unittest.TestCase):
             c.load("cpu")
 
 
+class DefaultDeviceTest(unittest.TestCase):
+    """gdunlock's own loaders say which device they default to (the first
+    GPU), and where there is none the error names the argument to pass."""
+
+    def test_the_signature_names_the_device(self):
+        import inspect
+        for f in (gdunlock.load_safetensors, gdunlock.weights_iterator):
+            self.assertEqual(inspect.signature(f).parameters["device"].default, "cuda:0",
+                             f.__name__)
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_without_cuda_the_error_names_device_cpu(self):
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is usable here")
+        for load in (lambda: gdunlock.load_safetensors(SMALL),
+                     lambda: list(gdunlock.weights_iterator(SMALL))):
+            with self.assertRaises(gdunlock.GdunlockError) as caught:
+                load()
+            self.assertEqual(caught.exception.code, "GDU_ST_ERR_NO_CUDA")
+            self.assertIn("device='cpu'", str(caught.exception))
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class TorchTest(unittest.TestCase):
     def test_cpu_tensors_match_the_file(self):
@@ -379,6 +464,19 @@ class TorchTest(unittest.TestCase):
                 self.assertEqual(tuple(t.shape), shape, name)
             raw = t.reshape(-1).view(torch.uint8)
             self.assertEqual(raw.numpy().tobytes(), data, name)
+
+    def test_a_models_folder_loads_as_its_index(self):
+        """load_safetensors(DIR), as weights_iterator(DIR) and `gdunlock
+        load DIR` read a folder; safe_open(DIR) stays an error."""
+        folder = os.path.dirname(SHARDED)
+        by_index = gdunlock.load_safetensors(SHARDED, device="cpu")
+        by_folder = gdunlock.load_safetensors(folder, device="cpu")
+        self.assertEqual(sorted(by_folder), sorted(by_index))
+        for name, t in by_index.items():
+            self.assertEqual(by_folder[name].reshape(-1).view(torch.uint8).numpy().tobytes(),
+                             t.reshape(-1).view(torch.uint8).numpy().tobytes(), name)
+        with self.assertRaises(Exception):
+            gdunlock.safe_open(folder, framework="pt")
 
     def test_misaligned_tensor_gets_an_aligned_copy(self):
         t = gdunlock.load_safetensors(os.path.join(FIX, "misaligned.safetensors"), device="cpu")

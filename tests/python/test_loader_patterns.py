@@ -21,6 +21,16 @@ from gdunlock import reader  # noqa: E402
 from gdunlock.safe_open import natural_key  # noqa: E402
 
 
+def setUpModule():
+    # Host memory stands in for a GPU here: the engine reads into it, where
+    # safe_open's CPU default would map the file.
+    gdunlock.safe_open.default_backend = "pread"
+
+
+def tearDownModule():
+    gdunlock.safe_open.default_backend = "mmap"
+
+
 def layered(path, layers=6, rows=64, cols=48):
     """A small Llama-like file: per layer a 2-D q_proj and o_proj and a 1-D
     norm, F32, values that say where they stand."""

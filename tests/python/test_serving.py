@@ -1,16 +1,19 @@
 """The vLLM load format `gdunlock` (gdunlock.vllm_plugin) and the SGLang
-loader class (gdunlock.sglang_loader), against vLLM's and SGLang's own
-classes: the entry point in pyproject.toml registers the format, vLLM's
-command line and SGLang's engine arguments reach the loader, the weights of
+plugin and loader class (gdunlock.sglang_plugin, gdunlock.sglang_loader),
+against vLLM's and SGLang's own classes: the entry points in pyproject.toml
+register the format, vLLM's and SGLang's command lines and SGLang's engine
+arguments reach the loader, the weights of
 a saved Llama equal safetensors' (device "cpu"), the expert filter and
 select= leave tensors unread, tqdm draws on rank 0 only, and PyTorch pickle
 checkpoints are refused naming the fix.
 
-vLLM and SGLang are large and not installed in CI: their tests skip there,
-saying why. scripts/test-serving.sh makes a venv with both and runs this
-file with GDU_REQUIRE_SERVING=1, which turns a failed import into an error
-instead of a skip. The rules both share (gdunlock.serving) are tested
+vLLM and SGLang are large and not installed beside the other tests: their
+tests skip there, saying why. scripts/test-serving.sh (CI runs it) makes a
+venv with both for the newest releases and one for the pinned pair, and runs
+this file in each with GDU_REQUIRE_SERVING=1, which turns a failed import
+into an error instead of a skip. The rules both share (gdunlock.serving) are tested
 everywhere."""
+import collections
 import contextlib
 import importlib
 import importlib.metadata
@@ -279,6 +282,17 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
     def source(self, path, prefix=""):
         return self.loaders.DefaultModelLoader.Source(path, None, prefix=prefix)
 
+    def cpu_config(self, load_config):
+        """vLLM's config of a CPU worker. From vLLM 0.34 its x86 CPU platform
+        refuses a config without Triton's CPU backend (triton-cpu, not on
+        PyPI; vllm/platforms/cpu.py, check_and_update_config), for kernels
+        these tests never run: they say Triton is there while the config is
+        made."""
+        import vllm.triton_utils
+        with mock.patch.object(vllm.triton_utils, "HAS_TRITON", True):
+            return self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
+                                          load_config=load_config)
+
     def test_entry_point_registers_the_format(self):
         registry = self.loaders._LOAD_FORMAT_TO_MODEL_LOADER
         registry.pop("gdunlock", None)
@@ -315,8 +329,7 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         """DefaultModelLoader.load_weights (vLLM's own) with the device
         from vLLM's device config, as a worker loads."""
         loader = self.loader()
-        vllm_config = self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
-                                             load_config=loader.load_config)
+        vllm_config = self.cpu_config(loader.load_config)
         model = FakeModel()
         model_config = SimpleNamespace(model=self.m.llama, revision=None, quantization=None,
                                        is_moe=False, multimodal_config=None)
@@ -331,8 +344,7 @@ class VllmLoadFormatTest(SameTensors, unittest.TestCase):
         vLLM's load_model builds the model and loads: the start overlaps the
         build."""
         loader = self.loader()
-        vllm_config = self.config.VllmConfig(device_config=self.config.DeviceConfig(device="cpu"),
-                                             load_config=loader.load_config)
+        vllm_config = self.cpu_config(loader.load_config)
         order = []
         with mock.patch.object(serving, "prepare", lambda d: order.append(("prepare", str(d)))), \
                 mock.patch.object(self.loaders.DefaultModelLoader, "load_model",
@@ -422,6 +434,54 @@ class SglangLoaderTest(SameTensors, unittest.TestCase):
         self.assertIs(type(loader), self.ours.GdunlockModelLoader)
         self.assertIsInstance(loader, self.loaders.DefaultModelLoader)
         self.assertEqual(loader.options["select"].pattern, r"\.layers\.1\.")
+
+    def test_command_line_names_the_loader_through_the_entry_point(self):
+        """`sglang serve --load-format gdunlock`: the entry point in
+        pyproject.toml is an SGLang plugin (group sglang.srt.plugins) that
+        adds the choice and has each LoadConfig take the name for the
+        loader class."""
+        from sglang.srt import plugins
+        from sglang.srt.plugins.hook_registry import HookRegistry
+        from sglang.srt.server_args import LOAD_FORMAT_CHOICES, prepare_server_args
+
+        argv = ["--model-path", self.m.llama, "--load-format", "gdunlock", "--device", "cpu",
+                "--model-loader-extra-config", json.dumps({"select": r"\.layers\.0\."})]
+        config_class = self.load_config.LoadConfig
+        with tempfile.TemporaryDirectory() as top, \
+                mock.patch.dict(os.environ, {"SGLANG_PLUGINS": "gdunlock"}), \
+                mock.patch.object(sys, "path", [top] + sys.path), \
+                mock.patch.object(plugins, "_plugins_loaded", False), \
+                mock.patch.object(HookRegistry, "_hooks", collections.defaultdict(list)), \
+                mock.patch.object(HookRegistry, "_patched", set()), \
+                mock.patch.object(config_class, "_verify_load_format",
+                                  config_class._verify_load_format), \
+                mock.patch.object(sys.modules["sglang.srt.server_args"], "LOAD_FORMAT_CHOICES",
+                                  LOAD_FORMAT_CHOICES), \
+                contextlib.redirect_stderr(io.StringIO()):
+            kept = list(LOAD_FORMAT_CHOICES)
+            try:
+                with self.assertRaises(SystemExit):  # not a choice without the plugin
+                    prepare_server_args(argv)
+                entry_point_folder(top)
+                importlib.invalidate_caches()
+                declared = [ep.value for ep in importlib.metadata.entry_points(
+                    group=plugins.GENERAL_PLUGINS_GROUP, name="gdunlock")
+                    if ep.dist.name == "gdunlock-from-pyproject"]
+                self.assertEqual(declared, ["gdunlock.sglang_plugin:register"])
+                plugins.load_plugins()
+                args = prepare_server_args(argv)
+                # What a scheduler process holds (build_load_config reads it).
+                self.server_args.set_global_server_args_for_scheduler(args)
+                config = self.load_model_utils.build_load_config(
+                    server_args=args, tp_rank=0, remote_instance_weight_transporter_engine=None,
+                    remote_instance_weight_transporter_session_id=None, draft_model_idx=None,
+                    weight_cache_mode="off", weight_cache_socket=None)
+            finally:
+                LOAD_FORMAT_CHOICES[:] = kept
+                self.server_args.set_global_server_args_for_scheduler(self.args)
+            loader = self.loaders.get_model_loader(config)
+        self.assertIs(type(loader), self.ours.GdunlockModelLoader)
+        self.assertEqual(loader.options["select"].pattern, r"\.layers\.0\.")
 
     def test_engine_started_before_the_model_is_built(self):
         """load_model starts gdunlock's engine for SGLang's device, then

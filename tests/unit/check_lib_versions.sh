@@ -25,7 +25,8 @@ done < <(defined "$loader")
 # against 0.1 finds gdu_io_submit@GDUNLOCK_LOAD_0.1 in every later release.
 for pair in "GDUNLOCK_LOAD_0.1 gdu_io_submit" "GDUNLOCK_LOAD_0.1 gdu_io_extents_box" \
     "GDUNLOCK_LOAD_0.1 gdu_st_load" "GDUNLOCK_LOAD_0.2 gdu_io_submit_box" \
-    "GDUNLOCK_LOAD_0.3 gdu_io_submit_box_deferred" "GDUNLOCK_LOAD_0.3 gdu_io_place"; do
+    "GDUNLOCK_LOAD_0.3 gdu_io_submit_box_deferred" "GDUNLOCK_LOAD_0.3 gdu_io_place" \
+    "GDUNLOCK_LOAD_0.4 gdu_io_defaults_set"; do
   defined "$loader" | grep -qx "$pair" || bad "$loader: no ${pair#* } in ${pair% *}"
 done
 

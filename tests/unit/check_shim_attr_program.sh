@@ -8,7 +8,10 @@
 # cuPointerGetAttributes): the program of 2026-12-01 printed -1 for them all,
 # reading the value beside the call that wrote it. Exit 0 pass, 1 fail.
 set -euo pipefail
-prog=$1 fake=$2 shim=$(realpath "$3")
+. "$(dirname "$0")/preload_link.sh"
+preload_link "$3"
+trap 'rm -rf "$preload_dir"' EXIT
+prog=$1 fake=$2 shim=$preload
 fail() { echo "FAIL: $*"; exit 1; }
 want() { # VALUE: the PROUTE lines of both buffers
   for r in dlsym cuGetProcAddress_v2 cuGetProcAddress cuPointerGetAttributes rdma-library; do

@@ -6,7 +6,10 @@
 # tells readable memory from unreadable (test_shim_interpose's cases, run
 # under the same filter). Exit 0 pass, 1 fail.
 set -uo pipefail
-shim=$(realpath "$1")
+. "$(dirname "$0")/preload_link.sh"
+preload_link "$1" || exit 1
+trap 'rm -rf "$preload_dir"' EXIT
+shim=$preload
 runner=$2
 interpose=$3
 fail() { echo "FAIL: $*"; exit 1; }

@@ -16,14 +16,17 @@ if(GDUNLOCK_SANITIZE)
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
 
-# `pip install .`: the wheel built offline from this tree and installed into
-# a fresh venv (check_wheel.sh). Its CMake build folder is kept in
-# build/wheel-build. Not in sanitizer builds: the wheel's build is its own.
+# The Python package (check_wheel.sh): the wheel as published
+# (scripts/wheel.sh: sdist, wheel from it, auditwheel repair) and the editable
+# install, each offline into a fresh venv. Not in sanitizer builds: the
+# package's build is its own.
 find_program(GDU_WHEEL_PYTHON python3)
 if(NOT GDUNLOCK_SANITIZE)
-  add_test(NAME test_wheel COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_wheel.sh ${CMAKE_SOURCE_DIR}
-                                   ${CMAKE_BINARY_DIR} ${GDU_WHEEL_PYTHON})
-  set_tests_properties(test_wheel PROPERTIES LABELS unit)
+  foreach(mode wheel editable)
+    add_test(NAME test_${mode} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_wheel.sh ${mode}
+                                       ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} ${GDU_WHEEL_PYTHON})
+    set_tests_properties(test_${mode} PROPERTIES LABELS unit)
+  endforeach()
 endif()
 
 # bundle-runtime's copies of the build's libraries appear whole or not at

@@ -136,14 +136,18 @@ if(TARGET gdunlock)
   foreach(case "64|bench" "64|bench -f x -D y" "64|bench -f x -s 1000" "64|bench -f x -i 0"
                "64|bench -f x --paths engine,gds" "64|bench -f x -x copy" "64|bench -f x extra"
                "64|bench -f x --rounds 0" "64|bench -f x --rounds 10"
-               "66|bench -f ${CMAKE_CURRENT_BINARY_DIR}/no-such-bench-file.dat"
+               "66|bench -f no-such-bench-file.dat"
                "0|bench --help")
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 code)
     list(GET parts 1 args)
     math(EXPR n "${n} + 1")
-    add_test(NAME test_io_bench_exit_${code}_${n} COMMAND sh -c "${bin} ${args} >/dev/null 2>&1; test $? -eq ${code}")
-    set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit)
+    # The program's path travels as $0, never inside the command line: a
+    # build folder may hold spaces.
+    add_test(NAME test_io_bench_exit_${code}_${n}
+             COMMAND sh -c "\"\$0\" ${args} >/dev/null 2>&1; test $? -eq ${code}" ${bin})
+    set_tests_properties(test_io_bench_exit_${code}_${n} PROPERTIES LABELS unit
+                         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   endforeach()
 endif()
 
@@ -161,3 +165,11 @@ io_env_case(direct-and-chunk GDUNLOCK_IO_DIRECT=on GDUNLOCK_IO_CHUNK=1M)
 io_env_case(invalid GDUNLOCK_IO_WORKERS=many)
 gdunlock_unit_test(test_io_gather SOURCES test_io_gather.c LIBS gdu_io)
 gdunlock_unit_test(test_io_deferred SOURCES test_io_deferred.c LIBS gdu_io)
+
+# gdunlock bench as gdsio users type it: any file read (unchecked, with a
+# note), -T SECONDS, libcuda's message once without a GPU.
+if(TARGET gdunlock)
+  add_test(NAME cli_bench_gdsio COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/bench_gdsio.sh
+                                        $<TARGET_FILE:gdunlock> ${GDU_FAKE_CUDA_DIR})
+  set_tests_properties(cli_bench_gdsio PROPERTIES LABELS unit TIMEOUT 120)
+endif()

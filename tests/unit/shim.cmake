@@ -18,12 +18,14 @@ if(GDUNLOCK_SANITIZE)
                              GDU_RUN_ENV="ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
 # The real interposer, preloaded into a test program (no NVIDIA device needed).
-gdunlock_unit_test(test_shim_interpose SOURCES test_shim_interpose.c LIBS gdu_driverabi ${CMAKE_DL_LIBS})
+gdunlock_unit_test(test_shim_interpose SOURCES test_shim_interpose.c LIBS gdu_driverabi ${CMAKE_DL_LIBS}
+                   PRELOAD $<TARGET_FILE:gdu_shim>)
 add_dependencies(test_shim_interpose gdu_shim gdu_fake_cuda gdu_fake_cufile)
 target_compile_definitions(test_shim_interpose PRIVATE
                            FAKE_LIBCUDA="${CMAKE_BINARY_DIR}/fake-cuda/libcuda.so.1"
                            FAKE_LIBCUFILE="${CMAKE_BINARY_DIR}/fake-cufile/libcufile.so.0")
-set(GDU_SHIM_PRELOAD_ENV "LD_PRELOAD=$<TARGET_FILE:gdu_shim>;CMOCKA_MESSAGE_OUTPUT=stdout")
+set(GDU_SHIM_PRELOAD_ENV "CMOCKA_MESSAGE_OUTPUT=stdout")
+set(GDU_WITH_SHIM sh ${CMAKE_CURRENT_SOURCE_DIR}/with_preload.sh $<TARGET_FILE:gdu_shim>)
 if(GDUNLOCK_SANITIZE)
   list(APPEND GDU_SHIM_PRELOAD_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
@@ -38,11 +40,11 @@ add_dependencies(test_shim_interpose shim_trace_probe)
 target_compile_definitions(test_shim_interpose PRIVATE
                            TRACE_PROBE="$<TARGET_FILE:shim_trace_probe>")
 # The same at debug log level: the trace of what libcufile asks.
-add_test(NAME test_shim_interpose_trace COMMAND test_shim_interpose)
+add_test(NAME test_shim_interpose_trace COMMAND ${GDU_WITH_SHIM} $<TARGET_FILE:test_shim_interpose>)
 set_tests_properties(test_shim_interpose_trace PROPERTIES LABELS unit
                      ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_LOG=debug")
 # The same under the GeForce stand-in: libcuda's GPUDirect RDMA answers read 0.
-add_test(NAME test_shim_interpose_standin COMMAND test_shim_interpose)
+add_test(NAME test_shim_interpose_standin COMMAND ${GDU_WITH_SHIM} $<TARGET_FILE:test_shim_interpose>)
 set_tests_properties(test_shim_interpose_standin PROPERTIES LABELS unit
                      ENVIRONMENT "${GDU_SHIM_PRELOAD_ENV};GDUNLOCK_TEST_RDMA_ATTR=0")
 # The ioctl path allocates nothing from malloc (signal handlers).

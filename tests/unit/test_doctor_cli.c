@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+/* Quoted where it is used: the folder may hold spaces. */
 #define FIX GDUNLOCK_FIXTURES "/doctor/"
 
 static char output[1 << 18];
@@ -19,7 +20,7 @@ static char output[1 << 18];
 /* Runs gdunlock with args (a shell fragment), stdout into output; returns the exit status. */
 static int gdu(const char *args)
 {
-    char cmd[2048];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "NO_COLOR= '%s' %s 2>/dev/null", GDUNLOCK_BIN, args);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
@@ -38,9 +39,9 @@ static void usage_and_errors(void **state)
     assert_non_null(strstr(output, "13 unknown"));
     assert_int_equal(gdu("doctor --bogus"), 64);
     assert_int_equal(gdu("doctor /a /b"), 64);
-    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs --capture /tmp/x"), 64);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "l40s-nvfs' --capture /tmp/x"), 64);
     assert_int_equal(gdu("doctor --sysroot /nonexistent-sysroot"), 66);
-    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs data/model"), 64);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "l40s-nvfs' data/model"), 64);
     assert_int_equal(gdu("doctor /nonexistent/file"), 66);
     assert_int_equal(gdu("topo --help"), 0);
     assert_non_null(strstr(output, "NODE"));
@@ -49,33 +50,41 @@ static void usage_and_errors(void **state)
 
 static void verdict_exit_codes(void **state)
 {
-    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs /data/model.safetensors"), 0);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "l40s-nvfs' /data/model.safetensors"), 0);
     assert_non_null(
         strstr(output, "GPUDirect Storage (/data/model.safetensors): direct (cuFile reads go"));
     assert_null(strchr(output, '\033')); /* no colour when stdout is not a terminal */
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-nvfs-rebar /data/model.safetensors"), 10);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-nvfs-rebar' /data/model.safetensors"),
+                     10);
     assert_non_null(strstr(output, "direct with gdunlock"));
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs"), 11);
+    /* The P2PDMA route the verdict does not need: [info], no fix, no [FAIL]. */
+    assert_non_null(strstr(output, "[info] GPU0 is one libcufile offers P2PDMA on: no"));
+    assert_null(strstr(output, "[FAIL]"));
+    assert_null(strstr(output, "fix: P2PDMA needs"));
+    assert_int_equal(gdu("doctor --json --sysroot '" FIX "rtx3060-nvfs-rebar'"), 10);
+    assert_non_null(strstr(output, "\"status\": \"info\""));
+    assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-no-nvfs'"), 11);
     /* No nvidia-fs, but cuFile's PCI P2PDMA path: direct. */
-    assert_int_equal(gdu("doctor --json --sysroot " FIX "l40s-p2pdma /data/model.safetensors"), 0);
+    assert_int_equal(gdu("doctor --json --sysroot '" FIX "l40s-p2pdma' /data/model.safetensors"),
+                     0);
     assert_non_null(strstr(output, "\"direct_path\": \"p2pdma\""));
-    assert_int_equal(gdu("doctor --sysroot " FIX "h200x2-vm-virtio /root"), 12);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "h200x2-vm-virtio' /root"), 12);
     assert_non_null(strstr(output, "error 5027"));
     assert_non_null(strstr(output, "P2P GPU0<->GPU1: NVLink"));
     /* evidence missing from the capture: unknown, never the optimistic verdict */
-    assert_int_equal(gdu("doctor --sysroot " FIX "l40s-nvfs-missing-block /data/model.safetensors"),
-                     13);
+    assert_int_equal(
+        gdu("doctor --sysroot '" FIX "l40s-nvfs-missing-block' /data/model.safetensors"), 13);
     assert_non_null(
         strstr(output, "GPUDirect Storage (/data/model.safetensors): unknown (doctor cannot tell"));
     assert_non_null(strstr(output, "- unknown: the block device 259:1"));
     assert_null(strstr(output, "nothing stands in the way"));
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-missing-live /data/model.safetensors"),
+    assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-missing-live' /data/model.safetensors"),
                      13);
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-live-garbage /data/model.safetensors"),
+    assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-live-garbage' /data/model.safetensors"),
                      13);
     assert_non_null(strstr(output, "gdunlock-live.json is unusable"));
-    assert_int_equal(gdu("doctor --sysroot " FIX "rtx3060-no-nvfs-bad-cufile-json"), 13);
-    assert_int_equal(gdu("doctor --json --sysroot " FIX "h200x2-vm-missing-mountinfo /root"), 13);
+    assert_int_equal(gdu("doctor --sysroot '" FIX "rtx3060-no-nvfs-bad-cufile-json'"), 13);
+    assert_int_equal(gdu("doctor --json --sysroot '" FIX "h200x2-vm-missing-mountinfo' /root"), 13);
     assert_non_null(strstr(output, "\"verdict\": \"unknown\""));
     assert_non_null(strstr(output, "\"exit_code\": 13"));
 }
@@ -94,7 +103,7 @@ static void no_driver_exits_69(void **state)
 
 static void json_outputs(void **state)
 {
-    assert_int_equal(gdu("doctor --json --sysroot " FIX "rtx4090x2-stock"), 11);
+    assert_int_equal(gdu("doctor --json --sysroot '" FIX "rtx4090x2-stock'"), 11);
     json_error_t err;
     json_t *j = json_loads(output, 0, &err);
     assert_non_null(j);
@@ -114,7 +123,7 @@ static void json_outputs(void **state)
     assert_true(json_array_size(json_object_get(j, "findings")) > 10);
     json_decref(j);
 
-    assert_int_equal(gdu("topo --json --sysroot " FIX "rtx4090x2-stock"), 0);
+    assert_int_equal(gdu("topo --json --sysroot '" FIX "rtx4090x2-stock'"), 0);
     j = json_loads(output, 0, &err);
     assert_non_null(j);
     json_t *row = json_array_get(json_object_get(j, "matrix"), 0);
@@ -122,7 +131,7 @@ static void json_outputs(void **state)
     assert_string_equal(json_string_value(json_object_get(paths, "GPU1")), "PIX");
     assert_string_equal(json_string_value(json_object_get(paths, "nvme0")), "PHB");
     json_decref(j);
-    assert_int_equal(gdu("topo --sysroot " FIX "rtx3060-nvfs-rebar"), 0);
+    assert_int_equal(gdu("topo --sysroot '" FIX "rtx3060-nvfs-rebar'"), 0);
     assert_non_null(strstr(output, "mounted: /data (ext4)"));
 }
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #define FIXTURES GDUNLOCK_FIXTURES "/doctor"
+#define UNLOCK_FIXTURES GDUNLOCK_FIXTURES "/unlock"
 #define TARGET "/data/model.safetensors"
 
 /* Everything judged from a snapshot, as one JSON text. */
@@ -32,8 +33,18 @@ static char *judged(const gdu_snapshot *s)
     gdu_topo *t = malloc(sizeof *t);
     assert_non_null(t);
     gdu_topo_build(s, t);
-    json_t *all = json_pack("{s:o, s:o, s:o}", "doctor", gdu_report_to_json(&r), "topo",
-                            gdu_topo_to_json(t), "live", gdu_live_to_json(&s->live));
+    const gdu_module_env *e = &s->module_env;
+    json_t *displays = json_array();
+    for (size_t i = 0; i < e->n_displays; i++)
+        json_array_append_new(displays,
+                              json_pack("[s,s]", e->displays[i].bdf, e->displays[i].connector));
+    json_t *env = json_pack("{s:i, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:o}", "efi", e->efi,
+                            "secure_boot", e->secure_boot, "signing_key", e->signing_key, "headers",
+                            e->headers, "has_headers", e->has_headers, "dkms", e->dkms, "cc", e->cc,
+                            "make", e->make, "displays", displays);
+    json_t *all =
+        json_pack("{s:o, s:o, s:o, s:o}", "doctor", gdu_report_to_json(&r), "topo",
+                  gdu_topo_to_json(t), "live", gdu_live_to_json(&s->live), "module_env", env);
     assert_non_null(all);
     char *text = json_dumps(all, JSON_SORT_KEYS | JSON_INDENT(0));
     json_decref(all);
@@ -58,10 +69,12 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void round_trip(const char *name)
+/* Captures the fixture top/name, replays it, and leaves the capture in
+ * kept (when not NULL) for the caller to look at and remove. */
+static void round_trip_in(const char *top, const char *name, char *kept)
 {
     char from[PATH_MAX], dir[] = "/tmp/gdu-capture-trip-XXXXXX", file[PATH_MAX];
-    snprintf(from, sizeof from, "%s/%s", FIXTURES, name);
+    snprintf(from, sizeof from, "%s/%s", top, name);
     gdu_snapshot *a = take(from);
     char *before = judged(a);
     assert_non_null(mkdtemp(dir));
@@ -105,6 +118,34 @@ static void round_trip(const char *name)
     gdu_snapshot_free(b);
     free(a);
     free(b);
+    if (kept != NULL) {
+        strcpy(kept, dir);
+        return;
+    }
+    snprintf(file, sizeof file, "rm -rf '%s'", dir);
+    assert_int_equal(system(file), 0);
+}
+
+static void round_trip(const char *name) { round_trip_in(FIXTURES, name, NULL); }
+
+/* What building a module needs is replayed too; a signing key or a
+ * compiler, whose presence alone is asked, is captured empty. */
+static void unlock_fixtures_replay_without_content(void **state)
+{
+    static const char *const names[] = {"rtx4090x2-secure-boot-key", "rtx4090x2-display",
+                                        "rtx4090x2-no-toolchain"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        round_trip_in(UNLOCK_FIXTURES, names[i], NULL);
+    char dir[PATH_MAX], file[PATH_MAX + 64];
+    round_trip_in(UNLOCK_FIXTURES, "rtx4090x2-secure-boot-key", dir);
+    static const char *const empty[] = {"/var/lib/dkms/mok.key", "/var/lib/dkms/mok.pub",
+                                        "/usr/sbin/dkms", "/usr/bin/cc"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        struct stat sb;
+        snprintf(file, sizeof file, "%s%s", dir, empty[i]);
+        if (stat(file, &sb) != 0 || sb.st_size != 0)
+            fail_msg("%s: not an empty stand-in in the capture", empty[i]);
+    }
     snprintf(file, sizeof file, "rm -rf '%s'", dir);
     assert_int_equal(system(file), 0);
 }
@@ -132,6 +173,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_fixture_replays_from_its_capture),
+        cmocka_unit_test(unlock_fixtures_replay_without_content),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,9 +27,10 @@ static void prepare_creates_checks_and_refuses(void **state)
     assert_int_equal(bench_file_verify(&c, why, sizeof why), 1);
     c.create = false;
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), 0); /* reused as it is */
-    c.seed = 5;                                                   /* not this seed's file */
-    assert_int_equal(bench_prepare_file(&c, why, sizeof why), -EINVAL);
+    c.seed = 5; /* not this seed's file: read as it is, unchecked, as gdsio reads any file */
+    assert_int_equal(bench_prepare_file(&c, why, sizeof why), BENCH_FILE_FOREIGN);
     assert_non_null(strstr(why, "differs from the pattern"));
+    assert_non_null(strstr(why, "read as it is and its data not checked"));
     assert_int_equal(bench_file_verify(&c, why, sizeof why), 0);
     c.verify = false; /* --no-verify: read as it is */
     assert_int_equal(bench_prepare_file(&c, why, sizeof why), 0);

@@ -228,8 +228,9 @@ static void cufile_needs_the_file_under_its_name(void **state)
     assert_int_equal(rename(second, moved), 0); /* the file fd holds has no name now */
     assert_int_equal(gdu_io_open_fd(forced, fd, GDU_IO_READ, &f, why, sizeof why), -ENOTSUP);
     assert_null(f);
+    /* The words that explain, whatever the length of the folder the test runs in. */
     assert_non_null(strstr(why, "deleted or replaced since it was opened"));
-    assert_non_null(strstr(why, "moved.bin (deleted)"));
+    assert_non_null(strstr(why, "moved.bin (deleted)); the pipeline backend reads it"));
     assert_int_equal(gdu_io_open_fd(automatic, fd, GDU_IO_READ, &f, why, sizeof why), 0);
     assert_int_equal(gdu_io_file_backend(f), GDU_IO_BACKEND_PIPELINE);
     assert_non_null(strstr(gdu_io_file_reason(f), "cufile refused file: deleted or replaced"));

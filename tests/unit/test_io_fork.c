@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -116,10 +118,67 @@ static void an_inherited_engine_refuses_and_the_childs_own_serves(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* Mappings in this process of files whose name holds name
+ * (/proc/self/maps). */
+static int mappings_named(const char *name)
+{
+    FILE *m = fopen("/proc/self/maps", "re");
+    if (m == NULL)
+        return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, m) != NULL)
+        n += strstr(line, name) != NULL;
+    fclose(m);
+    return n;
+}
+
+/* A child of fork() unmaps the mappings its parent's engine kept for
+ * closed files: no worker of the child's will, and a deleted file's
+ * blocks would stay allocated for the child's whole life. The parent's
+ * kept mapping stays (its next open of the file takes it). */
+static void a_child_drops_the_kept_mappings(void **state)
+{
+    char *gone = io_test_file(dir, "kept-then-deleted.bin", 1 << 20, 11);
+    assert_non_null(gone);
+    gdu_io_engine *e = parents = io_test_engine(2, CHUNK, 2, GDU_IO_DIRECT_OFF);
+    assert_non_null(e);
+    e->keep_map_seconds = 600;
+    gdu_io_file *f = NULL;
+    assert_int_equal(gdu_io_open(e, gone, GDU_IO_READ, &f, NULL, 0), 0);
+    enum { ROWS = 64, PIECE = 512 };
+    uint8_t *buf = malloc(ROWS * PIECE);
+    gdu_io_extent x[ROWS];
+    for (size_t i = 0; i < ROWS; i++) /* a column: gathered from the file's mapping */
+        x[i] = (gdu_io_extent){.offset = i * 8192, .length = PIECE, .mem = buf + i * PIECE};
+    gdu_io_request *r = NULL;
+    assert_int_equal(gdu_io_submit(f, GDU_IO_OP_READ, x, ROWS, NULL, NULL, &r), 0);
+    assert_int_equal(gdu_io_wait(r, NULL, NULL, 0), 0);
+    free(buf);
+    gdu_io_close(f); /* the mapping is kept for the next open */
+    assert_int_equal(unlink(gone), 0);
+    assert_int_equal(mappings_named("kept-then-deleted.bin"), 1);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(mappings_named("kept-then-deleted.bin"));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) != 0)
+        fail_msg("the child still maps the deleted file %d time(s)", WEXITSTATUS(status));
+    assert_int_equal(mappings_named("kept-then-deleted.bin"), 1);
+    gdu_io_engine_destroy(e);
+    assert_int_equal(mappings_named("kept-then-deleted.bin"), 0);
+    free(gone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_inherited_engine_refuses_and_the_childs_own_serves),
+        cmocka_unit_test(a_child_drops_the_kept_mappings),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,9 +10,11 @@
 #include "io_test_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -105,6 +107,8 @@ static gdu_io_engine *engine_of(const gdu_io_sys *sys, unsigned workers)
     mover.to_mem = counting_to_mem;
     gdu_io_engine *e = io_test_engine_moving(&mover, sys, workers, CHUNK, 2);
     assert_non_null(e);
+    /* cmocka sets a SIGBUS handler of its own for each test */
+    gdu_io_map_guard_take_over();
     atomic_store(&preads, 0);
     atomic_store(&copies, 0);
     atomic_store(&maps, 0);
@@ -323,6 +327,7 @@ static void a_mapped_column_fills_two_mib_chunks(void **state)
     char why[256];
     assert_int_equal(gdu_io_engine_create_moving(&o, &mover, &e, why, sizeof why), 0);
     gdu_io_engine_set_sys(e, &mapping_sys);
+    gdu_io_map_guard_take_over();
     atomic_store(&copies, 0);
     atomic_store(&preads, 0);
     uint64_t *done = calloc(2048, sizeof *done);
@@ -377,25 +382,153 @@ static void end_of_file_cuts_the_mapped_rows(void **state)
 /* A file cut short after it was mapped: the rows past its new end come
  * back short, as from pread, and the copy never touches the mapping there
  * (which would be SIGBUS, killing the test). */
-static void a_file_cut_after_mapping_reads_short(void **state)
+/* A 1 MiB file of the pattern, dir/name (*file), opened on a new mapping
+ * engine (*e); and the end of it all. */
+static gdu_io_file *open_mapped_file(const char *name, char **file, gdu_io_engine **e)
 {
-    char *cut = io_test_file(dir, "cut.bin", 1 << 20, SEED);
-    assert_non_null(cut);
-    gdu_io_engine *e = mapping_engine();
+    *file = io_test_file(dir, name, 1 << 20, SEED);
+    assert_non_null(*file);
+    *e = mapping_engine();
     gdu_io_file *f = NULL;
-    assert_int_equal(gdu_io_open(e, cut, GDU_IO_READ, &f, NULL, 0), 0);
-    enum { ROWS = 100, STRIDE = 8192, PIECE = 1000 };
-    uint64_t done[ROWS];
-    assert_int_equal(read_rows_of(f, 0, STRIDE, PIECE, ROWS, done), 0); /* maps the whole 1 MiB */
-    assert_int_equal(atomic_load(&maps), 1);
-    assert_int_equal(truncate(cut, 50 * STRIDE + 10), 0);
-    assert_int_equal(read_rows_of(f, 0, STRIDE, PIECE, ROWS, done), 0);
-    for (size_t i = 0; i < ROWS; i++)
-        assert_int_equal(done[i], i < 50 ? PIECE : i == 50 ? 10 : 0);
+    assert_int_equal(gdu_io_open(*e, *file, GDU_IO_READ, &f, NULL, 0), 0);
+    return f;
+}
+
+static void close_mapped_file(gdu_io_file *f, gdu_io_engine *e, char *file)
+{
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
-    unlink(cut);
-    free(cut);
+    unlink(file);
+    free(file);
+}
+
+enum { CUT_ROWS = 100, CUT_STRIDE = 8192, CUT_PIECE = 1000 }; /* a column of the 1 MiB files */
+
+static void a_file_cut_after_mapping_reads_short(void **state)
+{
+    char *cut;
+    gdu_io_engine *e;
+    gdu_io_file *f = open_mapped_file("cut.bin", &cut, &e);
+    uint64_t done[CUT_ROWS];
+    assert_int_equal(read_rows_of(f, 0, CUT_STRIDE, CUT_PIECE, CUT_ROWS, done),
+                     0); /* maps the whole 1 MiB */
+    assert_int_equal(atomic_load(&maps), 1);
+    assert_int_equal(truncate(cut, 50 * CUT_STRIDE + 10), 0);
+    assert_int_equal(read_rows_of(f, 0, CUT_STRIDE, CUT_PIECE, CUT_ROWS, done), 0);
+    for (size_t i = 0; i < CUT_ROWS; i++)
+        assert_int_equal(done[i], i < 50 ? CUT_PIECE : i == 50 ? 10 : 0);
+    close_mapped_file(f, e, cut);
+}
+
+/* The mapping the seam gives instead of the file's: a one-page file mapped
+ * at the file's length, so that the copy faults (SIGBUS) past its first
+ * page while fstat shows the file whole, as when another process cuts the
+ * file between the gather's size check and its copy. */
+static char *short_stand_in;
+
+static void *cut_under_the_copy_map(int fd, size_t len)
+{
+    atomic_fetch_add(&maps, 1);
+    int short_fd = open(short_stand_in, O_RDONLY | O_CLOEXEC);
+    void *m = short_fd < 0 ? MAP_FAILED : mmap(NULL, len, PROT_READ, MAP_SHARED, short_fd, 0);
+    if (short_fd >= 0)
+        close(short_fd);
+    return m;
+}
+
+static const gdu_io_sys cut_under_the_copy_sys = {counting_pread, NULL, NULL,
+                                                  cut_under_the_copy_map};
+
+/* A fault in the copy out of the mapping is no signal that kills the
+ * process: the chunk is read with pread instead, which gives what the
+ * file holds (here all of it: only the mapping was short). */
+static void a_fault_in_the_mapped_copy_reads_with_pread(void **state)
+{
+    short_stand_in = io_test_file(dir, "stand-in.bin", 4096, SEED);
+    assert_non_null(short_stand_in);
+    gdu_io_engine *e = engine_with(&cut_under_the_copy_sys);
+    read_rows_whole(e, 0, CUT_STRIDE, CUT_PIECE, CUT_ROWS);
+    assert_int_equal(atomic_load(&maps), 1);
+    assert_true(atomic_load(&preads) > 0); /* the chunks past the first page */
+    gdu_io_engine_destroy(e);
+    unlink(short_stand_in);
+    free(short_stand_in);
+}
+
+/* SIGBUS that is not a guarded copy's goes to the handler that was there
+ * before the engine's (a test's own here, which stays under the engine's
+ * for the tests after it): a fault in another mapping, and a SIGBUS sent
+ * to the process. */
+static sigjmp_buf caught_back;
+static volatile sig_atomic_t caught_code, expecting;
+
+static void catch_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+    if (!expecting) { /* the default action: a fault happens again and kills */
+        signal(sig, SIG_DFL);
+        if (info->si_code <= 0)
+            raise(sig);
+        return;
+    }
+    expecting = 0;
+    caught_code = info->si_code;
+    siglongjmp(caught_back, 1);
+}
+
+static void other_sigbus_goes_to_the_handler_before(void **state)
+{
+    struct sigaction mine = {.sa_sigaction = catch_sigbus, .sa_flags = SA_SIGINFO};
+    sigemptyset(&mine.sa_mask);
+    assert_int_equal(sigaction(SIGBUS, &mine, NULL), 0);
+    gdu_io_engine *e = mapping_engine(); /* its first mapped gather installs the guard */
+    read_rows_whole(e, 0, 8192, 1000, 100);
+    gdu_io_engine_destroy(e);
+    char *page = io_test_file(dir, "page.bin", 4096, SEED);
+    int fd = open(page, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    const volatile char *m = mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(m != MAP_FAILED);
+    caught_code = 0;
+    expecting = 1;
+    if (sigsetjmp(caught_back, 1) == 0) {
+        char past = m[4096]; /* past the file's end: SIGBUS */
+        fail_msg("read %d past the file's end, no SIGBUS", past);
+    }
+    assert_int_equal(caught_code, BUS_ADRERR);
+    caught_code = 0;
+    expecting = 1;
+    if (sigsetjmp(caught_back, 1) == 0) {
+        raise(SIGBUS);
+        fail_msg("the SIGBUS sent never reached the handler");
+    }
+    assert_true(caught_code <= 0);
+    munmap((void *)m, 2 * 4096);
+    close(fd);
+    unlink(page);
+    free(page);
+}
+
+/* A file cut short when its first gather maps it, and made whole again:
+ * the later gathers see all of it (a mapping made at the cut length,
+ * kept for the open, cut every later column short). */
+static void a_file_whole_again_gathers_whole(void **state)
+{
+    char *cut;
+    gdu_io_engine *e;
+    gdu_io_file *f = open_mapped_file("regrown.bin", &cut, &e);
+    uint64_t done[CUT_ROWS];
+    assert_int_equal(truncate(cut, 10 * CUT_STRIDE), 0);
+    assert_int_equal(read_rows_of(f, 0, CUT_STRIDE, CUT_PIECE, CUT_ROWS, done), 0);
+    assert_int_equal(done[9], CUT_PIECE);
+    assert_int_equal(done[10], 0);
+    free(io_test_file(dir, "regrown.bin", 1 << 20, SEED)); /* the same inode, whole */
+    assert_int_equal(read_rows_of(f, 0, CUT_STRIDE, CUT_PIECE, CUT_ROWS, done), 0);
+    for (size_t i = 0; i < CUT_ROWS; i++)
+        if (done[i] != CUT_PIECE)
+            fail_msg("row %zu: %llu of %d bytes once the file is whole", i,
+                     (unsigned long long)done[i], CUT_PIECE);
+    assert_int_equal(atomic_load(&preads), 0);
+    close_mapped_file(f, e, cut);
 }
 
 /* The mapping lives while the file is open and is gone once the engine is
@@ -942,6 +1075,8 @@ static void a_box_writes_its_runs_where_they_belong(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first: the engine's SIGBUS guard is installed at the first mapped gather */
+        cmocka_unit_test(other_sigbus_goes_to_the_handler_before),
         cmocka_unit_test(a_column_moves_in_few_copies),
         cmocka_unit_test(short_gaps_are_read_over),
         cmocka_unit_test(end_of_file_cuts_the_rows),
@@ -953,6 +1088,8 @@ int main(void)
         cmocka_unit_test(whole_reads_map_nothing),
         cmocka_unit_test(end_of_file_cuts_the_mapped_rows),
         cmocka_unit_test(a_file_cut_after_mapping_reads_short),
+        cmocka_unit_test(a_fault_in_the_mapped_copy_reads_with_pread),
+        cmocka_unit_test(a_file_whole_again_gathers_whole),
         cmocka_unit_test(a_closed_files_mapping_is_unmapped),
         cmocka_unit_test(a_reopened_file_takes_its_kept_mapping),
         cmocka_unit_test(a_grown_file_is_mapped_anew),

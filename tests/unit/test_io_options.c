@@ -58,6 +58,35 @@ static void explicit_options_win(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* A default changed at run time (kvikio's defaults::set): engines created
+ * afterwards take it, an invalid value changes nothing and says why. Runs
+ * last: it changes the process's defaults. */
+static void defaults_set_at_run_time(void **state)
+{
+    char why[256] = "";
+    assert_int_equal(gdu_io_defaults_set("workers", "9", why, sizeof why), 0);
+    assert_int_equal(gdu_io_defaults_set("GDUNLOCK_IO_DIRECT", "ON", why, sizeof why), 0);
+    gdu_io_options o;
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
+    assert_int_equal(o.workers, 9);
+    assert_int_equal(o.direct, GDU_IO_DIRECT_ON);
+    assert_int_equal(o.chunk_size, 8192); /* given (main's 8K): not O_DIRECT's default */
+    o.backend = GDU_IO_BACKEND_HOST;
+    o.workers = 0;
+    gdu_io_engine *e = NULL;
+    assert_int_equal(gdu_io_engine_create(&o, &e, why, sizeof why), 0);
+    assert_int_equal(gdu_io_engine_options(e)->workers, 9);
+    gdu_io_engine_destroy(e);
+
+    assert_int_equal(gdu_io_defaults_set("workers", "0", why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "GDUNLOCK_IO_WORKERS=0"));
+    assert_int_equal(gdu_io_defaults_set("threads", "4", why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "no setting named 'threads'"));
+    assert_int_equal(gdu_io_defaults_set(NULL, "4", why, sizeof why), -EINVAL);
+    assert_int_equal(gdu_io_options_default(&o, NULL, 0), 0);
+    assert_int_equal(o.workers, 9);
+}
+
 static void builtin_defaults_without_environment(void **state)
 {
     gdu_io_options o;
@@ -96,6 +125,28 @@ static void env_values_parse(void **state)
     assert_int_equal(o.chunk_size, 8192);
     assert_int_equal(o.staging_per_worker, 2);
     assert_int_equal(o.direct, GDU_IO_DIRECT_OFF);
+}
+
+/* Every boolean as kvikio takes its own, in any case; auto in any case. */
+static void env_direct_takes_kvikio_booleans(void **state)
+{
+    static const struct {
+        const char *text;
+        gdu_io_direct want;
+    } cases[] = {
+        {"ON", GDU_IO_DIRECT_ON},  {"True", GDU_IO_DIRECT_ON}, {"yes", GDU_IO_DIRECT_ON},
+        {"1", GDU_IO_DIRECT_ON},   {"OFF", GDU_IO_DIRECT_OFF}, {"false", GDU_IO_DIRECT_OFF},
+        {"No", GDU_IO_DIRECT_OFF}, {"0", GDU_IO_DIRECT_OFF},   {"AUTO", GDU_IO_DIRECT_AUTO}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clear_env(NULL);
+        setenv("GDUNLOCK_IO_DIRECT", cases[i].text, 1);
+        gdu_io_options o;
+        memset(&o, 0, sizeof o);
+        o.direct = cases[i].want == GDU_IO_DIRECT_ON ? GDU_IO_DIRECT_OFF : GDU_IO_DIRECT_ON;
+        char why[256] = "";
+        assert_int_equal(gdu_io_options_parse_env(&o, why, sizeof why), 0);
+        assert_int_equal(o.direct, cases[i].want);
+    }
 }
 
 static void expect_rejected(const char *var, const char *value, gdu_io_backend backend)
@@ -175,9 +226,11 @@ int main(void)
         cmocka_unit_test_setup(builtin_defaults_without_environment, clear_env),
         cmocka_unit_test(default_workers_leave_a_quarter_of_the_cpus),
         cmocka_unit_test_setup(env_values_parse, clear_env),
+        cmocka_unit_test_setup(env_direct_takes_kvikio_booleans, clear_env),
         cmocka_unit_test_setup(env_overrides_are_validated, clear_env),
         cmocka_unit_test_setup(backend_names_round_trip, clear_env),
         cmocka_unit_test_setup_teardown(engine_says_why, clear_env, clear_env),
+        cmocka_unit_test_setup_teardown(defaults_set_at_run_time, clear_env, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

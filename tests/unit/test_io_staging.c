@@ -14,6 +14,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -324,6 +327,77 @@ static void prestage_waits_for_every_slot(void **state)
     gdu_io_engine_destroy(e);
 }
 
+/* This process's resident memory (VmRSS), in bytes. */
+static uint64_t resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    assert_non_null(f);
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmRSS: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kib << 10;
+}
+
+/* Staging set far above the built-in size (2 workers x 2 slots of 512 MiB
+ * = 2 GiB, as GDUNLOCK_IO_CHUNK=512M gives) is neither faulted in nor
+ * pinned at start: a small load takes the memory it reads, not the
+ * settings' (every slot was faulted in whatever the load). */
+static void large_staging_follows_the_load(void **state)
+{
+    gdu_io_options o = io_test_options(2, (size_t)512 << 20, 2, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = NULL;
+    char why[256] = "";
+    atomic_store(&pins, 0);
+    uint64_t before = resident_bytes();
+    assert_int_equal(gdu_io_engine_create_moving(&o, &counting, &e, why, sizeof why), 0);
+    assert_int_equal(gdu_io_engine_prestage(e, why, sizeof why), 0);
+    uint8_t *buf = malloc(SIZE);
+    assert_int_equal(read_all(e, buf, why, sizeof why), 0);
+    assert_file_bytes(buf);
+    free(buf);
+    uint64_t grown = resident_bytes() - before;
+    if (grown > ((uint64_t)64 << 20))
+        fail_msg("a %llu-byte load with 2 GiB of staging set took %llu MiB",
+                 (unsigned long long)SIZE, (unsigned long long)(grown >> 20));
+    assert_int_equal(atomic_load(&pins), 0);
+    gdu_io_engine_destroy(e);
+}
+
+/* Staging over a quarter of the machine's memory is refused, naming the
+ * settings that make it (the variables where they are set); the built-in
+ * defaults shrink to fit a small machine instead. */
+static void staging_over_a_share_of_memory_is_refused(void **state)
+{
+    char why[512] = "";
+    setenv("GDUNLOCK_IO_CHUNK", "1G", 1);
+    gdu_io_options o = io_test_options(12, (size_t)1 << 30, 2, GDU_IO_DIRECT_OFF);
+    assert_int_equal(gdu_io_options_bound_staging(&o, (uint64_t)16 << 30, why, sizeof why),
+                     -EINVAL);
+    unsetenv("GDUNLOCK_IO_CHUNK");
+    assert_non_null(strstr(why, "12 workers x 2 slots x 1.00 GiB chunks is 24.00 GiB"));
+    assert_non_null(strstr(why, "a quarter of this machine's 16.00 GiB"));
+    assert_non_null(strstr(why, "GDUNLOCK_IO_CHUNK (1G)"));
+    assert_int_equal(o.workers, 12); /* refused, not changed */
+    gdu_io_options d = io_test_options(gdu_io_default_workers(), GDU_IO_DEFAULT_CHUNK,
+                                       GDU_IO_DEFAULT_STAGING, GDU_IO_DIRECT_OFF);
+    assert_int_equal(gdu_io_options_bound_staging(&d, (uint64_t)16 << 20, why, sizeof why), 0);
+    assert_int_equal(d.staging_per_worker, 1);
+    assert_int_equal(d.workers, 1);
+    /* through the engine: this machine's memory */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t memory = (uint64_t)pages * (uint64_t)page;
+    unsigned workers = (unsigned)(memory / 4 / ((uint64_t)GDU_IO_MAX_STAGING << 30)) + 1;
+    gdu_io_options big =
+        io_test_options(workers, (size_t)1 << 30, GDU_IO_MAX_STAGING, GDU_IO_DIRECT_OFF);
+    gdu_io_engine *e = NULL;
+    assert_int_equal(gdu_io_engine_create(&big, &e, why, sizeof why), -EINVAL);
+    assert_null(e);
+    assert_non_null(strstr(why, "more than a quarter of this machine's"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +409,8 @@ int main(void)
         cmocka_unit_test(failed_slots_degrade_or_fail_then_recover),
         cmocka_unit_test(no_staging_fails_the_request),
         cmocka_unit_test(prestage_waits_for_every_slot),
+        cmocka_unit_test(large_staging_follows_the_load),
+        cmocka_unit_test(staging_over_a_share_of_memory_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

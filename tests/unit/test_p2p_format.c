@@ -119,7 +119,7 @@ static void test_report_refused_pair(void **state)
                               "   D\\D     0     1\n"
                               "     0     1     0\n"
                               "     1     0     1\n"));
-    assert_non_null(strstr(t, "fix: install an open kernel module with the BAR1 P2P patches"));
+    assert_non_null(strstr(t, "fix: run 'gdunlock p2p unlock --check': it says what this machine"));
     assert_non_null(strstr(t, "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s, median)"));
     assert_non_null(strstr(t, "Bidirectional P2P=Enabled Bandwidth Matrix"));
     assert_non_null(strstr(t, "P2P=Enabled Latency Matrix, CPU-timed"));
@@ -260,7 +260,7 @@ static void test_report_sm(void **state)
     assert_non_null(strstr(t, "  0 -> 1 SM write: [gmmu_aperture] SM stores into the peer's memory "
                               "fault while peer access is enabled"));
     assert_non_null(strstr(t, "(cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700))\n"
-                              "           fix: install an open kernel module"));
+                              "           fix: run 'gdunlock p2p unlock --check'"));
     assert_non_null(strstr(t, "  SM part: stopped at the fault of SM write 0 -> 1\n"));
     assert_null(strstr(t, "1 -> 1 SM read:")); /* not run: no reason line */
     free(t);

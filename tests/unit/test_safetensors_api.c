@@ -35,6 +35,13 @@
 
 static void io_default_workers(void) { EXPECT(gdu_io_default_workers() >= 2); }
 static void io_options_default(void) { EXPECT(gdu_io_options_default(NULL, NULL, 0) == -EINVAL); }
+static void io_defaults_set(void)
+{
+    EXPECT(gdu_io_defaults_set(NULL, "4", NULL, 0) == -EINVAL);
+    EXPECT(gdu_io_defaults_set("workers", NULL, NULL, 0) == -EINVAL);
+    EXPECT(gdu_io_defaults_set("no such setting", "4", NULL, 0) == -EINVAL);
+    EXPECT(gdu_io_defaults_set("workers", "many", NULL, 0) == -EINVAL);
+}
 static void io_backend_name(void)
 {
     EXPECT(strcmp(gdu_io_backend_name((gdu_io_backend)99), "unknown") == 0);
@@ -264,6 +271,7 @@ static const struct {
 } calls[] = {
     CALL(io_default_workers),
     CALL(io_options_default),
+    CALL(io_defaults_set),
     CALL(io_backend_name),
     CALL(io_backend_parse),
     CALL(io_engine_create),

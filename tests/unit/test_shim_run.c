@@ -93,8 +93,8 @@ static void report_table(void **state)
  * space and the kernel lookup's verdict on each cuFile buffer are shown. */
 static void report_table_lookup(void **state)
 {
-    assert_int_equal(gdunlock_run("-- sh -c 'cp " GDUNLOCK_FIXTURES
-                                  "/verify/shim-report-gdunlock.json "
+    assert_int_equal(gdunlock_run("-- sh -c 'cp \"" GDUNLOCK_FIXTURES
+                                  "/verify/shim-report-gdunlock.json\" "
                                   "\"$(dirname \"$GDUNLOCK_REPORT\")/report-$$.json\"'"),
                      0);
     const char *err = slurp(err_path);

@@ -107,12 +107,39 @@ static void columns(void **state)
     free(buf);
 }
 
+/* A long path keeps its start and its end ("(deleted)", the file's name). */
+static void shortened_in_the_middle(void **state)
+{
+    char out[64];
+    assert_string_equal(gdu_text_shorten("/a/b.bin", 20, out, sizeof out), "/a/b.bin");
+    const char *long_path = "/tmp/a very long folder name/ppppppppppppppppppppppppppppppppppp/"
+                            "moved.bin (deleted)";
+    gdu_text_shorten(long_path, 40, out, sizeof out);
+    assert_true(strlen(out) <= 40);
+    assert_memory_equal(out, "/tmp/a very", 11);
+    assert_non_null(strstr(out, "..."));
+    assert_non_null(strstr(out, "moved.bin (deleted)"));
+    /* The output buffer bounds it too, and a UTF-8 sequence is never cut. */
+    char small[24];
+    gdu_text_shorten(long_path, 40, small, sizeof small);
+    assert_true(strlen(small) <= 23);
+    assert_non_null(strstr(small, "(deleted)"));
+    const char *wide =
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+    for (size_t max = 5; max < 20; max++) {
+        gdu_text_shorten(wide, max, out, sizeof out);
+        assert_true(gdu_utf8_valid(out, strlen(out)));
+        assert_true(strlen(out) <= max);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(utf8_sequences),
         cmocka_unit_test(terminal_escape),
         cmocka_unit_test(columns),
+        cmocka_unit_test(shortened_in_the_middle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,30 @@ static void rejects_bad_sizes(void **state)
     assert_int_equal(v, 7);
 }
 
+static void parses_booleans_as_kvikio_does(void **state)
+{
+    const char *yes[] = {"ON", "on", "On", "TRUE", "true", "True", "YES", "yes", "1", NULL};
+    const char *no[] = {"OFF", "off", "FALSE", "False", "NO", "no", "0", NULL};
+    int v;
+    for (int i = 0; yes[i]; i++) {
+        v = 0;
+        assert_int_equal(gdu_parse_bool(yes[i], &v), 0);
+        assert_int_equal(v, 1);
+    }
+    for (int i = 0; no[i]; i++) {
+        v = 1;
+        assert_int_equal(gdu_parse_bool(no[i], &v), 0);
+        assert_int_equal(v, 0);
+    }
+    const char *bad[] = {"", "2", "onn", " on", "y", "enable", "01", NULL};
+    for (int i = 0; bad[i]; i++) {
+        v = 7;
+        assert_int_equal(gdu_parse_bool(bad[i], &v), -EINVAL);
+        assert_int_equal(v, 7);
+    }
+    assert_int_equal(gdu_parse_bool(NULL, &v), -EINVAL);
+}
+
 static void parses_index_lists(void **state)
 {
     int idx[4];
@@ -61,6 +85,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parses_plain_and_suffixed_sizes),
         cmocka_unit_test(rejects_bad_sizes),
+        cmocka_unit_test(parses_booleans_as_kvikio_does),
         cmocka_unit_test(parses_index_lists),
         cmocka_unit_test(formats_bytes),
     };

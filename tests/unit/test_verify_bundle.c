@@ -7,6 +7,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,8 +110,159 @@ static void no_secret_survives(void **state)
              dir, GDUNLOCK_BIN);
     assert_int_equal(sh(cmd), unscrubbed);
     assert_non_null(strstr(output, "GPUDirect Storage (/home/user/models)"));
+    /* The P2P unlock's status rides along, for a report of a GeForce pair. */
+    snprintf(cmd, sizeof cmd, "cat '%s/gdunlock-report/p2p-unlock-status.json'", dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_non_null(strstr(output, "\"status\""));
+    assert_non_null(strstr(output, "\"matrix\""));
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(sh(cmd), 0);
+}
+
+/* A scratch folder holding a copy of the fixture machine, dir/machine. */
+static void machine_copy(char *dir)
+{
+    char cmd[4096];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cp -a '%s' '%s/machine'", FIXTURE, dir);
+    assert_int_equal(sh(cmd), 0);
+}
+
+static void remove_tree(const char *dir)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(sh(cmd), 0);
+}
+
+/* report's run in dir, limited (a hang or a disk filled is a failure, not
+ * a stuck test: 20 s, and files of 64 MiB at most), with its exit status
+ * and output. */
+static int report_in(const char *dir, const char *env, const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && ulimit -f 65536 && %s timeout 20 '%s' report %s 2>&1; echo \"rc=$?\"", dir,
+             env, GDUNLOCK_BIN, args);
+    sh(cmd);
+    const char *rc = strstr(output, "rc=");
+    assert_non_null(rc);
+    return atoi(rc + 3);
+}
+
+/* Whether the file dir/name holds text. */
+static bool holds(const char *dir, const char *name, const char *text)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "grep -c '%s' '%s/%s'", text, dir, name);
+    return sh(cmd) == 0;
+}
+
+/* A capture's files that lead out of it (links absolute or by "..") are
+ * read inside it, as doctor's replay reads them: the bundle, made to be
+ * posted, holds nothing of this machine's files; a FIFO or a device in
+ * their place (the host name the scrubbing reads too) is left out, with a
+ * note, rather than hang the report or fill the disk. */
+static void a_capture_reads_only_itself(void **state)
+{
+    char dir[] = "/tmp/gdu-bundle-XXXXXX", cmd[8192];
+    machine_copy(dir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && echo OUTSIDE-SECRET-1 > secret.txt && "
+             "ln -sf '%s/secret.txt' machine/proc/driver/nvidia/params && "
+             "ln -sf ../../../../secret.txt machine/proc/driver/nvidia-fs/stats",
+             dir, dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out b.tar"), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xOf b.tar | grep -c OUTSIDE-SECRET", dir);
+    if (sh(cmd) == 0)
+        fail_msg("the bundle holds a file from outside the capture");
+    /* A FIFO and /dev/zero */
+    snprintf(
+        cmd, sizeof cmd,
+        "cd '%s' && rm -f machine/proc/driver/nvidia/params machine/proc/driver/nvidia-fs/stats "
+        "&& mkfifo machine/proc/driver/nvidia/params && "
+        "ln -s /dev/zero machine/proc/driver/nvidia-fs/stats && mkdir -p machine/etc && "
+        "rm -f machine/etc/hostname && mkfifo machine/etc/hostname",
+        dir);
+    assert_int_equal(sh(cmd), 0);
+    int rc = report_in(dir, "", "--sysroot machine --out c.tar");
+    if (rc != 0)
+        fail_msg("report over a FIFO and /dev/zero: exit %d (124: it hung): %s", rc, output);
+    assert_non_null(strstr(output, "/proc/driver/nvidia/params is not a regular file"));
+    remove_tree(dir);
+}
+
+/* Live, GDUNLOCK_NVFS_STATS naming a FIFO or /dev/zero neither hangs the
+ * report nor fills the disk. */
+static void live_stats_must_be_a_regular_file(void **state)
+{
+    char dir[] = "/tmp/gdu-bundle-XXXXXX", cmd[4096];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cd '%s' && mkfifo stats-fifo", dir);
+    assert_int_equal(sh(cmd), 0);
+    static const char *const stats[] = {"GDUNLOCK_NVFS_STATS=stats-fifo",
+                                        "GDUNLOCK_NVFS_STATS=/dev/zero"};
+    for (size_t i = 0; i < 2; i++) {
+        char out[64];
+        snprintf(out, sizeof out, "--out live%zu.tar", i);
+        int rc = report_in(dir, stats[i], out);
+        if (rc != 0)
+            fail_msg("%s: exit %d (124: it hung; 153: the disk limit): %s", stats[i], rc, output);
+        assert_non_null(strstr(output, "is not a regular file"));
+    }
+    remove_tree(dir);
+}
+
+/* The bundle never goes through a link at its name (--out LINK, or one
+ * planted at the default name) nor over a file there without --force. */
+static void the_bundle_is_made_anew(void **state)
+{
+    char dir[] = "/tmp/gdu-bundle-XXXXXX", cmd[8192];
+    machine_copy(dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && echo VICTIM > victim && ln -s victim link.tar", dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out link.tar"), 64);
+    assert_non_null(strstr(output, "link.tar exists (a symbolic link)"));
+    assert_non_null(strstr(output, "--force"));
+    assert_true(holds(dir, "victim", "^VICTIM$"));
+    /* the default name, a link planted for each of the next seconds */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && t=$(date +%%s) && for i in 0 1 2 3 4 5 6 7 8 9; do "
+             "ln -s victim \"gdunlock-report-$(date -u -d @$((t + i)) +%%Y%%m%%d-%%H%%M%%S).tar\"; "
+             "done",
+             dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(report_in(dir, "", "--sysroot machine"), 64);
+    assert_true(holds(dir, "victim", "^VICTIM$"));
+    /* --force replaces the link itself, not what it points to */
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out link.tar --force"), 0);
+    assert_true(holds(dir, "victim", "^VICTIM$"));
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && test -f link.tar && ! test -L link.tar && tar tf link.tar", dir);
+    assert_int_equal(sh(cmd), 0);
+    /* a regular file is kept too, unless --force */
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out victim"), 64);
+    assert_non_null(strstr(output, "victim exists (a regular file)"));
+    assert_true(holds(dir, "victim", "^VICTIM$"));
+    /* nothing half-made is left beside it */
+    snprintf(cmd, sizeof cmd, "cd '%s' && ls -A | grep -c '^\\.gdunlock-report-'", dir);
+    assert_int_equal(sh(cmd), 1);
+    remove_tree(dir);
+}
+
+/* A folder the bundle cannot go in is named with the cause, not guessed
+ * at ("disk full, or no such folder?"). */
+static void an_unwritable_folder_says_why(void **state)
+{
+    char dir[] = "/tmp/gdu-bundle-XXXXXX";
+    machine_copy(dir);
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out no-such-folder/b.tar"), 74);
+    assert_non_null(strstr(output, "cannot create the bundle in no-such-folder: No such file or "
+                                   "directory"));
+    assert_int_equal(report_in(dir, "", "--sysroot machine --out machine/proc/cmdline/b.tar"), 74);
+    assert_non_null(strstr(output, "Not a directory"));
+    remove_tree(dir);
 }
 
 int main(void)
@@ -118,6 +270,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scrubs_in_place),
         cmocka_unit_test(no_secret_survives),
+        cmocka_unit_test(a_capture_reads_only_itself),
+        cmocka_unit_test(live_stats_must_be_a_regular_file),
+        cmocka_unit_test(the_bundle_is_made_anew),
+        cmocka_unit_test(an_unwritable_folder_says_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

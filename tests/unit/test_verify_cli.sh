@@ -50,6 +50,9 @@ has human 'why not DIRECT'
 has human 'shim           not active: disabled with --no-shim'
 GDUNLOCK=0 FAKE_CUFILE=5027 "$bin" verify "$work/off.bin" --size 1MiB --json >"$work/off.json" 2>&1
 has off '"why_inactive": "disabled by GDUNLOCK=0"'
+# Every boolean spelling kvikio takes turns it off, as in the shim.
+GDUNLOCK=Off FAKE_CUFILE=5027 "$bin" verify "$work/off2.bin" --size 1MiB --json >"$work/off2.json" 2>&1
+has off2 '"why_inactive": "disabled by GDUNLOCK=Off"'
 
 # A cuFile log the user named: the run's lines are quoted, the file is kept.
 echo "an old line" >"$work/user-cufile.log"
