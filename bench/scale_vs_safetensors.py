@@ -6,8 +6,10 @@ memory on the CPU (issue 54, items 7 and 10): time and peak memory
            by default), every tensor through weights_iterator(index), against
            safetensors' safe_open of each shard and get_tensor of each key;
   tensors: one file of N tensors (1,000,000 by default), get_tensor of every
-           key through gdunlock.safe_open and through weights_iterator,
-           against safetensors' safe_open and get_tensor of every key.
+           key through gdunlock.safe_open (the CPU's default, views of the
+           file's mapping, and backend="pread", through the engine) and
+           through weights_iterator, against safetensors' safe_open and
+           get_tensor of every key.
 
 The data is made in a temporary folder. Each run is a process of its own,
 so that its peak resident memory (VmHWM) is its own; the table shows it
@@ -92,8 +94,9 @@ def child(case, path):
         for _, tensor in gdunlock.weights_iterator(path, device="cpu"):
             count += 1
             del tensor
-    elif case == "gdunlock-get_tensor":
-        with gdunlock.safe_open(path, "pt", device="cpu") as f:
+    elif case.startswith("gdunlock-get_tensor"):  # -pread: through the engine
+        backend = "pread" if case.endswith("-pread") else None
+        with gdunlock.safe_open(path, "pt", device="cpu", backend=backend) as f:
             for name in f.keys():
                 f.get_tensor(name)
                 count += 1
@@ -146,7 +149,8 @@ def main():
                 results.append({"data": f"{a.shards} shards", "case": case, **run(case, index)})
         if a.only in (None, "tensors"):
             path = make_tensors(d, a.tensors)
-            for case in ("gdunlock-get_tensor", "gdunlock-iterator", "safetensors-get_tensor"):
+            for case in ("gdunlock-get_tensor", "gdunlock-get_tensor-pread", "gdunlock-iterator",
+                         "safetensors-get_tensor"):
                 results.append({"data": f"{a.tensors} tensors", "case": case, **run(case, path)})
     print(json.dumps({"benchmark": "scale_vs_safetensors", "results": results}))
     if a.json:
