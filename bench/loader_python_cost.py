@@ -38,6 +38,9 @@ class _Done:
     def place(self, address, keep):
         pass
 
+    def fill(self, allocate):
+        return allocate()[1]
+
     def cancel(self):
         pass
 

@@ -64,7 +64,7 @@ typedef enum gdu_st_status {
     GDU_ST_ERR_SETTINGS,          /* a GDUNLOCK_IO_* setting is invalid */
     GDU_ST_ERR_BUSY,              /* the engines are in use by a load or an open reader */
     GDU_ST_ERR_CHANGED,           /* a file that had to be opened again is not the one validated
-                                  * (replaced, or its size or modification time changed) */
+                                  * (replaced, or written: its size, modification or change time) */
     GDU_ST_ERR_TOO_MANY_FILES,    /* the process's open-file limit was reached (EMFILE, ENFILE) */
     GDU_ST_STATUS_COUNT
 } gdu_st_status;
@@ -313,7 +313,8 @@ const gdu_st_header *gdu_st_model_file_header(const gdu_st_model *model, size_t 
  * path names by now (a checkpoint replaced by rename keeps being read as it
  * was). Where the model did not keep that descriptor (see gdu_st_open),
  * the path is opened again and refused with GDU_ST_ERR_CHANGED unless it is
- * the same file (device, inode), unchanged (size, modification time).
+ * the same file (device, inode), unchanged (size, modification time, change
+ * time).
  * Close *out with gdu_io_close, before or after freeing the model (the
  * engine holds its own descriptor). Thread-safe. GDU_ST_ERR_OPEN with the
  * engine's reason, or GDU_ST_ERR_TOO_MANY_FILES at the open-file limit. */

@@ -14,7 +14,7 @@ numpy: AttributeError); safetensors raises the same.
 The library validated each file through a descriptor of its own, which a
 mapping cannot use: the file is mapped by its path, and only while the path
 still names the file as it was when safe_open opened it (device, inode,
-size, modification time, and a header length that fits). Where it does not
+size, modification and change time, and a header length that fits). Where it does not
 (the file replaced, changed or removed since) or the file cannot be mapped,
 its tensors come through the engine from the validated descriptor, as
 every tensor of a GPU does; safetensors, which maps at the open, also
@@ -52,7 +52,9 @@ def numpy_dtype(np, name):
 
 
 def _identity_of(st):
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    # the change time too: a file rewritten in place with its modification
+    # time put back (cp -p, rsync --inplace -t) keeps every other field
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _identity(path):

@@ -23,9 +23,31 @@ DEFAULT_MEMORY_BUDGET = 2 << 30
 READS_AHEAD = 1024
 
 
+def inside_model_folder(path, folder):
+    """path, a file listed in model folder `folder`, when it resolves
+    (links followed) inside folder, or, for a Hugging Face cache snapshot
+    (.../snapshots/REV, whose files link to ../../blobs/HASH), inside that
+    repository's blobs/: the rule an index's shards follow (the C loader's
+    check_inside). Otherwise GdunlockError GDU_ST_ERR_PATH_ESCAPE: a model
+    folder does not reach files elsewhere. The path is checked, not the
+    descriptor later opened (a link swapped in between is not seen)."""
+    root, real = os.fsdecode(os.path.realpath(folder)), os.fsdecode(os.path.realpath(path))
+    snapshots, rev = os.path.split(root)
+    within = [root]
+    if os.path.basename(snapshots) == "snapshots" and rev:
+        within.append(os.path.join(os.path.dirname(snapshots), "blobs"))
+    if not any(real.startswith(w.rstrip(os.sep) + os.sep) for w in within):
+        raise GdunlockError("GDU_ST_ERR_PATH_ESCAPE",
+                            f"{os.fsdecode(path)} resolves to {real}, outside the model folder "
+                            f"{os.fsdecode(folder)}: the files of a model folder must lie under "
+                            f"it, as an index's shards must")
+    return path
+
+
 def _expand(files):
-    """Paths: one path or a list; a folder means its *.safetensors files. A
-    file named twice (by two paths) is read once."""
+    """Paths: one path or a list; a folder means its *.safetensors files,
+    each inside it (inside_model_folder). A file named twice (by two paths)
+    is read once."""
     if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
     out, seen = [], set()
@@ -34,7 +56,8 @@ def _expand(files):
         found = [f]
         if os.path.isdir(f):
             pattern = b"*.safetensors" if isinstance(f, bytes) else "*.safetensors"
-            found = sorted(glob.glob(os.path.join(glob.escape(f), pattern)))
+            found = [inside_model_folder(p, f)
+                     for p in sorted(glob.glob(os.path.join(glob.escape(f), pattern)))]
             if not found:
                 raise GdunlockError("GDU_ST_ERR_OPEN", f"{os.fsdecode(f)}: no .safetensors "
                                     f"files in it")

@@ -1,12 +1,15 @@
 """Reading byte ranges of checkpoint files through the process's kept I/O
 engines (a lease each, given back on close), and the byte ranges a basic
 index of a tensor needs. No torch here: memory is an address."""
+import _thread
 import array
 import ctypes
 import errno
 import math
 import numbers
+import os
 import threading
+import weakref
 
 from ._lib import IO_OP_READ, GdunlockError, IoExtent, StError, TARGET_HOST, check, lib
 
@@ -23,45 +26,110 @@ class SliceStepError(SliceError, ValueError):
     """A slice step <= 0: also a ValueError, as torch and safetensors raise."""
 
 
+# What a Pending's byte count holds until gdu_io_wait has freed its request:
+# it writes the count before it returns.
+_NOT_WAITED = (1 << 64) - 1
+
+
 class Pending:
-    """One submitted read; wait() exactly once (close() of its reader waits
-    for those left). It holds the destination (keep) until then: memory
-    freed under a running read would be written after its reuse. A read
+    """One submitted read; wait() for it (close() of its reader waits for
+    those left). It holds the destination (keep) until then: memory freed
+    under a running read would be written after its reuse. A read
     submitted before its memory (RangeReader.submit_runs_deferred) gets it
-    with place(), or cancel() when it cannot be had."""
+    with place(), or cancel() when it cannot be had; fill() allocates and
+    places in one step.
+
+    A KeyboardInterrupt can land between any two calls of the thread that
+    waits or places (Ctrl-C during a read), and close() must still find
+    every read in a state it can finish: the thread that waits or
+    allocates holds the read's own lock (released however the thread
+    leaves), and the engine's byte count says whether the engine has
+    freed the request already."""
 
     def __init__(self, reader, key, extents, request, nbytes, keep, unplaced=False):
         self._reader, self._extents, self._request, self.nbytes = reader, extents, request, nbytes
         self.key, self._keep, self.unplaced = key, keep, unplaced
+        self._busy = _thread.allocate_lock()
+        self._done = ctypes.c_uint64(_NOT_WAITED)
 
     def place(self, address, keep):
         """Gives a deferred read its memory at address (keep owns it)."""
-        self._keep = keep
-        self._reader._place(self, address)
+        with self._busy:
+            self._keep = keep
+            self._reader._place(self, address)
+
+    def fill(self, allocate):
+        """Gives a deferred read the memory allocate() returns (address, the
+        object owning it) and returns that object; when allocate raises, the
+        read is cancelled and the error goes up. A close() from another
+        thread waits until the memory is given; a deferred read left
+        unplaced outside fill() is cancelled by close()."""
+        with self._busy:
+            try:
+                address, keep = allocate()
+            except BaseException:
+                self._cancel()
+                raise
+            self._keep = keep
+            self._reader._place(self, address)
+        return keep
 
     def cancel(self):
         """A deferred read that gets no memory (its allocation failed):
         cancelled, nothing written, and waited for."""
-        self._reader._place(self, None)
-        try:
-            self.wait()
-        except GdunlockError:  # -ECANCELED, as asked
-            pass
+        with self._busy:
+            self._cancel()
+
+    def _cancel(self):
+        """cancel() under the read's lock."""
+        if self._request is not None:  # else close() waited for it: cancelled already
+            self._reader._place(self, None)
+            self._wait()  # -ECANCELED, as asked
 
     def wait(self):
-        request = self._reader._take(self)
+        """Waits for the read; once it was waited for (by another thread,
+        or by close()) returns at once. A deferred read still without its
+        memory is cancelled by the engine."""
+        with self._busy:
+            rc, why = self._wait()
+        if rc:
+            raise GdunlockError("GDU_ST_ERR_ENGINE", why.value.decode(errors="replace"))
+        if rc is not None and self._done.value != self.nbytes:
+            raise GdunlockError("GDU_ST_ERR_IO", f"read {self._done.value} of {self.nbytes} "
+                                f"bytes (file truncated while loading?)")
+
+    def _wait(self):
+        """wait() under the read's lock: (the engine's status, its reason),
+        (None, None) when waited for already."""
+        request = self._request
         if request is None:
-            return
+            return None, None
         why = ctypes.create_string_buffer(512)
-        done = ctypes.c_uint64()
-        rc = self._reader._lib.gdu_io_wait(request, ctypes.byref(done), why, len(why))
+        rc = 0
+        if self._done.value == _NOT_WAITED:  # else freed for a waiter an interrupt stopped
+            rc = self._reader._lib.gdu_io_wait(request, ctypes.byref(self._done), why, len(why))
+        self._request = None
+        self.unplaced = False
         self._reader._forget(self)
         self._keep = None
-        if rc != 0:
-            raise GdunlockError("GDU_ST_ERR_ENGINE", why.value.decode(errors="replace"))
-        if done.value != self.nbytes:
-            raise GdunlockError("GDU_ST_ERR_IO", f"read {done.value} of {self.nbytes} bytes "
-                                f"(file truncated while loading?)")
+        return rc, why
+
+
+# Every RangeReader alive. A thread of the parent that held a reader's lock
+# or a read's when another thread forked holds it for ever in the child,
+# where only the forking thread exists: the child makes them anew (its
+# reads through the parent's engine then fail at once, naming the fork).
+_alive = weakref.WeakSet()
+
+
+def _new_locks_in_child():
+    for r in list(_alive):
+        r._lock = threading.Lock()
+        for p in r._pending:
+            p._busy = _thread.allocate_lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
 class RangeReader:
@@ -86,12 +154,11 @@ class RangeReader:
         self._closable = {}
         self._max_open = max(1, max_open)
         self._pending = set()  # submitted and not waited for to the end
-        self._unplaced = 0  # deferred reads not given their memory yet
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)  # _pending became empty
         self._closing = False
         self.bytes_read = 0
         self.requests = 0
+        _alive.add(self)
 
     def _file(self, source):
         """Under the lock: source's open handle, opened (and the set
@@ -159,54 +226,46 @@ class RangeReader:
             self._closable.pop(source.key, None)
             pending = Pending(self, source.key, extents, request, total, keep, deferred)
             self._pending.add(pending)
-            self._unplaced += deferred
             self.bytes_read += total
             self.requests += 1
         return pending
 
     def _place(self, pending, address):
-        """pending's memory given (address None: cancelled), once."""
+        """pending's memory given (address None: cancelled), once, under
+        pending's lock."""
         with self._lock:
+            if pending._request is None:  # close() waited for it: the engine cancelled it
+                raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the reader is closed")
             if not pending.unplaced:
                 raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", "the read has its memory "
                                     "already, or was not submitted without it")
             rc = self._lib.gdu_io_place(pending._request, address)
             pending.unplaced = False
-            self._unplaced -= 1
-            if not self._unplaced:
-                self._idle.notify_all()
         if rc != 0:
             raise GdunlockError("GDU_ST_ERR_ENGINE", f"the engine refused the read's memory "
                                 f"({errno.errorcode.get(-rc, rc)})")
 
-    def _take(self, pending):
-        """pending's request for its one wait, or None when taken already."""
-        with self._lock:
-            request, pending._request = pending._request, None
-            return request
-
     def _forget(self, pending):
+        """pending waited for: its file may be closed."""
         with self._lock:
-            self._pending.discard(pending)
-            entry = self._files.get(pending.key)
-            if entry is not None:
-                entry[1] -= 1
-                if not entry[1]:
-                    self._closable[pending.key] = None
-            if not self._pending:
-                self._idle.notify_all()
+            if pending in self._pending:
+                self._pending.discard(pending)
+                entry = self._files.get(pending.key)
+                if entry is not None:
+                    entry[1] -= 1
+                    if not entry[1]:
+                        self._closable[pending.key] = None
 
     def close(self):
         """Refuses new reads, waits for every read still out, closes the
         files, returns the lease. A read another thread is waiting for is
         waited out too: its wait still uses the file and the engine, which
         closing under it made that thread crash; so is a read another
-        thread submitted and is still allocating for (placed after a wait
-        here, it would name a request freed)."""
+        thread is allocating for (placed after a wait here, it would name a
+        request freed). A read whose thread an interrupt stopped is
+        finished here: nothing is waited for that no thread will end."""
         with self._lock:
             self._closing = True
-            while self._unplaced:
-                self._idle.wait()
             pending = list(self._pending)
         for p in pending:
             try:
@@ -214,8 +273,6 @@ class RangeReader:
             except GdunlockError:
                 pass
         with self._lock:
-            while self._pending:  # taken by other threads, their waits still running
-                self._idle.wait()
             for f, _ in self._files.values():
                 self._lib.gdu_io_close(f)
             self._files, self._closable = {}, {}

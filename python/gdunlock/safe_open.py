@@ -25,8 +25,10 @@ import _thread
 import numbers
 import os
 import re
+import struct
 import threading
 import time
+import weakref
 
 from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
@@ -66,6 +68,11 @@ _PATTERN_MAX = 64
 # file before they are given back.
 _NEXT_FILE_AHEAD = 256 << 20
 _NEXT_FILE_WAIT = 5.0
+# A shard whose header is larger is not opened ahead: a caller that never
+# opens it would pay for parsing it, which grows with the header, inside a
+# request of this file (docs/load-api.md has what it cost). The usual
+# shards, of hundreds of tensors, have headers far smaller.
+_NEXT_FILE_HEADER_MAX = 256 << 10
 _SHARD = re.compile(r"(.*-)(\d+)(-of-)(\d+)(\.safetensors)")
 # real path -> (safe_open made ahead, its stat, when it is given back unless
 # claimed: time.monotonic())
@@ -100,6 +107,27 @@ GROUP_TENSOR = 64 << 10
 GROUP_READS = 256
 
 
+# Every safe_open alive, those made ahead included. In a child of fork()
+# they are the parent's: a thread of the parent inside one of their calls
+# held its lock, held for ever in the child (which has only the forking
+# thread), and their reads would go to the parent's engine, which has no
+# workers there. The child makes their locks anew and has their reads fail
+# naming the fork; what the parent made ahead is forgotten.
+_alive = weakref.WeakSet()
+
+
+def _parents_in_child():
+    global _ahead_lock
+    _ahead_lock = threading.Condition()
+    for f in list(_alive):
+        if "_lock" in f.__dict__:  # (not one whose state another took over)
+            f._lock, f._forked = threading.Lock(), True
+    _made_ahead.clear()
+
+
+os.register_at_fork(after_in_child=_parents_in_child)
+
+
 def _next_shard(path):
     """The shard after path (-00002-of-00003 after -00001-of-00003), or
     None when path is not a numbered shard, is the last, or the next one is
@@ -112,9 +140,22 @@ def _next_shard(path):
     return nxt if os.path.isfile(nxt) else None
 
 
+def _header_bytes(path):
+    """The header length a .safetensors file at path declares (its first 8
+    bytes); opened without waiting (a FIFO put there has no writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        return struct.unpack("<Q", os.pread(fd, 8, 0))[0]
+    finally:
+        os.close(fd)
+
+
 def _stat_key(path):
+    """What says path is still the file it was: a rewrite in place can put
+    the modification time back (cp -p, rsync --inplace -t), never the
+    change time."""
     st = os.stat(path)
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _claim_made_ahead(path, lenient):
@@ -529,13 +570,11 @@ def place_plan(pending, target, info, plan):
     given to it; returns the Read. A failed allocation cancels the read
     before the error goes up."""
     dtype = _box_dtype(info.dtype)
-    try:
+
+    def allocate():
         buf = target.empty(plan.nbytes, dtype, plan.box)
-    except BaseException:
-        pending.cancel()
-        raise
-    pending.place(buf.data_ptr(), buf)
-    return Read(pending, buf, info, plan, dtype is not None)
+        return buf.data_ptr(), buf
+    return Read(pending, pending.fill(allocate), info, plan, dtype is not None)
 
 
 def submit_plan(reader, target, source, info, plan):
@@ -728,6 +767,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
             made._closed = True
             self._target, self._readahead = Target(device), readahead
             self._name, self._next_file_tried = os.path.abspath(filename), False
+            _alive.add(self)
         else:
             self._open(filename, device, lenient, readahead)
         with _ahead_lock:
@@ -761,6 +801,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         self._walk_target = self._target  # where the reads ahead go
         self._lock = threading.Lock()
         self._closed = False
+        self._forked = False  # opened by the parent of this process (_parents_in_child)
+        _alive.add(self)
         self._order, self._pos = self._orders[0], self._positions[0]
         self._ahead, self._ahead_bytes = {}, 0  # name -> [Read], in the order predicted
         self._next = 0
@@ -954,6 +996,11 @@ class safe_open:  # noqa: N801  (safetensors' name)
         when None): read ahead already, or submitted now; then the window is
         filled. Errors of reads submitted ahead for other tensors are
         theirs: they surface when those tensors are asked for."""
+        if self._forked:
+            raise GdunlockError("GDU_ST_ERR_ENGINE", f"{self._name} was opened by the parent "
+                                f"process, and this process was forked from it since: its "
+                                f"reads go through the parent's I/O engine; open the file "
+                                f"again here")
         if plan is None:
             plan = plan_tensor(info, index)
         target = target or self._target
@@ -1292,7 +1339,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
         the next shard of the checkpoint, unless the caller holds it open
         already, is opened and its first room bytes read ahead as this
         walk predicts them, for safe_open of it to claim. Quietly nothing
-        when it cannot be."""
+        when it cannot be, or when its header is too large to open on a
+        guess (_NEXT_FILE_HEADER_MAX)."""
         if len(self._files) != 1:
             return
         path = _next_shard(self._name)
@@ -1304,6 +1352,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 return
         made = safe_open.__new__(safe_open)
         try:
+            if _header_bytes(key) > _NEXT_FILE_HEADER_MAX:
+                return
             stat = _stat_key(key)
             made._open(path, self._walk_target.device, self._lenient, self._readahead)
         except Exception:  # noqa: BLE001  (the caller's own open reports it)

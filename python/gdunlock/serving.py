@@ -7,7 +7,7 @@ import glob
 import os
 import re
 
-from .iterator import DEFAULT_MEMORY_BUDGET, weights_iterator
+from .iterator import DEFAULT_MEMORY_BUDGET, inside_model_folder, weights_iterator
 from .kept_engines import prepare
 
 # model_loader_extra_config keys of gdunlock's own, with what each must be.
@@ -138,9 +138,13 @@ def regex_rule(pattern):
 def weights(files, device, options, select=None, progress=False):
     """(name, tensor) of every tensor of files, full tensors on device, read
     through gdunlock.weights_iterator; select (a callable) joins the
-    options' regular expression. Nothing is opened before the first tensor
-    is asked for, and the engine is given back when the walk ends or the
+    options' regular expression. The engine lists the files of the model
+    folder: each must lie inside the folder it is listed in
+    (inside_model_folder). Nothing is opened before the first tensor is
+    asked for, and the engine is given back when the walk ends or the
     consumer stops."""
+    files = [f if os.path.isdir(f) else inside_model_folder(f, os.path.dirname(os.path.abspath(f)))
+             for f in files]
     it = weights_iterator(sorted(files), device=device, memory_budget=options["memory_budget"],
                           select=keep_all(regex_rule(options["select"]), select),
                           progress=progress)

@@ -276,8 +276,9 @@ gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *out, gdu_
     if (st_identity_of(fd, &now) != 0 || !st_identity_equal(&now, &file->id)) {
         close(fd);
         return st_fail(err, GDU_ST_ERR_CHANGED,
-                       "%s is not the file that was opened and validated (replaced, or its size "
-                       "or modification time changed since): open the checkpoint again",
+                       "%s is not the file that was opened and validated (replaced, or written "
+                       "since: its size, modification or change time differs): open the "
+                       "checkpoint again",
                        file->path);
     }
     *out = fd;

@@ -24,7 +24,8 @@ typedef struct st_file {
  * ST_KEEP_FILES and an eighth of the open-file limit (RLIMIT_NOFILE). A
  * file past those is opened again by its path when it is needed, and
  * refused (GDU_ST_ERR_CHANGED) unless it is the same file (device, inode),
- * unchanged (size, modification time). */
+ * unchanged (size, modification and change time: a rewrite in place that
+ * put the modification time back still moves the change time). */
 #define ST_KEEP_FILES 64
 /* A load has at most this many files open on the engines at once (a file
  * holds two descriptors with O_DIRECT), and at most a 32nd of the limit;

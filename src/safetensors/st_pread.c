@@ -67,12 +67,13 @@ int st_identity_of(int fd, st_identity *id)
     struct stat st;
     if (fstat(fd, &st) != 0)
         return -errno;
-    *id = (st_identity){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    *id = (st_identity){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
     return 0;
 }
 
 int st_identity_equal(const st_identity *a, const st_identity *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
 }

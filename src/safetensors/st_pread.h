@@ -29,12 +29,15 @@ int st_open_regular(const char *path);
 gdu_st_status st_open_fail(gdu_st_error *err, const char *path, int rc);
 
 /* What a file was when it was validated: a path opened again must still
- * name this file, unchanged. */
+ * name this file, unchanged. The change time is there because the
+ * modification time can be put back after a rewrite in place (cp -p,
+ * rsync --inplace -t) and the change time cannot. */
 typedef struct st_identity {
     dev_t dev;
     ino_t ino;
     off_t size;
     struct timespec mtime;
+    struct timespec ctime;
 } st_identity;
 
 /* fstat of fd into *id; 0 or -errno. */

@@ -241,10 +241,12 @@ class RangeReaderTest(unittest.TestCase):
 
     def test_a_read_submitted_before_its_memory(self):
         """submit_runs_deferred queues a read whose memory comes later: a
-        close from another thread waits until it is placed (closing under
-        it, the placement would name a request the close had freed), the
-        bytes then arrive; a cancelled one leaves nothing out, and neither
-        can be placed twice."""
+        close from another thread waits while it is being allocated
+        (closing under it, the placement would name a request the close
+        had freed), the bytes then arrive; a cancelled one leaves nothing
+        out, neither can be placed twice, and one that no thread is
+        allocating for (its thread stopped by an interrupt) is cancelled by
+        the close instead of waited for."""
         so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
         ref = file_bytes(SMALL)
         c = gdunlock.Checkpoint(SMALL)
@@ -253,21 +255,39 @@ class RangeReaderTest(unittest.TestCase):
         r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
         cancelled = r.submit_runs_deferred(c.file_ref(0), runs, t.file_offset)
         cancelled.cancel()
-        self.assertEqual((r._unplaced, len(r._pending)), (0, 0))
+        self.assertEqual(len(r._pending), 0)
         with self.assertRaises(gdunlock.GdunlockError):
             cancelled.place(0, None)
         p = r.submit_runs_deferred(c.file_ref(0), runs, t.file_offset)
+        allocating, closing = threading.Event(), threading.Event()
         closer = threading.Thread(target=r.close)
-        closer.start()
-        closer.join(0.3)
-        self.assertTrue(closer.is_alive(), "the close did not wait for the placement")
         buf = ctypes.create_string_buffer(t.nbytes)
-        p.place(ctypes.addressof(buf), buf)
+
+        def allocate():
+            allocating.set()
+            closing.wait(10)
+            closer.join(0.3)
+            self.assertTrue(closer.is_alive(), "the close did not wait for the placement")
+            return ctypes.addressof(buf), buf
+        placing = threading.Thread(target=p.fill, args=(allocate,))
+        placing.start()
+        allocating.wait(10)
+        closer.start()
+        closing.set()
+        placing.join(10)
         closer.join(10)
         self.assertFalse(closer.is_alive())
         self.assertEqual(buf.raw, ref[t.name][2])
         with self.assertRaises(gdunlock.GdunlockError):
             p.place(ctypes.addressof(buf), buf)
+        r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
+        left = r.submit_runs_deferred(c.file_ref(0), runs, t.file_offset)
+        closer = threading.Thread(target=r.close)
+        closer.start()
+        closer.join(10)
+        self.assertFalse(closer.is_alive(), "the close waited for a read nobody places")
+        with self.assertRaises(gdunlock.GdunlockError):
+            left.place(ctypes.addressof(buf), buf)
         c.close()
         gdunlock.release_engines()  # BUSY if a lease were left
 
@@ -500,7 +520,7 @@ class SafeOpenTest(unittest.TestCase):
                 readers = list(f._readers.values())
                 self.assertTrue(readers)
                 for r in readers:
-                    self.assertEqual((r._unplaced, len(r._pending)), (0, 0))
+                    self.assertEqual(len(r._pending), 0)
                 closer = threading.Thread(target=f.close)
                 closer.start()
                 closer.join(10)
@@ -527,7 +547,7 @@ class SafeOpenTest(unittest.TestCase):
                     self.assertEqual(events.count("place"), 2, events)
                     self.assertEqual(f._window, 0)
                     for r in f._readers.values():
-                        self.assertEqual(r._unplaced, 0)
+                        self.assertFalse(any(p.unplaced for p in r._pending))
                     for k in keys:
                         self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
 

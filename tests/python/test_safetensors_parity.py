@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from unittest import mock
 
@@ -305,6 +306,21 @@ class ParityTest(unittest.TestCase):
                 self.assertEqual(got.tolist(), want.tolist(), (how, kind, framework))
                 self.assertEqual(f.get_slice("b.weight")[1:3].tolist(), want[1:3].tolist(),
                                  (how, kind, framework))
+
+    def test_a_file_rewritten_in_place_with_its_time_put_back_is_not_mapped(self):
+        """cp -p and rsync --inplace -t rewrite a file and put its
+        modification time back: only the change time tells, and such a
+        file is read through the engine, as a shard opened ahead is."""
+        path = self.file("inplace.safetensors", {"b.weight": torch.ones(4, 6)})
+        with gdunlock.safe_open(path, "pt") as f:
+            st = os.stat(path)
+            time.sleep(0.01)  # a change time the rewrite cannot share
+            with open(path, "r+b") as w:
+                w.write(open(path, "rb").read())
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            got = f.get_tensor("b.weight")
+            self.assertEqual(got.untyped_storage().nbytes(), got.numel() * got.element_size())
+            self.assertGreater(f.stats()["bytes_read"], 0)
 
     def test_a_file_that_cannot_be_mapped_is_read_through_the_engine(self):
         """A file system that cannot map the file (ENODEV): the engine's

@@ -246,6 +246,36 @@ static void test_reopened_file_must_be_the_same(void **state)
     remove_checkpoint(&c);
 }
 
+/* A file opened again by path that was rewritten in place with its
+ * modification time put back (cp -p, rsync --inplace -t): the same device,
+ * inode, size and modification time, other bytes. Its change time cannot be
+ * put back: refused as changed. */
+static void test_reopened_file_rewritten_in_place_is_refused(void **state)
+{
+    checkpoint c;
+    make_checkpoint(&c, 3);
+    rlim_t old = limit_files(12);
+    gdu_st_model *m = open_ok(c.index);
+    char path[128];
+    shard_path(&c, 2, path, sizeof path);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    usleep(20000); /* past the file system's clock tick: the change time moves */
+    write_shard(path, 2, 1);
+    struct timespec times[2] = {before.st_atim, before.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+    assert_int_equal(stat(path, &after), 0);
+    assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+                after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+                after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    gdu_st_error err;
+    assert_int_equal(gdu_st_load(m, &host, &err), GDU_ST_ERR_CHANGED);
+    assert_non_null(strstr(err.message, "s002.safetensors is not the file that was opened"));
+    gdu_st_model_free(m);
+    restore_files(old);
+    remove_checkpoint(&c);
+}
+
 /* A FIFO renamed over a kept file: the load reads the file validated. */
 static void test_fifo_swapped_in_is_not_opened(void **state)
 {
@@ -311,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_replaced_file_is_not_read),
         cmocka_unit_test(test_verify_reads_the_validated_file),
         cmocka_unit_test(test_reopened_file_must_be_the_same),
+        cmocka_unit_test(test_reopened_file_rewritten_in_place_is_refused),
         cmocka_unit_test(test_fifo_swapped_in_is_not_opened),
         cmocka_unit_test(test_more_shards_than_the_open_file_limit),
         cmocka_unit_test(test_open_file_limit_is_named),
