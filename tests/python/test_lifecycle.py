@@ -89,7 +89,7 @@ INTERRUPTED = """
             for nth in (1, 6):
                 point[:] = call, when, nth, 0
                 try:
-                    with gdunlock.safe_open(sys.argv[1], "pt", device="cpu") as f:
+                    with gdunlock.safe_open(sys.argv[1], "pt", device="cpu", backend="pread") as f:
                         for _ in range(50):
                             for name in f.keys():
                                 f.get_tensor(name)
@@ -108,7 +108,7 @@ FORKS_READERS = """
     for line in sys.stdin:
         pid = os.fork()
         if pid == 0:
-            with gdunlock.safe_open(sys.argv[1], "pt", device="cpu") as f:
+            with gdunlock.safe_open(sys.argv[1], "pt", device="cpu", backend="pread") as f:
                 while True:
                     for name in f.keys():
                         f.get_tensor(name)
@@ -182,7 +182,7 @@ class ForkTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
             tensors_file(path)
-            f = gdunlock.safe_open(path, "pt", device="cpu")
+            f = gdunlock.safe_open(path, "pt", device="cpu", backend="pread")
             inside, leave = threading.Event(), threading.Event()
             empty = f._target.empty
 
@@ -212,7 +212,7 @@ class ForkTest(unittest.TestCase):
             path = os.path.join(d, "m.safetensors")
             tensors_file(path, count=16)
             stop = threading.Event()
-            with gdunlock.safe_open(path, "pt", device="cpu") as f:
+            with gdunlock.safe_open(path, "pt", device="cpu", backend="pread") as f:
                 def read_in_a_loop():
                     while not stop.is_set():
                         for name in f.keys():
@@ -243,7 +243,7 @@ class NextShardTest(unittest.TestCase):
         made_ahead = sys.modules["gdunlock.safe_open"]._made_ahead
         with tempfile.TemporaryDirectory() as d:
             paths, _ = numbered_shards(d)
-            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+            with gdunlock.safe_open(paths[0], "pt", device="cpu", backend="pread") as f:
                 for name in f.keys():
                     f.get_tensor(name)
             self.assertIn(os.path.realpath(paths[1]), made_ahead)
@@ -258,7 +258,7 @@ class NextShardTest(unittest.TestCase):
             after = os.stat(paths[1])
             self.assertEqual((after.st_ino, after.st_size, after.st_mtime_ns),
                              (before.st_ino, before.st_size, before.st_mtime_ns))
-            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+            with gdunlock.safe_open(paths[1], "pt", device="cpu", backend="pread") as f:
                 for name in f.keys():
                     self.assertEqual(f.get_tensor(name).numpy().tobytes(), new[name][2], name)
 
@@ -274,11 +274,11 @@ class NextShardTest(unittest.TestCase):
             write_safetensors(paths[1], many)
             with open(paths[1], "rb") as f:
                 self.assertGreater(int.from_bytes(f.read(8), "little"), 256 << 10)
-            with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
+            with gdunlock.safe_open(paths[0], "pt", device="cpu", backend="pread") as f:
                 for name in f.keys():
                     f.get_tensor(name)
             self.assertEqual(so._made_ahead, {})
-            with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
+            with gdunlock.safe_open(paths[1], "pt", device="cpu", backend="pread") as f:
                 self.assertEqual(len(f.keys()), 4000)
                 self.assertEqual(f.get_tensor("model.norms.7.weight").tolist(), [0.0])
 
