@@ -154,8 +154,17 @@ class Checkpoint:
 
     def file_ref(self, index):
         """A FileRef to file index, for readers: what they read is the file
-        this checkpoint validated, whatever its path names by now."""
-        return FileRef(self, index, self.files[index])
+        this checkpoint validated, whatever its path names by now. Only its
+        own path is made: readers ask for every file's, and making the whole
+        list for each made opening a checkpoint of N shards cost N * N."""
+        self._require_open()
+        index = self._index(index, self._lib.gdu_st_model_file_count(self._model), "file")
+        return FileRef(self, index, os.fsdecode(self._lib.gdu_st_model_file_path(self._model,
+                                                                                 index)))
+
+    def file_refs(self):
+        """file_ref of every file, in order, their paths made once."""
+        return [FileRef(self, i, path) for i, path in enumerate(self.files)]
 
     def metadata(self, file=0):
         """The __metadata__ map of one file ({} when it has none)."""

@@ -71,8 +71,11 @@ class HostMap:
 
     def __init__(self, checkpoint):
         self._ckpt = checkpoint
-        # each file as its path names it now, just after the library opened it
-        self._identities = [_identity(path) for path in checkpoint.files]
+        # the files' paths, made once (each is a library call: making them
+        # for every file mapped cost an index of N shards N * N), and each
+        # file as its path names it now, just after the library opened it
+        self._paths = checkpoint.files
+        self._identities = [_identity(path) for path in self._paths]
         self._maps = {}  # file index -> mmap.mmap, None where it is not mapped
         self._bases = {}  # file index -> 1-D uint8 torch tensor over the mapping
 
@@ -86,7 +89,7 @@ class HostMap:
         header = lib().gdu_st_model_file_header(ckpt._model, file)
         start = lib().gdu_st_header_data_offset(header)
         try:
-            with open(ckpt.files[file], "rb") as f:
+            with open(self._paths[file], "rb") as f:
                 st = os.fstat(f.fileno())
                 if _identity_of(st) == self._identities[file] and \
                         st.st_size >= start + lib().gdu_st_header_data_span(header):

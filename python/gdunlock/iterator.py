@@ -13,9 +13,14 @@ from collections import deque
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint
 from .reader import SliceError
-from .safe_open import Target, _BITS, plan_tensor, submit_plan
+from .safe_open import (GROUP_READS, Target, _BITS, groupable, plan_tensor, submit_group,
+                        submit_plan)
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
+# Reads in flight at most, whatever their bytes: the tensors of a checkpoint
+# of small ones (a million of 4 bytes) were otherwise all submitted at the
+# first, each one's memory, request and file handle held until handed out.
+READS_AHEAD = 1024
 
 
 def inside_model_folder(path, folder):
@@ -207,15 +212,28 @@ class WeightsIterator:
         """The next tensor's read (None at the end), after submitting reads
         ahead up to the budget."""
         batch, ahead = [], self._ahead
-        while not (self._queue or batch) or ahead < self._budget:
+        # topped up by count once half the reads are handed out, so that
+        # small tensors go in groups (submit_group), not one by one
+        room = READS_AHEAD if len(self._queue) <= READS_AHEAD // 2 else 0
+        while not (self._queue or batch) or (ahead < self._budget and
+                                             len(self._queue) + len(batch) < room):
             if not self._items and not self._plan_next_file():
                 break
             if self._items:
                 batch.append(self._items.popleft())
                 ahead += batch[-1][2].nbytes
         self._target.reserve([plan.nbytes for _, _, plan in batch])
-        for source, info, plan in batch:
-            self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
+        group = []  # small whole tensors of one file, read in one request
+        for k, (source, info, plan) in enumerate(batch):
+            if groupable(self._target, info, plan):
+                group.append((info, plan))
+                last = k + 1 == len(batch) or batch[k + 1][0] is not source or \
+                    not groupable(self._target, *batch[k + 1][1:]) or len(group) == GROUP_READS
+                if last:
+                    self._queue.extend(submit_group(self._reader, self._target, source, group))
+                    group = []
+            else:
+                self._queue.append(submit_plan(self._reader, self._target, source, info, plan))
             self._ahead += plan.nbytes
         if not self._queue:
             return None
@@ -293,7 +311,7 @@ def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
         tensors select= left out)."""
         ckpt = Checkpoint(path, lenient=lenient)
         try:
-            sources = [ckpt.file_ref(i) for i in range(len(ckpt.files))]
+            sources = ckpt.file_refs()
             items, skipped = [], 0
             for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
                 if not keep(t.name):

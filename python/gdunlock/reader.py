@@ -6,6 +6,7 @@ import array
 import ctypes
 import errno
 import math
+import numbers
 import os
 import threading
 import weakref
@@ -147,6 +148,10 @@ class RangeReader:
         check(self._lib.gdu_st_engine_acquire(1 if self.host else 0, 0 if self.host else device,
                                               ctypes.byref(self._engine), ctypes.byref(err)), err)
         self._files = {}  # FileRef.key -> [handle, reads out], least recently used first
+        # the keys of _files with no read out, least recently used first:
+        # those a new file may close (looking through _files for them cost
+        # every open the number of files with reads out)
+        self._closable = {}
         self._max_open = max(1, max_open)
         self._pending = set()  # submitted and not waited for to the end
         self._lock = threading.Lock()
@@ -160,11 +165,17 @@ class RangeReader:
         trimmed) if needed."""
         entry = self._files.pop(source.key, None)
         if entry is None:
-            idle = [k for k, (_, out) in self._files.items() if out == 0]
-            for k in idle[:max(0, len(self._files) + 1 - self._max_open)]:
+            excess = len(self._files) + 1 - self._max_open
+            while excess > 0 and self._closable:
+                k = next(iter(self._closable))
+                del self._closable[k]
                 self._lib.gdu_io_close(self._files.pop(k)[0])
+                excess -= 1
             entry = [source.open_on(self._engine), 0]
         self._files[source.key] = entry  # most recently used last
+        if not entry[1]:
+            self._closable.pop(source.key, None)
+            self._closable[source.key] = None
         return entry
 
     def submit(self, source, runs, keep=None):
@@ -212,6 +223,7 @@ class RangeReader:
                 raise GdunlockError("GDU_ST_ERR_ENGINE", f"{source.path}: the engine refused "
                                     f"the read ({n} ranges, {total} bytes){forked}")
             entry[1] += 1
+            self._closable.pop(source.key, None)
             pending = Pending(self, source.key, extents, request, total, keep, deferred)
             self._pending.add(pending)
             self.bytes_read += total
@@ -241,6 +253,8 @@ class RangeReader:
                 entry = self._files.get(pending.key)
                 if entry is not None:
                     entry[1] -= 1
+                    if not entry[1]:
+                        self._closable[pending.key] = None
 
     def close(self):
         """Refuses new reads, waits for every read still out, closes the
@@ -261,7 +275,7 @@ class RangeReader:
         with self._lock:
             for f, _ in self._files.values():
                 self._lib.gdu_io_close(f)
-            self._files = {}
+            self._files, self._closable = {}, {}
             if self._engine:
                 self._lib.gdu_st_engine_return(self._engine)
             self._engine = None
@@ -275,34 +289,89 @@ class RangeReader:
 
 def _normalize(index, ndim):
     """index -> one entry per dimension (an int or a slice), with None
-    (a new axis) kept where it stands and Ellipsis expanded. Raises
-    TypeError for advanced indexing (lists, tensors, masks)."""
+    (a new axis) kept where it stands, as torch 2.13 indexes
+    (applySlicing, aten/src/ATen/TensorIndexing.h): the entries are taken
+    in order with a position among the result's dimensions; an Ellipsis
+    moves it on by the dimensions no entry names, so that a second
+    Ellipsis moves it past them (fine at the end of the index, and when
+    every dimension is named; anything after it is then out of range). A
+    slice step <= 0 raises SliceStepError where torch's order meets it.
+    Raises TypeError for advanced indexing (lists, tensors, masks)."""
+    if isinstance(index, slice):  # torch slices a lone one before counting dimensions
+        _check_slice(index)
     if not isinstance(index, tuple):
         index = (index,)
-    ellipses = sum(1 for i in index if i is Ellipsis)
-    if ellipses > 1:
-        raise SliceError("an index can only have a single ellipsis ('...')")
-    if any(isinstance(i, bool) for i in index):  # a scalar mask: torch's own indexing
+    # Anything but Python's and numpy's integers, slices, None and Ellipsis
+    # is torch's own indexing, read whole: a bool is a scalar mask, and so
+    # is a 0-d uint8 tensor or array, which has __index__ all the same.
+    if not all(i is None or i is Ellipsis or isinstance(i, slice) or
+               (isinstance(i, numbers.Integral) and not isinstance(i, bool)) for i in index):
         raise TypeError("advanced index")
     real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if real > ndim:
         raise SliceError(f"too many indices for a tensor of {ndim} dimensions: {real}")
-    seq = []
+    spare = ndim - real
+    entries = [slice(None)] * ndim
+    result = list(range(ndim))  # the result's dimensions: a dimension of the tensor, or None
+    at = 0  # the position in result the next entry applies to
     for i in index:
-        if i is None or isinstance(i, slice):
-            seq.append(i)
-        elif i is Ellipsis:
-            seq += [slice(None)] * (ndim - real)
-        elif not hasattr(i, "__index__") or getattr(i, "ndim", 0) != 0:
-            raise TypeError("advanced index")
+        if i is Ellipsis:
+            at += spare
+            continue
+        if i is None:
+            if at > len(result):
+                raise SliceError(f"a new axis at dimension {at} of a result of {len(result)}")
+            result.insert(at, None)
+            at += 1
+            continue
+        if isinstance(i, slice):
+            _check_slice(i)
         else:
-            try:
-                seq.append(i.__index__())
-            except TypeError:  # a float tensor, a bool tensor...
-                raise TypeError("advanced index") from None
-    if not ellipses:
-        seq += [slice(None)] * (ndim - real)
-    return seq
+            i = int(i)
+        if at >= len(result):
+            # torch reads the size there from past the end of its sizes: a
+            # whole slice (start 0, no stop, step 1) takes all of it whatever
+            # it reads; any other entry is out of range (or, with a stop,
+            # compared with whatever lies there)
+            if isinstance(i, slice) and i.start in (None, 0) and i.stop is None and \
+                    i.step in (None, 1):
+                at += 1
+                continue
+            raise SliceError(f"dimension {at} is out of range: the result has {len(result)} "
+                             f"(an Ellipsis after the first moves past the dimensions it spans)")
+        # entries land on the tensor's dimensions only: new axes stay behind
+        entries[result[at]] = i
+        if isinstance(i, slice):
+            at += 1
+        else:
+            del result[at]
+    # every dimension in order, each new axis before the dimension after it
+    seq, d = [], 0
+    for kept in result:
+        if kept is None:
+            seq.append(None)
+        else:
+            seq += entries[d:kept + 1]
+            d = kept + 1
+    return seq + entries[d:]
+
+
+def _check_slice(item):
+    """Raises TypeError for slice bounds that are not integers (read whole:
+    torch's TypeError), SliceStepError for a step <= 0, in torch's words."""
+    if not all(p is None or hasattr(p, "__index__") for p in (item.start, item.stop, item.step)):
+        raise TypeError("slice bounds must be integers")
+    step = item.step
+    if step is None or isinstance(step, bool):
+        return
+    try:
+        step = step.__index__()
+    except TypeError:  # a float tensor: torch's own error
+        raise TypeError("slice bounds must be integers") from None
+    if step == 0:
+        raise SliceStepError("slice step cannot be zero")
+    if step < 0:
+        raise SliceStepError("step must be greater than zero")
 
 
 def plan_slice(shape, bits, index):
@@ -335,8 +404,6 @@ def plan_slice(shape, bits, index):
         for part in (item.start, item.stop, item.step):
             if part is not None and not (hasattr(part, "__index__") and not isinstance(part, bool)):
                 raise TypeError("slice bounds must be integers")
-        if item.step is not None and item.step.__index__() <= 0:
-            raise SliceStepError("step must be greater than zero")
         start, stop, step = slice(*(None if p is None else p.__index__()
                                     for p in (item.start, item.stop, item.step))).indices(n)
         count = len(range(start, stop, step))

@@ -22,6 +22,7 @@ gets the next tensors read ahead with all of them. A slice reads only the
 byte ranges it needs. A caller that opens a checkpoint's numbered shards in
 turn finds the next one's first tensors on their way when it opens it."""
 import _thread
+import numbers
 import os
 import re
 import struct
@@ -100,6 +101,10 @@ _RESERVE_MIN = 32 << 20
 # (kSmallSize and kMinBlockSize, c10/core/AllocatorConfig.h).
 _SMALL_TENSOR = 1 << 20
 _BLOCK_ROUND = 512
+# Whole tensors of up to GROUP_TENSOR bytes of one file read ahead together
+# share one request, up to GROUP_READS of them (submit_group).
+GROUP_TENSOR = 64 << 10
+GROUP_READS = 256
 
 
 # Every safe_open alive, those made ahead included. In a child of fork()
@@ -358,31 +363,53 @@ class Plan:
     __hash__ = None
 
 
-def _index_key(index):
-    """index as a dict key (slices are unhashable before Python 3.12), or
-    None for an index that is not worth keeping (advanced indexing)."""
+def _canonical(index):
+    """index as predictions keep and compare it: a tuple (a lone entry is
+    a tuple of one) of Python ints, slices of them, None and Ellipsis; None
+    for an index they skip (advanced indexing, a 0-d tensor, slice bounds
+    that are not integers). numpy's integers compare with == as arrays do,
+    elementwise: a pattern that held one made the next comparison raise."""
     items = index if isinstance(index, tuple) else (index,)
-    key = []
+    out = []
     for i in items:
         if isinstance(i, slice):
-            key.append(("s", i.start, i.stop, i.step))
-        elif i is None or i is Ellipsis or (isinstance(i, int) and not isinstance(i, bool)):
-            key.append(i)
+            parts = (i.start, i.stop, i.step)
+            if not all(p is None or _is_integer(p) for p in parts):
+                return None
+            out.append(slice(*(None if p is None else int(p) for p in parts)))
+        elif i is None or i is Ellipsis:
+            out.append(i)
+        elif _is_integer(i):
+            out.append(int(i))
         else:
             return None
-    return tuple(key)
+    return tuple(out)
+
+
+def _is_integer(i):
+    """Python's and numpy's integers (numbers.Integral), not bools."""
+    return isinstance(i, numbers.Integral) and not isinstance(i, bool)
+
+
+def _index_key(index):
+    """index as a dict key (slices are unhashable before Python 3.12), or
+    None for an index that is not worth keeping (_canonical)."""
+    items = _canonical(index)
+    if items is None:
+        return None
+    return tuple(("s", i.start, i.stop, i.step) if isinstance(i, slice) else i for i in items)
 
 
 def _same_index(a, b):
     """Whether indices a and b are the same (a slice and a tuple of it
-    are)."""
-    if a == b:
-        return True
+    are); None is the whole tensor, the same as no index but None."""
+    if a is None or b is None:
+        return a is b
     key = _index_key(a)
     return key is not None and key == _index_key(b)
 
 
-_plans = {}  # (shape, dtype, index key) -> Plan: every layer asks the same index of one shape
+_plans = {}  # (shape, dtype, index key or whole tensor bytes) -> Plan: every layer asks alike
 # family -> (shape, indices) last asked through any safe_open of the process
 # (_follow): the next shard of a checkpoint is walked as the last one was.
 _families_seen = {}
@@ -457,8 +484,14 @@ def _takes_the_box(box, post):
 def plan_tensor(info, index=None):
     """The Plan of info (index None: the whole tensor), or None when index
     needs the whole tensor read first (advanced indexing: lists, masks)."""
-    if index is None:
-        return Plan(Runs(0, [], info.nbytes), list(info.shape), None)
+    if index is None:  # kept too: a checkpoint of a million tensors has few shapes
+        key = (info.shape, info.dtype, info.nbytes)
+        plan = _plans.get(key)
+        if plan is None:
+            if len(_plans) >= 4096:
+                _plans.clear()
+            plan = _plans[key] = Plan(Runs(0, [], info.nbytes), list(info.shape), None)
+        return plan
     key = _index_key(index)
     key = key and (info.shape, info.dtype, key)
     plan = _plans.get(key) if key else None
@@ -551,6 +584,51 @@ def submit_plan(reader, target, source, info, plan):
     fresh block of torch's from the driver with the engine idle on the H200
     (bench/results/2026-12-04-h200-engine-trace.md)."""
     return place_plan(queue_plan(reader, source, info, plan), target, info, plan)
+
+
+def groupable(target, info, plan):
+    """Whether plan reads all of tensor info, small enough to share a
+    request with others (submit_group), into host memory. A GPU's reads are
+    queued before their memory is allocated, which overlaps them (a
+    process's first blocks came from the driver slowly); on the host a
+    small tensor's memory is a malloc."""
+    return target.target == TARGET_HOST and plan.post is None and plan.runs.count == 1 and \
+        plan.nbytes == info.nbytes and plan.nbytes <= GROUP_TENSOR
+
+
+def submit_group(reader, target, source, members):
+    """Reads the whole tensors members [(info, plan)] of the file source
+    (each groupable) in one request, each into its own fresh memory of
+    target; returns their Reads. Their memory is allocated first: each is
+    small, and a request of many saves the engine's submit, placement and
+    wait per tensor, which for a tensor of a few bytes cost several times
+    its read."""
+    bufs, runs = [], []
+    for info, plan in members:
+        buf = target.empty(plan.nbytes, _box_dtype(info.dtype), plan.box)
+        bufs.append(buf)
+        runs.append((info.file_offset + plan.runs.base, plan.nbytes, buf.data_ptr()))
+    shared = _SharedWait(reader.submit(source, runs, bufs))
+    return [Read(shared, buf, info, plan, _box_dtype(info.dtype) is not None)
+            for (info, plan), buf in zip(members, bufs)]
+
+
+class _SharedWait:
+    """The one read of a group of tensors (submit_group): waited for once,
+    its error raised to each of them."""
+
+    def __init__(self, pending):
+        self._pending, self._error, self._done = pending, None, False
+
+    def wait(self):
+        if not self._done:
+            try:
+                self._pending.wait()
+            except GdunlockError as e:
+                self._error = e
+            self._done = True
+        if self._error is not None:
+            raise self._error
 
 
 def _settle(reads):
@@ -706,7 +784,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         # by their hashes) and its real path (what safe_opens of it share)
         self._name, self._path = os.path.abspath(filename), os.path.realpath(filename)
         self._lenient, self._counted = lenient, False
-        self._files = [self._ckpt.file_ref(i) for i in range(len(self._ckpt.files))]
+        self._files = self._ckpt.file_refs()
         self._infos = {t.name: t for t in self._ckpt.tensors()}
         self._metadata = self._ckpt.metadata_or_none(0)
         self._by_offset = [t.name for t in sorted(self._infos.values(),
@@ -939,19 +1017,21 @@ class safe_open:  # noqa: N801  (safetensors' name)
                         not _same_index(hint[1][0], index):
                     self._drop_hinted(dropped)  # another rank, another walk: none of it holds
             guessed = self._guess_room is not None  # the file's first cut, not confirmed
-            seen = self._follow(family, info.name, info.shape, index)
-            if self._families.get(family) != seen or self._whole_walk != (index is None):
-                before = (self._expected(info, family)[0], self._split, self._whole_walk)
-                self._families[family] = seen
-                self._whole_walk = index is None
-                self._note_split(info.shape, index, plan.nbytes)
-                if before != (seen, self._split, self._whole_walk):
-                    # what was not predictable before may be now; a family
-                    # asked as predicted leaves the keys looked at as they are
-                    self._scanned = 0
-                if len(_families_seen) >= 4096:
-                    _families_seen.clear()
-                _families_seen[family] = seen
+            kept = index if index is None else _canonical(index)
+            if index is None or kept is not None:  # an index predictions can keep
+                seen = self._follow(family, info.name, info.shape, kept)
+                if self._families.get(family) != seen or self._whole_walk != (kept is None):
+                    before = (self._expected(info, family)[0], self._split, self._whole_walk)
+                    self._families[family] = seen
+                    self._whole_walk = kept is None
+                    self._note_split(info.shape, kept, plan.nbytes)
+                    if before != (seen, self._split, self._whole_walk):
+                        # what was not predictable before may be now; a family
+                        # asked as predicted leaves the keys looked at as they are
+                        self._scanned = 0
+                    if len(_families_seen) >= 4096:
+                        _families_seen.clear()
+                    _families_seen[family] = seen
             if guessed and self._guess_room is not None:  # the next request did not confirm it
                 self._split = self._guess_room = None
             read = self._take(info.name, plan, dropped)
@@ -1197,6 +1277,8 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 self._read_ahead([(self._last, self._not_ahead(self._last, wanted), False)])
         i = max(self._next, self._scanned)
         stop = min(len(self._order), self._next + _SCAN)
+        if i - self._next > _SCAN // 2:  # far enough ahead: small tensors go in groups
+            stop = i
         if i < stop and self._ahead_bytes >= self._window:
             self._evict_passed(dropped)
         # the window takes one tensor more than it has room for (a tensor
@@ -1221,7 +1303,7 @@ class safe_open:  # noqa: N801  (safetensors' name)
         if batch and (self._split is None or self._split != self._reserved_split):
             sizes = [plan.nbytes for _, plans, _ in batch for plan in plans] + \
                 self._rest_of_split(i)
-        whole = self._read_ahead(batch, sizes)
+        whole = self._read_ahead(batch, sizes) if batch else 0
         if whole < len(batch):
             i = first + whole
         self._scanned = i
@@ -1301,6 +1383,19 @@ class safe_open:  # noqa: N801  (safetensors' name)
                 new.append(plan)
         return new
 
+    def _read_group(self, target, group):
+        """Under the lock: reads ahead of group [(position in the batch,
+        name, info, plan, hinted)], small whole tensors of one file, in one
+        request (submit_group)."""
+        info = group[0][2]
+        reads = submit_group(self._reader(target), target, self._files[info.file],
+                             [(info, plan) for _, _, info, plan, _ in group])
+        for (_, name, _, plan, hinted), read in zip(group, reads):
+            self._ahead.setdefault(name, []).append(read)
+            self._ahead_bytes += plan.nbytes
+            if hinted:
+                self._hinted.add(name)
+
     def _read_ahead(self, batch, sizes=None):
         """Under the lock: reads ahead of each (name, plans, hinted) of
         batch (plans not read ahead yet: _not_ahead), every one queued
@@ -1312,16 +1407,29 @@ class safe_open:  # noqa: N801  (safetensors' name)
         or given memory closes the window there, and the reads queued after
         it are cancelled."""
         target, queued, whole, placed = self._walk_target, [], len(batch), 0
+        group = []  # small whole tensors of one file, read in one request
         try:
             for k, (name, plans, hinted) in enumerate(batch):
                 info = self._infos[name]
                 try:
+                    if len(plans) == 1 and groupable(target, info, plans[0]):
+                        if group and (group[0][2].file != info.file or len(group) == GROUP_READS):
+                            self._read_group(target, group)
+                            group = []
+                        group.append((k, name, info, plans[0], hinted))
+                        continue
                     for plan in plans:
                         queued.append((k, name, info, plan, hinted, queue_plan(
                             self._reader(target), self._files[info.file], info, plan)))
                 except GdunlockError:
-                    whole = k
+                    whole = group[0][0] if group else k
+                    group = []
                     break
+            if group:
+                try:
+                    self._read_group(target, group)
+                except GdunlockError:
+                    whole = group[0][0]
             if sizes is not None:
                 target.reserve(sizes)
             for k, name, info, plan, hinted, pending in queued:

@@ -15,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bump allocation in blocks of at least ARENA_BLOCK bytes; a larger
- * request gets a block of its own. */
+/* Bump allocation in blocks that double from ARENA_FIRST to ARENA_BLOCK
+ * bytes; a larger request gets a block of its own. A document kept per
+ * shard (an index's every header) held a block of ARENA_BLOCK for a header
+ * of a few hundred bytes: the pages it touched, two a document, grew with
+ * the shards. */
+#define ARENA_FIRST ((size_t)1 << 10)
 #define ARENA_BLOCK ((size_t)1 << 20)
 
 typedef struct arena_block {
@@ -30,14 +34,15 @@ static void *arena_alloc(arena_block **arena, size_t n)
     n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
     arena_block *b = *arena;
     if (b == NULL || b->size - b->used < n) {
-        size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        size_t step = b == NULL ? ARENA_FIRST : b->size >= ARENA_BLOCK ? ARENA_BLOCK : 2 * b->size;
+        size_t size = n > step ? n : step;
         b = malloc(sizeof *b + size);
         if (b == NULL)
             return NULL;
         b->used = 0;
         b->size = size;
         /* A block of its own goes behind the current one, which keeps its room. */
-        if (size > ARENA_BLOCK && *arena != NULL) {
+        if (size > step && *arena != NULL) {
             b->next = (*arena)->next;
             (*arena)->next = b;
         } else {

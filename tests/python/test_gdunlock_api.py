@@ -139,10 +139,13 @@ class PlanSliceTest(unittest.TestCase):
                              [address + i * runs.length for i in range(len(runs))])
 
     def test_refused_indexes(self):
+        # a second Ellipsis moves on past the dimensions the first spans, as
+        # torch's does: a new axis after it is out of range
         for index in (5, -6, (0, 0), (slice(None), slice(None, None, -1)),
-                      (Ellipsis, Ellipsis)):
+                      (Ellipsis, Ellipsis, None)):
             with self.assertRaises(gdunlock.SliceError):
                 reader.plan_slice([5], 8, index)
+        self.assertEqual(reader.plan_slice([5], 8, (Ellipsis, Ellipsis))[0], [(0, 5)])
         with self.assertRaises(IndexError):  # SliceError is also an IndexError
             reader.plan_slice([5], 8, 7)
         for index in ([0, 1], (slice(None), [1]), 1.5):
@@ -487,8 +490,11 @@ class SafeOpenTest(unittest.TestCase):
             raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
 
         ref = file_bytes(SMALL)
+        # (small whole tensors read into host memory go in groups, their
+        # memory first: submit_group; none here, as on a GPU)
         with mock.patch.object(reader.RangeReader, "_queue", queue), \
-                mock.patch.object(reader.RangeReader, "_place", place):
+                mock.patch.object(reader.RangeReader, "_place", place), \
+                mock.patch.object(so, "GROUP_TENSOR", 0):
             with mock.patch.object(so.Target, "empty", empty), \
                     mock.patch.object(so.Target, "reserve", reserve):
                 with gdunlock.safe_open(SMALL, "pt") as f:

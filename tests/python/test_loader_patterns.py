@@ -1081,7 +1081,8 @@ class IteratorOptionsTest(unittest.TestCase):
             it = gdunlock.weights_iterator(path, device="cpu", select=r"experts\.[0-3]\.")
             got = dict(it)
             self.assertEqual(sorted(got), [f"experts.{e}.w" for e in range(4)])
-            self.assertEqual(it.stats(), {"bytes_read": 4000, "requests": 4, "skipped": 4})
+            # the four small tensors share one request (submit_group)
+            self.assertEqual(it.stats(), {"bytes_read": 4000, "requests": 1, "skipped": 4})
             it = gdunlock.weights_iterator(path, device="cpu", select=lambda n: "7" in n)
             self.assertEqual([n for n, _ in it], ["experts.7.w"])
 

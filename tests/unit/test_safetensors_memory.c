@@ -118,10 +118,71 @@ static void test_header_memory_per_tensor(void **state)
     unlink(path);
 }
 
+#define SHARDS 200
+/* What one shard of two tensors keeps, with room: each shard's parsed
+ * header kept two arena blocks of 1 MiB (2 MiB a shard by their size,
+ * 9 KB of pages touched at 10,000 shards). */
+#define BYTES_PER_SHARD (16 << 10)
+
+/* An index of SHARDS numbered shards of two F32 tensors each: the memory an
+ * open index keeps grows with its shards by what their headers need. */
+static void test_index_memory_per_shard(void **state)
+{
+    void *probe = malloc(16);
+    free(probe);
+    if (g_calls == 0 || RUNNING_ON_VALGRIND)
+        skip();
+    char dir[] = "/tmp/gdu_st_shards_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], index[256];
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    FILE *ix = fopen(index, "w");
+    assert_non_null(ix);
+    fprintf(ix, "{\"metadata\":{},\"weight_map\":{");
+    for (int s = 0; s < SHARDS; s++) {
+        char json[256];
+        int n = snprintf(json, sizeof json,
+                         "{\"a%d\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                         "\"b%d\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                         s, s);
+        snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, s + 1, SHARDS);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        unsigned char len[8] = {(unsigned char)n};
+        assert_int_equal(fwrite(len, 1, 8, f), 8);
+        assert_int_equal(fwrite(json, 1, (size_t)n, f), (size_t)n);
+        assert_int_equal(fwrite("\0\0\0\0\0\0\0\0", 1, 8, f), 8);
+        assert_int_equal(fclose(f), 0);
+        fprintf(ix,
+                "%s\"a%d\":\"model-%05d-of-%05d.safetensors\","
+                "\"b%d\":\"model-%05d-of-%05d.safetensors\"",
+                s ? "," : "", s, s + 1, SHARDS, s, s + 1, SHARDS);
+    }
+    fprintf(ix, "}}");
+    assert_int_equal(fclose(ix), 0);
+    size_t base = g_live;
+    gdu_st_model *m = NULL;
+    gdu_st_error err;
+    assert_int_equal(gdu_st_open(index, &m, &err), GDU_ST_OK);
+    assert_int_equal(gdu_st_model_tensor_count(m), 2 * SHARDS);
+    size_t kept = (g_live - base) / SHARDS;
+    print_message("gdu_st_open of an index of %d shards: %zu bytes kept a shard\n", SHARDS, kept);
+    assert_true(kept <= BYTES_PER_SHARD);
+    gdu_st_model_free(m);
+    assert_int_equal(g_live, base);
+    for (int s = 0; s < SHARDS; s++) {
+        snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, s + 1, SHARDS);
+        unlink(path);
+    }
+    unlink(index);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_memory_per_tensor),
+        cmocka_unit_test(test_index_memory_per_shard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
