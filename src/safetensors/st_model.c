@@ -318,17 +318,30 @@ gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *out, gdu_
         *out = file->fd;
         return GDU_ST_OK;
     }
-    int fd = st_open_regular(file->path);
+    /* st_open_regular's checks only where the file is not the one
+     * validated (to name what is there): that one is the regular data file
+     * they found (same device and inode). O_NONBLOCK: a FIFO put at the
+     * path does not block the open. */
+    int fd = open(file->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return st_open_fail(err, file->path, fd);
+        return st_open_fail(err, file->path, -errno);
     st_identity now;
     if (st_identity_of(fd, &now) != 0 || !st_identity_equal(&now, &file->id)) {
+        close(fd);
+        fd = st_open_regular(file->path);
+        if (fd < 0)
+            return st_open_fail(err, file->path, fd);
         close(fd);
         return st_fail(err, GDU_ST_ERR_CHANGED,
                        "%s is not the file that was opened and validated (replaced, or written "
                        "since: its size, modification or change time differs): open the "
                        "checkpoint again",
                        file->path);
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return st_fail(err, GDU_ST_ERR_IO, "%s: fcntl: %s", file->path, strerror(e));
     }
     *out = fd;
     return GDU_ST_OK;
