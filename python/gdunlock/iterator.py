@@ -20,7 +20,12 @@ DEFAULT_MEMORY_BUDGET = 2 << 30
 # Reads in flight at most, whatever their bytes: the tensors of a checkpoint
 # of small ones (a million of 4 bytes) were otherwise all submitted at the
 # first, each one's memory, request and file handle held until handed out.
-READS_AHEAD = 1024
+# Kept small enough that the reads out are not what Python's collector
+# finds alive at each young collection: those it moves to its oldest
+# generation, and every full collection of a process with torch loaded
+# walks all of torch's objects too (a walk of 10,000 small shards made
+# two of them with 1,024 reads out, one with 256).
+READS_AHEAD = 256
 
 
 def inside_model_folder(path, folder):
