@@ -176,14 +176,14 @@ class Checkpoint:
         each file's made when the caller reaches it: a walk of a checkpoint
         of N shards holds one shard's, not every shard's, from the start."""
         self._require_open()
-        start, dtypes = 0, {}
-        for f in range(self._lib.gdu_st_model_file_count(self._model)):
+        start, dtypes, lib_ = 0, {}, self._lib
+        for f in range(lib_.gdu_st_model_file_count(self._model)):
             self._require_open()
-            count = self._lib.gdu_st_header_tensor_count(
-                self._lib.gdu_st_model_file_header(self._model, f))
+            count = lib_.gdu_st_header_tensor_count(lib_.gdu_st_model_file_header(self._model, f))
             # the table holds the tensors file by file, each file's in
             # offset order (gdu_st_tensor)
-            yield self.file_ref(f), [self._tensor(i, dtypes) for i in range(start, start + count)]
+            yield FileRef(self, f, os.fsdecode(lib_.gdu_st_model_file_path(self._model, f))), \
+                [self._tensor(i, dtypes) for i in range(start, start + count)]
             start += count
 
     def metadata(self, file=0):
