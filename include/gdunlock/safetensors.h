@@ -297,6 +297,8 @@ gdu_st_status gdu_st_verify(const gdu_st_model *model, gdu_st_error *err);
  * block lives on while DLPack tensors still use it. */
 void gdu_st_model_free(gdu_st_model *model);
 
+/* The tensors are numbered file by file, each file's in the order of its
+ * bytes (file 0's gdu_st_header_tensor_count first, then file 1's, ...). */
 size_t gdu_st_model_tensor_count(const gdu_st_model *model);
 const gdu_st_tensor *gdu_st_model_tensor(const gdu_st_model *model, size_t index);
 /* Index of the tensor with that name, or -1; _n for names holding NUL. */

@@ -164,6 +164,7 @@ def _declare(lib):
         "gdu_st_model_dlpack": (p, [p, sz]),
         "gdu_st_abi_layout": (ctypes.c_char_p, []),
         "gdu_st_header_metadata_count": (sz, [p]),
+        "gdu_st_header_tensor_count": (sz, [p]),
         "gdu_st_header_has_metadata": (i, [p]),
         "gdu_st_header_metadata": (i, [p, sz, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz),
                                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(sz)]),

@@ -152,6 +152,11 @@ class Checkpoint:
         n = self._lib.gdu_st_model_file_count(self._model)
         return [os.fsdecode(self._lib.gdu_st_model_file_path(self._model, i)) for i in range(n)]
 
+    @property
+    def file_count(self):
+        self._require_open()
+        return self._lib.gdu_st_model_file_count(self._model)
+
     def file_ref(self, index):
         """A FileRef to file index, for readers: what they read is the file
         this checkpoint validated, whatever its path names by now. Only its
@@ -165,6 +170,21 @@ class Checkpoint:
     def file_refs(self):
         """file_ref of every file, in order, their paths made once."""
         return [FileRef(self, i, path) for i, path in enumerate(self.files)]
+
+    def tensors_by_file(self):
+        """Yields (FileRef, [TensorInfo in file offset order]) file by file,
+        each file's made when the caller reaches it: a walk of a checkpoint
+        of N shards holds one shard's, not every shard's, from the start."""
+        self._require_open()
+        start, dtypes, lib_ = 0, {}, self._lib
+        for f in range(lib_.gdu_st_model_file_count(self._model)):
+            self._require_open()
+            count = lib_.gdu_st_header_tensor_count(lib_.gdu_st_model_file_header(self._model, f))
+            # the table holds the tensors file by file, each file's in
+            # offset order (gdu_st_tensor)
+            yield FileRef(self, f, os.fsdecode(lib_.gdu_st_model_file_path(self._model, f))), \
+                [self._tensor(i, dtypes) for i in range(start, start + count)]
+            start += count
 
     def metadata(self, file=0):
         """The __metadata__ map of one file ({} when it has none)."""

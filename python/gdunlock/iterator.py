@@ -20,7 +20,12 @@ DEFAULT_MEMORY_BUDGET = 2 << 30
 # Reads in flight at most, whatever their bytes: the tensors of a checkpoint
 # of small ones (a million of 4 bytes) were otherwise all submitted at the
 # first, each one's memory, request and file handle held until handed out.
-READS_AHEAD = 1024
+# Kept small enough that the reads out are not what Python's collector
+# finds alive at each young collection: those it moves to its oldest
+# generation, and every full collection of a process with torch loaded
+# walks all of torch's objects too (a walk of 10,000 small shards made
+# two of them with 1,024 reads out, one with 256).
+READS_AHEAD = 256
 
 
 def inside_model_folder(path, folder):
@@ -163,8 +168,12 @@ class WeightsIterator:
     may open descriptors is read all the same; each file's reads go through
     the descriptor its header was validated from."""
 
-    def __init__(self, paths, plan_file, target, memory_budget, progress):
-        self._paths, self._plan_file = deque(paths), plan_file
+    def __init__(self, paths, plan_files, target, memory_budget, progress):
+        self._paths, self._plan_files = deque(paths), plan_files
+        # (checkpoint, its files' plans) while some of its files are not
+        # planned yet: a checkpoint's files are planned as the reads reach
+        # them, not all at its opening
+        self._planning = None
         self._target, self._budget = target, memory_budget
         self._reader = target.reader()
         self._items = deque()  # (FileRef, info, plan) planned, not yet submitted
@@ -190,21 +199,30 @@ class WeightsIterator:
             self.close()
             raise StopIteration
         self._handed_out()
-        self._progress.step(read.plan.nbytes, read.info.name,
-                            not self._queue and not self._items and not self._paths)
+        self._progress.step(read.plan.nbytes, read.info.name, not self._queue and
+                            not self._items and not self._paths and self._planning is None)
         return read.info.name, tensor
 
     def _plan_next_file(self):
-        """Opens the next file and plans its reads; False when none is left."""
-        if not self._paths:
-            return False
-        ckpt, items, skipped = self._plan_file(self._paths.popleft())
+        """Plans the reads of the next file, opening the next checkpoint
+        after the last file of one; False when none is left."""
+        if self._planning is None:
+            if not self._paths:
+                return False
+            self._planning = self._plan_files(self._paths.popleft())
+        ckpt, files = self._planning
+        items, skipped, last = next(files)
+        if last:
+            self._planning = None
         self.skipped += skipped
+        # a checkpoint closes once the last tensor of its last file is out
         if items:
-            self._open.append([ckpt, len(items)])
+            self._open.append([ckpt if last else None, len(items)])
             self._items.extend(items)
             self._progress.grow(sum(plan.nbytes for _, _, plan in items))
-        else:
+        elif last and self._open:
+            self._open.append([ckpt, 0])
+        elif last:
             ckpt.close()
         return True
 
@@ -242,10 +260,12 @@ class WeightsIterator:
         return read
 
     def _handed_out(self):
-        """One tensor handed out: its file closes after its last one."""
+        """One tensor handed out: its checkpoint closes after its last one."""
         self._open[0][1] -= 1
-        if self._open[0][1] == 0:
-            self._open.popleft()[0].close()
+        while self._open and self._open[0][1] == 0:
+            ckpt = self._open.popleft()[0]
+            if ckpt is not None:
+                ckpt.close()
 
     def stats(self):
         """Bytes asked of the engine, in how many requests, and the tensors
@@ -264,7 +284,12 @@ class WeightsIterator:
             reader.close()
             self._progress.close()
             while self._open:
-                self._open.popleft()[0].close()
+                ckpt = self._open.popleft()[0]
+                if ckpt is not None:
+                    ckpt.close()
+            if self._planning is not None:
+                self._planning[0].close()
+                self._planning = None
 
     def __del__(self):
         try:
@@ -306,22 +331,23 @@ def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
         raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
     rule, keep = _shard_rule(shard), _select_rule(select)
     target = Target(device)
-    def plan_file(path):
-        """(the open checkpoint, [(FileRef, info, plan)] in byte order,
-        tensors select= left out)."""
+    def plan_files(path):
+        """(the open checkpoint of path, an iterator giving for each of its
+        files in turn ([(FileRef, info, plan)] in byte order, tensors
+        select= left out, whether it is the last file))."""
         ckpt = Checkpoint(path, lenient=lenient)
-        try:
-            sources = ckpt.file_refs()
+        return ckpt, plan_each_file(ckpt)
+
+    def plan_each_file(ckpt):
+        count = ckpt.file_count
+        for k, (source, tensors) in enumerate(ckpt.tensors_by_file()):
             items, skipped = [], 0
-            for t in sorted(ckpt.tensors(), key=lambda t: (t.file, t.file_offset)):
-                if not keep(t.name):
+            for t in tensors:
+                if keep(t.name):
+                    items.append((source, t, plan_shard(t)))
+                else:
                     skipped += 1
-                    continue
-                items.append((sources[t.file], t, plan_shard(t)))
-        except BaseException:
-            ckpt.close()
-            raise
-        return ckpt, items, skipped
+            yield items, skipped, k + 1 == count
 
     def plan_shard(t):
         """The plan of rank's part of t (all of it when not sharded)."""
@@ -340,4 +366,4 @@ def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
                                 f"{list(t.shape)}) {world_size} ways along dimension {dim}: "
                                 f"{e.message}") from None
 
-    return WeightsIterator(_expand(files), plan_file, target, memory_budget, progress)
+    return WeightsIterator(_expand(files), plan_files, target, memory_budget, progress)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,39 +61,83 @@ static int lies_under(const char *p, const char *dir)
     return strncmp(p, dir, n) == 0 && p[n] == '/';
 }
 
-/* A shard must resolve (symbolic links followed) inside the index's folder,
- * or inside the blobs/ folder of a Hugging Face cache repository whose
- * snapshots/REV/ folder holds the index (there every file is a link to
- * ../../blobs/HASH). What is checked is where the open descriptor fd
- * lies (through /proc/self/fd, else its path): the file read, not what
- * the path named a moment earlier. */
-static gdu_st_status check_inside(const char *dir, int fd, const char *path, const char *name,
-                                  gdu_st_error *err)
+/* Where an index's shards may lie: its folder, resolved (symbolic links
+ * followed), and for a Hugging Face cache repository whose snapshots/REV/
+ * folder holds the index (there every file is a link to ../../blobs/HASH)
+ * that repository's blobs/ folder; resolved once per checkpoint, not per
+ * shard. */
+typedef struct st_shard_root {
+    const char *dir; /* as the index names it */
+    char *root;      /* resolved, or NULL (errno in resolve_errno) */
+    char *blobs;     /* the cache's blobs/ folder, or NULL */
+    int resolve_errno;
+} st_shard_root;
+
+static gdu_st_status shard_root_resolve(st_shard_root *r, const char *dir, gdu_st_error *err)
 {
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    char *root = realpath(dir, NULL), *real = realpath(access(proc, F_OK) == 0 ? proc : path, NULL);
-    gdu_st_status s = GDU_ST_OK;
-    if (root == NULL || real == NULL) {
-        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", root ? path : dir, strerror(errno));
-    } else if (!lies_under(real, root)) {
-        int inside = 0;
-        char *rev = strrchr(root, '/');
-        if (rev != NULL && rev != root) {
-            *rev = '\0';
-            char *snapshots = strrchr(root, '/');
-            if (snapshots != NULL && strcmp(snapshots, "/snapshots") == 0) {
-                strcpy(snapshots, "/blobs"); /* shorter than what it replaces */
-                inside = lies_under(real, root);
-            }
-        }
-        if (!inside)
-            s = st_fail(err, GDU_ST_ERR_PATH_ESCAPE,
-                        "shard '%.120s' resolves to %.200s, outside the index's folder: shards "
-                        "must lie under it",
-                        name, real);
+    *r = (st_shard_root){dir, realpath(dir, NULL), NULL, 0};
+    if (r->root == NULL) {
+        r->resolve_errno = errno;
+        return GDU_ST_OK; /* said at the first shard, as before it is opened */
     }
-    free(root);
+    char *rev = strrchr(r->root, '/');
+    if (rev == NULL || rev == r->root)
+        return GDU_ST_OK;
+    size_t snapshots_end = (size_t)(rev - r->root);
+    const char *snapshots = memrchr(r->root, '/', snapshots_end);
+    if (snapshots == NULL ||
+        (size_t)(r->root + snapshots_end - snapshots) != strlen("/snapshots") ||
+        strncmp(snapshots, "/snapshots", strlen("/snapshots")) != 0)
+        return GDU_ST_OK;
+    if (asprintf(&r->blobs, "%.*s/blobs", (int)(snapshots - r->root), r->root) < 0) {
+        r->blobs = NULL;
+        return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    }
+    return GDU_ST_OK;
+}
+
+static void shard_root_free(st_shard_root *r)
+{
+    free(r->root);
+    free(r->blobs);
+}
+
+/* Where the open descriptor fd lies, resolved (malloc'd), or NULL with
+ * errno: the kernel's name of the open file (/proc/self/fd/N), one
+ * readlink where resolving that link took one a path component;
+ * realpath where that name is not a path (a deleted file's, or no /proc),
+ * and of path without /proc. */
+static char *where_fd_lies(int fd, const char *path)
+{
+    char proc[64], link[PATH_MAX + 1];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, link, sizeof link);
+    static const char deleted[] = " (deleted)";
+    size_t d = sizeof deleted - 1;
+    if (n > 0 && (size_t)n < sizeof link && link[0] == '/' &&
+        ((size_t)n < d || memcmp(link + n - d, deleted, d) != 0))
+        return strndup(link, (size_t)n);
+    return realpath(access(proc, F_OK) == 0 ? proc : path, NULL);
+}
+
+/* A shard must resolve (symbolic links followed) inside root (see
+ * st_shard_root). What is checked is where the open descriptor fd lies
+ * (through /proc/self/fd, else its path): the file read, not what the
+ * path named a moment earlier. */
+static gdu_st_status check_inside(const st_shard_root *r, int fd, const char *path,
+                                  const char *name, gdu_st_error *err)
+{
+    if (r->root == NULL)
+        return st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", r->dir, strerror(r->resolve_errno));
+    char *real = where_fd_lies(fd, path);
+    gdu_st_status s = GDU_ST_OK;
+    if (real == NULL)
+        s = st_fail(err, GDU_ST_ERR_OPEN, "%s: %s", path, strerror(errno));
+    else if (!lies_under(real, r->root) && (r->blobs == NULL || !lies_under(real, r->blobs)))
+        s = st_fail(err, GDU_ST_ERR_PATH_ESCAPE,
+                    "shard '%.120s' resolves to %.200s, outside the index's folder: shards "
+                    "must lie under it",
+                    name, real);
     free(real);
     return s;
 }
@@ -235,8 +280,8 @@ static gdu_st_status list_files(gdu_st_model *m, const char *path, unsigned flag
 /* Opens file f, checks that a shard lies inside folder (when not NULL),
  * reads and validates its header, and keeps the descriptor when f is among
  * the first keep files. */
-static gdu_st_status open_file(gdu_st_model *m, size_t f, const char *folder, const char *name,
-                               unsigned flags, size_t keep, gdu_st_error *err)
+static gdu_st_status open_file(gdu_st_model *m, size_t f, const st_shard_root *folder,
+                               const char *name, unsigned flags, size_t keep, gdu_st_error *err)
 {
     st_file *file = &m->files[f];
     int fd = st_open_regular(file->path);
@@ -273,17 +318,30 @@ gdu_st_status st_file_descriptor(const gdu_st_model *m, size_t f, int *out, gdu_
         *out = file->fd;
         return GDU_ST_OK;
     }
-    int fd = st_open_regular(file->path);
+    /* st_open_regular's checks only where the file is not the one
+     * validated (to name what is there): that one is the regular data file
+     * they found (same device and inode). O_NONBLOCK: a FIFO put at the
+     * path does not block the open. */
+    int fd = open(file->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return st_open_fail(err, file->path, fd);
+        return st_open_fail(err, file->path, -errno);
     st_identity now;
     if (st_identity_of(fd, &now) != 0 || !st_identity_equal(&now, &file->id)) {
+        close(fd);
+        fd = st_open_regular(file->path);
+        if (fd < 0)
+            return st_open_fail(err, file->path, fd);
         close(fd);
         return st_fail(err, GDU_ST_ERR_CHANGED,
                        "%s is not the file that was opened and validated (replaced, or written "
                        "since: its size, modification or change time differs): open the "
                        "checkpoint again",
                        file->path);
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return st_fail(err, GDU_ST_ERR_IO, "%s: fcntl: %s", file->path, strerror(e));
     }
     *out = fd;
     return GDU_ST_OK;
@@ -398,12 +456,16 @@ gdu_st_status gdu_st_open_flags(const char *path, unsigned flags, gdu_st_model *
     char *folder = NULL;
     gdu_st_status s = list_files(m, path, flags, &index, &folder, err);
     size_t keep = st_files_within_limit(ST_KEEP_FILES, 8);
+    st_shard_root root = {0};
+    if (s == GDU_ST_OK && folder != NULL)
+        s = shard_root_resolve(&root, folder, err);
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
-        s = open_file(m, f, folder, folder ? index.shards[f] : NULL, flags & GDU_ST_LENIENT, keep,
-                      err);
+        s = open_file(m, f, folder ? &root : NULL, folder ? index.shards[f] : NULL,
+                      flags & GDU_ST_LENIENT, keep, err);
         if (s == GDU_ST_ERR_PATH_ESCAPE)
             st_prefix(err, path);
     }
+    shard_root_free(&root);
     free(folder);
     if (s == GDU_ST_OK) {
         s = build_table(m, err);

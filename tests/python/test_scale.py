@@ -76,6 +76,28 @@ class ShardScaleTest(unittest.TestCase):
                             self.assertEqual(len([f.get_tensor(k) for k in f.keys()]), 2 * count)
                     self.assertLessEqual(paths.calls, 2 * count, (count, backend))
 
+    def test_a_shard_is_planned_when_the_walk_reaches_it(self):
+        """weights_iterator over an index of N shards makes each shard's
+        tensor records and file handle as the reads reach it: the first
+        tensor comes after a bounded number of them, not all N shards'
+        (made at the opening, they were all held until the end, and
+        Python's collector walked them over and over)."""
+        count = 3 * iterator.READS_AHEAD
+        with tempfile.TemporaryDirectory() as d:
+            index = sharded(d, count)
+            with Counted("gdu_st_model_tensor") as infos:
+                with Counted("gdu_st_model_file_path") as paths:
+                    it = gdunlock.weights_iterator(index, device="cpu")
+                    name, tensor = next(it)
+                    first = (infos.calls, paths.calls)
+                    rest = dict(it)
+            self.assertEqual((name, bytes(tensor.tolist())), ("layers.0.w0", bytes([0, 0, 7])))
+            self.assertEqual(len(rest), 2 * count - 1)
+            # the first batch of reads ahead: READS_AHEAD tensors, 2 a shard
+            self.assertLessEqual(first[0], iterator.READS_AHEAD + 2, first)
+            self.assertLessEqual(first[1], iterator.READS_AHEAD // 2 + 1, first)
+            self.assertEqual(infos.calls, 2 * count)
+
     def test_negative_file_index_counts_from_the_end(self):
         with tempfile.TemporaryDirectory() as d:
             with gdunlock.Checkpoint(sharded(d, 3)) as ckpt:
