@@ -8,7 +8,7 @@ tensors go to host memory through the engine (backend="pread": the CPU's
 default maps the file instead).
 
 Every rank of one split (rows: dim 0, columns: dim 1) is asked for as
-tests/gpu/load_patterns.py asks it: each shard opened in turn, every 2-D
+bench/gpu/load_patterns.py asks it: each shard opened in turn, every 2-D
 tensor's part for the rank, key by key. Prints the best pass's microseconds
 per request, opens included (one line, or JSON with --json).
 
@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
 import load_patterns as lp  # noqa: E402
 
 

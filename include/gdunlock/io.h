@@ -57,23 +57,27 @@ typedef struct {
     unsigned staging_per_worker; /* staging buffers per worker (2 = double buffering) */
 } gdu_io_options;
 
-/* Defaults, from sweeps on the H200 machines (bench/results/, docs/io-api.md).
+/* Defaults, from sweeps on the H200 machines (docs/io-api.md).
  * Workers: three quarters of the online CPUs, at least 2, at most
- * GDU_IO_MAX_DEFAULT_WORKERS. On 16 CPUs, 12 workers against 16 took the
- * first tensor-parallel rank of a process 8-19 % faster for rows at 2, 4
- * and 8 ways (the rest of the CPUs left to the caller's thread, which such
- * ranks are bound by) and whole loads no slower; the 2-way columns lost
- * 3 %. On 32 CPUs, warm, 16 workers beat 8 at every chunk size (4M: 46.3 vs
- * 40.7 GB/s); 2 staging slots per worker beat 3 (more staging only adds
- * time to fault in and pin before the first copy). 4 MiB chunks beat 1M
- * and 16M; cold, workers and chunk made no difference. */
+ * GDU_IO_MAX_DEFAULT_WORKERS. On 16 CPUs, 12 workers against 16 made the
+ * first tensor-parallel rank of a process faster for rows (the rest of the
+ * CPUs left to the caller's thread, which such ranks are bound by) and
+ * whole loads no slower; the 2-way columns lost a little
+ * (bench/results/2026-12-02-h200-workers-box.md). 2 staging slots per
+ * worker beat 3 on a first load (more staging only adds time to fault in
+ * and pin before the first copy;
+ * bench/results/2026-12-01-h200-first-load-batch6.md). Warm, 4 MiB chunks
+ * beat 1M and 16M; cold, workers and chunk made no difference
+ * (bench/results/2026-11-30-h200-io-batch2.md,
+ * bench/results/2026-11-30-h200x2-io-batch3.md). */
 unsigned gdu_io_default_workers(void);
 #define GDU_IO_MAX_DEFAULT_WORKERS 16u
 #define GDU_IO_DEFAULT_CHUNK (4u << 20)
 /* The chunk when the caller leaves it 0 and asks for O_DIRECT (direct ON):
- * one O_DIRECT read per 16 MiB. On the H200 machine's disk 8 threads made
- * 1.51 GB/s with 16 MiB O_DIRECT reads and 1.24 with 4 MiB ones (batch 2),
- * and the engine with 16 MiB chunks 1.56 vs host 1.71 (batch 1). */
+ * one O_DIRECT read per 16 MiB. On the H200 machine's disk 16 MiB O_DIRECT
+ * reads beat 4 MiB ones (bench/results/2026-11-30-h200-io-batch2.md), and
+ * the engine with 16 MiB chunks keeps up with the host's reads
+ * (bench/results/2026-11-30-h200x2-io-batch3.md). */
 #define GDU_IO_DEFAULT_DIRECT_CHUNK (16u << 20)
 #define GDU_IO_DEFAULT_STAGING 2u
 #define GDU_IO_MAX_WORKERS 256u
@@ -234,7 +238,8 @@ int gdu_io_extents_box(gdu_io_extent *ext, size_t n, uint64_t offset, const uint
  * runs a worker plans it while the caller goes on (computing the runs of a
  * box whose dimensions merge into one instead of making them). The caller's part
  * costs the same for a column of 4,096 rows as for one run, where making
- * the extents cost 19 us in an interpreter (issue 21). counts and strides
+ * the extents in an interpreter was a measurable part of a rank
+ * (bench/results/2026-12-02-h200-workers-box.md). counts and strides
  * are copied: the caller may reuse them at once. The extents' done and
  * status stay inside; gdu_io_wait gives the bytes moved. Returns 0, or
  * -EINVAL (what gdu_io_submit and gdu_io_extents_box refuse) with nothing
@@ -246,9 +251,9 @@ int gdu_io_submit_box(gdu_io_file *f, gdu_io_op op, uint64_t offset, const uint6
 /* gdu_io_submit_box of a read whose memory comes later (gdu_io_place): the
  * workers read the runs into staging at once and copy each chunk out once
  * the memory is given, so a caller that allocates after submitting has the
- * allocation overlap the reads. On the H200 a process's first tensors wait
- * 0.4-1.1 ms for torch's first blocks from the driver while the engine
- * stands idle (issue 21). The request must be placed or cancelled
+ * allocation overlap the reads: a process's first tensors wait for torch's
+ * first blocks from the driver, and the engine stood idle meanwhile
+ * (bench/results/2026-12-04-h200-deferred-reads.md). The request must be placed or cancelled
  * (gdu_io_place with NULL) before it can complete; gdu_io_wait and
  * gdu_io_close cancel one left unplaced. Returns what gdu_io_submit_box
  * returns for a read. Since GDUNLOCK_LOAD_0.3. */

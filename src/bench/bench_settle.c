@@ -1,8 +1,9 @@
 /* gdunlock bench: a quiet storage before each timed path. Without it the path
  * that runs after a --create or after a write run pays for the earlier
  * run's dirty pages being written back (dirty_ratio throttling on writes,
- * a busy disk on cold reads): on the H200 machine that alone moved the
- * engine/host ratio from 1.12 to 0.65 depending on which ran first. */
+ * a busy disk on cold reads): that alone turned the engine/host ratio
+ * around depending on which ran first
+ * (bench/results/2026-11-30-h200-io-batch2.md). */
 #include "bench/bench.h"
 
 #include <stdio.h>

@@ -18,9 +18,9 @@
  * with mincore over up to 64 windows of 64 KiB spread across the file, in
  * one mapping of the whole file; -1 if it cannot be measured. It runs in
  * every open, before the first read, so it stays small: one mapping, not
- * one per window, and 1024 pages, not 65536 (with 64 windows of 4 MiB, each
- * mapped on its own, a cached 8 GiB load on the H200 machine spent 2.9-8.8
- * ms outside its transfer, 0.4-3.3 ms now:
+ * one per window, and 1024 pages, not 65536 (64 windows of 4 MiB, each
+ * mapped on its own, kept a cached load several times longer outside its
+ * transfer:
  * bench/results/2026-12-01-h200-first-load-batch6.md). */
 static double cached_fraction(const gdu_io_sys *sys, int fd, uint64_t size)
 {

@@ -127,26 +127,21 @@ typedef struct gdu_io_chunk {
  * over when it preads, only its extents' bytes when it copies from the
  * file's mapping (io_map.c). Fewer when the dispatch unit is smaller. Each
  * chunk is one copy to the GPU, and small copies cost the copy engine more
- * than their bytes: on the H200 machine one rank's half of every column
- * of a 5.84 GB checkpoint, from the mapping, took 282 ms in 64 KiB chunks,
- * 154-159 ms in 256 KiB, 79-83 ms in 1 MiB and 71-72 ms in 4 MiB
- * (bench/results/2026-12-02-h200-first-rank-and-chunks.md). In fresh
- * processes, three rounds, medians of a split's first rank (later ranks):
- * 1, 2 and 4 MiB gave 75.9 (72.5-78.1), 66.8 (63.4-64.4) and 65.9
- * (58.4-63.0) ms at 2 ways, 43.4, 38.6 and 38.3 ms at 4 ways, and 27.8,
- * 27.9 and 29.7 ms at 8 ways (bench/results/2026-12-02-h200-gather-chunk.md):
- * 2 MiB keeps the 8-way first rank where 1 MiB had it. Measured again once
- * a short queue moved in parts: 1 MiB made every column split 7-18 %
- * slower, 4 MiB an 8-way first rank of columns 5.7 ms longer
+ * than their bytes: a column gather in chunks below 1 MiB takes several
+ * times as long (bench/results/2026-12-02-h200-first-rank-and-chunks.md).
+ * Against 1 and 4 MiB, 2 MiB keeps the 8-way first rank where 1 MiB had it
+ * and the wider splits as fast as 4 MiB
+ * (bench/results/2026-12-02-h200-gather-chunk.md); measured again once a
+ * short queue moved in parts, 1 MiB made every column split slower and
+ * 4 MiB the 8-way first rank of columns longer
  * (bench/results/2026-12-04-h200-full-run-and-gather-units.md). */
 #define GDU_IO_GATHER_CHUNK ((uint64_t)2 << 20)
 
 /* Within a gather chunk, extents whose file ranges lie at most this far
  * apart are read with one pread over the gap, which is then squeezed out in
- * staging. On the H200 machine (tests/gpu/gather_costs.c, 16 threads, page
- * cache warm) whole 4 MiB reads moved 49-60 GB/s, a pread per 2 KiB piece of
- * every 8 KiB 5.2 GB/s of pieces and per 5.5 KiB of every 21.5 KiB 7.2: one
- * more read call costs what 15-20 KiB of copying does
+ * staging. Measured with bench/gpu/gather_costs.c, a pread per piece of a
+ * few KiB moves a small fraction of what whole 4 MiB reads do: one more read
+ * call costs about what copying a gap of the order of this bound does
  * (bench/results/2026-12-01-h200-loader-patterns.md). */
 #define GDU_IO_GATHER_GAP ((uint64_t)32 << 10)
 
@@ -156,11 +151,10 @@ typedef struct gdu_io_chunk {
  * Otherwise a caller waiting for a request of a few chunks, or for the last
  * chunks of a load, waits for a whole chunk's time while most workers stand
  * idle. Each part costs a read and a copy of its own, and parts taken in
- * more than one round cost more than they save: on the H200 machine (12
- * workers) get_tensor without read-ahead took 0.68 ms for 8.4 MB tensors (2
- * chunks) in parts of a quarter against 1.02 ms whole, but 3.21 against
- * 2.86 ms for 90 MB ones when every chunk of a queue shorter than the
- * workers was cut in four (medians; bench/results/2026-12-04-h200-parts.md). */
+ * more than one round cost more than they save: get_tensor without
+ * read-ahead of a tensor of 2 chunks was faster in parts of a quarter, but a
+ * tensor of many chunks slower when every chunk of a queue shorter than the
+ * workers was cut in four (bench/results/2026-12-04-h200-parts.md). */
 #define GDU_IO_MAX_PARTS 4
 
 /* Under e->qlock, for the worker that found c at the head of the queue:
@@ -236,8 +230,8 @@ struct gdu_io_box {
  * kept whole (ext NULL, box of one dimension), computed from the box. A
  * box read on a worker is kept whole once its dimensions merge into one: a
  * rank's column slice is one run per row, and 40 bytes of extent a row were
- * memory a process's first rank of columns faulted in anew, about 4,200
- * more page faults than a later rank on the H200
+ * memory a process's first rank of columns faulted in anew, thousands of
+ * page faults a later rank does not take
  * (bench/results/2026-12-04-h200-first-rank-faults.md). */
 typedef struct {
     const gdu_io_extent *ext;
@@ -267,10 +261,10 @@ static inline char *gdu_io_run_mem(gdu_io_runs s, size_t k)
 /* From this many extents on, a read's chunks are planned on a worker
  * (gdu_io_request_plan) and the submitting thread only checks the extents.
  * Planning walks every extent several times: a rank's column of a [4096,
- * N] tensor is 4,096 extents. On the H200 machine, where the caller's thread
- * bounds the 8-way column splits, a rank's 107 submits took 9.7 ms planned
- * there and 2.7 ms planned on the workers, and the later ranks 25.3 against
- * 23.7 ms (bench/results/2026-12-02-h200-first-rank-prepare.md). */
+ * N] tensor is 4,096 extents. Where the caller's thread bounds the 8-way
+ * column splits, a rank's submits took a fraction of the time with the
+ * planning on the workers, and the later ranks were shorter
+ * (bench/results/2026-12-02-h200-first-rank-prepare.md). */
 #define GDU_IO_PLAN_ON_WORKER 256
 
 /* Worker side: plans request r (its chunks, queued ahead of everything
@@ -285,9 +279,9 @@ typedef struct {
 } gdu_io_map_key;
 
 /* A closed file's gather mapping is kept this long for the next open of the
- * same file: each open mapped its file afresh, and faulting 5.84 GB in
- * again and unmapping the last mappings cost an 8-way rank of columns
- * 1.1-2.2 ms of its 19-20 (bench/results/2026-12-04-h200-kept-mappings.md). At most
+ * same file: each open mapped its file afresh, and faulting the file in
+ * again and unmapping the last mappings was a measurable part of an 8-way
+ * rank of columns (bench/results/2026-12-04-h200-kept-mappings.md). At most
  * GDU_IO_MAX_KEPT_MAPS are kept, the oldest unmapped first. Meanwhile a
  * deleted file's blocks stay allocated. */
 #define GDU_IO_KEEP_MAP_SECONDS 2.0
@@ -509,11 +503,10 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, uint64
  * for a buffered file: not for O_DIRECT reads (a cold
  * file: faulting pages in one by one reads the disk in small pieces) nor
  * where it cannot be mapped (pread over the gaps then). Page faults on a
- * warm file cost little, and nothing is read over the gaps: on the H200
- * machine (tests/gpu/gather_costs.c, 16 threads) 2 KiB of every 8 KiB came
- * out of a fresh mapping at 22.8-25.4 GB/s of pieces and 1 KiB at
- * 18.5-19.3, where reading the whole rows gives a quarter or an eighth of
- * 50-77 GB/s (bench/results/2026-12-02-h200-column-routes.md). */
+ * warm file cost little, and nothing is read over the gaps: measured with
+ * bench/gpu/gather_costs.c, pieces of a column came out of a fresh mapping
+ * faster than out of whole rows read, of whose bytes the pieces are only a
+ * quarter or an eighth (bench/results/2026-12-02-h200-column-routes.md). */
 bool gdu_io_gather_mapped(gdu_io_file *f);
 /* Copies gather chunk c's extents from the mapping into staging, one after
  * another. The file's size now bounds it: a file cut short since it was
@@ -526,9 +519,9 @@ int64_t gdu_io_gather_from_map(gdu_io_file *f, const gdu_io_chunk *c, char *stag
                                size_t len);
 /* At close: hands the file's mapping to the engine, which keeps it for the
  * file's next open (GDU_IO_KEEP_MAP_SECONDS) and then has its workers unmap it
- * when idle (tearing down a mapping of every page of a 2 GB shard took
- * 23-42 ms on the H200 machine, which a caller closing files need not wait
- * for). */
+ * when idle (tearing down a mapping of every page of a shard is slow, and a
+ * caller closing files need not wait for it;
+ * bench/results/2026-12-04-h200-kept-mappings.md). */
 void gdu_io_gather_unmap_later(gdu_io_file *f);
 /* Unmaps the file's mappings at once: a child of fork() closing its copy
  * of a parent's file. */

@@ -65,8 +65,9 @@ static int cuda_thread_enter(gdu_io_engine *e)
 
 /* Staging is mapped and faulted in by the engine (io_staging.c), so that
  * the driver only pins pages that already exist: cuMemHostAlloc maps and
- * faults inside the driver, 1.6-2.4 ms per 4 MiB on the H200, serialised
- * across threads (tests/gpu/first_load_costs.py). */
+ * faults inside the driver and costs several times a registration of the
+ * same bytes faulted in (bench/results/2026-12-02-h200-gather-chunk.md,
+ * bench/results/2026-12-01-h200-first-load-staging.md). */
 static int cuda_staging_pin(gdu_io_engine *e, void *p, size_t bytes, char *why, size_t len)
 {
     gdu_CUresult r = e->cu->cuMemHostRegister(p, bytes, GDU_CU_MEMHOSTREGISTER_PORTABLE);

@@ -84,8 +84,8 @@ void gdu_io_chunk_done(gdu_io_chunk *c, uint64_t good, int status, const char *w
 /* The unit a request is split into for the workers. O_DIRECT reads and all
  * writes move whole chunks. Buffered reads are dispatched in read pieces
  * (4 MiB): with 16 MiB chunks, one worker reading a whole chunk in four
- * pieces before it took the next made 8 workers reach only 25-30 GB/s on the
- * H200 machine, where the same workers on 4 MiB units made 52; so a large
+ * pieces before it took the next left the workers at about half the rate
+ * of 4 MiB units (bench/results/2026-11-30-h200-io-batch2.md); so a large
  * chunk size only sizes the staging slots and the O_DIRECT transfers. */
 static uint64_t dispatch_unit(const gdu_io_file *f, gdu_io_op op)
 {

@@ -1,15 +1,14 @@
 /* The engine's staging memory. One mapping holds every worker's slots: each
  * worker faults its own slots in, on its own thread, and the mapping is
- * pinned in two calls, the first slot of every worker, then the others. On
- * the H200 machine, 24 slots of 4 MiB mapped and pinned one by one from 8
- * threads at once kept a fresh engine's first copy waiting 15-64 ms (each
- * cuMemHostRegister up to 12-27 ms while the other threads mapped and pinned
- * theirs), where one registration of the same 96 MiB, already faulted in,
- * took 3.8 ms; in transparent huge pages, faulted in by touching, the first
- * copy starts 8.6-9.8 ms after the engine is created (14-23 ms in 4 KiB
- * pages; bench/results/2026-12-01-h200-first-load-staging.md). A
- * registration costs in proportion to its bytes (96 MiB in 3.3-5.2 ms, 48
- * MiB in 1.6-2.5 ms; bench/results/2026-12-02-h200-staging-in-two.md), so
+ * pinned in two calls, the first slot of every worker, then the others.
+ * Slots mapped and pinned one by one from every worker at once kept a fresh
+ * engine's first copy waiting many times longer than one registration of
+ * the same bytes, already faulted in: the registrations queue behind one
+ * another; in transparent huge pages, faulted in by touching, the first
+ * copy starts sooner than in 4 KiB pages
+ * (bench/results/2026-12-01-h200-first-load-staging.md). A registration
+ * costs in proportion to its bytes
+ * (bench/results/2026-12-02-h200-staging-in-two.md), so
  * the workers start on their first slot once half the region is pinned,
  * and take up their others when the rest is. When the mapping cannot be had
  * or pinned, slots are allocated one by one instead
@@ -50,9 +49,9 @@ static char *map(size_t bytes, char *why, size_t len)
 }
 
 /* Faults [p, p + bytes) in for writing, as a read into it would, by writing
- * to every page: in huge pages that is one fault per 2 MiB. (On the H200
- * machine's kernel, 6.18, MADV_POPULATE_WRITE from 8 threads at once was
- * slower: the first copy waited 14-18 ms instead of 11-13.) */
+ * to every page: in huge pages that is one fault per 2 MiB.
+ * (MADV_POPULATE_WRITE from 8 threads at once made the first copy wait
+ * longer on kernel 6.18; bench/results/2026-12-01-h200-first-load-staging.md.) */
 static void fault_in(char *p, size_t bytes)
 {
     long page = sysconf(_SC_PAGESIZE);

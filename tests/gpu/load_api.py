@@ -379,7 +379,7 @@ def start_with_cuda_child(mode):
 
 def check_start_with_cuda():
     """The engine starts while torch initializes CUDA, in fresh processes
-    that import torch first (as load_patterns.py's do)."""
+    that import torch first (as bench/gpu/load_patterns.py's do)."""
     import subprocess
 
     def run(mode, **env):

@@ -1,4 +1,4 @@
-"""The parts of the accelerator machine's scripts (tests/gpu) that decide
+"""The parts of the accelerator machine's instruments (bench/gpu) that decide
 what their runs say, run here without a GPU: patterns_ab.py's variants,
 their order in each round, and its summary of the processes' lines;
 load_patterns.py's order of runs, and what a resumed run still makes;
@@ -11,7 +11,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "gpu"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import first_rank_parts  # noqa: E402
 import loader_python_cost  # noqa: E402

@@ -1,7 +1,8 @@
 /* The engine's staging: made at creation, in the background, as one region
- * holding every worker's slots, pinned by two calls (24 slots pinned one by
- * one from 8 threads took 40-60 ms of a first load on the H200, one pin of
- * the same region 3.8 ms): the first slot of every worker before the first
+ * holding every worker's slots, pinned by two calls (slots pinned one by
+ * one from every worker at once cost a first load many times one pin of
+ * the same region: bench/results/2026-12-01-h200-first-load-staging.md):
+ * the first slot of every worker before the first
  * copy, the other slots while the workers copy through their first; when
  * the region cannot be pinned, slots are pinned one by one, and a slot that
  * cannot be had degrades the worker (later slots) or fails its chunk (the

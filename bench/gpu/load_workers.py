@@ -15,9 +15,12 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
-from load_compare import bench_ceiling, run_one
+# load.sh's loader runs and ceiling, shared with the check that gates on them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "gpu"))
+from load_compare import bench_ceiling, run_one  # noqa: E402
 
 
 def shape_env(base, workers, staging=None):
@@ -71,7 +74,7 @@ def main():
     result = {"runs": runs, "ceilings": ceilings, "median_gbps": summary,
               "machine": {"host": platform.node(), "python": platform.python_version(),
                           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())},
-              "command": f"tests/gpu/load_workers.py --shapes {a.shapes} --rounds {a.rounds}"}
+              "command": f"bench/gpu/load_workers.py --shapes {a.shapes} --rounds {a.rounds}"}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "load_workers.json"), "w") as f:
         json.dump(result, f, indent=2)

@@ -3,12 +3,12 @@ itself, straight out of the page cache, and what does registering the
 file's mapping with cuMemHostRegister(READ_ONLY) cost? Page cache warm
 first; one JSON line per measurement.
 
-    python3 tests/gpu/register_probe.py gather FILE
+    python3 bench/gpu/register_probe.py gather FILE
         registers the first 256 MiB of FILE's mapping, then all of it, and
         copies with cuMemcpy2D 1 KiB of every 8 KiB (an 8-way column slice
         of a 4096-wide bf16 weight), 2 KiB of every 8 KiB (4-way) and the
         whole range to the GPU, three times each; then unregisters
-    python3 tests/gpu/register_probe.py scaling FILE
+    python3 bench/gpu/register_probe.py scaling FILE
         1, 4 and 12 threads register and unregister disjoint chunks (16,
         64 MiB) of the mapping: GB/s of the file, median ms of a chunk
 

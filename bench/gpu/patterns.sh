@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The loader's calling patterns beside safetensors (issue 21), run by
-# tests/gpu/run.sh on the accelerator machine: tests/gpu/load_patterns.py on a
+# The loader's calling patterns beside safetensors (issue 21), the pattern
+# benchmark, run on the accelerator machine (`BUILD=build OUT=DIR bash
+# bench/gpu/patterns.sh`): bench/gpu/load_patterns.py on a
 # 5.8 GB Llama-shaped checkpoint in $GDU_PATTERNS_DIR (default
 # /var/tmp/gdu-patterns, on a disk), each case in a fresh process. The cold
 # case drops the page cache (root). Results: $OUT/load_patterns.json.

@@ -28,7 +28,7 @@ res=$OUT/first_load.jsonl
 : >"$res"
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 
-"$py" "$here/load_make_checkpoint.py" --dir "$work" --gib 8 >"$OUT/first_load_make.log" 2>&1 ||
+"$py" "$root/tests/gpu/load_make_checkpoint.py" --dir "$work" --gib 8 >"$OUT/first_load_make.log" 2>&1 ||
   { echo "FAIL first-load-checkpoint: $(tail -1 "$OUT/first_load_make.log")"; exit 0; }
 ckpt=$work/model.safetensors
 cat "$ckpt" >/dev/null
