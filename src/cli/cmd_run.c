@@ -32,8 +32,8 @@ static void usage(FILE *out)
 {
     fprintf(
         out,
-        "Usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--test-drop-native] -- CMD "
-        "[ARGS...]\n"
+        "Usage: gdunlock run [--report PATH] [--log LEVEL] [--json] [--rdma] [--test-drop-native] "
+        "-- CMD [ARGS...]\n"
         "\n"
         "Runs CMD with the gdunlock shim (libgdunlock.so) preloaded: on every GPU where the\n"
         "driver gives CUDA no ThirdPartyP2P object (GeForce), the shim creates one and registers\n"
@@ -45,6 +45,9 @@ static void usage(FILE *out)
         "  --report PATH       also write the report (JSON) to PATH\n"
         "  --log LEVEL         shim log level in CMD: error (default), info or debug\n"
         "  --json              the report as JSON on stdout\n"
+        "  --rdma              also answer the GPUDirect RDMA attributes for NCCL and ibverbs\n"
+        "                      programs (GPUDirect RDMA through nvidia-peermem; opt-in, not yet\n"
+        "                      shown on a GeForce; default: GDUNLOCK_RDMA)\n"
         "  --test-drop-native  test mode: replace libcuda's own ThirdPartyP2P objects by the\n"
         "                      shim's (reproduces the GeForce state on a datacenter GPU)\n"
         "\n"
@@ -73,6 +76,9 @@ static int option(void *ctx, int opt, const char *arg)
     case 't':
         o->launch.test_drop_native = true;
         break;
+    case 'R':
+        o->launch.rdma = true;
+        break;
     }
     return GDU_CLI_CONTINUE;
 }
@@ -84,6 +90,7 @@ static int parse(int argc, char **argv, struct run_options *o, int *cmd_index)
         {"report", required_argument, NULL, 'r'},
         {"log", required_argument, NULL, 'l'},
         {"test-drop-native", no_argument, NULL, 't'},
+        {"rdma", no_argument, NULL, 'R'},
         GDU_CLI_JSON_OPTION,
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},

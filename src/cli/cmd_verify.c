@@ -11,6 +11,7 @@
 #include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"
+#include "verify/verify_rdma.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -22,6 +23,7 @@
 
 struct cli {
     gdu_verify_options opts;
+    bool rdma;
     bool no_shim;
     bool progress;
 };
@@ -32,6 +34,7 @@ static void usage(FILE *out)
         out,
         "Usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
         "                       [--progress]\n"
+        "       gdunlock verify --rdma [--json]\n"
         "\n"
         "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
         "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
@@ -52,6 +55,9 @@ static void usage(FILE *out)
         "  --no-shim   run without libgdunlock.so (to compare with the stock driver path)\n"
         "  --json      machine-readable output\n"
         "  --progress  stages on stderr even when it is not a terminal\n"
+        "  --rdma      GPUDirect RDMA on this machine's RDMA adapter instead (libibverbs, loaded\n"
+        "              at run time; GDUNLOCK_IBVERBS names another): refuses with the cause and\n"
+        "              the fix where there is no verbs library or no adapter (exit 69)\n"
         "\n"
         "Other exit codes: 64 bad arguments or PATH would be clobbered, 66 PATH cannot be\n"
         "created, 69 no libcuda or GPU, 70 internal error.\n");
@@ -91,6 +97,9 @@ static int option(void *ctx, int opt, const char *arg)
     case 'p':
         c->progress = true;
         break;
+    case 'R':
+        c->rdma = true;
+        break;
     }
     return GDU_CLI_CONTINUE;
 }
@@ -104,6 +113,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
         {"keep", no_argument, NULL, 'k'},
         {"no-shim", no_argument, NULL, 'n'},
         {"progress", no_argument, NULL, 'p'},
+        {"rdma", no_argument, NULL, 'R'},
         GDU_CLI_JSON_OPTION,
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
@@ -112,7 +122,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
                                         .usage = usage,
                                         .shortopts = "s:g:fk",
                                         .longs = longs,
-                                        .min_operands = 1,
+                                        .min_operands = 0,
                                         .max_operands = 1,
                                         .operands_wanted = "name exactly one file to write (PATH)"};
     memset(c, 0, sizeof *c);
@@ -123,6 +133,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
     int rc = gdu_cli_parse(&cmd, argc, argv, option, c, &first);
     if (rc != GDU_CLI_CONTINUE)
         return rc;
+    if (c->rdma != (first == argc))
+        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL, "%s",
+                            c->rdma ? "--rdma takes no PATH"
+                                    : "name exactly one file to write (PATH)");
     c->opts.path = argv[first];
     if (c->progress || isatty(STDERR_FILENO))
         c->opts.progress = print_stage;
@@ -324,12 +338,24 @@ static int finish(const struct cli *c, json_t *doc)
     return code;
 }
 
+/* Every outcome of verify --rdma so far stops before a transfer: the
+ * cause and the fix, as a failure of its own code. */
+static int verify_rdma(void)
+{
+    gdu_verify_rdma_result r;
+    gdu_verify_rdma(NULL, &r);
+    return gdu_cli_fail("verify", GDU_EXIT_UNAVAILABLE, gdu_verify_rdma_code(r.outcome), r.fix,
+                        "%s", r.cause);
+}
+
 int gdu_cmd_verify(int argc, char **argv)
 {
     struct cli c;
     int rc = parse_args(argc, argv, &c);
     if (rc != GDU_CLI_CONTINUE)
         return rc;
+    if (c.rdma)
+        return verify_rdma();
 
     gdu_verify_shim shim;
     memset(&shim, 0, sizeof shim);

@@ -100,7 +100,7 @@ static void print_verdicts(FILE *out, const gdu_report *r, bool color)
 void gdu_doctor_print_human(FILE *out, const gdu_report *r, const char *source, bool color)
 {
     static const char *const areas[] = {"driver", "gpu",     "nvidia-fs", "cufile", "p2pdma",
-                                        "iommu",  "storage", "pcie",      "p2p"};
+                                        "iommu",  "storage", "pcie",      "p2p",    "rdma"};
     fprintf(out, "%sgdunlock doctor%s: ", paint(color, BOLD), paint(color, RESET));
     line(out, "", source);
     fputc('\n', out);

@@ -54,5 +54,6 @@ void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *
         gdu_doctor_rules_p2pdma(sys, gpus, n, r);
     gdu_doctor_rules_gds(sys, gpus, n, path, r);
     gdu_doctor_rules_p2p(sys, gpus, n, r);
+    gdu_doctor_rules_rdma(sys, gpus, n, r);
     set_aside_the_other_path(r);
 }

@@ -31,6 +31,10 @@ gdu_direct_path gdu_doctor_rules_p2pdma(const gdu_snapshot *sys, const gdu_gpu_v
                                         size_t n_gpus, gdu_report *report);
 void gdu_doctor_rules_p2p(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
                           gdu_report *report);
+/* GPUDirect RDMA with an RDMA adapter (docs/rdma-model.md): its findings and
+ * the verdict finding rdma.verdict; one INFO finding where there is no adapter. */
+void gdu_doctor_rules_rdma(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,
+                           gdu_report *report);
 
 /* The fixes several rules share. */
 #define GDU_FIX_REBAR                                                                              \

@@ -77,6 +77,7 @@ void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths
     gdu_mounts_read(sr, &out->mounts);
     take_blocks(sr, out);
     take_nics(sr, out);
+    gdu_rdma_probe(sr, &out->rdma);
     gdu_iommu_probe(sr, &out->iommu);
     if (gdu_sysroot_is_live(sr))
         gdu_live_collect(&out->live, paths, n_paths);

@@ -1,7 +1,8 @@
 /* The snapshot of a machine: everything doctor, topo, p2p and verify judge,
  * read once when it is taken (driver, kernel and what building a module
  * needs, PCI devices, NVMe, mounts with their
- * block devices and udev data, IOMMU groups, network cards, cufile.json,
+ * block devices and udev data, IOMMU groups, network cards, RDMA devices
+ * and the peer-memory client, cufile.json,
  * nvidia-fs stats and the live driver's answers). The judges read nothing
  * else: they are functions of a snapshot, and a capture is one written out. */
 #ifndef GDUNLOCK_FACTS_SNAPSHOT_H
@@ -17,6 +18,7 @@
 #include "facts/live.h"
 #include "probe/nvfs_stats.h"
 #include "probe/pci_probe.h"
+#include "probe/rdma_probe.h"
 #include "probe/storage_probe.h"
 #include "probe/topo_path.h"
 #include "probe/sysroot.h"
@@ -53,6 +55,7 @@ typedef struct gdu_snapshot {
     size_t n_blocks;
     gdu_nic *nics; /* one per network card in the PCI tree */
     size_t n_nics;
+    gdu_rdma rdma; /* RDMA devices and the peer-memory client */
     gdu_iommu iommu;
     gdu_cufile_config cufile;
     gdu_live live;

@@ -50,6 +50,7 @@ json_t *gdu_launch_load_report(const char *path, char *why, size_t len);
 typedef struct gdu_launch_options {
     const char *log;       /* GDUNLOCK_LOG for the program; NULL: the shim's default */
     bool test_drop_native; /* GDUNLOCK_TEST_DROP_NATIVE=1 */
+    bool rdma;             /* GDUNLOCK_RDMA=1: the GPUDirect RDMA answers for NCCL and verbs too */
 } gdu_launch_options;
 
 typedef struct gdu_launch_result {

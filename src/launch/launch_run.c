@@ -116,6 +116,8 @@ static int run_child(char **argv, const char *shim, const char *report_pattern, 
             setenv("GDUNLOCK_LOG", o->log, 1);
         if (o->test_drop_native)
             setenv("GDUNLOCK_TEST_DROP_NATIVE", "1", 1);
+        if (o->rdma)
+            setenv("GDUNLOCK_RDMA", "1", 1);
         execvp(argv[0], argv);
         int e = errno;
         ssize_t w = write(pipefd[1], &e, sizeof e);

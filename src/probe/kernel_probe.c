@@ -9,7 +9,7 @@
 void gdu_kernel_probe(gdu_sysroot *sr, gdu_kernel *out)
 {
     memset(out, 0, sizeof *out);
-    out->p2pdma = out->nvme_multipath = GDU_TRI_UNKNOWN;
+    out->p2pdma = out->nvme_multipath = out->dma_buf = GDU_TRI_UNKNOWN;
     if (gdu_sysroot_read_line(sr, "/proc/sys/kernel/osrelease", out->release,
                               sizeof out->release) == 0 &&
         gdu_parse_kernel_release(out->release, &out->major, &out->minor) != 0)
@@ -20,6 +20,7 @@ void gdu_kernel_probe(gdu_sysroot *sr, gdu_kernel *out)
         if (gdu_sysroot_read(sr, path, &text) >= 0) {
             snprintf(out->config, sizeof out->config, "%s", path);
             out->p2pdma = gdu_tri_of(gdu_kernel_config_option(text, "CONFIG_PCI_P2PDMA"));
+            out->dma_buf = gdu_tri_of(gdu_kernel_config_option(text, "CONFIG_DMA_SHARED_BUFFER"));
             free(text);
         }
     }

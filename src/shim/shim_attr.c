@@ -4,9 +4,12 @@
  * (CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE), which libcufile asks in
  * cuFileBufRegister. They turn GPUDirect Storage off where these read 0, as
  * on GeForce. On a GPU the shim unlocks for nvidia-fs (for a buffer: one it
- * registered there) the shim answers 1, but not to the libraries that read
- * them for GPUDirect RDMA with a network adapter: the unlock does not make
- * that path work, so they keep libcuda's answer. */
+ * registered there) the shim answers 1. The libraries that read them for
+ * GPUDirect RDMA with a network adapter (NCCL, ibverbs programs) keep
+ * libcuda's answer unless the process runs under `gdunlock run --rdma`: their
+ * NIC pins the same registrations through nvidia-peermem, whose lookup is
+ * the one nvidia-fs uses (docs/rdma-model.md), but no GeForce has shown that
+ * path working yet, so it is opt-in. */
 #include "shim/shim_state.h"
 
 #include <stdarg.h>
@@ -42,15 +45,17 @@ static gdu_tpp_mode mode_by_pci(const gdu_shim *s, const char *pci)
 
 /* Counts one query whose value (after the test mode) is 0 and says whether
  * the shim answers 1: where the unlock holds for it and the caller is no RDMA
- * networking library. Under the lock. */
+ * networking library, or rdma_network is on. Under the lock. */
 static bool answers(gdu_shim *s, gdu_attr_answers *a, bool unlocked, const char *caller)
 {
     bool network = gdu_shim_caller_is_rdma_network(caller);
     bool answer = s->cfg.rdma_attr_answer && unlocked && !s->passive && !s->refused &&
-                  s->layout_known && !network;
+                  s->layout_known && (!network || s->cfg.rdma_network);
     a->asked++;
     if (answer) {
         a->answered++;
+        if (network)
+            a->answered_for_network++;
     } else {
         a->kept++;
         if (network && a->kept_for[0] == '\0') {
@@ -76,6 +81,11 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
                      "GPUDirect RDMA attribute of GPU %s: 1 for %s (the storage unlock)",
                      pci != NULL ? pci : "?", caller != NULL ? caller : "an unknown caller");
     return answer ? 1 : value;
+}
+
+int gdu_shim_dma_buf_attribute(const gdu_shim *s, int libcuda_value)
+{
+    return s->cfg.test_rdma_attr_zero ? 0 : libcuda_value;
 }
 
 /* Whether the GPU VA ptr lies in memory registered with an NV503C of the

@@ -63,8 +63,14 @@ typedef struct {
      * Storage where they read 0), except to the RDMA networking libraries
      * (NCCL and the like), for which the unlock changes nothing. */
     bool rdma_attr_answer;
+    /* gdunlock run --rdma (GDUNLOCK_RDMA=1): the same answers go to the RDMA
+     * networking libraries too (NCCL's GPU check, ibverbs programs), whose
+     * NIC reaches the same ThirdPartyP2P registrations through
+     * nvidia-peermem (docs/rdma-model.md). Off: they keep libcuda's answer. */
+    bool rdma_network;
     /* Test mode: libcuda's own answer for both attributes reads 0, as on
-     * GeForce, before the shim's answer. */
+     * GeForce, before the shim's answer; so does CU_DEVICE_ATTRIBUTE_DMA_BUF_
+     * SUPPORTED, which GeForce libcuda does not advertise either. */
     bool test_rdma_attr_zero;
 } gdu_shim_config;
 
@@ -139,8 +145,8 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
 /* The value a caller sees for CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE
  * of the buffer at GPU VA ptr, given libcuda's own value: 1 where the memory
  * there is registered with an NV503C of the shim's own (the GPU is
- * unlocked), libcuda's answer elsewhere and for the RDMA networking
- * libraries; the test mode (test_rdma_attr_zero) and rdma_attr_answer apply
+ * unlocked), libcuda's answer elsewhere and (without rdma_network) for the
+ * RDMA networking libraries; the test mode (test_rdma_attr_zero) and rdma_attr_answer apply
  * as for the device attribute. Counted for the report. */
 int gdu_shim_rdma_pointer_attribute(gdu_shim *s, int libcuda_value, uint64_t ptr,
                                     const char *caller);
@@ -150,9 +156,15 @@ int gdu_shim_rdma_pointer_attribute(gdu_shim *s, int libcuda_value, uint64_t ptr
 bool gdu_shim_tracing(const gdu_shim *s);
 void gdu_shim_trace(gdu_shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED as a caller sees it, given
+ * libcuda's value: 0 under the GeForce stand-in (test_rdma_attr_zero),
+ * libcuda's own otherwise. The shim never answers 1: it makes no dma-buf
+ * (docs/rdma-model.md), so NCCL stays on the peer-memory route. */
+int gdu_shim_dma_buf_attribute(const gdu_shim *s, int libcuda_value);
+
 /* True for the libraries that read the attribute for GPUDirect RDMA with a
- * network adapter (NCCL, NVSHMEM, UCX, libfabric, MPI, gdrcopy, verbs): the
- * storage unlock gives them nothing, so they keep libcuda's answer.
+ * network adapter (NCCL, NVSHMEM, UCX, libfabric, MPI, gdrcopy, verbs): they
+ * keep libcuda's answer unless rdma_network is on.
  * caller: a path or file name. */
 bool gdu_shim_caller_is_rdma_network(const char *caller);
 

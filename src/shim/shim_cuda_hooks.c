@@ -5,7 +5,8 @@
  *   registered (nvidia-fs pins it then) and listed in the report.
  * - cuDeviceGetAttribute, cuPointerGetAttribute, cuPointerGetAttributes,
  *   cuGetProcAddress, cuGetProcAddress_v2: the GPUDirect RDMA attributes of a
- *   GPU the shim unlocks and of the buffers it registered there (shim_attr.c).
+ *   GPU the shim unlocks and of the buffers it registered there, and under
+ *   the GeForce stand-in the DMA-BUF attribute (shim_attr.c).
  * - cuMemGetHandleForAddressRange: passed through untouched, traced. The
  *   public call a PCI P2PDMA probe would make (a dma-buf mapped through the
  *   PCIe BAR); libcufile 1.15.1 resolves it but, on the H200, did not call
@@ -296,6 +297,9 @@ GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice 
         *value = gdu_shim_rdma_attribute(s, *value, device_pci(real, dev, pci, sizeof pci),
                                          asking_library());
     }
+    if (s != NULL && r == GDU_CUDA_SUCCESS && attr == GDU_CU_ATTR_DMA_BUF_SUPPORTED &&
+        value != NULL)
+        *value = gdu_shim_dma_buf_attribute(s, *value);
     const char *caller = traced_caller(s, __builtin_return_address(0));
     if (caller != NULL)
         gdu_shim_trace(s,

@@ -11,7 +11,9 @@
  * GDUNLOCK_REPORT=path.json (a "%p" in it becomes the pid) is written at exit
  * by processes that used a GPU; GDUNLOCK_LAUNCH_MARK=path is created at load
  * (gdunlock run's check that the shim loaded); GDUNLOCK_RDMA_ATTR=0 turns off the answer to
- * the GPUDirect RDMA attributes (shim_attr.c); GDUNLOCK_TEST_DROP_NATIVE=1 (or
+ * the GPUDirect RDMA attributes (shim_attr.c); GDUNLOCK_RDMA=1 gives them to
+ * the RDMA networking libraries too (the default of `gdunlock run --rdma`);
+ * GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
 #include "facts/rm_bar1_info.h"
@@ -285,6 +287,7 @@ static void init_once(void)
         .driver_version = version[0] ? version : NULL,
         .pid = (uint32_t)getpid(),
         .rdma_attr_answer = env_flag("GDUNLOCK_RDMA_ATTR", true),
+        .rdma_network = env_flag("GDUNLOCK_RDMA", false),
         .test_rdma_attr_zero = !env_flag("GDUNLOCK_TEST_RDMA_ATTR", true),
     };
     gdu_shim_ops ops = {op_ioctl, op_fd_kind,    op_read_block, op_log,

@@ -171,8 +171,10 @@ static void attr_json(gdu_jsonw *w, const gdu_shim *s, const char *key, const gd
     gdu_jsonw_object_begin(w, key);
     gdu_jsonw_bool(w, "answer_on", s->cfg.rdma_attr_answer);
     gdu_jsonw_bool(w, "test_libcuda_zero", s->cfg.test_rdma_attr_zero);
+    gdu_jsonw_bool(w, "rdma_network", s->cfg.rdma_network);
     gdu_jsonw_uint(w, "asked_with_0", a->asked);
     gdu_jsonw_uint(w, "answered_1", a->answered);
+    gdu_jsonw_uint(w, "answered_1_for_network", a->answered_for_network);
     gdu_jsonw_uint(w, "kept", a->kept);
     gdu_jsonw_string(w, "kept_for", a->kept_for[0] ? a->kept_for : NULL);
     gdu_jsonw_object_end(w);

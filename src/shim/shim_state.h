@@ -130,10 +130,10 @@ typedef struct {
 typedef struct gdu_testmode gdu_testmode;
 
 /* One GPUDirect RDMA attribute: queries where libcuda's answer was 0,
- * those answered 1, those whose 0 was kept, and the first RDMA networking
- * library it was kept for. */
+ * those answered 1 (of them, to an RDMA networking library), those whose 0
+ * was kept, and the first RDMA networking library it was kept for. */
 typedef struct {
-    uint64_t asked, answered, kept;
+    uint64_t asked, answered, answered_for_network, kept;
     char kept_for[64];
 } gdu_attr_answers;
 

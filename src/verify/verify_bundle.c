@@ -198,7 +198,8 @@ static const char readme[] =
     "  nvidia-fs-stats-before.txt, nvidia-fs-stats-after.txt   around it\n"
     "  kernel-log.txt    the kernel's lines about the driver, nvidia-fs, NVMe, P2PDMA\n"
     "  driver-params.txt /proc/driver/nvidia/params\n"
-    "  p2p-unlock-status.json  gdunlock p2p unlock --status, and the P2P matrix\n";
+    "  p2p-unlock-status.json  gdunlock p2p unlock --status, and the P2P matrix\n"
+    "  verify-rdma.json  gdunlock verify --rdma --json (GPUDirect RDMA with an RDMA adapter)\n";
 
 /* Everything but the packing, into bundle. */
 static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
@@ -275,6 +276,13 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
             note(res, "verify did not run: %s", strerror(-res->verify_exit));
         snprintf(file, sizeof file, "%s/nvidia-fs-stats-after.txt", bundle);
         copy_out(&sr, stats, file);
+    }
+    if (req->sysroot == NULL) {
+        /* GPUDirect RDMA: its outcome, or why it cannot run here (no adapter). */
+        snprintf(file, sizeof file, "%s/verify-rdma.json", bundle);
+        char *argv[] = {(char *)req->exe, "verify", "--rdma", "--json", NULL};
+        if (spawn(argv, file, -1, NULL, NULL) < 0)
+            note(res, "verify --rdma did not run");
     }
     scrub_words(&sr, sc); /* read like every other file: a FIFO there would hang it */
     gdu_sysroot_free(&sr);

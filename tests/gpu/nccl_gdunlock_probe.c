@@ -5,6 +5,8 @@
 int gdunlock_probe_ask(int (*get)(int *, int, int), int *value);
 int gdunlock_probe_ask_pointer(int (*get)(void *, int, unsigned long long), unsigned long long ptr,
                                int *value);
+int gdunlock_probe_ask_attribute(int (*get)(int *, int, int), int attribute, int device,
+                                 int *value);
 
 int gdunlock_probe_ask(int (*get)(int *, int, int), int *value)
 {
@@ -18,5 +20,13 @@ int gdunlock_probe_ask_pointer(int (*get)(void *, int, unsigned long long), unsi
                                int *value)
 {
     volatile int r = get(value, 15, ptr);
+    return r;
+}
+
+/* Any device attribute of any device: the DMA-BUF (124) and VMM GPUDirect
+ * RDMA (110) attributes NCCL 2.28.9 also reads (init.cc:365, alloc.h:223). */
+int gdunlock_probe_ask_attribute(int (*get)(int *, int, int), int attribute, int device, int *value)
+{
+    volatile int r = get(value, attribute, device);
     return r;
 }

@@ -16,6 +16,11 @@ add_library(nccl_gdunlock_probe SHARED nccl_gdunlock_probe.c)
 set_target_properties(nccl_gdunlock_probe PROPERTIES OUTPUT_NAME nccl_gdunlock_probe
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 add_dependencies(shim_attr_check nccl_gdunlock_probe)
+# What NCCL's GPUDirect RDMA decision reads, and the lookup of NCCL's buffers
+# (tests/gpu/rdma_differential.sh).
+add_executable(rdma_nccl_check rdma_nccl_check.c)
+target_link_libraries(rdma_nccl_check PRIVATE shim_gpu_common ${CMAKE_DL_LIBS})
+add_dependencies(rdma_nccl_check nccl_gdunlock_probe)
 add_executable(cufile_gate cufile_gate.c)
 target_link_libraries(cufile_gate PRIVATE ${CMAKE_DL_LIBS})
 # cuFile's types only (cufile_api.h, asserted against the real header).

@@ -48,11 +48,17 @@ void shim_gpu_check(gdu_CUresult r, const char *what)
 
 void shim_vmm_alloc(int device, size_t size, shim_vmm *v)
 {
+    shim_vmm_alloc_rdma(device, size, false, v);
+}
+
+void shim_vmm_alloc_rdma(int device, size_t size, bool rdma_capable, shim_vmm *v)
+{
     gdu_CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = GDU_CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = GDU_CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = device;
+    prop.allocFlags.gpuDirectRDMACapable = rdma_capable;
     size_t gran = 0;
     CK(cu->cuMemGetAllocationGranularity(&gran, &prop, GDU_CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     v->size = (size + gran - 1) / gran * gran;

@@ -7,6 +7,7 @@
 
 #include "cuda/cuda_api.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 extern const gdu_cuda *cu;
@@ -30,6 +31,9 @@ typedef struct {
     gdu_CUmemGenericAllocationHandle handle;
 } shim_vmm;
 void shim_vmm_alloc(int device, size_t size, shim_vmm *v);
+/* The same with gpuDirectRDMACapable as asked (NCCL sets it where the VMM
+ * GPUDirect RDMA attribute reads 1). */
+void shim_vmm_alloc_rdma(int device, size_t size, bool rdma_capable, shim_vmm *v);
 void shim_vmm_free(shim_vmm *v);
 
 /* Fills [ptr, ptr+size) with bytes seed, seed+1, ... (per 1 MiB block) and

@@ -406,6 +406,65 @@ static void rtx4090_gpus_identity_no_iommu_warning(void **state)
     done(t);
 }
 
+/* GPUDirect RDMA (docs/rdma-model.md): one fixture per verdict. */
+static const char *rdma_verdict(const char *name, gdu_status status)
+{
+    run_t *t = fixture(name, NULL);
+    static char title[192];
+    snprintf(title, sizeof title, "%s", finding(&t->r, "rdma.verdict", status)->title);
+    done(t);
+    return title;
+}
+
+static void rdma_verdicts(void **state)
+{
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-peermem", GDU_ST_INFO),
+                           "with 'gdunlock run --rdma' through nvidia-peermem; not yet shown"));
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-no-peermem", GDU_ST_FAIL), "no route"));
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-phb", GDU_ST_WARN), "distance rule"));
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-blocked", GDU_ST_FAIL), "blocked"));
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-small-bar1", GDU_ST_INFO), "--rdma"));
+    assert_non_null(strstr(rdma_verdict("l40s-rdma-native", GDU_ST_OK), "native (nvidia-peermem)"));
+}
+
+static void rdma_findings(void **state)
+{
+    run_t *t = fixture("rtx3060-rdma-peermem", NULL);
+    const gdu_finding *f = finding(&t->r, "rdma.devices", GDU_ST_OK);
+    assert_true(has_evidence(f, "mlx5_0 at 0000:05:00.0: port 1 4: ACTIVE, InfiniBand"));
+    f = finding(&t->r, "rdma.peer_memory", GDU_ST_OK);
+    assert_true(has_evidence(f, "/sys/module/nvidia_peermem/version: 580.95.05"));
+    assert_true(
+        has_evidence(finding(&t->r, "rdma.dmabuf", GDU_ST_OK), "CONFIG_DMA_SHARED_BUFFER=y"));
+    assert_non_null(strstr(finding(&t->r, "rdma.gpu0.distance", GDU_ST_OK)->title, "PIX"));
+    finding(&t->r, "pcie.gpu0-mlx5_0", GDU_ST_OK);
+    finding(&t->r, "rdma.iommu", GDU_ST_OK);
+    done(t);
+    t = fixture("rtx3060-rdma-no-peermem", NULL);
+    f = finding(&t->r, "rdma.peer_memory", GDU_ST_WARN);
+    assert_non_null(strstr(f->fix, "MLNX_OFED"));
+    done(t);
+    t = fixture("rtx3060-rdma-phb", NULL);
+    f = finding(&t->r, "rdma.gpu0.distance", GDU_ST_WARN);
+    assert_non_null(strstr(f->fix, "NCCL_NET_GDR_LEVEL=PHB"));
+    done(t);
+    t = fixture("rtx3060-rdma-blocked", NULL);
+    assert_non_null(strstr(finding(&t->r, "pcie.gpu0-mlx5_0", GDU_ST_FAIL)->fix, "setpci"));
+    assert_non_null(strstr(finding(&t->r, "rdma.iommu", GDU_ST_FAIL)->fix, "iommu=pt"));
+    done(t);
+    t = fixture("rtx3060-rdma-small-bar1", NULL);
+    f = finding(&t->r, "rdma.gpu0.bar1", GDU_ST_WARN);
+    assert_true(has_evidence(f, "shares 220 MiB"));
+    assert_true(has_evidence(f, "55 such buffers fit"));
+    assert_non_null(strstr(f->fix, "Resizable BAR"));
+    done(t);
+    /* No adapter: one INFO finding, no verdict. */
+    t = fixture("rtx3060-nvfs-rebar", NULL);
+    finding(&t->r, "rdma.devices", GDU_ST_INFO);
+    assert_null(gdu_report_find(&t->r, "rdma.verdict"));
+    done(t);
+}
+
 static void h200_vm_cufile_5027(void **state)
 {
     run_t *t = fixture("h200x2-vm-virtio", "/root");
@@ -643,6 +702,8 @@ int main(void)
         cmocka_unit_test(h200_capture_replays),
         cmocka_unit_test(no_driver_says_so),
         cmocka_unit_test(topo_matrix_cells),
+        cmocka_unit_test(rdma_verdicts),
+        cmocka_unit_test(rdma_findings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -908,6 +908,68 @@ static void rdma_attribute(void **state)
     env_free(e);
 }
 
+/* The strict GeForce stand-in with the attribute answers on, one GPU, and a
+ * 64 MiB allocation mapped at VA(1) (registered by the shim). */
+static env *standin_with_buffer(bool rdma_network)
+{
+    env *e = env_new(DRIVER, 2, 0, 0); /* strict stand-in: every registration is the shim's */
+    gdu_shim_free(e->s);
+    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
+                           .test_drop_native = true,
+                           .test_strict = true,
+                           .driver_version = DRIVER,
+                           .pid = FAKE_RM_PID,
+                           .rdma_attr_answer = true,
+                           .rdma_network = rdma_network,
+                           .test_rdma_attr_zero = true};
+    gdu_shim_ops ops = fake_rm_ops(e->f);
+    e->s = gdu_shim_new(&cfg, &ops);
+    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, &e->g);
+    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    return e;
+}
+
+/* gdunlock run --rdma (rdma_network): NCCL's GPU check (cudaDevAttr
+ * GPUDirectRDMASupported through NCCL's own cudart, plugin/net.cc:452-463 of
+ * NCCL 2.28.9) and ibverbs programs get the unlock's 1 for the device and for
+ * a buffer the shim registered, under the GeForce stand-in; the DMA-BUF
+ * attribute (NCCL's route (b), init.cc:355-371) stays the stand-in's 0, as
+ * the shim makes no dma-buf. */
+static void rdma_network_answers(void **state)
+{
+    env *e = standin_with_buffer(true);
+    static const char *const network[] = {"/opt/nccl/lib/libnccl.so.2", "libnccl-net.so",
+                                          "libibverbs.so.1", "libucp.so.0"};
+    for (size_t i = 0; i < sizeof network / sizeof network[0]; i++) {
+        assert_int_equal(gdu_shim_rdma_attribute(e->s, 1, NULL, network[i]), 1);
+        assert_int_equal(gdu_shim_rdma_pointer_attribute(e->s, 1, VA(1), network[i]), 1);
+        /* memory nobody registered: no 1, whoever asks */
+        assert_int_equal(gdu_shim_rdma_pointer_attribute(e->s, 1, VA(7), network[i]), 0);
+    }
+    assert_int_equal(gdu_shim_dma_buf_attribute(e->s, 1), 0);
+    json_t *r = fake_rm_shim_report(e->s, false);
+    json_t *a = json_object_get(r, "gpu_direct_rdma_attribute");
+    assert_true(json_is_true(json_object_get(a, "rdma_network")));
+    assert_int_equal(json_integer_value(json_object_get(a, "answered_1_for_network")), 4);
+    assert_int_equal(json_integer_value(json_object_get(a, "kept")), 0);
+    assert_true(json_is_null(json_object_get(a, "kept_for")));
+    a = json_object_get(r, "gpu_direct_rdma_pointer_attribute");
+    assert_int_equal(json_integer_value(json_object_get(a, "answered_1_for_network")), 4);
+    assert_int_equal(json_integer_value(json_object_get(a, "kept")), 4);
+    json_decref(r);
+    env_free(e);
+
+    /* Without the stand-in the DMA-BUF attribute is libcuda's, 0 or 1. */
+    fake_rm *f = fake_rm_new();
+    gdu_shim_ops ops = fake_rm_ops(f);
+    gdu_shim_config plain = {.driver_version = DRIVER, .pid = FAKE_RM_PID};
+    gdu_shim *s = gdu_shim_new(&plain, &ops);
+    assert_int_equal(gdu_shim_dma_buf_attribute(s, 1), 1);
+    assert_int_equal(gdu_shim_dma_buf_attribute(s, 0), 0);
+    gdu_shim_free(s);
+    fake_rm_free(f);
+}
+
 /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: 1 for a buffer the shim
  * registered on a GPU it unlocked, libcuda's answer for anything else; under
  * the GeForce stand-in libcuda's 1 reads 0 first. */
@@ -918,19 +980,7 @@ static int pointer_attr(gdu_shim *s, int libcuda, uint64_t ptr, const char *call
 
 static void rdma_pointer_attribute(void **state)
 {
-    env *e = env_new(DRIVER, 2, 0, 0); /* strict stand-in: every registration is the shim's */
-    gdu_shim_free(e->s);
-    gdu_shim_config cfg = {.log_level = GDU_LOG_DEBUG,
-                           .test_drop_native = true,
-                           .test_strict = true,
-                           .driver_version = DRIVER,
-                           .pid = FAKE_RM_PID,
-                           .rdma_attr_answer = true,
-                           .test_rdma_attr_zero = true};
-    gdu_shim_ops ops = fake_rm_ops(e->f);
-    e->s = gdu_shim_new(&cfg, &ops);
-    lc_make_gpus(e->s, e->f, 0xc1d00001, 1, &e->g);
-    assert_int_equal(lc_alloc_mapped(e->s, &e->g, 0, 0x5c000a01, VA(1), 64 * MiB), GDU_NV_OK);
+    env *e = standin_with_buffer(false);
     assert_true(fake_rm_is_registered(e->f, e->g.client, 0x5c000a01));
     assert_int_equal(pointer_attr(e->s, 1, VA(1), "libcufile.so.0"), 1);
     assert_int_equal(pointer_attr(e->s, 0, VA(1) + 63 * MiB, "libcufile.so.0"), 1);
@@ -1176,6 +1226,7 @@ int main(void)
         cmocka_unit_test(probes),
         cmocka_unit_test(rdma_attribute),
         cmocka_unit_test(rdma_pointer_attribute),
+        cmocka_unit_test(rdma_network_answers),
         cmocka_unit_test(cufile_buffer_diagnostics),
         cmocka_unit_test(rm_bar1_figures),
         cmocka_unit_test(passes_through),

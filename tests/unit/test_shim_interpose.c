@@ -241,6 +241,22 @@ static void assert_answer(const answer_buf *a, unsigned want)
 
 static void assert_untouched(const answer_buf *a) { assert_true(a->all == 0xa5a5a5a5a5a5a5a5ull); }
 
+/* The function name resolves to through each route libcufile, NCCL's cudart
+ * and others take: dlsym on libcuda's handle, cuGetProcAddress_v2 and the
+ * four-argument cuGetProcAddress, the exported name. */
+static void four_routes(void *cuda, const char *name, void **routes)
+{
+    routes[0] = dlsym(cuda, name);
+    int (*gpa2)(const char *, void **, int, unsigned long long, int *);
+    int (*gpa1)(const char *, void **, int, unsigned long long);
+    *(void **)&gpa2 = dlsym(cuda, "cuGetProcAddress_v2");
+    *(void **)&gpa1 = dlsym(cuda, "cuGetProcAddress");
+    int status = -1;
+    assert_int_equal(gpa2(name, &routes[1], 12000, 0, &status), 0);
+    assert_int_equal(gpa1(name, &routes[2], 11030, 0), 0);
+    routes[3] = dlsym(RTLD_DEFAULT, name);
+}
+
 /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (15) on every route
  * libcufile and others take: dlsym on the handle, cuGetProcAddress and its
  * _v2, cuPointerGetAttributes, the exported name. Each reaches the shim,
@@ -261,15 +277,10 @@ static void pointer_attribute_routes(void **state)
     static char host_buffer[4096];
     unsigned long long host = (unsigned long long)(uintptr_t)host_buffer;
     pointer_attr_fn routes[4];
-    *(void **)&routes[0] = dlsym(cuda, "cuPointerGetAttribute");
+    four_routes(cuda, "cuPointerGetAttribute", (void **)routes);
     int (*gpa2)(const char *, void **, int, unsigned long long, int *);
-    int (*gpa1)(const char *, void **, int, unsigned long long);
     *(void **)&gpa2 = dlsym(cuda, "cuGetProcAddress_v2");
-    *(void **)&gpa1 = dlsym(cuda, "cuGetProcAddress");
     int status = -1;
-    assert_int_equal(gpa2("cuPointerGetAttribute", (void **)&routes[1], 12000, 0, &status), 0);
-    assert_int_equal(gpa1("cuPointerGetAttribute", (void **)&routes[2], 11030, 0), 0);
-    *(void **)&routes[3] = dlsym(RTLD_DEFAULT, "cuPointerGetAttribute"); /* the exported name */
     answer_buf a;
     for (int i = 0; i < 4; i++) {
         assert_shims((void *)routes[i]);
@@ -303,6 +314,30 @@ static void pointer_attribute_routes(void **state)
         assert_answer(&y, 0);
     }
     release(dev);
+    dlclose(cuda);
+}
+
+/* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (124), NCCL's DMA-BUF gate
+ * (init.cc:355-371 of NCCL 2.28.9), on every route NCCL's cudart and others
+ * take: libcuda's 1, or under the GeForce stand-in 0, since GeForce libcuda
+ * does not advertise it and the shim makes no dma-buf (docs/rdma-model.md);
+ * with or without GDUNLOCK_RDMA. Another attribute passes as libcuda gave it. */
+static void dma_buf_attribute_routes(void **state)
+{
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    typedef int (*attr_fn)(int *, int, int);
+    attr_fn routes[4];
+    four_routes(cuda, "cuDeviceGetAttribute", (void **)routes);
+    for (int i = 0; i < 4; i++) {
+        assert_shims((void *)routes[i]);
+        int v = -1;
+        assert_int_equal(routes[i](&v, 124, 0), 0);
+        assert_int_equal(v, libcuda_answer());
+        v = -1;
+        assert_int_equal(routes[i](&v, 16, 0), 0); /* multiprocessor count: untouched */
+        assert_int_equal(v, 1);
+    }
     dlclose(cuda);
 }
 
@@ -500,6 +535,7 @@ int main(void)
         cmocka_unit_test(fork_works),
         cmocka_unit_test(reads_blocks_safely),
         cmocka_unit_test(pointer_attribute_routes),
+        cmocka_unit_test(dma_buf_attribute_routes),
         cmocka_unit_test_setup_teardown(traces_libcufile, save_stderr, restore_stderr),
         cmocka_unit_test(dlsym_keeps_the_caller),
         cmocka_unit_test(dlsym_hands_out_the_hooks),

@@ -62,6 +62,10 @@ static void exit_status_passes_through(void **state)
     assert_int_equal(
         gdunlock_run("--test-drop-native -- sh -c 'test \"$GDUNLOCK_TEST_DROP_NATIVE\" = 1'"), 0);
     assert_int_equal(gdunlock_run("--log debug -- sh -c 'test \"$GDUNLOCK_LOG\" = debug'"), 0);
+    /* --rdma is the explicit switch (GDUNLOCK_RDMA=1 in CMD); without it CMD
+     * gets no GDUNLOCK_RDMA of gdunlock's, as before --rdma existed. */
+    assert_int_equal(gdunlock_run("--rdma -- sh -c 'test \"$GDUNLOCK_RDMA\" = 1'"), 0);
+    assert_int_equal(gdunlock_run("-- sh -c 'test -z \"${GDUNLOCK_RDMA+set}\"'"), 0);
     assert_int_equal(
         gdunlock_run("-- sh -c 'case \"$LD_PRELOAD\" in *libgdunlock.so*) exit 0;; esac; exit 1'"),
         0);

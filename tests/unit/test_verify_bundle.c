@@ -214,6 +214,21 @@ static void live_stats_must_be_a_regular_file(void **state)
     remove_tree(dir);
 }
 
+/* A live report carries verify --rdma's outcome: here, no verbs library. */
+static void live_carries_verify_rdma(void **state)
+{
+    char dir[] = "/tmp/gdu-bundle-XXXXXX", cmd[4096];
+    assert_non_null(mkdtemp(dir));
+    int rc = report_in(dir, "GDUNLOCK_IBVERBS=/nonexistent/libibverbs.so.1", "--out r.tar");
+    if (rc != 0)
+        fail_msg("report: exit %d: %s", rc, output);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf r.tar", dir);
+    assert_int_equal(sh(cmd), 0);
+    assert_true(holds(dir, "gdunlock-report/verify-rdma.json", "no-verbs-library"));
+    assert_true(holds(dir, "gdunlock-report/README.txt", "verify-rdma.json"));
+    remove_tree(dir);
+}
+
 /* The bundle never goes through a link at its name (--out LINK, or one
  * planted at the default name) nor over a file there without --force. */
 static void the_bundle_is_made_anew(void **state)
@@ -272,6 +287,7 @@ int main(void)
         cmocka_unit_test(no_secret_survives),
         cmocka_unit_test(a_capture_reads_only_itself),
         cmocka_unit_test(live_stats_must_be_a_regular_file),
+        cmocka_unit_test(live_carries_verify_rdma),
         cmocka_unit_test(the_bundle_is_made_anew),
         cmocka_unit_test(an_unwritable_folder_says_why),
     };
