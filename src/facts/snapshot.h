@@ -8,7 +8,7 @@
 #ifndef GDUNLOCK_FACTS_SNAPSHOT_H
 #define GDUNLOCK_FACTS_SNAPSHOT_H
 
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 #include "util/tri.h"
 #include "probe/cufile_config.h"
 #include "probe/driver_probe.h"
