@@ -7,6 +7,7 @@ gdunlock_fuzz_target(fuzz_p2p_rm_answer
           ${CMAKE_SOURCE_DIR}/src/rm/p2p_caps.c ${CMAKE_SOURCE_DIR}/src/p2p/p2p_reason.c
           ${CMAKE_SOURCE_DIR}/src/facts/pair_facts.c ${CMAKE_SOURCE_DIR}/src/p2p/p2p_route.c
           ${CMAKE_SOURCE_DIR}/src/p2p/p2p_table.c ${CMAKE_SOURCE_DIR}/src/p2p/p2p_json.c
+          ${CMAKE_SOURCE_DIR}/src/p2p/p2p_verdict_json.c
   LIBS gdu_facts gdu_probe gdu_driverabi gdu_cuda gdu_util_json gdu_util PkgConfig::JANSSON)
 
 # The BAR1 window study's outside input: smaps and status text, card info.
