@@ -1,5 +1,5 @@
 /* gdunlock report [PATH] [--out FILE] [--sysroot DIR] [--json]: the evidence
- * of this machine in one file to attach to an issue (verify/verify_bundle.h). */
+ * of this machine in one file to attach to an issue (report/report_bundle.h). */
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
@@ -7,7 +7,7 @@
 #include "cli/exit_codes.h"
 #include "probe/sysroot.h"
 #include "util/json_text.h"
-#include "verify/verify_bundle.h"
+#include "report/report_bundle.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -26,10 +26,11 @@ static void usage(FILE *out)
             "\n"
             "Gathers what gdunlock sees on this machine into one file to attach to an issue\n"
             "(a GeForce user's report is what the project lacks): doctor's capture and report,\n"
-            "gdunlock verify --json on PATH (the shim's report inside), libcufile's log of that\n"
-            "run, nvidia-fs stats before and after it, the kernel's log lines about the driver,\n"
-            "nvidia-fs, NVMe and P2PDMA, and the driver's parameters. Host names, user names\n"
-            "and paths, UUIDs and serial numbers are scrubbed. Replay it with\n"
+            "gdunlock verify --json on PATH (the shim's report and nvidia-fs stats before and\n"
+            "after it inside), libcufile's log of that run, the kernel's log lines about the\n"
+            "driver, nvidia-fs, NVMe and P2PDMA, and the driver's parameters and nvidia-fs stats\n"
+            "as doctor's snapshot read them. Host names, user names and paths, UUIDs and serial\n"
+            "numbers are scrubbed. Replay it with\n"
             "  tar xf FILE && gdunlock doctor --sysroot gdunlock-report/capture\n"
             "\n"
             "  PATH            the file verify writes and removes, on the storage to test\n"
@@ -61,6 +62,28 @@ static int option(void *ctx, int opt, const char *arg)
     else if (opt == 'f')
         o->force = true;
     return GDU_CLI_CONTINUE;
+}
+
+/* What was written, as JSON or text. */
+static int render(const char *out, const gdu_bundle_result *res)
+{
+    if (gdu_cli_json()) {
+        json_t *doc =
+            json_pack("{s:o, s:i, s:I, s:I, s:o}", "bundle", gdu_json_text(out), "verify_exit",
+                      res->verify_exit, "files_scrubbed", (json_int_t)res->files_scrubbed,
+                      "replaced", (json_int_t)res->replaced, "notes", gdu_json_text(res->notes));
+        return gdu_cli_print_report("report", doc, "gdunlock-report/1", GDU_EXIT_OK, 0);
+    }
+    printf("gdunlock report: wrote %s (%zu values scrubbed in %ld files)\n", out, res->replaced,
+           res->files_scrubbed);
+    if (res->verify_exit >= 0)
+        printf("  verify exited %d (its JSON is in the bundle)\n", res->verify_exit);
+    if (res->notes[0])
+        printf("  not gathered: %s\n", res->notes);
+    printf("  attach it to an issue at the project; replay it with:\n"
+           "  tar xf %s && gdunlock doctor --sysroot gdunlock-report/capture\n",
+           out);
+    return GDU_EXIT_OK;
 }
 
 int gdu_cmd_report(int argc, char **argv)
@@ -100,6 +123,8 @@ int gdu_cmd_report(int argc, char **argv)
         strftime(name, sizeof name, "gdunlock-report-%Y%m%d-%H%M%S.tar", gmtime_r(&now, &tm));
         o.out = name;
     }
+    /* Another stats file (a copy, or a test's): GDUNLOCK_NVFS_STATS, as for verify. */
+    const char *stats = getenv("GDUNLOCK_NVFS_STATS");
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     gdu_bundle_request req = {.sysroot = o.sysroot,
@@ -108,27 +133,12 @@ int gdu_cmd_report(int argc, char **argv)
                                                        : "gdunlock-report.verify",
                               .exe = exe,
                               .out = o.out,
+                              .nvfs_stats = stats && *stats ? stats : NULL,
                               .force = o.force};
     gdu_bundle_result res;
     int made = gdu_bundle_make(&req, &res, why, sizeof why);
     if (made != 0)
         return gdu_cli_fail("report", made == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_IOERR, NULL, NULL,
                             "%s", why);
-    if (gdu_cli_json()) {
-        json_t *doc =
-            json_pack("{s:o, s:i, s:I, s:I, s:o}", "bundle", gdu_json_text(o.out), "verify_exit",
-                      res.verify_exit, "files_scrubbed", (json_int_t)res.files_scrubbed, "replaced",
-                      (json_int_t)res.replaced, "notes", gdu_json_text(res.notes));
-        return gdu_cli_print_report("report", doc, "gdunlock-report/1", GDU_EXIT_OK, 0);
-    }
-    printf("gdunlock report: wrote %s (%zu values scrubbed in %ld files)\n", o.out, res.replaced,
-           res.files_scrubbed);
-    if (res.verify_exit >= 0)
-        printf("  verify exited %d (its JSON is in the bundle)\n", res.verify_exit);
-    if (res.notes[0])
-        printf("  not gathered: %s\n", res.notes);
-    printf("  attach it to an issue at the project; replay it with:\n"
-           "  tar xf %s && gdunlock doctor --sysroot gdunlock-report/capture\n",
-           o.out);
-    return GDU_EXIT_OK;
+    return render(o.out, &res);
 }

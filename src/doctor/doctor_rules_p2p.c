@@ -4,7 +4,7 @@
 #include "doctor/doctor.h"
 #include "doctor/doctor_pcie.h"
 #include "facts/pair_facts.h"
-#include "unlock/unlock_plan.h"
+#include "unlockplan/unlock_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

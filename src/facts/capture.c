@@ -58,6 +58,38 @@ static int copy_file(const char *src, const char *dst)
     return rc;
 }
 
+/* Writes the words the snapshot kept of a file (read once: the capture
+ * holds what the snapshot was judged on). 0, -errno why the snapshot did
+ * not read it, or 1 when the copy could not be written. */
+static int write_kept(const gdu_snapshot_text *kept, const char *dst)
+{
+    if (kept->len < 0)
+        return (int)kept->len;
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0)
+        return 1;
+    size_t done = 0;
+    while (done < (size_t)kept->len) {
+        ssize_t n = write(out, kept->text + done, (size_t)kept->len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    return close(out) == 0 && done == (size_t)kept->len ? 0 : 1;
+}
+
+/* The words the snapshot kept of path (as the examined machine names it), if any. */
+static const gdu_snapshot_text *kept_words(const gdu_snapshot *s, const char *path)
+{
+    if (strcmp(path, GDU_DRIVER_PARAMS_PATH) == 0)
+        return &s->driver_params;
+    if (strcmp(path, GDU_NVFS_STATS_PATH) == 0)
+        return &s->nvfs_text;
+    return NULL;
+}
+
 /* The stand-in of a file whose presence alone matters. 0, or 1 when it
  * could not be written. */
 static int empty_file(const char *dst)
@@ -95,9 +127,10 @@ static void resolve_relative(const char *link_dir, const char *target, char *out
 
 /* Recreates path (as the examined machine names it, found under root) under
  * dir component by component: directories as directories, links as the same
- * links (then follows them), the last component copied if it is a file. */
+ * links (then follows them), the last component copied if it is a file, or
+ * written from kept (not NULL) when the snapshot kept its words. */
 static void capture_path(const char *root, const char *dir, const char *path, bool content,
-                         gdu_capture_stats *st, int hops)
+                         const gdu_snapshot_text *kept, gdu_capture_stats *st, int hops)
 {
     /* src and dst are root and dir followed by cur, kept so as cur grows. */
     char src[PATH_MAX * 2], dst[PATH_MAX * 2], cur[PATH_MAX] = "";
@@ -148,7 +181,7 @@ static void capture_path(const char *root, const char *dir, const char *path, bo
             snprintf(parent, sizeof parent, "%.*s", (int)parent_len, parent_len ? cur : "/");
             resolve_relative(parent, target, resolved, sizeof resolved);
             snprintf(rest, sizeof rest, "%s%s", resolved, p);
-            capture_path(root, dir, rest, content, st, hops + 1);
+            capture_path(root, dir, rest, content, kept, st, hops + 1);
             return;
         }
         if (S_ISDIR(sb.st_mode)) {
@@ -162,8 +195,9 @@ static void capture_path(const char *root, const char *dir, const char *path, bo
         if (lstat(dst, &existing) == 0)
             return;
         int rc = !S_ISREG(sb.st_mode) ? -EINVAL /* no FIFO, no device */
-                 : content            ? copy_file(src, dst)
-                                      : empty_file(dst);
+                 : !content           ? empty_file(dst)
+                 : kept != NULL       ? write_kept(kept, dst)
+                                      : copy_file(src, dst);
         if (rc == 0)
             st->files++;
         else if (rc > 0)
@@ -277,7 +311,7 @@ int gdu_capture_write(const gdu_snapshot *s, const char *dir, gdu_capture_stats 
         bool presence = n > mark && strcmp(s->files[i] + n - mark, GDU_SYSROOT_PRESENCE) == 0;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%.*s", (int)(presence ? n - mark : n), s->files[i]);
-        capture_path(s->root, root, path, !presence, stats, 0);
+        capture_path(s->root, root, path, !presence, kept_words(s, path), stats, 0);
     }
     /* Listings last, so that what was read is there before placeholders. */
     for (size_t i = 0; i < s->n_files; i++) {

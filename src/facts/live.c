@@ -3,8 +3,8 @@
 #include "cuda/cuda_api.h"
 #include "cuda/cuda_ctx.h"
 #include "cuda/cufile_api.h"
-#include "facts/rm_bar1_info.h"
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_bar1_info.h"
+#include "rm/rm_p2p_caps.h"
 #include "util/pci_addr.h"
 
 #include <errno.h>
@@ -66,7 +66,7 @@ static void collect_rm(const gdu_cuda *cu, gdu_live *out)
     size_t n_rm = 0;
     char *why = out->rm_why;
     size_t why_len = sizeof out->rm_why;
-    if (gdu_rm_client_open(&client, NULL, NULL, why, why_len) == 0) {
+    if (gdu_rm_client_open(&client, NULL, &gdu_rm_kernel_calls, why, why_len) == 0) {
         if (gdu_rm_attached_gpus(&client, rm, GDU_LIVE_MAX_GPUS, &n_rm, why, why_len) == 0) {
             match_rm_ids(out, rm, n_rm);
             for (size_t k = 0; k < out->n_pairs; k++) {

@@ -7,7 +7,7 @@
 #ifndef GDUNLOCK_FACTS_LIVE_H
 #define GDUNLOCK_FACTS_LIVE_H
 
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 #include "probe/sysroot.h"
 
 #include <jansson.h>
@@ -32,7 +32,7 @@ typedef struct gdu_live_gpu {
     int cc_major, cc_minor;
     bool rm_known; /* the RM lists it: rm_gpu_id is its gpuId */
     uint32_t rm_gpu_id;
-    bool rm_bar1_known;     /* RM's BAR1 figures (facts/rm_bar1_info.h) follow */
+    bool rm_bar1_known;     /* RM's BAR1 figures (rm/rm_bar1_info.h) follow */
     uint64_t rm_bar1_total; /* bytes */
     uint64_t rm_bar1_available;
     char rm_bar1_why[128];   /* why they are missing */

@@ -6,7 +6,7 @@
 #ifndef GDUNLOCK_FACTS_PAIR_FACTS_H
 #define GDUNLOCK_FACTS_PAIR_FACTS_H
 
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 #include "facts/snapshot.h"
 #include "probe/topo_path.h"
 #include "util/tri.h"

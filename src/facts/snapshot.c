@@ -65,11 +65,31 @@ static void take_nics(gdu_sysroot *sr, gdu_snapshot *out)
     }
 }
 
-void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_snapshot *out)
+/* nvidia-fs's stats, read once: the words for a report, the figures for
+ * the judges. A live file named elsewhere is read outside sr, so that the
+ * capture lists only the examined machine's files. */
+static void take_nvfs_stats(gdu_sysroot *sr, const char *path, gdu_snapshot *out)
+{
+    gdu_sysroot elsewhere;
+    bool own = path != NULL && gdu_sysroot_is_live(sr) && gdu_sysroot_init(&elsewhere, NULL) == 0;
+    gdu_snapshot_text *t = &out->nvfs_text;
+    t->len = gdu_sysroot_read(own ? &elsewhere : sr, own ? path : GDU_NVFS_STATS_PATH, &t->text);
+    if (own)
+        gdu_sysroot_free(&elsewhere);
+    out->driver.nvfs_stats_readable = t->len >= 0;
+    out->nvfs_stats_parsed =
+        t->len >= 0 && gdu_nvfs_stats_parse(t->text, (size_t)t->len, &out->nvfs) == 0;
+}
+
+void gdu_snapshot_take_stats_from(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
+                                  const char *nvfs_stats, gdu_snapshot *out)
 {
     memset(out, 0, sizeof *out);
     out->live_machine = gdu_sysroot_is_live(sr);
     gdu_driver_probe(sr, &out->driver);
+    gdu_snapshot_text *params = &out->driver_params;
+    params->len = gdu_sysroot_read(sr, GDU_DRIVER_PARAMS_PATH, &params->text);
+    gdu_driver_params_parse(params->text, &out->driver);
     gdu_kernel_probe(sr, &out->kernel);
     gdu_module_env_probe(sr, out->kernel.release, &out->module_env);
     gdu_pci_scan(sr, &out->pci, out->pci_error, sizeof out->pci_error);
@@ -84,17 +104,17 @@ void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths
     else
         gdu_live_load(sr, &out->live, out->live_error, sizeof out->live_error);
     gdu_cufile_config_probe(sr, out->live.cufile_env_json, &out->cufile);
-    char *text;
-    long len = gdu_sysroot_read(sr, GDU_NVFS_STATS_PATH, &text);
-    if (len >= 0) {
-        out->nvfs_stats_parsed = gdu_nvfs_stats_parse(text, (size_t)len, &out->nvfs) == 0;
-        free(text);
-    }
+    take_nvfs_stats(sr, nvfs_stats, out);
     snprintf(out->root, sizeof out->root, "%s", sr->root);
     out->files = sr->recorded;
     out->n_files = sr->n_recorded;
     sr->recorded = NULL;
     sr->n_recorded = sr->cap_recorded = 0;
+}
+
+void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths, gdu_snapshot *out)
+{
+    gdu_snapshot_take_stats_from(sr, paths, n_paths, NULL, out);
 }
 
 void gdu_snapshot_free(gdu_snapshot *s)
@@ -104,6 +124,8 @@ void gdu_snapshot_free(gdu_snapshot *s)
     free(s->blocks);
     free(s->nics);
     gdu_iommu_free(&s->iommu);
+    free(s->driver_params.text);
+    free(s->nvfs_text.text);
     for (size_t i = 0; i < s->n_files; i++)
         free(s->files[i]);
     free(s->files);

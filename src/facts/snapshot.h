@@ -8,7 +8,7 @@
 #ifndef GDUNLOCK_FACTS_SNAPSHOT_H
 #define GDUNLOCK_FACTS_SNAPSHOT_H
 
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 #include "util/tri.h"
 #include "probe/cufile_config.h"
 #include "probe/driver_probe.h"
@@ -38,6 +38,13 @@ typedef struct gdu_nic {
     char names[96];
 } gdu_nic;
 
+/* A file whose own words a report carries, as the snapshot read it: once,
+ * through its sysroot (regular files only, bounded: gdu_sysroot_read). */
+typedef struct gdu_snapshot_text {
+    char *text; /* NUL-terminated; NULL when not read */
+    long len;   /* its length, or -errno why it was not read (-EINVAL: no regular file) */
+} gdu_snapshot_text;
+
 typedef struct gdu_snapshot {
     bool live_machine; /* taken from the running machine, not a capture */
     char root[4096];   /* where it was read: "" the live machine, else the capture's folder */
@@ -59,7 +66,9 @@ typedef struct gdu_snapshot {
     gdu_iommu iommu;
     gdu_cufile_config cufile;
     gdu_live live;
-    char live_error[256]; /* why the capture file could not be used */
+    char live_error[256];            /* why the capture file could not be used */
+    gdu_snapshot_text driver_params; /* GDU_DRIVER_PARAMS_PATH, parsed into driver */
+    gdu_snapshot_text nvfs_text;     /* nvidia-fs's stats, parsed into nvfs */
     bool nvfs_stats_parsed;
     gdu_nvfs_stats nvfs;
 } gdu_snapshot;
@@ -84,6 +93,12 @@ typedef struct gdu_gpu_view {
  * Never fails; what could not be read is left empty. */
 void gdu_snapshot_take(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
                        gdu_snapshot *out);
+
+/* The same with nvidia-fs's stats read from nvfs_stats on the live machine
+ * (a copy, or a test's file: GDUNLOCK_NVFS_STATS), kept under their own
+ * name; NULL, or a capture: GDU_NVFS_STATS_PATH inside sr. */
+void gdu_snapshot_take_stats_from(gdu_sysroot *sr, const char *const *paths, size_t n_paths,
+                                  const char *nvfs_stats, gdu_snapshot *out);
 void gdu_snapshot_free(gdu_snapshot *s);
 
 /* The block device with that number under some mount; NULL when no mount is on it. */

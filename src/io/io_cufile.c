@@ -10,7 +10,7 @@
  * budget, in buffers of its chunk size, reads into them and copies on to the
  * destination on the GPU (device to device, far faster than the storage). */
 #include "io/io_internal.h"
-#include "facts/rm_bar1_info.h"
+#include "rm/rm_bar1_info.h"
 #include "pinmodel/pin_model.h"
 #include "util/pci_addr.h"
 #include "util/pci_resource.h"
@@ -166,7 +166,7 @@ static int64_t bar1_bytes(const char *addr, char *src, size_t len)
 /* RM's count of the BAR1 no process maps now, shared by every process
  * (other programs' pins and CPU mappings take from it): a moment's figure
  * the ring must fit in too. $GDUNLOCK_TEST_BAR1_AVAILABLE (a test setting),
- * else RM through a client of our own (facts/rm_bar1_info.h), not asked
+ * else RM through a client of our own (rm/rm_bar1_info.h), not asked
  * while $GDUNLOCK_TEST_BAR1 simulates another BAR1. 0 unknown (src says
  * why), -1 a bad setting. */
 static int64_t bar1_available(const char *addr, char *src, size_t len)
@@ -186,7 +186,7 @@ static int64_t bar1_available(const char *addr, char *src, size_t len)
     }
     gdu_rm_bar1 b;
     char why[128] = "";
-    if (gdu_rm_bar1_of(addr, NULL, &b, why, sizeof why) != 0 || b.available == 0) {
+    if (gdu_rm_bar1_of(addr, &gdu_rm_kernel_calls, &b, why, sizeof why) != 0 || b.available == 0) {
         snprintf(src, len, "RM did not say: %s", why[0] ? why : "no figure");
         return 0;
     }

@@ -3,7 +3,7 @@
  * verdicts. */
 #include "p2p/p2p_collect.h"
 
-#include "unlock/unlock_plan.h"
+#include "unlockplan/unlock_plan.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -151,25 +151,23 @@ static int broken_in_use(const gdu_p2p_facts *f, gdu_p2p_verdict *v, gdu_p2p_lin
     return 1;
 }
 
-static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+/* The refusal whose cause the RM's status names: false when it names none,
+ * or a chipset refusal across CPU sockets (the topology is the cause).
+ * small: the GPU whose BAR1 is short of its memory (-1 none), bar1 why. */
+static bool refusal_named(const gdu_p2p_facts *f, gdu_p2p_verdict *v, int small, const char *bar1)
 {
-    char bar1[160] = "";
-    int small = small_bar1_gpu(f);
-    if (small >= 0)
-        describe_small_bar1(f, small, bar1, sizeof bar1);
-
     switch (refusal_status(&f->rm)) {
     case GDU_P2P_CAPS_STATUS_DISABLED_BY_REGKEY:
         set(v, GDU_P2P_CAUSE_REGKEY,
             "remove the ForceP2P / RMForceP2PType / RMPcieP2PType entries from "
             "NVreg_RegistryDwords (modprobe.d) and reload the driver",
             "the driver reports P2P %s", "disabled by a registry key");
-        return;
+        return true;
     case GDU_P2P_CAPS_STATUS_GPU_NOT_SUPPORTED:
         if (f->geforce == GDU_TRI_NO) {
             set(v, GDU_P2P_CAUSE_SKU_LOCK, "none in software: this board has P2P disabled",
                 "the driver reports P2P %s", "disabled for this GPU (board setting)");
-            return;
+            return true;
         }
         set(v, GDU_P2P_CAUSE_SKU_LOCK, FIX_PATCHED_DRIVER,
             "the driver disables PCIe P2P for this GPU (the %s of mailbox P2P) and the stock "
@@ -181,24 +179,35 @@ static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
             n = strlen(v->reason);
             snprintf(v->reason + n, sizeof v->reason - n, "; %s", bar1);
         }
-        return;
+        return true;
     case GDU_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
         set(v, GDU_P2P_CAUSE_TOPOLOGY, FIX_TOPOLOGY, "the driver refuses P2P: %s",
             "the GPUs hang off different I/O hubs / CPU sockets");
-        return;
+        return true;
     case GDU_P2P_CAPS_STATUS_CHIPSET_NOT_SUPPORTED:
         if (f->topo == GDU_P2P_TOPO_SYS)
-            break;
+            return false;
         set(v, GDU_P2P_CAUSE_CHIPSET,
             "put both GPUs behind one PCIe switch, or force it with "
             "NVreg_RegistryDwords=\"ForceP2P=0x11\" (at your own risk: the root complex must "
             "forward peer requests)",
             "the driver refuses P2P: %s",
             "no common PCIe switch and the CPU's root complex is not on its P2P allow list");
-        return;
+        return true;
     default:
-        break;
+        return false;
     }
+}
+
+/* The RM refused the pair: the cause its status names, else the platform's. */
+static void refused_by_rm(const gdu_p2p_facts *f, gdu_p2p_verdict *v)
+{
+    char bar1[160] = "";
+    int small = small_bar1_gpu(f);
+    if (small >= 0)
+        describe_small_bar1(f, small, bar1, sizeof bar1);
+    if (refusal_named(f, v, small, bar1))
+        return;
     if (f->topo == GDU_P2P_TOPO_SYS) {
         set(v, GDU_P2P_CAUSE_TOPOLOGY, FIX_TOPOLOGY, "the driver refuses P2P: %s",
             "the path crosses CPU sockets (SYS)");

@@ -41,7 +41,7 @@ void gdu_p2p_reason(const gdu_p2p_facts *facts, gdu_p2p_verdict *verdict);
 
 /* A GeForce pair refused for a driver lock (SKU, architecture HAL, GMMU
  * aperture, ReBAR): its fix becomes advice, the unlock plan that applies
- * and the command (unlock/unlock_plan.h, gdu_unlock_pair_advice). Other
+ * and the command (unlockplan/unlock_plan.h, gdu_unlock_pair_advice). Other
  * verdicts, and an empty advice, are left alone. */
 void gdu_p2p_verdict_name_unlock(gdu_p2p_verdict *verdict, const gdu_p2p_facts *facts,
                                  const char *advice);

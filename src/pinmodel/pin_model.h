@@ -52,7 +52,7 @@ typedef struct {
     uint32_t gpu;
     uint64_t bar1_bytes;   /* BAR1 size; 0: unknown (the budget is not checked) */
     uint64_t mapped_bytes; /* BAR1 already mapped for P2P on it */
-    /* RM's count of the BAR1 no process maps now (facts/rm_bar1_info.h: every
+    /* RM's count of the BAR1 no process maps now (rm/rm_bar1_info.h: every
      * process's pins, CPU mappings, USERD, the console taken); 0 unknown. */
     uint64_t bar1_available;
     bool no_rm_object; /* RM made no internal ThirdPartyP2P for it (p2p.c:1417) */

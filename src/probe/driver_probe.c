@@ -7,11 +7,12 @@
 #include <string.h>
 #include <strings.h>
 
-static void read_params(gdu_sysroot *sr, gdu_driver *out)
+void gdu_driver_params_parse(const char *text, gdu_driver *out)
 {
-    char *text, value[256];
+    char value[256];
     out->enable_resizable_bar = -1;
-    if (gdu_sysroot_read(sr, "/proc/driver/nvidia/params", &text) < 0)
+    out->registry_dwords[0] = '\0';
+    if (text == NULL)
         return;
     if (gdu_text_kv(text, "EnableResizableBar", value, sizeof value) == 0)
         out->enable_resizable_bar = atoi(value);
@@ -24,7 +25,6 @@ static void read_params(gdu_sysroot *sr, gdu_driver *out)
         }
         snprintf(out->registry_dwords, sizeof out->registry_dwords, "%s", v);
     }
-    free(text);
 }
 
 static void read_gpus(gdu_sysroot *sr, gdu_driver *out)
@@ -65,10 +65,6 @@ static void read_nvfs(gdu_sysroot *sr, gdu_driver *out)
     if (out->nvfs_version[0] == '\0')
         gdu_sysroot_read_line(sr, "/sys/module/nvidia_fs/version", out->nvfs_version,
                               sizeof out->nvfs_version);
-    if (gdu_sysroot_read(sr, "/proc/driver/nvidia-fs/stats", &text) >= 0) {
-        out->nvfs_stats_readable = true;
-        free(text);
-    }
     out->peermem_loaded = gdu_sysroot_exists(sr, "/sys/module/nvidia_peermem");
 }
 
@@ -86,7 +82,7 @@ void gdu_driver_probe(gdu_sysroot *sr, gdu_driver *out)
     if (out->module_version[0] != '\0')
         out->loaded = true;
     gdu_sysroot_read_line(sr, "/sys/module/nvidia/taint", out->taint, sizeof out->taint);
-    read_params(sr, out);
+    gdu_driver_params_parse(NULL, out);
     read_gpus(sr, out);
     read_nvfs(sr, out);
 }

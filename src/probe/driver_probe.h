@@ -30,13 +30,23 @@ typedef struct gdu_driver {
     char registry_dwords[256];  /* params "RegistryDwords", quotes removed */
     gdu_driver_gpu gpus[GDU_MAX_GPUS];
     size_t n_gpus;
-    bool nvfs_loaded;      /* /proc/driver/nvidia-fs or /sys/module/nvidia_fs */
-    char nvfs_version[32]; /* /proc/driver/nvidia-fs/version */
-    bool nvfs_stats_readable;
-    bool peermem_loaded; /* /sys/module/nvidia_peermem */
+    bool nvfs_loaded;         /* /proc/driver/nvidia-fs or /sys/module/nvidia_fs */
+    char nvfs_version[32];    /* /proc/driver/nvidia-fs/version */
+    bool nvfs_stats_readable; /* set by the snapshot, which reads them (facts/snapshot.h) */
+    bool peermem_loaded;      /* /sys/module/nvidia_peermem */
 } gdu_driver;
 
+/* The driver's parameters, read by the snapshot (whose words a report
+ * carries, facts/snapshot.h) and parsed by gdu_driver_params_parse. */
+#define GDU_DRIVER_PARAMS_PATH "/proc/driver/nvidia/params"
+
+/* Everything above but the two files the snapshot reads once and keeps the
+ * words of: the parameters (left unlisted here) and nvidia-fs's stats. */
 void gdu_driver_probe(gdu_sysroot *sr, gdu_driver *out);
+
+/* EnableResizableBar and RegistryDwords from the parameters' text (NULL:
+ * not read, both unlisted). */
+void gdu_driver_params_parse(const char *text, gdu_driver *out);
 
 /* Whether a GPU is a consumer board (GeForce, TITAN), judged from its
  * marketing name ("NVIDIA GeForce RTX 4090"); UNKNOWN for NULL or "". */

@@ -29,7 +29,7 @@ typedef struct {
     /* BAR1 size of the GPU at PCI address pci ("0000:41:00.0"), 0 when not
      * known; may be NULL. Asked once per GPU, outside the ioctl path. */
     uint64_t (*bar1_bytes)(void *ctx, const char *pci);
-    /* RM's own BAR1 figures of that GPU (facts/rm_bar1_info.h): its size and
+    /* RM's own BAR1 figures of that GPU (rm/rm_bar1_info.h): its size and
      * what no process maps now. Returns 0, else -errno with why; may be
      * NULL. Asked outside the ioctl path, with the shim's lock held, so its
      * RM calls must not come back through the shim. */

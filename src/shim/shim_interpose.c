@@ -16,7 +16,7 @@
  * GDUNLOCK_TEST_DROP_NATIVE=1 (or
  * =strict), GDUNLOCK_TEST_RDMA_ATTR=0 and GDUNLOCK_FAULT=<n> are for tests
  * (see shim_core.h). */
-#include "facts/rm_bar1_info.h"
+#include "rm/rm_bar1_info.h"
 #include "shim/shim_preload.h"
 #include "util/pci_resource.h"
 #include "util/units.h"
@@ -192,12 +192,14 @@ static int libc_ioctl(int fd, unsigned long request, void *arg)
 }
 
 /* Through a client of our own whose escapes go straight to libc: the hook
- * would wait for the shim's lock, which the caller holds. */
+ * would wait for the shim's lock, which the caller holds. Its file closes
+ * through our close, which forgets the fd's kind. */
 static int op_rm_bar1(void *ctx, const char *pci, uint64_t *total, uint64_t *available, char *why,
                       size_t why_len)
 {
+    static const gdu_rm_calls calls = {libc_ioctl, close};
     gdu_rm_bar1 b;
-    int rc = gdu_rm_bar1_of(pci, libc_ioctl, &b, why, why_len);
+    int rc = gdu_rm_bar1_of(pci, &calls, &b, why, why_len);
     *total = rc == 0 ? b.total : 0;
     *available = rc == 0 ? b.available : 0;
     return rc;

@@ -11,7 +11,7 @@
 #ifndef GDUNLOCK_UNLOCK_UNLOCK_RUN_H
 #define GDUNLOCK_UNLOCK_UNLOCK_RUN_H
 
-#include "unlock/unlock_plan.h"
+#include "unlockplan/unlock_plan.h"
 
 #include <jansson.h>
 #include <stdbool.h>

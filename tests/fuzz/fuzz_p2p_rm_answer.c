@@ -8,13 +8,14 @@
 #include "fuzz_p2p_input.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_p2p_caps.h"
 
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int fuzz_ioctl(int fd, unsigned long request, void *arg)
 {
@@ -34,6 +35,8 @@ static int fuzz_ioctl(int fd, unsigned long request, void *arg)
     }
     return 0;
 }
+
+static const gdu_rm_calls fuzz_calls = {fuzz_ioctl, close};
 
 static gdu_tri tri(void)
 {
@@ -85,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     char why[256];
     gdu_rm_client c;
-    if (gdu_rm_client_open(&c, "/dev/null", fuzz_ioctl, why, sizeof why) == 0) {
+    if (gdu_rm_client_open(&c, "/dev/null", &fuzz_calls, why, sizeof why) == 0) {
         gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];
         size_t n = 0;
         gdu_rm_attached_gpus(&c, gpus, GDU_RM_MAX_GPUS, &n, why, sizeof why);

@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gdu_proc_status_cap(text, 21);
     free(text);
 
-    gdu_rm_client c = {.fd = -1, .hclient = 1, .ioctl_fn = fuzz_ioctl};
+    gdu_rm_client c = {.fd = -1, .hclient = 1, .calls = {fuzz_ioctl, NULL}};
     gdu_rm_card cards[GDU_NV_MAX_DEVICES];
     size_t count = 0;
     char why[128];

@@ -23,7 +23,7 @@
 #include "p2p/p2p_sm_pattern.h"
 #include "p2p_window_study.h"
 #include "rm_bar1.h"
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_p2p_caps.h"
 
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_status.h"
@@ -194,7 +194,9 @@ static int setup_rm(struct study *s, int k, const gdu_rm_gpu *attached, size_t n
 static int setup(struct study *s, const int *ordinals, int n)
 {
     char why[256];
-    if (gdu_rm_client_open(&s->client, window_ctl, window_ioctl, why, sizeof why) != 0) {
+    const gdu_rm_calls calls = {window_ioctl ? window_ioctl : gdu_rm_kernel_calls.ioctl_call,
+                                gdu_rm_kernel_calls.close_call};
+    if (gdu_rm_client_open(&s->client, window_ctl, &calls, why, sizeof why) != 0) {
         line("SKIP", "p2p-window", "no RM client: %s", why);
         return -1;
     }

@@ -10,7 +10,7 @@
 #ifndef GDUNLOCK_TESTS_GPU_RM_BAR1_H
 #define GDUNLOCK_TESTS_GPU_RM_BAR1_H
 
-#include "facts/rm_device.h"
+#include "rm/rm_device.h"
 
 #include <stddef.h>
 #include <stdint.h>

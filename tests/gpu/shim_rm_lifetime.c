@@ -1,5 +1,5 @@
 /* shim_rm_lifetime: RM's lifetime rule for ThirdPartyP2P (NV503C), on the
- * driver's first GPU, through a client of our own (src/facts/rm_client).
+ * driver's first GPU, through a client of our own (src/rm/rm_client).
  * Read in 580.142: REGISTER_VA_SPACE makes the NV503C a dependant of the VA
  * space (third_party_p2p.c:394), UNREGISTER_VA_SPACE does not undo it
  * (403-421), and freeing an object puts its dependants on the free list
@@ -39,9 +39,9 @@
 #include "driverabi/nv_card_info.h"
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_status.h"
-#include "facts/rm_client.h"
-#include "facts/rm_device.h"
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_client.h"
+#include "rm/rm_device.h"
+#include "rm/rm_p2p_caps.h"
 #include "rm_bar1.h"
 
 #include <errno.h>
@@ -162,7 +162,9 @@ static uint32_t open_gpu(gdu_rm_device *d, int *gpu_fd)
 
 int main(void)
 {
-    if (gdu_rm_client_open(&c, lifetime_ctl, lifetime_ioctl, why, sizeof why) != 0) {
+    const gdu_rm_calls calls = {lifetime_ioctl ? lifetime_ioctl : gdu_rm_kernel_calls.ioctl_call,
+                                gdu_rm_kernel_calls.close_call};
+    if (gdu_rm_client_open(&c, lifetime_ctl, &calls, why, sizeof why) != 0) {
         printf("NOGPU: %s\n", why);
         return 69;
     }

@@ -1,9 +1,6 @@
-# facts: the live answers and their capture file, the RM client and the P2P
-# caps against a fake RM, each GPU pair's facts from the fixture sysroots.
+# facts: the live answers and their capture file, each GPU pair's facts from
+# the fixture sysroots.
 gdunlock_unit_test(test_facts_live SOURCES test_facts_live.c LIBS gdu_facts)
-gdunlock_unit_test(test_facts_caps SOURCES test_facts_caps.c LIBS gdu_facts)
-gdunlock_unit_test(test_facts_rm SOURCES test_facts_rm.c LIBS gdu_facts PkgConfig::JANSSON)
-gdunlock_unit_test(test_facts_rm_bar1 SOURCES test_facts_rm_bar1.c LIBS gdu_facts_rm)
 gdunlock_unit_test(test_facts_pair SOURCES test_facts_pair.c LIBS gdu_p2p)
 
 # Live collection against p2p's fake two-GPU libcuda.so.1 (built by p2p.cmake

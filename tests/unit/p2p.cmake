@@ -1,5 +1,5 @@
 # p2p: reason logic (fixtures), measurement statistics, report formatting.
-gdunlock_unit_test(test_p2p_reason SOURCES test_p2p_reason.c LIBS gdu_p2p PkgConfig::JANSSON)
+gdunlock_unit_test(test_p2p_reason SOURCES test_p2p_reason.c LIBS gdu_p2p_reason PkgConfig::JANSSON)
 gdunlock_unit_test(test_p2p_stats SOURCES test_p2p_stats.c LIBS gdu_p2p)
 # The renderers live in the CLI; the test compiles them in.
 gdunlock_unit_test(test_p2p_format SOURCES test_p2p_format.c LIBS gdu_p2p PkgConfig::JANSSON)

@@ -169,11 +169,57 @@ static void every_fixture_replays_from_its_capture(void **state)
     assert_true(fixtures >= 20);
 }
 
+/* The file at dir/path holds exactly text. */
+static void holds_exactly(const char *dir, const char *path, const char *text)
+{
+    char file[PATH_MAX + 64], got[1 << 16];
+    snprintf(file, sizeof file, "%s%s", dir, path);
+    FILE *f = fopen(file, "r");
+    if (f == NULL)
+        fail_msg("the capture has no %s", path);
+    got[fread(got, 1, sizeof got - 1, f)] = '\0';
+    fclose(f);
+    if (strcmp(got, text) != 0)
+        fail_msg("the capture's %s is not what the snapshot read:\n%s\nbut:\n%s", path, text, got);
+}
+
+/* nvidia-fs's stats and the driver's parameters are read once per
+ * snapshot: the snapshot keeps their words, and its capture holds those,
+ * not what the files say later (the stats' counters move all the time). */
+static void the_capture_holds_what_the_snapshot_read(void **state)
+{
+    char machine[] = "/tmp/gdu-capture-once-XXXXXX", dir[PATH_MAX], cmd[PATH_MAX * 3];
+    assert_non_null(mkdtemp(machine));
+    snprintf(cmd, sizeof cmd, "cp -a '%s/l40s-nvfs/.' '%s'", FIXTURES, machine);
+    assert_int_equal(system(cmd), 0);
+    gdu_snapshot *s = take(machine);
+    assert_true(s->driver.nvfs_stats_readable && s->nvfs_stats_parsed);
+    assert_non_null(s->nvfs_text.text);
+    assert_non_null(s->driver_params.text);
+    assert_int_equal(s->driver.enable_resizable_bar, 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && echo 'Reads : 999999' >> proc/driver/nvidia-fs/stats && "
+             "echo 'EnableResizableBar: 1' > proc/driver/nvidia/params",
+             machine);
+    assert_int_equal(system(cmd), 0);
+    snprintf(dir, sizeof dir, "%s.capture", machine);
+    gdu_capture_stats st;
+    char why[512] = "";
+    assert_int_equal(gdu_capture_write(s, dir, &st, why, sizeof why), 0);
+    holds_exactly(dir, GDU_NVFS_STATS_PATH, s->nvfs_text.text);
+    holds_exactly(dir, GDU_DRIVER_PARAMS_PATH, s->driver_params.text);
+    gdu_snapshot_free(s);
+    free(s);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", machine, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_fixture_replays_from_its_capture),
         cmocka_unit_test(unlock_fixtures_replay_without_content),
+        cmocka_unit_test(the_capture_holds_what_the_snapshot_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,8 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
     return -1;
 }
 
+static const gdu_rm_calls fake_calls = {fake_ioctl, close};
+
 static gdu_rm_client client;
 
 static int open_fds(void)
@@ -193,7 +195,7 @@ static int setup(void **state)
         return -1;
     close(fd);
     char why[256];
-    return gdu_rm_client_open(&client, "/dev/null", fake_ioctl, why, sizeof why);
+    return gdu_rm_client_open(&client, "/dev/null", &fake_calls, why, sizeof why);
 }
 
 static int teardown(void **state)

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 /* The one GPU the driver lists: its PCI address, RM gpuId and minor. */
 #define GPU_BUS 0x1b
@@ -74,6 +75,8 @@ static int driver(int fd, unsigned long request, void *arg)
     fake_rm_set_fd(rm, fd, GDU_FD_RM);
     return fake_rm_ioctl(rm, fd, request, arg);
 }
+
+static const gdu_rm_calls driver_calls = {driver, close};
 
 static void touch(const char *path)
 {
@@ -206,7 +209,7 @@ static void device_needs_the_gpu_file(void **state)
 {
     gdu_rm_client cl;
     char w[256];
-    assert_int_equal(gdu_rm_client_open(&cl, ctl, driver, w, sizeof w), 0);
+    assert_int_equal(gdu_rm_client_open(&cl, ctl, &driver_calls, w, sizeof w), 0);
     gdu_nv0080_alloc_params dp = {.deviceId = 0, .hClientShare = cl.hclient};
     uint32_t h = 0, st = 0;
     assert_int_not_equal(gdu_rm_alloc(&cl, cl.hclient, GDU_NV01_DEVICE_0, &dp, sizeof dp, &h, &st,

@@ -2,7 +2,7 @@
  * and per blocking fact (tests/fixtures/unlock, derived by its
  * make-fixtures.py), doctor's GeForce captures and the recorded H200 one;
  * and the version table alone. */
-#include "unlock/unlock_plan.h"
+#include "unlockplan/unlock_plan.h"
 #include "unlock/unlock_run.h"
 
 #include <setjmp.h>

@@ -37,14 +37,6 @@ add_test(NAME test_verify_cli
                  ${GDU_VERIFY_FAKES} ${GDUNLOCK_FIXTURES} ${GDU_VERIFY_SANITIZED})
 set_tests_properties(test_verify_cli PROPERTIES LABELS unit)
 
-# gdunlock report: the scrubber alone, then the bundle end to end (planted
-# secrets must not survive; the scrubbed capture replays).
-gdunlock_unit_test(test_verify_bundle
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_bundle.c ${CMAKE_SOURCE_DIR}/src/verify/verify_scrub.c)
-gdu_sees(test_verify_bundle verify)
-target_compile_definitions(test_verify_bundle PRIVATE GDUNLOCK_BIN="$<TARGET_FILE:gdunlock>")
-add_dependencies(test_verify_bundle gdunlock)
-
 # gdunlock verify from a prefix whose path LD_PRELOAD cannot carry, and with a
 # shim that does not load in its child.
 add_test(NAME cli_verify_preload

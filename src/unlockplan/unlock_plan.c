@@ -1,4 +1,4 @@
-#include "unlock/unlock_plan.h"
+#include "unlockplan/unlock_plan.h"
 
 #include "util/units.h"
 

@@ -1,4 +1,4 @@
-#include "verify/verify_bundle.h"
+#include "report/report_bundle.h"
 
 #include "doctor/doctor.h"
 #include "facts/capture.h"
@@ -6,7 +6,7 @@
 #include "probe/nvfs_stats.h"
 #include "unlock/unlock_run.h"
 #include "util/open_regular.h"
-#include "verify/verify_scrub.h"
+#include "report/report_scrub.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,26 +38,6 @@ __attribute__((format(printf, 2, 3))) static void note(gdu_bundle_result *res, c
     va_start(ap, fmt);
     vsnprintf(res->notes + used, sizeof res->notes - used, fmt, ap);
     va_end(ap);
-}
-
-/* Copies the examined machine's file at path to dst through sr: in a
- * capture confined to it (links resolve inside, as for doctor's replay),
- * live as named; either way a regular file only (a FIFO would hang the
- * report, a device such as /dev/zero fill the disk) and at most the
- * sysroot's bound (gdu_sysroot_read). 0, or -errno when it was not read
- * (-EINVAL: not a regular file) or not written. */
-static int copy_out(gdu_sysroot *sr, const char *path, const char *dst)
-{
-    char *text = NULL;
-    long n = gdu_sysroot_read(sr, path, &text);
-    if (n < 0)
-        return (int)n;
-    FILE *out = fopen(dst, "wxe");
-    int rc = out == NULL || fwrite(text, 1, (size_t)n, out) != (size_t)n ? -EIO : 0;
-    if (out != NULL && fclose(out) != 0)
-        rc = -EIO;
-    free(text);
-    return rc;
 }
 
 /* Notes why the file at path (what it is) was not gathered. */
@@ -194,39 +174,39 @@ static const char readme[] =
     "\n"
     "  capture/      doctor's capture: gdunlock doctor --sysroot capture [PATH]\n"
     "  doctor.json   doctor's report      verify.json  gdunlock verify --json\n"
+    "                (nvidia-fs stats before and after its run, and the difference)\n"
     "  cufile.log    libcufile's log of that verify run\n"
-    "  nvidia-fs-stats-before.txt, nvidia-fs-stats-after.txt   around it\n"
+    "  nvidia-fs-stats-before.txt  the stats as doctor's snapshot read them\n"
     "  kernel-log.txt    the kernel's lines about the driver, nvidia-fs, NVMe, P2PDMA\n"
     "  driver-params.txt /proc/driver/nvidia/params\n"
     "  p2p-unlock-status.json  gdunlock p2p unlock --status, and the P2P matrix\n"
     "  verify-rdma.json  gdunlock verify --rdma --json (GPUDirect RDMA with an RDMA adapter)\n";
 
-/* Everything but the packing, into bundle. */
-static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
-                  gdu_bundle_result *res, char *why, size_t why_len)
+/* The machine's snapshot, O_DIRECT tried where verify will write (target's
+ * folder, into dir: NULL when there is no target). */
+static const char *take(const gdu_bundle_request *req, gdu_sysroot *sr, char *dir, size_t len,
+                        gdu_snapshot *s)
 {
-    char file[PATH_MAX + 64];
-    gdu_sysroot sr;
-    if (gdu_sysroot_init(&sr, req->sysroot) != 0) {
-        snprintf(why, why_len, "sysroot path too long");
-        return -ENAMETOOLONG;
-    }
-    gdu_snapshot *s = malloc(sizeof *s);
-    if (s == NULL) {
-        gdu_sysroot_free(&sr);
-        return -ENOMEM;
-    }
-    /* O_DIRECT is tried where verify will write. */
-    char dir[PATH_MAX] = "";
     const char *target = NULL;
     if (req->target != NULL) {
-        folder_of(req->target, dir, sizeof dir);
+        folder_of(req->target, dir, len);
         char real[PATH_MAX];
         if (realpath(dir, real) != NULL)
-            snprintf(dir, sizeof dir, "%s", real);
+            snprintf(dir, len, "%s", real);
         target = dir;
     }
-    gdu_snapshot_take(&sr, target ? &target : NULL, target ? 1 : 0, s);
+    /* A file named for the stats is the live machine's: a capture has its own. */
+    const char *stats = req->sysroot == NULL ? req->nvfs_stats : NULL;
+    gdu_snapshot_take_stats_from(sr, target ? &target : NULL, target ? 1 : 0, stats, s);
+    return target;
+}
+
+/* What the snapshot is judged to: the capture, doctor's report and the P2P
+ * unlock's status. 0, or -errno with why when the first two cannot be written. */
+static int write_judged(const gdu_snapshot *s, const char *target, const char *sysroot,
+                        const char *bundle, gdu_bundle_result *res, char *why, size_t why_len)
+{
+    char file[PATH_MAX + 64];
     snprintf(file, sizeof file, "%s/capture", bundle);
     gdu_capture_stats st;
     int rc = gdu_capture_write(s, file, &st, why, why_len);
@@ -241,55 +221,60 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
     json_decref(j);
     gdu_report_free(&report);
     /* What a GeForce P2P report needs first: which module runs, and the plan. */
-    json_t *unlock = rc == 0 ? gdu_unlock_status_report_json_of(s, req->sysroot) : NULL;
+    json_t *unlock = rc == 0 ? gdu_unlock_status_report_json_of(s, sysroot) : NULL;
     snprintf(file, sizeof file, "%s/p2p-unlock-status.json", bundle);
     if (rc == 0 && (unlock == NULL || json_dump_file(unlock, file, JSON_INDENT(2)) != 0))
         note(res, "no p2p unlock status (%s)", unlock == NULL ? "out of memory" : "cannot write");
     json_decref(unlock);
-    gdu_snapshot_free(s);
-    free(s);
-    if (rc != 0) {
-        gdu_sysroot_free(&sr);
-        return rc;
-    }
+    return rc;
+}
 
-    snprintf(file, sizeof file, "%s/driver-params.txt", bundle);
-    const char *params = "/proc/driver/nvidia/params";
-    rc = copy_out(&sr, params, file);
-    if (rc != 0)
-        note_not_read(res, "driver parameters", params, rc);
-    const char *stats = getenv("GDUNLOCK_NVFS_STATS");
-    stats = stats && *stats && !req->sysroot ? stats : GDU_NVFS_STATS_PATH;
-    snprintf(file, sizeof file, "%s/nvidia-fs-stats-before.txt", bundle);
-    rc = copy_out(&sr, stats, file);
-    if (rc != 0)
-        note_not_read(res, "nvidia-fs stats", stats, rc);
-    if (req->sysroot != NULL) {
-        note(res, "a capture: no verify run, no kernel log");
-    } else if (req->target != NULL) {
-        char log[PATH_MAX + 64], out[PATH_MAX + 64];
-        snprintf(log, sizeof log, "CUFILE_LOGFILE_PATH=%s/cufile.log", bundle);
-        snprintf(out, sizeof out, "%s/verify.json", bundle);
-        char *argv[] = {(char *)req->exe, "verify", (char *)req->target, "--json", NULL};
-        res->verify_exit = spawn(argv, out, -1, NULL, log);
-        if (res->verify_exit < 0)
-            note(res, "verify did not run: %s", strerror(-res->verify_exit));
-        snprintf(file, sizeof file, "%s/nvidia-fs-stats-after.txt", bundle);
-        copy_out(&sr, stats, file);
+/* A file's words as the snapshot read them (t), into bundle/name; what
+ * (read at path) is a note when the snapshot has none. */
+static void write_words(const gdu_snapshot_text *t, const char *what, const char *path,
+                        const char *bundle, const char *name, gdu_bundle_result *res)
+{
+    if (t->len < 0) {
+        note_not_read(res, what, path, (int)t->len);
+        return;
     }
-    if (req->sysroot == NULL) {
-        /* GPUDirect RDMA: its outcome, or why it cannot run here (no adapter). */
-        snprintf(file, sizeof file, "%s/verify-rdma.json", bundle);
-        char *argv[] = {(char *)req->exe, "verify", "--rdma", "--json", NULL};
-        if (spawn(argv, file, -1, NULL, NULL) < 0)
-            note(res, "verify --rdma did not run");
-    }
-    scrub_words(&sr, sc); /* read like every other file: a FIFO there would hang it */
-    gdu_sysroot_free(&sr);
-    if (req->sysroot == NULL) {
-        snprintf(file, sizeof file, "%s/kernel-log.txt", bundle);
-        kernel_log(file, res);
-    }
+    char file[PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/%s", bundle, name);
+    FILE *out = fopen(file, "wxe");
+    bool written = out != NULL && fwrite(t->text, 1, (size_t)t->len, out) == (size_t)t->len;
+    if ((out != NULL && fclose(out) != 0) || !written)
+        note_not_read(res, what, path, -EIO);
+}
+
+/* gdunlock verify --json on the target, libcufile's log beside it. */
+static void run_verify(const gdu_bundle_request *req, const char *bundle, gdu_bundle_result *res)
+{
+    char log[PATH_MAX + 64], out[PATH_MAX + 64];
+    snprintf(log, sizeof log, "CUFILE_LOGFILE_PATH=%s/cufile.log", bundle);
+    snprintf(out, sizeof out, "%s/verify.json", bundle);
+    char *argv[] = {(char *)req->exe, "verify", (char *)req->target, "--json", NULL};
+    res->verify_exit = spawn(argv, out, -1, NULL, log);
+    if (res->verify_exit < 0)
+        note(res, "verify did not run: %s", strerror(-res->verify_exit));
+}
+
+/* gdunlock verify --rdma --json: GPUDirect RDMA's outcome, or why it cannot
+ * run here (no adapter). */
+static void run_verify_rdma(const gdu_bundle_request *req, const char *bundle,
+                            gdu_bundle_result *res)
+{
+    char out[PATH_MAX + 64];
+    snprintf(out, sizeof out, "%s/verify-rdma.json", bundle);
+    char *argv[] = {(char *)req->exe, "verify", "--rdma", "--json", NULL};
+    if (spawn(argv, out, -1, NULL, NULL) < 0)
+        note(res, "verify --rdma did not run");
+}
+
+/* The README, then every file scrubbed. */
+static int finish(const char *bundle, gdu_scrub *sc, gdu_bundle_result *res, char *why,
+                  size_t why_len)
+{
+    char file[PATH_MAX + 64];
     snprintf(file, sizeof file, "%s/README.txt", bundle);
     FILE *f = fopen(file, "we");
     if (f == NULL || fputs(readme, f) < 0 || fclose(f) != 0) {
@@ -303,6 +288,51 @@ static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *
         return (int)res->files_scrubbed;
     }
     return 0;
+}
+
+/* Everything but the packing, into bundle: what the snapshot holds, then
+ * what happens after it (the verify run, the kernel log). */
+static int gather(const gdu_bundle_request *req, const char *bundle, gdu_scrub *sc,
+                  gdu_bundle_result *res, char *why, size_t why_len)
+{
+    gdu_sysroot sr;
+    if (gdu_sysroot_init(&sr, req->sysroot) != 0) {
+        snprintf(why, why_len, "sysroot path too long");
+        return -ENAMETOOLONG;
+    }
+    gdu_snapshot *s = malloc(sizeof *s);
+    if (s == NULL) {
+        gdu_sysroot_free(&sr);
+        return -ENOMEM;
+    }
+    char dir[PATH_MAX] = "";
+    const char *target = take(req, &sr, dir, sizeof dir, s);
+    int rc = write_judged(s, target, req->sysroot, bundle, res, why, why_len);
+    if (rc == 0) {
+        write_words(&s->driver_params, "driver parameters", GDU_DRIVER_PARAMS_PATH, bundle,
+                    "driver-params.txt", res);
+        const char *stats =
+            req->sysroot == NULL && req->nvfs_stats ? req->nvfs_stats : GDU_NVFS_STATS_PATH;
+        write_words(&s->nvfs_text, "nvidia-fs stats", stats, bundle, "nvidia-fs-stats-before.txt",
+                    res);
+        scrub_words(&sr, sc); /* read like every other file: a FIFO there would hang it */
+    }
+    gdu_snapshot_free(s);
+    free(s);
+    gdu_sysroot_free(&sr);
+    if (rc != 0)
+        return rc;
+    if (req->sysroot != NULL) {
+        note(res, "a capture: no verify run, no kernel log");
+    } else {
+        if (req->target != NULL)
+            run_verify(req, bundle, res);
+        run_verify_rdma(req, bundle, res);
+        char file[PATH_MAX + 64];
+        snprintf(file, sizeof file, "%s/kernel-log.txt", bundle);
+        kernel_log(file, res);
+    }
+    return finish(bundle, sc, res, why, why_len);
 }
 
 /* The first line tar wrote to its errors (at path), or what its status

@@ -1,5 +1,5 @@
 /* Decoding of the RM's P2P caps bits and statuses into names and links. */
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

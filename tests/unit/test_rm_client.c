@@ -1,7 +1,7 @@
 /* The RM client against an in-process fake RM: request codes and block
  * sizes as the driver checks them, the generated client handle, statuses by
  * name, the attached-GPU walk and the caps copy-out. */
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_p2p_caps.h"
 
 #include "driverabi/ctrl0000_gpu.h"
 #include "driverabi/nv_escape.h"
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define CLIENT 0xc1d00042u
 
@@ -105,6 +106,8 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
     return -1;
 }
 
+static const gdu_rm_calls fake_calls = {fake_ioctl, close};
+
 /* Replay of the answers the real RM gave PyTorch on two NVLink H200s
  * (580.159.04; tests/fixtures/p2p/rm-h200-x2.jsonl, cut from the recorded
  * trace tests/fixtures/rm-traces/torch.jsonl). */
@@ -170,6 +173,8 @@ static int replay_ioctl(int fd, unsigned long request, void *arg)
     return 0;
 }
 
+static const gdu_rm_calls replay_calls = {replay_ioctl, close};
+
 static void test_replay_h200_pair(void **state)
 {
     json_error_t err;
@@ -184,7 +189,7 @@ static void test_replay_h200_pair(void **state)
 
     gdu_rm_client c;
     char why[256] = "";
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", replay_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &replay_calls, why, sizeof why), 0);
     gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];
     size_t n = 0;
     assert_int_equal(gdu_rm_attached_gpus(&c, gpus, GDU_RM_MAX_GPUS, &n, why, sizeof why), 0);
@@ -228,7 +233,7 @@ static void test_open_query_close(void **state)
 {
     gdu_rm_client c;
     char why[256] = "";
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), 0);
     assert_int_equal(c.hclient, CLIENT);
 
     gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];
@@ -262,7 +267,7 @@ static void test_cap_on_gpu_list(void **state)
     gdu_rm_client c;
     char why[256];
     rm.gpus = 5;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), 0);
     gdu_rm_gpu gpus[3];
     size_t n = 0;
     assert_int_equal(gdu_rm_attached_gpus(&c, gpus, 3, &n, why, sizeof why), 0);
@@ -275,7 +280,7 @@ static void test_rm_status_named(void **state)
     gdu_rm_client c;
     char why[256];
     rm.caps_status = 0x1f;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), 0);
     gdu_p2p_rm_caps caps = {.caps = 0x77};
     assert_int_equal(gdu_rm_p2p_caps(&c, 1, 2, &caps, why, sizeof why), -EIO);
     assert_non_null(strstr(why, "NV_ERR_INVALID_ARGUMENT"));
@@ -289,7 +294,7 @@ static void test_alloc_refused(void **state)
     gdu_rm_client c;
     char why[256];
     rm.alloc_status = 0x22;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), -EIO);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), -EIO);
     assert_non_null(strstr(why, "NV_ERR_INVALID_CLASS"));
     assert_int_equal(c.fd, -1);
     gdu_rm_client_close(&c);
@@ -303,7 +308,7 @@ static void test_free_status(void **state)
     gdu_rm_client c;
     char why[256] = "";
     uint32_t st = 0xdead;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), 0);
     assert_int_equal(gdu_rm_free_checked(&c, 0, CLIENT, &st, "freeing", why, sizeof why), 0);
     assert_int_equal(st, 0);
     rm.free_status = 0x6e;
@@ -327,7 +332,7 @@ static void test_ioctl_fails(void **state)
     gdu_rm_client c;
     char why[256];
     rm.ioctl_errno = ENOTTY;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), -ENOTTY);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), -ENOTTY);
     assert_non_null(strstr(why, "ioctl failed"));
 }
 
@@ -335,7 +340,7 @@ static void test_no_device(void **state)
 {
     gdu_rm_client c;
     char why[256];
-    assert_int_equal(gdu_rm_client_open(&c, "/nonexistent/nvidiactl", fake_ioctl, why, sizeof why),
+    assert_int_equal(gdu_rm_client_open(&c, "/nonexistent/nvidiactl", &fake_calls, why, sizeof why),
                      -ENOENT);
     assert_non_null(strstr(why, "no NVIDIA kernel driver"));
     gdu_rm_client_close(&c);

@@ -1,26 +1,41 @@
 /* A minimal RM client of our own on /dev/nvidiactl: one NV01_ROOT_CLIENT
  * and the escapes issued through it (controls, allocations, frees), each
- * RM refusal named by its NV_STATUS. The ioctl function is injectable for
- * tests. Users: the P2P caps (rm_p2p_caps.h) and the BAR1 window study
- * (rm_bar1.h). */
-#ifndef GDUNLOCK_FACTS_RM_CLIENT_H
-#define GDUNLOCK_FACTS_RM_CLIENT_H
+ * RM refusal named by its NV_STATUS. Users: the machine's facts (P2P caps,
+ * BAR1), the shim's report, the I/O engine and the BAR1 window study
+ * (rm_bar1.h). The layer sits on the driver ABI alone and knows nothing of
+ * its users: the calls it makes on its file are handed in (gdu_rm_calls). */
+#ifndef GDUNLOCK_RM_RM_CLIENT_H
+#define GDUNLOCK_RM_RM_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 typedef int (*gdu_rm_ioctl_fn)(int fd, unsigned long request, void *arg);
 
+/* The ioctl and close the client makes on its control file, handed in by its
+ * user, so that the client binds to none of its own: inside the shim, which
+ * exports both, it would otherwise call the shim's. The shim hands libc's
+ * ioctl (its own hook would wait for the lock its caller holds) and its own
+ * close (which keeps its fd cache right); programs gdu_rm_kernel_calls;
+ * tests a fake RM's. */
+typedef struct gdu_rm_calls {
+    gdu_rm_ioctl_fn ioctl_call;
+    int (*close_call)(int fd);
+} gdu_rm_calls;
+
+/* ioctl(2) and close(2) as they are (rm_kernel.c). */
+extern const gdu_rm_calls gdu_rm_kernel_calls;
+
 typedef struct gdu_rm_client {
     int fd; /* the control file */
     uint32_t hclient;
-    gdu_rm_ioctl_fn ioctl_fn;
+    gdu_rm_calls calls;
 } gdu_rm_client;
 
-/* Opens ctl_path (NULL: /dev/nvidiactl) and allocates a root client. ioctl_fn
- * NULL uses the real ioctl. Returns 0, or -errno with the cause in why
- * (-EIO when the RM refused, with the NV_STATUS by name). */
-int gdu_rm_client_open(gdu_rm_client *client, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn,
+/* Opens ctl_path (NULL: /dev/nvidiactl) and allocates a root client whose
+ * file takes the given calls (copied). Returns 0, or -errno with the cause in
+ * why (-EIO when the RM refused, with the NV_STATUS by name). */
+int gdu_rm_client_open(gdu_rm_client *client, const char *ctl_path, const gdu_rm_calls *calls,
                        char *why, size_t why_len);
 
 /* Frees the client and closes the file. Safe on a client that failed to open. */

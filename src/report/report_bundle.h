@@ -5,26 +5,28 @@
  *   verify.json              gdunlock verify --json on the target (the shim's
  *                            report inside), live only
  *   cufile.log               libcufile's log of that verify run
- *   nvidia-fs-stats-before.txt, -after.txt   around it
+ *   nvidia-fs-stats-before.txt  as the snapshot read them (verify.json
+ *                            holds verify's own, before and after its run)
  *   kernel-log.txt           the kernel's lines about the driver, nvidia-fs,
  *                            NVMe, P2PDMA and the IOMMU (root, or
  *                            kernel.dmesg_restrict=0)
  *   driver-params.txt        /proc/driver/nvidia/params
  *   README.txt               what it is and how to replay it
  * with host names, user names and paths, UUIDs and serial numbers scrubbed
- * (verify/verify_scrub.h). */
-#ifndef GDUNLOCK_VERIFY_VERIFY_BUNDLE_H
-#define GDUNLOCK_VERIFY_VERIFY_BUNDLE_H
+ * (report/report_scrub.h). */
+#ifndef GDUNLOCK_REPORT_REPORT_BUNDLE_H
+#define GDUNLOCK_REPORT_REPORT_BUNDLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 typedef struct gdu_bundle_request {
-    const char *sysroot; /* NULL: this machine; a capture: its snapshot only, no verify */
-    const char *target;  /* the file verify writes and removes; NULL: no verify run */
-    const char *exe;     /* the gdunlock binary that runs verify */
-    const char *out;     /* the tar to write: made anew, never through a link */
-    bool force;          /* replace a file (or link) already at out */
+    const char *sysroot;    /* NULL: this machine; a capture: its snapshot only, no verify */
+    const char *target;     /* the file verify writes and removes; NULL: no verify run */
+    const char *exe;        /* the gdunlock binary that runs verify */
+    const char *out;        /* the tar to write: made anew, never through a link */
+    const char *nvfs_stats; /* live: nvidia-fs's stats read here instead (NULL: the driver's) */
+    bool force;             /* replace a file (or link) already at out */
 } gdu_bundle_request;
 
 typedef struct gdu_bundle_result {
@@ -34,10 +36,11 @@ typedef struct gdu_bundle_result {
     char notes[512];     /* what could not be gathered, "; "-separated */
 } gdu_bundle_result;
 
-/* Gathers, scrubs and packs. The examined machine's files are read
- * through a sysroot (gdu_sysroot_read: a capture's links resolve inside it,
- * regular files only, bounded); the tar is written beside out and then
- * takes its name. Returns 0, or -errno with why: -EEXIST when something is
+/* Gathers, scrubs and packs. The examined machine is read once, into a
+ * snapshot (facts/snapshot.h: through a sysroot, where a capture's links
+ * resolve inside it, regular files only, bounded), which everything above
+ * but verify's run and the kernel log is written from; the tar is written
+ * beside out and then takes its name. Returns 0, or -errno with why: -EEXIST when something is
  * at out and not force; otherwise the bundle could not be written (what
  * could not be gathered is a note, not an error). */
 int gdu_bundle_make(const gdu_bundle_request *req, gdu_bundle_result *res, char *why,

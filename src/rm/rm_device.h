@@ -1,9 +1,9 @@
 /* One GPU opened in our RM client (rm_client.h): its NV01_DEVICE_0 and
  * NV20_SUBDEVICE_0, which the per-GPU controls (NV2080_*) are issued on. */
-#ifndef GDUNLOCK_FACTS_RM_DEVICE_H
-#define GDUNLOCK_FACTS_RM_DEVICE_H
+#ifndef GDUNLOCK_RM_RM_DEVICE_H
+#define GDUNLOCK_RM_RM_DEVICE_H
 
-#include "facts/rm_client.h"
+#include "rm/rm_client.h"
 
 #include <stddef.h>
 #include <stdint.h>

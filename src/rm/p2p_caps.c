@@ -1,4 +1,4 @@
-#include "facts/p2p_caps.h"
+#include "rm/p2p_caps.h"
 
 gdu_p2p_link gdu_p2p_caps_link(uint32_t caps)
 {

@@ -1,4 +1,4 @@
-#include "verify/verify_scrub.h"
+#include "report/report_scrub.h"
 
 #include <ctype.h>
 #include <dirent.h>

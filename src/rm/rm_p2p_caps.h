@@ -1,12 +1,12 @@
 /* Through our own RM client (rm_client.h): the NV0000 controls that list
  * attached GPUs, map them to PCI addresses and report P2P caps for a GPU
  * pair. All controls used are non-privileged. */
-#ifndef GDUNLOCK_FACTS_RM_P2P_CAPS_H
-#define GDUNLOCK_FACTS_RM_P2P_CAPS_H
+#ifndef GDUNLOCK_RM_RM_P2P_CAPS_H
+#define GDUNLOCK_RM_RM_P2P_CAPS_H
 
 #include "driverabi/ctrl0000_gpu.h"
-#include "facts/p2p_caps.h"
-#include "facts/rm_client.h"
+#include "rm/p2p_caps.h"
+#include "rm/rm_client.h"
 
 #include <stddef.h>
 #include <stdint.h>

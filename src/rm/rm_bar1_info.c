@@ -1,8 +1,8 @@
-#include "facts/rm_bar1_info.h"
+#include "rm/rm_bar1_info.h"
 
 #include "driverabi/ctrl2080_fb.h"
-#include "facts/rm_device.h"
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_device.h"
+#include "rm/rm_p2p_caps.h"
 #include "util/pci_addr.h"
 
 #include <errno.h>
@@ -49,7 +49,7 @@ int gdu_rm_bar1_query(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_bar1 *out, uint3
     return 0;
 }
 
-int gdu_rm_bar1_of(const char *addr, gdu_rm_ioctl_fn ioctl_fn, gdu_rm_bar1 *out, char *why,
+int gdu_rm_bar1_of(const char *addr, const gdu_rm_calls *calls, gdu_rm_bar1 *out, char *why,
                    size_t why_len)
 {
     char want[GDU_PCI_ADDR_SIZE];
@@ -59,7 +59,7 @@ int gdu_rm_bar1_of(const char *addr, gdu_rm_ioctl_fn ioctl_fn, gdu_rm_bar1 *out,
         return -EINVAL;
     }
     gdu_rm_client client;
-    int rc = gdu_rm_client_open(&client, NULL, ioctl_fn, why, why_len);
+    int rc = gdu_rm_client_open(&client, NULL, calls, why, why_len);
     if (rc != 0)
         return rc;
     gdu_rm_gpu gpus[GDU_RM_MAX_GPUS];

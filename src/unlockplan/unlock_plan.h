@@ -8,9 +8,9 @@
  *                    of the same version with gdunlock's edits
  *   impossible here  a fact blocks it (named, with its fix)
  * and "unknown" when the evidence is missing (no CUDA answer for the chip).
- * Pure: reads nothing but the snapshot. The runner (unlock_run.h) acts on it. */
-#ifndef GDUNLOCK_UNLOCK_UNLOCK_PLAN_H
-#define GDUNLOCK_UNLOCK_UNLOCK_PLAN_H
+ * Pure: reads nothing but the snapshot. The runner (unlock/unlock_run.h) acts on it. */
+#ifndef GDUNLOCK_UNLOCKPLAN_UNLOCK_PLAN_H
+#define GDUNLOCK_UNLOCKPLAN_UNLOCK_PLAN_H
 
 #include "facts/pair_facts.h"
 #include "facts/snapshot.h"

@@ -1,4 +1,4 @@
-#include "facts/rm_p2p_caps.h"
+#include "rm/rm_p2p_caps.h"
 
 #include "driverabi/ctrl0000_gpu.h"
 

@@ -1,4 +1,4 @@
-#include "facts/rm_device.h"
+#include "rm/rm_device.h"
 
 #include "driverabi/ctrl0000_gpu_id.h"
 #include "driverabi/nv_classes.h"

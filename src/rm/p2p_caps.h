@@ -1,7 +1,7 @@
 /* Decoding of the RM's P2P caps (NV0000 GET_P2P_CAPS_V2) into names: the
  * connection type a pair uses and the per-capability statuses. */
-#ifndef GDUNLOCK_FACTS_P2P_CAPS_H
-#define GDUNLOCK_FACTS_P2P_CAPS_H
+#ifndef GDUNLOCK_RM_P2P_CAPS_H
+#define GDUNLOCK_RM_P2P_CAPS_H
 
 #include "driverabi/ctrl0000_p2p.h"
 

@@ -7,10 +7,10 @@
  * not: what cuFile's P2PDMA mode needs. Through our RM client:
  * NV2080_CTRL_CMD_FB_GET_INFO_V2 and _GET_STATIC_BAR1_INFO
  * (driverabi/ctrl2080_fb.h). */
-#ifndef GDUNLOCK_FACTS_RM_BAR1_INFO_H
-#define GDUNLOCK_FACTS_RM_BAR1_INFO_H
+#ifndef GDUNLOCK_RM_RM_BAR1_INFO_H
+#define GDUNLOCK_RM_RM_BAR1_INFO_H
 
-#include "facts/rm_client.h"
+#include "rm/rm_client.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,12 +34,12 @@ int gdu_rm_bar1_query(gdu_rm_client *c, uint32_t gpu_id, gdu_rm_bar1 *out, uint3
                       char *why, size_t why_len);
 
 /* The same for the GPU at PCI address addr ("0000:1b:00.0", any spelling),
- * in an RM client of its own, its escapes through ioctl_fn (NULL: ioctl(2);
- * the shim passes libc's, so that its own hook never sees them): what the
+ * in an RM client of its own on the given calls (rm_client.h: the shim's
+ * ioctl is libc's, so that its own hook never sees the escapes): what the
  * I/O engine's cuFile ring and the shim's report ask (holding a CUDA context
  * on the GPU). Returns 0, -ENODEV when the RM has no such GPU attached, or
  * -errno with why. */
-int gdu_rm_bar1_of(const char *addr, gdu_rm_ioctl_fn ioctl_fn, gdu_rm_bar1 *out, char *why,
+int gdu_rm_bar1_of(const char *addr, const gdu_rm_calls *calls, gdu_rm_bar1 *out, char *why,
                    size_t why_len);
 
 #endif

@@ -5,8 +5,8 @@
  * of keys that name a serial, WWN, UUID or disk link: udev's
  * E:ID_SERIAL=..., S:disk/by-id/..., root=UUID=...). What is left keeps its
  * format, so a scrubbed capture still replays with doctor --sysroot. */
-#ifndef GDUNLOCK_VERIFY_VERIFY_SCRUB_H
-#define GDUNLOCK_VERIFY_VERIFY_SCRUB_H
+#ifndef GDUNLOCK_REPORT_REPORT_SCRUB_H
+#define GDUNLOCK_REPORT_REPORT_SCRUB_H
 
 #include <stddef.h>
 

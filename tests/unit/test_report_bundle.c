@@ -1,9 +1,9 @@
-/* gdunlock report's scrubbing (verify/verify_scrub.h) and its bundle end to
+/* gdunlock report's scrubbing (report/report_scrub.h) and its bundle end to
  * end: secrets planted in a copy of a fixture machine (its host name, a GPU
  * UUID, an NVMe serial, a filesystem UUID, a user's home path) must not
  * survive anywhere in the tar, and the scrubbed capture must replay with
  * doctor --sysroot to the verdict the machine gets unscrubbed. */
-#include "verify/verify_scrub.h"
+#include "report/report_scrub.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-#include "facts/rm_client.h"
+#include "rm/rm_client.h"
 
 #include "driverabi/nv_classes.h"
 #include "driverabi/nv_escape.h"
@@ -9,17 +9,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
-static int real_ioctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
 
 int gdu_rm_escape(gdu_rm_client *c, int fd, unsigned nr, void *block, size_t size, const char *what,
                   char *why, size_t why_len)
 {
     int rc;
     do
-        rc = c->ioctl_fn(fd < 0 ? c->fd : fd, gdu_nv_ioctl_request(nr, size), block);
+        rc = c->calls.ioctl_call(fd < 0 ? c->fd : fd, gdu_nv_ioctl_request(nr, size), block);
     while (rc < 0 && errno == EINTR);
     if (rc < 0) {
         int err = errno ? errno : EIO;
@@ -90,11 +86,11 @@ void gdu_rm_free(gdu_rm_client *c, uint32_t hparent, uint32_t hobject)
     gdu_rm_free_checked(c, hparent, hobject, NULL, "", ignored, sizeof ignored);
 }
 
-int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, gdu_rm_ioctl_fn ioctl_fn, char *why,
+int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, const gdu_rm_calls *calls, char *why,
                        size_t why_len)
 {
     c->hclient = 0;
-    c->ioctl_fn = ioctl_fn ? ioctl_fn : real_ioctl;
+    c->calls = *calls;
     if (ctl_path == NULL)
         ctl_path = "/dev/nvidiactl";
     c->fd = open(ctl_path, O_RDWR | O_CLOEXEC);
@@ -115,7 +111,7 @@ int gdu_rm_client_open(gdu_rm_client *c, const char *ctl_path, gdu_rm_ioctl_fn i
         rc = -EIO;
     }
     if (rc != 0) {
-        close(c->fd);
+        c->calls.close_call(c->fd);
         c->fd = -1;
         return rc;
     }
@@ -130,7 +126,7 @@ void gdu_rm_client_close(gdu_rm_client *c)
     /* Closing the file frees the client anyway; this only makes it prompt. */
     if (c->hclient != 0)
         gdu_rm_free(c, 0, c->hclient);
-    close(c->fd);
+    c->calls.close_call(c->fd);
     c->fd = -1;
     c->hclient = 0;
 }

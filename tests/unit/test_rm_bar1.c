@@ -1,9 +1,9 @@
-/* RM's BAR1 figures through our RM client (facts/rm_bar1_info.h) against an
+/* RM's BAR1 figures through our RM client (rm/rm_bar1_info.h) against an
  * in-process fake RM: the device and subdevice opened for the query and
  * freed after it, NV2080_CTRL_CMD_FB_GET_INFO_V2 asked on the subdevice for
  * BAR1_SIZE and BAR1_AVAIL_SIZE, KiB turned into bytes, the static BAR1's
  * mode, a refusal named by its status, an empty answer taken for no answer. */
-#include "facts/rm_bar1_info.h"
+#include "rm/rm_bar1_info.h"
 
 #include "driverabi/ctrl0000_gpu_id.h"
 #include "driverabi/ctrl2080_fb.h"
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 enum { CLIENT = 0xc1d00042u, DEVICE = 0xcaf00001u, SUBDEVICE = 0xcaf00002u, GPU_ID = 0x1b00 };
 
@@ -88,13 +89,15 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
     return 0;
 }
 
+static const gdu_rm_calls fake_calls = {fake_ioctl, close};
+
 static void query(uint32_t status, int expect, gdu_rm_bar1 *out, uint32_t *got)
 {
     gdu_rm_client c;
     char why[256] = "";
     rm.control_status = status;
     rm.device_allocs = rm.device_frees = 0;
-    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", fake_ioctl, why, sizeof why), 0);
+    assert_int_equal(gdu_rm_client_open(&c, "/dev/null", &fake_calls, why, sizeof why), 0);
     assert_int_equal(gdu_rm_bar1_query(&c, GPU_ID, out, got, why, sizeof why), expect);
     gdu_rm_client_close(&c);
     /* The device opened for the query is freed after it, answered or not. */
@@ -142,12 +145,13 @@ static void by_address(void **state)
 {
     gdu_rm_bar1 b;
     char why[256] = "";
-    assert_int_equal(gdu_rm_bar1_of("not an address", NULL, &b, why, sizeof why), -EINVAL);
+    assert_int_equal(gdu_rm_bar1_of("not an address", &gdu_rm_kernel_calls, &b, why, sizeof why),
+                     -EINVAL);
     assert_non_null(strstr(why, "no PCI address"));
     /* No GPU is ever at ffff:ff:1f.7: an error with its reason, whatever
      * driver this machine has. */
     why[0] = '\0';
-    assert_true(gdu_rm_bar1_of("ffff:ff:1f.7", NULL, &b, why, sizeof why) < 0);
+    assert_true(gdu_rm_bar1_of("ffff:ff:1f.7", &gdu_rm_kernel_calls, &b, why, sizeof why) < 0);
     assert_true(why[0] != '\0');
 }
 
