@@ -100,7 +100,7 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
  * piece is in staging: the copy engine then reads bytes the CPU has just
  * written (still in its caches), and the first copy starts sooner. Requests
  * already hand buffered reads to the workers piece by piece (dispatch_unit
- * in io_request.c); a whole chunk arrives here buffered only when the file
+ * in io_request_chunks.c); a whole chunk arrives here buffered only when the file
  * system refused O_DIRECT after the request was split. Piece
  * boundaries fall on multiples of the piece size, so every piece after the
  * first starts 4 KiB-aligned in the slot, as O_DIRECT needs. On success the
