@@ -139,7 +139,8 @@ bool gdu_io_take_part(gdu_io_engine *e, gdu_io_chunk *c, gdu_io_chunk *part)
 {
     gdu_io_request *r = c->req;
     /* reads through staging only: as for gathers, and O_DIRECT moves whole chunks */
-    if (c == &r->planning || !gdu_io_may_gather(r->file, r->op) || atomic_load(&r->file->direct_reads))
+    if (c == &r->planning || !gdu_io_may_gather(r->file, r->op) ||
+        atomic_load(&r->file->direct_reads))
         return false;
     uint64_t unit = part_bytes(e, c);
     if (unit == 0 || c->length < 2 * unit)
@@ -349,7 +350,8 @@ void gdu_io_request_plan(gdu_io_request *r)
     gdu_io_file *f = r->file;
     const gdu_io_box *b = r->box;
     if (b != NULL && r->ext != NULL)
-        gdu_io_box_fill(r->ext, r->n_ext, b->offset, b->counts, b->strides, b->ndims, b->length, b->mem);
+        gdu_io_box_fill(r->ext, r->n_ext, b->offset, b->counts, b->strides, b->ndims, b->length,
+                        b->mem);
     gdu_io_chunk_plan p;
     int status = gdu_io_plan_chunks(f, r->op, gdu_io_runs_of(r), r->n_ext, &p);
     if (status == 0) {

@@ -27,6 +27,11 @@
  * advances the progress report. */
 #define PIECE_BYTES ((uint64_t)256 << 20)
 
+/* A load has at most this many files open on the engines at once (a file
+ * holds two descriptors with O_DIRECT), and at most a 32nd of the open-file
+ * limit; the next file is opened as one finishes. */
+#define ST_LOAD_OPEN_FILES 32
+
 /* One piece of one file and the engine request moving it (NULL before it
  * is submitted and after it is waited for). */
 typedef struct {
@@ -325,6 +330,7 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
     p->first_piece[m->file_count] = p->n_pieces;
     fill_addresses(m);
     m->pending = p;
+    m->finish_pending = gdu_st_load_finish;
     return st_ok(err);
 }
 
