@@ -5,7 +5,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
-#include "cli/cli_progress.h"
+#include "util/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
@@ -302,7 +302,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
  * path (a static name) is a task of its own. */
 static void show_progress(void *user, const char *path, uint64_t done, uint64_t total, bool final)
 {
-    gdu_cli_progress_bytes(user, path, done, total, final);
+    gdu_progress_bytes(user, path, done, total, final);
 }
 
 /* The exit code of an error about the bench file (bench_prepare_file's, or
@@ -348,8 +348,8 @@ int gdu_cmd_bench(int argc, char **argv)
         c.io_size = c.total;
     if (c.chunk == 0) /* the engine's own default for this mode */
         c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
-    gdu_cli_progress shown;
-    gdu_cli_progress_start(&shown);
+    gdu_progress shown;
+    gdu_progress_start(&shown);
     shown.prefix = "bench: ";
     if (progress || shown.tty) {
         c.progress = show_progress;
