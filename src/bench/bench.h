@@ -10,9 +10,11 @@
 #include "util/pattern.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum {
     BENCH_DIRECT,     /* cuFile with nvidia-fs */
@@ -172,5 +174,10 @@ double bench_gbps(const bench_result *r);
 /* The ceiling: min(host, h2d) of those that ran (0 if neither). host-uring
  * is reported beside host, not part of the ceiling. */
 double bench_ceiling(const bench_result *r);
+
+/* The run's report (bench_report.c): the table for people on out, and the
+ * JSON document; NULL without memory. */
+void bench_print_table(FILE *out, const bench_config *c, const bench_gpu *g, const bench_result *r);
+json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_result *r);
 
 #endif

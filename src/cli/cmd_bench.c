@@ -1,7 +1,6 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
 #include "bench/bench.h"
-#include "cli/bench_render.h"
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
@@ -386,7 +385,7 @@ int gdu_cmd_bench(int argc, char **argv)
         rc = gdu_cli_print_report("bench", bench_to_json(&c, &run.gpu, res), "gdunlock-bench/1", rc,
                                   0);
     else
-        bench_print_table(&c, &run.gpu, res);
+        bench_print_table(stdout, &c, &run.gpu, res);
     bench_run_free(&run);
     return rc;
 }
