@@ -4,7 +4,7 @@
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
-#include "cli/doctor_render.h"
+#include "doctor/doctor_render.h"
 #include "cli/exit_codes.h"
 #include "facts/capture.h"
 #include "doctor/doctor.h"
