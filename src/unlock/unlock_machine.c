@@ -14,13 +14,11 @@ int gdu_unlock_check_machine(const char *sysroot, gdu_unlock_check *c, gdu_unloc
     gdu_sysroot sr;
     char why[512] = "path too long";
     if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOINPUT, "no_input", NULL, "--sysroot %s",
-                               why);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOINPUT, "no_input", NULL, "--sysroot %s", why);
     gdu_snapshot *s = malloc(sizeof *s);
     if (s == NULL) {
         gdu_sysroot_free(&sr);
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_SOFTWARE, "internal", NULL,
-                               "out of memory");
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_SOFTWARE, "internal", NULL, "out of memory");
     }
     gdu_snapshot_take(&sr, NULL, 0, s);
     gdu_unlock_check_run(s, c);
@@ -44,8 +42,8 @@ void gdu_unlock_target_of(const char *sysroot, gdu_unlock_target *t)
     t->privileged = t->root[0] != '\0' || geteuid() == 0;
 }
 
-int gdu_unlock_build_here(gdu_unlock_build_args *a, gdu_unlock_check *c,
-                          gdu_unlock_build_result *r, gdu_unlock_error *err)
+int gdu_unlock_build_here(gdu_unlock_build_args *a, gdu_unlock_check *c, gdu_unlock_build_result *r,
+                          gdu_unlock_error *err)
 {
     char program[4096];
     if (gdu_unlock_build_program(program, sizeof program, err) != 0 ||
