@@ -37,7 +37,7 @@ static void print_call(FILE *out, const char *label, const json_t *call)
 {
     if (json_is_true(json_object_get(call, "ran")))
         fprintf(out, "  %-14s %s %s\n", label,
-               json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL", str(call, "text"));
+                json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL", str(call, "text"));
 }
 
 static void print_nvfs(FILE *out, const json_t *nv)
@@ -48,10 +48,10 @@ static void print_nvfs(FILE *out, const json_t *nv)
         return;
     }
     fprintf(out, "  %-14s driver %s, stats ver %lld%s\n", "nvidia-fs", str(nv, "driver_version"),
-           json_integer_value(json_object_get(nv, "stats_version")),
-           json_is_true(json_object_get(nv, "counters_reset"))
-               ? " (counters were reset during the run)"
-               : "");
+            json_integer_value(json_object_get(nv, "stats_version")),
+            json_is_true(json_object_get(nv, "counters_reset"))
+                ? " (counters were reset during the run)"
+                : "");
     static const char *const shown[] = {"bar1_map.n",          "bar1_map.ok",        "bar1_map.err",
                                         "reads.err",           "reads.io_state_err", "writes.err",
                                         "writes.io_state_err", "shadow_buffer_mib"};
@@ -67,9 +67,9 @@ static void print_nvfs(FILE *out, const json_t *nv)
     const json_t *g;
     json_array_foreach(json_object_get(nv, "gpus"), i, g)
         fprintf(out, "  %-14s GPU %s Registered_MiB %+lld (now %lld), Cache_MiB %+lld\n", "",
-               str(g, "pci"), json_integer_value(json_object_get(g, "registered_mib_delta")),
-               json_integer_value(json_object_get(g, "registered_mib_after")),
-               json_integer_value(json_object_get(g, "cache_mib_delta")));
+                str(g, "pci"), json_integer_value(json_object_get(g, "registered_mib_delta")),
+                json_integer_value(json_object_get(g, "registered_mib_after")),
+                json_integer_value(json_object_get(g, "cache_mib_delta")));
 }
 
 static void print_shim(FILE *out, const json_t *shim)
@@ -101,8 +101,7 @@ static void print_cufile(FILE *out, const json_t *cf)
     print_call(out, "driver open", json_object_get(cf, "driver_open"));
     if (*str(cf, "nvfs_version"))
         fprintf(out, "  %-14s nvfs %s%s\n", "properties", str(cf, "nvfs_version"),
-                json_is_true(json_object_get(cf, "compat_allowed")) ? ", compat mode allowed"
-                                                                     : "");
+                json_is_true(json_object_get(cf, "compat_allowed")) ? ", compat mode allowed" : "");
     print_call(out, "handle", json_object_get(cf, "handle_register"));
     if (*str(cf, "log"))
         fprintf(out, "  %-14s %s\n", "cuFile log", str(cf, "log"));
