@@ -42,24 +42,6 @@ static void usage(FILE *out)
         "the capture could not be written\n");
 }
 
-static int exit_code(const gdu_report *r)
-{
-    if (!r->driver_present)
-        return GDU_EXIT_UNAVAILABLE;
-    switch (r->gds) {
-    case GDU_GDS_DIRECT:
-        return GDU_DOCTOR_EXIT_DIRECT;
-    case GDU_GDS_DIRECT_GDUNLOCK:
-        return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
-    case GDU_GDS_COMPAT:
-        return GDU_DOCTOR_EXIT_COMPAT;
-    case GDU_GDS_UNKNOWN:
-        return GDU_DOCTOR_EXIT_UNKNOWN;
-    default:
-        return GDU_DOCTOR_EXIT_IMPOSSIBLE;
-    }
-}
-
 /* The path as the examined machine names it: resolved live, normalised in a sysroot. */
 static int target_path(const char *arg, bool live, char *out, size_t len)
 {
@@ -99,6 +81,23 @@ static int option(void *ctx, int opt, const char *arg)
     else if (opt == 'p')
         a->progress = true;
     return GDU_CLI_CONTINUE;
+}
+
+/* --capture: the snapshot's files into capture, said on stderr. Returns 0,
+ * or -1 when they could not be written. */
+static int capture_into(const gdu_snapshot *sys, const char *capture)
+{
+    gdu_capture_stats st;
+    char why[512];
+    if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
+        gdu_cli_note("doctor", "capture failed: %s", why);
+        return -1;
+    }
+    gdu_cli_note("doctor",
+                 "captured %zu files and %zu links into %s (%zu absent, %zu "
+                 "unreadable); replay with: gdunlock doctor --sysroot %s",
+                 st.files, st.links, capture, st.missing, st.failed, capture);
+    return 0;
 }
 
 int gdu_cmd_doctor(int argc, char **argv)
@@ -155,7 +154,7 @@ int gdu_cmd_doctor(int argc, char **argv)
     gdu_snapshot_take(&sr, target ? &target : NULL, target ? 1 : 0, sys);
     gdu_report report;
     gdu_doctor_diagnose(sys, target, &report);
-    int code = exit_code(&report);
+    int code = gdu_doctor_exit_code(&report);
 
     char source[PATH_MAX + 16];
     snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
@@ -166,18 +165,8 @@ int gdu_cmd_doctor(int argc, char **argv)
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
     else
         rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
-    if (capture != NULL) {
-        gdu_capture_stats st;
-        if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
-            gdu_cli_note("doctor", "capture failed: %s", why);
-            rc = GDU_EXIT_IOERR;
-        } else {
-            gdu_cli_note("doctor",
-                         "captured %zu files and %zu links into %s (%zu absent, %zu "
-                         "unreadable); replay with: gdunlock doctor --sysroot %s",
-                         st.files, st.links, capture, st.missing, st.failed, capture);
-        }
-    }
+    if (capture != NULL && capture_into(sys, capture) != 0)
+        rc = GDU_EXIT_IOERR;
     gdu_report_free(&report);
     gdu_snapshot_free(sys);
     free(sys);
