@@ -206,7 +206,8 @@ int gdu_cmd_run(int argc, char **argv)
         const char *nc = getenv("NO_COLOR");
         json_t *shown = gdu_json_escaped_copy(processes);
         if (shown != NULL)
-            gdu_launch_print_processes(stderr, shown, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+            gdu_launch_print_processes(stderr, shown,
+                                       isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
         json_decref(shown);
     }
     json_decref(doc);

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Where libgdunlock.so is for the executable at exe: <exe's folder>/../lib
  * (the build folder, or an install into PREFIX/bin and PREFIX/lib), else
