@@ -52,6 +52,11 @@ typedef struct {
     const char *file_note; /* why the file's data is not checked (not a bench file), or NULL */
 } bench_config;
 
+/* What c leaves to the engine, from its defaults (GDUNLOCK_IO_* included):
+ * workers, staging, the chunk of c's mode; and the I/O size at most the
+ * total. -EINVAL with why when a GDUNLOCK_IO_* setting is wrong. */
+int bench_config_fill(bench_config *c, char *why, size_t len);
+
 /* At most this many --rounds. */
 #define BENCH_MAX_ROUNDS 9
 

@@ -3,6 +3,7 @@
  * reversed every other round) and each path's median round; the paths'
  * names, their GB/s and the machine's ceiling they are compared with. */
 #include "bench/bench.h"
+#include "gdunlock/io.h"
 #include "util/open_regular.h"
 
 #include <errno.h>
@@ -303,3 +304,20 @@ int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len
 }
 
 void bench_run_free(bench_run *run) { bench_gpu_close(&run->gpu); }
+
+int bench_config_fill(bench_config *c, char *why, size_t len)
+{
+    gdu_io_options d;
+    if (gdu_io_options_default(&d, why, len) != 0)
+        return -EINVAL;
+    if (c->workers == 0)
+        c->workers = d.workers;
+    if (c->staging == 0)
+        c->staging = d.staging_per_worker;
+    c->default_chunk = d.chunk_size;
+    if (c->io_size > c->total)
+        c->io_size = c->total;
+    if (c->chunk == 0) /* the engine's own default for this mode */
+        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c->default_chunk;
+    return 0;
+}

@@ -328,25 +328,14 @@ int gdu_cmd_bench(int argc, char **argv)
     if (rc != GDU_CLI_CONTINUE)
         return rc;
     bool progress = a.progress;
-    /* The engine's defaults, GDUNLOCK_IO_* included, where no option set them. */
-    gdu_io_options d;
     char why[512] = "";
-    if (gdu_io_options_default(&d, why, sizeof why) != 0)
+    if (bench_config_fill(&c, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
-    if (c.workers == 0)
-        c.workers = d.workers;
-    if (c.staging == 0)
-        c.staging = d.staging_per_worker;
-    c.default_chunk = d.chunk_size;
     char path_buf[4096];
     if (a.dir != NULL) {
         snprintf(path_buf, sizeof path_buf, "%s/gdunlock-bench.dat", a.dir);
         c.file = path_buf;
     }
-    if (c.io_size > c.total)
-        c.io_size = c.total;
-    if (c.chunk == 0) /* the engine's own default for this mode */
-        c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
     gdu_progress shown;
     gdu_progress_start(&shown);
     shown.prefix = "bench: ";
