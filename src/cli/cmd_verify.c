@@ -7,7 +7,6 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "launch/launch.h"
 #include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"
@@ -16,7 +15,6 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,41 +214,8 @@ int gdu_cmd_verify(int argc, char **argv)
     if (c.rdma)
         return verify_rdma();
 
-    gdu_verify_shim shim;
-    memset(&shim, 0, sizeof shim);
-    shim.registered = shim.unregistered = -1;
-    shim.cufile_registered = shim.cufile_found = -1;
-    const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
-    if (result_path) {
-        /* We are the child: the parent adds the shim's report. */
-        shim.active = gdu_launch_shim_preloaded();
-        json_t *doc = gdu_verify_document(&c.opts, &shim, false);
-        int ok = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
-        json_decref(doc);
-        return ok ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
-    }
-
-    char shim_path[PATH_MAX * 2 + 64], exe[PATH_MAX];
-    int enabled;
-    gdu_env_bool("GDUNLOCK", 1, &enabled); /* as the shim reads it: any other value is on */
-    if (c.no_shim) {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
-    } else if (!enabled) {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=%.16s",
-                 getenv("GDUNLOCK"));
-    } else if (gdu_launch_shim_preloaded()) {
-        shim.active = true;
-        snprintf(shim.report_error, sizeof shim.report_error,
-                 "the shim was preloaded by the caller; its report is written when this process "
-                 "exits%s%s",
-                 getenv("GDUNLOCK_REPORT") ? ", to " : "",
-                 getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
-    } else if (gdu_launch_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
-        shim.active = true;
-        return finish(&c, gdu_verify_run_child(argc, argv, exe, shim_path, &c.opts, &shim));
-    } else {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive,
-                 "libgdunlock.so not found (looked for %.180s); build the shim target", shim_path);
-    }
-    return finish(&c, gdu_verify_document(&c.opts, &shim, true));
+    bool written;
+    if (gdu_verify_as_child(&c.opts, &written)) /* the parent adds the shim's report */
+        return written ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
+    return finish(&c, gdu_verify_with_shim(argc, argv, &c.opts, c.no_shim));
 }
