@@ -100,6 +100,30 @@ static int capture_into(const gdu_snapshot *sys, const char *capture)
     return 0;
 }
 
+/* The places doctor reads and writes, checked before anything is probed:
+ * the sysroot (into sr), PATH (into path, when given) and the capture's
+ * folder. Returns 0, or the exit status of the failure it reported. */
+static int check_places(gdu_sysroot *sr, const char *sysroot, const char *capture, const char *arg,
+                        char path[PATH_MAX])
+{
+    char why[512];
+    if (gdu_sysroot_init(sr, sysroot) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
+    int rc = 0, prepared = 0;
+    if (gdu_sysroot_check(sr, why, sizeof why) != 0)
+        rc = gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
+    else if (arg != NULL)
+        rc = target_path(arg, sysroot == NULL, path, PATH_MAX);
+    if (rc == 0 && capture != NULL)
+        prepared = gdu_capture_prepare(capture, why, sizeof why);
+    if (prepared != 0)
+        rc = gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
+                          NULL, "--capture %s", why);
+    if (rc != 0)
+        gdu_sysroot_free(sr);
+    return rc;
+}
+
 int gdu_cmd_doctor(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -128,24 +152,11 @@ int gdu_cmd_doctor(int argc, char **argv)
                             "--capture records the live "
                             "machine; it cannot be combined with --sysroot");
     gdu_sysroot sr;
-    char why[512];
-    if (gdu_sysroot_init(&sr, sysroot) != 0)
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
-    if (gdu_sysroot_check(&sr, why, sizeof why) != 0)
-        return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
-    const char *target = NULL;
-    if (first < argc) {
-        int rc = target_path(argv[first], sysroot == NULL, path, sizeof path);
-        if (rc != 0)
-            return rc;
-        target = path;
-    }
-    /* The capture's folder first: a bad one fails before anything is probed. */
-    int prepared = capture != NULL ? gdu_capture_prepare(capture, why, sizeof why) : 0;
-    if (prepared != 0)
-        return gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
-                            NULL, "--capture %s", why);
+    const char *target = first < argc ? path : NULL;
+    int rc = check_places(&sr, sysroot, capture, first < argc ? argv[first] : NULL, path);
+    if (rc != 0)
+        return rc;
     gdu_snapshot *sys = malloc(sizeof *sys);
     if (sys == NULL)
         return gdu_cli_fail("doctor", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
@@ -160,7 +171,7 @@ int gdu_cmd_doctor(int argc, char **argv)
     snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
              sysroot ? sysroot : "");
     /* A write error on stdout is main's to report (74). */
-    int rc = code;
+    rc = code;
     if (!json)
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
     else

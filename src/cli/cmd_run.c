@@ -130,6 +130,38 @@ static void stdout_back(int saved)
     }
 }
 
+/* The one document of --json and --report: CMD's exit status (exit_code
+ * is gdunlock's) and the merged reports, written to --report's file and
+ * printed, or the reports as a table on stderr. Returns the exit status. */
+static int show_reports(const struct run_options *o, json_t *processes, int cmd_rc)
+{
+    json_t *doc = gdu_cli_envelope(
+        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
+        cmd_rc);
+    if (o->report != NULL && (doc == NULL || gdu_launch_write_report(doc, o->report) != 0)) {
+        gdu_cli_note("run", "cannot write the report to %s: %s", o->report,
+                     strerror(doc == NULL ? ENOMEM : errno));
+        cmd_rc = GDU_EXIT_IOERR;
+        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
+    }
+    if (gdu_cli_json()) {
+        if (doc == NULL)
+            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
+                                  "the JSON document could not be built (out of memory)");
+        gdu_cli_print(json_incref(doc), 0);
+    } else {
+        /* The reports are the child's: printed escaped. */
+        const char *nc = getenv("NO_COLOR");
+        json_t *shown = gdu_json_escaped_copy(processes);
+        if (shown != NULL)
+            gdu_launch_print_processes(stderr, shown,
+                                       isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_decref(shown);
+    }
+    json_decref(doc);
+    return cmd_rc;
+}
+
 int gdu_cmd_run(int argc, char **argv)
 {
     struct run_options o;
@@ -185,32 +217,7 @@ int gdu_cmd_run(int argc, char **argv)
                             "and exited with status %d",
                             argv[cmd_at], shim, cmd_rc);
     }
-    /* The one document of --json and --report: CMD's exit status (exit_code
-     * is gdunlock's) and the merged reports. */
-    json_t *doc = gdu_cli_envelope(
-        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
-        cmd_rc);
-    if (o.report != NULL && (doc == NULL || gdu_launch_write_report(doc, o.report) != 0)) {
-        gdu_cli_note("run", "cannot write the report to %s: %s", o.report,
-                     strerror(doc == NULL ? ENOMEM : errno));
-        cmd_rc = GDU_EXIT_IOERR;
-        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
-    }
-    if (gdu_cli_json()) {
-        if (doc == NULL)
-            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
-                                  "the JSON document could not be built (out of memory)");
-        gdu_cli_print(json_incref(doc), 0);
-    } else {
-        /* The reports are the child's: printed escaped. */
-        const char *nc = getenv("NO_COLOR");
-        json_t *shown = gdu_json_escaped_copy(processes);
-        if (shown != NULL)
-            gdu_launch_print_processes(stderr, shown,
-                                       isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
-        json_decref(shown);
-    }
-    json_decref(doc);
+    cmd_rc = show_reports(&o, processes, cmd_rc);
     json_decref(processes);
     return cmd_rc;
 }
