@@ -107,36 +107,11 @@ static const char *how_to_get(const gdu_snapshot *sys)
                                "--capture DIR [PATH]'";
 }
 
-static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
+/* cufile.config: the cufile.json cuFile reads, and the settings of it
+ * that decide the path. */
+static void config_finding(const gdu_cufile_config *c, gdu_report *r)
 {
-    const gdu_live *l = &sys->live;
     gdu_finding *f;
-    if (l->origin == GDU_LIVE_ABSENT) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN,
-                           "libcufile: not captured");
-        gdu_finding_evidence(
-            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
-        gdu_finding_fix(f, "%s", how_to_get(sys));
-        gdu_report_unknown(
-            r, GDU_GDS_IMPOSSIBLE, "whether libcufile is installed is not known (%s): %s",
-            sys->live_error[0] ? GDU_LIVE_FILE " is unusable" : "the capture has no " GDU_LIVE_FILE,
-            how_to_get(sys));
-    } else if (!l->cufile_found) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL,
-                           "libcufile is not installed");
-        gdu_finding_evidence(f, "%s", l->cufile_why);
-        gdu_finding_fix(f, "install libcufile (the CUDA toolkit's libcufile-<ver> package or pip "
-                           "nvidia-cufile), or point GDUNLOCK_LIBCUFILE at it");
-        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
-                          "libcufile is not installed: nothing here can "
-                          "use cuFile");
-    } else {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_OK, "libcufile %s",
-                           l->cufile_version[0] ? l->cufile_version : "(version unknown)");
-        gdu_finding_evidence(f, "loaded from %s", l->cufile_path);
-    }
-
-    const gdu_cufile_config *c = &sys->cufile;
     if (!c->found) {
         f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_WARN, "no cufile.json at %s",
                            c->path);
@@ -172,6 +147,37 @@ static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
                              c->max_device_pinned_mem_size_kb);
     if (c->max_device_cache_size_kb >= 0)
         gdu_finding_evidence(f, "max_device_cache_size_kb: %lld", c->max_device_cache_size_kb);
+}
+
+static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
+{
+    const gdu_live *l = &sys->live;
+    gdu_finding *f;
+    if (l->origin == GDU_LIVE_ABSENT) {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN,
+                           "libcufile: not captured");
+        gdu_finding_evidence(
+            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
+        gdu_finding_fix(f, "%s", how_to_get(sys));
+        gdu_report_unknown(
+            r, GDU_GDS_IMPOSSIBLE, "whether libcufile is installed is not known (%s): %s",
+            sys->live_error[0] ? GDU_LIVE_FILE " is unusable" : "the capture has no " GDU_LIVE_FILE,
+            how_to_get(sys));
+    } else if (!l->cufile_found) {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL,
+                           "libcufile is not installed");
+        gdu_finding_evidence(f, "%s", l->cufile_why);
+        gdu_finding_fix(f, "install libcufile (the CUDA toolkit's libcufile-<ver> package or pip "
+                           "nvidia-cufile), or point GDUNLOCK_LIBCUFILE at it");
+        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
+                          "libcufile is not installed: nothing here can "
+                          "use cuFile");
+    } else {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_OK, "libcufile %s",
+                           l->cufile_version[0] ? l->cufile_version : "(version unknown)");
+        gdu_finding_evidence(f, "loaded from %s", l->cufile_path);
+    }
+    config_finding(&sys->cufile, r);
 }
 
 static void iommu_finding(const gdu_snapshot *sys, gdu_report *r)
