@@ -622,21 +622,13 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
 
 /* ---- --revert ---- */
 
-/* Undoes what the state file marks (and what lies on disk), newest first. */
-static int revert_steps(const gdu_unlock_target *t, const json_t *state,
-                        gdu_unlock_install_report *r, gdu_unlock_error *err)
+/* gdunlock's DKMS module, every version DKMS holds. Returns 0, or -1 with
+ * err when a removal failed (the others still run). */
+static int remove_dkms_modules(const gdu_unlock_target *t, gdu_unlock_install_report *r,
+                               gdu_unlock_error *err)
 {
     int failed = 0;
-    char path[PATH_MAX], said[4096], shown[1024];
-    at(t, GDU_UNLOCK_MODPROBE_CONF, path, sizeof path);
-    if (exists(path)) {
-        if (unlink(path) == 0)
-            step(r, "removed %s", path);
-        else
-            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
-                                     "cannot remove %s: %s", path, strerror(errno));
-    }
-    /* gdunlock's DKMS module, every version DKMS holds, and their sources */
+    char said[4096], shown[1024];
     char tree[PATH_MAX];
     at(t, "/var/lib/dkms/" GDU_UNLOCK_DKMS_NAME, tree, sizeof tree);
     DIR *d = opendir(tree);
@@ -654,6 +646,16 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
     }
     if (d != NULL)
         closedir(d);
+    return failed;
+}
+
+/* The source trees of gdunlock's module under /usr/src. Returns 0, or -1
+ * with err when one could not be removed (the others still are). */
+static int remove_sources(const gdu_unlock_target *t, gdu_unlock_install_report *r,
+                          gdu_unlock_error *err)
+{
+    int failed = 0;
+    DIR *d;
     char src[PATH_MAX];
     at(t, "/usr/src", src, sizeof src);
     d = opendir(src);
@@ -670,6 +672,27 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
     }
     if (d != NULL)
         closedir(d);
+    return failed;
+}
+
+/* Undoes what the state file marks (and what lies on disk), newest first. */
+static int revert_steps(const gdu_unlock_target *t, const json_t *state,
+                        gdu_unlock_install_report *r, gdu_unlock_error *err)
+{
+    int failed = 0;
+    char path[PATH_MAX], said[4096], shown[1024];
+    at(t, GDU_UNLOCK_MODPROBE_CONF, path, sizeof path);
+    if (exists(path)) {
+        if (unlink(path) == 0)
+            step(r, "removed %s", path);
+        else
+            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+                                     "cannot remove %s: %s", path, strerror(errno));
+    }
+    if (remove_dkms_modules(t, r, err) != 0)
+        failed = -1;
+    if (remove_sources(t, r, err) != 0)
+        failed = -1;
     /* the stock DKMS module, where the install took it out */
     const char *stock = json_str(state, "stock_dkms");
     char stock_tree[PATH_MAX + 64];
