@@ -13,7 +13,6 @@
 #include "verify/verify_rdma.h"
 #include "verify/verify_text.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,24 +141,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
     return GDU_CLI_CONTINUE;
 }
 
-static int exit_for_errno(int rc)
-{
-    switch (rc) {
-    case -ENODEV:
-        return GDU_EXIT_UNAVAILABLE;
-    case -EEXIST:
-    case -EINVAL:
-        return GDU_EXIT_USAGE;
-    case -ENOENT:
-    case -EACCES:
-    case -ENOTDIR:
-    case -EROFS:
-        return GDU_EXIT_NOINPUT;
-    default:
-        return GDU_EXIT_SOFTWARE;
-    }
-}
-
 static int finish(const struct cli *c, json_t *doc)
 {
     if (!doc)
@@ -171,15 +152,11 @@ static int finish(const struct cli *c, json_t *doc)
             print_stage(NULL, "asking doctor why the path is not direct");
         gdu_verify_add_doctor(doc, c->opts.path);
     }
-    int code;
+    int code = gdu_verify_document_exit_code(doc);
     const json_t *err = json_object_get(doc, "error");
     if (err) { /* no verdict: the error document of every command */
-        code = exit_for_errno((int)json_integer_value(json_object_get(doc, "errno")));
-        if (json_is_true(json_object_get(doc, "crashed")))
-            code = GDU_EXIT_FAILED;
         gdu_cli_fail("verify", code, NULL, NULL, "%s", json_string_value(err));
     } else {
-        code = (int)json_integer_value(json_object_get(doc, "exit_code"));
         if (gdu_cli_json()) {
             code = gdu_cli_print_report("verify", json_incref(doc), "gdunlock-verify/1", code, 0);
         } else {

@@ -196,6 +196,10 @@ json_t *gdu_verify_with_shim(int argc, char **argv, const gdu_verify_options *op
 
 /* Pieces of that document, for the CLI when it adds the shim's report. */
 json_t *gdu_verify_shim_json(const gdu_verify_shim *shim);
+/* The exit status of a verify document (sysexits, as the CLI's): its
+ * verdict's, or for one that reached no verdict its cause's (64, 66, 69,
+ * 70), 1 when the run crashed. */
+int gdu_verify_document_exit_code(const json_t *doc);
 /* {"error": why, "errno": err}: a run that reached no verdict. */
 json_t *gdu_verify_error_json(const char *why, int err);
 json_t *gdu_verify_reasons_json(const gdu_verify_result *r);
