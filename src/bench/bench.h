@@ -10,9 +10,11 @@
 #include "util/pattern.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum {
     BENCH_DIRECT,     /* cuFile with nvidia-fs */
@@ -49,6 +51,11 @@ typedef struct {
                        * seconds have passed (0: one pass) */
     const char *file_note; /* why the file's data is not checked (not a bench file), or NULL */
 } bench_config;
+
+/* What c leaves to the engine, from its defaults (GDUNLOCK_IO_* included):
+ * workers, staging, the chunk of c's mode; and the I/O size at most the
+ * total. -EINVAL with why when a GDUNLOCK_IO_* setting is wrong. */
+int bench_config_fill(bench_config *c, char *why, size_t len);
 
 /* At most this many --rounds. */
 #define BENCH_MAX_ROUNDS 9
@@ -172,5 +179,10 @@ double bench_gbps(const bench_result *r);
 /* The ceiling: min(host, h2d) of those that ran (0 if neither). host-uring
  * is reported beside host, not part of the ceiling. */
 double bench_ceiling(const bench_result *r);
+
+/* The run's report (bench_report.c): the table for people on out, and the
+ * JSON document; NULL without memory. */
+void bench_print_table(FILE *out, const bench_config *c, const bench_gpu *g, const bench_result *r);
+json_t *bench_to_json(const bench_config *c, const bench_gpu *g, const bench_result *r);
 
 #endif

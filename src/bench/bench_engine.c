@@ -64,6 +64,70 @@ static gdu_io_engine *make_engine(const bench_config *c, int path, bench_result 
     return e;
 }
 
+/* Twice as many requests in flight as the workers' staging slots hold:
+ * while one slot-full is being read and copied, the next is already
+ * queued, so no worker waits for the bench to retire a request (with
+ * exactly one slot-full in flight the workers starved between requests
+ * and the engine row lost a third of its throughput). A request's
+ * latency therefore includes its time in the queue. */
+static size_t queue_depth(const gdu_io_options *o, const bench_config *c, const bench_plan *p)
+{
+    uint64_t slots_bytes = (uint64_t)o->workers * o->staging_per_worker * o->chunk_size;
+    size_t depth = (size_t)(2 * ((slots_bytes + c->io_size - 1) / c->io_size));
+    if (depth < 2)
+        depth = 2;
+    return depth > p->n ? p->n : depth;
+}
+
+/* The requests of one engine path's pass: how far it got and why it stopped. */
+typedef struct {
+    slot *slots;
+    size_t depth;
+    uint64_t expected; /* bytes submitted */
+    int status;        /* the first failure */
+    char why[256];
+} engine_pass;
+
+/* Waits for I/O k's request (if it was submitted) and counts it. */
+static void retire(engine_pass *q, size_t k, const bench_config *c, const char *name,
+                   bench_lat *lat, bench_result *r)
+{
+    slot *sl = &q->slots[k % q->depth];
+    if (sl->req == NULL) /* never submitted (an earlier failure stopped the run) */
+        return;
+    uint64_t done = 0;
+    char why[256] = "";
+    int w = gdu_io_wait(sl->req, &done, why, sizeof why);
+    sl->req = NULL;
+    lat->us[k] = (sl->completed - sl->submitted) * 1e6;
+    r->bytes += done;
+    if (w != 0 && q->status == 0) {
+        q->status = w;
+        snprintf(q->why, sizeof q->why, "%s", why);
+    }
+    bench_progress(c, name, r->bytes, false);
+}
+
+/* Submits I/O i of the plan in its slot; a refusal stops the pass. */
+static void submit(engine_pass *q, size_t i, gdu_io_file *f, const bench_config *c,
+                   const bench_gpu *g, const bench_plan *p)
+{
+    slot *sl = &q->slots[i % q->depth];
+    uint64_t off = p->offset[i];
+    sl->x.offset = off;
+    sl->x.length = c->total - off < c->io_size ? c->total - off : c->io_size;
+    sl->x.mem = (void *)(uintptr_t)(g->buf + off);
+    q->expected += sl->x.length;
+    sl->submitted = gdu_now_seconds();
+    int s = gdu_io_submit(f, c->write ? GDU_IO_OP_WRITE : GDU_IO_OP_READ, &sl->x, 1, on_complete,
+                          sl, &sl->req);
+    if (s != 0) { /* nothing queued: account it as retired with an error */
+        q->status = s;
+        snprintf(q->why, sizeof q->why, "submit refused: %s", strerror(-s));
+        sl->req = NULL;
+    }
+}
+
 void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, bench_lat *lat,
                       int path, bench_result *r)
 {
@@ -80,75 +144,33 @@ void bench_run_engine(const bench_config *c, bench_gpu *g, const bench_plan *p, 
         gdu_io_engine_destroy(e);
         return;
     }
-    /* Twice as many requests in flight as the workers' staging slots hold:
-     * while one slot-full is being read and copied, the next is already
-     * queued, so no worker waits for the bench to retire a request (with
-     * exactly one slot-full in flight the workers starved between requests
-     * and the engine row lost a third of its throughput). A request's
-     * latency therefore includes its time in the queue. */
     const gdu_io_options *o = gdu_io_engine_options(e);
-    uint64_t slots_bytes = (uint64_t)o->workers * o->staging_per_worker * o->chunk_size;
-    size_t depth = (size_t)(2 * ((slots_bytes + c->io_size - 1) / c->io_size));
-    if (depth < 2)
-        depth = 2;
-    if (depth > p->n)
-        depth = p->n;
-    slot *slots = calloc(depth ? depth : 1, sizeof *slots);
-    uint64_t expected = 0;
-    int status = 0;
-    char fail_why[256] = "";
+    engine_pass q = {.depth = queue_depth(o, c, p)};
+    q.slots = calloc(q.depth ? q.depth : 1, sizeof *q.slots);
     r->ran = true;
     double t0 = gdu_now_seconds(), c0 = bench_cpu_seconds();
-    for (size_t i = 0; i < p->n + depth && slots != NULL; i++) {
-        if (i >= depth) { /* retire I/O i - depth, whose slot I/O i reuses */
-            size_t k = i - depth;
-            slot *sl = &slots[k % depth];
-            if (sl->req == NULL) /* never submitted (an earlier failure stopped the run) */
-                continue;
-            uint64_t done = 0;
-            int w = gdu_io_wait(sl->req, &done, why, sizeof why);
-            sl->req = NULL;
-            lat->us[k] = (sl->completed - sl->submitted) * 1e6;
-            r->bytes += done;
-            if (w != 0 && status == 0) {
-                status = w;
-                snprintf(fail_why, sizeof fail_why, "%s", why);
-            }
-            bench_progress(c, name, r->bytes, false);
-        }
-        if (i >= p->n || status != 0)
-            continue; /* retiring continues until every submitted request is waited on */
-        slot *sl = &slots[i % depth];
-        uint64_t off = p->offset[i];
-        sl->x.offset = off;
-        sl->x.length = c->total - off < c->io_size ? c->total - off : c->io_size;
-        sl->x.mem = (void *)(uintptr_t)(g->buf + off);
-        expected += sl->x.length;
-        sl->submitted = gdu_now_seconds();
-        s = gdu_io_submit(f, c->write ? GDU_IO_OP_WRITE : GDU_IO_OP_READ, &sl->x, 1, on_complete,
-                          sl, &sl->req);
-        if (s != 0) { /* nothing queued: account it as retired with an error */
-            status = s;
-            snprintf(fail_why, sizeof fail_why, "submit refused: %s", strerror(-s));
-            sl->req = NULL;
-        }
+    for (size_t i = 0; i < p->n + q.depth && q.slots != NULL; i++) {
+        if (i >= q.depth) /* retire I/O i - depth, whose slot I/O i reuses */
+            retire(&q, i - q.depth, c, name, lat, r);
+        if (i < p->n && q.status == 0) /* retiring goes on until every request is waited on */
+            submit(&q, i, f, c, g, p);
     }
     r->seconds = gdu_now_seconds() - t0;
     r->cpu_seconds = bench_cpu_seconds() - c0;
     bench_progress(c, name, r->bytes, true);
-    if (slots == NULL)
-        status = -ENOMEM;
-    r->status = status;
-    if (status != 0)
-        snprintf(r->note, sizeof r->note, "%s", fail_why[0] ? fail_why : strerror(-status));
-    else if (r->bytes != expected) {
+    if (q.slots == NULL)
+        q.status = -ENOMEM;
+    r->status = q.status;
+    if (q.status != 0)
+        snprintf(r->note, sizeof r->note, "%s", q.why[0] ? q.why : strerror(-q.status));
+    else if (r->bytes != q.expected) {
         r->status = -EIO;
         snprintf(r->note, sizeof r->note, "moved %llu of %llu bytes (file shorter than -s?)",
-                 (unsigned long long)r->bytes, (unsigned long long)expected);
+                 (unsigned long long)r->bytes, (unsigned long long)q.expected);
     } else
         snprintf(r->note, sizeof r->note, "%.200s; %u workers x %zu KiB chunks x %u staging",
                  gdu_io_file_reason(f), o->workers, o->chunk_size >> 10, o->staging_per_worker);
-    free(slots);
+    free(q.slots);
     gdu_io_close(f);
     gdu_io_engine_destroy(e);
 }

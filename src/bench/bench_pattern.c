@@ -127,6 +127,22 @@ static int rewrite(const bench_config *c, const struct stat *st, char *why, size
     return rc != 0 ? rc : write_pattern(c, why, len);
 }
 
+/* Whether the file's first and last pages hold the pattern of c's seed: 1
+ * yes, 0 no (why says where it differs), or a negative errno. */
+static int holds_pattern(const bench_config *c, char *why, size_t len)
+{
+    int fd = open_to_read(c, why, len);
+    if (fd < 0)
+        return fd;
+    uint8_t buf[4096];
+    int ok =
+        check_range(fd, c, buf, 0, sizeof buf < c->total ? sizeof buf : (size_t)c->total, why, len);
+    if (ok == 1 && c->total > sizeof buf)
+        ok = check_range(fd, c, buf, c->total - sizeof buf, sizeof buf, why, len);
+    close(fd);
+    return ok;
+}
+
 int bench_prepare_file(const bench_config *c, char *why, size_t len)
 {
     struct stat st;
@@ -169,15 +185,7 @@ int bench_prepare_file(const bench_config *c, char *why, size_t len)
     }
     if (!c->verify && !c->create)
         return 0; /* --no-verify: any file of the size is read as it is */
-    int fd = open_to_read(c, why, len);
-    if (fd < 0)
-        return fd;
-    uint8_t buf[4096];
-    int ok =
-        check_range(fd, c, buf, 0, sizeof buf < c->total ? sizeof buf : (size_t)c->total, why, len);
-    if (ok == 1 && c->total > sizeof buf)
-        ok = check_range(fd, c, buf, c->total - sizeof buf, sizeof buf, why, len);
-    close(fd);
+    int ok = holds_pattern(c, why, len);
     if (ok == 1)
         return 0;
     if (c->create)

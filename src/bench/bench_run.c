@@ -3,6 +3,7 @@
  * reversed every other round) and each path's median round; the paths'
  * names, their GB/s and the machine's ceiling they are compared with. */
 #include "bench/bench.h"
+#include "gdunlock/io.h"
 #include "util/open_regular.h"
 
 #include <errno.h>
@@ -234,6 +235,41 @@ static void combine_rounds(const bench_result *runs, unsigned rounds, bench_resu
     out->gbps_max = bench_gbps(&runs[order[n - 1]]);
 }
 
+/* One round of every requested path, in order (backwards in odd rounds),
+ * into runs[path][round]; a path without the GPU, or that could not run or
+ * failed in round 0, is not run again. Returns 0, or run_path's error when
+ * the file went away. */
+static int run_round(const bench_config *c, bench_run *run, const bench_plan *plan, bench_lat *lat,
+                     const int *order, unsigned round, bench_result runs[][BENCH_MAX_ROUNDS],
+                     char *why, size_t len)
+{
+    bench_result *res = run->res;
+    for (size_t k = 0; k < BENCH_NPATHS; k++) {
+        int p = order[round % 2 ? BENCH_NPATHS - 1 - k : k];
+        res[p].requested = (c->paths >> p) & 1;
+        res[p].verified = -1;
+        if (!res[p].requested)
+            continue;
+        if (!bench_is_host(p) && !run->gpu.ok) {
+            run->needed_gpu = true;
+            res[p].status = -ENODEV;
+            snprintf(res[p].note, sizeof res[p].note, "%s", run->gpu.why);
+            continue;
+        }
+        /* A path that could not run here or failed says so once. */
+        if (round > 0 && (!runs[p][0].ran || runs[p][0].status != 0))
+            continue;
+        bench_result *r = &runs[p][round];
+        memset(r, 0, sizeof *r);
+        r->requested = true;
+        r->verified = -1;
+        int gone = run_path(c, &run->gpu, plan, lat, p, round == 0 && c->verify, r, why, len);
+        if (gone != 0)
+            return gone;
+    }
+    return 0;
+}
+
 int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len)
 {
     bench_settle(false); /* --create's pages reach the disk before anything is timed */
@@ -265,34 +301,14 @@ int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len
                                       BENCH_HOST_URING, BENCH_NAIVE,  BENCH_ENGINE};
     const int *order = c->write ? write_order : read_order;
     static bench_result runs[BENCH_NPATHS][BENCH_MAX_ROUNDS];
-    for (unsigned round = 0; round < c->rounds; round++) {
-        for (size_t k = 0; k < BENCH_NPATHS; k++) {
-            int p = order[round % 2 ? BENCH_NPATHS - 1 - k : k];
-            res[p].requested = (c->paths >> p) & 1;
-            res[p].verified = -1;
-            if (!res[p].requested)
-                continue;
-            if (!bench_is_host(p) && !g->ok) {
-                run->needed_gpu = true;
-                res[p].status = -ENODEV;
-                snprintf(res[p].note, sizeof res[p].note, "%s", g->why);
-                continue;
-            }
-            /* A path that could not run here or failed says so once. */
-            if (round > 0 && (!runs[p][0].ran || runs[p][0].status != 0))
-                continue;
-            bench_result *r = &runs[p][round];
-            memset(r, 0, sizeof *r);
-            r->requested = true;
-            r->verified = -1;
-            int gone = run_path(c, g, &plan, &lat, p, round == 0 && c->verify, r, why, len);
-            if (gone != 0) {
-                free(plan.offset);
-                free(lat.us);
-                bench_gpu_close(g);
-                return gone;
-            }
-        }
+    int gone = 0;
+    for (unsigned round = 0; round < c->rounds && gone == 0; round++)
+        gone = run_round(c, run, &plan, &lat, order, round, runs, why, len);
+    if (gone != 0) {
+        free(plan.offset);
+        free(lat.us);
+        bench_gpu_close(g);
+        return gone;
     }
     for (int p = 0; p < BENCH_NPATHS; p++)
         if (res[p].requested && res[p].status != -ENODEV)
@@ -303,3 +319,20 @@ int bench_run_paths(const bench_config *c, bench_run *run, char *why, size_t len
 }
 
 void bench_run_free(bench_run *run) { bench_gpu_close(&run->gpu); }
+
+int bench_config_fill(bench_config *c, char *why, size_t len)
+{
+    gdu_io_options d;
+    if (gdu_io_options_default(&d, why, len) != 0)
+        return -EINVAL;
+    if (c->workers == 0)
+        c->workers = d.workers;
+    if (c->staging == 0)
+        c->staging = d.staging_per_worker;
+    c->default_chunk = d.chunk_size;
+    if (c->io_size > c->total)
+        c->io_size = c->total;
+    if (c->chunk == 0) /* the engine's own default for this mode */
+        c->chunk = c->cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c->default_chunk;
+    return 0;
+}

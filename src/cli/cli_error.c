@@ -1,6 +1,6 @@
 #include "cli/cli_error.h"
-#include "cli/cli_json.h"
 #include "cli/exit_codes.h"
+#include "util/json_text.h"
 #include "util/text.h"
 
 #include <stdarg.h>
@@ -28,6 +28,18 @@ const char *gdu_cli_exit_name(int exit_code)
     default:
         return "internal";
     }
+}
+
+json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
+                           const char *message, const char *fix)
+{
+    json_t *error = json_pack("{s:s}", "code", code ? code : gdu_cli_exit_name(exit_code));
+    if (error != NULL && gdu_json_set_text(error, "message", message) != 0)
+        error = (json_decref(error), NULL);
+    if (error != NULL && fix != NULL)
+        json_object_set_new(error, "fix", gdu_json_text(fix));
+    return gdu_cli_envelope(command, json_pack("{s:o*}", "error", error), GDU_CLI_ERROR_SCHEMA,
+                            exit_code);
 }
 
 void gdu_cli_error_doc(const char *command, int exit_code, const char *code, const char *message,
@@ -77,4 +89,35 @@ int gdu_cli_fail(const char *command, int exit_code, const char *code, const cha
     }
     gdu_cli_error_doc(command, exit_code, code, message, fix);
     return exit_code;
+}
+
+/* A report that could not be built (no memory): failed as any command fails. */
+static int report_not_built(const char *command)
+{
+    return gdu_cli_fail(command, GDU_EXIT_SOFTWARE, NULL, NULL,
+                        "the JSON document could not be built (out of memory)");
+}
+
+int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
+                         size_t flags)
+{
+    json_t *env = gdu_cli_envelope(command, doc, schema, exit_code);
+    if (env == NULL)
+        return report_not_built(command);
+    gdu_cli_print(env, flags);
+    return exit_code;
+}
+
+int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *schema,
+                                  int exit_code, size_t flags, const gdu_cli_stream *tail)
+{
+    json_t *env = gdu_cli_envelope(command, doc, schema, exit_code);
+    switch (gdu_cli_print_streamed(command, env, flags, tail)) {
+    case GDU_CLI_PRINTED:
+        return exit_code;
+    case GDU_CLI_NOT_BUILT:
+        return report_not_built(command);
+    default: /* half a document on stdout: no error document after it */
+        return GDU_EXIT_SOFTWARE;
+    }
 }

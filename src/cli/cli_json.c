@@ -1,6 +1,6 @@
+/* The one envelope of every --json document and how documents are printed:
+ * what a document says about the command's failure is cli_error.c's. */
 #include "cli/cli_json.h"
-#include "cli/cli_error.h"
-#include "cli/exit_codes.h"
 #include "util/json_text.h"
 
 #include <stdio.h>
@@ -62,8 +62,7 @@ char *gdu_cli_command_line(void)
     return buf;
 }
 
-/* doc (taken over) in the envelope; NULL without memory. */
-static json_t *wrap(const char *command, json_t *doc, const char *schema, int exit_code)
+json_t *gdu_cli_envelope(const char *command, json_t *doc, const char *schema, int exit_code)
 {
     json_t *env = json_object();
     char *line = gdu_cli_command_line();
@@ -81,22 +80,6 @@ static json_t *wrap(const char *command, json_t *doc, const char *schema, int ex
         return env;
     json_decref(env);
     return NULL;
-}
-
-json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
-                           const char *message, const char *fix)
-{
-    json_t *error = json_pack("{s:s}", "code", code ? code : gdu_cli_exit_name(exit_code));
-    if (error != NULL && gdu_json_set_text(error, "message", message) != 0)
-        error = (json_decref(error), NULL);
-    if (error != NULL && fix != NULL)
-        json_object_set_new(error, "fix", gdu_json_text(fix));
-    return wrap(command, json_pack("{s:o*}", "error", error), GDU_CLI_ERROR_SCHEMA, exit_code);
-}
-
-json_t *gdu_cli_envelope(const char *command, json_t *doc, const char *schema, int exit_code)
-{
-    return wrap(command, doc, schema, exit_code);
 }
 
 void gdu_cli_print(json_t *doc, size_t flags)
@@ -117,10 +100,9 @@ static void put_indented(const char *text, int indent)
     }
 }
 
-int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *schema,
-                                  int exit_code, size_t flags, const gdu_cli_stream *tail)
+gdu_cli_printed gdu_cli_print_streamed(const char *command, json_t *env, size_t flags,
+                                       const gdu_cli_stream *tail)
 {
-    json_t *env = wrap(command, doc, schema, exit_code);
     /* An empty array in the tail's place, cut at its "[]": what jansson
      * writes for the whole document up to there, then the items as jansson
      * indents them two levels down. */
@@ -131,14 +113,13 @@ int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *
     size_t len = head != NULL ? strlen(head) : 0;
     if (len < 4 || strcmp(head + len - 4, "[]\n}") != 0) {
         free(head);
-        return gdu_cli_fail(command, GDU_EXIT_SOFTWARE, NULL, NULL,
-                            "the JSON document could not be built (out of memory)");
+        return GDU_CLI_NOT_BUILT;
     }
     fwrite(head, 1, len - 4, stdout);
     free(head);
     if (tail->n == 0) {
         fputs("[]\n}\n", stdout);
-        return exit_code;
+        return GDU_CLI_PRINTED;
     }
     fputs("[\n", stdout);
     for (size_t i = 0; i < tail->n; i++) {
@@ -150,25 +131,12 @@ int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *
             fputc('\n', stdout);
             fprintf(stderr, "gdunlock %s: out of memory while writing the JSON document\n",
                     command);
-            return GDU_EXIT_SOFTWARE;
+            return GDU_CLI_CUT_SHORT;
         }
         put_indented(text, 4);
         free(text);
         fputs(i + 1 < tail->n ? ",\n" : "\n", stdout);
     }
     fputs("  ]\n}\n", stdout);
-    return exit_code;
-}
-
-int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
-                         size_t flags)
-{
-    json_t *env = wrap(command, doc, schema, exit_code);
-    if (env == NULL) {
-        exit_code = gdu_cli_fail(command, GDU_EXIT_SOFTWARE, NULL, NULL,
-                                 "the JSON document could not be built (out of memory)");
-        return exit_code;
-    }
-    gdu_cli_print(env, flags);
-    return exit_code;
+    return GDU_CLI_PRINTED;
 }

@@ -1,5 +1,5 @@
 /* The one envelope of every --json document (docs/cli-json.md): a report or
- * the error document, each beginning with
+ * the error document (cli_error.h), each beginning with
  *   "schema": "gdunlock-<name>/<version>", "command": "bench",
  *   "command_line": "gdunlock bench -f /data/x", "exit_code": 0
  * and printed as one document on stdout. */
@@ -28,20 +28,6 @@ json_t *gdu_cli_envelope(const char *command, json_t *doc, const char *schema, i
  * report (74). */
 void gdu_cli_print(json_t *doc, size_t flags);
 
-/* The error document: the envelope and
- *   "error": {"code", "message" (+ "message_escaped"), "fix"}
- * code: a stable name; NULL names it after the exit status
- * (gdu_cli_exit_name). fix may be NULL. NULL without memory. */
-#define GDU_CLI_ERROR_SCHEMA "gdunlock-error/1"
-json_t *gdu_cli_error_json(const char *command, int exit_code, const char *code,
-                           const char *message, const char *fix);
-
-/* gdu_cli_print(gdu_cli_envelope(...)): a command's report. Returns
- * exit_code, or when the document cannot be built (no memory: doc NULL)
- * GDU_EXIT_SOFTWARE, reported as gdu_cli_fail does. */
-int gdu_cli_print_report(const char *command, json_t *doc, const char *schema, int exit_code,
-                         size_t flags);
-
 /* One array member, made and printed one item at a time, so that a document
  * of a million items never holds them all (a checkpoint's tensor table). */
 typedef struct gdu_cli_stream {
@@ -51,11 +37,14 @@ typedef struct gdu_cli_stream {
     const void *ctx;
 } gdu_cli_stream;
 
-/* gdu_cli_print_report with the array of tail as doc's last member, the
- * same bytes as if it had been built in doc. Returns as
- * gdu_cli_print_report; an item that cannot be made ends the document
- * early and gives GDU_EXIT_SOFTWARE, reported on stderr. */
-int gdu_cli_print_report_streamed(const char *command, json_t *doc, const char *schema,
-                                  int exit_code, size_t flags, const gdu_cli_stream *tail);
+/* How gdu_cli_print_streamed went: the whole document on stdout; nothing
+ * (it could not be built: no memory, env NULL included); or cut short
+ * after an item could not be made, said on stderr for command. */
+typedef enum { GDU_CLI_PRINTED, GDU_CLI_NOT_BUILT, GDU_CLI_CUT_SHORT } gdu_cli_printed;
+
+/* Prints env (an envelope, taken over) with the array of tail as its last
+ * member, the same bytes as gdu_cli_print of it built whole. */
+gdu_cli_printed gdu_cli_print_streamed(const char *command, json_t *env, size_t flags,
+                                       const gdu_cli_stream *tail);
 
 #endif

@@ -1,11 +1,10 @@
 /* gdunlock bench: storage<->GPU throughput of every path, side by side, on
  * the same file, I/O size, order and parallelism. */
 #include "bench/bench.h"
-#include "cli/bench_render.h"
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
-#include "cli/cli_progress.h"
+#include "util/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "gdunlock/io.h"
@@ -166,32 +165,88 @@ static int xfer_type(const char *arg, unsigned *paths)
     return GDU_CLI_CONTINUE;
 }
 
+/* The options that take a size in bytes (-s, -i, --chunk): true when opt
+ * is one, with *rc its outcome. */
+static bool size_option(bench_config *c, int opt, const char *arg, int *rc)
+{
+    uint64_t v;
+    bool bad = gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096;
+    *rc = GDU_CLI_CONTINUE;
+    if (opt == 's' && bad)
+        *rc = bad_arg("-s size (a multiple of 4K)", arg);
+    else if (opt == 's')
+        c->total = v;
+    else if (opt == 'i' && (bad || v > GDU_IO_MAX_CHUNK))
+        *rc = bad_arg("-i size (a multiple of 4K, at most 1G)", arg);
+    else if (opt == 'i')
+        c->io_size = v;
+    else if (opt == OPT_CHUNK && (bad || v > GDU_IO_MAX_CHUNK))
+        *rc = bad_arg("--chunk size (a multiple of 4K, at most 1G)", arg);
+    else if (opt == OPT_CHUNK)
+        c->chunk = v;
+    else
+        return false;
+    return true;
+}
+
+/* The options that take a count in a range (-w, -d, --staging, --seed,
+ * --rounds, -T): true when opt is one, with *rc its outcome. */
+static bool count_option(struct bench_args *a, int opt, const char *arg, int *rc)
+{
+    static const struct {
+        int opt;
+        uint64_t min, max;
+        const char *what;
+    } counts[] = {
+        {'w', 1, GDU_IO_MAX_WORKERS, "-w workers (1..256)"},
+        {'d', 0, 1023, "-d GPU index"},
+        {OPT_STAGING, 1, GDU_IO_MAX_STAGING, "--staging (1..16)"},
+        {OPT_SEED, 0, UINT32_MAX, "--seed"},
+        {OPT_ROUNDS, 1, BENCH_MAX_ROUNDS, "--rounds (1..9)"},
+        {OPT_SECONDS, 1, 86400, "-T seconds (1..86400)"},
+    };
+    size_t k = 0;
+    while (k < sizeof counts / sizeof counts[0] && counts[k].opt != opt)
+        k++;
+    if (k == sizeof counts / sizeof counts[0])
+        return false;
+    uint64_t v;
+    *rc = GDU_CLI_CONTINUE;
+    if (gdu_parse_uint(arg, counts[k].min, counts[k].max, &v) != 0) {
+        *rc = bad_arg(counts[k].what, arg);
+        return true;
+    }
+    bench_config *c = a->c;
+    if (opt == 'w')
+        c->workers = (unsigned)v;
+    else if (opt == 'd')
+        c->device = (int)v;
+    else if (opt == OPT_STAGING)
+        c->staging = (unsigned)v;
+    else if (opt == OPT_SEED)
+        c->seed = (uint32_t)v;
+    else if (opt == OPT_ROUNDS) {
+        c->rounds = (unsigned)v;
+        a->rounds_given = true;
+    } else
+        c->seconds = (unsigned)v;
+    return true;
+}
+
 static int option(void *ctx, int opt, const char *arg)
 {
     struct bench_args *a = ctx;
     bench_config *c = a->c;
-    uint64_t v;
+    int rc;
+    if (size_option(c, opt, arg, &rc) || count_option(a, opt, arg, &rc))
+        return rc;
+    unsigned named;
     switch (opt) {
     case 'f':
         c->file = arg;
         break;
     case 'D':
         a->dir = arg;
-        break;
-    case 's':
-        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096)
-            return bad_arg("-s size (a multiple of 4K)", arg);
-        c->total = v;
-        break;
-    case 'i':
-        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-            return bad_arg("-i size (a multiple of 4K, at most 1G)", arg);
-        c->io_size = v;
-        break;
-    case 'w':
-        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_WORKERS, &v) != 0)
-            return bad_arg("-w workers (1..256)", arg);
-        c->workers = (unsigned)v;
         break;
     case 'x':
         return xfer_type(arg, &a->paths);
@@ -202,35 +257,18 @@ static int option(void *ctx, int opt, const char *arg)
             return bad_arg("-m (seq or rand)", arg);
         c->random = strcmp(arg, "rand") == 0;
         break;
-    case 'd':
-        if (gdu_parse_uint(arg, 0, 1023, &v) != 0)
-            return bad_arg("-d GPU index", arg);
-        c->device = (int)v;
-        break;
     case OPT_MEM:
         if (strcmp(arg, "cudamalloc") && strcmp(arg, "vmm"))
             return bad_arg("--mem (cudamalloc or vmm)", arg);
         c->vmm = strcmp(arg, "vmm") == 0;
         break;
-    case OPT_COLD:
-        c->cold = true;
-        break;
-    case OPT_PATHS: {
-        unsigned named;
+    case OPT_PATHS:
         if (parse_paths(arg, &named) != 0)
             return bad_arg("--paths (direct,cufile-compat,engine,naive,host,h2d,host-uring)", arg);
         a->paths |= named;
         break;
-    }
-    case OPT_CHUNK:
-        if (gdu_parse_size(arg, &v) != 0 || v == 0 || v % 4096 || v > GDU_IO_MAX_CHUNK)
-            return bad_arg("--chunk size (a multiple of 4K, at most 1G)", arg);
-        c->chunk = v;
-        break;
-    case OPT_STAGING:
-        if (gdu_parse_uint(arg, 1, GDU_IO_MAX_STAGING, &v) != 0)
-            return bad_arg("--staging (1..16)", arg);
-        c->staging = (unsigned)v;
+    case OPT_COLD:
+        c->cold = true;
         break;
     case OPT_CREATE:
         c->create = true;
@@ -240,22 +278,6 @@ static int option(void *ctx, int opt, const char *arg)
         break;
     case OPT_NOVERIFY:
         c->verify = false;
-        break;
-    case OPT_SEED:
-        if (gdu_parse_uint(arg, 0, UINT32_MAX, &v) != 0)
-            return bad_arg("--seed", arg);
-        c->seed = (uint32_t)v;
-        break;
-    case OPT_ROUNDS:
-        if (gdu_parse_uint(arg, 1, BENCH_MAX_ROUNDS, &v) != 0)
-            return bad_arg("--rounds (1..9)", arg);
-        c->rounds = (unsigned)v;
-        a->rounds_given = true;
-        break;
-    case OPT_SECONDS:
-        if (gdu_parse_uint(arg, 1, 86400, &v) != 0)
-            return bad_arg("-T seconds (1..86400)", arg);
-        c->seconds = (unsigned)v;
         break;
     case OPT_PROGRESS:
         a->progress = true;
@@ -302,7 +324,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
  * path (a static name) is a task of its own. */
 static void show_progress(void *user, const char *path, uint64_t done, uint64_t total, bool final)
 {
-    gdu_cli_progress_bytes(user, path, done, total, final);
+    gdu_progress_bytes(user, path, done, total, final);
 }
 
 /* The exit code of an error about the bench file (bench_prepare_file's, or
@@ -314,6 +336,20 @@ static int file_exit_code(int err)
            : err == -ENOENT || err == -EINVAL || err == -EACCES || err == -EISDIR || err == -ENOTDIR
                ? GDU_EXIT_NOINPUT
                : GDU_EXIT_IOERR;
+}
+
+/* The exit status of a run: an I/O error on any path, else wrong data,
+ * else no GPU where a path needed one, else 0. */
+static int exit_status(const bench_run *run)
+{
+    int rc = GDU_EXIT_OK;
+    for (int p = 0; p < BENCH_NPATHS; p++) {
+        if (run->res[p].verified == 0 && rc == GDU_EXIT_OK)
+            rc = GDU_EXIT_FAILED;
+        if (bench_failed(&run->res[p]))
+            rc = GDU_EXIT_IOERR;
+    }
+    return rc == GDU_EXIT_OK && run->needed_gpu ? GDU_EXIT_UNAVAILABLE : rc;
 }
 
 int gdu_cmd_bench(int argc, char **argv)
@@ -329,27 +365,16 @@ int gdu_cmd_bench(int argc, char **argv)
     if (rc != GDU_CLI_CONTINUE)
         return rc;
     bool progress = a.progress;
-    /* The engine's defaults, GDUNLOCK_IO_* included, where no option set them. */
-    gdu_io_options d;
     char why[512] = "";
-    if (gdu_io_options_default(&d, why, sizeof why) != 0)
+    if (bench_config_fill(&c, why, sizeof why) != 0)
         return gdu_cli_fail("bench", GDU_EXIT_USAGE, NULL, NULL, "%s", why);
-    if (c.workers == 0)
-        c.workers = d.workers;
-    if (c.staging == 0)
-        c.staging = d.staging_per_worker;
-    c.default_chunk = d.chunk_size;
     char path_buf[4096];
     if (a.dir != NULL) {
         snprintf(path_buf, sizeof path_buf, "%s/gdunlock-bench.dat", a.dir);
         c.file = path_buf;
     }
-    if (c.io_size > c.total)
-        c.io_size = c.total;
-    if (c.chunk == 0) /* the engine's own default for this mode */
-        c.chunk = c.cold ? GDU_IO_DEFAULT_DIRECT_CHUNK : c.default_chunk;
-    gdu_cli_progress shown;
-    gdu_cli_progress_start(&shown);
+    gdu_progress shown;
+    gdu_progress_start(&shown);
     shown.prefix = "bench: ";
     if (progress || shown.tty) {
         c.progress = show_progress;
@@ -373,20 +398,12 @@ int gdu_cmd_bench(int argc, char **argv)
         return gdu_cli_fail("bench", s == -ENOMEM ? GDU_EXIT_SOFTWARE : file_exit_code(s), NULL,
                             NULL, "%s", why);
     const bench_result *res = run.res;
-    rc = GDU_EXIT_OK;
-    for (int p = 0; p < BENCH_NPATHS; p++) {
-        if (res[p].verified == 0 && rc == GDU_EXIT_OK)
-            rc = GDU_EXIT_FAILED;
-        if (bench_failed(&res[p]))
-            rc = GDU_EXIT_IOERR;
-    }
-    if (rc == GDU_EXIT_OK && run.needed_gpu)
-        rc = GDU_EXIT_UNAVAILABLE;
+    rc = exit_status(&run);
     if (gdu_cli_json())
         rc = gdu_cli_print_report("bench", bench_to_json(&c, &run.gpu, res), "gdunlock-bench/1", rc,
                                   0);
     else
-        bench_print_table(&c, &run.gpu, res);
+        bench_print_table(stdout, &c, &run.gpu, res);
     bench_run_free(&run);
     return rc;
 }

@@ -4,7 +4,7 @@
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
-#include "cli/doctor_render.h"
+#include "doctor/doctor_render.h"
 #include "cli/exit_codes.h"
 #include "facts/capture.h"
 #include "doctor/doctor.h"
@@ -40,24 +40,6 @@ static void usage(FILE *out)
         "69 no NVIDIA driver, 64 bad arguments (or a --capture DIR that is not empty),\n"
         "66 PATH or sysroot missing or --capture DIR cannot be created, 74 the report or\n"
         "the capture could not be written\n");
-}
-
-static int exit_code(const gdu_report *r)
-{
-    if (!r->driver_present)
-        return GDU_EXIT_UNAVAILABLE;
-    switch (r->gds) {
-    case GDU_GDS_DIRECT:
-        return GDU_DOCTOR_EXIT_DIRECT;
-    case GDU_GDS_DIRECT_GDUNLOCK:
-        return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
-    case GDU_GDS_COMPAT:
-        return GDU_DOCTOR_EXIT_COMPAT;
-    case GDU_GDS_UNKNOWN:
-        return GDU_DOCTOR_EXIT_UNKNOWN;
-    default:
-        return GDU_DOCTOR_EXIT_IMPOSSIBLE;
-    }
 }
 
 /* The path as the examined machine names it: resolved live, normalised in a sysroot. */
@@ -101,6 +83,47 @@ static int option(void *ctx, int opt, const char *arg)
     return GDU_CLI_CONTINUE;
 }
 
+/* --capture: the snapshot's files into capture, said on stderr. Returns 0,
+ * or -1 when they could not be written. */
+static int capture_into(const gdu_snapshot *sys, const char *capture)
+{
+    gdu_capture_stats st;
+    char why[512];
+    if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
+        gdu_cli_note("doctor", "capture failed: %s", why);
+        return -1;
+    }
+    gdu_cli_note("doctor",
+                 "captured %zu files and %zu links into %s (%zu absent, %zu "
+                 "unreadable); replay with: gdunlock doctor --sysroot %s",
+                 st.files, st.links, capture, st.missing, st.failed, capture);
+    return 0;
+}
+
+/* The places doctor reads and writes, checked before anything is probed:
+ * the sysroot (into sr), PATH (into path, when given) and the capture's
+ * folder. Returns 0, or the exit status of the failure it reported. */
+static int check_places(gdu_sysroot *sr, const char *sysroot, const char *capture, const char *arg,
+                        char path[PATH_MAX])
+{
+    char why[512];
+    if (gdu_sysroot_init(sr, sysroot) != 0)
+        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
+    int rc = 0, prepared = 0;
+    if (gdu_sysroot_check(sr, why, sizeof why) != 0)
+        rc = gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
+    else if (arg != NULL)
+        rc = target_path(arg, sysroot == NULL, path, PATH_MAX);
+    if (rc == 0 && capture != NULL)
+        prepared = gdu_capture_prepare(capture, why, sizeof why);
+    if (prepared != 0)
+        rc = gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
+                          NULL, "--capture %s", why);
+    if (rc != 0)
+        gdu_sysroot_free(sr);
+    return rc;
+}
+
 int gdu_cmd_doctor(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -129,24 +152,11 @@ int gdu_cmd_doctor(int argc, char **argv)
                             "--capture records the live "
                             "machine; it cannot be combined with --sysroot");
     gdu_sysroot sr;
-    char why[512];
-    if (gdu_sysroot_init(&sr, sysroot) != 0)
-        return gdu_cli_fail("doctor", GDU_EXIT_USAGE, NULL, NULL, "--sysroot path too long");
-    if (gdu_sysroot_check(&sr, why, sizeof why) != 0)
-        return gdu_cli_fail("doctor", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
     char path[PATH_MAX];
-    const char *target = NULL;
-    if (first < argc) {
-        int rc = target_path(argv[first], sysroot == NULL, path, sizeof path);
-        if (rc != 0)
-            return rc;
-        target = path;
-    }
-    /* The capture's folder first: a bad one fails before anything is probed. */
-    int prepared = capture != NULL ? gdu_capture_prepare(capture, why, sizeof why) : 0;
-    if (prepared != 0)
-        return gdu_cli_fail("doctor", prepared == -EEXIST ? GDU_EXIT_USAGE : GDU_EXIT_NOINPUT, NULL,
-                            NULL, "--capture %s", why);
+    const char *target = first < argc ? path : NULL;
+    int rc = check_places(&sr, sysroot, capture, first < argc ? argv[first] : NULL, path);
+    if (rc != 0)
+        return rc;
     gdu_snapshot *sys = malloc(sizeof *sys);
     if (sys == NULL)
         return gdu_cli_fail("doctor", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
@@ -155,29 +165,19 @@ int gdu_cmd_doctor(int argc, char **argv)
     gdu_snapshot_take(&sr, target ? &target : NULL, target ? 1 : 0, sys);
     gdu_report report;
     gdu_doctor_diagnose(sys, target, &report);
-    int code = exit_code(&report);
+    int code = gdu_doctor_exit_code(&report);
 
     char source[PATH_MAX + 16];
     snprintf(source, sizeof source, "%s%s", sysroot ? "sysroot " : "live machine",
              sysroot ? sysroot : "");
     /* A write error on stdout is main's to report (74). */
-    int rc = code;
+    rc = code;
     if (!json)
         gdu_doctor_print_human(stdout, &report, source, gdu_doctor_want_color(stdout));
     else
         rc = gdu_cli_print_report("doctor", gdu_doctor_to_json(&report, source), NULL, code, 0);
-    if (capture != NULL) {
-        gdu_capture_stats st;
-        if (gdu_capture_write(sys, capture, &st, why, sizeof why) != 0) {
-            gdu_cli_note("doctor", "capture failed: %s", why);
-            rc = GDU_EXIT_IOERR;
-        } else {
-            gdu_cli_note("doctor",
-                         "captured %zu files and %zu links into %s (%zu absent, %zu "
-                         "unreadable); replay with: gdunlock doctor --sysroot %s",
-                         st.files, st.links, capture, st.missing, st.failed, capture);
-        }
-    }
+    if (capture != NULL && capture_into(sys, capture) != 0)
+        rc = GDU_EXIT_IOERR;
     gdu_report_free(&report);
     gdu_snapshot_free(sys);
     free(sys);

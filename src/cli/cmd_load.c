@@ -4,7 +4,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
-#include "cli/cli_progress.h"
+#include "util/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/load_report.h"
@@ -141,7 +141,7 @@ static int parse_args(int argc, char **argv, load_args *a)
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
 {
-    gdu_cli_progress_bytes(ctx, "loading", done, total, done == total);
+    gdu_progress_bytes(ctx, "loading", done, total, done == total);
 }
 
 static int fail(const gdu_st_error *err)
@@ -179,8 +179,8 @@ int gdu_cmd_load(int argc, char **argv)
         .lenient = a.lenient,
     };
     st_stages_begin(&r.stages, a.target == GDU_ST_TARGET_GPU, a.gpus, a.gpu_count);
-    gdu_cli_progress progress;
-    gdu_cli_progress_start(&progress);
+    gdu_progress progress;
+    gdu_progress_start(&progress);
     gdu_st_load_options o = {
         .target = a.target,
         .gpus = a.gpus,

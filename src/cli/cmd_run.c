@@ -8,7 +8,6 @@
 #include "cli/exit_codes.h"
 #include "launch/launch.h"
 #include "util/json_text.h"
-#include "util/units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,34 +109,6 @@ static int parse(int argc, char **argv, struct run_options *o, int *cmd_index)
     return gdu_cli_parse(&cmd, argc, argv, option, o, cmd_index);
 }
 
-static int write_report(const json_t *doc, const char *path)
-{
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text == NULL) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "w") : NULL;
-    if (f == NULL) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        free(text);
-        errno = e;
-        return -1;
-    }
-    fputs(text, f);
-    fputc('\n', f);
-    free(text);
-    int e = ferror(f) ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && e == 0)
-        e = errno ? errno : EIO;
-    errno = e;
-    return e == 0 ? 0 : -1;
-}
-
 /* With --json, stdout carries the report alone: CMD's standard output goes
  * to stderr while it runs. Returns the saved stdout (or -1: nothing moved). */
 static int stdout_to_stderr(void)
@@ -159,92 +130,36 @@ static void stdout_back(int saved)
     }
 }
 
-static const char *mode_colour(const char *mode, bool colour)
+/* The one document of --json and --report: CMD's exit status (exit_code
+ * is gdunlock's) and the merged reports, written to --report's file and
+ * printed, or the reports as a table on stderr. Returns the exit status. */
+static int show_reports(const struct run_options *o, json_t *processes, int cmd_rc)
 {
-    if (!colour)
-        return "";
-    return strcmp(mode, "unlocked") == 0 ? "\033[32m"
-           : strcmp(mode, "failed") == 0 ? "\033[31m"
-                                         : "\033[36m";
-}
-
-static long long num(const json_t *o, const char *key)
-{
-    return (long long)json_integer_value(json_object_get(o, key));
-}
-
-/* What nvidia-fs's lookup (the shim's model of it) finds for each buffer the
- * program gave cuFile. */
-static void print_cufile_buffers(FILE *out, const json_t *cf)
-{
-    if (num(cf, "registered") <= 0)
-        return;
-    fprintf(out, "  cuFile buffers: %lld registered, %lld found by nvidia-fs's lookup (model)%s\n",
-            num(cf, "registered"), num(cf, "found"),
-            num(cf, "not_listed") > 0 ? "; the oldest not listed" : "");
-    size_t i;
-    const json_t *b;
-    json_array_foreach(json_object_get(cf, "buffers"), i, b)
-    {
-        char size[32];
-        gdu_format_bytes((uint64_t)num(b, "size"), size, sizeof size);
-        const char *verdict = json_string_value(json_object_get(b, "kernel_lookup"));
-        const char *why = json_string_value(json_object_get(b, "why"));
-        fprintf(out, "    0x%llx %-9s %s%s%s\n", (unsigned long long)num(b, "address"), size,
-                verdict ? verdict : "?",
-                verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? ": " : "",
-                verdict != NULL && strcmp(verdict, "found") != 0 && why != NULL ? why : "");
+    json_t *doc = gdu_cli_envelope(
+        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
+        cmd_rc);
+    if (o->report != NULL && (doc == NULL || gdu_launch_write_report(doc, o->report) != 0)) {
+        gdu_cli_note("run", "cannot write the report to %s: %s", o->report,
+                     strerror(doc == NULL ? ENOMEM : errno));
+        cmd_rc = GDU_EXIT_IOERR;
+        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
     }
-}
-
-static void print_table(FILE *out, const json_t *processes, bool colour)
-{
-    size_t i, j;
-    const json_t *p, *g;
-    json_array_foreach(processes, i, p)
-    {
-        fprintf(out, "gdunlock: shim report, pid %lld, driver %s%s\n", num(p, "pid"),
-                json_string_value(json_object_get(p, "driver")),
-                json_is_true(json_object_get(p, "test_drop_native"))
-                    ? " (test mode: libcuda's objects dropped)"
-                    : "");
-        const char *refused = json_string_value(json_object_get(p, "refused"));
-        if (refused != NULL)
-            fprintf(out, "  not acting: %s\n", refused);
-        fprintf(out, "  %-4s %-13s %-9s %10s %12s %6s %8s %8s  %s\n", "GPU", "PCI", "mode",
-                "registered", "unregistered", "live", "skipped", "failures", "reason");
-        json_array_foreach(json_object_get(p, "gpus"), j, g)
-        {
-            const char *mode = json_string_value(json_object_get(g, "mode"));
-            const char *pci = json_string_value(json_object_get(g, "pci"));
-            const char *reason = json_string_value(json_object_get(g, "reason"));
-            const json_t *dev = json_object_get(g, "rm_device");
-            char devs[16];
-            snprintf(devs, sizeof devs, json_is_integer(dev) ? "%lld" : "?",
-                     (long long)json_integer_value(dev));
-            fprintf(out, "  %-4s %-13s %s%-9s%s %10lld %12lld %6lld %8lld %8lld  %s\n", devs,
-                    pci ? pci : "-", mode_colour(mode ? mode : "", colour), mode ? mode : "?",
-                    colour ? "\033[0m" : "", num(g, "registered"), num(g, "unregistered"),
-                    num(g, "live"), num(g, "skipped"), num(g, "failures"), reason ? reason : "");
-            const char *key;
-            const json_t *count;
-            json_object_foreach((json_t *)json_object_get(g, "failures_by_status"), key, count)
-                fprintf(out, "       %lld x %s\n", (long long)json_integer_value(count), key);
-            const json_t *vas = json_object_get(g, "va_space");
-            const char *src = json_string_value(json_object_get(g, "va_space_source"));
-            if (json_is_integer(vas))
-                fprintf(out, "       VA space 0x%llx (%s)\n",
-                        (unsigned long long)json_integer_value(vas),
-                        src == NULL               ? "?"
-                        : strcmp(src, "uvm") == 0 ? "the one registered with UVM"
-                        : strcmp(src, "libcuda") == 0
-                            ? "libcuda's own"
-                            : "the device's first; no UVM registration seen");
-        }
-        print_cufile_buffers(out, json_object_get(p, "cufile_buffers"));
+    if (gdu_cli_json()) {
+        if (doc == NULL)
+            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
+                                  "the JSON document could not be built (out of memory)");
+        gdu_cli_print(json_incref(doc), 0);
+    } else {
+        /* The reports are the child's: printed escaped. */
+        const char *nc = getenv("NO_COLOR");
+        json_t *shown = gdu_json_escaped_copy(processes);
+        if (shown != NULL)
+            gdu_launch_print_processes(stderr, shown,
+                                       isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
+        json_decref(shown);
     }
-    if (json_array_size(processes) == 0)
-        fprintf(out, "gdunlock: the command made no GPU (RM) calls; no shim report\n");
+    json_decref(doc);
+    return cmd_rc;
 }
 
 int gdu_cmd_run(int argc, char **argv)
@@ -302,31 +217,7 @@ int gdu_cmd_run(int argc, char **argv)
                             "and exited with status %d",
                             argv[cmd_at], shim, cmd_rc);
     }
-    /* The one document of --json and --report: CMD's exit status (exit_code
-     * is gdunlock's) and the merged reports. */
-    json_t *doc = gdu_cli_envelope(
-        "run", json_pack("{s:i, s:O}", "exit_status", cmd_rc, "processes", processes), RUN_SCHEMA,
-        cmd_rc);
-    if (o.report != NULL && (doc == NULL || write_report(doc, o.report) != 0)) {
-        gdu_cli_note("run", "cannot write the report to %s: %s", o.report,
-                     strerror(doc == NULL ? ENOMEM : errno));
-        cmd_rc = GDU_EXIT_IOERR;
-        json_object_set_new(doc, "exit_code", json_integer(cmd_rc));
-    }
-    if (gdu_cli_json()) {
-        if (doc == NULL)
-            cmd_rc = gdu_cli_fail("run", GDU_EXIT_SOFTWARE, NULL, NULL,
-                                  "the JSON document could not be built (out of memory)");
-        gdu_cli_print(json_incref(doc), 0);
-    } else {
-        /* The reports are the child's: printed escaped. */
-        const char *nc = getenv("NO_COLOR");
-        json_t *shown = gdu_json_escaped_copy(processes);
-        if (shown != NULL)
-            print_table(stderr, shown, isatty(STDERR_FILENO) && (nc == NULL || nc[0] == '\0'));
-        json_decref(shown);
-    }
-    json_decref(doc);
+    cmd_rc = show_reports(&o, processes, cmd_rc);
     json_decref(processes);
     return cmd_rc;
 }

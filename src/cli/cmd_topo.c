@@ -6,12 +6,9 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "doctor/topo_matrix.h"
-#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -28,46 +25,6 @@ static void usage(FILE *out)
             "  --sysroot DIR   examine a machine captured with 'gdunlock doctor --capture DIR'\n"
             "  --json          machine-readable output\n"
             "  -h, --help      this text\n");
-}
-
-/* A cell of width columns, escaped: names, models and mount points come
- * from the (possibly captured) machine's files. */
-static void cell(const char *s, size_t width) { gdu_text_pad(stdout, s, strlen(s), width); }
-
-static void print_table(const gdu_topo *t)
-{
-    printf("%-8s", "");
-    for (size_t c = 0; c < t->n_cols; c++) {
-        putchar(' ');
-        cell(t->cols[c].name, 6);
-    }
-    printf(" %-5s\n", "NUMA");
-    for (size_t r = 0; r < t->n_gpus; r++) {
-        cell(t->cols[r].name, 8);
-        for (size_t c = 0; c < t->n_cols; c++)
-            printf(" %-6s", t->cell[r][c]);
-        if (t->cols[r].numa_node >= 0)
-            printf(" %d\n", t->cols[r].numa_node);
-        else
-            printf(" N/A\n");
-    }
-    printf("\n");
-    for (size_t c = 0; c < t->n_cols; c++) {
-        const gdu_topo_col *col = &t->cols[c];
-        cell(col->name, 8);
-        putchar(' ');
-        cell(col->bdf[0] ? col->bdf : "(no PCI address)", 0);
-        fputs("  ", stdout);
-        gdu_text_put(stdout, col->detail);
-        putchar('\n');
-        for (size_t m = 0; m < col->n_mounts; m++) {
-            printf("%-8s   mounted: ", "");
-            gdu_text_put(stdout, col->mounts[m]);
-            putchar('\n');
-        }
-        if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
-            printf("%-8s   mounted: nothing\n", "");
-    }
 }
 
 static int option(void *ctx, int opt, const char *arg)
@@ -117,7 +74,7 @@ int gdu_cmd_topo(int argc, char **argv)
     } else if (json) {
         rc = gdu_cli_print_report("topo", gdu_topo_to_json(t), NULL, rc, 0);
     } else {
-        print_table(t);
+        gdu_topo_print(stdout, t);
     }
     gdu_snapshot_free(sys);
     free(sys);

@@ -7,15 +7,13 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "launch/launch.h"
 #include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"
 #include "verify/verify_rdma.h"
+#include "verify/verify_text.h"
 
-#include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,166 +141,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
     return GDU_CLI_CONTINUE;
 }
 
-static int exit_for_errno(int rc)
-{
-    switch (rc) {
-    case -ENODEV:
-        return GDU_EXIT_UNAVAILABLE;
-    case -EEXIST:
-    case -EINVAL:
-        return GDU_EXIT_USAGE;
-    case -ENOENT:
-    case -EACCES:
-    case -ENOTDIR:
-    case -EROFS:
-        return GDU_EXIT_NOINPUT;
-    default:
-        return GDU_EXIT_SOFTWARE;
-    }
-}
-
-/* ---- human output ---- */
-
-struct style {
-    const char *on, *off;
-};
-
-static struct style verdict_style(const char *verdict)
-{
-    bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    if (!color)
-        return (struct style){"", ""};
-    if (strcmp(verdict, "DIRECT") == 0)
-        return (struct style){"\033[1;32m", "\033[0m"};
-    if (strcmp(verdict, "COMPAT") == 0)
-        return (struct style){"\033[1;33m", "\033[0m"};
-    return (struct style){"\033[1;31m", "\033[0m"};
-}
-
-static const char *str(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
-}
-
-static void print_call(const char *label, const json_t *call)
-{
-    if (json_is_true(json_object_get(call, "ran")))
-        printf("  %-14s %s %s\n", label,
-               json_is_true(json_object_get(call, "ok")) ? "ok  " : "FAIL", str(call, "text"));
-}
-
-static void print_nvfs(const json_t *nv)
-{
-    if (!json_is_true(json_object_get(nv, "before")) ||
-        !json_is_true(json_object_get(nv, "after"))) {
-        printf("  %-14s %s\n", "nvidia-fs", str(nv, "error"));
-        return;
-    }
-    printf("  %-14s driver %s, stats ver %lld%s\n", "nvidia-fs", str(nv, "driver_version"),
-           json_integer_value(json_object_get(nv, "stats_version")),
-           json_is_true(json_object_get(nv, "counters_reset"))
-               ? " (counters were reset during the run)"
-               : "");
-    static const char *const shown[] = {"bar1_map.n",          "bar1_map.ok",        "bar1_map.err",
-                                        "reads.err",           "reads.io_state_err", "writes.err",
-                                        "writes.io_state_err", "shadow_buffer_mib"};
-    const json_t *delta = json_object_get(nv, "delta");
-    printf("  %-14s", "  deltas");
-    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
-        const json_t *v = json_object_get(delta, shown[i]);
-        if (v)
-            printf(" %s %+lld", shown[i], json_integer_value(v));
-    }
-    printf("\n");
-    size_t i;
-    const json_t *g;
-    json_array_foreach(json_object_get(nv, "gpus"), i, g)
-        printf("  %-14s GPU %s Registered_MiB %+lld (now %lld), Cache_MiB %+lld\n", "",
-               str(g, "pci"), json_integer_value(json_object_get(g, "registered_mib_delta")),
-               json_integer_value(json_object_get(g, "registered_mib_after")),
-               json_integer_value(json_object_get(g, "cache_mib_delta")));
-}
-
-static void print_human(const json_t *doc)
-{
-    const char *verdict = str(doc, "verdict");
-    struct style st = verdict_style(verdict);
-    const json_t *file = json_object_get(doc, "file"), *gpu = json_object_get(doc, "gpu");
-    const json_t *cf = json_object_get(doc, "cufile"), *shim = json_object_get(doc, "shim");
-    printf("gdunlock verify: %s%s%s\n\n", st.on, verdict, st.off);
-    char size[32];
-    gdu_format_bytes((uint64_t)json_integer_value(json_object_get(file, "size")), size,
-                     sizeof size);
-    printf("  %-14s %s, %s per transfer\n", "file", str(file, "path"), size);
-    printf("  %-14s %lld %s (%s)\n", "GPU", json_integer_value(json_object_get(gpu, "index")),
-           str(gpu, "name"), str(gpu, "pci"));
-    if (json_is_true(json_object_get(shim, "active"))) {
-        printf("  %-14s active%s%s%s%s", "shim", *str(shim, "mode") ? ", mode " : "",
-               str(shim, "mode"), *str(shim, "reason") ? ": " : "", str(shim, "reason"));
-        if (json_object_get(shim, "registered"))
-            printf(" (allocations registered %lld, unregistered %lld)",
-                   json_integer_value(json_object_get(shim, "registered")),
-                   json_integer_value(json_object_get(shim, "unregistered")));
-        printf("\n");
-        const json_t *k = json_object_get(shim, "kernel_lookup");
-        if (k != NULL)
-            printf("  %-14s %lld of %lld cuFile buffers found by nvidia-fs's lookup (model)%s%s\n",
-                   "kernel lookup", json_integer_value(json_object_get(k, "found")),
-                   json_integer_value(json_object_get(k, "cufile_buffers")),
-                   *str(k, "first_refusal") ? ": " : "", str(k, "first_refusal"));
-    } else
-        printf("  %-14s not active: %s\n", "shim", str(shim, "why_inactive"));
-    print_call("file open", json_object_get(file, "open"));
-    print_call("libcufile", json_object_get(cf, "load"));
-    print_call("driver open", json_object_get(cf, "driver_open"));
-    if (*str(cf, "nvfs_version"))
-        printf("  %-14s nvfs %s%s\n", "properties", str(cf, "nvfs_version"),
-               json_is_true(json_object_get(cf, "compat_allowed")) ? ", compat mode allowed" : "");
-    print_call("handle", json_object_get(cf, "handle_register"));
-    if (*str(cf, "log"))
-        printf("  %-14s %s\n", "cuFile log", str(cf, "log"));
-    size_t i;
-    const json_t *b;
-    json_array_foreach(json_object_get(doc, "buffers"), i, b)
-    {
-        const char *kind = str(b, "kind");
-        if (*str(b, "skipped")) {
-            printf("  %-14s skipped: %s\n", kind, str(b, "skipped"));
-            continue;
-        }
-        print_call(kind, json_object_get(b, "alloc"));
-        print_call("  register", json_object_get(b, "buf_register"));
-        print_call("  write", json_object_get(b, "write"));
-        print_call("  read", json_object_get(b, "read"));
-        if (json_is_true(json_object_get(b, "compared")))
-            printf("  %-14s %s\n", "  compare",
-                   json_is_true(json_object_get(b, "integrity_ok")) ? "identical" : "DIFFERENT");
-    }
-    print_nvfs(json_object_get(doc, "nvidia_fs"));
-    const json_t *engine = json_object_get(doc, "engine");
-    if (json_is_true(json_object_get(json_object_get(engine, "check"), "ran"))) {
-        print_call("engine check", json_object_get(engine, "check"));
-        printf("  %-14s %s\n", "", str(engine, "reason"));
-    }
-    const json_t *doctor = json_object_get(doc, "doctor");
-    if (doctor)
-        printf("  %-14s GPUDirect Storage for %s: %s\n", "doctor", str(doctor, "target"),
-               str(doctor, "gds_verdict"));
-    const json_t *reasons = json_object_get(doc, "reasons");
-    if (json_array_size(reasons) > 0) {
-        printf("\n%s:\n", strcmp(verdict, "FAILED") == 0 ? "what failed" : "why not DIRECT");
-        const json_t *r;
-        json_array_foreach(reasons, i, r) printf("  - %s [%s]\n", str(r, "text"), str(r, "id"));
-    }
-    const json_t *notes = json_object_get(doc, "notes");
-    if (json_array_size(notes) > 0) {
-        printf("\nnotes:\n");
-        const json_t *n;
-        json_array_foreach(notes, i, n) printf("  - %s [%s]\n", str(n, "text"), str(n, "id"));
-    }
-}
-
 static int finish(const struct cli *c, json_t *doc)
 {
     if (!doc)
@@ -314,21 +152,17 @@ static int finish(const struct cli *c, json_t *doc)
             print_stage(NULL, "asking doctor why the path is not direct");
         gdu_verify_add_doctor(doc, c->opts.path);
     }
-    int code;
+    int code = gdu_verify_document_exit_code(doc);
     const json_t *err = json_object_get(doc, "error");
     if (err) { /* no verdict: the error document of every command */
-        code = exit_for_errno((int)json_integer_value(json_object_get(doc, "errno")));
-        if (json_is_true(json_object_get(doc, "crashed")))
-            code = GDU_EXIT_FAILED;
         gdu_cli_fail("verify", code, NULL, NULL, "%s", json_string_value(err));
     } else {
-        code = (int)json_integer_value(json_object_get(doc, "exit_code"));
         if (gdu_cli_json()) {
             code = gdu_cli_print_report("verify", json_incref(doc), "gdunlock-verify/1", code, 0);
         } else {
             json_t *shown = gdu_json_escaped_copy(doc); /* paths, library messages: escaped */
             if (shown != NULL)
-                print_human(shown);
+                gdu_verify_print(stdout, shown, gdu_verify_want_color(stdout));
             else
                 code = gdu_cli_fail("verify", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
             json_decref(shown);
@@ -357,41 +191,8 @@ int gdu_cmd_verify(int argc, char **argv)
     if (c.rdma)
         return verify_rdma();
 
-    gdu_verify_shim shim;
-    memset(&shim, 0, sizeof shim);
-    shim.registered = shim.unregistered = -1;
-    shim.cufile_registered = shim.cufile_found = -1;
-    const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
-    if (result_path) {
-        /* We are the child: the parent adds the shim's report. */
-        shim.active = gdu_launch_shim_preloaded();
-        json_t *doc = gdu_verify_document(&c.opts, &shim, false);
-        int ok = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
-        json_decref(doc);
-        return ok ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
-    }
-
-    char shim_path[PATH_MAX * 2 + 64], exe[PATH_MAX];
-    int enabled;
-    gdu_env_bool("GDUNLOCK", 1, &enabled); /* as the shim reads it: any other value is on */
-    if (c.no_shim) {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
-    } else if (!enabled) {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=%.16s",
-                 getenv("GDUNLOCK"));
-    } else if (gdu_launch_shim_preloaded()) {
-        shim.active = true;
-        snprintf(shim.report_error, sizeof shim.report_error,
-                 "the shim was preloaded by the caller; its report is written when this process "
-                 "exits%s%s",
-                 getenv("GDUNLOCK_REPORT") ? ", to " : "",
-                 getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
-    } else if (gdu_launch_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
-        shim.active = true;
-        return finish(&c, gdu_verify_run_child(argc, argv, exe, shim_path, &c.opts, &shim));
-    } else {
-        snprintf(shim.why_inactive, sizeof shim.why_inactive,
-                 "libgdunlock.so not found (looked for %.180s); build the shim target", shim_path);
-    }
-    return finish(&c, gdu_verify_document(&c.opts, &shim, true));
+    bool written;
+    if (gdu_verify_as_child(&c.opts, &written)) /* the parent adds the shim's report */
+        return written ? GDU_EXIT_OK : GDU_EXIT_SOFTWARE;
+    return finish(&c, gdu_verify_with_shim(argc, argv, &c.opts, c.no_shim));
 }

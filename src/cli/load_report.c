@@ -1,5 +1,5 @@
 #include "cli/load_report.h"
-#include "cli/cli_json.h"
+#include "cli/cli_error.h"
 #include "cli/exit_codes.h"
 #include "util/json_text.h"
 #include "util/text.h"

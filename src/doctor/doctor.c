@@ -57,3 +57,21 @@ void gdu_doctor_diagnose(const gdu_snapshot *sys, const char *path, gdu_report *
     gdu_doctor_rules_rdma(sys, gpus, n, r);
     set_aside_the_other_path(r);
 }
+
+int gdu_doctor_exit_code(const gdu_report *r)
+{
+    if (!r->driver_present)
+        return GDU_DOCTOR_EXIT_NO_DRIVER;
+    switch (r->gds) {
+    case GDU_GDS_DIRECT:
+        return GDU_DOCTOR_EXIT_DIRECT;
+    case GDU_GDS_DIRECT_GDUNLOCK:
+        return GDU_DOCTOR_EXIT_DIRECT_GDUNLOCK;
+    case GDU_GDS_COMPAT:
+        return GDU_DOCTOR_EXIT_COMPAT;
+    case GDU_GDS_UNKNOWN:
+        return GDU_DOCTOR_EXIT_UNKNOWN;
+    default:
+        return GDU_DOCTOR_EXIT_IMPOSSIBLE;
+    }
+}

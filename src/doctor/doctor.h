@@ -13,7 +13,11 @@ enum {
     GDU_DOCTOR_EXIT_COMPAT = 11,
     GDU_DOCTOR_EXIT_IMPOSSIBLE = 12,
     GDU_DOCTOR_EXIT_UNKNOWN = 13,
+    GDU_DOCTOR_EXIT_NO_DRIVER = 69, /* EX_UNAVAILABLE, as every command's */
 };
+
+/* The exit status of a report: no NVIDIA driver, else its GDS verdict's. */
+int gdu_doctor_exit_code(const gdu_report *r);
 
 /* path: the file or directory the GDS verdict is about (as the examined
  * machine names it), or NULL for "any NVMe drive". Fills report. */

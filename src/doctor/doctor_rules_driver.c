@@ -8,6 +8,81 @@
 
 enum { MIN_DRIVER_MAJOR = 555 }; /* nvidia-fs's persistent pinning API, which the shim targets */
 
+/* driver.version: new enough for the persistent pinning API the shim
+ * targets (a GeForce needs the shim; others do not). */
+static void version_finding(const gdu_driver *d, const char *version, bool any_geforce,
+                            gdu_report *r)
+{
+    gdu_finding *f;
+    int major = d->version.major;
+    if (major == 0 && d->module_version[0])
+        sscanf(d->module_version, "%d", &major);
+    if (major > 0 && major < MIN_DRIVER_MAJOR) {
+        f = gdu_report_add(r, "driver.version", "driver", any_geforce ? GDU_ST_FAIL : GDU_ST_WARN,
+                           "driver %s is older than %d", version, MIN_DRIVER_MAJOR);
+        gdu_finding_evidence(f,
+                             "nvidia-fs uses the driver's persistent P2P pinning API from %d "
+                             "on; the gdunlock shim targets that path",
+                             MIN_DRIVER_MAJOR);
+        if (!any_geforce)
+            gdu_finding_evidence(f, "professional/datacenter GPUs do not need the shim: stock "
+                                    "GDS works with this driver");
+        gdu_finding_fix(f, "install driver %d or newer (open kernel module)", MIN_DRIVER_MAJOR);
+    } else if (major > 0) {
+        f = gdu_report_add(r, "driver.version", "driver", GDU_ST_OK, "driver %s is %d or newer",
+                           version, MIN_DRIVER_MAJOR);
+    }
+}
+
+/* driver.flavour: the open kernel module or the proprietary one. The
+ * version line names the open module; the module's taint flags say "P"
+ * for a proprietary license. */
+static void flavour_finding(const gdu_driver *d, gdu_report *r)
+{
+    gdu_finding *f;
+    bool taint_known = d->taint[0] != '\0';
+    bool proprietary =
+        d->version.version[0] ? !d->version.open_module : strchr(d->taint, 'P') != NULL;
+    if (d->version.version[0] == '\0' && !taint_known) {
+        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_UNKNOWN,
+                           "open or proprietary kernel module: unknown");
+        gdu_finding_evidence(
+            f, "/proc/driver/nvidia/version and /sys/module/nvidia/taint are unreadable");
+    } else if (!proprietary) {
+        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_OK, "open kernel module");
+    } else {
+        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_WARN, "proprietary kernel module");
+        gdu_finding_evidence(f, "BAR1-P2P-patched drivers exist only as open kernel modules; "
+                                "GeForce GSP-era features need the open module");
+        gdu_finding_fix(
+            f, "install the open kernel module flavour of the same driver "
+               "(e.g. nvidia-driver-<ver>-open, or the .run installer with -m=kernel-open)");
+    }
+    if (d->version.version[0])
+        gdu_finding_evidence(f, "the NVRM version line %s \"Open Kernel Module\"",
+                             d->version.open_module ? "says" : "does not say");
+    if (taint_known)
+        gdu_finding_evidence(f, "/sys/module/nvidia/taint: %s (%s)", d->taint,
+                             strchr(d->taint, 'P') ? "P: proprietary license"
+                                                   : "no P: GPL-compatible license");
+}
+
+/* driver.gsp: which GPUs run the GSP firmware. */
+static void gsp_finding(const gdu_driver *d, gdu_report *r)
+{
+    size_t gsp = 0;
+    for (size_t i = 0; i < d->n_gpus; i++)
+        if (d->gpus[i].firmware[0] && strcmp(d->gpus[i].firmware, "N/A") != 0)
+            gsp++;
+    if (d->n_gpus == 0)
+        return;
+    gdu_finding *f = gdu_report_add(r, "driver.gsp", "driver", GDU_ST_OK,
+                                    "GSP firmware on %zu of %zu GPUs", gsp, d->n_gpus);
+    for (size_t i = 0; i < d->n_gpus; i++)
+        gdu_finding_evidence(f, "%s: GPU Firmware: %s", d->gpus[i].bdf,
+                             d->gpus[i].firmware[0] ? d->gpus[i].firmware : "(not listed)");
+}
+
 /* any_geforce: some GPU is (or may be) a GeForce, which needs the shim. */
 static void driver_findings(const gdu_snapshot *sys, bool any_geforce, gdu_report *r)
 {
@@ -35,65 +110,9 @@ static void driver_findings(const gdu_snapshot *sys, bool any_geforce, gdu_repor
         gdu_finding_evidence(f, "/proc/driver/nvidia/version: %s%s", d->version.version,
                              d->version.open_module ? " (Open Kernel Module)" : "");
 
-    int major = d->version.major;
-    if (major == 0 && d->module_version[0])
-        sscanf(d->module_version, "%d", &major);
-    if (major > 0 && major < MIN_DRIVER_MAJOR) {
-        f = gdu_report_add(r, "driver.version", "driver", any_geforce ? GDU_ST_FAIL : GDU_ST_WARN,
-                           "driver %s is older than %d", version, MIN_DRIVER_MAJOR);
-        gdu_finding_evidence(f,
-                             "nvidia-fs uses the driver's persistent P2P pinning API from %d "
-                             "on; the gdunlock shim targets that path",
-                             MIN_DRIVER_MAJOR);
-        if (!any_geforce)
-            gdu_finding_evidence(f, "professional/datacenter GPUs do not need the shim: stock "
-                                    "GDS works with this driver");
-        gdu_finding_fix(f, "install driver %d or newer (open kernel module)", MIN_DRIVER_MAJOR);
-    } else if (major > 0) {
-        f = gdu_report_add(r, "driver.version", "driver", GDU_ST_OK, "driver %s is %d or newer",
-                           version, MIN_DRIVER_MAJOR);
-    }
-
-    /* The version line names the open module; the module's taint flags say
-     * "P" for a proprietary license. */
-    bool taint_known = d->taint[0] != '\0';
-    bool proprietary =
-        d->version.version[0] ? !d->version.open_module : strchr(d->taint, 'P') != NULL;
-    if (d->version.version[0] == '\0' && !taint_known) {
-        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_UNKNOWN,
-                           "open or proprietary kernel module: unknown");
-        gdu_finding_evidence(
-            f, "/proc/driver/nvidia/version and /sys/module/nvidia/taint are unreadable");
-    } else if (!proprietary) {
-        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_OK, "open kernel module");
-    } else {
-        f = gdu_report_add(r, "driver.flavour", "driver", GDU_ST_WARN, "proprietary kernel module");
-        gdu_finding_evidence(f, "BAR1-P2P-patched drivers exist only as open kernel modules; "
-                                "GeForce GSP-era features need the open module");
-        gdu_finding_fix(
-            f, "install the open kernel module flavour of the same driver "
-               "(e.g. nvidia-driver-<ver>-open, or the .run installer with -m=kernel-open)");
-    }
-    if (d->version.version[0])
-        gdu_finding_evidence(f, "the NVRM version line %s \"Open Kernel Module\"",
-                             d->version.open_module ? "says" : "does not say");
-    if (taint_known)
-        gdu_finding_evidence(f, "/sys/module/nvidia/taint: %s (%s)", d->taint,
-                             strchr(d->taint, 'P') ? "P: proprietary license"
-                                                   : "no P: GPL-compatible license");
-
-    size_t gsp = 0;
-    for (size_t i = 0; i < d->n_gpus; i++)
-        if (d->gpus[i].firmware[0] && strcmp(d->gpus[i].firmware, "N/A") != 0)
-            gsp++;
-    if (d->n_gpus > 0) {
-        f = gdu_report_add(r, "driver.gsp", "driver", GDU_ST_OK, "GSP firmware on %zu of %zu GPUs",
-                           gsp, d->n_gpus);
-        for (size_t i = 0; i < d->n_gpus; i++)
-            gdu_finding_evidence(f, "%s: GPU Firmware: %s", d->gpus[i].bdf,
-                                 d->gpus[i].firmware[0] ? d->gpus[i].firmware : "(not listed)");
-    }
-
+    version_finding(d, version, any_geforce, r);
+    flavour_finding(d, r);
+    gsp_finding(d, r);
     f = gdu_report_add(r, "driver.params", "driver", GDU_ST_OK, "driver parameters");
     if (d->enable_resizable_bar >= 0)
         gdu_finding_evidence(f, "EnableResizableBar: %d", d->enable_resizable_bar);
@@ -156,21 +175,12 @@ static void cuda_finding(const gdu_snapshot *sys, gdu_report *r)
                              l->gpus[i].cc_minor);
 }
 
-static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
+/* gpuN.bar1: how much of the GPU's memory its BAR1 window lets GPUDirect
+ * pin at once, and what could widen it. */
+static void bar1_finding(const gdu_gpu_view *g, gdu_report *r)
 {
     char id[48], a[32], b[32];
-    const char *kind = g->geforce == GDU_TRI_YES  ? "GeForce"
-                       : g->geforce == GDU_TRI_NO ? "professional/datacenter"
-                                                  : "kind unknown";
-    snprintf(id, sizeof id, "gpu%d.identity", g->index);
-    gdu_finding *f = gdu_report_add(r, id, "gpu", GDU_ST_OK, "GPU%d %s: %s (%s)", g->index, g->bdf,
-                                    g->name[0] ? g->name : "name unknown", kind);
-    if (g->info && g->info->uuid[0])
-        gdu_finding_evidence(f, "UUID %s", g->info->uuid);
-    if (g->cuda)
-        gdu_finding_evidence(f, "CUDA device %d, compute capability %d.%d", g->cuda->ordinal,
-                             g->cuda->cc_major, g->cuda->cc_minor);
-
+    gdu_finding *f;
     snprintf(id, sizeof id, "gpu%d.bar1", g->index);
     if (g->bar1 == 0) {
         f = gdu_report_add(r, id, "gpu", GDU_ST_UNKNOWN, "GPU%d BAR1 size unknown", g->index);
@@ -217,7 +227,13 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
                              gdu_format_bytes(g->cuda->rm_bar1_available, b, sizeof b));
     else if (g->cuda != NULL && g->cuda->rm_bar1_why[0])
         gdu_finding_evidence(f, "RM's BAR1 figures: %s", g->cuda->rm_bar1_why);
+}
 
+/* gpuN.link: the PCIe link's generation and width against its maximum. */
+static void link_finding(const gdu_gpu_view *g, gdu_report *r)
+{
+    char id[48];
+    gdu_finding *f;
     snprintf(id, sizeof id, "gpu%d.link", g->index);
     if (g->pci == NULL || g->pci->cur_gen == 0 || g->pci->max_gen == 0) {
         f = gdu_report_add(r, id, "gpu", GDU_ST_UNKNOWN, "GPU%d PCIe link unknown", g->index);
@@ -235,6 +251,25 @@ static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
                         "the link runs narrower than it can: reseat the card, use a full x%d "
                         "slot, check BIOS lane bifurcation",
                         p->max_width);
+}
+
+static void gpu_findings(const gdu_gpu_view *g, gdu_report *r)
+{
+    char id[48];
+    const char *kind = g->geforce == GDU_TRI_YES  ? "GeForce"
+                       : g->geforce == GDU_TRI_NO ? "professional/datacenter"
+                                                  : "kind unknown";
+    snprintf(id, sizeof id, "gpu%d.identity", g->index);
+    gdu_finding *f = gdu_report_add(r, id, "gpu", GDU_ST_OK, "GPU%d %s: %s (%s)", g->index, g->bdf,
+                                    g->name[0] ? g->name : "name unknown", kind);
+    if (g->info && g->info->uuid[0])
+        gdu_finding_evidence(f, "UUID %s", g->info->uuid);
+    if (g->cuda)
+        gdu_finding_evidence(f, "CUDA device %d, compute capability %d.%d", g->cuda->ordinal,
+                             g->cuda->cc_major, g->cuda->cc_minor);
+
+    bar1_finding(g, r);
+    link_finding(g, r);
 }
 
 void gdu_doctor_rules_driver(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n_gpus,

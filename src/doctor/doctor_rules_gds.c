@@ -107,36 +107,11 @@ static const char *how_to_get(const gdu_snapshot *sys)
                                "--capture DIR [PATH]'";
 }
 
-static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
+/* cufile.config: the cufile.json cuFile reads, and the settings of it
+ * that decide the path. */
+static void config_finding(const gdu_cufile_config *c, gdu_report *r)
 {
-    const gdu_live *l = &sys->live;
     gdu_finding *f;
-    if (l->origin == GDU_LIVE_ABSENT) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN,
-                           "libcufile: not captured");
-        gdu_finding_evidence(
-            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
-        gdu_finding_fix(f, "%s", how_to_get(sys));
-        gdu_report_unknown(
-            r, GDU_GDS_IMPOSSIBLE, "whether libcufile is installed is not known (%s): %s",
-            sys->live_error[0] ? GDU_LIVE_FILE " is unusable" : "the capture has no " GDU_LIVE_FILE,
-            how_to_get(sys));
-    } else if (!l->cufile_found) {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL,
-                           "libcufile is not installed");
-        gdu_finding_evidence(f, "%s", l->cufile_why);
-        gdu_finding_fix(f, "install libcufile (the CUDA toolkit's libcufile-<ver> package or pip "
-                           "nvidia-cufile), or point GDUNLOCK_LIBCUFILE at it");
-        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
-                          "libcufile is not installed: nothing here can "
-                          "use cuFile");
-    } else {
-        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_OK, "libcufile %s",
-                           l->cufile_version[0] ? l->cufile_version : "(version unknown)");
-        gdu_finding_evidence(f, "loaded from %s", l->cufile_path);
-    }
-
-    const gdu_cufile_config *c = &sys->cufile;
     if (!c->found) {
         f = gdu_report_add(r, "cufile.config", "cufile", GDU_ST_WARN, "no cufile.json at %s",
                            c->path);
@@ -172,6 +147,37 @@ static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
                              c->max_device_pinned_mem_size_kb);
     if (c->max_device_cache_size_kb >= 0)
         gdu_finding_evidence(f, "max_device_cache_size_kb: %lld", c->max_device_cache_size_kb);
+}
+
+static void cufile_findings(const gdu_snapshot *sys, gdu_report *r)
+{
+    const gdu_live *l = &sys->live;
+    gdu_finding *f;
+    if (l->origin == GDU_LIVE_ABSENT) {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_UNKNOWN,
+                           "libcufile: not captured");
+        gdu_finding_evidence(
+            f, "%s", sys->live_error[0] ? sys->live_error : "the sysroot has no " GDU_LIVE_FILE);
+        gdu_finding_fix(f, "%s", how_to_get(sys));
+        gdu_report_unknown(
+            r, GDU_GDS_IMPOSSIBLE, "whether libcufile is installed is not known (%s): %s",
+            sys->live_error[0] ? GDU_LIVE_FILE " is unusable" : "the capture has no " GDU_LIVE_FILE,
+            how_to_get(sys));
+    } else if (!l->cufile_found) {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_FAIL,
+                           "libcufile is not installed");
+        gdu_finding_evidence(f, "%s", l->cufile_why);
+        gdu_finding_fix(f, "install libcufile (the CUDA toolkit's libcufile-<ver> package or pip "
+                           "nvidia-cufile), or point GDUNLOCK_LIBCUFILE at it");
+        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
+                          "libcufile is not installed: nothing here can "
+                          "use cuFile");
+    } else {
+        f = gdu_report_add(r, "cufile.library", "cufile", GDU_ST_OK, "libcufile %s",
+                           l->cufile_version[0] ? l->cufile_version : "(version unknown)");
+        gdu_finding_evidence(f, "loaded from %s", l->cufile_path);
+    }
+    config_finding(&sys->cufile, r);
 }
 
 static void iommu_finding(const gdu_snapshot *sys, gdu_report *r)
@@ -383,6 +389,77 @@ static void o_direct_finding(const gdu_snapshot *sys, const gdu_mount *m, const 
     }
 }
 
+/* storage.block: the block device under m, down to its disks (NVMe or
+ * not, and the GPUs' paths to the NVMe ones). top: the device's name (or
+ * its numbers when unknown). Returns the snapshot's device, or NULL. */
+static const gdu_block *block_finding(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
+                                      const gdu_mount *m, const char *path, char top[32],
+                                      gdu_report *r)
+{
+    gdu_finding *f;
+    const gdu_block *block = gdu_snapshot_block(sys, m->major, m->minor);
+    snprintf(top, 32, "%u:%u", m->major, m->minor);
+    if (block != NULL && block->found) {
+        const gdu_block_chain chain = block->chain;
+        snprintf(top, 32, "%s", chain.top);
+        size_t nvme = 0;
+        for (size_t i = 0; i < chain.n_disks; i++)
+            nvme += gdu_disk_is_nvme(chain.disks[i]);
+        f = gdu_report_add(r, "storage.block", "storage",
+                           nvme == chain.n_disks && nvme > 0 ? GDU_ST_OK : GDU_ST_FAIL,
+                           "block device %u:%u: %s", m->major, m->minor, chain.layers);
+        for (size_t i = 0; i < chain.n_disks; i++)
+            gdu_finding_evidence(f, "disk %s at PCI %s%s", chain.disks[i],
+                                 chain.disk_bdf[i][0] ? chain.disk_bdf[i] : "(none)",
+                                 gdu_disk_is_nvme(chain.disks[i]) ? " (NVMe)" : " (not NVMe)");
+        if (nvme != chain.n_disks || nvme == 0) {
+            gdu_finding_fix(f, "GDS reads NVMe drives directly; move the data to an NVMe-backed "
+                               "filesystem");
+            gdu_report_reason(r, GDU_GDS_COMPAT, "the filesystem is not on NVMe (%s)",
+                              chain.layers);
+        } else {
+            nvme_paths(sys, gpus, n, (const char(*)[16])chain.disk_bdf, chain.n_disks, r);
+        }
+    } else {
+        f = gdu_report_add(r, "storage.block", "storage", GDU_ST_UNKNOWN,
+                           "block device %u:%u: not found", m->major, m->minor);
+        gdu_finding_evidence(f, "/sys/dev/block/%u:%u is missing", m->major, m->minor);
+        gdu_finding_fix(f, "%s", how_to_get(sys));
+        gdu_report_unknown(r, GDU_GDS_COMPAT,
+                           "the block device %u:%u under %s is unknown (no /sys/dev/block/%u:%u): "
+                           "whether it is on NVMe, and the PCIe path to it, are not known; %s",
+                           m->major, m->minor, path, m->major, m->minor, how_to_get(sys));
+    }
+    return block;
+}
+
+/* storage.udev: whether udev's data names the volume, which cuFile needs
+ * to register a file on it. */
+static void udev_finding(const gdu_block *block, const gdu_mount *m, const char *top, gdu_report *r)
+{
+    bool udev = block != NULL && block->udev_fs_usage;
+    gdu_finding *f =
+        gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
+                       udev ? "udev identifies the volume (ID_FS_USAGE)"
+                            : "cuFile cannot identify the volume: no udev ID_FS_USAGE");
+    gdu_finding_evidence(f, "/run/udev/data/b%u:%u %s", m->major, m->minor,
+                         udev ? "has E:ID_FS_USAGE" : "is missing or lacks E:ID_FS_USAGE");
+    if (!udev) {
+        gdu_finding_evidence(f, "cuFileHandleRegister then fails with "
+                                "CU_FILE_HANDLE_NOT_REGISTERED (5027), \"udev property not "
+                                "found: ID_FS_USAGE\", even in compat mode");
+        gdu_finding_fix(f,
+                        "run systemd-udevd (or 'udevadm trigger --action=add "
+                        "/sys/class/block/%s') so that /run/udev/data is populated; in "
+                        "containers bind-mount /run/udev from the host",
+                        top);
+        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
+                          "cuFile cannot register files on this filesystem (error 5027): "
+                          "udev has no ID_FS_USAGE for %s (%u:%u)",
+                          top, m->major, m->minor);
+    }
+}
+
 static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size_t n,
                          const char *path, gdu_report *r)
 {
@@ -420,60 +497,9 @@ static void path_storage(const gdu_snapshot *sys, const gdu_gpu_view *gpus, size
         o_direct_finding(sys, m, path, lp, r);
         return;
     }
-    const gdu_block *block = gdu_snapshot_block(sys, m->major, m->minor);
     char top[32];
-    snprintf(top, sizeof top, "%u:%u", m->major, m->minor);
-    if (block != NULL && block->found) {
-        const gdu_block_chain chain = block->chain;
-        snprintf(top, sizeof top, "%s", chain.top);
-        size_t nvme = 0;
-        for (size_t i = 0; i < chain.n_disks; i++)
-            nvme += gdu_disk_is_nvme(chain.disks[i]);
-        f = gdu_report_add(r, "storage.block", "storage",
-                           nvme == chain.n_disks && nvme > 0 ? GDU_ST_OK : GDU_ST_FAIL,
-                           "block device %u:%u: %s", m->major, m->minor, chain.layers);
-        for (size_t i = 0; i < chain.n_disks; i++)
-            gdu_finding_evidence(f, "disk %s at PCI %s%s", chain.disks[i],
-                                 chain.disk_bdf[i][0] ? chain.disk_bdf[i] : "(none)",
-                                 gdu_disk_is_nvme(chain.disks[i]) ? " (NVMe)" : " (not NVMe)");
-        if (nvme != chain.n_disks || nvme == 0) {
-            gdu_finding_fix(f, "GDS reads NVMe drives directly; move the data to an NVMe-backed "
-                               "filesystem");
-            gdu_report_reason(r, GDU_GDS_COMPAT, "the filesystem is not on NVMe (%s)",
-                              chain.layers);
-        } else {
-            nvme_paths(sys, gpus, n, (const char(*)[16])chain.disk_bdf, chain.n_disks, r);
-        }
-    } else {
-        f = gdu_report_add(r, "storage.block", "storage", GDU_ST_UNKNOWN,
-                           "block device %u:%u: not found", m->major, m->minor);
-        gdu_finding_evidence(f, "/sys/dev/block/%u:%u is missing", m->major, m->minor);
-        gdu_finding_fix(f, "%s", how_to_get(sys));
-        gdu_report_unknown(r, GDU_GDS_COMPAT,
-                           "the block device %u:%u under %s is unknown (no /sys/dev/block/%u:%u): "
-                           "whether it is on NVMe, and the PCIe path to it, are not known; %s",
-                           m->major, m->minor, path, m->major, m->minor, how_to_get(sys));
-    }
-    bool udev = block != NULL && block->udev_fs_usage;
-    f = gdu_report_add(r, "storage.udev", "storage", udev ? GDU_ST_OK : GDU_ST_FAIL,
-                       udev ? "udev identifies the volume (ID_FS_USAGE)"
-                            : "cuFile cannot identify the volume: no udev ID_FS_USAGE");
-    gdu_finding_evidence(f, "/run/udev/data/b%u:%u %s", m->major, m->minor,
-                         udev ? "has E:ID_FS_USAGE" : "is missing or lacks E:ID_FS_USAGE");
-    if (!udev) {
-        gdu_finding_evidence(f, "cuFileHandleRegister then fails with "
-                                "CU_FILE_HANDLE_NOT_REGISTERED (5027), \"udev property not "
-                                "found: ID_FS_USAGE\", even in compat mode");
-        gdu_finding_fix(f,
-                        "run systemd-udevd (or 'udevadm trigger --action=add "
-                        "/sys/class/block/%s') so that /run/udev/data is populated; in "
-                        "containers bind-mount /run/udev from the host",
-                        top);
-        gdu_report_reason(r, GDU_GDS_IMPOSSIBLE,
-                          "cuFile cannot register files on this filesystem (error 5027): "
-                          "udev has no ID_FS_USAGE for %s (%u:%u)",
-                          top, m->major, m->minor);
-    }
+    const gdu_block *block = block_finding(sys, gpus, n, m, path, top, r);
+    udev_finding(block, m, top, r);
     o_direct_finding(sys, m, path, lp, r);
 }
 

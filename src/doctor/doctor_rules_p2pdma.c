@@ -122,11 +122,11 @@ static void driver_rule(const gdu_snapshot *sys, gdu_report *r, tally *t)
                                                   : "proprietary kernel module");
 }
 
-static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report *r, tally *t)
+/* p2pdma.gpuN.kind: a GPU libcufile offers P2PDMA on (an Ampere or newer
+ * datacenter one). */
+static void kind_rule(const gdu_gpu_view *g, gdu_report *r, tally *t)
 {
-    char id[64], name[96], a[32], b[32];
-    unsigned long key;
-
+    char id[64], name[96];
     int cc = g->cuda ? g->cuda->cc_major : 0;
     snprintf(id, sizeof id, "p2pdma.gpu%d.kind", g->index);
     snprintf(name, sizeof name, "GPU%d is one libcufile offers P2PDMA on", g->index);
@@ -143,7 +143,15 @@ static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report
                          "B100, B200, B300, and libcufile checks each GPU in user space "
                          "(\"gpu attribute pci_p2pdma not supported\")",
                          g->name[0] ? g->name : "name unknown", cc);
+}
 
+/* p2pdma.gpuN.static_bar1: BAR1 maps all of the GPU's memory at once. */
+static void static_bar1_rule(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report *r,
+                             tally *t)
+{
+    char id[64], name[96], a[32], b[32];
+    unsigned long key;
+    gdu_status st;
     const gdu_live_gpu *l = g->cuda;
     snprintf(id, sizeof id, "p2pdma.gpu%d.static_bar1", g->index);
     snprintf(name, sizeof name, "GPU%d's BAR1 maps all its memory at once (static BAR1)", g->index);
@@ -154,7 +162,8 @@ static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report
         /* Without RM's answer: a BAR1 smaller than memory cannot be static. */
         st = g->bar1 != 0 && g->memory != 0 && g->bar1 < g->memory ? GDU_ST_FAIL : GDU_ST_UNKNOWN;
     }
-    f = precondition(r, t, id, name, st,
+    gdu_finding *f =
+        precondition(r, t, id, name, st,
                      "enable Resizable BAR so that BAR1 covers video memory, and load nvidia "
                      "with NVreg_RegistryDwords=\"RMForceStaticBar1=1\"");
     if (l != NULL && l->rm_static_known)
@@ -170,7 +179,17 @@ static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report
                              g->memory ? gdu_format_bytes(g->memory, b, sizeof b) : "unknown");
     if (gdu_registry_dword(sys->driver.registry_dwords, "RMForceStaticBar1", &key) == 0)
         gdu_finding_evidence(f, "NVreg_RegistryDwords sets RMForceStaticBar1=%lu", key);
+}
 
+/* p2pdma.gpuN.write_combining: the static BAR1 mapped uncached, as the
+ * kernel needs for P2PDMA pages. */
+static void write_combining_rule(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report *r,
+                                 tally *t)
+{
+    char id[64], name[96];
+    unsigned long key;
+    gdu_status st;
+    const gdu_live_gpu *l = g->cuda;
     snprintf(id, sizeof id, "p2pdma.gpu%d.write_combining", g->index);
     snprintf(name, sizeof name, "GPU%d's static BAR1 not write-combined", g->index);
     bool wc_key =
@@ -179,7 +198,8 @@ static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report
     st = l != NULL && l->rm_static_known ? (l->rm_static_wc ? GDU_ST_FAIL : GDU_ST_OK)
          : wc_key                        ? GDU_ST_OK
                                          : GDU_ST_UNKNOWN;
-    f = precondition(r, t, id, name, st,
+    gdu_finding *f =
+        precondition(r, t, id, name, st,
                      "load nvidia with NVreg_RegistryDwords=\"RmForceDisableIomapWC=1\" (the "
                      "kernel makes P2PDMA pages only of an uncached BAR)");
     if (l != NULL && l->rm_static_known)
@@ -189,6 +209,13 @@ static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report
                          "NVreg_RegistryDwords %s RmForceDisableIomapWC=1 (without it, or a "
                          "chipset rule, RM maps write-combined: chipset.c:83-87)",
                          wc_key ? "sets" : "does not set");
+}
+
+static void gpu_rules(const gdu_snapshot *sys, const gdu_gpu_view *g, gdu_report *r, tally *t)
+{
+    kind_rule(g, r, t);
+    static_bar1_rule(sys, g, r, t);
+    write_combining_rule(sys, g, r, t);
 }
 
 static void cufile_rule(const gdu_snapshot *sys, gdu_report *r, tally *t)

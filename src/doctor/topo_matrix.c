@@ -1,5 +1,6 @@
 #include "doctor/topo_matrix.h"
 #include "util/json_text.h"
+#include "util/text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -121,4 +122,44 @@ json_t *gdu_topo_to_json(const gdu_topo *t)
     }
     return json_pack("{s:s, s:o, s:o}", "schema", "gdunlock-topo/1", "devices", cols, "matrix",
                      rows);
+}
+
+/* A cell of width columns, escaped: names, models and mount points come
+ * from the (possibly captured) machine's files. */
+static void cell(FILE *out, const char *s, size_t width) { gdu_text_pad(out, s, strlen(s), width); }
+
+void gdu_topo_print(FILE *out, const gdu_topo *t)
+{
+    fprintf(out, "%-8s", "");
+    for (size_t c = 0; c < t->n_cols; c++) {
+        fputc(' ', out);
+        cell(out, t->cols[c].name, 6);
+    }
+    fprintf(out, " %-5s\n", "NUMA");
+    for (size_t r = 0; r < t->n_gpus; r++) {
+        cell(out, t->cols[r].name, 8);
+        for (size_t c = 0; c < t->n_cols; c++)
+            fprintf(out, " %-6s", t->cell[r][c]);
+        if (t->cols[r].numa_node >= 0)
+            fprintf(out, " %d\n", t->cols[r].numa_node);
+        else
+            fprintf(out, " N/A\n");
+    }
+    fprintf(out, "\n");
+    for (size_t c = 0; c < t->n_cols; c++) {
+        const gdu_topo_col *col = &t->cols[c];
+        cell(out, col->name, 8);
+        fputc(' ', out);
+        cell(out, col->bdf[0] ? col->bdf : "(no PCI address)", 0);
+        fputs("  ", out);
+        gdu_text_put(out, col->detail);
+        fputc('\n', out);
+        for (size_t m = 0; m < col->n_mounts; m++) {
+            fprintf(out, "%-8s   mounted: ", "");
+            gdu_text_put(out, col->mounts[m]);
+            fputc('\n', out);
+        }
+        if (col->kind == GDU_TOPO_NVME && col->n_mounts == 0)
+            fprintf(out, "%-8s   mounted: nothing\n", "");
+    }
 }

@@ -7,6 +7,7 @@
 #include "facts/snapshot.h"
 
 #include <jansson.h>
+#include <stdio.h>
 
 enum { GDU_TOPO_MAX_COLS = 48, GDU_TOPO_MAX_MOUNTS = 16 };
 
@@ -30,5 +31,7 @@ typedef struct gdu_topo {
 
 void gdu_topo_build(const gdu_snapshot *sys, gdu_topo *out);
 json_t *gdu_topo_to_json(const gdu_topo *t);
+/* The matrix, then each column's address, model and mounts, on out. */
+void gdu_topo_print(FILE *out, const gdu_topo *t);
 
 #endif

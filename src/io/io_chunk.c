@@ -133,7 +133,7 @@ int64_t gdu_io_gather_into_staging(gdu_io_file *f, const gdu_io_chunk *c, uint64
     for (size_t a = 0; a < c->pieces;) {
         /* Runs read with one pread over the short gaps between them; the
          * chunk was cut so that it fits in the slot, gaps of max_gap and
-         * all (gather_run in io_request.c). */
+         * all (gather_run in io_request_chunks.c). */
         uint64_t start = gdu_io_run_offset(x, first + a);
         uint64_t end = start + gdu_io_run_length(x, first + a);
         size_t b = a;

@@ -221,9 +221,51 @@ static int ring_slot_init(gdu_io_engine *e, ring_slot *s, size_t bytes, char *wh
     return 0;
 }
 
+/* A ring of n free slots of slot bytes, none registered yet; NULL without
+ * memory. */
+static struct gdu_io_ring *ring_new(size_t n, size_t slot)
+{
+    struct gdu_io_ring *g = calloc(1, sizeof *g);
+    if (g == NULL || (g->slots = calloc(n, sizeof *g->slots)) == NULL ||
+        (g->free = calloc(n, sizeof *g->free)) == NULL) {
+        if (g != NULL)
+            free(g->slots);
+        free(g);
+        return NULL;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->slot_bytes = slot;
+    return g;
+}
+
+/* Allocates and registers e's ring's n slots with cuFile, in e's context.
+ * Returns 0, or a negative errno with why in note, the ring taken down. */
+static int ring_register(gdu_io_engine *e, size_t n, char *note, size_t len)
+{
+    struct gdu_io_ring *g = e->ring;
+    char why[GDU_IO_WHY] = "";
+    gdu_CUcontext prev = NULL;
+    int r = gdu_io_cuda_enter(e, &prev, why, sizeof why);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        g->n++;
+        r = ring_slot_init(e, &g->slots[i], g->slot_bytes, why, sizeof why);
+        if (r == 0) {
+            g->free[g->free_n++] = i;
+            g->registered += g->slot_bytes;
+        }
+    }
+    if (r != 0) {
+        snprintf(note, len, "%s", why);
+        ring_fini(e);
+    }
+    gdu_cuda_ctx_restore(e->cu, prev);
+    return r;
+}
+
 int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
 {
-    char src[96] = "", avail_src[160] = "", why[GDU_IO_WHY] = "";
+    char src[96] = "", avail_src[160] = "";
     char addr[GDU_PCI_ADDR_SIZE];
     bool addr_known = engine_pci(e, addr) == 0;
     int64_t bar1 = bar1_bytes(addr_known ? addr : NULL, src, sizeof src);
@@ -260,32 +302,12 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
                  budget, assumed, bar1 > 0 ? src : "unknown", rm, slot);
         return -ENOSPC;
     }
-    struct gdu_io_ring *g = calloc(1, sizeof *g);
-    if (g == NULL || (g->slots = calloc(n, sizeof *g->slots)) == NULL ||
-        (g->free = calloc(n, sizeof *g->free)) == NULL) {
-        if (g != NULL)
-            free(g->slots);
-        free(g);
+    struct gdu_io_ring *g = ring_new(n, slot);
+    if (g == NULL)
         return -ENOMEM;
-    }
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->cond, NULL);
-    g->slot_bytes = slot;
     e->ring = g;
-    gdu_CUcontext prev = NULL;
-    int r = gdu_io_cuda_enter(e, &prev, why, sizeof why);
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        g->n++;
-        r = ring_slot_init(e, &g->slots[i], slot, why, sizeof why);
-        if (r == 0) {
-            g->free[g->free_n++] = i;
-            g->registered += slot;
-        }
-    }
-    if (r != 0) {
-        snprintf(note, len, "%s", why);
-        ring_fini(e);
-    } else {
+    int r = ring_register(e, n, note, len);
+    if (r == 0) {
         int at = snprintf(g->note, sizeof g->note,
                           "ring of %zu x %zu KiB registered buffers (%" PRIu64 " MiB of a %" PRIu64
                           " MiB BAR1 budget; BAR1 %" PRIu64 " MiB%s%.95s",
@@ -296,7 +318,6 @@ int gdu_io_cufile_ring_init(gdu_io_engine *e, char *note, size_t len)
             snprintf(g->note + at, sizeof g->note - (size_t)at, "%s)", rm);
         snprintf(note, len, "%s", g->note);
     }
-    gdu_cuda_ctx_restore(e->cu, prev);
     return r;
 }
 

@@ -100,7 +100,7 @@ static void slot_finish(gdu_io_worker *w, unsigned i)
  * piece is in staging: the copy engine then reads bytes the CPU has just
  * written (still in its caches), and the first copy starts sooner. Requests
  * already hand buffered reads to the workers piece by piece (dispatch_unit
- * in io_request.c); a whole chunk arrives here buffered only when the file
+ * in io_request_chunks.c); a whole chunk arrives here buffered only when the file
  * system refused O_DIRECT after the request was split. Piece
  * boundaries fall on multiples of the piece size, so every piece after the
  * first starts 4 KiB-aligned in the slot, as O_DIRECT needs. On success the
@@ -601,6 +601,32 @@ static int start_workers(gdu_io_engine *e, char *why, size_t len)
     return 0;
 }
 
+/* An engine of options o (the defaults for NULL; checked later), its
+ * queue's lock and conditions made and its mappings tracked across fork;
+ * nothing started yet. NULL without memory. */
+static gdu_io_engine *engine_new(const gdu_io_options *o)
+{
+    gdu_io_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    if (o != NULL)
+        e->opt = *o;
+    else
+        gdu_io_options_default(&e->opt, NULL, 0); /* fill_options reports a bad setting */
+    e->sys = default_sys;
+    e->pid = getpid();
+    pthread_mutex_init(&e->qlock, NULL);
+    pthread_condattr_t monotonic; /* idle workers wait for kept mappings' times by it */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->qcond, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    e->keep_map_seconds = GDU_IO_KEEP_MAP_SECONDS;
+    pthread_cond_init(&e->prestage_cond, NULL);
+    gdu_io_maps_track(e);
+    return e;
+}
+
 int gdu_io_engine_create(const gdu_io_options *o, gdu_io_engine **out, char *why, size_t why_len)
 {
     return gdu_io_engine_create_moving(o, NULL, out, why, why_len);
@@ -618,24 +644,9 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
     if (out == NULL)
         return -EINVAL;
     *out = NULL;
-    gdu_io_engine *e = calloc(1, sizeof *e);
+    gdu_io_engine *e = engine_new(o);
     if (e == NULL)
         return -ENOMEM;
-    if (o != NULL)
-        e->opt = *o;
-    else
-        gdu_io_options_default(&e->opt, NULL, 0); /* fill_options reports a bad setting */
-    e->sys = default_sys;
-    e->pid = getpid();
-    pthread_mutex_init(&e->qlock, NULL);
-    pthread_condattr_t monotonic; /* idle workers wait for kept mappings' times by it */
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->qcond, &monotonic);
-    pthread_condattr_destroy(&monotonic);
-    e->keep_map_seconds = GDU_IO_KEEP_MAP_SECONDS;
-    pthread_cond_init(&e->prestage_cond, NULL);
-    gdu_io_maps_track(e);
     int r = fill_options(&e->opt, why, why_len);
     e->read_piece = e->opt.chunk_size < GDU_IO_READ_PIECE ? e->opt.chunk_size : GDU_IO_READ_PIECE;
     if (r == 0)

@@ -327,6 +327,15 @@ struct gdu_io_file {
     unsigned gather_maps;               /* mappings made for this open */
 };
 
+/* Whether reads of f may be gathered (and planned on a worker): cuFile
+ * reads each extent straight into device memory, so it gathers nothing, and
+ * writes move on their own. Inline: a worker asks it for every chunk it
+ * takes. */
+static inline bool gdu_io_may_gather(const gdu_io_file *f, gdu_io_op op)
+{
+    return op == GDU_IO_OP_READ && f->backend != GDU_IO_BACKEND_CUFILE;
+}
+
 typedef enum {
     GDU_IO_STAGING_FAULTING, /* mapped, workers faulting their first slots in */
     GDU_IO_STAGING_GROWING,  /* first slots pinned and in use; the others being pinned */
@@ -452,7 +461,7 @@ int gdu_io_engine_create_moving(const gdu_io_options *o, const gdu_io_mover *mov
  * all 16 workers for it had them contend for the queue's lock while the
  * caller queued the next. A worker that is not waiting looks at the queue
  * before it waits, so no chunk is left behind. Here rather than in
- * io_engine.c, so that io_request.c needs nothing of it. */
+ * io_engine.c, so that the request files need nothing of it. */
 static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, gdu_io_chunk *last,
                                          size_t n, bool front)
 {
@@ -477,6 +486,29 @@ static inline void gdu_io_engine_enqueue(gdu_io_engine *e, gdu_io_chunk *first, 
             pthread_cond_signal(&e->qcond);
     pthread_mutex_unlock(&e->qlock);
 }
+
+/* How a request's extents split into chunks, before the chunks are made
+ * (io_request_chunks.c). */
+typedef struct {
+    uint64_t unit;   /* the dispatch unit: the chunk size, or the read piece */
+    bool mapped;     /* gathers copy from the file's mapping */
+    size_t n_chunks; /* gather runs one each, others one per unit they touch */
+} gdu_io_chunk_plan;
+
+/* The plan of the n runs (checked) of an op on f, mapping the file when
+ * they gather; -EINVAL when the chunk count overflows. */
+int gdu_io_plan_chunks(gdu_io_file *f, gdu_io_op op, gdu_io_runs s, size_t n, gdu_io_chunk_plan *p);
+/* The bytes gdu_io_build_chunks lays a plan out in, for n extents. */
+size_t gdu_io_plan_bytes(const gdu_io_chunk_plan *p, size_t n);
+/* Lays r's chunks and good_end out at room (gdu_io_plan_bytes of them),
+ * fills the chunks (linked in order) and resets its extents' results, if it
+ * has extents. */
+void gdu_io_build_chunks(gdu_io_request *r, void *room, const gdu_io_chunk_plan *p);
+/* The n runs of a sound box (its count checked), in row-major order. */
+void gdu_io_box_fill(gdu_io_extent *ext, size_t n, uint64_t offset, const uint64_t *counts,
+                     const uint64_t *strides, unsigned ndims, uint64_t length, void *mem);
+/* Completes r: its extents' done, its callback, its waiters. */
+void gdu_io_request_finish(gdu_io_request *r);
 
 /* Worker side: records one chunk's outcome (good bytes from its start, 0 or
  * a negative errno with why) and completes the request after its last chunk. */

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Where libgdunlock.so is for the executable at exe: <exe's folder>/../lib
  * (the build folder, or an install into PREFIX/bin and PREFIX/lib), else
@@ -74,5 +75,16 @@ typedef struct gdu_launch_result {
 int gdu_launch_run(char **argv, const char *shim, const gdu_launch_options *o,
                    gdu_launch_result *out, char *why, size_t why_len);
 void gdu_launch_result_free(gdu_launch_result *r);
+
+/* ---- gdunlock run's report (launch_report.c) ---- */
+
+/* doc, indented, into the file at path (created or emptied; a FIFO there
+ * does not block the open). Returns 0, or -1 with errno. */
+int gdu_launch_write_report(const json_t *doc, const char *path);
+
+/* Each process's report (gdu_launch_result's processes, text escaped) as
+ * a table on out: its GPUs, what the shim did on each, the cuFile buffers
+ * nvidia-fs's lookup found; colour paints the modes. */
+void gdu_launch_print_processes(FILE *out, const json_t *processes, bool colour);
 
 #endif

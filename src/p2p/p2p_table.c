@@ -106,45 +106,44 @@ static void print_gpus(FILE *out, const gdu_p2p_report *r)
 
 static const char *yes_no(int v) { return v < 0 ? "?" : v ? "yes" : "no"; }
 
-static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
+/* The row of ordered pair i -> j: CUDA's attributes, the RM's link and
+ * read/write status, and the verdict. */
+static void print_caps_row(FILE *out, const gdu_p2p_report *r, int i, int j, int colour)
 {
-    fprintf(out, "\nP2P capability per ordered pair (CUDA attributes, the RM's caps, verdict)\n");
-    fprintf(out, "%-8s %-9s %-5s %-8s %-20s %-28s %s\n", "pair", "CUDA peer", "rank", "atomics",
-            "RM link", "RM read/write status", "P2P");
-    for (int i = 0; i < r->n; i++)
-        for (int j = 0; j < r->n; j++) {
-            if (i == j)
-                continue;
-            const gdu_p2p_pair_report *p = &r->pair[i][j];
-            char pair[16];
-            snprintf(pair, sizeof pair, "%d -> %d", r->gpu[i].ordinal, r->gpu[j].ordinal);
-            const char *link = "?";
-            char status[64] = "?";
-            if (p->rm_known) {
-                uint8_t rd = p->rm.status[GDU_P2P_CAPS_INDEX_READ];
-                uint8_t wr = p->rm.status[GDU_P2P_CAPS_INDEX_WRITE];
-                link = gdu_p2p_link_name(gdu_p2p_caps_link(p->rm.caps));
-                if (rd == wr)
-                    snprintf(status, sizeof status, "%s", gdu_p2p_caps_status_id(rd));
-                else
-                    snprintf(status, sizeof status, "r:%s w:%s", gdu_p2p_caps_status_id(rd),
-                             gdu_p2p_caps_status_id(wr));
-            }
-            int ok = p->verdict.cause == GDU_P2P_CAUSE_NONE;
-            char verdict[64];
-            if (!ok)
-                snprintf(verdict, sizeof verdict, "no (staged through host)");
-            else if (p->verdict.link == GDU_P2P_LINK_UNKNOWN)
-                snprintf(verdict, sizeof verdict, "yes (path unknown)");
-            else
-                snprintf(verdict, sizeof verdict, "%s", gdu_p2p_link_name(p->verdict.link));
-            char rank[12] = "?";
-            if (p->cuda.performance_rank >= 0)
-                snprintf(rank, sizeof rank, "%d", p->cuda.performance_rank);
-            fprintf(out, "%-8s %-9s %-5s %-8s %-20.20s %-28s %s%s%s\n", pair,
-                    yes_no(p->cuda.can_access), rank, yes_no(p->cuda.native_atomics), link, status,
-                    colour ? (ok ? GREEN : RED) : "", verdict, colour ? RESET : "");
-        }
+    const gdu_p2p_pair_report *p = &r->pair[i][j];
+    char pair[16];
+    snprintf(pair, sizeof pair, "%d -> %d", r->gpu[i].ordinal, r->gpu[j].ordinal);
+    const char *link = "?";
+    char status[64] = "?";
+    if (p->rm_known) {
+        uint8_t rd = p->rm.status[GDU_P2P_CAPS_INDEX_READ];
+        uint8_t wr = p->rm.status[GDU_P2P_CAPS_INDEX_WRITE];
+        link = gdu_p2p_link_name(gdu_p2p_caps_link(p->rm.caps));
+        if (rd == wr)
+            snprintf(status, sizeof status, "%s", gdu_p2p_caps_status_id(rd));
+        else
+            snprintf(status, sizeof status, "r:%s w:%s", gdu_p2p_caps_status_id(rd),
+                     gdu_p2p_caps_status_id(wr));
+    }
+    int ok = p->verdict.cause == GDU_P2P_CAUSE_NONE;
+    char verdict[64];
+    if (!ok)
+        snprintf(verdict, sizeof verdict, "no (staged through host)");
+    else if (p->verdict.link == GDU_P2P_LINK_UNKNOWN)
+        snprintf(verdict, sizeof verdict, "yes (path unknown)");
+    else
+        snprintf(verdict, sizeof verdict, "%s", gdu_p2p_link_name(p->verdict.link));
+    char rank[12] = "?";
+    if (p->cuda.performance_rank >= 0)
+        snprintf(rank, sizeof rank, "%d", p->cuda.performance_rank);
+    fprintf(out, "%-8s %-9s %-5s %-8s %-20.20s %-28s %s%s%s\n", pair, yes_no(p->cuda.can_access),
+            rank, yes_no(p->cuda.native_atomics), link, status, colour ? (ok ? GREEN : RED) : "",
+            verdict, colour ? RESET : "");
+}
+
+/* Why each refused pair is refused, and each pair's warning. */
+static void print_caps_reasons(FILE *out, const gdu_p2p_report *r, int colour)
+{
     for (int i = 0; i < r->n; i++)
         for (int j = 0; j < r->n; j++) {
             const gdu_p2p_verdict *v = &r->pair[i][j].verdict;
@@ -160,6 +159,18 @@ static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
                 put_line(out, "", v->warning);
             }
         }
+}
+
+static void print_caps(FILE *out, const gdu_p2p_report *r, int colour)
+{
+    fprintf(out, "\nP2P capability per ordered pair (CUDA attributes, the RM's caps, verdict)\n");
+    fprintf(out, "%-8s %-9s %-5s %-8s %-20s %-28s %s\n", "pair", "CUDA peer", "rank", "atomics",
+            "RM link", "RM read/write status", "P2P");
+    for (int i = 0; i < r->n; i++)
+        for (int j = 0; j < r->n; j++)
+            if (i != j)
+                print_caps_row(out, r, i, j, colour);
+    print_caps_reasons(out, r, colour);
     if (r->rm_error[0])
         put_line(out, "  RM caps unavailable: ", r->rm_error);
     fprintf(out, "\nP2P Connectivity Matrix (CUDA can-access-peer)\n%6s", "D\\D");

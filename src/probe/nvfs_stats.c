@@ -426,13 +426,11 @@ int gdu_nvfs_stats_parse(const char *text, size_t len, gdu_nvfs_stats *out)
     return any ? 0 : -EINVAL;
 }
 
-int gdu_nvfs_stats_read(const char *path, gdu_nvfs_stats *out, char *why, size_t why_len)
+/* The stats file at path, opened for reading, or -errno with why. The path
+ * may be anyone's (GDUNLOCK_NVFS_STATS): only a regular file is opened
+ * (procfs's is one), without blocking, so a FIFO cannot hang us. */
+static int open_stats(const char *path, char *why, size_t why_len)
 {
-    memset(out, 0, sizeof *out);
-    out->stats_version = -1;
-    out->peerdirect = out->io_stats = out->peer_stats = GDU_NVFS_UNKNOWN;
-    /* The path may be anyone's (GDUNLOCK_NVFS_STATS): only a regular file is
-     * opened (procfs's is one), without blocking, so a FIFO cannot hang us. */
     struct stat st;
     int fd = -1, e = 0;
     if (stat(path, &st) != 0)
@@ -457,6 +455,17 @@ int gdu_nvfs_stats_read(const char *path, gdu_nvfs_stats *out, char *why, size_t
             snprintf(why, why_len, "cannot open %s: %s", shown, strerror(e));
         return -e;
     }
+    return fd;
+}
+
+int gdu_nvfs_stats_read(const char *path, gdu_nvfs_stats *out, char *why, size_t why_len)
+{
+    memset(out, 0, sizeof *out);
+    out->stats_version = -1;
+    out->peerdirect = out->io_stats = out->peer_stats = GDU_NVFS_UNKNOWN;
+    int fd = open_stats(path, why, why_len);
+    if (fd < 0)
+        return fd;
     /* procfs reports size 0: read until EOF, up to a cap. */
     char *buf = malloc(GDU_NVFS_STATS_MAX_BYTES);
     if (!buf) {

@@ -87,6 +87,31 @@ void gdu_sysroot_record(gdu_sysroot *sr, const char *path)
         sr->recorded[sr->n_recorded++] = copy;
 }
 
+/* One link of a walk in a sysroot: the link at full (whose name ends done,
+ * after its first used bytes) gives way to its target, which an absolute
+ * target makes start again at the root; the walk goes on with todo =
+ * target/after; hops counts the links followed. Returns 0 or -errno
+ * (ELOOP past 40 links). */
+static int follow_link(const char *full, char *done, size_t used, const char *after,
+                       char todo[PATH_MAX], int *hops)
+{
+    char target[PATH_MAX];
+    ssize_t t = readlink(full, target, sizeof target - 1);
+    if (t < 0)
+        return -errno;
+    target[t] = '\0';
+    if (++*hops > 40)
+        return -ELOOP;
+    done[used] = '\0';
+    if (target[0] == '/')
+        done[0] = '\0';
+    char next[PATH_MAX];
+    if (snprintf(next, sizeof next, "%s/%s", target, after) >= (int)sizeof next)
+        return -ENAMETOOLONG;
+    snprintf(todo, PATH_MAX, "%s", next);
+    return 0;
+}
+
 /* Resolves path (absolute, as the examined machine names it) to the file to
  * open on this one. Live: the path itself. In a sysroot, every symbolic link
  * is followed the way the kernel would inside a chroot at the root: absolute
@@ -138,20 +163,9 @@ static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, ch
         if (lstat(full, &st) != 0)
             return -errno;
         if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
-            char target[PATH_MAX];
-            ssize_t t = readlink(full, target, sizeof target - 1);
-            if (t < 0)
-                return -errno;
-            target[t] = '\0';
-            if (++hops > 40)
-                return -ELOOP;
-            done[used] = '\0'; /* the link's own name goes; its target takes its place */
-            if (target[0] == '/')
-                done[0] = '\0';
-            char next[PATH_MAX];
-            if (snprintf(next, sizeof next, "%s/%s", target, after) >= (int)sizeof next)
-                return -ENAMETOOLONG;
-            snprintf(todo, sizeof todo, "%s", next);
+            int rc = follow_link(full, done, used, after, todo, &hops);
+            if (rc != 0)
+                return rc;
             rest = todo;
             continue;
         }
@@ -161,6 +175,44 @@ static int resolve(const gdu_sysroot *sr, const char *path, bool follow_last, ch
     }
     return snprintf(out, len, "%s%s", sr->root, done[0] ? done : "/") < (int)len ? 0
                                                                                  : -ENAMETOOLONG;
+}
+
+/* fd's bytes to its end (at most MAX_FILE_BYTES), NUL-ended, in *text (the
+ * caller frees): sysfs and procfs report sizes of 0 or 4096 whatever they
+ * hold. Returns the length or -errno. */
+static long read_to_eof(int fd, char **text)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap + 1);
+    if (buf == NULL)
+        return -ENOMEM;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= MAX_FILE_BYTES)
+                break;
+            char *grown = realloc(buf, cap * 2 + 1);
+            if (grown == NULL) {
+                free(buf);
+                return -ENOMEM;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *text = buf;
+    return (long)len;
 }
 
 long gdu_sysroot_read(gdu_sysroot *sr, const char *path, char **text)
@@ -186,43 +238,9 @@ long gdu_sysroot_read(gdu_sysroot *sr, const char *path, char **text)
         close(fd);
         return -EINVAL;
     }
-    /* sysfs and procfs report sizes of 0 or 4096 whatever they hold: read to EOF. */
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap + 1);
-    if (buf == NULL) {
-        close(fd);
-        return -ENOMEM;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap >= MAX_FILE_BYTES)
-                break;
-            char *grown = realloc(buf, cap * 2 + 1);
-            if (grown == NULL) {
-                free(buf);
-                close(fd);
-                return -ENOMEM;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            free(buf);
-            close(fd);
-            return -e;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
+    long len = read_to_eof(fd, text);
     close(fd);
-    buf[len] = '\0';
-    *text = buf;
-    return (long)len;
+    return len;
 }
 
 int gdu_sysroot_read_line(gdu_sysroot *sr, const char *path, char *buf, size_t len)

@@ -27,6 +27,11 @@
  * advances the progress report. */
 #define PIECE_BYTES ((uint64_t)256 << 20)
 
+/* A load has at most this many files open on the engines at once (a file
+ * holds two descriptors with O_DIRECT), and at most a 32nd of the open-file
+ * limit; the next file is opened as one finishes. */
+#define ST_LOAD_OPEN_FILES 32
+
 /* One piece of one file and the engine request moving it (NULL before it
  * is submitted and after it is waited for). */
 typedef struct {
@@ -264,6 +269,37 @@ static void release_blocks(gdu_st_model *m)
     }
 }
 
+/* A load of m's files as o asks, its arrays sized for every piece of
+ * every file; NULL without memory. */
+static st_pending_load *pending_new(const gdu_st_model *m, const gdu_st_load_options *o)
+{
+    st_pending_load *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    p->t0 = gdu_now_seconds();
+    p->host = o->target == GDU_ST_TARGET_HOST;
+    p->open_limit = st_files_within_limit(ST_LOAD_OPEN_FILES, 32);
+    p->progress = o->progress;
+    p->progress_ctx = o->progress_ctx;
+    size_t max_pieces = 0, n = m->file_count ? m->file_count : 1;
+    for (size_t f = 0; f < m->file_count; f++) {
+        uint64_t span = gdu_st_header_data_span(m->files[f].header);
+        p->total += span;
+        /* Every segment but the last holds at least PIECE_BYTES, and each
+         * adds at most one short piece. */
+        max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
+    }
+    p->ios = calloc(n, sizeof *p->ios);
+    p->leased = calloc(n, sizeof *p->leased);
+    p->devices = calloc(n, sizeof *p->devices);
+    p->first_piece = calloc(n + 1, sizeof *p->first_piece);
+    p->pieces = calloc(max_pieces ? max_pieces : 1, sizeof *p->pieces);
+    if (p->ios && p->leased && p->devices && p->first_piece && p->pieces)
+        return p;
+    pending_free(p);
+    return NULL;
+}
+
 gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *options,
                                 gdu_st_error *err)
 {
@@ -286,31 +322,10 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
         o.gpu_count = 1;
     }
     memset(&m->stats, 0, sizeof m->stats);
-    st_pending_load *p = calloc(1, sizeof *p);
+    st_pending_load *p = pending_new(m, &o);
     if (p == NULL)
         return st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
-    p->t0 = gdu_now_seconds();
-    p->host = o.target == GDU_ST_TARGET_HOST;
-    p->open_limit = st_files_within_limit(ST_LOAD_OPEN_FILES, 32);
-    p->progress = o.progress;
-    p->progress_ctx = o.progress_ctx;
-
-    size_t max_pieces = 0, n = m->file_count ? m->file_count : 1;
-    for (size_t f = 0; f < m->file_count; f++) {
-        uint64_t span = gdu_st_header_data_span(m->files[f].header);
-        p->total += span;
-        /* Every segment but the last holds at least PIECE_BYTES, and each
-         * adds at most one short piece. */
-        max_pieces += 2 * (size_t)((span + PIECE_BYTES - 1) / PIECE_BYTES) + 1;
-    }
-    p->ios = calloc(n, sizeof *p->ios);
-    p->leased = calloc(n, sizeof *p->leased);
-    p->devices = calloc(n, sizeof *p->devices);
-    p->first_piece = calloc(n + 1, sizeof *p->first_piece);
-    p->pieces = calloc(max_pieces ? max_pieces : 1, sizeof *p->pieces);
-    gdu_st_status s = p->ios && p->leased && p->devices && p->first_piece && p->pieces
-                          ? GDU_ST_OK
-                          : st_fail(err, GDU_ST_ERR_NOMEM, "out of memory");
+    gdu_st_status s = GDU_ST_OK;
     for (size_t f = 0; s == GDU_ST_OK && f < m->file_count; f++) {
         p->devices[f] = o.gpus[f % o.gpu_count];
         s = start_file(m, p, f, err);
@@ -325,6 +340,7 @@ gdu_st_status gdu_st_load_start(gdu_st_model *m, const gdu_st_load_options *opti
     p->first_piece[m->file_count] = p->n_pieces;
     fill_addresses(m);
     m->pending = p;
+    m->finish_pending = gdu_st_load_finish;
     return st_ok(err);
 }
 

@@ -487,8 +487,8 @@ void gdu_st_model_free(gdu_st_model *m)
 {
     if (m == NULL)
         return;
-    if (m->pending != NULL) /* no read may land in memory after its block is gone */
-        gdu_st_load_finish(m, NULL);
+    if (m->pending != NULL)
+        m->finish_pending(m, NULL);
     for (size_t f = 0; f < m->file_count; f++) {
         st_block_release(m->files[f].block);
         gdu_st_header_free(m->files[f].header);

@@ -27,10 +27,6 @@ typedef struct st_file {
  * unchanged (size, modification and change time: a rewrite in place that
  * put the modification time back still moves the change time). */
 #define ST_KEEP_FILES 64
-/* A load has at most this many files open on the engines at once (a file
- * holds two descriptors with O_DIRECT), and at most a 32nd of the limit;
- * the next file is opened as one finishes. */
-#define ST_LOAD_OPEN_FILES 32
 
 /* min(max, the open-file limit / divisor), at least 1. */
 size_t st_files_within_limit(size_t max, unsigned divisor);
@@ -48,7 +44,12 @@ struct gdu_st_model {
     size_t tensor_count;
     gdu_st_tensor **by_name; /* the tensors sorted by name (then file) */
     gdu_st_load_stats stats;
-    st_pending_load *pending; /* between gdu_st_load_start and _finish */
+    /* A load running on the model, between gdu_st_load_start and _finish
+     * (st_load.c), and how to finish it: freeing the model mid-load finishes
+     * the load first, so that no read lands in memory after its block is
+     * gone, without the model knowing how a load runs. */
+    st_pending_load *pending;
+    gdu_st_status (*finish_pending)(gdu_st_model *m, gdu_st_error *err);
 };
 
 #endif

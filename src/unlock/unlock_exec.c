@@ -1,4 +1,5 @@
 #include "unlock/unlock_exec.h"
+#include "unlock/unlock_run.h"
 
 #include "util/mkdirs.h"
 
@@ -154,4 +155,17 @@ int gdu_unlock_remove_tree(const char *path)
     if (!S_ISDIR(st.st_mode))
         return unlink(path) == 0 ? 0 : -errno;
     return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
+}
+
+int gdu_unlock_fail(gdu_unlock_error *err, int exit_code, const char *code, const char *fix,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err->exit_code = exit_code;
+    snprintf(err->code, sizeof err->code, "%s", code);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    snprintf(err->fix, sizeof err->fix, "%s", fix ? fix : "");
+    va_end(ap);
+    return -1;
 }

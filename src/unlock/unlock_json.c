@@ -103,3 +103,10 @@ json_t *gdu_unlock_install_json(const gdu_unlock_install_report *r)
                      str_or_null(r->version), "kernel", str_or_null(r->kernel), "steps", steps,
                      "next", str_or_null(r->next));
 }
+
+json_t *gdu_unlock_build_json(const gdu_unlock_build_args *a, const gdu_unlock_build_result *r)
+{
+    return json_pack("{s:s, s:s, s:s, s:o, s:b}", "status", r->status, "version", r->version, "out",
+                     a->out, "patch", r->patch[0] ? json_string(r->patch) : json_null(),
+                     "kernel_built", r->kernel_built);
+}

@@ -15,27 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum {
-    EXIT_FAILED = 1,
-    EXIT_USAGE = 64,
-    EXIT_NOINPUT = 66,
-    EXIT_UNAVAILABLE = 69,
-    EXIT_NOPERM = 77
-};
-
-__attribute__((format(printf, 5, 6))) static int
-fail(gdu_unlock_error *err, int exit_code, const char *code, const char *fix, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    err->exit_code = exit_code;
-    snprintf(err->code, sizeof err->code, "%s", code);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    snprintf(err->fix, sizeof err->fix, "%s", fix ? fix : "");
-    va_end(ap);
-    return -1;
-}
-
 /* root + path: where the machine's path lies for this target. */
 static void at(const gdu_unlock_target *t, const char *path, char *out, size_t len)
 {
@@ -57,9 +36,9 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err)
         snprintf(out, len, "%s", env);
         if (access(out, X_OK) == 0)
             return 0;
-        fail(err, EXIT_UNAVAILABLE, "no_build_program",
-             "unset GDUNLOCK_P2P_BUILD or name the program",
-             "GDUNLOCK_P2P_BUILD=%s is not an executable program", env);
+        gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_build_program",
+                        "unset GDUNLOCK_P2P_BUILD or name the program",
+                        "GDUNLOCK_P2P_BUILD=%s is not an executable program", env);
         return -ENOENT;
     }
     char exe[PATH_MAX];
@@ -73,9 +52,10 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err)
         if (access(out, X_OK) == 0)
             return 0;
     }
-    fail(err, EXIT_UNAVAILABLE, "no_build_program",
-         "install gdunlock with its build program (cmake --install), or set GDUNLOCK_P2P_BUILD",
-         "the build program is missing: looked for %s", n > 0 ? out : "libexec/gdunlock/p2p-build");
+    gdu_unlock_fail(
+        err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_build_program",
+        "install gdunlock with its build program (cmake --install), or set GDUNLOCK_P2P_BUILD",
+        "the build program is missing: looked for %s", n > 0 ? out : "libexec/gdunlock/p2p-build");
     return -ENOENT;
 }
 
@@ -151,9 +131,9 @@ int gdu_unlock_build(const gdu_unlock_build_args *a, gdu_unlock_build_result *r,
     if (r->program_exit == 0 && strcmp(r->status, "ok") == 0)
         return 0;
     if (r->program_exit == 0)
-        return fail(err, EXIT_FAILED, "build_not_ok", "see build.log in the out folder",
-                    "the build program exited 0 but %s",
-                    doc ? "build.json does not say \"ok\"" : why);
+        return gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_FAILED, "build_not_ok", "see build.log in the out folder",
+            "the build program exited 0 but %s", doc ? "build.json does not say \"ok\"" : why);
     /* The program's own error line names cause and fix: "p2p-build: error: CAUSE; FIX". */
     const char *cause = strstr(last, "error: ");
     cause = cause ? cause + 7 : last;
@@ -162,10 +142,11 @@ int gdu_unlock_build(const gdu_unlock_build_args *a, gdu_unlock_build_result *r,
                             r->program_exit == 69 || r->program_exit == 70 ||
                             r->program_exit == 73 || r->program_exit == 74
                         ? r->program_exit
-                        : EXIT_FAILED;
-    fail(err, exit_code, "build_failed", semi ? semi + 2 : "see build.log in the out folder",
-         "the build failed (p2p-build exit %d): %.*s", r->program_exit,
-         (int)(semi ? (size_t)(semi - cause) : strlen(cause)), cause);
+                        : GDU_UNLOCK_EXIT_FAILED;
+    gdu_unlock_fail(err, exit_code, "build_failed",
+                    semi ? semi + 2 : "see build.log in the out folder",
+                    "the build failed (p2p-build exit %d): %.*s", r->program_exit,
+                    (int)(semi ? (size_t)(semi - cause) : strlen(cause)), cause);
     return -1;
 }
 
@@ -347,21 +328,23 @@ static int check_signing(install *in, gdu_unlock_error *err)
     char *argv[] = {"mokutil", "--test-key", cert, NULL};
     int rc = gdu_unlock_exec(argv, false, said, sizeof said);
     if (rc == 127)
-        return fail(err, EXIT_UNAVAILABLE, "no_mokutil",
-                    "install mokutil (apt-get install mokutil; dnf install mokutil), then run "
-                    "--install again",
-                    "Secure Boot is on and mokutil, which tells whether DKMS's key is enrolled, is "
-                    "missing");
+        return gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_mokutil",
+            "install mokutil (apt-get install mokutil; dnf install mokutil), then run "
+            "--install again",
+            "Secure Boot is on and mokutil, which tells whether DKMS's key is enrolled, is "
+            "missing");
     if (strstr(said, "already enrolled") != NULL)
         return 0;
-    return fail(err, EXIT_FAILED, "key_not_enrolled",
-                "enroll it: sudo mokutil --import " GDU_DKMS_MOK_CERT
-                ", reboot, choose 'Enroll MOK' in the blue MOK manager screen and give the "
-                "password you set; then run --install again",
-                "Secure Boot is on and DKMS's key (" GDU_DKMS_MOK_CERT
-                ") is not enrolled in the firmware: the kernel would refuse the signed module "
-                "(mokutil: %.200s)",
-                said[0] ? said : "no answer");
+    return gdu_unlock_fail(
+        err, GDU_UNLOCK_EXIT_FAILED, "key_not_enrolled",
+        "enroll it: sudo mokutil --import " GDU_DKMS_MOK_CERT
+        ", reboot, choose 'Enroll MOK' in the blue MOK manager screen and give the "
+        "password you set; then run --install again",
+        "Secure Boot is on and DKMS's key (" GDU_DKMS_MOK_CERT
+        ") is not enrolled in the firmware: the kernel would refuse the signed module "
+        "(mokutil: %.200s)",
+        said[0] ? said : "no answer");
 }
 
 /* What the plan allows, before anything is written. */
@@ -369,25 +352,28 @@ static int refuse(const gdu_unlock_target *t, const gdu_unlock_check *c, const c
                   gdu_unlock_error *err)
 {
     if (!t->privileged)
-        return fail(err, EXIT_NOPERM, "not_root", "run it as root: sudo gdunlock p2p unlock ...",
-                    "--install writes /etc/modprobe.d and DKMS's tree: it needs root");
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOPERM, "not_root",
+                               "run it as root: sudo gdunlock p2p unlock ...",
+                               "--install writes /etc/modprobe.d and DKMS's tree: it needs root");
     if (c->plan == GDU_UNLOCK_NOTHING)
-        return fail(err, EXIT_FAILED, "nothing_to_do",
-                    "none needed: 'gdunlock p2p' shows the pairs' P2P as it is",
-                    "nothing to install: %s", c->why);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "nothing_to_do",
+                               "none needed: 'gdunlock p2p' shows the pairs' P2P as it is",
+                               "nothing to install: %s", c->why);
     if (c->plan == GDU_UNLOCK_IMPOSSIBLE || c->plan == GDU_UNLOCK_UNKNOWN) {
         const gdu_unlock_note *b = c->blockers.n ? &c->blockers.note[0] : NULL;
-        return fail(err, EXIT_FAILED, "impossible", b ? b->fix : "run gdunlock p2p unlock --check",
-                    "the plan here is '%s': %s", gdu_unlock_plan_name(c->plan),
-                    b ? b->fact : c->why);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "impossible",
+                               b ? b->fix : "run gdunlock p2p unlock --check",
+                               "the plan here is '%s': %s", gdu_unlock_plan_name(c->plan),
+                               b ? b->fact : c->why);
     }
     if (c->plan == GDU_UNLOCK_PATCHED && out == NULL)
-        return fail(err, EXIT_USAGE, "no_out",
-                    "build first: gdunlock p2p unlock --build --out DIR, then --install --out DIR",
-                    "the plan here is 'patched module': name the build's folder with --out DIR");
+        return gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_USAGE, "no_out",
+            "build first: gdunlock p2p unlock --build --out DIR, then --install --out DIR",
+            "the plan here is 'patched module': name the build's folder with --out DIR");
     if (c->plan == GDU_UNLOCK_PATCHED && c->missing.n > 0)
-        return fail(err, EXIT_UNAVAILABLE, "missing_prerequisite", c->missing.note[0].fix, "%s",
-                    c->missing.note[0].fact);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "missing_prerequisite",
+                               c->missing.note[0].fix, "%s", c->missing.note[0].fact);
     return 0;
 }
 
@@ -397,26 +383,29 @@ static int accept_build(install *in, const char *out, json_t **modules, gdu_unlo
     char why[PATH_MAX + 128];
     json_t *doc = read_build_json(out, why, sizeof why);
     if (doc == NULL)
-        return fail(err, EXIT_NOINPUT, "no_build",
-                    "build it: gdunlock p2p unlock --build --out DIR", "%s", why);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOINPUT, "no_build",
+                               "build it: gdunlock p2p unlock --build --out DIR", "%s", why);
     int rc = 0;
     const char *status = json_str(doc, "status");
     const char *version = json_str(doc, "version");
     if (strcmp(status, "ok") != 0)
-        rc = fail(err, EXIT_FAILED, "build_not_ok",
-                  "build again (gdunlock p2p unlock --build --out DIR) and install once it says ok",
-                  "%s/build.json says \"status\": \"%s\"%s%s: that build is not installable", out,
-                  status, json_str(doc, "error")[0] ? ": " : "", json_str(doc, "error"));
+        rc = gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_FAILED, "build_not_ok",
+            "build again (gdunlock p2p unlock --build --out DIR) and install once it says ok",
+            "%s/build.json says \"status\": \"%s\"%s%s: that build is not installable", out, status,
+            json_str(doc, "error")[0] ? ": " : "", json_str(doc, "error"));
     else if (!json_is_true(json_object_get(json_object_get(doc, "kernel"), "built")))
-        rc = fail(err, EXIT_FAILED, "no_kernel_modules",
-                  "build again without --no-kernel, against the running kernel's headers",
-                  "%s holds no kernel modules (built with --no-kernel)", out);
+        rc =
+            gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "no_kernel_modules",
+                            "build again without --no-kernel, against the running kernel's headers",
+                            "%s holds no kernel modules (built with --no-kernel)", out);
     else if (in->c->version[0] && strcmp(version, in->c->version) != 0)
-        rc = fail(err, EXIT_FAILED, "version_mismatch",
-                  "build the installed version: gdunlock p2p unlock --build --out DIR",
-                  "%s was built from %s but the loaded driver is %s: user space and kernel "
-                  "module must be one release",
-                  out, version, in->c->version);
+        rc = gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_FAILED, "version_mismatch",
+            "build the installed version: gdunlock p2p unlock --build --out DIR",
+            "%s was built from %s but the loaded driver is %s: user space and kernel "
+            "module must be one release",
+            out, version, in->c->version);
     if (rc == 0) {
         snprintf(in->version, sizeof in->version, "%s", version);
         *modules = json_incref(json_object_get(json_object_get(doc, "kernel"), "modules"));
@@ -435,8 +424,8 @@ static int step_failed(install *in, gdu_unlock_error *err, const char *what, con
     snprintf(fix, sizeof fix,
              "fix the cause and run --install again; what ran before it was undone (%zu steps)",
              undone.n_steps);
-    return fail(err, EXIT_FAILED, "step_failed", fix, "%s failed: %.400s", what,
-                last[0] ? last : "no output");
+    return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "step_failed", fix, "%s failed: %.400s",
+                           what, last[0] ? last : "no output");
 }
 
 static int install_module(install *in, const char *out, const json_t *modules,
@@ -583,11 +572,11 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
     if (previous != NULL) {
         bool interrupted = strcmp(json_str(previous, "status"), "installed") != 0;
         json_decref(previous);
-        return fail(err, EXIT_FAILED, interrupted ? "interrupted_install" : "already_installed",
-                    "run gdunlock p2p unlock --revert, then --install again",
-                    interrupted ? "an earlier --install was interrupted (" GDU_UNLOCK_STATE_FILE
-                                  " says so)"
-                                : "gdunlock's unlock is installed already");
+        return gdu_unlock_fail(
+            err, GDU_UNLOCK_EXIT_FAILED, interrupted ? "interrupted_install" : "already_installed",
+            "run gdunlock p2p unlock --revert, then --install again",
+            interrupted ? "an earlier --install was interrupted (" GDU_UNLOCK_STATE_FILE " says so)"
+                        : "gdunlock's unlock is installed already");
     }
     install in = {.t = t, .c = c, .r = r};
     json_t *modules = NULL;
@@ -603,8 +592,9 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
                       t->root, in.version);
     if (c->plan == GDU_UNLOCK_PATCHED && exists(in.src_dir)) {
         json_decref(modules);
-        return fail(err, EXIT_FAILED, "already_installed", "run gdunlock p2p unlock --revert first",
-                    "%s exists: gdunlock's module is installed already", in.src_dir);
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "already_installed",
+                               "run gdunlock p2p unlock --revert first",
+                               "%s exists: gdunlock's module is installed already", in.src_dir);
     }
     in.state = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[]}", "status", "installing", "plan",
                          gdu_unlock_plan_id(c->plan), "version", in.version, "kernel", c->kernel,
@@ -613,8 +603,8 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
     if (in.state == NULL || write_state(t, in.state) != 0) {
         char path[PATH_MAX];
         at(t, GDU_UNLOCK_STATE_FILE, path, sizeof path);
-        fail(err, 74, "cannot_write", "check the disk (df) and the folder's permissions",
-             "cannot write %s", path);
+        gdu_unlock_fail(err, 74, "cannot_write", "check the disk (df) and the folder's permissions",
+                        "cannot write %s", path);
     } else if ((c->plan != GDU_UNLOCK_PATCHED || install_module(&in, out, modules, err) == 0) &&
                write_options(&in, err) == 0 &&
                (c->plan != GDU_UNLOCK_PATCHED || verify_modprobe(&in, err) == 0)) {
@@ -632,21 +622,13 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
 
 /* ---- --revert ---- */
 
-/* Undoes what the state file marks (and what lies on disk), newest first. */
-static int revert_steps(const gdu_unlock_target *t, const json_t *state,
-                        gdu_unlock_install_report *r, gdu_unlock_error *err)
+/* gdunlock's DKMS module, every version DKMS holds. Returns 0, or -1 with
+ * err when a removal failed (the others still run). */
+static int remove_dkms_modules(const gdu_unlock_target *t, gdu_unlock_install_report *r,
+                               gdu_unlock_error *err)
 {
     int failed = 0;
-    char path[PATH_MAX], said[4096], shown[1024];
-    at(t, GDU_UNLOCK_MODPROBE_CONF, path, sizeof path);
-    if (exists(path)) {
-        if (unlink(path) == 0)
-            step(r, "removed %s", path);
-        else
-            failed = fail(err, EXIT_FAILED, "revert_failed", NULL, "cannot remove %s: %s", path,
-                          strerror(errno));
-    }
-    /* gdunlock's DKMS module, every version DKMS holds, and their sources */
+    char said[4096], shown[1024];
     char tree[PATH_MAX];
     at(t, "/var/lib/dkms/" GDU_UNLOCK_DKMS_NAME, tree, sizeof tree);
     DIR *d = opendir(tree);
@@ -658,11 +640,22 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
         if (dkms(t, said, sizeof said, shown, sizeof shown, "remove", nv, "--all", NULL) == 0)
             step(r, "%s", shown);
         else
-            failed = fail(err, EXIT_FAILED, "revert_failed", "run it by hand, then --revert again",
-                          "%s failed: %.300s", shown, said);
+            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed",
+                                     "run it by hand, then --revert again", "%s failed: %.300s",
+                                     shown, said);
     }
     if (d != NULL)
         closedir(d);
+    return failed;
+}
+
+/* The source trees of gdunlock's module under /usr/src. Returns 0, or -1
+ * with err when one could not be removed (the others still are). */
+static int remove_sources(const gdu_unlock_target *t, gdu_unlock_install_report *r,
+                          gdu_unlock_error *err)
+{
+    int failed = 0;
+    DIR *d;
     char src[PATH_MAX];
     at(t, "/usr/src", src, sizeof src);
     d = opendir(src);
@@ -674,10 +667,32 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
         if (gdu_unlock_remove_tree(dir) == 0)
             step(r, "removed %s", dir);
         else
-            failed = fail(err, EXIT_FAILED, "revert_failed", NULL, "cannot remove %s", dir);
+            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+                                     "cannot remove %s", dir);
     }
     if (d != NULL)
         closedir(d);
+    return failed;
+}
+
+/* Undoes what the state file marks (and what lies on disk), newest first. */
+static int revert_steps(const gdu_unlock_target *t, const json_t *state,
+                        gdu_unlock_install_report *r, gdu_unlock_error *err)
+{
+    int failed = 0;
+    char path[PATH_MAX], said[4096], shown[1024];
+    at(t, GDU_UNLOCK_MODPROBE_CONF, path, sizeof path);
+    if (exists(path)) {
+        if (unlink(path) == 0)
+            step(r, "removed %s", path);
+        else
+            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+                                     "cannot remove %s: %s", path, strerror(errno));
+    }
+    if (remove_dkms_modules(t, r, err) != 0)
+        failed = -1;
+    if (remove_sources(t, r, err) != 0)
+        failed = -1;
     /* the stock DKMS module, where the install took it out */
     const char *stock = json_str(state, "stock_dkms");
     char stock_tree[PATH_MAX + 64];
@@ -689,10 +704,11 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
                 0)
             step(r, "%s: the stock module is back", shown);
         else
-            failed = fail(err, EXIT_FAILED, "revert_failed",
-                          "rebuild the stock module: sudo dkms install (its name/version) -k "
-                          "$(uname -r), or reinstall the driver package",
-                          "%s failed: %.300s", shown, said);
+            failed =
+                gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed",
+                                "rebuild the stock module: sudo dkms install (its name/version) -k "
+                                "$(uname -r), or reinstall the driver package",
+                                "%s failed: %.300s", shown, said);
     }
     return failed;
 }
@@ -711,9 +727,9 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
 {
     memset(r, 0, sizeof *r);
     if (!t->privileged)
-        return fail(err, EXIT_NOPERM, "not_root",
-                    "run it as root: sudo gdunlock p2p unlock --revert",
-                    "--revert changes /etc/modprobe.d and DKMS's tree: it needs root");
+        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOPERM, "not_root",
+                               "run it as root: sudo gdunlock p2p unlock --revert",
+                               "--revert changes /etc/modprobe.d and DKMS's tree: it needs root");
     json_t *state = read_state(t);
     json_t *empty = state ? NULL : json_object();
     int failed = revert_steps(t, state ? state : empty, r, err);
@@ -723,8 +739,8 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
         if (unlink(path) == 0)
             step(r, "removed %s", path);
         else
-            failed = fail(err, EXIT_FAILED, "revert_failed", NULL, "cannot remove %s: %s", path,
-                          strerror(errno));
+            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+                                     "cannot remove %s: %s", path, strerror(errno));
     }
     if (state)
         snprintf(r->version, sizeof r->version, "%s", json_str(state, "version"));

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* The DKMS module gdunlock installs: its own name, so that the stock
  * package (and its DKMS module, if any) stays installed beside it. */
@@ -36,6 +37,15 @@ typedef struct gdu_unlock_error {
     char message[768];
     char fix[768];
 } gdu_unlock_error;
+
+/* The target of sysroot (NULL or "/": the machine itself, needing root;
+ * else a tree standing for it, the caller's to write). */
+void gdu_unlock_target_of(const char *sysroot, gdu_unlock_target *t);
+
+/* The plan of the machine (sysroot NULL) or of a capture into c (large:
+ * allocate it). Returns 0, or -1 with err when sysroot is no machine or
+ * memory ran out. */
+int gdu_unlock_check_machine(const char *sysroot, gdu_unlock_check *c, gdu_unlock_error *err);
 
 /* --build: runs the build program. */
 typedef struct gdu_unlock_build_args {
@@ -63,6 +73,14 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err);
  * built, else -1 with err (the program's last error line as the message). */
 int gdu_unlock_build(const gdu_unlock_build_args *a, gdu_unlock_build_result *r,
                      gdu_unlock_error *err);
+
+/* --build of the installed driver's version (the module loaded now, or
+ * a->source's): finds the build program, checks the machine into c (it
+ * refuses NVIDIA's proprietary module, and no module without a->source),
+ * and runs it; a's program and version are this call's to set. Returns 0,
+ * or -1 with err. */
+int gdu_unlock_build_here(gdu_unlock_build_args *a, gdu_unlock_check *c, gdu_unlock_build_result *r,
+                          gdu_unlock_error *err);
 
 /* --install: what was done, for the report. */
 enum { GDU_UNLOCK_MAX_STEPS = 16 };
@@ -123,6 +141,7 @@ int gdu_unlock_matrix(const gdu_unlock_target *t, struct gdu_p2p_report *r, char
 json_t *gdu_unlock_check_json(const gdu_unlock_check *c);
 json_t *gdu_unlock_status_json(const gdu_unlock_status *st);
 json_t *gdu_unlock_install_json(const gdu_unlock_install_report *r);
+json_t *gdu_unlock_build_json(const gdu_unlock_build_args *a, const gdu_unlock_build_result *r);
 
 /* For the report bundle: the machine's --status with `gdunlock p2p`'s
  * capability matrix (no measurements), as one JSON object
@@ -132,5 +151,14 @@ json_t *gdu_unlock_status_report_json(const char *root);
 /* The same from a snapshot already taken of that root (the report bundle's:
  * CUDA is not asked twice); s NULL takes one. */
 json_t *gdu_unlock_status_report_json_of(const gdu_snapshot *s, const char *root);
+
+/* The text forms for people (unlock_text.c): --check's plan, --build's
+ * result, --install's or --revert's steps (what: "installed",
+ * "reverted"), and --status with the P2P matrix of the target. */
+void gdu_unlock_print_check(FILE *out, const gdu_unlock_check *c);
+void gdu_unlock_print_build(FILE *out, const gdu_unlock_build_args *a,
+                            const gdu_unlock_build_result *r);
+void gdu_unlock_print_steps(FILE *out, const gdu_unlock_install_report *r, const char *what);
+void gdu_unlock_print_status_report(FILE *out, const gdu_unlock_target *t);
 
 #endif

@@ -320,6 +320,31 @@ static const char *link_words(gdu_p2p_link link)
     }
 }
 
+/* What on the path between the pair blocks P2P whatever the module does:
+ * different CPU sockets, ACS redirecting peer requests, a translating
+ * IOMMU. */
+static void path_blockers(gdu_unlock_pair *p)
+{
+    if (p->path.kind == GDU_PATH_SYS)
+        block(&p->blockers,
+              "put both GPUs in slots of one CPU socket (ideally behind one PCIe switch)",
+              "GPU%d and GPU%d hang off different CPU sockets (%s, %s): PCIe P2P does not cross "
+              "the socket interconnect",
+              p->a, p->b, p->root_a, p->root_b);
+    if (p->acs_redirect == GDU_TRI_YES)
+        block(&p->blockers,
+              "disable ACS in the BIOS, or clear the ACS control bits of those bridges at each "
+              "boot (setpci ECAP_ACS+6.w=0)",
+              "ACS on %s redirects peer requests between GPU%d and GPU%d to the root complex",
+              p->acs_bridges, p->a, p->b);
+    if (p->iommu == GDU_P2P_IOMMU_TRANSLATED)
+        block(&p->blockers,
+              "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=on iommu=pt), or turn "
+              "the IOMMU off",
+              "the IOMMU translates the GPUs' DMA (DMA domain): the peer's BAR is not mapped for "
+              "the other GPU");
+}
+
 static void judge_pair(const gdu_snapshot *s, const gdu_gpu_view *va, const gdu_gpu_view *vb,
                        const gdu_unlock_gpu *ga, const gdu_unlock_gpu *gb, gdu_unlock_pair *p)
 {
@@ -350,24 +375,7 @@ static void judge_pair(const gdu_snapshot *s, const gdu_gpu_view *va, const gdu_
     }
     merge(&p->blockers, &ga->blockers);
     merge(&p->blockers, &gb->blockers);
-    if (p->path.kind == GDU_PATH_SYS)
-        block(&p->blockers,
-              "put both GPUs in slots of one CPU socket (ideally behind one PCIe switch)",
-              "GPU%d and GPU%d hang off different CPU sockets (%s, %s): PCIe P2P does not cross "
-              "the socket interconnect",
-              p->a, p->b, p->root_a, p->root_b);
-    if (p->acs_redirect == GDU_TRI_YES)
-        block(&p->blockers,
-              "disable ACS in the BIOS, or clear the ACS control bits of those bridges at each "
-              "boot (setpci ECAP_ACS+6.w=0)",
-              "ACS on %s redirects peer requests between GPU%d and GPU%d to the root complex",
-              p->acs_bridges, p->a, p->b);
-    if (p->iommu == GDU_P2P_IOMMU_TRANSLATED)
-        block(&p->blockers,
-              "boot with iommu=pt (intel_iommu=on iommu=pt or amd_iommu=on iommu=pt), or turn "
-              "the IOMMU off",
-              "the IOMMU translates the GPUs' DMA (DMA domain): the peer's BAR is not mapped for "
-              "the other GPU");
+    path_blockers(p);
     gdu_unlock_plan base = stronger(ga->plan, gb->plan);
     if (p->blockers.n > 0) {
         p->plan = GDU_UNLOCK_IMPOSSIBLE;

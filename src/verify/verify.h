@@ -184,8 +184,22 @@ json_t *gdu_verify_document(const gdu_verify_options *opts, const gdu_verify_shi
 json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char *shim_path,
                              const gdu_verify_options *opts, gdu_verify_shim *shim);
 
+/* In a verify child (GDU_VERIFY_RESULT_ENV set): true, with its document
+ * written there (*written says whether it could be) for the parent to add
+ * the shim's report to. false in any other process. */
+bool gdu_verify_as_child(const gdu_verify_options *opts, bool *written);
+
+/* verify's document with the shim where it can be: preloaded by the caller
+ * already, or found and preloaded into a child (gdu_verify_run_child);
+ * without it, and why, with no_shim, GDUNLOCK=0 or no shim found. */
+json_t *gdu_verify_with_shim(int argc, char **argv, const gdu_verify_options *opts, bool no_shim);
+
 /* Pieces of that document, for the CLI when it adds the shim's report. */
 json_t *gdu_verify_shim_json(const gdu_verify_shim *shim);
+/* The exit status of a verify document (sysexits, as the CLI's): its
+ * verdict's, or for one that reached no verdict its cause's (64, 66, 69,
+ * 70), 1 when the run crashed. */
+int gdu_verify_document_exit_code(const json_t *doc);
 /* {"error": why, "errno": err}: a run that reached no verdict. */
 json_t *gdu_verify_error_json(const char *why, int err);
 json_t *gdu_verify_reasons_json(const gdu_verify_result *r);

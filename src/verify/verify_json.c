@@ -3,6 +3,7 @@
 #include "util/json_text.h"
 #include "verify/verify.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +158,26 @@ json_t *gdu_verify_to_json(const gdu_verify_evidence *ev, const gdu_verify_resul
 json_t *gdu_verify_error_json(const char *why, int err)
 {
     return json_pack("{s:o, s:i}", "error", gdu_json_text(why), "errno", err);
+}
+
+int gdu_verify_document_exit_code(const json_t *doc)
+{
+    if (json_object_get(doc, "error") == NULL)
+        return (int)json_integer_value(json_object_get(doc, "exit_code"));
+    if (json_is_true(json_object_get(doc, "crashed")))
+        return 1;
+    switch ((int)json_integer_value(json_object_get(doc, "errno"))) {
+    case -ENODEV:
+        return 69; /* no GPU */
+    case -EEXIST:
+    case -EINVAL:
+        return 64; /* bad arguments, or PATH would be overwritten */
+    case -ENOENT:
+    case -EACCES:
+    case -ENOTDIR:
+    case -EROFS:
+        return 66; /* PATH's folder missing or not writable */
+    default:
+        return 70;
+    }
 }

@@ -5,6 +5,7 @@
  * child writes its JSON document (gdu_verify_document) to that file, and the
  * parent adds the shim's reasons and report to it. */
 #include "launch/launch.h"
+#include "util/units.h"
 #include "verify/verify.h"
 
 #include <errno.h>
@@ -173,4 +174,54 @@ json_t *gdu_verify_run_child(int argc, char **argv, const char *exe, const char 
         unlink(preload);
     rmdir(dir);
     return doc;
+}
+
+static void shim_unknown(gdu_verify_shim *shim)
+{
+    memset(shim, 0, sizeof *shim);
+    shim->registered = shim->unregistered = -1;
+    shim->cufile_registered = shim->cufile_found = -1;
+}
+
+bool gdu_verify_as_child(const gdu_verify_options *opts, bool *written)
+{
+    const char *result_path = getenv(GDU_VERIFY_RESULT_ENV);
+    if (result_path == NULL)
+        return false;
+    gdu_verify_shim shim;
+    shim_unknown(&shim);
+    shim.active = gdu_launch_shim_preloaded();
+    json_t *doc = gdu_verify_document(opts, &shim, false);
+    *written = doc && json_dump_file(doc, result_path, JSON_COMPACT) == 0;
+    json_decref(doc);
+    return true;
+}
+
+json_t *gdu_verify_with_shim(int argc, char **argv, const gdu_verify_options *opts, bool no_shim)
+{
+    gdu_verify_shim shim;
+    shim_unknown(&shim);
+    char shim_path[PATH_MAX * 2 + 64], exe[PATH_MAX];
+    int enabled;
+    gdu_env_bool("GDUNLOCK", 1, &enabled); /* as the shim reads it: any other value is on */
+    if (no_shim) {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled with --no-shim");
+    } else if (!enabled) {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive, "disabled by GDUNLOCK=%.16s",
+                 getenv("GDUNLOCK"));
+    } else if (gdu_launch_shim_preloaded()) {
+        shim.active = true;
+        snprintf(shim.report_error, sizeof shim.report_error,
+                 "the shim was preloaded by the caller; its report is written when this process "
+                 "exits%s%s",
+                 getenv("GDUNLOCK_REPORT") ? ", to " : "",
+                 getenv("GDUNLOCK_REPORT") ? getenv("GDUNLOCK_REPORT") : "");
+    } else if (gdu_launch_find_shim(shim_path, sizeof shim_path, exe, sizeof exe)) {
+        shim.active = true;
+        return gdu_verify_run_child(argc, argv, exe, shim_path, opts, &shim);
+    } else {
+        snprintf(shim.why_inactive, sizeof shim.why_inactive,
+                 "libgdunlock.so not found (looked for %.180s); build the shim target", shim_path);
+    }
+    return gdu_verify_document(opts, &shim, true);
 }

@@ -32,10 +32,6 @@ if(HELP2MAN)
                                       $<TARGET_FILE:gdunlock> ${CMAKE_BINARY_DIR}/man/man1)
   set_tests_properties(cli_man_pages PROPERTIES LABELS unit)
 endif()
-# The progress line of load and bench.
-gdunlock_unit_test(test_cli_progress SOURCES test_cli_progress.c ${CMAKE_SOURCE_DIR}/src/cli/cli_progress.c
-                   LIBS gdu_util)
-gdu_sees(test_cli_progress cli)
 # load --list --json writes its tensor table one tensor at a time. Not under
 # the sanitizers: ASan's quarantine keeps freed memory, which is the point.
 find_program(GDU_PYTHON3 python3)

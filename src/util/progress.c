@@ -1,12 +1,12 @@
-#include "cli/cli_progress.h"
+#include "util/progress.h"
 #include "util/clock.h"
 #include "util/units.h"
 
 #include <unistd.h>
 
-void gdu_cli_progress_start(gdu_cli_progress *p)
+void gdu_progress_start(gdu_progress *p)
 {
-    *p = (gdu_cli_progress){
+    *p = (gdu_progress){
         .out = stderr, .tty = isatty(STDERR_FILENO), .start = gdu_now_seconds(), .last = -1};
 }
 
@@ -22,8 +22,8 @@ static void duration(char *buf, size_t len, double seconds)
         snprintf(buf, len, "%luh%02lum", s / 3600, s / 60 % 60);
 }
 
-void gdu_cli_progress_line(char *buf, size_t len, const char *task, uint64_t done, uint64_t total,
-                           double rate, bool final)
+void gdu_progress_line(char *buf, size_t len, const char *task, uint64_t done, uint64_t total,
+                       double rate, bool final)
 {
     char d[32], t[32], speed[32] = "", left[48] = "";
     if (rate > 0)
@@ -38,8 +38,8 @@ void gdu_cli_progress_line(char *buf, size_t len, const char *task, uint64_t don
              total ? 100.0 * (double)done / (double)total : 100.0, speed, left);
 }
 
-void gdu_cli_progress_bytes(gdu_cli_progress *p, const char *task, uint64_t done, uint64_t total,
-                            bool final)
+void gdu_progress_bytes(gdu_progress *p, const char *task, uint64_t done, uint64_t total,
+                        bool final)
 {
     double t = gdu_now_seconds();
     if ((p->task != NULL && task != p->task) || done < p->done) {
@@ -54,7 +54,7 @@ void gdu_cli_progress_bytes(gdu_cli_progress *p, const char *task, uint64_t done
     char line[256];
     double seconds = t - p->start;
     double rate = seconds > 0 ? (double)(done - p->start_done) / seconds : 0;
-    gdu_cli_progress_line(line, sizeof line, task, done, total, rate, final);
+    gdu_progress_line(line, sizeof line, task, done, total, rate, final);
     const char *prefix = p->prefix != NULL ? p->prefix : "";
     if (p->tty) /* back to the start, the line, then clear what a longer one left */
         fprintf(p->out, "\r%s%s\033[K%s", prefix, line, final ? "\n" : "");

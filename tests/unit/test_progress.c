@@ -1,7 +1,7 @@
-/* The progress line (src/cli/cli_progress.c): rate and time left, and on a
+/* The progress line (src/util/progress.c): rate and time left, and on a
  * terminal each line cleared to its end, so a shorter one leaves nothing of
  * a longer one ("( 83%)%)"). */
-#include "cli/cli_progress.h"
+#include "util/progress.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,14 +14,14 @@
 static void line_has_rate_and_eta(void **state)
 {
     char buf[256];
-    gdu_cli_progress_line(buf, sizeof buf, "loading", 3ull << 30, 8ull << 30, 2e9, false);
+    gdu_progress_line(buf, sizeof buf, "loading", 3ull << 30, 8ull << 30, 2e9, false);
     assert_string_equal(buf, "loading 3.00 GiB / 8.00 GiB ( 38%)  2.00 GB/s  ETA 3s");
-    gdu_cli_progress_line(buf, sizeof buf, "loading", 1ull << 30, 301ull << 30, 1e9, false);
+    gdu_progress_line(buf, sizeof buf, "loading", 1ull << 30, 301ull << 30, 1e9, false);
     assert_string_equal(buf, "loading 1.00 GiB / 301.00 GiB (  0%)  1.00 GB/s  ETA 5m22s");
-    gdu_cli_progress_line(buf, sizeof buf, "loading", 8ull << 30, 8ull << 30, 2e9, true);
+    gdu_progress_line(buf, sizeof buf, "loading", 8ull << 30, 8ull << 30, 2e9, true);
     assert_string_equal(buf, "loading 8.00 GiB / 8.00 GiB (100%)  2.00 GB/s");
     /* No rate known yet: neither rate nor time left. */
-    gdu_cli_progress_line(buf, sizeof buf, "engine", 1 << 20, 4 << 20, 0, false);
+    gdu_progress_line(buf, sizeof buf, "engine", 1 << 20, 4 << 20, 0, false);
     assert_string_equal(buf, "engine 1.00 MiB / 4.00 MiB ( 25%)");
 }
 
@@ -29,10 +29,10 @@ static char *captured;
 static size_t captured_len;
 
 /* Captures what reports write into p's stream. */
-static char *capture(bool tty, void (*reports)(gdu_cli_progress *))
+static char *capture(bool tty, void (*reports)(gdu_progress *))
 {
-    gdu_cli_progress p;
-    gdu_cli_progress_start(&p);
+    gdu_progress p;
+    gdu_progress_start(&p);
     p.out = open_memstream(&captured, &captured_len);
     p.tty = tty;
     reports(&p);
@@ -40,10 +40,10 @@ static char *capture(bool tty, void (*reports)(gdu_cli_progress *))
     return captured;
 }
 
-static void long_then_short(gdu_cli_progress *p)
+static void long_then_short(gdu_progress *p)
 {
-    gdu_cli_progress_bytes(p, "loading", 999ull << 20, 1000ull << 20, false);
-    gdu_cli_progress_bytes(p, "loading", 1000ull << 20, 1000ull << 20, true);
+    gdu_progress_bytes(p, "loading", 999ull << 20, 1000ull << 20, false);
+    gdu_progress_bytes(p, "loading", 1000ull << 20, 1000ull << 20, true);
 }
 
 static void terminal_line_is_cleared(void **state)

@@ -4,8 +4,8 @@
  * time, so a shorter line leaves nothing of a longer one; elsewhere
  * (--progress into a file or pipe) a line at most every second, and the
  * last, each ending with a newline. */
-#ifndef GDUNLOCK_CLI_CLI_PROGRESS_H
-#define GDUNLOCK_CLI_CLI_PROGRESS_H
+#ifndef GDUNLOCK_UTIL_PROGRESS_H
+#define GDUNLOCK_UTIL_PROGRESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,19 +21,19 @@ typedef struct {
     double last;         /* when a line was last written; < 0 none yet */
     const char *task;    /* the task of the last line */
     uint64_t done;       /* its bytes so far */
-} gdu_cli_progress;
+} gdu_progress;
 
 /* Progress on stderr; the first task's bytes count from now. */
-void gdu_cli_progress_start(gdu_cli_progress *p);
+void gdu_progress_start(gdu_progress *p);
 
 /* The task's bytes done of total; final ends the line. A new task (another
  * string, or done going back) counts its rate from its first report. */
-void gdu_cli_progress_bytes(gdu_cli_progress *p, const char *task, uint64_t done, uint64_t total,
-                            bool final);
+void gdu_progress_bytes(gdu_progress *p, const char *task, uint64_t done, uint64_t total,
+                        bool final);
 
 /* The line itself (no \r, no newline): the task, done / total, percent,
  * rate (bytes/s; none when <= 0) and, until final, the time left. */
-void gdu_cli_progress_line(char *buf, size_t len, const char *task, uint64_t done, uint64_t total,
-                           double rate, bool final);
+void gdu_progress_line(char *buf, size_t len, const char *task, uint64_t done, uint64_t total,
+                       double rate, bool final);
 
 #endif

@@ -1,4 +1,5 @@
-#include "cli/doctor_render.h"
+/* doctor's report, both ways: the text for people and the JSON document. */
+#include "doctor/doctor_render.h"
 
 #include "util/json_text.h"
 #include "util/text.h"

@@ -1,6 +1,6 @@
-/* gdunlock bench output: the human table and the --json document. */
-#include "cli/bench_render.h"
-
+/* A bench run's report, both ways: the table for people and the JSON
+ * document (which gdunlock bench puts in its envelope). */
+#include "bench/bench.h"
 #include "util/json_text.h"
 #include "util/text.h"
 
@@ -17,73 +17,98 @@ static const char *label(const bench_config *c, int path)
     return c->write && path == BENCH_H2D ? "d2h" : bench_path_names[path];
 }
 
-static bool use_color(void)
+static bool use_color(FILE *out)
 {
     const char *nc = getenv("NO_COLOR");
-    return isatty(STDOUT_FILENO) && (nc == NULL || nc[0] == '\0');
+    return isatty(fileno(out)) && (nc == NULL || nc[0] == '\0');
 }
 
-void bench_print_table(const bench_config *c, const bench_gpu *g, const bench_result *r)
+typedef struct {
+    const char *bold, *red, *green, *off;
+} paint;
+
+/* The first line: what was measured, where, how. The file, the GPU's name
+ * and the notes (errors with paths) are outside text: escaped. */
+static void print_heading(FILE *out, const bench_config *c, const bench_gpu *g, const paint *k)
 {
-    bool color = use_color();
-    const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
-               *green = color ? "\033[32m" : "", *off = color ? "\033[0m" : "";
-    /* The file, the GPU's name and the notes (errors with paths) are
-     * outside text: escaped. */
-    printf("%s%s ", bold, c->write ? "write" : "read");
-    gdu_text_put(stdout, c->file);
-    printf(", %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d ",
-           (double)c->total / (1u << 30), (unsigned long long)(c->io_size >> 10), c->workers,
-           c->random ? "random" : "sequential", c->cold ? "cold (O_DIRECT)" : "warm page cache",
-           c->device);
-    gdu_text_put(stdout, g->ok ? g->name : "(none)");
+    fprintf(out, "%s%s ", k->bold, c->write ? "write" : "read");
+    gdu_text_put(out, c->file);
+    fprintf(out, ", %.2f GiB in %llu KiB I/Os, %u workers, %s, %s, GPU %d ",
+            (double)c->total / (1u << 30), (unsigned long long)(c->io_size >> 10), c->workers,
+            c->random ? "random" : "sequential", c->cold ? "cold (O_DIRECT)" : "warm page cache",
+            c->device);
+    gdu_text_put(out, g->ok ? g->name : "(none)");
     if (c->seconds > 0)
-        printf(", each path %u s a round", c->seconds);
-    printf("%s\n", off);
+        fprintf(out, ", each path %u s a round", c->seconds);
+    fprintf(out, "%s\n", k->off);
+}
+
+/* The row of path p, which did not run or failed: true when that was for
+ * want of the GPU (why is said once, below the table). */
+static bool print_failed_row(FILE *out, const bench_config *c, const bench_gpu *g,
+                             const bench_result *x, int p, const paint *k)
+{
+    bool without_gpu = x->status == -ENODEV && !g->ok && !bench_is_host(p);
+    fprintf(out, "%s%-14s %8s %13s %8s %6s %9s %9s %-8s ", bench_failed(x) ? k->red : "",
+            label(c, p), "-", "-", "-", "-", "-", "-", "-");
+    if (without_gpu)
+        fprintf(out, "no GPU %d: see below", c->device);
+    else
+        gdu_text_put(out, x->note);
+    fprintf(out, "%s\n", k->off);
+    return without_gpu;
+}
+
+/* The row of path p, which ran: its median, range, share of the ceiling,
+ * CPU, latencies and whether its data came back right. */
+static void print_row(FILE *out, const bench_config *c, const bench_result *x, int p, double ceil,
+                      const paint *k)
+{
+    double v = bench_gbps(x);
+    char ratio[16] = "-";
+    if (ceil > 0)
+        snprintf(ratio, sizeof ratio, "%.2f", v / ceil);
+    const char *data = x->verified == 1 ? "ok" : x->verified == 0 ? "WRONG" : "-";
+    char range[32];
+    snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
+    fprintf(out, "%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s ", label(c, p), v, range, ratio,
+            x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
+            x->p99_us / 1e3,
+            x->verified == 0   ? k->red
+            : x->verified == 1 ? k->green
+                               : "",
+            data, k->off);
+    gdu_text_put(out, x->note);
+    fputc('\n', out);
+}
+
+void bench_print_table(FILE *out, const bench_config *c, const bench_gpu *g, const bench_result *r)
+{
+    bool color = use_color(out);
+    paint k = {color ? "\033[1m" : "", color ? "\033[31m" : "", color ? "\033[32m" : "",
+               color ? "\033[0m" : ""};
+    print_heading(out, c, g, &k);
     double ceil = bench_ceiling(r);
-    printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", bold, "path", "GB/s", "range", "x ceil",
-           "CPU%", "p50 ms", "p99 ms", "data", "note", off);
-    bool without_gpu = false; /* rows that say so; why, once below the table */
+    fprintf(out, "%s%-14s %8s %13s %8s %6s %9s %9s %-8s %s%s\n", k.bold, "path", "GB/s", "range",
+            "x ceil", "CPU%", "p50 ms", "p99 ms", "data", "note", k.off);
+    bool without_gpu = false;
     for (int p = 0; p < BENCH_NPATHS; p++) {
         const bench_result *x = &r[p];
         if (!x->requested)
             continue;
-        if (!x->ran || x->status != 0) {
-            printf("%s%-14s %8s %13s %8s %6s %9s %9s %-8s ", bench_failed(x) ? red : "",
-                   label(c, p), "-", "-", "-", "-", "-", "-", "-");
-            if (x->status == -ENODEV && !g->ok && !bench_is_host(p)) {
-                printf("no GPU %d: see below", c->device);
-                without_gpu = true;
-            } else {
-                gdu_text_put(stdout, x->note);
-            }
-            printf("%s\n", off);
-            continue;
-        }
-        double v = bench_gbps(x);
-        char ratio[16] = "-";
-        if (ceil > 0)
-            snprintf(ratio, sizeof ratio, "%.2f", v / ceil);
-        const char *data = x->verified == 1 ? "ok" : x->verified == 0 ? "WRONG" : "-";
-        char range[32];
-        snprintf(range, sizeof range, "%.2f-%.2f", x->gbps_min, x->gbps_max);
-        printf("%-14s %8.2f %13s %8s %6.0f %9.3f %9.3f %s%-8s%s ", label(c, p), v, range, ratio,
-               x->seconds > 0 ? 100.0 * x->cpu_seconds / x->seconds : 0, x->p50_us / 1e3,
-               x->p99_us / 1e3,
-               x->verified == 0   ? red
-               : x->verified == 1 ? green
-                                  : "",
-               data, off);
-        gdu_text_put(stdout, x->note);
-        putchar('\n');
+        if (!x->ran || x->status != 0)
+            without_gpu |= print_failed_row(out, c, g, x, p, &k);
+        else
+            print_row(out, c, x, p, ceil, &k);
     }
     if (ceil > 0)
-        printf("ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
-               "rounds, range its slowest-fastest\n",
-               ceil, c->write ? "d2h" : "h2d", c->rounds);
+        fprintf(out,
+                "ceiling: %.2f GB/s = min(host, %s) of this run; GB/s is each path's median of %u "
+                "rounds, range its slowest-fastest\n",
+                ceil, c->write ? "d2h" : "h2d", c->rounds);
     if (without_gpu) {
-        gdu_text_put(stdout, g->why);
-        putchar('\n');
+        gdu_text_put(out, g->why);
+        fputc('\n', out);
     }
 }
 
