@@ -8,6 +8,7 @@ import os
 import threading
 
 from ._lib import TARGET_HOST, StError, check, lib
+from .bool_words import env_bool
 from .checkpoint import parse_device
 
 
@@ -77,7 +78,6 @@ def start_with_cuda(torch):
     which runs queued calls once CUDA is initialized, as
     torch.cuda.manual_seed does)."""
     lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
-    from .defaults import env_bool
     if not env_bool(os.environ, "GDUNLOCK_PREPARE", True) or lazy_call is None or \
             any(t is torch for t in _start_queued):
         return
