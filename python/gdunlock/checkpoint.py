@@ -15,7 +15,9 @@ def _text(address, length):
     return ctypes.string_at(address, length).decode() if length else ""
 
 
-TensorInfo = namedtuple("TensorInfo", "name dtype shape nbytes address device file file_offset")
+# bits: bits per element, from the library's dtype table (gdu_st_dtype_bits)
+TensorInfo = namedtuple("TensorInfo",
+                        "name dtype shape nbytes address device file file_offset bits")
 
 
 def parse_device(device):
@@ -137,14 +139,15 @@ class Checkpoint:
         return [self._tensor(i, dtypes) for i in range(len(self))]
 
     def _tensor(self, index, dtypes):
-        """TensorInfo of tensor index (in range); dtypes caches the names of
-        the dtype codes seen."""
+        """TensorInfo of tensor index (in range); dtypes caches the name and
+        bits of the dtype codes seen."""
         t = self._lib.gdu_st_model_tensor(self._model, index).contents
         dtype = dtypes.get(t.dtype)
         if dtype is None:
-            dtype = dtypes[t.dtype] = self._lib.gdu_st_dtype_name(t.dtype).decode()
-        return TensorInfo(_text(t.name, t.name_len), dtype, tuple(t.shape[:t.ndim]), t.nbytes,
-                          t.address, t.device, t.file, t.file_offset)
+            dtype = dtypes[t.dtype] = (self._lib.gdu_st_dtype_name(t.dtype).decode(),
+                                       self._lib.gdu_st_dtype_bits(t.dtype))
+        return TensorInfo(_text(t.name, t.name_len), dtype[0], tuple(t.shape[:t.ndim]), t.nbytes,
+                          t.address, t.device, t.file, t.file_offset, dtype[1])
 
     @property
     def files(self):
