@@ -27,7 +27,7 @@ from .errors import SafetensorError
 from .iterator import weights_iterator
 from .kept_engines import Preparation, prepare, release_engines
 from .patching import patch, unpatch
-from .reader import SliceError
+from .slicing import SliceError
 from .safe_open import safe_open
 
 

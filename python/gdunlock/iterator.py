@@ -12,7 +12,7 @@ from collections import deque
 
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint
-from .reader import SliceError
+from .slicing import SliceError
 from .safe_open import (GROUP_READS, Target, _BITS, groupable, plan_tensor, submit_group,
                         submit_plan)
 

@@ -34,7 +34,8 @@ from ._lib import TARGET_GPU, TARGET_HOST, GdunlockError
 from .checkpoint import Checkpoint, parse_device
 from .errors import InvalidDeviceError, SafetensorError, as_safetensors_error
 from .host_map import HostMap
-from .reader import RangeReader, Runs, SliceError, _normalize, plan_read
+from .reader import RangeReader
+from .slicing import Runs, SliceError, normalize, plan_read
 
 _BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8,
          "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16,
@@ -436,7 +437,7 @@ def _split_of(shape, index):
 
 def _find_split(shape, index):
     try:
-        items = _normalize(index, len(shape))
+        items = normalize(index, len(shape))
     except (TypeError, SliceError):
         return None
     if not all(isinstance(s, slice) for s in items):  # an int or a new axis

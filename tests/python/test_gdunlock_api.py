@@ -21,7 +21,7 @@ from _fixtures import FIX, SHARDED, SMALL, torch  # noqa: E402
 from _fixtures import reference as _reference  # noqa: E402
 
 import gdunlock  # noqa: E402
-from gdunlock import iterator, reader  # noqa: E402
+from gdunlock import iterator, reader, slicing  # noqa: E402
 
 
 def setUpModule():
@@ -60,7 +60,7 @@ class PlanSliceTest(unittest.TestCase):
 
     def covered(self, shape, index):
         """The flat element indexes tensor[index] takes (pure Python)."""
-        items = reader._normalize(index, len(shape))
+        items = slicing.normalize(index, len(shape))
         per_dim, d = [], 0
         for item in items:
             if item is None:
@@ -92,7 +92,7 @@ class PlanSliceTest(unittest.TestCase):
                                            rng.choice([None, 1, 2])))
                 index = tuple(index)
                 try:
-                    runs, box, post = reader.plan_slice(shape, 32, index)
+                    runs, box, post = slicing.plan_slice(shape, 32, index)
                 except gdunlock.SliceError:  # an int into a dimension too small
                     continue
                 read = set()
@@ -111,7 +111,7 @@ class PlanSliceTest(unittest.TestCase):
                 total = 0
                 for rank in range(world):
                     index = iterator.rank_index(shape, dim, rank, world)
-                    runs, box, _ = reader.plan_slice(shape, 16, index)
+                    runs, box, _ = slicing.plan_slice(shape, 16, index)
                     total += sum(n for _, n in runs)
                     # Rows: one run; columns: one run per row.
                     self.assertEqual(len(runs), (1 if dim == 0 else shape[0]) if runs else 0)
@@ -126,7 +126,7 @@ class PlanSliceTest(unittest.TestCase):
         for _ in range(300):
             shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
             index = tuple(slice(rng.randint(0, n - 1), rng.randint(1, n) + n) for n in shape)
-            runs = reader.plan_slice(shape, 16, index)[0]
+            runs = slicing.plan_slice(shape, 16, index)[0]
             at, address = rng.randint(0, 1 << 20), 1 << 40
             counts, strides, nd, length = runs.box()
             self.assertIs(runs.box(), runs.box())  # made once per plan
@@ -144,20 +144,20 @@ class PlanSliceTest(unittest.TestCase):
         for index in (5, -6, (0, 0), (slice(None), slice(None, None, -1)),
                       (Ellipsis, Ellipsis, None)):
             with self.assertRaises(gdunlock.SliceError):
-                reader.plan_slice([5], 8, index)
-        self.assertEqual(reader.plan_slice([5], 8, (Ellipsis, Ellipsis))[0], [(0, 5)])
+                slicing.plan_slice([5], 8, index)
+        self.assertEqual(slicing.plan_slice([5], 8, (Ellipsis, Ellipsis))[0], [(0, 5)])
         with self.assertRaises(IndexError):  # SliceError is also an IndexError
-            reader.plan_slice([5], 8, 7)
+            slicing.plan_slice([5], 8, 7)
         for index in ([0, 1], (slice(None), [1]), 1.5):
             with self.assertRaises(TypeError):
-                reader.plan_slice([5, 2], 8, index)
-        self.assertEqual(reader.plan_slice([], 32, ())[0], [(0, 4)])
-        self.assertEqual(reader.plan_slice([], 32, Ellipsis)[0], [(0, 4)])
+                slicing.plan_slice([5, 2], 8, index)
+        self.assertEqual(slicing.plan_slice([], 32, ())[0], [(0, 4)])
+        self.assertEqual(slicing.plan_slice([], 32, Ellipsis)[0], [(0, 4)])
 
     def test_rank_index_is_torch_chunk(self):
         for n in (0, 1, 5, 8, 9):
             for world in (1, 2, 3, 4, 8):
-                parts = [reader.plan_slice([n], 8, iterator.rank_index([n], 0, r, world))[1][0]
+                parts = [slicing.plan_slice([n], 8, iterator.rank_index([n], 0, r, world))[1][0]
                          for r in range(world)]
                 size = math.ceil(n / world) if n else 0
                 want = [max(0, min(size, n - r * size)) for r in range(world)]
