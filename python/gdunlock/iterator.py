@@ -13,8 +13,8 @@ from collections import deque
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint
 from .slicing import SliceError
-from .safe_open import (GROUP_READS, Target, _BITS, groupable, plan_tensor, submit_group,
-                        submit_plan)
+from .plans import GROUP_READS, groupable, plan_tensor, submit_group, submit_plan
+from .target import Target
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
 # Reads in flight at most, whatever their bytes: the tensors of a checkpoint
@@ -362,7 +362,7 @@ def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
             return plan_tensor(t, rank_index(t.shape, dim % len(t.shape), rank, world_size))
         except SliceError as e:
             raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                f"cannot shard {t.name} ({t.dtype}, {_BITS[t.dtype]} bits, shape "
+                                f"cannot shard {t.name} ({t.dtype}, {t.bits} bits, shape "
                                 f"{list(t.shape)}) {world_size} ways along dimension {dim}: "
                                 f"{e.message}") from None
 

@@ -21,7 +21,7 @@ from _fixtures import FIX, SHARDED, SMALL, torch  # noqa: E402
 from _fixtures import reference as _reference  # noqa: E402
 
 import gdunlock  # noqa: E402
-from gdunlock import iterator, reader, slicing  # noqa: E402
+from gdunlock import iterator, plans, reader, slicing, target  # noqa: E402
 
 
 def setUpModule():
@@ -247,11 +247,10 @@ class RangeReaderTest(unittest.TestCase):
         out, neither can be placed twice, and one that no thread is
         allocating for (its thread stopped by an interrupt) is cancelled by
         the close instead of waited for."""
-        so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
         ref = file_bytes(SMALL)
         c = gdunlock.Checkpoint(SMALL)
         t = max(c.tensors(), key=lambda t: t.nbytes)
-        runs = so.plan_tensor(t, None).runs
+        runs = plans.plan_tensor(t, None).runs
         r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
         cancelled = r.submit_runs_deferred(c.file_ref(0), runs, t.file_offset)
         cancelled.cancel()
@@ -465,7 +464,7 @@ class SafeOpenTest(unittest.TestCase):
         whole before its block is announced to torch's allocator. When the
         allocation fails, the error reaches the caller and the read is
         cancelled, nothing left out to hold the close."""
-        so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
+        so = target  # Target's module
         events = []
         real_queue, real_place, real_empty = (reader.RangeReader._queue, reader.RangeReader._place,
                                               so.Target.empty)
@@ -494,7 +493,7 @@ class SafeOpenTest(unittest.TestCase):
         # memory first: submit_group; none here, as on a GPU)
         with mock.patch.object(reader.RangeReader, "_queue", queue), \
                 mock.patch.object(reader.RangeReader, "_place", place), \
-                mock.patch.object(so, "GROUP_TENSOR", 0):
+                mock.patch.object(plans, "GROUP_TENSOR", 0):
             with mock.patch.object(so.Target, "empty", empty), \
                     mock.patch.object(so.Target, "reserve", reserve):
                 with gdunlock.safe_open(SMALL, "pt") as f:
@@ -545,7 +544,7 @@ class SafeOpenTest(unittest.TestCase):
                     self.assertGreater(queued, 3, events)
                     self.assertEqual(events.count("place") + events.count("cancel"), queued)
                     self.assertEqual(events.count("place"), 2, events)
-                    self.assertEqual(f._window, 0)
+                    self.assertEqual(f._walk.window, 0)
                     for r in f._readers.values():
                         self.assertFalse(any(p.unplaced for p in r._pending))
                     for k in keys:
@@ -590,7 +589,7 @@ class SafeOpenTest(unittest.TestCase):
                 self.assertNotEqual(f.offset_keys(), f.keys())
                 for k in f.offset_keys():
                     self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2])
-                self.assertGreater(f._window, 0)
+                self.assertGreater(f._walk.window, 0)
                 self.assertEqual(f.stats()["bytes_read"], sum(len(v[2]) for v in ref.values()))
             # Random order and several threads: every tensor right.
             with gdunlock.safe_open(path, "pt") as f:
