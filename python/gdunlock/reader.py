@@ -178,8 +178,8 @@ class RangeReader:
     def submit_runs_deferred(self, source, runs, at):
         """Queues the read of runs (a Runs), shifted by file offset at, into
         memory given later (Pending.place), one run after another: a box
-        whose extents the engine makes, where building a column's 4,096 of
-        them here cost 19 us a request (issue 21). The engine reads into
+        whose extents the engine makes, rather than building a column's
+        4,096 of them here on every request (issue 21). The engine reads into
         its staging at once and copies once the memory is given, so that
         the caller's allocation overlaps the reads: a process's first
         tensors waited for torch's first blocks from the driver with the

@@ -458,7 +458,8 @@ class SafeOpenTest(unittest.TestCase):
     def test_each_read_is_queued_before_its_memory(self):
         """Every read is queued before torch is asked for its memory and
         given it after, so that the allocation overlaps the engine's reads
-        (a process's first blocks cost 0.4-1.1 ms each on the H200): at
+        (a process's first blocks come slowly from the driver:
+        bench/results/2026-12-04-h200-engine-trace.md): at
         every point of the walk at least as many reads were queued as
         allocated, and allocated as placed; a batch read ahead is queued
         whole before its block is announced to torch's allocator. When the

@@ -558,8 +558,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         """Once the walk has queued this shard's last reads and passed a
         quarter of its keys (every family of a layer seen), the next shard
         is opened ahead: at the middle, as before, the engine ran dry while
-        the caller opened it (on the H200, 1-1.5 ms of an 8-way first
-        rank)."""
+        the caller opened it (bench/results/2026-12-04-h200-engine-trace.md)."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d, layers=4)
             with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
@@ -709,7 +708,8 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
 @unittest.skipIf(torch is None, "torch is not installed")
 class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
     """torch's caching allocator asks the driver for each block it lacks
-    (about 0.1 ms a block on the H200), and one tensor at a time it asked
+    (bench/results/2026-12-02-h200-alloc-and-blocking-sync.md has what each
+    costs), and one tensor at a time it asked
     dozens of times a rank: reads ahead announce the bytes they are about
     to allocate (Target.reserve), and on a GPU one block then serves the
     batch (tests/gpu/load_api.py counts the blocks). Here the announcements
@@ -758,7 +758,8 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
         once the split is confirmed, its parts of every key left are
         announced with the batch, in the order they are then allocated, and
         no batch after it announces again: one block for the file, where a
-        block a batch cost a first rank on the H200 about 0.1-0.4 ms each."""
+        block a batch cost a first rank a driver call each
+        (bench/results/2026-12-04-h200-split-reserve.md)."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d, n=1, layers=8)
             with gdunlock.safe_open(paths[0], "pt", device="cpu",
