@@ -41,9 +41,9 @@ def _load_native():
     tried."""
     import sys
 
-    from . import _lib
+    from ._lib import lib
     try:
-        _lib.lib()
+        lib()
     except GdunlockError:
         return
     if "torch" in sys.modules:
