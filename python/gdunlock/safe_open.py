@@ -20,8 +20,7 @@ from .checkpoint import Checkpoint, parse_device
 from .errors import InvalidDeviceError, SafetensorError, as_safetensors_error
 from .host_map import HostMap
 from .plans import PlanReads, plan_tensor, settle, submit_plan
-from .shards_ahead import (NEXT_FILE_AHEAD, NEXT_FILE_HEADER_MAX, header_bytes, next_shard,
-                           registry, stat_key)
+from .shards_ahead import NEXT_FILE_AHEAD, registry
 from .slicing import SliceError
 from .target import Target, need_torch
 from .walk import Walk
@@ -367,27 +366,21 @@ class safe_open:  # noqa: N801  (safetensors' name)
 
     def _open_next_file(self, room):
         """Under the lock: the walk has queued the last reads of this file;
-        the next shard of the checkpoint, unless the caller holds it open
-        already, is opened and its first room bytes (NEXT_FILE_AHEAD at
-        most) read ahead as this walk predicts them, for safe_open of it to
-        claim. Quietly nothing when it cannot be, or when its header is too
-        large to open on a guess (NEXT_FILE_HEADER_MAX)."""
-        if len(self._files) != 1:
-            return
-        path = next_shard(self._name)
-        if path is None:
-            return
-        key = os.path.realpath(path)
-        if not registry.wanted(key):
-            return
+        the next shard of the checkpoint is opened and its first room bytes
+        (NEXT_FILE_AHEAD at most) read ahead as this walk predicts them,
+        for safe_open of it to claim (registry.open_after)."""
+        if len(self._files) == 1:
+            registry.open_after(self._name, self._lenient,
+                                lambda path: self._opened_ahead(path, room))
+
+    def _opened_ahead(self, path, room):
+        """A safe_open of path whose walk follows this one's, its first room
+        bytes read ahead; None when it cannot be had."""
         made = safe_open.__new__(safe_open)
         try:
-            if header_bytes(key) > NEXT_FILE_HEADER_MAX:
-                return
-            stat = stat_key(key)
             made._open(path, self._walk_target.device, self._lenient, self._walk.readahead)
         except Exception:  # noqa: BLE001  (the caller's own open reports it)
-            return
+            return None
         made._walk.start_as(self._walk.order_kind(), min(room, NEXT_FILE_AHEAD))
         dropped = []
         try:
@@ -396,7 +389,6 @@ class safe_open:  # noqa: N801  (safetensors' name)
         except Exception:  # noqa: BLE001  (a guess failing must not fail this file's request)
             settle(dropped)
             made.close()
-            return
+            return None
         settle(dropped)
-        if not registry.keep(key, made, stat, self._lenient):
-            made.close()
+        return made

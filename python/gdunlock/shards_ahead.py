@@ -99,6 +99,28 @@ class ShardsAhead:
         with self._lock:
             return path not in self.made and path not in self._held
 
+    def open_after(self, name, lenient, open_ahead):
+        """The shard after name (the path a numbered shard was opened by),
+        unless the caller holds it open or one waits for it already, opened
+        by open_ahead(its path) (None when it cannot be) and kept to be
+        claimed. Quietly nothing when there is none, or when its header is
+        too large to open on a guess (NEXT_FILE_HEADER_MAX)."""
+        path = next_shard(name)
+        if path is None:
+            return
+        key = os.path.realpath(path)
+        if not self.wanted(key):
+            return
+        try:
+            if header_bytes(key) > NEXT_FILE_HEADER_MAX:
+                return
+            stat = stat_key(key)
+        except Exception:  # noqa: BLE001  (the caller's own open reports it)
+            return
+        made = open_ahead(path)
+        if made is not None and not self.keep(key, made, stat, lenient):
+            made.close()
+
     def claim(self, path, lenient):
         """The file opened ahead of path, if it is still the file read and
         was opened as lenient as asked; every other one opened ahead is
