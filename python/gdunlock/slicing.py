@@ -79,7 +79,12 @@ def normalize(index, ndim):
             at += 1
         else:
             del result[at]
-    # every dimension in order, each new axis before the dimension after it
+    return _in_order(entries, result)
+
+
+def _in_order(entries, result):
+    """The entries of every dimension in order, each new axis (None in
+    result, the result's dimensions) before the dimension after it."""
     seq, d = [], 0
     for kept in result:
         if kept is None:
