@@ -455,20 +455,15 @@ class SafeOpenTest(unittest.TestCase):
             gdunlock.safe_open(SMALL, "pt", device=999).get_tensor("scale")
         self.assertIn(ctx.exception.code, ("GDU_ST_ERR_NO_CUDA", "GDU_ST_ERR_ENGINE"))
 
-    def test_each_read_is_queued_before_its_memory(self):
-        """Every read is queued before torch is asked for its memory and
-        given it after, so that the allocation overlaps the engine's reads
-        (a process's first blocks come slowly from the driver:
-        bench/results/2026-12-04-h200-engine-trace.md): at
-        every point of the walk at least as many reads were queued as
-        allocated, and allocated as placed; a batch read ahead is queued
-        whole before its block is announced to torch's allocator. When the
-        allocation fails, the error reaches the caller and the read is
-        cancelled, nothing left out to hold the close."""
-        so = target  # Target's module
-        events = []
-        real_queue, real_place, real_empty = (reader.RangeReader._queue, reader.RangeReader._place,
-                                              so.Target.empty)
+    def record_reads(self):
+        """From now on until the test ends, self.events records each read
+        queued, placed or cancelled, each allocation (Target.empty, which
+        self.no_memory makes fail) and each block announced (reserve);
+        small whole tensors read into host memory are not grouped (their
+        memory would come first: submit_group), as on a GPU."""
+        self.events = events = []
+        real_queue, real_place = reader.RangeReader._queue, reader.RangeReader._place
+        self.real_empty = target.Target.empty
 
         def queue(self, *args, **kw):
             events.append("queue")
@@ -478,78 +473,96 @@ class SafeOpenTest(unittest.TestCase):
             events.append("cancel" if address is None else "place")
             return real_place(self, pending, address)
 
-        def empty(self, *args, **kw):
-            events.append("empty")
-            return real_empty(self, *args, **kw)
+        for patcher in (mock.patch.object(reader.RangeReader, "_queue", queue),
+                        mock.patch.object(reader.RangeReader, "_place", place),
+                        mock.patch.object(plans, "GROUP_TENSOR", 0),
+                        mock.patch.object(target.Target, "empty",
+                                          lambda t, *a, **kw: self.recorded_empty(t, *a, **kw)),
+                        mock.patch.object(target.Target, "reserve",
+                                          lambda _, sizes: events.append("reserve"))):
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
-        def reserve(self, sizes):
-            events.append("reserve")
+    def recorded_empty(self, *args, **kw):
+        """Target.empty(*args), recorded."""
+        self.events.append("empty")
+        return self.real_empty(*args, **kw)
 
-        def no_memory(self, *args, **kw):
-            events.append("empty")
-            raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
+    def no_memory(self, *args, **kw):
+        """Target.empty(*args) failing for want of memory, recorded."""
+        self.events.append("empty")
+        raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
 
+    def test_each_read_is_queued_before_its_memory(self):
+        """Every read is queued before torch is asked for its memory and
+        given it after, so that the allocation overlaps the engine's reads
+        (a process's first blocks come slowly from the driver:
+        bench/results/2026-12-04-h200-engine-trace.md): at every point of
+        the walk at least as many reads were queued as allocated, and
+        allocated as placed; a batch read ahead is queued whole before its
+        block is announced to torch's allocator."""
+        self.record_reads()
         ref = file_bytes(SMALL)
-        # (small whole tensors read into host memory go in groups, their
-        # memory first: submit_group; none here, as on a GPU)
-        with mock.patch.object(reader.RangeReader, "_queue", queue), \
-                mock.patch.object(reader.RangeReader, "_place", place), \
-                mock.patch.object(plans, "GROUP_TENSOR", 0):
-            with mock.patch.object(so.Target, "empty", empty), \
-                    mock.patch.object(so.Target, "reserve", reserve):
-                with gdunlock.safe_open(SMALL, "pt") as f:
-                    for k in f.keys():
-                        self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
-            counts = {"queue": 0, "empty": 0, "place": 0}
-            for at, event in enumerate(events):
-                if event == "reserve":  # after its batch's reads, before their memory
-                    self.assertEqual((events[at - 1], events[at + 1]), ("queue", "empty"))
-                    continue
-                counts[event] += 1
-                self.assertGreaterEqual(counts["queue"], counts["empty"], events[:at + 1])
-                self.assertGreaterEqual(counts["empty"], counts["place"], events[:at + 1])
-            self.assertIn("reserve", events)
-            self.assertGreater(counts["queue"], 3)
-            self.assertEqual(counts["queue"], counts["place"])
-            events.clear()
-            with mock.patch.object(so.Target, "empty", no_memory):
-                f = gdunlock.safe_open(SMALL, "pt")
-                with self.assertRaises(gdunlock.GdunlockError) as ctx:
-                    f.get_tensor(f.keys()[0])
-                self.assertEqual(ctx.exception.code, "GDU_ST_ERR_DEVICE_MEMORY")
-                readers = list(f._readers.values())
-                self.assertTrue(readers)
-                for r in readers:
-                    self.assertEqual(len(r._pending), 0)
-                closer = threading.Thread(target=f.close)
-                closer.start()
-                closer.join(10)
-                self.assertFalse(closer.is_alive())
-            self.assertEqual(events, ["queue", "empty", "cancel"])
-            # the third allocation, inside the batch read ahead after the
-            # first tensor, fails: the reads queued after it are cancelled,
-            # the window closes, and every tensor still reads right
-            events.clear()
-            allocations = []
+        with gdunlock.safe_open(SMALL, "pt") as f:
+            for k in f.keys():
+                self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
+        events, counts = self.events, {"queue": 0, "empty": 0, "place": 0}
+        for at, event in enumerate(events):
+            if event == "reserve":  # after its batch's reads, before their memory
+                self.assertEqual((events[at - 1], events[at + 1]), ("queue", "empty"))
+                continue
+            counts[event] += 1
+            self.assertGreaterEqual(counts["queue"], counts["empty"], events[:at + 1])
+            self.assertGreaterEqual(counts["empty"], counts["place"], events[:at + 1])
+        self.assertIn("reserve", events)
+        self.assertGreater(counts["queue"], 3)
+        self.assertEqual(counts["queue"], counts["place"])
 
-            def third_fails(self, *args, **kw):
-                allocations.append(args)
-                if len(allocations) == 3:
-                    return no_memory(self, *args, **kw)
-                return empty(self, *args, **kw)
-            with mock.patch.object(so.Target, "empty", third_fails):
-                with gdunlock.safe_open(SMALL, "pt") as f:
-                    keys = f.keys()
-                    self.assertEqual(self.raw(f.get_tensor(keys[0])), ref[keys[0]][2])
-                    queued = events.count("queue")
-                    self.assertGreater(queued, 3, events)
-                    self.assertEqual(events.count("place") + events.count("cancel"), queued)
-                    self.assertEqual(events.count("place"), 2, events)
-                    self.assertEqual(f._walk.window, 0)
-                    for r in f._readers.values():
-                        self.assertFalse(any(p.unplaced for p in r._pending))
-                    for k in keys:
-                        self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
+    def test_a_failed_allocation_cancels_its_read(self):
+        """The allocation's error reaches the caller and the read is
+        cancelled, nothing left out to hold the close."""
+        self.record_reads()
+        with mock.patch.object(target.Target, "empty",
+                               lambda t, *a, **kw: self.no_memory(t, *a, **kw)):
+            f = gdunlock.safe_open(SMALL, "pt")
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                f.get_tensor(f.keys()[0])
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_DEVICE_MEMORY")
+            readers = list(f._readers.values())
+            self.assertTrue(readers)
+            for r in readers:
+                self.assertEqual(len(r._pending), 0)
+            closer = threading.Thread(target=f.close)
+            closer.start()
+            closer.join(10)
+            self.assertFalse(closer.is_alive())
+        self.assertEqual(self.events, ["queue", "empty", "cancel"])
+
+    def test_a_failed_allocation_ahead_closes_the_window(self):
+        """The third allocation, inside the batch read ahead after the
+        first tensor, fails: the reads queued after it are cancelled, the
+        window closes, and every tensor still reads right."""
+        self.record_reads()
+        ref, allocations, events = file_bytes(SMALL), [], self.events
+
+        def third_fails(*args, **kw):
+            allocations.append(args)
+            if len(allocations) == 3:
+                return self.no_memory(*args, **kw)
+            return self.recorded_empty(*args, **kw)
+        with mock.patch.object(target.Target, "empty", third_fails), \
+                gdunlock.safe_open(SMALL, "pt") as f:
+            keys = f.keys()
+            self.assertEqual(self.raw(f.get_tensor(keys[0])), ref[keys[0]][2])
+            queued = events.count("queue")
+            self.assertGreater(queued, 3, events)
+            self.assertEqual(events.count("place") + events.count("cancel"), queued)
+            self.assertEqual(events.count("place"), 2, events)
+            self.assertEqual(f._walk.window, 0)
+            for r in f._readers.values():
+                self.assertFalse(any(p.unplaced for p in r._pending))
+            for k in keys:
+                self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
 
     def test_slices_equal_indexing_the_whole(self):
         with tempfile.TemporaryDirectory() as d:

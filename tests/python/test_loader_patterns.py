@@ -819,14 +819,19 @@ class ReserveBlockTest(unittest.TestCase):
 
 
 class SideStreamTest(unittest.TestCase):
-    def test_a_side_stream_is_waited_for_and_the_default_one_costs_no_stream_object(self):
-        """Target.empty makes a caller's side stream finish before the
-        engine writes the memory (its streams do not wait for that one). The
-        current stream is read by id, as torch reads it, so that a result on
-        the default stream makes no Stream object (a few microseconds each,
-        a hundred results a rank); a torch without that reader compares
-        Stream objects."""
-        synced, asked = [], []
+    """Target.empty makes a caller's side stream finish before the engine
+    writes the memory (its streams do not wait for that one). The current
+    stream is read by id, as torch reads it, so that a result on the
+    default stream makes no Stream object (every result is allocated
+    there); a torch without that reader compares Stream objects."""
+
+    def setUp(self):
+        self.synced, self.asked, self.current = [], [], 0
+
+    def gpu(self, id_reader):
+        """A Target of cuda:3 over a fake torch whose current stream is
+        self.current, with torch._C's reader of its id or without."""
+        test = self
 
         class Stream:
             def __init__(self, stream_id):
@@ -836,9 +841,7 @@ class SideStreamTest(unittest.TestCase):
                 return self.stream_id == other.stream_id
 
             def synchronize(self):
-                synced.append(self.stream_id)
-
-        current = [0]
+                test.synced.append(self.stream_id)
 
         class Cuda:
             @staticmethod
@@ -847,40 +850,37 @@ class SideStreamTest(unittest.TestCase):
 
             @staticmethod
             def current_stream(device):
-                asked.append(device)
-                return Stream(current[0])
+                test.asked.append(device)
+                return Stream(test.current)
 
         class C:
             @staticmethod
             def _cuda_getCurrentStream(ordinal):
-                self.assertEqual(ordinal, 3)
-                return (current[0], ordinal, 1)
+                test.assertEqual(ordinal, 3)
+                return (test.current, ordinal, 1)
 
-        def target_on(fake_torch):
-            gpu = target.Target.__new__(target.Target)
-            gpu.torch, gpu.target, gpu.device, gpu.ordinal = \
-                fake_torch, gdunlock._lib.TARGET_GPU, "cuda:3", 3
-            gpu._streams = None
-            return gpu
+        gpu = target.Target.__new__(target.Target)
+        gpu.torch = mock.Mock(cuda=Cuda, _C=C if id_reader else object(), uint8="u8")
+        gpu.target, gpu.device, gpu.ordinal, gpu._streams = \
+            gdunlock._lib.TARGET_GPU, "cuda:3", 3, None
+        return gpu
 
-        fake = mock.Mock(cuda=Cuda, _C=C, uint8="u8")
-        gpu = target_on(fake)
+    def test_the_default_stream_costs_no_stream_object(self):
+        gpu = self.gpu(id_reader=True)
         for _ in range(3):
             gpu.empty(64)
-        self.assertEqual((synced, asked), ([], []))
-        current[0] = 7
+        self.assertEqual((self.synced, self.asked), ([], []))
+        self.current = 7
         gpu.empty(64)
-        self.assertEqual((synced, asked), ([7], ["cuda:3"]))
+        self.assertEqual((self.synced, self.asked), ([7], ["cuda:3"]))
 
-        synced.clear()
-        asked.clear()
-        gpu = target_on(mock.Mock(cuda=Cuda, _C=object(), uint8="u8"))
-        current[0] = 0
+    def test_without_the_id_reader_streams_are_compared(self):
+        gpu = self.gpu(id_reader=False)
         gpu.empty(64)
-        self.assertEqual(synced, [])
-        current[0] = 5
+        self.assertEqual(self.synced, [])
+        self.current = 5
         gpu.empty(64)
-        self.assertEqual(synced, [5])
+        self.assertEqual(self.synced, [5])
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
