@@ -75,5 +75,20 @@ class AbiMirror(unittest.TestCase):
         self.assertEqual(sorted(set(_lib.MODULE_CODES) & statuses), [])
 
 
+
+class DtypeBitsTest(unittest.TestCase):
+    def test_tensor_info_carries_the_library_bits(self):
+        """Each tensor's bits per element come from the library's dtype
+        table (gdu_st_dtype_bits), the one the C loader checks sizes with:
+        Python keeps no copy of its own."""
+        from gdunlock.checkpoint import Checkpoint
+        want = {"BOOL": 8, "U8": 8, "F4": 4, "F8_E5M2": 8, "F8_E4M3": 8, "F16": 16, "BF16": 16,
+                "I32": 32, "F32": 32, "I64": 64, "F64": 64}
+        with Checkpoint(os.path.join(ROOT, "tests", "fixtures", "safetensors",
+                                     "small.safetensors")) as ckpt:
+            got = {t.dtype: t.bits for t in ckpt.tensors()}
+        self.assertEqual(got, want)
+
+
 if __name__ == "__main__":
     unittest.main()
