@@ -147,6 +147,7 @@ def _signatures():
         "gdu_st_status_name": (ctypes.c_char_p, [i]),
         "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
         "gdu_st_dtype_bits": (ctypes.c_uint, [i]),
+        "gdu_st_dtype_from_name": (i, [ctypes.c_char_p, ctypes.POINTER(i)]),
         "gdu_st_open_flags": (i, [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(p), err]),
         "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
         "gdu_st_load_start": (i, [p, ctypes.POINTER(StLoadOptions), err]),

@@ -89,6 +89,14 @@ class DtypeBitsTest(unittest.TestCase):
             got = {t.dtype: t.bits for t in ckpt.tensors()}
         self.assertEqual(got, want)
 
+    def test_every_dtype_name_has_the_library_bits(self):
+        from gdunlock.checkpoint import dtype_bits
+        for name, bits in (("F6_E2M3", 6), ("F6_E3M2", 6), ("F8_E8M0", 8), ("C64", 64),
+                           ("U64", 64)):
+            self.assertEqual(dtype_bits(name), bits, name)
+        with self.assertRaises(ValueError):
+            dtype_bits("F128")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,5 +1,5 @@
 """The read-ahead policy (gdunlock.walk.Walk) driven by a fake reader: no
-torch, no library, no file. Each test is a calling pattern of
+torch, no file (the library only for the bits of a dtype). Each test is a calling pattern of
 test_loader_patterns.py (which runs the same patterns through safe_open,
 torch and a real file), here read off what the walk queues: which reads
 were made ahead, which a request had to submit itself, the window, what
@@ -88,7 +88,7 @@ class Walker:
             n = 4
             for d in shapes[name]:
                 n *= d
-            infos[name] = TensorInfo(name, "F32", tuple(shapes[name]), n, 0, -1, 0, offset, 32)
+            infos[name] = TensorInfo(name, "F32", tuple(shapes[name]), n, 0, -1, 0, offset)
             offset += n
         self.reads, self.submitted, self.next_asked, self.dropped = FakeReads(), [], [], []
         self.walk = Walk(infos, memory.name_orders(infos), sorted(infos), self.reads,
