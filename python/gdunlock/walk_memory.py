@@ -28,8 +28,8 @@ class NameOrders:
     """A file's names sorted, with {name: position}, and the same in natural
     order, worked out the first time a walk needs it: a walk in key order
     never looks at it, and sorting naturally costs every open of a shard
-    (each rank's) for nothing. Shared by the opens of files with the same
-    names (not to be changed)."""
+    (each rank's) for nothing (bench/results/2026-12-03-h200-first-rank-python.md).
+    Shared by the opens of files with the same names (not to be changed)."""
 
     def __init__(self, keys):
         self.keys, self.at_key = keys, {k: i for i, k in enumerate(keys)}
