@@ -322,6 +322,65 @@ class WalkTest(unittest.TestCase):
         self.assertFalse(w.ask("t03"))
         self.assertTrue(w.ask("t04"))
 
+    def test_an_index_asked_once_does_not_stay_in_the_pattern(self):
+        """Every tensor whole, the first q_proj also sliced: the next
+        q_proj, asked only whole, ends that pattern, so the slice is read
+        ahead for at most the tensors inside the window then."""
+        shapes = layered(layers=40)
+        q0 = "model.layers.0.self_attn.q_proj.weight"
+        w = self.walker(shapes, readahead=32 << 10)
+        for k in natural(shapes):
+            w.ask(k)
+            if k == q0:
+                w.ask(k, (slice(0, 16),))
+        whole = sum(w.plan(k).nbytes for k in shapes)
+        cut = w.plan(q0, (slice(0, 16),)).nbytes
+        self.assertGreaterEqual(w.bytes_read(), whole + cut)
+        self.assertLessEqual(w.bytes_read(), whole + 6 * cut)
+
+    def test_a_tensor_asked_after_the_next_of_its_family_is_read_once(self):
+        """Layer i's q_proj asked right after layer i + 1's (a pool of
+        threads, now and then): every tensor is read once."""
+        shapes, order = layered(layers=8), []
+        for i in range(0, 8, 2):
+            order += [f"model.layers.{i}.input_layernorm.weight",
+                      f"model.layers.{i}.self_attn.o_proj.weight",
+                      f"model.layers.{i + 1}.input_layernorm.weight",
+                      f"model.layers.{i + 1}.self_attn.o_proj.weight",
+                      f"model.layers.{i + 1}.self_attn.q_proj.weight",
+                      f"model.layers.{i}.self_attn.q_proj.weight"]
+        w = self.walker(shapes)
+        for k in order:
+            w.ask(k)
+        self.assertEqual(w.bytes_read(), sum(w.plan(k).nbytes for k in shapes))
+
+    def test_a_mispredicted_slice_is_read_again_as_asked(self):
+        """q_proj asked by rows and by columns in turn: each request gets
+        its own plan, read ahead or not."""
+        w = self.walker(layered())
+        for i in range(6):
+            index = (slice(0, 8),) if i % 2 else (slice(None), slice(3, 9))
+            w.ask(f"model.layers.{i}.self_attn.q_proj.weight", index)  # checks the plan
+
+    def test_a_shard_walked_as_the_last_looks_at_each_key_once(self):
+        """The second shard, predicted by the first: a family asked there
+        as predicted does not send the read-ahead back over the keys."""
+        families = [f"mlp.{n}.weight" for n in ("gate", "up", "down", "w4", "w5", "w6", "w7",
+                                                "w8")]
+        shapes = {f"model.layers.{i}.{n}": [16, 8] for i in range(6) for n in families}
+        looks, predict = [0], Walk.predict
+
+        def counting(walk_, name):
+            looks[0] += 1
+            return predict(walk_, name)
+        with mock.patch.object(Walk, "predict", counting):
+            for _ in range(2):
+                looks[0] = 0
+                w = self.walker(shapes)
+                for k in natural(shapes):
+                    w.ask(k, (slice(4, 8),))
+        self.assertLessEqual(looks[0], 2 * len(shapes))
+
     def test_a_tensor_read_row_by_row_keeps_a_bounded_pattern(self):
         shapes = layered(layers=3, rows=512, cols=4)
         w = self.walker(shapes)
