@@ -139,8 +139,7 @@ MODULE_CODES = {
 
 
 def _signatures():
-    """{function name: (its return type, its argument types)}: the
-    library's calls this module makes, as the headers declare them."""
+    """{name: (return type, argument types)} of the library's calls made here."""
     p, i, u64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t
     err = ctypes.POINTER(StError)
     return {
