@@ -86,10 +86,10 @@ def warm_python(files, dim, world):
     the interpreter's and torch's first-run costs stay paid."""
     import gdunlock
     lp.sliced(gdunlock.safe_open, files, [(dim, 0, world)])
-    so = sys.modules["gdunlock.safe_open"]
-    for cache in (so._splits_seen, so._families_of, so._families_seen, so._plans,
-                  so._splits_of, so._orders_of_names, so._box_dtypes):
-        cache.clear()
+    from gdunlock import plans
+    from gdunlock.walk_memory import memory
+    memory.reset()
+    plans.forget()
 
 
 def top_functions(prof, n=40):

@@ -53,15 +53,17 @@ def main():
     import gdunlock
     so = importlib.import_module("gdunlock.safe_open")
     rd = importlib.import_module("gdunlock.reader")
+    walk = importlib.import_module("gdunlock.walk")
+    target = importlib.import_module("gdunlock.target")
     files = lp.shards(folder)
     index = os.path.join(folder, "model.safetensors.index.json")
     torch.cuda.init()
     torch.zeros(1, device="cuda:0")
     torch.cuda.synchronize()
     if variant == "win":
-        so._FIRST_WINDOW = so.DEFAULT_READAHEAD
+        walk.FIRST_WINDOW = so.DEFAULT_READAHEAD
     spent, events = {}, []
-    owners = {"safe_open": so.safe_open, "Target": so.Target, "RangeReader": rd.RangeReader,
+    owners = {"safe_open": so.safe_open, "Target": target.Target, "RangeReader": rd.RangeReader,
               "Pending": rd.Pending}
     for owner, attr, part in CLOCKED:
         clock(owners[owner], attr, part, spent, events)

@@ -27,23 +27,23 @@ from .errors import SafetensorError
 from .iterator import weights_iterator
 from .kept_engines import Preparation, prepare, release_engines
 from .patching import patch, unpatch
-from .reader import SliceError
+from .slicing import SliceError
 from .safe_open import safe_open
 
 
 def _load_native():
     """The library opened and checked now, as importing an extension module
-    would, rather than inside the first load's clock (1.5-2.5 ms of a first
-    rank on the development machine); when torch is already imported, its
+    would, rather than inside the first load's clock (where it weighed on a
+    first rank's time); when torch is already imported, its
     bridge too, and the GPU's engine set to start with CUDA
     (kept_engines.start_with_cuda). A library that cannot be had is not an
     error here: the first call that needs it raises, naming what was
     tried."""
     import sys
 
-    from . import _lib
+    from ._lib import lib
     try:
-        _lib.lib()
+        lib()
     except GdunlockError:
         return
     if "torch" in sys.modules:

@@ -138,12 +138,15 @@ MODULE_CODES = {
 }
 
 
-def _declare(lib):
+def _signatures():
+    """{name: (return type, argument types)} of the library's calls made here."""
     p, i, u64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t
     err = ctypes.POINTER(StError)
-    table = {
+    return {
         "gdu_st_status_name": (ctypes.c_char_p, [i]),
         "gdu_st_dtype_name": (ctypes.c_char_p, [i]),
+        "gdu_st_dtype_bits": (ctypes.c_uint, [i]),
+        "gdu_st_dtype_from_name": (i, [ctypes.c_char_p, ctypes.POINTER(i)]),
         "gdu_st_open_flags": (i, [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(p), err]),
         "gdu_st_load": (i, [p, ctypes.POINTER(StLoadOptions), err]),
         "gdu_st_load_start": (i, [p, ctypes.POINTER(StLoadOptions), err]),
@@ -195,7 +198,12 @@ def _declare(lib):
         "gdu_io_wait": (i, [p, ctypes.POINTER(u64), ctypes.c_char_p, sz]),
         "gdu_io_file_backend": (i, [p]),
     }
-    for name, (restype, argtypes) in table.items():
+
+
+def _declare(lib):
+    """lib with the signatures of its calls declared, once checked to be
+    the library this module mirrors (its layout and version)."""
+    for name, (restype, argtypes) in _signatures().items():
         try:
             fn = getattr(lib, name)
         except AttributeError:

@@ -15,25 +15,11 @@ a load, a safe_open or a weights_iterator is using one."""
 import ctypes
 
 from ._lib import GdunlockError, IoOptions, lib
+from .bool_words import env_bool, parse_bool
 from .kept_engines import release_engines
 
 NAMES = ("backend", "workers", "chunk", "staging", "direct")
 _DIRECT = {0: "auto", 1: "on", 2: "off"}
-_BOOL_WORDS = {"on": True, "true": True, "yes": True, "1": True,
-               "off": False, "false": False, "no": False, "0": False}
-
-
-def parse_bool(text):
-    """True or False for ON/OFF, TRUE/FALSE, YES/NO, 1/0 in any case (the
-    words kvikio and the C library take); None for anything else."""
-    return _BOOL_WORDS.get(str(text).lower()) if text is not None else None
-
-
-def env_bool(environ, name, unset_value):
-    """The boolean variable name of environ; unset_value where it is unset,
-    empty or not a boolean (as the C library reads its own)."""
-    value = parse_bool(environ.get(name, ""))
-    return unset_value if value is None else value
 
 
 def get(name):

@@ -24,7 +24,7 @@ import os
 
 from ._lib import lib
 from .errors import SafetensorError
-from .reader import SliceError, SliceStepError, plan_read
+from .slicing import SliceError, SliceStepError, plan_read
 
 _ELEMENT_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
                   "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,

@@ -12,9 +12,9 @@ from collections import deque
 
 from ._lib import GdunlockError
 from .checkpoint import Checkpoint
-from .reader import SliceError
-from .safe_open import (GROUP_READS, Target, _BITS, groupable, plan_tensor, submit_group,
-                        submit_plan)
+from .slicing import SliceError
+from .plans import GROUP_READS, groupable, plan_tensor, submit_group, submit_plan
+from .target import Target
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
 # Reads in flight at most, whatever their bytes: the tensors of a checkpoint
@@ -298,6 +298,24 @@ class WeightsIterator:
             pass
 
 
+def _rank_plan(t, dim, rank, world_size):
+    """The plan of rank's part of tensor t split world_size ways along dim
+    (all of it for dim None)."""
+    if dim is None:
+        return plan_tensor(t)
+    if isinstance(dim, bool) or not isinstance(dim, int) or \
+            not -len(t.shape) <= dim < len(t.shape):
+        raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", f"shard dimension {dim!r} for "
+                            f"{t.name} of shape {list(t.shape)}")
+    try:
+        return plan_tensor(t, rank_index(t.shape, dim % len(t.shape), rank, world_size))
+    except SliceError as e:
+        raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
+                            f"cannot shard {t.name} ({t.dtype}, {t.bits} bits, shape "
+                            f"{list(t.shape)}) {world_size} ways along dimension {dim}: "
+                            f"{e.message}") from None
+
+
 def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
                      memory_budget=DEFAULT_MEMORY_BUDGET, lenient=False, select=None,
                      progress=False):
@@ -344,26 +362,10 @@ def weights_iterator(files, device="cuda:0", rank=0, world_size=1, shard=None,
             items, skipped = [], 0
             for t in tensors:
                 if keep(t.name):
-                    items.append((source, t, plan_shard(t)))
+                    dim = rule(t.name, t.shape) if world_size > 1 else None
+                    items.append((source, t, _rank_plan(t, dim, rank, world_size)))
                 else:
                     skipped += 1
             yield items, skipped, k + 1 == count
-
-    def plan_shard(t):
-        """The plan of rank's part of t (all of it when not sharded)."""
-        dim = rule(t.name, t.shape) if world_size > 1 else None
-        if dim is None:
-            return plan_tensor(t)
-        if isinstance(dim, bool) or not isinstance(dim, int) or \
-                not -len(t.shape) <= dim < len(t.shape):
-            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT", f"shard dimension {dim!r} for "
-                                f"{t.name} of shape {list(t.shape)}")
-        try:
-            return plan_tensor(t, rank_index(t.shape, dim % len(t.shape), rank, world_size))
-        except SliceError as e:
-            raise GdunlockError("GDU_ST_ERR_INVALID_ARGUMENT",
-                                f"cannot shard {t.name} ({t.dtype}, {_BITS[t.dtype]} bits, shape "
-                                f"{list(t.shape)}) {world_size} ways along dimension {dim}: "
-                                f"{e.message}") from None
 
     return WeightsIterator(_expand(files), plan_files, target, memory_budget, progress)

@@ -1,13 +1,14 @@
 """The I/O engines a process keeps, one per target (host memory, each GPU):
 made by the first load that needs one and kept for the next, so that only
-the first pays for its worker threads and pinned staging (about 10 ms on the
-H200 machine: bench/results/2026-12-02-h200-first-rank-prepare.md).
+the first pays for its worker threads and pinned staging (what that costs:
+bench/results/2026-12-02-h200-first-rank-prepare.md).
 prepare() starts them ahead of the load, release_engines() frees them."""
 import ctypes
 import os
 import threading
 
 from ._lib import TARGET_HOST, StError, check, lib
+from .bool_words import env_bool
 from .checkpoint import parse_device
 
 
@@ -69,15 +70,14 @@ _start_queued = []  # torch modules start_with_cuda queued the start in
 
 def start_with_cuda(torch):
     """Has the engine of the process's GPU start while torch initializes
-    CUDA (at once when it has), as prepare() would: the start (about 6 ms on
-    the H200 machine) then overlaps CUDA's own, which takes far longer, and
+    CUDA (at once when it has), as prepare() would: the start then overlaps
+    CUDA's own, which takes far longer (the same report), and
     the first load finds the engine running. Only where one GPU is visible,
     so that the engine's device is known; once per torch; nothing with
     GDUNLOCK_PREPARE=0 or a torch without the hook (torch.cuda._lazy_call,
     which runs queued calls once CUDA is initialized, as
     torch.cuda.manual_seed does)."""
     lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
-    from .defaults import env_bool
     if not env_bool(os.environ, "GDUNLOCK_PREPARE", True) or lazy_call is None or \
             any(t is torch for t in _start_queued):
         return

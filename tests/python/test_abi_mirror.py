@@ -75,5 +75,28 @@ class AbiMirror(unittest.TestCase):
         self.assertEqual(sorted(set(_lib.MODULE_CODES) & statuses), [])
 
 
+
+class DtypeBitsTest(unittest.TestCase):
+    def test_tensor_info_carries_the_library_bits(self):
+        """Each tensor's bits per element come from the library's dtype
+        table (gdu_st_dtype_bits), the one the C loader checks sizes with:
+        Python keeps no copy of its own."""
+        from gdunlock.checkpoint import Checkpoint
+        want = {"BOOL": 8, "U8": 8, "F4": 4, "F8_E5M2": 8, "F8_E4M3": 8, "F16": 16, "BF16": 16,
+                "I32": 32, "F32": 32, "I64": 64, "F64": 64}
+        with Checkpoint(os.path.join(ROOT, "tests", "fixtures", "safetensors",
+                                     "small.safetensors")) as ckpt:
+            got = {t.dtype: t.bits for t in ckpt.tensors()}
+        self.assertEqual(got, want)
+
+    def test_every_dtype_name_has_the_library_bits(self):
+        from gdunlock.checkpoint import dtype_bits
+        for name, bits in (("F6_E2M3", 6), ("F6_E3M2", 6), ("F8_E8M0", 8), ("C64", 64),
+                           ("U64", 64)):
+            self.assertEqual(dtype_bits(name), bits, name)
+        with self.assertRaises(ValueError):
+            dtype_bits("F128")
+
+
 if __name__ == "__main__":
     unittest.main()

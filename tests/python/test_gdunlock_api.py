@@ -21,7 +21,7 @@ from _fixtures import FIX, SHARDED, SMALL, torch  # noqa: E402
 from _fixtures import reference as _reference  # noqa: E402
 
 import gdunlock  # noqa: E402
-from gdunlock import iterator, reader  # noqa: E402
+from gdunlock import iterator, plans, reader, slicing, target  # noqa: E402
 
 
 def setUpModule():
@@ -60,7 +60,7 @@ class PlanSliceTest(unittest.TestCase):
 
     def covered(self, shape, index):
         """The flat element indexes tensor[index] takes (pure Python)."""
-        items = reader._normalize(index, len(shape))
+        items = slicing.normalize(index, len(shape))
         per_dim, d = [], 0
         for item in items:
             if item is None:
@@ -92,7 +92,7 @@ class PlanSliceTest(unittest.TestCase):
                                            rng.choice([None, 1, 2])))
                 index = tuple(index)
                 try:
-                    runs, box, post = reader.plan_slice(shape, 32, index)
+                    runs, box, post = slicing.plan_slice(shape, 32, index)
                 except gdunlock.SliceError:  # an int into a dimension too small
                     continue
                 read = set()
@@ -111,7 +111,7 @@ class PlanSliceTest(unittest.TestCase):
                 total = 0
                 for rank in range(world):
                     index = iterator.rank_index(shape, dim, rank, world)
-                    runs, box, _ = reader.plan_slice(shape, 16, index)
+                    runs, box, _ = slicing.plan_slice(shape, 16, index)
                     total += sum(n for _, n in runs)
                     # Rows: one run; columns: one run per row.
                     self.assertEqual(len(runs), (1 if dim == 0 else shape[0]) if runs else 0)
@@ -126,7 +126,7 @@ class PlanSliceTest(unittest.TestCase):
         for _ in range(300):
             shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
             index = tuple(slice(rng.randint(0, n - 1), rng.randint(1, n) + n) for n in shape)
-            runs = reader.plan_slice(shape, 16, index)[0]
+            runs = slicing.plan_slice(shape, 16, index)[0]
             at, address = rng.randint(0, 1 << 20), 1 << 40
             counts, strides, nd, length = runs.box()
             self.assertIs(runs.box(), runs.box())  # made once per plan
@@ -144,20 +144,20 @@ class PlanSliceTest(unittest.TestCase):
         for index in (5, -6, (0, 0), (slice(None), slice(None, None, -1)),
                       (Ellipsis, Ellipsis, None)):
             with self.assertRaises(gdunlock.SliceError):
-                reader.plan_slice([5], 8, index)
-        self.assertEqual(reader.plan_slice([5], 8, (Ellipsis, Ellipsis))[0], [(0, 5)])
+                slicing.plan_slice([5], 8, index)
+        self.assertEqual(slicing.plan_slice([5], 8, (Ellipsis, Ellipsis))[0], [(0, 5)])
         with self.assertRaises(IndexError):  # SliceError is also an IndexError
-            reader.plan_slice([5], 8, 7)
+            slicing.plan_slice([5], 8, 7)
         for index in ([0, 1], (slice(None), [1]), 1.5):
             with self.assertRaises(TypeError):
-                reader.plan_slice([5, 2], 8, index)
-        self.assertEqual(reader.plan_slice([], 32, ())[0], [(0, 4)])
-        self.assertEqual(reader.plan_slice([], 32, Ellipsis)[0], [(0, 4)])
+                slicing.plan_slice([5, 2], 8, index)
+        self.assertEqual(slicing.plan_slice([], 32, ())[0], [(0, 4)])
+        self.assertEqual(slicing.plan_slice([], 32, Ellipsis)[0], [(0, 4)])
 
     def test_rank_index_is_torch_chunk(self):
         for n in (0, 1, 5, 8, 9):
             for world in (1, 2, 3, 4, 8):
-                parts = [reader.plan_slice([n], 8, iterator.rank_index([n], 0, r, world))[1][0]
+                parts = [slicing.plan_slice([n], 8, iterator.rank_index([n], 0, r, world))[1][0]
                          for r in range(world)]
                 size = math.ceil(n / world) if n else 0
                 want = [max(0, min(size, n - r * size)) for r in range(world)]
@@ -247,11 +247,10 @@ class RangeReaderTest(unittest.TestCase):
         out, neither can be placed twice, and one that no thread is
         allocating for (its thread stopped by an interrupt) is cancelled by
         the close instead of waited for."""
-        so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
         ref = file_bytes(SMALL)
         c = gdunlock.Checkpoint(SMALL)
         t = max(c.tensors(), key=lambda t: t.nbytes)
-        runs = so.plan_tensor(t, None).runs
+        runs = plans.plan_tensor(t, None).runs
         r = reader.RangeReader(gdunlock._lib.TARGET_HOST, 0)
         cancelled = r.submit_runs_deferred(c.file_ref(0), runs, t.file_offset)
         cancelled.cancel()
@@ -456,19 +455,15 @@ class SafeOpenTest(unittest.TestCase):
             gdunlock.safe_open(SMALL, "pt", device=999).get_tensor("scale")
         self.assertIn(ctx.exception.code, ("GDU_ST_ERR_NO_CUDA", "GDU_ST_ERR_ENGINE"))
 
-    def test_each_read_is_queued_before_its_memory(self):
-        """Every read is queued before torch is asked for its memory and
-        given it after, so that the allocation overlaps the engine's reads
-        (a process's first blocks cost 0.4-1.1 ms each on the H200): at
-        every point of the walk at least as many reads were queued as
-        allocated, and allocated as placed; a batch read ahead is queued
-        whole before its block is announced to torch's allocator. When the
-        allocation fails, the error reaches the caller and the read is
-        cancelled, nothing left out to hold the close."""
-        so = sys.modules["gdunlock.safe_open"]  # the module: gdunlock.safe_open is the class
-        events = []
-        real_queue, real_place, real_empty = (reader.RangeReader._queue, reader.RangeReader._place,
-                                              so.Target.empty)
+    def record_reads(self):
+        """From now on until the test ends, self.events records each read
+        queued, placed or cancelled, each allocation (Target.empty, which
+        self.no_memory makes fail) and each block announced (reserve);
+        small whole tensors read into host memory are not grouped (their
+        memory would come first: submit_group), as on a GPU."""
+        self.events = events = []
+        real_queue, real_place = reader.RangeReader._queue, reader.RangeReader._place
+        self.real_empty = target.Target.empty
 
         def queue(self, *args, **kw):
             events.append("queue")
@@ -478,78 +473,96 @@ class SafeOpenTest(unittest.TestCase):
             events.append("cancel" if address is None else "place")
             return real_place(self, pending, address)
 
-        def empty(self, *args, **kw):
-            events.append("empty")
-            return real_empty(self, *args, **kw)
+        for patcher in (mock.patch.object(reader.RangeReader, "_queue", queue),
+                        mock.patch.object(reader.RangeReader, "_place", place),
+                        mock.patch.object(plans, "GROUP_TENSOR", 0),
+                        mock.patch.object(target.Target, "empty",
+                                          lambda t, *a, **kw: self.recorded_empty(t, *a, **kw)),
+                        mock.patch.object(target.Target, "reserve",
+                                          lambda _, sizes: events.append("reserve"))):
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
-        def reserve(self, sizes):
-            events.append("reserve")
+    def recorded_empty(self, *args, **kw):
+        """Target.empty(*args), recorded."""
+        self.events.append("empty")
+        return self.real_empty(*args, **kw)
 
-        def no_memory(self, *args, **kw):
-            events.append("empty")
-            raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
+    def no_memory(self, *args, **kw):
+        """Target.empty(*args) failing for want of memory, recorded."""
+        self.events.append("empty")
+        raise gdunlock.GdunlockError("GDU_ST_ERR_DEVICE_MEMORY", "out of memory (test)")
 
+    def test_each_read_is_queued_before_its_memory(self):
+        """Every read is queued before torch is asked for its memory and
+        given it after, so that the allocation overlaps the engine's reads
+        (a process's first blocks come slowly from the driver:
+        bench/results/2026-12-04-h200-engine-trace.md): at every point of
+        the walk at least as many reads were queued as allocated, and
+        allocated as placed; a batch read ahead is queued whole before its
+        block is announced to torch's allocator."""
+        self.record_reads()
         ref = file_bytes(SMALL)
-        # (small whole tensors read into host memory go in groups, their
-        # memory first: submit_group; none here, as on a GPU)
-        with mock.patch.object(reader.RangeReader, "_queue", queue), \
-                mock.patch.object(reader.RangeReader, "_place", place), \
-                mock.patch.object(so, "GROUP_TENSOR", 0):
-            with mock.patch.object(so.Target, "empty", empty), \
-                    mock.patch.object(so.Target, "reserve", reserve):
-                with gdunlock.safe_open(SMALL, "pt") as f:
-                    for k in f.keys():
-                        self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
-            counts = {"queue": 0, "empty": 0, "place": 0}
-            for at, event in enumerate(events):
-                if event == "reserve":  # after its batch's reads, before their memory
-                    self.assertEqual((events[at - 1], events[at + 1]), ("queue", "empty"))
-                    continue
-                counts[event] += 1
-                self.assertGreaterEqual(counts["queue"], counts["empty"], events[:at + 1])
-                self.assertGreaterEqual(counts["empty"], counts["place"], events[:at + 1])
-            self.assertIn("reserve", events)
-            self.assertGreater(counts["queue"], 3)
-            self.assertEqual(counts["queue"], counts["place"])
-            events.clear()
-            with mock.patch.object(so.Target, "empty", no_memory):
-                f = gdunlock.safe_open(SMALL, "pt")
-                with self.assertRaises(gdunlock.GdunlockError) as ctx:
-                    f.get_tensor(f.keys()[0])
-                self.assertEqual(ctx.exception.code, "GDU_ST_ERR_DEVICE_MEMORY")
-                readers = list(f._readers.values())
-                self.assertTrue(readers)
-                for r in readers:
-                    self.assertEqual(len(r._pending), 0)
-                closer = threading.Thread(target=f.close)
-                closer.start()
-                closer.join(10)
-                self.assertFalse(closer.is_alive())
-            self.assertEqual(events, ["queue", "empty", "cancel"])
-            # the third allocation, inside the batch read ahead after the
-            # first tensor, fails: the reads queued after it are cancelled,
-            # the window closes, and every tensor still reads right
-            events.clear()
-            allocations = []
+        with gdunlock.safe_open(SMALL, "pt") as f:
+            for k in f.keys():
+                self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
+        events, counts = self.events, {"queue": 0, "empty": 0, "place": 0}
+        for at, event in enumerate(events):
+            if event == "reserve":  # after its batch's reads, before their memory
+                self.assertEqual((events[at - 1], events[at + 1]), ("queue", "empty"))
+                continue
+            counts[event] += 1
+            self.assertGreaterEqual(counts["queue"], counts["empty"], events[:at + 1])
+            self.assertGreaterEqual(counts["empty"], counts["place"], events[:at + 1])
+        self.assertIn("reserve", events)
+        self.assertGreater(counts["queue"], 3)
+        self.assertEqual(counts["queue"], counts["place"])
 
-            def third_fails(self, *args, **kw):
-                allocations.append(args)
-                if len(allocations) == 3:
-                    return no_memory(self, *args, **kw)
-                return empty(self, *args, **kw)
-            with mock.patch.object(so.Target, "empty", third_fails):
-                with gdunlock.safe_open(SMALL, "pt") as f:
-                    keys = f.keys()
-                    self.assertEqual(self.raw(f.get_tensor(keys[0])), ref[keys[0]][2])
-                    queued = events.count("queue")
-                    self.assertGreater(queued, 3, events)
-                    self.assertEqual(events.count("place") + events.count("cancel"), queued)
-                    self.assertEqual(events.count("place"), 2, events)
-                    self.assertEqual(f._window, 0)
-                    for r in f._readers.values():
-                        self.assertFalse(any(p.unplaced for p in r._pending))
-                    for k in keys:
-                        self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
+    def test_a_failed_allocation_cancels_its_read(self):
+        """The allocation's error reaches the caller and the read is
+        cancelled, nothing left out to hold the close."""
+        self.record_reads()
+        with mock.patch.object(target.Target, "empty",
+                               lambda t, *a, **kw: self.no_memory(t, *a, **kw)):
+            f = gdunlock.safe_open(SMALL, "pt")
+            with self.assertRaises(gdunlock.GdunlockError) as ctx:
+                f.get_tensor(f.keys()[0])
+            self.assertEqual(ctx.exception.code, "GDU_ST_ERR_DEVICE_MEMORY")
+            readers = list(f._readers.values())
+            self.assertTrue(readers)
+            for r in readers:
+                self.assertEqual(len(r._pending), 0)
+            closer = threading.Thread(target=f.close)
+            closer.start()
+            closer.join(10)
+            self.assertFalse(closer.is_alive())
+        self.assertEqual(self.events, ["queue", "empty", "cancel"])
+
+    def test_a_failed_allocation_ahead_closes_the_window(self):
+        """The third allocation, inside the batch read ahead after the
+        first tensor, fails: the reads queued after it are cancelled, the
+        window closes, and every tensor still reads right."""
+        self.record_reads()
+        ref, allocations, events = file_bytes(SMALL), [], self.events
+
+        def third_fails(*args, **kw):
+            allocations.append(args)
+            if len(allocations) == 3:
+                return self.no_memory(*args, **kw)
+            return self.recorded_empty(*args, **kw)
+        with mock.patch.object(target.Target, "empty", third_fails), \
+                gdunlock.safe_open(SMALL, "pt") as f:
+            keys = f.keys()
+            self.assertEqual(self.raw(f.get_tensor(keys[0])), ref[keys[0]][2])
+            queued = events.count("queue")
+            self.assertGreater(queued, 3, events)
+            self.assertEqual(events.count("place") + events.count("cancel"), queued)
+            self.assertEqual(events.count("place"), 2, events)
+            self.assertEqual(f._walk.window, 0)
+            for r in f._readers.values():
+                self.assertFalse(any(p.unplaced for p in r._pending))
+            for k in keys:
+                self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2], k)
 
     def test_slices_equal_indexing_the_whole(self):
         with tempfile.TemporaryDirectory() as d:
@@ -590,7 +603,7 @@ class SafeOpenTest(unittest.TestCase):
                 self.assertNotEqual(f.offset_keys(), f.keys())
                 for k in f.offset_keys():
                     self.assertEqual(self.raw(f.get_tensor(k)), ref[k][2])
-                self.assertGreater(f._window, 0)
+                self.assertGreater(f._walk.window, 0)
                 self.assertEqual(f.stats()["bytes_read"], sum(len(v[2]) for v in ref.values()))
             # Random order and several threads: every tensor right.
             with gdunlock.safe_open(path, "pt") as f:

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fixtures import torch  # noqa: E402
 
 import gdunlock  # noqa: E402
+from gdunlock.walk_memory import memory  # noqa: E402
 
 try:
     import numpy
@@ -194,9 +195,7 @@ class IndexFuzzTest(unittest.TestCase):
         except ImportError:
             self.skipTest("safetensors is not installed")
         # what other tests' walks taught the process must not predict these
-        module = sys.modules["gdunlock.safe_open"]
-        module._families_seen.clear()
-        module._splits_seen.clear()
+        memory.reset()
 
     def check(self, f, whole, name, index, log):
         """One request: f's slice of name at index against torch's; what

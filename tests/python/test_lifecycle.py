@@ -19,6 +19,7 @@ from test_loader_patterns import numbered_shards  # noqa: E402
 
 import gdunlock  # noqa: E402
 from gdunlock import serving  # noqa: E402
+from gdunlock.shards_ahead import registry  # noqa: E402
 
 EXIT_SECONDS = int(os.environ.get("T_EXIT", 30))  # a child that has not exited by then hangs
 
@@ -240,7 +241,7 @@ class NextShardTest(unittest.TestCase):
         rsync --inplace -t): the same device, inode, size and modification
         time, other bytes; its change time moved. The bytes read ahead
         before were returned."""
-        made_ahead = sys.modules["gdunlock.safe_open"]._made_ahead
+        made_ahead = registry.made
         with tempfile.TemporaryDirectory() as d:
             paths, _ = numbered_shards(d)
             with gdunlock.safe_open(paths[0], "pt", device="cpu", backend="pread") as f:
@@ -267,7 +268,6 @@ class NextShardTest(unittest.TestCase):
         header inside a request of this one, a cost that grows with the
         header: one larger than the bound is left to the caller's own open,
         which reads it as usual."""
-        so = sys.modules["gdunlock.safe_open"]
         with tempfile.TemporaryDirectory() as d:
             paths, _ = numbered_shards(d, n=2)
             many = {f"model.norms.{i}.weight": ("F32", [1], bytes(4)) for i in range(4000)}
@@ -277,7 +277,7 @@ class NextShardTest(unittest.TestCase):
             with gdunlock.safe_open(paths[0], "pt", device="cpu", backend="pread") as f:
                 for name in f.keys():
                     f.get_tensor(name)
-            self.assertEqual(so._made_ahead, {})
+            self.assertEqual(registry.made, {})
             with gdunlock.safe_open(paths[1], "pt", device="cpu", backend="pread") as f:
                 self.assertEqual(len(f.keys()), 4000)
                 self.assertEqual(f.get_tensor("model.norms.7.weight").tolist(), [0.0])

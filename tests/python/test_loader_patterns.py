@@ -17,8 +17,9 @@ from _fixtures import in_forked_child, torch  # noqa: E402
 from test_gdunlock_api import file_bytes, write_safetensors  # noqa: E402
 
 import gdunlock  # noqa: E402
-from gdunlock import reader  # noqa: E402
-from gdunlock.safe_open import natural_key  # noqa: E402
+from gdunlock import plans, reader, target, walk, walk_memory  # noqa: E402
+from gdunlock.shards_ahead import registry  # noqa: E402
+from gdunlock.walk_memory import memory, natural_key  # noqa: E402
 
 
 def setUpModule():
@@ -59,8 +60,7 @@ class SliceReadAheadTest(unittest.TestCase):
     def setUp(self):
         # what other tests' walks taught the process (the next shard is walked
         # as the last one was) must not predict this test's slices
-        sys.modules["gdunlock.safe_open"]._families_seen.clear()
-        sys.modules["gdunlock.safe_open"]._splits_seen.clear()
+        memory.reset()
 
     def test_slices_in_key_order_are_read_ahead(self):
         """A rank's rows of every 2-D tensor, in natural order: after the
@@ -115,14 +115,14 @@ class SliceReadAheadTest(unittest.TestCase):
                     self.assertTrue(torch.equal(got, values[name][rows(n, 3, 4)]), name)
                     want += got.numel() * 4
                     if name == "a.weight":  # a guess, within four times a's bytes
-                        self.assertEqual(sorted(f._ahead), ["b.weight", "c.weight", "d.weight"])
+                        self.assertEqual(sorted(f._walk.ahead), ["b.weight", "c.weight", "d.weight"])
                     if name == "b.weight":  # confirmed: c and d are on their way
-                        self.assertEqual(sorted(f._ahead), ["c.weight", "d.weight"])
+                        self.assertEqual(sorted(f._walk.ahead), ["c.weight", "d.weight"])
                 self.assertEqual(f.stats()["bytes_read"], want)  # e (1-D) not read
             with gdunlock.safe_open(path, "pt", device="cpu") as f:
                 f.get_slice("a.weight")[rows(64, 1, 2)]
                 f.get_slice("b.weight")[rows(40, 1, 2)]
-                self.assertIn("c.weight", f._ahead)
+                self.assertIn("c.weight", f._walk.ahead)
                 got = f.get_slice("c.weight")[:, rows(24, 0, 2)]  # read ahead as rows
                 self.assertTrue(torch.equal(got, values["c.weight"][:, rows(24, 0, 2)]))
 
@@ -173,7 +173,7 @@ class SliceReadAheadTest(unittest.TestCase):
             write_safetensors(path, tensors)
             with gdunlock.safe_open(path, "pt", device="cpu") as f:
                 f.get_slice("a.weight")[rows(8, 1, 2)]
-                self.assertEqual(f._ahead, {})
+                self.assertEqual(len(f._walk.ahead), 0)
                 self.assertEqual(f.stats()["bytes_read"], 4 * 4 * 4)
                 got = f.get_slice("b.weight")[rows(4096, 1, 2)]
                 self.assertTrue(torch.equal(got, values["b.weight"][rows(4096, 1, 2)]))
@@ -184,16 +184,15 @@ class SliceReadAheadTest(unittest.TestCase):
         one more than the window has room for (the first window, 64 MiB,
         bounds the 8-way benchmark's guess, and took the next layer's
         first part in the runs measured)."""
-        module = sys.modules["gdunlock.safe_open"]
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
             values = layered(path, layers=2)  # q_proj [64, 48], o_proj [48, 64]
             o = "model.layers.0.self_attn.o_proj.weight"
             q = "model.layers.0.self_attn.q_proj.weight"
-            with mock.patch.object(module, "_FIRST_WINDOW", 1000), \
+            with mock.patch.object(walk, "FIRST_WINDOW", 1000), \
                     gdunlock.safe_open(path, "pt", device="cpu") as f:
                 f.get_slice(o)[rows(48, 1, 4)]  # 12 rows, 3072 bytes: a guess of 12288
-                self.assertIn(q, f._ahead)  # 16 rows, 3072 bytes: past the window's 1000
+                self.assertIn(q, f._walk.ahead)  # 16 rows, 3072 bytes: past the window's 1000
                 self.assertTrue(torch.equal(f.get_slice(q)[rows(64, 1, 4)],
                                             values[q][rows(64, 1, 4)]))
 
@@ -209,7 +208,7 @@ class SliceReadAheadTest(unittest.TestCase):
                 f.get_slice(q)[:16]
             with gdunlock.safe_open(second, "pt", device="cpu") as f:
                 f.get_slice(o)[:16]  # q_proj comes next: this file has not seen its family
-                self.assertIn(q, f._ahead)
+                self.assertIn(q, f._walk.ahead)
                 self.assertTrue(torch.equal(f.get_slice(q)[:16], values[q][:16]))
 
     def test_a_walk_that_contradicts_the_last_shards_yields(self):
@@ -241,11 +240,10 @@ class SliceReadAheadTest(unittest.TestCase):
         step without the natural order, which is not worked out (the first
         rank of a process sorted every shard's names so, for nothing), and
         each byte is read once. A walk in natural order then finds it."""
-        module = sys.modules["gdunlock.safe_open"]
-        module._orders_of_names.clear()  # another test's opens of these names
+        memory.reset()  # another test's opens of these names
         calls = []
         with tempfile.TemporaryDirectory() as d, \
-                mock.patch.object(module, "natural_key",
+                mock.patch.object(walk_memory, "natural_key",
                                   lambda name: (calls.append(name), natural_key(name))[1]):
             path = os.path.join(d, "m.safetensors")
             values = layered(path, layers=12)
@@ -259,7 +257,7 @@ class SliceReadAheadTest(unittest.TestCase):
                     self.assertEqual(f.stats()["bytes_read"],
                                      sum(values[k][cuts[k]].numel() * 4 for k in wanted))
                     self.assertLess(f.stats()["requests"], 2 * len(wanted))
-                    self.assertGreater(f._window, 0)
+                    self.assertGreater(f._walk.window, 0)
                 if order is sorted:
                     self.assertEqual(calls, [])
             self.assertNotEqual(calls, [])
@@ -280,7 +278,7 @@ class SliceReadAheadTest(unittest.TestCase):
                     self.assertTrue(torch.equal(t, values[k]), k)
                 self.assertEqual(f.stats()["bytes_read"],
                                  sum(v.numel() * 4 for v in values.values()))
-                self.assertGreater(f._window, 0)
+                self.assertGreater(f._walk.window, 0)
 
     def test_every_rank_of_each_tensor_is_read_ahead(self):
         """A process that holds every rank asks each tensor for all 4 ranks'
@@ -293,8 +291,7 @@ class SliceReadAheadTest(unittest.TestCase):
         (Predicting one index per family read 7 of each tensor's 8 slices
         only when asked; a family learned from the last shard kept only its
         first index and read the other 7 twice.)"""
-        module = sys.modules["gdunlock.safe_open"]
-        submitted, queue = [], module.queue_plan
+        submitted, queue = [], plans.queue_plan
 
         def recording(reader_, source, info, plan):
             submitted.append((source.path, info.name, plan))
@@ -309,7 +306,7 @@ class SliceReadAheadTest(unittest.TestCase):
             for shard in ("a", "b"):
                 path = os.path.join(d, f"{shard}.safetensors")
                 values, want = layered(path, layers=4), 0
-                with mock.patch.object(module, "queue_plan", recording), \
+                with mock.patch.object(plans, "queue_plan", recording), \
                         gdunlock.safe_open(path, "pt", device="cpu") as f:
                     for k in sorted(f.keys(), key=natural_key):
                         shape = f.get_slice(k).get_shape()
@@ -318,7 +315,7 @@ class SliceReadAheadTest(unittest.TestCase):
                         for dim in (0, 1):
                             for rank in range(4):
                                 index = part(shape, dim, rank)
-                                plan = module.plan_tensor(f._infos[k], index)
+                                plan = plans.plan_tensor(f._infos[k], index)
                                 first = not want or (shard == "a" and ".layers.0." in k)
                                 if not first and (path, k, plan) not in submitted:
                                     late.append((shard, k, dim, rank))
@@ -376,17 +373,17 @@ class SliceReadAheadTest(unittest.TestCase):
         the family remembers a bounded number of them, so planning stays
         linear in the requests (each index planned a bounded number of
         times), and every row is right."""
-        module = sys.modules["gdunlock.safe_open"]
-        plans, plan_tensor = [0], module.plan_tensor
+        made, plan_tensor = [0], plans.plan_tensor
 
         def counting(info, index=None):
-            plans[0] += 1
+            made[0] += 1
             return plan_tensor(info, index)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.safetensors")
             values = layered(path, layers=3, rows=512, cols=4)
             asked = 0
-            with mock.patch.object(module, "plan_tensor", counting), \
+            with mock.patch.object(walk, "plan_tensor", counting), \
+                    mock.patch.object(sys.modules["gdunlock.safe_open"], "plan_tensor", counting), \
                     gdunlock.safe_open(path, "pt", device="cpu") as f:
                 for i in range(3):
                     k = f"model.layers.{i}.self_attn.q_proj.weight"
@@ -394,7 +391,7 @@ class SliceReadAheadTest(unittest.TestCase):
                     for r in range(512):
                         self.assertTrue(torch.equal(s[r], values[k][r]), (k, r))
                         asked += 1
-            self.assertLess(plans[0], 16 * asked)
+            self.assertLess(made[0], 16 * asked)
 
     def test_columns_are_one_request_per_slice(self):
         with tempfile.TemporaryDirectory() as d:
@@ -436,8 +433,7 @@ class SliceReadAheadTest(unittest.TestCase):
         each family, asked in it the first time, is asked as predicted
         does not send the read-ahead back over the keys of the file (it
         did, once a family: 182 looks at 48 keys, now 47)."""
-        module = sys.modules["gdunlock.safe_open"]
-        looks, predict = [0], module.safe_open._predict
+        looks, predict = [0], walk.Walk.predict
 
         def counting(self_, name):
             looks[0] += 1
@@ -450,7 +446,7 @@ class SliceReadAheadTest(unittest.TestCase):
                 write_safetensors(path, {f"model.layers.{i}.{n}": ("F32", [16, 8], bytes(512))
                                          for i in range(6) for n in families})
                 looks[0] = 0
-                with mock.patch.object(module.safe_open, "_predict", counting), \
+                with mock.patch.object(walk.Walk, "predict", counting), \
                         gdunlock.safe_open(path, "pt", device="cpu") as f:
                     for k in sorted(f.keys(), key=natural_key):
                         self.assertEqual(f.get_slice(k)[4:8].shape, (4, 8))
@@ -489,31 +485,25 @@ class ShardWalks:
     left opened ahead given back."""
 
     def setUp(self):
-        self.module = sys.modules["gdunlock.safe_open"]
-        self.module._families_seen.clear()
-        self.module._splits_seen.clear()
+        memory.reset()
         self.give_back()
         self.addCleanup(self.give_back)
 
     def give_back(self):
-        with self.module._ahead_lock:
-            made = list(self.module._made_ahead.values())
-            self.module._made_ahead.clear()
-        for f, _, _ in made:
-            f.close()
+        registry.give_back_all()
 
     def keeping(self):
-        """A patch of _keep_made_ahead that records each safe_open made
+        """A patch of registry.keep that records each safe_open made
         ahead in self.kept (real path -> it), so that a check finds it
         also once it was given back: with a short wait that can happen
         before the walk that made it ends, on a busy machine."""
         self.kept = {}
-        keep = self.module._keep_made_ahead
+        keep = registry.keep
 
-        def record(key, made, stat):
+        def record(key, made, stat, lenient):
             self.kept[key] = made
-            return keep(key, made, stat)
-        return mock.patch.object(self.module, "_keep_made_ahead", record)
+            return keep(key, made, stat, lenient)
+        return mock.patch.object(registry, "keep", record)
 
     def given_back_in_time(self, path):
         """Whether the safe_open of path made ahead (recorded by keeping())
@@ -525,7 +515,7 @@ class ShardWalks:
             if made._closed:
                 break
             threading.Event().wait(0.01)
-        return made._closed and not self.module._made_ahead
+        return made._closed and not registry.made
 
     def walk(self, f, values, rank, world):
         """rank's rows of every 2-D tensor of f, checked; their bytes."""
@@ -568,8 +558,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         """Once the walk has queued this shard's last reads and passed a
         quarter of its keys (every family of a layer seen), the next shard
         is opened ahead: at the middle, as before, the engine ran dry while
-        the caller opened it (on the H200, 1-1.5 ms of an 8-way first
-        rank)."""
+        the caller opened it (bench/results/2026-12-04-h200-engine-trace.md)."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d, layers=4)
             with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
@@ -578,10 +567,10 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
                     shape = f.get_slice(k).get_shape()
                     if len(shape) == 2:
                         f.get_slice(k)[rows(shape[0], 1, 4)]
-                    if 4 * f._next >= len(keys):
+                    if 4 * f._walk.next >= len(keys):
                         break
-                self.assertLess(2 * f._next, len(keys))
-                self.assertIn(os.path.realpath(paths[1]), self.module._made_ahead)
+                self.assertLess(2 * f._walk.next, len(keys))
+                self.assertIn(os.path.realpath(paths[1]), registry.made)
 
     def test_shards_linked_as_the_hub_cache_links_them(self):
         """huggingface_hub's cache names the shards in a snapshot folder,
@@ -618,12 +607,12 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
             paths, values = numbered_shards(d)
             with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                 self.walk(f, values, 0, 2)
-            made = self.module._made_ahead[os.path.realpath(paths[1])][0]
+            made = registry.made[os.path.realpath(paths[1])][0]
             gdunlock.safe_open(paths[2], "pt", device="cpu").close()
-            self.assertEqual(self.module._made_ahead, {})
+            self.assertEqual(registry.made, {})
             self.assertTrue(made._closed)
             self.assertEqual(made._readers, {})
-            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05), self.keeping():
+            with mock.patch.object(registry, "wait_s", 0.05), self.keeping():
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 1, 2)
                 self.assertTrue(self.given_back_in_time(paths[1]))
@@ -649,7 +638,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         its own, and is given back in time. The child runs under alarm()."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
-            with mock.patch.object(self.module, "_NEXT_FILE_WAIT", 0.05):
+            with mock.patch.object(registry, "wait_s", 0.05):
                 with self.keeping(), gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 0, 2)
                 self.assertIn(os.path.realpath(paths[1]), self.kept)
@@ -671,7 +660,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
             paths, values = numbered_shards(d)
             with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                 self.walk(f, values, 0, 2)
-            self.assertIn(os.path.realpath(paths[1]), self.module._made_ahead)
+            self.assertIn(os.path.realpath(paths[1]), registry.made)
             with tempfile.TemporaryDirectory() as other:
                 _, new = numbered_shards(other)
                 new = {k: v + 0.5 for k, v in new.items()}
@@ -689,18 +678,18 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
         """Whatever goes wrong while the next shard is read ahead, the
         request of this file that set it off returns its tensor, and the
         next shard opens and reads as usual."""
-        read_ahead = self.module.safe_open._read_ahead
+        fill = walk.Walk.fill
 
-        def failing(self_, batch, sizes=None):
-            if not self_._counted:  # the file opened ahead, not one the caller holds
+        def failing(self_, dropped):
+            if self_.last is None and self_.next_file_tried:  # the walk of a file opened ahead
                 raise RuntimeError("injected")
-            return read_ahead(self_, batch, sizes)
+            return fill(self_, dropped)
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d)
-            with mock.patch.object(self.module.safe_open, "_read_ahead", failing):
+            with mock.patch.object(walk.Walk, "fill", failing):
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 0, 2)
-            self.assertEqual(self.module._made_ahead, {})
+            self.assertEqual(registry.made, {})
             with gdunlock.safe_open(paths[1], "pt", device="cpu") as f:
                 want = self.walk(f, values, 0, 2)
                 self.assertEqual(f.stats()["bytes_read"], want)
@@ -711,7 +700,7 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
             with gdunlock.safe_open(paths[1], "pt", device="cpu") as held:
                 with gdunlock.safe_open(paths[0], "pt", device="cpu") as f:
                     self.walk(f, values, 0, 2)
-                self.assertEqual(self.module._made_ahead, {})
+                self.assertEqual(registry.made, {})
                 want = self.walk(held, values, 0, 2)
                 self.assertEqual(held.stats()["bytes_read"], want)
 
@@ -719,7 +708,8 @@ class NextShardReadAheadTest(ShardWalks, unittest.TestCase):
 @unittest.skipIf(torch is None, "torch is not installed")
 class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
     """torch's caching allocator asks the driver for each block it lacks
-    (about 0.1 ms a block on the H200), and one tensor at a time it asked
+    (bench/results/2026-12-02-h200-alloc-and-blocking-sync.md has what each
+    costs), and one tensor at a time it asked
     dozens of times a rank: reads ahead announce the bytes they are about
     to allocate (Target.reserve), and on a GPU one block then serves the
     batch (tests/gpu/load_api.py counts the blocks). Here the announcements
@@ -728,11 +718,11 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
     def setUp(self):
         super().setUp()
         self.events = []
-        real = self.module.Target.empty
+        real = target.Target.empty
         for name, fn in (("reserve", lambda t, n: self.events.append(("reserve", n))),
                          ("empty", lambda t, n, *typed: (self.events.append(("empty", n)),
                                                          real(t, n, *typed))[1])):
-            patcher = mock.patch.object(self.module.Target, name, fn, create=True)
+            patcher = mock.patch.object(target.Target, name, fn, create=True)
             patcher.start()
             self.addCleanup(patcher.stop)
 
@@ -768,7 +758,8 @@ class ReadsAheadAnnounceTheirMemoryTest(ShardWalks, unittest.TestCase):
         once the split is confirmed, its parts of every key left are
         announced with the batch, in the order they are then allocated, and
         no batch after it announces again: one block for the file, where a
-        block a batch cost a first rank on the H200 about 0.1-0.4 ms each."""
+        block a batch cost a first rank a driver call each
+        (bench/results/2026-12-04-h200-split-reserve.md)."""
         with tempfile.TemporaryDirectory() as d:
             paths, values = numbered_shards(d, n=1, layers=8)
             with gdunlock.safe_open(paths[0], "pt", device="cpu",
@@ -810,33 +801,37 @@ class ReserveBlockTest(unittest.TestCase):
 
         fake = mock.Mock(uint8="u8", cuda=Cuda)
         fake.empty.side_effect = lambda n, dtype, device: made.append(n)
-        target = sys.modules["gdunlock.safe_open"].Target.__new__(sys.modules["gdunlock.safe_open"].Target)
-        target.torch, target.device, target._reserving = fake, "cuda:0", True
+        gpu = target.Target.__new__(target.Target)
+        gpu.torch, gpu.device, gpu._reserving = fake, "cuda:0", True
         mib = 1 << 20
-        target.reserve([mib, mib + 1, 40 * mib, 4096])
+        gpu.reserve([mib, mib + 1, 40 * mib, 4096])
         self.assertEqual(made, [mib + 512 + 40 * mib])
-        target.reserve([30 * mib, 1000, mib])
-        target.reserve([mib] * 64)
+        gpu.reserve([30 * mib, 1000, mib])
+        gpu.reserve([mib] * 64)
         self.assertEqual(len(made), 1)
         Cuda.free = 80 * mib
-        target.reserve([41 * mib])
+        gpu.reserve([41 * mib])
         self.assertEqual(len(made), 1)
-        target._reserving = False
+        gpu._reserving = False
         Cuda.free = 1 << 40
-        target.reserve([41 * mib])
+        gpu.reserve([41 * mib])
         self.assertEqual(len(made), 1)
 
 
 class SideStreamTest(unittest.TestCase):
-    def test_a_side_stream_is_waited_for_and_the_default_one_costs_no_stream_object(self):
-        """Target.empty makes a caller's side stream finish before the
-        engine writes the memory (its streams do not wait for that one). The
-        current stream is read by id, as torch reads it, so that a result on
-        the default stream makes no Stream object (a few microseconds each,
-        a hundred results a rank); a torch without that reader compares
-        Stream objects."""
-        module = sys.modules["gdunlock.safe_open"]
-        synced, asked = [], []
+    """Target.empty makes a caller's side stream finish before the engine
+    writes the memory (its streams do not wait for that one). The current
+    stream is read by id, as torch reads it, so that a result on the
+    default stream makes no Stream object (every result is allocated
+    there); a torch without that reader compares Stream objects."""
+
+    def setUp(self):
+        self.synced, self.asked, self.current = [], [], 0
+
+    def gpu(self, id_reader):
+        """A Target of cuda:3 over a fake torch whose current stream is
+        self.current, with torch._C's reader of its id or without."""
+        test = self
 
         class Stream:
             def __init__(self, stream_id):
@@ -846,9 +841,7 @@ class SideStreamTest(unittest.TestCase):
                 return self.stream_id == other.stream_id
 
             def synchronize(self):
-                synced.append(self.stream_id)
-
-        current = [0]
+                test.synced.append(self.stream_id)
 
         class Cuda:
             @staticmethod
@@ -857,40 +850,37 @@ class SideStreamTest(unittest.TestCase):
 
             @staticmethod
             def current_stream(device):
-                asked.append(device)
-                return Stream(current[0])
+                test.asked.append(device)
+                return Stream(test.current)
 
         class C:
             @staticmethod
             def _cuda_getCurrentStream(ordinal):
-                self.assertEqual(ordinal, 3)
-                return (current[0], ordinal, 1)
+                test.assertEqual(ordinal, 3)
+                return (test.current, ordinal, 1)
 
-        def target_on(fake_torch):
-            target = module.Target.__new__(module.Target)
-            target.torch, target.target, target.device, target.ordinal = \
-                fake_torch, module.TARGET_GPU, "cuda:3", 3
-            target._streams = None
-            return target
+        gpu = target.Target.__new__(target.Target)
+        gpu.torch = mock.Mock(cuda=Cuda, _C=C if id_reader else object(), uint8="u8")
+        gpu.target, gpu.device, gpu.ordinal, gpu._streams = \
+            gdunlock._lib.TARGET_GPU, "cuda:3", 3, None
+        return gpu
 
-        fake = mock.Mock(cuda=Cuda, _C=C, uint8="u8")
-        target = target_on(fake)
+    def test_the_default_stream_costs_no_stream_object(self):
+        gpu = self.gpu(id_reader=True)
         for _ in range(3):
-            target.empty(64)
-        self.assertEqual((synced, asked), ([], []))
-        current[0] = 7
-        target.empty(64)
-        self.assertEqual((synced, asked), ([7], ["cuda:3"]))
+            gpu.empty(64)
+        self.assertEqual((self.synced, self.asked), ([], []))
+        self.current = 7
+        gpu.empty(64)
+        self.assertEqual((self.synced, self.asked), ([7], ["cuda:3"]))
 
-        synced.clear()
-        asked.clear()
-        target = target_on(mock.Mock(cuda=Cuda, _C=object(), uint8="u8"))
-        current[0] = 0
-        target.empty(64)
-        self.assertEqual(synced, [])
-        current[0] = 5
-        target.empty(64)
-        self.assertEqual(synced, [5])
+    def test_without_the_id_reader_streams_are_compared(self):
+        gpu = self.gpu(id_reader=False)
+        gpu.empty(64)
+        self.assertEqual(self.synced, [])
+        self.current = 5
+        gpu.empty(64)
+        self.assertEqual(self.synced, [5])
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
@@ -901,12 +891,12 @@ class DtypeTorchLacksTest(unittest.TestCase):
         strided view of int16 cannot be viewed as bytes)."""
         from gdunlock import torch_bridge
         real = torch_bridge.torch_dtype
-        module = sys.modules["gdunlock.safe_open"]
         t = torch.arange(48 * 10, dtype=torch.float16).reshape(48, 10)
+        plans.forget()
+        self.addCleanup(plans.forget)
         with tempfile.TemporaryDirectory() as d, \
                 mock.patch.object(torch_bridge, "torch_dtype",
-                                  lambda name: None if name == "F16" else real(name)), \
-                mock.patch.dict(module._box_dtypes, clear=True):
+                                  lambda name: None if name == "F16" else real(name)):
             path = os.path.join(d, "m.safetensors")
             write_safetensors(path, {"w": ("F16", [48, 10], t.numpy().tobytes())})
             with gdunlock.safe_open(path, "pt", device="cpu") as f:
