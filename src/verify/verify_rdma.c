@@ -1,5 +1,7 @@
 #include "verify/verify_rdma.h"
 
+#include "util/text.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -74,18 +76,19 @@ void gdu_verify_rdma(const char *library, gdu_verify_rdma_result *out)
 {
     memset(out, 0, sizeof *out);
     const char *env = getenv("GDUNLOCK_IBVERBS");
-    snprintf(out->library, sizeof out->library, "%s",
-             library != NULL         ? library
-             : env != NULL && env[0] ? env
-                                     : "libibverbs.so.1");
-    void *lib = dlopen(out->library, RTLD_NOW | RTLD_LOCAL);
+    const char *path = library != NULL ? library : env != NULL && env[0] ? env : "libibverbs.so.1";
+    /* The whole path is loaded; only its shown name is bounded, keeping
+     * where it lies and what it is. */
+    gdu_text_shorten(path, sizeof out->library - 1, out->library, sizeof out->library);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
-        const char *why = dlerror();
+        const char *error = dlerror();
+        char why[160];
+        gdu_text_shorten(error != NULL ? error : "not found", sizeof why - 1, why, sizeof why);
         refuse(out, GDU_VERIFY_RDMA_NO_LIBRARY,
                "install rdma-core's verbs library and the adapter's provider (apt-get install "
                "libibverbs1 ibverbs-providers)",
-               "the verbs library %s cannot be loaded (%s)", out->library,
-               why != NULL ? why : "not found");
+               "the verbs library %s cannot be loaded (%s)", out->library, why);
         return;
     }
     list_devices(lib, out);

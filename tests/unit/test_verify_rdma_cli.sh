@@ -25,6 +25,13 @@ PY
 check "no verbs library" no-verbs-library "/nonexistent/libibverbs.so.1 cannot be loaded" \
   GDUNLOCK_IBVERBS=/nonexistent/libibverbs.so.1
 check "no RDMA device" no-rdma-device "no RDMA device" GDUNLOCK_IBVERBS="$fake" FAKE_IBV_DEVICES=
+# A verbs library in a folder longer than any name buffer is still loaded.
+top=$(mktemp -d)
+long="$top/a folder with a space $(printf 'p%.0s' $(seq 150))/$(printf 'q%.0s' $(seq 150))"
+mkdir -p "$long"
+ln -s "$fake" "$long/libibverbs.so.1"
+check "a long path" no-rdma-device "no RDMA device" GDUNLOCK_IBVERBS="$long/libibverbs.so.1" FAKE_IBV_DEVICES=
+rm -rf "$top"
 check "a device" rdma-loopback-not-built "found 2 RDMA device(s)" \
   GDUNLOCK_IBVERBS="$fake" FAKE_IBV_DEVICES=mlx5_0,mlx5_1
 # A PATH with --rdma, and neither: usage errors.
