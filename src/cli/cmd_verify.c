@@ -184,6 +184,13 @@ static json_t *rdma_json(const gdu_verify_rdma_result *r, int gpu)
         r->device, "port", r->port, "link_layer", r->link_layer, "lid", (int)r->lid, "gid_index",
         r->gid_index, "gpu", "index", gpu, "name", r->gpu_name, "pci", r->gpu_pci, "route",
         r->route, "size", (json_int_t)r->size, "bytes_compared", (json_int_t)r->bytes_compared);
+    json_t *devices = json_array();
+    for (int i = 0; devices != NULL && i < r->n_devices; i++)
+        json_array_append_new(devices, json_string(r->devices[i]));
+    if (doc != NULL)
+        json_object_set_new(doc, "devices", devices ? devices : json_null());
+    else
+        json_decref(devices);
     if (doc != NULL && r->outcome == GDU_VERIFY_RDMA_MISMATCH)
         json_object_set_new(doc, "mismatch",
                             json_pack("{s:I, s:i, s:i}", "offset", (json_int_t)r->mismatch_offset,

@@ -74,6 +74,7 @@ d = json.loads(sys.argv[1])
 assert d["schema"] == "gdunlock-verify-rdma/1" and d["exit_code"] == 0, d
 assert d["verdict"] == "PASS" and d["size"] == d["bytes_compared"] == 1048576, d
 assert d["device"] == "mlx5_0" and d["port"] == 1 and d["route"].startswith("peer memory"), d
+assert d["devices"] == ["mlx5_0", "mlx5_1"], d
 PY
 }
 passes "InfiniBand" "adapter  mlx5_0 port 1, InfiniBand, LID 7"
