@@ -164,6 +164,20 @@ static int port_address(gdu_verify_rdma_run *run)
     return 0;
 }
 
+/* One work request moves the whole buffer: it must fit the port's largest
+ * message and a scatter entry's 32-bit length. */
+static int message_fits(gdu_verify_rdma_run *run)
+{
+    const gdu_verify_rdma_result *r = run->r;
+    uint64_t largest = run->port_attr.max_msg_sz != 0 ? run->port_attr.max_msg_sz : UINT32_MAX;
+    if (r->size <= largest)
+        return 0;
+    return gdu_verify_rdma_step_failed(run, "give a smaller --size",
+                                       "--size %zu exceeds %s port %d's largest message (%llu "
+                                       "bytes)",
+                                       r->size, r->device, r->port, (unsigned long long)largest);
+}
+
 /* The GPU, its primary context current, and a zeroed buffer of size bytes. */
 static int setup_gpu(gdu_verify_rdma_run *run)
 {
@@ -219,7 +233,7 @@ static void run_with(const gdu_ibv *ibv, const gdu_verify_rdma_options *opts,
         return;
     int rc = open_port(&run, list, n);
     ibv->ibv_free_device_list(list); /* an open device outlives the list */
-    if (rc == 0 && port_address(&run) == 0 && setup_gpu(&run) == 0)
+    if (rc == 0 && port_address(&run) == 0 && message_fits(&run) == 0 && setup_gpu(&run) == 0)
         gdu_verify_rdma_loopback(&run);
     release(&run);
 }

@@ -42,6 +42,10 @@ refuses "no active port" no-active-port "no RDMA device has an active port (mlx5
   FAKE_IBV_PORT=down
 extra=(--gpu 3)
 refuses "no such GPU" no-gpu "GPU 3 does not exist (1 visible)"
+# One work request moves the buffer: more than the port's largest message is refused.
+extra=(--size 2GiB)
+refuses "a message too large" rdma-step-failed \
+  "--size 2147483648 exceeds mlx5_0 port 1's largest message (1073741824 bytes)"
 extra=()
 # Each step that fails is named, with its errno where the call gives one.
 refuses "open_device" no-active-port "mlx5_1: ibv_open_device: No such device" FAKE_IBV_FAIL=open_device
