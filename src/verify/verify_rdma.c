@@ -202,6 +202,9 @@ static int setup_gpu(gdu_verify_rdma_run *run)
                                            "GPU %d: %s", run->opts->gpu, why);
     run->cu->cuDeviceGetName(r->gpu_name, (int)sizeof r->gpu_name, run->primary.dev);
     run->cu->cuDeviceGetPCIBusId(r->gpu_pci, (int)sizeof r->gpu_pci, run->primary.dev);
+    /* A GeForce reads 0 here unless the shim answers (gdunlock run --rdma). */
+    run->cu->cuDeviceGetAttribute(&r->gpu_direct_rdma, GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED,
+                                  run->primary.dev);
     int rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, GDU_VERIFY_MEM_CUMEMALLOC, r->size,
                                      &run->gpu, why, sizeof why);
     if (rc == 0 && (cr = run->cu->cuMemsetD8(run->gpu.ptr, 0, r->size)) != GDU_CUDA_SUCCESS)

@@ -43,7 +43,8 @@ typedef struct gdu_verify_rdma_result {
     int gid_index; /* -1: no GRH (InfiniBand with a LID) */
     char gpu_name[128];
     char gpu_pci[32];
-    const char *route; /* how the adapter reached GPU memory */
+    int gpu_direct_rdma; /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, as this process reads it */
+    const char *route;   /* how the adapter reached GPU memory */
     size_t size;
     uint64_t bytes_compared;
     uint64_t mismatch_offset; /* MISMATCH: the first byte that differs */

@@ -33,6 +33,23 @@ static const char route_peer_memory[] =
 /* errno after a call that returns NULL; never 0 (a provider may not set it). */
 static int errno_or(int fallback) { return errno != 0 ? errno : fallback; }
 
+/* What lets ibv_reg_mr pin the range: for host memory the locked-memory
+ * limit; for GPU memory a peer-memory client, and on a GPU that denies
+ * GPUDirect RDMA (attribute 116 reads 0) the shim's answers first. */
+static const char *reg_fix(const gdu_verify_rdma_run *run, bool gpu)
+{
+    if (!gpu)
+        return "raise the locked-memory limit (ulimit -l unlimited, or memlock in "
+               "/etc/security/limits.conf), or give a smaller --size";
+    if (run->r->gpu_direct_rdma)
+        return "ibv_reg_mr on GPU memory needs a peer-memory client: load nvidia-peermem (it "
+               "loads only against MLNX_OFED's ib_core); 'gdunlock doctor' names what blocks "
+               "the route";
+    return "this GPU reports no GPUDirect RDMA (CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED "
+           "= 0, as a GeForce does): run it under 'gdunlock run --rdma -- gdunlock verify "
+           "--rdma', with nvidia-peermem loaded; 'gdunlock doctor' names what blocks the route";
+}
+
 static gdu_ibv_mr *reg(gdu_verify_rdma_run *run, void *addr, int access, const char *what)
 {
     errno = 0;
@@ -40,16 +57,9 @@ static gdu_ibv_mr *reg(gdu_verify_rdma_run *run, void *addr, int access, const c
     if (mr == NULL) {
         int err = errno_or(EINVAL);
         bool gpu = addr == (void *)(uintptr_t)run->gpu.ptr;
-        gdu_verify_rdma_step_failed(
-            run,
-            gpu ? "ibv_reg_mr on GPU memory needs a peer-memory client: load nvidia-peermem "
-                  "(it loads only against MLNX_OFED's ib_core); on a GeForce run this under "
-                  "'gdunlock run --rdma -- gdunlock verify --rdma'; 'gdunlock doctor' names "
-                  "what blocks the route"
-                : "raise the locked-memory limit (ulimit -l unlimited, or memlock in "
-                  "/etc/security/limits.conf)",
-            "ibv_reg_mr (%s) of %zu bytes failed: %s (errno %d)", what, run->r->size, strerror(err),
-            err);
+        gdu_verify_rdma_step_failed(run, reg_fix(run, gpu),
+                                    "ibv_reg_mr (%s) of %zu bytes failed: %s (errno %d)", what,
+                                    run->r->size, strerror(err), err);
     }
     return mr;
 }

@@ -52,6 +52,12 @@ refuses "open_device" no-active-port "mlx5_1: ibv_open_device: No such device" F
 refuses "alloc_pd" rdma-step-failed "ibv_alloc_pd failed: Cannot allocate memory" FAKE_IBV_FAIL=alloc_pd
 refuses "reg_mr" rdma-step-failed "ibv_reg_mr (GPU buffer) of 65536 bytes failed: Bad address (errno 14)" \
   FAKE_IBV_FAIL=reg_mr
+# Its fix follows what the GPU reports: a GeForce (attribute 116 reads 0)
+# needs the shim's answers; a GPU that reports GPUDirect RDMA, a peer-memory client.
+refuses "reg_mr, GeForce" rdma-step-failed "GPU_DIRECT_RDMA_SUPPORTED = 0, as a GeForce does): run it under 'gdunlock run --rdma" \
+  FAKE_IBV_FAIL=reg_mr
+refuses "reg_mr, data center" rdma-step-failed "needs a peer-memory client: load nvidia-peermem" \
+  FAKE_IBV_FAIL=reg_mr FAKE_CUDA_RDMA=1
 refuses "create_cq" rdma-step-failed "ibv_create_cq failed" FAKE_IBV_FAIL=create_cq
 refuses "create_qp" rdma-step-failed "ibv_create_qp (RC) failed" FAKE_IBV_FAIL=create_qp
 refuses "modify_qp" rdma-step-failed "ibv_modify_qp (INIT) on mlx5_0 port 1 failed: Invalid argument (errno 22)" \
@@ -79,6 +85,7 @@ assert d["schema"] == "gdunlock-verify-rdma/1" and d["exit_code"] == 0, d
 assert d["verdict"] == "PASS" and d["size"] == d["bytes_compared"] == 1048576, d
 assert d["device"] == "mlx5_0" and d["port"] == 1 and d["route"].startswith("peer memory"), d
 assert d["devices"] == ["mlx5_0", "mlx5_1"], d
+assert d["gpu"]["gpu_direct_rdma_supported"] is False, d
 PY
 }
 passes "InfiniBand" "adapter  mlx5_0 port 1, InfiniBand, LID 7"
