@@ -1,16 +1,32 @@
 /* gdunlock verify --rdma: GPUDirect RDMA on this machine's RDMA adapter,
  * through rdma-core's libibverbs loaded at run time (never linked: most
- * machines have no adapter). Nothing here prints. */
+ * machines have no adapter). On one port, a queue pair connected to itself
+ * RDMA-writes a pattern from host memory into a registered GPU buffer and
+ * RDMA-reads it back into other host memory; every byte is compared.
+ * Nothing here prints. */
 #ifndef GDUNLOCK_VERIFY_VERIFY_RDMA_H
 #define GDUNLOCK_VERIFY_VERIFY_RDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 enum { GDU_VERIFY_RDMA_MAX_DEVICES = 16 };
 
 typedef enum {
     GDU_VERIFY_RDMA_NO_LIBRARY = 0, /* no usable verbs library */
     GDU_VERIFY_RDMA_NO_DEVICE,      /* the library finds no RDMA device */
-    GDU_VERIFY_RDMA_NOT_RUN,        /* devices found; the loopback transfer is not built yet */
+    GDU_VERIFY_RDMA_NO_PORT,        /* devices, but none with an active port */
+    GDU_VERIFY_RDMA_NO_GPU,         /* no libcuda or no such GPU */
+    GDU_VERIFY_RDMA_STEP_FAILED,    /* a verbs or CUDA call failed: cause names it */
+    GDU_VERIFY_RDMA_MISMATCH,       /* the transfer completed with wrong bytes */
+    GDU_VERIFY_RDMA_PASS,           /* every byte came back */
 } gdu_verify_rdma_outcome;
+
+typedef struct gdu_verify_rdma_options {
+    const char *library; /* the verbs library; NULL: GDUNLOCK_IBVERBS, else libibverbs.so.1 */
+    int gpu;             /* CUDA ordinal */
+    size_t size;         /* bytes moved each way */
+} gdu_verify_rdma_options;
 
 typedef struct gdu_verify_rdma_result {
     gdu_verify_rdma_outcome outcome;
@@ -19,14 +35,28 @@ typedef struct gdu_verify_rdma_result {
     char fix[384];
     char devices[GDU_VERIFY_RDMA_MAX_DEVICES][64];
     int n_devices;
+    /* Where the loopback ran, once a port was found. */
+    char device[64];
+    int port;
+    const char *link_layer; /* "InfiniBand" or "Ethernet" */
+    unsigned lid;
+    int gid_index; /* -1: no GRH (InfiniBand with a LID) */
+    char gpu_name[128];
+    char gpu_pci[32];
+    int gpu_direct_rdma; /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, as this process reads it */
+    const char *route;   /* how the adapter reached GPU memory */
+    size_t size;
+    uint64_t bytes_compared;
+    uint64_t mismatch_offset; /* MISMATCH: the first byte that differs */
+    unsigned char wrote, read_back;
 } gdu_verify_rdma_result;
 
-/* The verbs library to load: library (an explicit choice), else
- * GDUNLOCK_IBVERBS, else libibverbs.so.1. Fills out; never fails. */
-void gdu_verify_rdma(const char *library, gdu_verify_rdma_result *out);
+/* Runs the loopback as opts say. Fills out; never fails. */
+void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result *out);
 
 /* The outcome's stable name for the error document: "no-verbs-library",
- * "no-rdma-device", "rdma-loopback-not-built". */
+ * "no-rdma-device", "no-active-port", "no-gpu", "rdma-step-failed" (PASS and
+ * MISMATCH are verdicts, not errors: "PASS", "FAIL"). */
 const char *gdu_verify_rdma_code(gdu_verify_rdma_outcome o);
 
 #endif

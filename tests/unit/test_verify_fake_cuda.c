@@ -51,7 +51,9 @@ gdu_CUresult fake_cuDeviceGetPCIBusId(char *id, int len, gdu_CUdevice dev)
 }
 gdu_CUresult fake_cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev)
 {
+    /* FAKE_CUDA_RDMA: a GPU that reports GPUDirect RDMA (a data-center one). */
     *value = attr == GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? !getenv("FAKE_CUDA_NO_VMM")
+             : attr == GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED         ? !!getenv("FAKE_CUDA_RDMA")
              : attr == GDU_CU_ATTR_UNIFIED_ADDRESSING                ? 1
                                                                      : 0;
     return GDU_CUDA_SUCCESS;

@@ -54,13 +54,15 @@ add_test(NAME cli_fifo_swap
                  ${GDU_FAKE_CUDA_DIR} ${GDU_VERIFY_FAKES})
 set_tests_properties(cli_fifo_swap PROPERTIES LABELS unit TIMEOUT 600)
 
-# gdunlock verify --rdma without a verbs library or an RDMA device: a fake
-# libibverbs.so.1, named by GDUNLOCK_IBVERBS (test_verify_rdma_cli.sh).
+# gdunlock verify --rdma: a fake libibverbs.so.1, named by GDUNLOCK_IBVERBS,
+# whose queue pair copies between registered ranges, and the fake libcuda
+# whose device memory is host memory (test_verify_rdma_cli.sh).
 add_library(test_fake_ibverbs SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_libibverbs.c)
+gdu_sees(test_fake_ibverbs verify)
 set_target_properties(test_fake_ibverbs PROPERTIES OUTPUT_NAME ibverbs PREFIX lib SUFFIX .so.1
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/ibverbs-fake)
 add_test(NAME test_verify_rdma_cli
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_verify_rdma_cli.sh $<TARGET_FILE:gdunlock>
-                 $<TARGET_FILE:test_fake_ibverbs>)
+                 $<TARGET_FILE:test_fake_ibverbs> ${GDU_VERIFY_FAKES})
 set_tests_properties(test_verify_rdma_cli PROPERTIES LABELS unit)
-add_dependencies(test_fake_ibverbs gdunlock)
+add_dependencies(test_fake_ibverbs gdunlock test_verify_fake_cuda)
