@@ -1,5 +1,5 @@
 #include "cli/cli_error.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "util/json_text.h"
 #include "util/text.h"
 

@@ -1,6 +1,6 @@
 #include "cli/cli_options.h"
 #include "cli/cli_error.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include "cli/cli_options.h"
 #include "util/progress.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "gdunlock/io.h"
 #include "util/text.h"
 #include "util/units.h"

@@ -5,7 +5,7 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "doctor/doctor_render.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "facts/capture.h"
 #include "doctor/doctor.h"
 

@@ -6,7 +6,7 @@
 #include "cli/cli_options.h"
 #include "util/progress.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "cli/load_report.h"
 #include "gdunlock/safetensors.h"
 #include "safetensors/st_stages.h"

@@ -4,7 +4,7 @@
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "p2p/p2p_collect.h"
 #include "util/text.h"
 #include "util/units.h"

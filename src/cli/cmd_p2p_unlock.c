@@ -5,7 +5,7 @@
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "unlock/unlock_run.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include "cli/cli_json.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "util/json_text.h"
 #include "util/units.h"
 #include "verify/verify.h"

@@ -1,5 +1,5 @@
 /* The gdunlock subcommands. Each lives in its own cmd_<name>.c and returns the
- * process exit status (see exit_codes.h). argv[0] is the subcommand's name. */
+ * process exit status (see util/exit_codes.h). argv[0] is the subcommand's name. */
 #ifndef GDUNLOCK_CLI_COMMANDS_H
 #define GDUNLOCK_CLI_COMMANDS_H
 

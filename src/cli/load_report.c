@@ -1,6 +1,6 @@
 #include "cli/load_report.h"
 #include "cli/cli_error.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "util/json_text.h"
 #include "util/text.h"
 #include "util/units.h"

@@ -25,7 +25,7 @@ typedef struct load_result {
 /* What to do about a loader error, in one line. */
 const char *load_fix_hint(gdu_st_status status);
 
-/* Exit status (exit_codes.h) for a loader error. */
+/* Exit status (util/exit_codes.h) for a loader error. */
 int load_exit_code(gdu_st_status status);
 
 void load_print_human(FILE *out, const load_result *r, int colour, int list);

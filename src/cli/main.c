@@ -2,7 +2,7 @@
 #include "cli/cli_error.h"
 #include "cli/cli_json.h"
 #include "cli/commands.h"
-#include "cli/exit_codes.h"
+#include "util/exit_codes.h"
 #include "util/text.h"
 
 #include <errno.h>

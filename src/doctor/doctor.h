@@ -5,6 +5,7 @@
 
 #include "doctor/doctor_report.h"
 #include "facts/snapshot.h"
+#include "util/exit_codes.h"
 
 /* Doctor's exit statuses (see docs/commands/doctor.md). */
 enum {
@@ -13,7 +14,7 @@ enum {
     GDU_DOCTOR_EXIT_COMPAT = 11,
     GDU_DOCTOR_EXIT_IMPOSSIBLE = 12,
     GDU_DOCTOR_EXIT_UNKNOWN = 13,
-    GDU_DOCTOR_EXIT_NO_DRIVER = 69, /* EX_UNAVAILABLE, as every command's */
+    GDU_DOCTOR_EXIT_NO_DRIVER = GDU_EXIT_UNAVAILABLE, /* as every command's */
 };
 
 /* The exit status of a report: no NVIDIA driver, else its GDS verdict's. */

@@ -4,6 +4,8 @@
 #ifndef GDUNLOCK_UNLOCK_UNLOCK_EXEC_H
 #define GDUNLOCK_UNLOCK_UNLOCK_EXEC_H
 
+#include "util/exit_codes.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,17 +33,8 @@ int gdu_unlock_write_file(const char *path, const char *text);
 /* Removes path and everything under it (links not followed); absent is 0. */
 int gdu_unlock_remove_tree(const char *path);
 
-/* The exit statuses a gdu_unlock_error carries (sysexits, as the CLI's). */
-enum {
-    GDU_UNLOCK_EXIT_FAILED = 1,
-    GDU_UNLOCK_EXIT_USAGE = 64,
-    GDU_UNLOCK_EXIT_NOINPUT = 66,
-    GDU_UNLOCK_EXIT_UNAVAILABLE = 69,
-    GDU_UNLOCK_EXIT_SOFTWARE = 70,
-    GDU_UNLOCK_EXIT_NOPERM = 77
-};
-
-/* Fills err (exit status, stable code, fix or NULL, message); returns -1. */
+/* Fills err (exit status, a GDU_EXIT_ value; stable code, fix or NULL,
+ * message); returns -1. */
 struct gdu_unlock_error;
 __attribute__((format(printf, 5, 6))) int gdu_unlock_fail(struct gdu_unlock_error *err,
                                                           int exit_code, const char *code,

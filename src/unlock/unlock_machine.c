@@ -14,11 +14,11 @@ int gdu_unlock_check_machine(const char *sysroot, gdu_unlock_check *c, gdu_unloc
     gdu_sysroot sr;
     char why[512] = "path too long";
     if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOINPUT, "no_input", NULL, "--sysroot %s", why);
+        return gdu_unlock_fail(err, GDU_EXIT_NOINPUT, "no_input", NULL, "--sysroot %s", why);
     gdu_snapshot *s = malloc(sizeof *s);
     if (s == NULL) {
         gdu_sysroot_free(&sr);
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_SOFTWARE, "internal", NULL, "out of memory");
+        return gdu_unlock_fail(err, GDU_EXIT_SOFTWARE, "internal", NULL, "out of memory");
     }
     gdu_snapshot_take(&sr, NULL, 0, s);
     gdu_unlock_check_run(s, c);
@@ -50,13 +50,13 @@ int gdu_unlock_build_here(gdu_unlock_build_args *a, gdu_unlock_check *c, gdu_unl
         gdu_unlock_check_machine(NULL, c, err) != 0)
         return -1;
     if (c->driver_loaded && c->open_module == GDU_TRI_NO)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "proprietary_module",
+        return gdu_unlock_fail(err, GDU_EXIT_UNAVAILABLE, "proprietary_module",
                                c->blockers.n ? c->blockers.note[0].fix : NULL,
                                "the loaded module is NVIDIA's proprietary one (%s): its core is "
                                "closed and cannot be edited",
                                c->version);
     if (!c->driver_loaded && a->source == NULL)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_driver",
+        return gdu_unlock_fail(err, GDU_EXIT_UNAVAILABLE, "no_driver",
                                "load the NVIDIA open module, or name the sources with --source",
                                "no NVIDIA module is loaded, so the version to build is unknown");
     a->program = program;

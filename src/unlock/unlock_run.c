@@ -36,7 +36,7 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err)
         snprintf(out, len, "%s", env);
         if (access(out, X_OK) == 0)
             return 0;
-        gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_build_program",
+        gdu_unlock_fail(err, GDU_EXIT_UNAVAILABLE, "no_build_program",
                         "unset GDUNLOCK_P2P_BUILD or name the program",
                         "GDUNLOCK_P2P_BUILD=%s is not an executable program", env);
         return -ENOENT;
@@ -53,7 +53,7 @@ int gdu_unlock_build_program(char *out, size_t len, gdu_unlock_error *err)
             return 0;
     }
     gdu_unlock_fail(
-        err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_build_program",
+        err, GDU_EXIT_UNAVAILABLE, "no_build_program",
         "install gdunlock with its build program (cmake --install), or set GDUNLOCK_P2P_BUILD",
         "the build program is missing: looked for %s", n > 0 ? out : "libexec/gdunlock/p2p-build");
     return -ENOENT;
@@ -132,17 +132,18 @@ int gdu_unlock_build(const gdu_unlock_build_args *a, gdu_unlock_build_result *r,
         return 0;
     if (r->program_exit == 0)
         return gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_FAILED, "build_not_ok", "see build.log in the out folder",
+            err, GDU_EXIT_FAILED, "build_not_ok", "see build.log in the out folder",
             "the build program exited 0 but %s", doc ? "build.json does not say \"ok\"" : why);
     /* The program's own error line names cause and fix: "p2p-build: error: CAUSE; FIX". */
     const char *cause = strstr(last, "error: ");
     cause = cause ? cause + 7 : last;
     const char *semi = strstr(cause, "; ");
-    int exit_code = r->program_exit == 64 || r->program_exit == 65 || r->program_exit == 66 ||
-                            r->program_exit == 69 || r->program_exit == 70 ||
-                            r->program_exit == 73 || r->program_exit == 74
-                        ? r->program_exit
-                        : GDU_UNLOCK_EXIT_FAILED;
+    int p = r->program_exit;
+    int exit_code = p == GDU_EXIT_USAGE || p == GDU_EXIT_DATAERR || p == GDU_EXIT_NOINPUT ||
+                            p == GDU_EXIT_UNAVAILABLE || p == GDU_EXIT_SOFTWARE ||
+                            p == GDU_EXIT_CANTCREAT || p == GDU_EXIT_IOERR
+                        ? p
+                        : GDU_EXIT_FAILED;
     gdu_unlock_fail(err, exit_code, "build_failed",
                     semi ? semi + 2 : "see build.log in the out folder",
                     "the build failed (p2p-build exit %d): %.*s", r->program_exit,
@@ -329,7 +330,7 @@ static int check_signing(install *in, gdu_unlock_error *err)
     int rc = gdu_unlock_exec(argv, false, said, sizeof said);
     if (rc == 127)
         return gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_UNAVAILABLE, "no_mokutil",
+            err, GDU_EXIT_UNAVAILABLE, "no_mokutil",
             "install mokutil (apt-get install mokutil; dnf install mokutil), then run "
             "--install again",
             "Secure Boot is on and mokutil, which tells whether DKMS's key is enrolled, is "
@@ -337,7 +338,7 @@ static int check_signing(install *in, gdu_unlock_error *err)
     if (strstr(said, "already enrolled") != NULL)
         return 0;
     return gdu_unlock_fail(
-        err, GDU_UNLOCK_EXIT_FAILED, "key_not_enrolled",
+        err, GDU_EXIT_FAILED, "key_not_enrolled",
         "enroll it: sudo mokutil --import " GDU_DKMS_MOK_CERT
         ", reboot, choose 'Enroll MOK' in the blue MOK manager screen and give the "
         "password you set; then run --install again",
@@ -352,27 +353,26 @@ static int refuse(const gdu_unlock_target *t, const gdu_unlock_check *c, const c
                   gdu_unlock_error *err)
 {
     if (!t->privileged)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOPERM, "not_root",
+        return gdu_unlock_fail(err, GDU_EXIT_NOPERM, "not_root",
                                "run it as root: sudo gdunlock p2p unlock ...",
                                "--install writes /etc/modprobe.d and DKMS's tree: it needs root");
     if (c->plan == GDU_UNLOCK_NOTHING)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "nothing_to_do",
+        return gdu_unlock_fail(err, GDU_EXIT_FAILED, "nothing_to_do",
                                "none needed: 'gdunlock p2p' shows the pairs' P2P as it is",
                                "nothing to install: %s", c->why);
     if (c->plan == GDU_UNLOCK_IMPOSSIBLE || c->plan == GDU_UNLOCK_UNKNOWN) {
         const gdu_unlock_note *b = c->blockers.n ? &c->blockers.note[0] : NULL;
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "impossible",
-                               b ? b->fix : "run gdunlock p2p unlock --check",
-                               "the plan here is '%s': %s", gdu_unlock_plan_name(c->plan),
-                               b ? b->fact : c->why);
+        return gdu_unlock_fail(
+            err, GDU_EXIT_FAILED, "impossible", b ? b->fix : "run gdunlock p2p unlock --check",
+            "the plan here is '%s': %s", gdu_unlock_plan_name(c->plan), b ? b->fact : c->why);
     }
     if (c->plan == GDU_UNLOCK_PATCHED && out == NULL)
         return gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_USAGE, "no_out",
+            err, GDU_EXIT_USAGE, "no_out",
             "build first: gdunlock p2p unlock --build --out DIR, then --install --out DIR",
             "the plan here is 'patched module': name the build's folder with --out DIR");
     if (c->plan == GDU_UNLOCK_PATCHED && c->missing.n > 0)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_UNAVAILABLE, "missing_prerequisite",
+        return gdu_unlock_fail(err, GDU_EXIT_UNAVAILABLE, "missing_prerequisite",
                                c->missing.note[0].fix, "%s", c->missing.note[0].fact);
     return 0;
 }
@@ -383,25 +383,25 @@ static int accept_build(install *in, const char *out, json_t **modules, gdu_unlo
     char why[PATH_MAX + 128];
     json_t *doc = read_build_json(out, why, sizeof why);
     if (doc == NULL)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOINPUT, "no_build",
+        return gdu_unlock_fail(err, GDU_EXIT_NOINPUT, "no_build",
                                "build it: gdunlock p2p unlock --build --out DIR", "%s", why);
     int rc = 0;
     const char *status = json_str(doc, "status");
     const char *version = json_str(doc, "version");
     if (strcmp(status, "ok") != 0)
         rc = gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_FAILED, "build_not_ok",
+            err, GDU_EXIT_FAILED, "build_not_ok",
             "build again (gdunlock p2p unlock --build --out DIR) and install once it says ok",
             "%s/build.json says \"status\": \"%s\"%s%s: that build is not installable", out, status,
             json_str(doc, "error")[0] ? ": " : "", json_str(doc, "error"));
     else if (!json_is_true(json_object_get(json_object_get(doc, "kernel"), "built")))
         rc =
-            gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "no_kernel_modules",
+            gdu_unlock_fail(err, GDU_EXIT_FAILED, "no_kernel_modules",
                             "build again without --no-kernel, against the running kernel's headers",
                             "%s holds no kernel modules (built with --no-kernel)", out);
     else if (in->c->version[0] && strcmp(version, in->c->version) != 0)
         rc = gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_FAILED, "version_mismatch",
+            err, GDU_EXIT_FAILED, "version_mismatch",
             "build the installed version: gdunlock p2p unlock --build --out DIR",
             "%s was built from %s but the loaded driver is %s: user space and kernel "
             "module must be one release",
@@ -424,8 +424,8 @@ static int step_failed(install *in, gdu_unlock_error *err, const char *what, con
     snprintf(fix, sizeof fix,
              "fix the cause and run --install again; what ran before it was undone (%zu steps)",
              undone.n_steps);
-    return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "step_failed", fix, "%s failed: %.400s",
-                           what, last[0] ? last : "no output");
+    return gdu_unlock_fail(err, GDU_EXIT_FAILED, "step_failed", fix, "%s failed: %.400s", what,
+                           last[0] ? last : "no output");
 }
 
 static int install_module(install *in, const char *out, const json_t *modules,
@@ -573,7 +573,7 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
         bool interrupted = strcmp(json_str(previous, "status"), "installed") != 0;
         json_decref(previous);
         return gdu_unlock_fail(
-            err, GDU_UNLOCK_EXIT_FAILED, interrupted ? "interrupted_install" : "already_installed",
+            err, GDU_EXIT_FAILED, interrupted ? "interrupted_install" : "already_installed",
             "run gdunlock p2p unlock --revert, then --install again",
             interrupted ? "an earlier --install was interrupted (" GDU_UNLOCK_STATE_FILE " says so)"
                         : "gdunlock's unlock is installed already");
@@ -592,7 +592,7 @@ int gdu_unlock_install(const gdu_unlock_target *t, const gdu_unlock_check *c, co
                       t->root, in.version);
     if (c->plan == GDU_UNLOCK_PATCHED && exists(in.src_dir)) {
         json_decref(modules);
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "already_installed",
+        return gdu_unlock_fail(err, GDU_EXIT_FAILED, "already_installed",
                                "run gdunlock p2p unlock --revert first",
                                "%s exists: gdunlock's module is installed already", in.src_dir);
     }
@@ -640,7 +640,7 @@ static int remove_dkms_modules(const gdu_unlock_target *t, gdu_unlock_install_re
         if (dkms(t, said, sizeof said, shown, sizeof shown, "remove", nv, "--all", NULL) == 0)
             step(r, "%s", shown);
         else
-            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed",
+            failed = gdu_unlock_fail(err, GDU_EXIT_FAILED, "revert_failed",
                                      "run it by hand, then --revert again", "%s failed: %.300s",
                                      shown, said);
     }
@@ -667,7 +667,7 @@ static int remove_sources(const gdu_unlock_target *t, gdu_unlock_install_report 
         if (gdu_unlock_remove_tree(dir) == 0)
             step(r, "removed %s", dir);
         else
-            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+            failed = gdu_unlock_fail(err, GDU_EXIT_FAILED, "revert_failed", NULL,
                                      "cannot remove %s", dir);
     }
     if (d != NULL)
@@ -686,7 +686,7 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
         if (unlink(path) == 0)
             step(r, "removed %s", path);
         else
-            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+            failed = gdu_unlock_fail(err, GDU_EXIT_FAILED, "revert_failed", NULL,
                                      "cannot remove %s: %s", path, strerror(errno));
     }
     if (remove_dkms_modules(t, r, err) != 0)
@@ -705,7 +705,7 @@ static int revert_steps(const gdu_unlock_target *t, const json_t *state,
             step(r, "%s: the stock module is back", shown);
         else
             failed =
-                gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed",
+                gdu_unlock_fail(err, GDU_EXIT_FAILED, "revert_failed",
                                 "rebuild the stock module: sudo dkms install (its name/version) -k "
                                 "$(uname -r), or reinstall the driver package",
                                 "%s failed: %.300s", shown, said);
@@ -727,7 +727,7 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
 {
     memset(r, 0, sizeof *r);
     if (!t->privileged)
-        return gdu_unlock_fail(err, GDU_UNLOCK_EXIT_NOPERM, "not_root",
+        return gdu_unlock_fail(err, GDU_EXIT_NOPERM, "not_root",
                                "run it as root: sudo gdunlock p2p unlock --revert",
                                "--revert changes /etc/modprobe.d and DKMS's tree: it needs root");
     json_t *state = read_state(t);
@@ -739,7 +739,7 @@ int gdu_unlock_revert(const gdu_unlock_target *t, gdu_unlock_install_report *r,
         if (unlink(path) == 0)
             step(r, "removed %s", path);
         else
-            failed = gdu_unlock_fail(err, GDU_UNLOCK_EXIT_FAILED, "revert_failed", NULL,
+            failed = gdu_unlock_fail(err, GDU_EXIT_FAILED, "revert_failed", NULL,
                                      "cannot remove %s: %s", path, strerror(errno));
     }
     if (state)

@@ -32,7 +32,7 @@ typedef struct gdu_unlock_target {
 
 /* An error the CLI reports as it is: exit status, message, fix. */
 typedef struct gdu_unlock_error {
-    int exit_code; /* a sysexits value (cli/exit_codes.h), 1 for a refused or failed step */
+    int exit_code; /* a sysexits value (util/exit_codes.h), 1 for a refused or failed step */
     char code[48]; /* stable name: "not_root", "build_not_ok", ... */
     char message[768];
     char fix[768];

@@ -1,5 +1,6 @@
 /* The verify run as one JSON document (the --json output, and what a
  * re-executed verify child hands back to its parent). */
+#include "util/exit_codes.h"
 #include "util/json_text.h"
 #include "verify/verify.h"
 
@@ -165,19 +166,19 @@ int gdu_verify_document_exit_code(const json_t *doc)
     if (json_object_get(doc, "error") == NULL)
         return (int)json_integer_value(json_object_get(doc, "exit_code"));
     if (json_is_true(json_object_get(doc, "crashed")))
-        return 1;
+        return GDU_EXIT_FAILED;
     switch ((int)json_integer_value(json_object_get(doc, "errno"))) {
     case -ENODEV:
-        return 69; /* no GPU */
+        return GDU_EXIT_UNAVAILABLE; /* no GPU */
     case -EEXIST:
     case -EINVAL:
-        return 64; /* bad arguments, or PATH would be overwritten */
+        return GDU_EXIT_USAGE; /* bad arguments, or PATH would be overwritten */
     case -ENOENT:
     case -EACCES:
     case -ENOTDIR:
     case -EROFS:
-        return 66; /* PATH's folder missing or not writable */
+        return GDU_EXIT_NOINPUT; /* PATH's folder missing or not writable */
     default:
-        return 70;
+        return GDU_EXIT_SOFTWARE;
     }
 }
