@@ -175,52 +175,6 @@ static int finish(const struct cli *c, json_t *doc)
     return code;
 }
 
-/* verify --rdma's report: where the loopback ran and what came back. */
-static json_t *rdma_json(const gdu_verify_rdma_result *r, int gpu)
-{
-    json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:b}, s:s, s:I, s:I}", "verdict",
-        r->outcome == GDU_VERIFY_RDMA_PASS ? "PASS" : "FAIL", "library", r->library, "device",
-        r->device, "port", r->port, "link_layer", r->link_layer, "lid", (int)r->lid, "gid_index",
-        r->gid_index, "gpu", "index", gpu, "name", r->gpu_name, "pci", r->gpu_pci,
-        "gpu_direct_rdma_supported", r->gpu_direct_rdma != 0, "route", r->route, "size",
-        (json_int_t)r->size, "bytes_compared", (json_int_t)r->bytes_compared);
-    json_t *devices = json_array();
-    for (int i = 0; devices != NULL && i < r->n_devices; i++)
-        json_array_append_new(devices, json_string(r->devices[i]));
-    if (doc != NULL)
-        json_object_set_new(doc, "devices", devices ? devices : json_null());
-    else
-        json_decref(devices);
-    if (doc != NULL && r->outcome == GDU_VERIFY_RDMA_MISMATCH)
-        json_object_set_new(doc, "mismatch",
-                            json_pack("{s:I, s:i, s:i}", "offset", (json_int_t)r->mismatch_offset,
-                                      "wrote", r->wrote, "read_back", r->read_back));
-    return doc;
-}
-
-static void rdma_print(FILE *out, const gdu_verify_rdma_result *r, int gpu)
-{
-    bool pass = r->outcome == GDU_VERIFY_RDMA_PASS;
-    fprintf(out, "RDMA loopback: %s\n", pass ? "PASS" : "FAIL");
-    fprintf(out, "  adapter  %s port %d, %s, ", r->device, r->port, r->link_layer);
-    if (r->gid_index >= 0)
-        fprintf(out, "GID index %d\n", r->gid_index);
-    else
-        fprintf(out, "LID %u\n", r->lid);
-    fprintf(out, "  GPU      %d %s (%s)\n", gpu, r->gpu_name, r->gpu_pci);
-    fprintf(out, "  route    %s\n", r->route);
-    if (pass)
-        fprintf(out,
-                "  bytes    %zu RDMA-written into GPU memory, RDMA-read back: all %llu equal\n",
-                r->size, (unsigned long long)r->bytes_compared);
-    else
-        fprintf(out,
-                "  bytes    %zu moved each way; byte at offset %llu differs: wrote 0x%02x, read "
-                "back 0x%02x\n",
-                r->size, (unsigned long long)r->mismatch_offset, r->wrote, r->read_back);
-}
-
 /* A refusal (no library, device, port or GPU; a step that failed) is the
  * error document with the cause and the fix; a transfer is a verdict:
  * PASS (0) or FAIL (1). */
@@ -234,9 +188,9 @@ static int verify_rdma(const struct cli *c)
                             "%s", r.cause);
     int code = r.outcome == GDU_VERIFY_RDMA_PASS ? GDU_EXIT_OK : GDU_EXIT_FAILED;
     if (gdu_cli_json())
-        return gdu_cli_print_report("verify", rdma_json(&r, c->opts.gpu), "gdunlock-verify-rdma/1",
-                                    code, 0);
-    rdma_print(stdout, &r, c->opts.gpu);
+        return gdu_cli_print_report("verify", gdu_verify_rdma_json(&r, c->opts.gpu),
+                                    "gdunlock-verify-rdma/1", code, 0);
+    gdu_verify_rdma_print(stdout, &r, c->opts.gpu);
     return code;
 }
 

@@ -7,8 +7,10 @@
 #ifndef GDUNLOCK_VERIFY_VERIFY_RDMA_H
 #define GDUNLOCK_VERIFY_VERIFY_RDMA_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum { GDU_VERIFY_RDMA_MAX_DEVICES = 16 };
 
@@ -58,5 +60,10 @@ void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result
  * "no-rdma-device", "no-active-port", "no-gpu", "rdma-step-failed" (PASS and
  * MISMATCH are verdicts, not errors: "PASS", "FAIL"). */
 const char *gdu_verify_rdma_code(gdu_verify_rdma_outcome o);
+
+/* A transfer's report (PASS or MISMATCH) on GPU gpu: the JSON document's
+ * body (NULL without memory), and the same as text on out. */
+json_t *gdu_verify_rdma_json(const gdu_verify_rdma_result *r, int gpu);
+void gdu_verify_rdma_print(FILE *out, const gdu_verify_rdma_result *r, int gpu);
 
 #endif
