@@ -7,7 +7,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,37 +14,6 @@
 static const char install_fix[] =
     "install rdma-core's verbs library and the adapter's provider (apt-get install "
     "libibverbs1 ibverbs-providers)";
-
-static void vrefuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
-                    const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
-static void refuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void vrefuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
-                    const char *fmt, va_list ap)
-{
-    vsnprintf(r->cause, sizeof r->cause, fmt, ap);
-    snprintf(r->fix, sizeof r->fix, "%s", fix);
-    r->outcome = why;
-}
-
-static void refuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
-                   const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vrefuse(r, why, fix, fmt, ap);
-    va_end(ap);
-}
-
-int gdu_verify_rdma_step_failed(gdu_verify_rdma_run *run, const char *fix, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vrefuse(run->r, GDU_VERIFY_RDMA_STEP_FAILED, fix, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* Every call verify makes, or the first the library lacks. */
 static const char *load_table(void *lib, gdu_ibv *ibv)
@@ -74,12 +42,13 @@ static gdu_ibv_device **list_devices(const gdu_ibv *ibv, gdu_verify_rdma_result 
         return list;
     if (list != NULL)
         ibv->ibv_free_device_list(list);
-    refuse(r, GDU_VERIFY_RDMA_NO_DEVICE,
-           "install an InfiniBand or RoCE adapter, load its kernel driver (mlx5_ib for "
-           "ConnectX) and its verbs provider (apt-get install ibverbs-providers); 'gdunlock "
-           "doctor' shows what the kernel sees",
-           "no RDMA device: ibv_get_device_list found none%s%s", list == NULL && err ? ": " : "",
-           list == NULL && err ? strerror(err) : "");
+    gdu_verify_rdma_refuse(
+        r, GDU_VERIFY_RDMA_NO_DEVICE,
+        "install an InfiniBand or RoCE adapter, load its kernel driver (mlx5_ib for "
+        "ConnectX) and its verbs provider (apt-get install ibverbs-providers); 'gdunlock "
+        "doctor' shows what the kernel sees",
+        "no RDMA device: ibv_get_device_list found none%s%s", list == NULL && err ? ": " : "",
+        list == NULL && err ? strerror(err) : "");
     return NULL;
 }
 
@@ -135,10 +104,11 @@ static int open_port(gdu_verify_rdma_run *run, gdu_ibv_device **list, int n)
         }
     }
     if (run->ctx == NULL) {
-        refuse(run->r, GDU_VERIFY_RDMA_NO_PORT,
-               "bring a port up: connect its cable and check the link ('rdma link show', "
-               "ibstat); an InfiniBand port needs a subnet manager (opensm) to become ACTIVE",
-               "no RDMA device has an active port (%s)", seen);
+        gdu_verify_rdma_refuse(
+            run->r, GDU_VERIFY_RDMA_NO_PORT,
+            "bring a port up: connect its cable and check the link ('rdma link show', "
+            "ibstat); an InfiniBand port needs a subnet manager (opensm) to become ACTIVE",
+            "no RDMA device has an active port (%s)", seen);
         return -1;
     }
     return 0;
@@ -186,14 +156,14 @@ static int setup_gpu(gdu_verify_rdma_run *run)
     run->cu = gdu_cuda_load(why, sizeof why);
     const char *fix = "install the NVIDIA driver, or name a GPU with --gpu";
     if (run->cu == NULL) {
-        refuse(r, GDU_VERIFY_RDMA_NO_GPU, fix, "libcuda: %s", why);
+        gdu_verify_rdma_refuse(r, GDU_VERIFY_RDMA_NO_GPU, fix, "libcuda: %s", why);
         return -1;
     }
     int count = 0;
     gdu_CUresult cr = run->cu->cuDeviceGetCount(&count);
     if (cr != GDU_CUDA_SUCCESS || run->opts->gpu < 0 || run->opts->gpu >= count) {
-        refuse(r, GDU_VERIFY_RDMA_NO_GPU, fix, "GPU %d does not exist (%d visible)", run->opts->gpu,
-               count);
+        gdu_verify_rdma_refuse(r, GDU_VERIFY_RDMA_NO_GPU, fix, "GPU %d does not exist (%d visible)",
+                               run->opts->gpu, count);
         return -1;
     }
     cr = gdu_cuda_ctx_enter(run->cu, run->opts->gpu, &run->primary, NULL, why, sizeof why);
@@ -257,37 +227,16 @@ void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result
         const char *error = dlerror();
         char why[160];
         gdu_text_shorten(error != NULL ? error : "not found", sizeof why - 1, why, sizeof why);
-        refuse(out, GDU_VERIFY_RDMA_NO_LIBRARY, install_fix,
-               "the verbs library %s cannot be loaded (%s)", out->library, why);
+        gdu_verify_rdma_refuse(out, GDU_VERIFY_RDMA_NO_LIBRARY, install_fix,
+                               "the verbs library %s cannot be loaded (%s)", out->library, why);
         return;
     }
     gdu_ibv ibv;
     const char *missing = load_table(lib, &ibv);
     if (missing != NULL)
-        refuse(out, GDU_VERIFY_RDMA_NO_LIBRARY, install_fix,
-               "%s lacks %s: not rdma-core's verbs library", out->library, missing);
+        gdu_verify_rdma_refuse(out, GDU_VERIFY_RDMA_NO_LIBRARY, install_fix,
+                               "%s lacks %s: not rdma-core's verbs library", out->library, missing);
     else
         run_with(&ibv, opts, out);
     dlclose(lib);
-}
-
-const char *gdu_verify_rdma_code(gdu_verify_rdma_outcome o)
-{
-    switch (o) {
-    case GDU_VERIFY_RDMA_NO_LIBRARY:
-        return "no-verbs-library";
-    case GDU_VERIFY_RDMA_NO_DEVICE:
-        return "no-rdma-device";
-    case GDU_VERIFY_RDMA_NO_PORT:
-        return "no-active-port";
-    case GDU_VERIFY_RDMA_NO_GPU:
-        return "no-gpu";
-    case GDU_VERIFY_RDMA_STEP_FAILED:
-        return "rdma-step-failed";
-    case GDU_VERIFY_RDMA_MISMATCH:
-        return "FAIL";
-    case GDU_VERIFY_RDMA_PASS:
-        return "PASS";
-    }
-    return "?";
 }

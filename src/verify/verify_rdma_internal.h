@@ -1,5 +1,6 @@
-/* What one verify --rdma run holds, shared by its setup (verify_rdma.c) and
- * its transfer (verify_rdma_loop.c); not part of the verify API. */
+/* What one verify --rdma run holds, shared by its setup (verify_rdma.c), its
+ * transfer (verify_rdma_loop.c) and its result (verify_rdma_result.c); not
+ * part of the verify API. */
 #ifndef GDUNLOCK_VERIFY_VERIFY_RDMA_INTERNAL_H
 #define GDUNLOCK_VERIFY_VERIFY_RDMA_INTERNAL_H
 
@@ -29,6 +30,10 @@ typedef struct gdu_verify_rdma_run {
     gdu_ibv_qp *qp;
     unsigned char *src, *sink;
 } gdu_verify_rdma_run;
+
+/* Records a refusal into r: its outcome, the cause and the fix. */
+void gdu_verify_rdma_refuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
+                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Records a failed step: the cause (naming the call, and its errno where it
  * gives one) and the fix. Returns -1. */

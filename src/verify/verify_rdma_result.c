@@ -1,10 +1,44 @@
-/* verify --rdma's report, as JSON and as text: where the loopback ran and
- * what came back. */
+/* verify --rdma's result: how a run records why it stopped, the outcome's
+ * stable code, and the report of a transfer as JSON and as text (where the
+ * loopback ran and what came back). Below the setup (verify_rdma.c) and the
+ * transfer (verify_rdma_loop.c), which both record into it. */
 #include "verify/verify_rdma.h"
 
+#include "verify/verify_rdma_internal.h"
+
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+static void vrefuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
+                    const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void vrefuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
+                    const char *fmt, va_list ap)
+{
+    vsnprintf(r->cause, sizeof r->cause, fmt, ap);
+    snprintf(r->fix, sizeof r->fix, "%s", fix);
+    r->outcome = why;
+}
+
+void gdu_verify_rdma_refuse(gdu_verify_rdma_result *r, gdu_verify_rdma_outcome why, const char *fix,
+                            const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vrefuse(r, why, fix, fmt, ap);
+    va_end(ap);
+}
+
+int gdu_verify_rdma_step_failed(gdu_verify_rdma_run *run, const char *fix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vrefuse(run->r, GDU_VERIFY_RDMA_STEP_FAILED, fix, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 json_t *gdu_verify_rdma_json(const gdu_verify_rdma_result *r, int gpu)
 {
@@ -49,4 +83,25 @@ void gdu_verify_rdma_print(FILE *out, const gdu_verify_rdma_result *r, int gpu)
                 "  bytes    %zu moved each way; byte at offset %llu differs: wrote 0x%02x, read "
                 "back 0x%02x\n",
                 r->size, (unsigned long long)r->mismatch_offset, r->wrote, r->read_back);
+}
+
+const char *gdu_verify_rdma_code(gdu_verify_rdma_outcome o)
+{
+    switch (o) {
+    case GDU_VERIFY_RDMA_NO_LIBRARY:
+        return "no-verbs-library";
+    case GDU_VERIFY_RDMA_NO_DEVICE:
+        return "no-rdma-device";
+    case GDU_VERIFY_RDMA_NO_PORT:
+        return "no-active-port";
+    case GDU_VERIFY_RDMA_NO_GPU:
+        return "no-gpu";
+    case GDU_VERIFY_RDMA_STEP_FAILED:
+        return "rdma-step-failed";
+    case GDU_VERIFY_RDMA_MISMATCH:
+        return "FAIL";
+    case GDU_VERIFY_RDMA_PASS:
+        return "PASS";
+    }
+    return "?";
 }
