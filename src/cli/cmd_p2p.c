@@ -237,20 +237,15 @@ static int judge(const struct options *o, const gdu_snapshot *s, gdu_p2p_report 
 
 static int run(const struct options *o, gdu_p2p_report *r)
 {
-    gdu_sysroot sr;
-    char why[512] = "path too long";
-    if (gdu_sysroot_init(&sr, o->sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+    gdu_snapshot *s;
+    char why[512];
+    int rc = gdu_snapshot_of(o->sysroot, &s, why, sizeof why);
+    if (rc == GDU_SNAPSHOT_BAD_ROOT)
         return gdu_cli_fail("p2p", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
-    gdu_snapshot *s = malloc(sizeof *s);
-    if (s == NULL) {
-        gdu_sysroot_free(&sr);
+    if (rc != 0)
         return gdu_cli_fail("p2p", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
-    }
-    gdu_snapshot_take(&sr, NULL, 0, s);
-    int rc = judge(o, s, r);
-    gdu_snapshot_free(s);
-    free(s);
-    gdu_sysroot_free(&sr);
+    rc = judge(o, s, r);
+    gdu_snapshot_release(s);
     return rc;
 }
 

@@ -50,18 +50,16 @@ int gdu_cmd_topo(int argc, char **argv)
     if (parsed != GDU_CLI_CONTINUE)
         return parsed;
     bool json = gdu_cli_json();
-    gdu_sysroot sr;
-    char why[512] = "path too long";
-    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+    gdu_snapshot *sys;
+    char why[512];
+    int opened = gdu_snapshot_of(sysroot, &sys, why, sizeof why);
+    if (opened == GDU_SNAPSHOT_BAD_ROOT)
         return gdu_cli_fail("topo", GDU_EXIT_NOINPUT, NULL, NULL, "--sysroot %s", why);
-    gdu_snapshot *sys = malloc(sizeof *sys);
-    gdu_topo *t = malloc(sizeof *t);
-    if (sys == NULL || t == NULL) {
-        free(sys);
-        free(t);
+    gdu_topo *t = opened == 0 ? malloc(sizeof *t) : NULL;
+    if (t == NULL) {
+        gdu_snapshot_release(sys);
         return gdu_cli_fail("topo", GDU_EXIT_SOFTWARE, NULL, NULL, "out of memory");
     }
-    gdu_snapshot_take(&sr, NULL, 0, sys);
     gdu_topo_build(sys, t);
     int rc = GDU_EXIT_OK;
     if (t->n_gpus == 0) {
@@ -76,9 +74,7 @@ int gdu_cmd_topo(int argc, char **argv)
     } else {
         gdu_topo_print(stdout, t);
     }
-    gdu_snapshot_free(sys);
-    free(sys);
+    gdu_snapshot_release(sys);
     free(t);
-    gdu_sysroot_free(&sr);
     return rc;
 }

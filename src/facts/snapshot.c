@@ -216,3 +216,29 @@ gdu_nvlink_answer gdu_snapshot_nvlink(const gdu_snapshot *s, const gdu_gpu_view 
         return GDU_NVLINK_INFERRED;
     return p->can_access < 0 ? GDU_NVLINK_UNKNOWN : GDU_NVLINK_NO;
 }
+
+int gdu_snapshot_of(const char *sysroot, gdu_snapshot **out, char *why, size_t why_len)
+{
+    gdu_sysroot sr;
+    *out = NULL;
+    snprintf(why, why_len, "path too long");
+    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, why_len) != 0)
+        return GDU_SNAPSHOT_BAD_ROOT;
+    gdu_snapshot *s = malloc(sizeof *s);
+    if (s == NULL) {
+        gdu_sysroot_free(&sr);
+        return GDU_SNAPSHOT_NO_MEMORY;
+    }
+    gdu_snapshot_take(&sr, NULL, 0, s);
+    gdu_sysroot_free(&sr);
+    *out = s;
+    return 0;
+}
+
+void gdu_snapshot_release(gdu_snapshot *s)
+{
+    if (s == NULL)
+        return;
+    gdu_snapshot_free(s);
+    free(s);
+}

@@ -101,6 +101,16 @@ void gdu_snapshot_take_stats_from(gdu_sysroot *sr, const char *const *paths, siz
                                   const char *nvfs_stats, gdu_snapshot *out);
 void gdu_snapshot_free(gdu_snapshot *s);
 
+enum { GDU_SNAPSHOT_BAD_ROOT = -1, GDU_SNAPSHOT_NO_MEMORY = -2 };
+
+/* The whole snapshot of the machine under sysroot (NULL: the live one), on
+ * the heap, its root checked first: 0 and *out, or GDU_SNAPSHOT_BAD_ROOT
+ * with why saying what is wrong with the root, or GDU_SNAPSHOT_NO_MEMORY.
+ * The commands that judge a machine open it this one way. Release with
+ * gdu_snapshot_release. */
+int gdu_snapshot_of(const char *sysroot, gdu_snapshot **out, char *why, size_t why_len);
+void gdu_snapshot_release(gdu_snapshot *s);
+
 /* The block device with that number under some mount; NULL when no mount is on it. */
 const gdu_block *gdu_snapshot_block(const gdu_snapshot *s, unsigned major, unsigned minor);
 

@@ -11,20 +11,15 @@
 
 int gdu_unlock_check_machine(const char *sysroot, gdu_unlock_check *c, gdu_unlock_error *err)
 {
-    gdu_sysroot sr;
-    char why[512] = "path too long";
-    if (gdu_sysroot_init(&sr, sysroot) != 0 || gdu_sysroot_check(&sr, why, sizeof why) != 0)
+    gdu_snapshot *s;
+    char why[512];
+    int rc = gdu_snapshot_of(sysroot, &s, why, sizeof why);
+    if (rc == GDU_SNAPSHOT_BAD_ROOT)
         return gdu_unlock_fail(err, GDU_EXIT_NOINPUT, "no_input", NULL, "--sysroot %s", why);
-    gdu_snapshot *s = malloc(sizeof *s);
-    if (s == NULL) {
-        gdu_sysroot_free(&sr);
+    if (rc != 0)
         return gdu_unlock_fail(err, GDU_EXIT_SOFTWARE, "internal", NULL, "out of memory");
-    }
-    gdu_snapshot_take(&sr, NULL, 0, s);
     gdu_unlock_check_run(s, c);
-    gdu_snapshot_free(s);
-    free(s);
-    gdu_sysroot_free(&sr);
+    gdu_snapshot_release(s);
     return 0;
 }
 

@@ -214,12 +214,33 @@ static void the_capture_holds_what_the_snapshot_read(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* gdu_snapshot_of, the one way commands open a machine, judges a root as a
+ * snapshot taken of it does, and names a root that cannot be used. */
+static void a_snapshot_of_a_root_is_that_roots(void **state)
+{
+    (void)state;
+    gdu_snapshot *of = NULL, *taken = take(FIXTURES "/h200x2-vm-virtio");
+    char why[512] = "";
+    assert_int_equal(gdu_snapshot_of(FIXTURES "/h200x2-vm-virtio", &of, why, sizeof why), 0);
+    char *a = judged(of), *b = judged(taken);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    gdu_snapshot_release(of);
+    gdu_snapshot_release(taken);
+    assert_int_equal(gdu_snapshot_of(FIXTURES "/no such root", &of, why, sizeof why),
+                     GDU_SNAPSHOT_BAD_ROOT);
+    assert_null(of);
+    assert_true(why[0] != '\0');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_fixture_replays_from_its_capture),
         cmocka_unit_test(unlock_fixtures_replay_without_content),
         cmocka_unit_test(the_capture_holds_what_the_snapshot_read),
+        cmocka_unit_test(a_snapshot_of_a_root_is_that_roots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
