@@ -26,9 +26,6 @@ from ._lib import lib
 from .errors import SafetensorError
 from .slicing import SliceError, SliceStepError, plan_read
 
-_ELEMENT_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
-                  "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-                  "I32": 4, "U32": 4, "F32": 4, "C64": 8, "F64": 8, "I64": 8, "U64": 8}
 # safetensors' numpy dtype of each safetensors dtype: an attribute of numpy,
 # or a name for numpy.dtype()
 _NUMPY_ATTRS = {"F64": "float64", "F32": "float32", "F16": "float16", "U64": "uint64",
@@ -37,6 +34,12 @@ _NUMPY_ATTRS = {"F64": "float64", "F32": "float32", "F16": "float16", "U64": "ui
                 "F8_E4M3": "float8_e4m3fn", "F8_E4M3FNUZ": "float8_e4m3fnuz",
                 "F8_E5M2": "float8_e5m2", "F8_E5M2FNUZ": "float8_e5m2fnuz",
                 "F8_E8M0": "float8_e8m0fnu", "F4": "float4_e2m1fn_x2"}
+
+
+def _whole_bytes(info):
+    """Bytes per element of tensor info, from C's dtype table (info.bits);
+    0 for a dtype whose elements are not whole bytes (F4, F6_*)."""
+    return info.bits // 8 if info.bits % 8 == 0 else 0
 
 
 def numpy_dtype(np, name):
@@ -121,7 +124,7 @@ class HostMap:
         if base is None:
             return None
         raw = base[info.file_offset:info.file_offset + info.nbytes]
-        if info.file_offset % _ELEMENT_BYTES.get(info.dtype, 1):
+        if info.file_offset % (_whole_bytes(info) or 1):
             raw = raw.clone()
         return typed_view(raw, info.dtype, info.shape)
 
@@ -130,7 +133,7 @@ class HostMap:
         dtype of whole bytes torch has (the others are cut in bytes by the
         engine's planning)."""
         from .torch_bridge import torch_dtype
-        return info.dtype in _ELEMENT_BYTES and torch_dtype(info.dtype) is not None
+        return _whole_bytes(info) > 0 and torch_dtype(info.dtype) is not None
 
     def slice(self, info, index):
         """tensor info[index] as torch indexes it: a view of the mapping
@@ -168,7 +171,7 @@ class HostMap:
             with memoryview(data) as view, view.cast("B")[at:at + info.nbytes] as b:
                 return np.frombuffer(bytearray(b), dtype=dtype).reshape(shape)
         try:  # the index rules of gdunlock's torch slices: no step <= 0, ints in range
-            plan_read(list(shape), 8 * _ELEMENT_BYTES[info.dtype], index)
+            plan_read(list(shape), info.bits, index)
         except TypeError:  # advanced indexing: numpy's own
             pass
         count = 1
