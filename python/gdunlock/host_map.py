@@ -24,6 +24,7 @@ import os
 
 from ._lib import lib
 from .errors import SafetensorError
+from .shards_ahead import file_identity
 from .slicing import SliceError, SliceStepError, plan_read
 
 # safetensors' numpy dtype of each safetensors dtype: an attribute of numpy,
@@ -54,16 +55,10 @@ def numpy_dtype(np, name):
     return getattr(np, attr)
 
 
-def _identity_of(st):
-    # the change time too: a file rewritten in place with its modification
-    # time put back (cp -p, rsync --inplace -t) keeps every other field
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
 def _identity(path):
-    """path's file as _identity_of says, or None when it cannot be had."""
+    """path's file_identity, or None when it cannot be had."""
     try:
-        return _identity_of(os.stat(path))
+        return file_identity(os.stat(path))
     except OSError:
         return None
 
@@ -94,7 +89,7 @@ class HostMap:
         try:
             with open(self._paths[file], "rb") as f:
                 st = os.fstat(f.fileno())
-                if _identity_of(st) == self._identities[file] and \
+                if file_identity(st) == self._identities[file] and \
                         st.st_size >= start + lib().gdu_st_header_data_span(header):
                     m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
         except OSError:  # removed, unreadable now, or a file system that cannot map it

@@ -46,12 +46,16 @@ def header_bytes(path):
         os.close(fd)
 
 
-def stat_key(path):
-    """What says path is still the file it was: a rewrite in place can put
-    the modification time back (cp -p, rsync --inplace -t), never the
-    change time."""
-    st = os.stat(path)
+def file_identity(st):
+    """What says a file (its os.stat result) is still the file it was: a
+    rewrite in place can put the modification time back (cp -p, rsync
+    --inplace -t), never the change time."""
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def stat_key(path):
+    """path's file_identity."""
+    return file_identity(os.stat(path))
 
 
 class ShardsAhead:
