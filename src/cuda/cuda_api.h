@@ -55,6 +55,10 @@ enum {
     GDU_CU_ATTR_DMA_BUF_SUPPORTED = 124,
 };
 
+/* cuMemGetHandleForAddressRange's handle type for a dma-buf fd
+ * (CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD). */
+enum { GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1 };
+
 /* CUdevice_P2PAttribute */
 enum {
     GDU_CU_P2P_ATTR_PERFORMANCE_RANK = 1,

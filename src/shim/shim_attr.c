@@ -33,14 +33,18 @@ bool gdu_shim_caller_is_rdma_network(const char *caller)
     return false;
 }
 
+static const gdu_gpu_stats *gpu_by_pci(const gdu_shim *s, const char *pci)
+{
+    for (unsigned i = 0; pci != NULL && i < GDU_SHIM_GPU_SLOTS; i++)
+        if (s->gpus[i].seen && strcmp(s->gpus[i].pci, pci) == 0)
+            return &s->gpus[i];
+    return NULL;
+}
+
 static gdu_tpp_mode mode_by_pci(const gdu_shim *s, const char *pci)
 {
-    if (pci == NULL)
-        return GDU_TPP_NONE;
-    for (unsigned i = 0; i < GDU_SHIM_GPU_SLOTS; i++)
-        if (s->gpus[i].seen && strcmp(s->gpus[i].pci, pci) == 0)
-            return s->gpus[i].mode;
-    return GDU_TPP_NONE; /* not seen yet: unlocked at its first allocation */
+    const gdu_gpu_stats *g = gpu_by_pci(s, pci);
+    return g != NULL ? g->mode : GDU_TPP_NONE; /* not seen yet: unlocked at its first allocation */
 }
 
 /* Counts one query whose value (after the test mode) is 0 and says whether
@@ -83,9 +87,22 @@ int gdu_shim_rdma_attribute(gdu_shim *s, int libcuda_value, const char *pci, con
     return answer ? 1 : value;
 }
 
-int gdu_shim_dma_buf_attribute(const gdu_shim *s, int libcuda_value)
+int gdu_shim_dma_buf_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller)
 {
-    return s->cfg.test_rdma_attr_zero ? 0 : libcuda_value;
+    int value = s->cfg.test_rdma_attr_zero ? 0 : libcuda_value;
+    if (value != 0 || !s->cfg.rdma_network)
+        return value;
+    pthread_mutex_lock(&s->lock);
+    gdu_tpp_mode mode = mode_by_pci(s, pci);
+    const gdu_gpu_stats *g = gpu_by_pci(s, pci);
+    bool exports = (mode == GDU_TPP_NONE || mode == GDU_TPP_UNLOCKED) &&
+                   (g == NULL || !g->dmabuf_unsupported) && s->ops.open_gpu_file != NULL;
+    bool answer = answers(s, &s->dma_buf_attr, exports, caller);
+    pthread_mutex_unlock(&s->lock);
+    if (answer)
+        gdu_shim_log(s, GDU_LOG_DEBUG, "DMA-BUF attribute of GPU %s: 1 for %s (the shim's export)",
+                     pci != NULL ? pci : "?", caller != NULL ? caller : "an unknown caller");
+    return answer ? 1 : value;
 }
 
 /* Whether the GPU VA ptr lies in memory registered with an NV503C of the

@@ -35,6 +35,12 @@ typedef struct {
      * RM calls must not come back through the shim. */
     int (*rm_bar1)(void *ctx, const char *pci, uint64_t *total, uint64_t *available, char *why,
                    size_t why_len);
+    /* Opens the device file (/dev/nvidiaN) of the GPU at pci for an escape
+     * the kernel takes only there; returns the fd or -errno. May be NULL
+     * (then the shim makes no dma-buf). */
+    int (*open_gpu_file)(void *ctx, const char *pci);
+    /* Closes an fd the shim opened or got from the kernel. */
+    void (*close_file)(void *ctx, int fd);
 } gdu_shim_ops;
 
 typedef struct {
@@ -156,11 +162,28 @@ int gdu_shim_rdma_pointer_attribute(gdu_shim *s, int libcuda_value, uint64_t ptr
 bool gdu_shim_tracing(const gdu_shim *s);
 void gdu_shim_trace(gdu_shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED as a caller sees it, given
- * libcuda's value: 0 under the GeForce stand-in (test_rdma_attr_zero),
- * libcuda's own otherwise. The shim never answers 1: it makes no dma-buf
- * (docs/rdma-model.md), so NCCL stays on the peer-memory route. */
-int gdu_shim_dma_buf_attribute(const gdu_shim *s, int libcuda_value);
+/* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED of the GPU at pci as a caller sees
+ * it, given libcuda's value: 0 under the GeForce stand-in
+ * (test_rdma_attr_zero), as GeForce libcuda reads; then, under
+ * rdma_network, 1 on a GPU the shim unlocks, where it makes the dma-bufs
+ * itself (gdu_shim_export_dmabuf), unless RM refused one there as
+ * unsupported. Counted for the report. */
+int gdu_shim_dma_buf_attribute(gdu_shim *s, int libcuda_value, const char *pci, const char *caller);
+
+/* gdunlock run --rdma: a dma-buf of [va, va + size) of the process's GPU
+ * memory, made by the shim where libcuda refused one
+ * (cuMemGetHandleForAddressRange, flags as given there; docs/rdma-model.md
+ * section 3). Returns its fd, or -1 with why: not under --rdma, a GPU the
+ * shim does not unlock, a range that is not whole pages of tracked video
+ * memory of one client and GPU, a PCIe-mapping flag, or the kernel's
+ * refusal named. Counted per GPU for the report. */
+int gdu_shim_export_dmabuf(gdu_shim *s, uint64_t va, uint64_t size, unsigned long long flags,
+                           char *why, size_t why_len);
+
+/* Under the GeForce stand-in (test_rdma_attr_zero) libcuda's own dma-buf
+ * of a range is refused as GeForce libcuda refuses it (CUDA_ERROR_NOT_
+ * SUPPORTED), so that the shim's export is what a caller gets. */
+bool gdu_shim_stands_in_dma_buf(const gdu_shim *s);
 
 /* True for the libraries that read the attribute for GPUDirect RDMA with a
  * network adapter (NCCL, NVSHMEM, UCX, libfabric, MPI, gdrcopy, verbs): they

@@ -298,8 +298,11 @@ GDU_EXPORT gdu_CUresult cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice 
                                          asking_library());
     }
     if (s != NULL && r == GDU_CUDA_SUCCESS && attr == GDU_CU_ATTR_DMA_BUF_SUPPORTED &&
-        value != NULL)
-        *value = gdu_shim_dma_buf_attribute(s, *value);
+        value != NULL) {
+        char pci[32];
+        *value = gdu_shim_dma_buf_attribute(s, *value, device_pci(real, dev, pci, sizeof pci),
+                                            asking_library());
+    }
     const char *caller = traced_caller(s, __builtin_return_address(0));
     if (caller != NULL)
         gdu_shim_trace(s,
@@ -402,7 +405,9 @@ GDU_EXPORT gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, 
 /* The handle type (1: a dma-buf descriptor) and flags (1: the dma-buf
  * mapped through the PCIe BAR, CUDA 12.8's CU_MEM_RANGE_FLAG_DMA_BUF_
  * MAPPING_TYPE_PCIE) are traced as numbers: what libcufile asks is the
- * finding. */
+ * finding. Where libcuda refuses a dma-buf (GeForce; under the stand-in the
+ * shim refuses in its place and closes libcuda's), the shim makes one under
+ * `gdunlock run --rdma` (shim_dmabuf.c). */
 GDU_EXPORT gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr,
                                                       size_t size, int type,
                                                       unsigned long long flags)
@@ -411,13 +416,28 @@ GDU_EXPORT gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdevice
     if (real == NULL)
         return GDU_CUDA_ERROR_NOT_INITIALIZED;
     gdu_CUresult r = real(handle, ptr, size, type, flags);
+    gdu_CUresult libcuda = r;
     gdu_shim *s = gdu_preload_shim();
+    if (s != NULL && handle != NULL && type == GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) {
+        if (r == GDU_CUDA_SUCCESS && gdu_shim_stands_in_dma_buf(s)) {
+            close(*(int *)handle);
+            r = GDU_CUDA_ERROR_NOT_SUPPORTED;
+        }
+        char why[256];
+        int fd = r != GDU_CUDA_SUCCESS
+                     ? gdu_shim_export_dmabuf(s, (uint64_t)ptr, size, flags, why, sizeof why)
+                     : -1;
+        if (fd >= 0) {
+            *(int *)handle = fd;
+            r = GDU_CUDA_SUCCESS;
+        }
+    }
     const char *caller = traced_caller(s, __builtin_return_address(0));
     if (caller != NULL)
         gdu_shim_trace(s,
                        "%s calls cuMemGetHandleForAddressRange(0x%llx, %zu bytes, handle type %d, "
-                       "flags 0x%llx): status %d",
-                       caller, (unsigned long long)ptr, size, type, flags, (int)r);
+                       "flags 0x%llx): status %d (libcuda's %d)",
+                       caller, (unsigned long long)ptr, size, type, flags, (int)r, (int)libcuda);
     return r;
 }
 

@@ -18,6 +18,7 @@
  * (see shim_core.h). */
 #include "rm/rm_bar1_info.h"
 #include "shim/shim_preload.h"
+#include "util/nv_device_file.h"
 #include "util/pci_resource.h"
 #include "util/units.h"
 
@@ -205,6 +206,14 @@ static int op_rm_bar1(void *ctx, const char *pci, uint64_t *total, uint64_t *ava
     return rc;
 }
 
+static int op_open_gpu_file(void *ctx, const char *pci)
+{
+    return gdu_nv_device_file_open(NULL, pci);
+}
+
+/* Through our close, which forgets the fd's kind. */
+static void op_close_file(void *ctx, int fd) { close(fd); }
+
 /* ---- configuration ---- */
 
 static void read_driver_version(char *out, size_t len)
@@ -292,8 +301,14 @@ static void init_once(void)
         .rdma_network = env_flag("GDUNLOCK_RDMA", false),
         .test_rdma_attr_zero = !env_flag("GDUNLOCK_TEST_RDMA_ATTR", true),
     };
-    gdu_shim_ops ops = {op_ioctl, op_fd_kind,    op_read_block, op_log,
-                        NULL,     op_bar1_bytes, op_rm_bar1};
+    gdu_shim_ops ops = {.ioctl = op_ioctl,
+                        .fd_kind = op_fd_kind,
+                        .read_block = op_read_block,
+                        .log = op_log,
+                        .bar1_bytes = op_bar1_bytes,
+                        .rm_bar1 = op_rm_bar1,
+                        .open_gpu_file = op_open_gpu_file,
+                        .close_file = op_close_file};
     gdu_shim *s = gdu_shim_new(&cfg, &ops);
     if (s == NULL) {
         log_line(GDU_LOG_ERROR,

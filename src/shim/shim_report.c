@@ -72,6 +72,12 @@ static void gpu_json(gdu_jsonw *w, const gdu_shim *s, unsigned slot, const gdu_g
     for (unsigned i = 0; i < GDU_SHIM_FAIL_KINDS && g->fail[i].count != 0; i++)
         gdu_jsonw_uint(w, gdu_nv_status_name(g->fail[i].status), g->fail[i].count);
     gdu_jsonw_object_end(w);
+    gdu_jsonw_object_begin(w, "dma_buf");
+    gdu_jsonw_uint(w, "exports", g->dmabuf_exports);
+    gdu_jsonw_uint(w, "failures", g->dmabuf_failures);
+    gdu_jsonw_bool(w, "unsupported", g->dmabuf_unsupported);
+    gdu_jsonw_string(w, "last_refusal", g->dmabuf_why[0] ? g->dmabuf_why : NULL);
+    gdu_jsonw_object_end(w);
     gdu_jsonw_object_end(w);
 }
 
@@ -213,6 +219,7 @@ char *gdu_shim_report_json(gdu_shim *s, bool with_registrations)
     cufile_json(&w, s);
     attr_json(&w, s, "gpu_direct_rdma_attribute", &s->rdma_device_attr);
     attr_json(&w, s, "gpu_direct_rdma_pointer_attribute", &s->rdma_pointer_attr);
+    attr_json(&w, s, "dma_buf_attribute", &s->dma_buf_attr);
     if (with_registrations) {
         gdu_jsonw_array_begin(&w, "thirdpartyp2p");
         struct object_scan os = {s, &w};

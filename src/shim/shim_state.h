@@ -119,6 +119,12 @@ typedef struct {
     uint64_t rm_bar1_total, rm_bar1_available;
     char rm_bar1_why[128];
     uint64_t cufile_pinned; /* bytes the model pins for live cuFile buffers */
+    /* dma-bufs the shim made here (gdunlock run --rdma), refusals, the last
+     * refusal's cause, and whether RM said the kernel's dma-buf support is
+     * off for this GPU (then the DMA-BUF attribute reads libcuda's 0) */
+    uint64_t dmabuf_exports, dmabuf_failures;
+    bool dmabuf_unsupported;
+    char dmabuf_why[200];
     /* native: why libcuda's NV503C holds nothing of the program's ("": it does) */
     char native_empty[320];
     struct {
@@ -167,6 +173,7 @@ struct gdu_shim {
     uint64_t cufile_dropped;                  /* of those, not (or no longer) listed */
     gdu_attr_answers rdma_device_attr;        /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED */
     gdu_attr_answers rdma_pointer_attr;       /* CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE */
+    gdu_attr_answers dma_buf_attr;            /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */
 };
 
 /* shim_objects.c: the record of RM objects, the per-GPU statistics, the log. */

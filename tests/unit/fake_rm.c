@@ -3,6 +3,7 @@
 #include "driverabi/ctrl0000_gpu.h"
 #include "driverabi/nv503c.h"
 #include "driverabi/nv_classes.h"
+#include "driverabi/nv_dmabuf.h"
 #include "driverabi/nv_escape.h"
 #include "driverabi/nv_status.h"
 #include "driverabi/nvos.h"
@@ -10,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +37,8 @@ typedef struct {
     unsigned n_vaspaces;
     uint32_t deps[FAKE_MAX_DEPS];
     unsigned n_deps;
+    uint32_t instance; /* device: its deviceId */
+    uint64_t size;     /* memory: the furthest end a UVM mapping of it reached */
 } fake_obj;
 
 typedef struct {
@@ -43,9 +47,17 @@ typedef struct {
     bool live;
 } fake_reg;
 
+#define FAKE_MAX_DMABUFS 16
+
 struct fake_rm {
     pthread_mutex_t lock;
     gdu_fd_kind fds[FAKE_MAX_FDS];
+    int gpu_fd_instance[FAKE_MAX_FDS]; /* 1 + device instance of a GPU file; 0: not one */
+    uint32_t gpu_file_instance;        /* the GPU the next opened GPU file is */
+    bool dmabuf_off;                   /* the kernel's dma-buf support is off */
+    bool dmabuf_515;                   /* the block before 570.86.15 */
+    unsigned dmabuf_escapes;
+    fake_dmabuf dmabufs[FAKE_MAX_DMABUFS];
     uint32_t next_client, next_generated, generated_client;
     fake_obj *objs;
     size_t n_objs, cap_objs;
@@ -76,6 +88,9 @@ fake_rm *fake_rm_new(void)
 
 void fake_rm_free(fake_rm *f)
 {
+    for (unsigned i = 0; i < FAKE_MAX_DMABUFS; i++)
+        if (f->dmabufs[i].used)
+            close(f->dmabufs[i].fd);
     free(f->objs);
     free(f->regs);
     free(f->targets);
@@ -288,7 +303,9 @@ static uint32_t do_alloc(fake_rm *f, uint32_t client, uint32_t parent, uint32_t 
     }
     if (*handle == 0)
         *handle = f->next_generated++;
-    add(f, client, *handle, parent, cls);
+    fake_obj *o = add(f, client, *handle, parent, cls);
+    if (cls == GDU_NV01_DEVICE_0 && params != 0)
+        o->instance = ((const gdu_nv0080_alloc_params *)(uintptr_t)params)->deviceId;
     return GDU_NV_OK;
 }
 
@@ -452,6 +469,191 @@ static int rm_escape(fake_rm *f, unsigned nr, size_t size, void *arg)
     }
 }
 
+/* ---- NV_ESC_EXPORT_TO_DMABUF_FD (fake_rm.h) ---- */
+
+static fake_dmabuf *dmabuf_of(fake_rm *f, int fd)
+{
+    for (unsigned i = 0; fd >= 0 && i < FAKE_MAX_DMABUFS; i++)
+        if (f->dmabufs[i].used && f->dmabufs[i].fd == fd)
+            return &f->dmabufs[i];
+    return NULL;
+}
+
+static uint32_t device_instance_of(fake_rm *f, const fake_obj *o)
+{
+    for (int depth = 0; o != NULL && depth < 32; depth++) {
+        if (o->cls == GDU_NV01_DEVICE_0)
+            return o->instance;
+        if (o->parent == o->handle)
+            break;
+        o = find(f, o->client, o->parent);
+    }
+    return UINT32_MAX;
+}
+
+/* RmDmabufVerifyMemHandle (osapi.c:1286-1360, 580.142). */
+static uint32_t verify_mem_handle(fake_rm *f, uint32_t client, uint32_t instance, uint32_t handle,
+                                  uint64_t offset, uint64_t size)
+{
+    if (find(f, client, client) == NULL)
+        return GDU_NV_ERR_INVALID_CLIENT;
+    fake_obj *mem = find(f, client, handle);
+    if (mem == NULL)
+        return GDU_NV_ERR_OBJECT_NOT_FOUND;
+    bool memory = mem->cls == GDU_NV01_MEMORY_LOCAL_USER || mem->cls == GDU_NV01_MEMORY_SYSTEM;
+    if (!memory)
+        return GDU_NV_ERR_INVALID_OBJECT;
+    if (device_instance_of(f, mem) != instance)
+        return GDU_NV_ERR_INVALID_OBJECT_PARENT;
+    if ((offset | size) & 4095u)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    if (mem->cls != GDU_NV01_MEMORY_LOCAL_USER) /* video memory only (no 0-FB GPU here) */
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    if (size == 0 || size > mem->size || offset > mem->size - size)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    return GDU_NV_OK;
+}
+
+/* nv_dma_buf_dup_mem_handles (nv-dmabuf.c:373-475): all of the call's
+ * handles, or none. */
+static uint32_t dup_handles(fake_rm *f, fake_dmabuf *d, const gdu_nv_dmabuf_export *p)
+{
+    uint32_t st = GDU_NV_OK;
+    unsigned i = 0;
+    for (; i < p->num_objects && st == GDU_NV_OK; i++) {
+        unsigned at = p->index + i;
+        if (d->memory[at] != 0)
+            st = GDU_NV_ERR_IN_USE;
+        else if (p->sizes[i] > d->total_size - d->attached_size)
+            st = GDU_NV_ERR_INVALID_ARGUMENT;
+        else
+            st = verify_mem_handle(f, p->h_client, d->instance, p->handles[i], p->offsets[i],
+                                   p->sizes[i]);
+        if (st == GDU_NV_OK) {
+            d->memory[at] = p->handles[i];
+            d->offset[at] = p->offsets[i];
+            d->size[at] = p->sizes[i];
+            d->attached++;
+            d->attached_size += p->sizes[i];
+        }
+    }
+    if (st == GDU_NV_OK && d->attached == d->total_objects && d->attached_size != d->total_size)
+        st = GDU_NV_ERR_INVALID_ARGUMENT;
+    if (st != GDU_NV_OK)
+        for (unsigned j = 0; j < i; j++) {
+            unsigned at = p->index + j;
+            if (d->memory[at] == p->handles[j] && d->offset[at] == p->offsets[j]) {
+                d->memory[at] = 0;
+                d->attached--;
+                d->attached_size -= p->sizes[j];
+            }
+        }
+    return st;
+}
+
+static uint32_t dmabuf_create(fake_rm *f, uint32_t instance, gdu_nv_dmabuf_export *p)
+{
+    if (f->dmabuf_off)
+        return GDU_NV_ERR_NOT_SUPPORTED;
+    if (p->index > p->total_objects - p->num_objects)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    if (p->mapping_type == GDU_NV_DMABUF_MAPPING_FORCE_PCIE)
+        return GDU_NV_ERR_NOT_SUPPORTED;
+    fake_dmabuf *d = NULL;
+    for (unsigned i = 0; d == NULL && i < FAKE_MAX_DMABUFS; i++)
+        if (!f->dmabufs[i].used)
+            d = &f->dmabufs[i];
+    if (d == NULL || p->total_objects > FAKE_DMABUF_MAX_OBJECTS)
+        return GDU_NV_ERR_NO_MEMORY;
+    memset(d, 0, sizeof *d);
+    d->client = p->h_client;
+    d->instance = instance;
+    d->total_objects = p->total_objects;
+    d->total_size = p->total_size;
+    uint32_t st = dup_handles(f, d, p);
+    if (st != GDU_NV_OK)
+        return st;
+    d->fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (d->fd < 0)
+        return GDU_NV_ERR_OPERATING_SYSTEM;
+    d->used = true;
+    p->fd = d->fd;
+    return GDU_NV_OK;
+}
+
+static uint32_t dmabuf_export(fake_rm *f, uint32_t instance, gdu_nv_dmabuf_export *p)
+{
+    if (p->total_size == 0 || p->num_objects == 0 || p->total_objects == 0 ||
+        p->num_objects > GDU_NV_DMABUF_MAX_HANDLES || p->num_objects > p->total_objects)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    if (p->mapping_type != GDU_NV_DMABUF_MAPPING_DEFAULT &&
+        p->mapping_type != GDU_NV_DMABUF_MAPPING_FORCE_PCIE)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    if (p->fd == -1)
+        return dmabuf_create(f, instance, p);
+    if (p->fd < 0)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    fake_dmabuf *d = dmabuf_of(f, p->fd);
+    if (d == NULL)
+        return GDU_NV_ERR_OPERATING_SYSTEM; /* dma_buf_get of what is none */
+    if (d->total_objects < p->num_objects || p->index > d->total_objects - p->num_objects ||
+        p->mapping_type != GDU_NV_DMABUF_MAPPING_DEFAULT)
+        return GDU_NV_ERR_INVALID_ARGUMENT;
+    return dup_handles(f, d, p);
+}
+
+static int dmabuf_escape(fake_rm *f, int fd, size_t size, void *arg)
+{
+    f->dmabuf_escapes++;
+    size_t want = f->dmabuf_515 ? sizeof(gdu_nv_dmabuf_export_515) : sizeof(gdu_nv_dmabuf_export);
+    if (size != want || fd < 0 || fd >= FAKE_MAX_FDS || f->gpu_fd_instance[fd] == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint32_t instance = (uint32_t)f->gpu_fd_instance[fd] - 1;
+    if (!f->dmabuf_515) {
+        gdu_nv_dmabuf_export *p = arg;
+        p->status = dmabuf_export(f, instance, p);
+        return 0;
+    }
+    gdu_nv_dmabuf_export_515 *old = arg;
+    static gdu_nv_dmabuf_export p; /* under the fake's lock */
+    memset(&p, 0, sizeof p);
+    GDU_NV_DMABUF_COPY_SHARED(&p, old);
+    old->status = dmabuf_export(f, instance, &p);
+    old->fd = p.fd;
+    return 0;
+}
+
+bool fake_rm_dmabuf(fake_rm *f, int fd, fake_dmabuf *out)
+{
+    pthread_mutex_lock(&f->lock);
+    fake_dmabuf *d = dmabuf_of(f, fd);
+    if (d != NULL)
+        *out = *d;
+    pthread_mutex_unlock(&f->lock);
+    return d != NULL;
+}
+
+unsigned fake_rm_dmabuf_escapes(fake_rm *f) { return f->dmabuf_escapes; }
+
+unsigned fake_rm_dmabufs(fake_rm *f)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < FAKE_MAX_DMABUFS; i++)
+        n += f->dmabufs[i].used;
+    return n;
+}
+
+void fake_rm_set_gpu_file_instance(fake_rm *f, uint32_t instance)
+{
+    f->gpu_file_instance = instance;
+}
+
+void fake_rm_set_dmabuf_supported(fake_rm *f, bool on) { f->dmabuf_off = !on; }
+
+void fake_rm_set_dmabuf_layout_515(fake_rm *f, bool on) { f->dmabuf_515 = on; }
+
 int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg)
 {
     if (arg == NULL) {
@@ -464,12 +666,15 @@ int fake_rm_ioctl(fake_rm *f, int fd, unsigned long request, void *arg)
     size_t size;
     gdu_fd_kind kind = fd >= 0 && fd < FAKE_MAX_FDS ? f->fds[fd] : GDU_FD_OTHER;
     if (kind == GDU_FD_RM && gdu_nv_ioctl_decode(request, &nr, &size)) {
-        r = rm_escape(f, nr, size, arg);
+        r = nr == GDU_NV_ESC_EXPORT_TO_DMABUF_FD ? dmabuf_escape(f, fd, size, arg)
+                                                 : rm_escape(f, nr, size, arg);
     } else if (kind == GDU_FD_UVM) {
         if (request == GDU_UVM_MAP_EXTERNAL_ALLOCATION) {
             gdu_uvm_map_external_params_256 *p = arg;
-            p->rmStatus =
-                find(f, p->hClient, p->hMemory) != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
+            fake_obj *mem = find(f, p->hClient, p->hMemory);
+            p->rmStatus = mem != NULL ? GDU_NV_OK : GDU_NV_ERR_OBJECT_NOT_FOUND;
+            if (mem != NULL && p->offset + p->length > mem->size)
+                mem->size = p->offset + p->length;
         } else if (request == GDU_UVM_FREE) {
             ((gdu_uvm_free_params *)arg)->rmStatus = GDU_NV_OK;
         } else if (request == GDU_UVM_REGISTER_GPU_VASPACE) {
@@ -550,10 +755,52 @@ void fake_rm_set_rm_bar1(fake_rm *f, uint64_t total, uint64_t available)
 
 unsigned fake_rm_rm_bar1_asked(fake_rm *f) { return f->rm_bar1_asked; }
 
+/* A GPU's file: a real fd (so that close works), known to the fake as the
+ * file of GPU gpu_file_instance. */
+static int op_open_gpu_file(void *ctx, const char *pci)
+{
+    fake_rm *f = ctx;
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fd >= FAKE_MAX_FDS) {
+        close(fd);
+        return -EMFILE;
+    }
+    pthread_mutex_lock(&f->lock);
+    f->fds[fd] = GDU_FD_RM;
+    f->gpu_fd_instance[fd] = (int)f->gpu_file_instance + 1;
+    pthread_mutex_unlock(&f->lock);
+    return fd;
+}
+
+/* Closing a dma-buf's last fd releases it (its handles undup'd). */
+static void op_close_file(void *ctx, int fd)
+{
+    fake_rm *f = ctx;
+    pthread_mutex_lock(&f->lock);
+    fake_dmabuf *d = dmabuf_of(f, fd);
+    if (d != NULL)
+        d->used = false;
+    if (fd >= 0 && fd < FAKE_MAX_FDS) {
+        f->fds[fd] = GDU_FD_OTHER;
+        f->gpu_fd_instance[fd] = 0;
+    }
+    pthread_mutex_unlock(&f->lock);
+    close(fd);
+}
+
 gdu_shim_ops fake_rm_ops(fake_rm *f)
 {
-    return (gdu_shim_ops){op_ioctl, op_fd_kind,    op_read_block, op_log,
-                          f,        op_bar1_bytes, op_rm_bar1};
+    return (gdu_shim_ops){.ioctl = op_ioctl,
+                          .fd_kind = op_fd_kind,
+                          .read_block = op_read_block,
+                          .log = op_log,
+                          .ctx = f,
+                          .bar1_bytes = op_bar1_bytes,
+                          .rm_bar1 = op_rm_bar1,
+                          .open_gpu_file = op_open_gpu_file,
+                          .close_file = op_close_file};
 }
 
 json_t *fake_rm_shim_report(gdu_shim *s, bool with_registrations)

@@ -22,7 +22,8 @@
  *    tests/fixtures/rm-lifetime-h200-2026-12-02.txt);
  *  - once the GPU's device file is named (fake_rm_set_gpu_file), NV01_DEVICE_0
  *    only for a process that holds that file open, else
- *    NV_ERR_INSUFFICIENT_PERMISSIONS (0x1b; device.c:140-147).
+ *    NV_ERR_INSUFFICIENT_PERMISSIONS (0x1b; device.c:140-147);
+ *  - NV_ESC_EXPORT_TO_DMABUF_FD as the kernel takes it (fake_rm_dmabuf).
  * Thread-safe. */
 #ifndef GDUNLOCK_TESTS_FAKE_RM_H
 #define GDUNLOCK_TESTS_FAKE_RM_H
@@ -45,6 +46,45 @@ void fake_rm_set_fd(fake_rm *f, int fd, gdu_fd_kind kind);
 void fake_rm_next_client(fake_rm *f, uint32_t handle);
 /* Names the GPU's device file (/dev/nvidiaN; NULL: no rule, the default). */
 void fake_rm_set_gpu_file(fake_rm *f, const char *path);
+
+/* A dma-buf the export escape made, as the kernel holds it
+ * (nv_dma_buf_file_private_t): NV_ESC_EXPORT_TO_DMABUF_FD only on a GPU's
+ * own file and at the block's exact size, else the ioctl fails with EINVAL
+ * (nv.c:2744-2750, 580.142); the counts and mapping type checked
+ * (nv-dmabuf.c:1737-1750); creation refused NV_ERR_NOT_SUPPORTED where the
+ * kernel's dma-buf support is off (1483-1486) and for a forced PCIe mapping
+ * off coherent systems (osapi.c:1379-1390); each handle a video memory
+ * object of the client under the file's GPU, its offset and size whole 4 KiB
+ * pages inside the object (osapi.c:1286-1360: NV_ERR_OBJECT_NOT_FOUND,
+ * NV_ERR_INVALID_OBJECT, NV_ERR_INVALID_OBJECT_PARENT,
+ * NV_ERR_INVALID_ARGUMENT); a slot filled twice NV_ERR_IN_USE, more bytes
+ * than totalSize or a complete dma-buf of another total
+ * NV_ERR_INVALID_ARGUMENT (nv-dmabuf.c:405-475); a later call adds to the
+ * dma-buf named by its fd (1633-1680). A failed call leaves none of its
+ * handles. */
+#define FAKE_DMABUF_MAX_OBJECTS 512
+typedef struct {
+    bool used;
+    int fd;
+    uint32_t client, instance, total_objects, attached;
+    uint64_t total_size, attached_size;
+    uint32_t memory[FAKE_DMABUF_MAX_OBJECTS];
+    uint64_t offset[FAKE_DMABUF_MAX_OBJECTS], size[FAKE_DMABUF_MAX_OBJECTS];
+} fake_dmabuf;
+
+/* The dma-buf behind fd (a copy); false when fd is none the fake made. */
+bool fake_rm_dmabuf(fake_rm *f, int fd, fake_dmabuf *out);
+/* Export escapes that reached the fake, and live dma-bufs. */
+unsigned fake_rm_dmabuf_escapes(fake_rm *f);
+unsigned fake_rm_dmabufs(fake_rm *f);
+/* The device instance of the GPU whose file the shim's next open_gpu_file
+ * opens (default 0). */
+void fake_rm_set_gpu_file_instance(fake_rm *f, uint32_t instance);
+/* The kernel's dma-buf support (default on; off: CONFIG_DMA_SHARED_BUFFER
+ * missing or APM on). */
+void fake_rm_set_dmabuf_supported(fake_rm *f, bool on);
+/* The block layout the fake's kernel takes: before 570.86.15 (no mappingType). */
+void fake_rm_set_dmabuf_layout_515(fake_rm *f, bool on);
 
 /* gdu_shim_ops for a shim in front of this fake (ctx = the fake). */
 gdu_shim_ops fake_rm_ops(fake_rm *f);

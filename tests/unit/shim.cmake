@@ -78,3 +78,4 @@ if(GDUNLOCK_SANITIZE)
   set_tests_properties(test_shim_preload PROPERTIES
                        ENVIRONMENT "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 endif()
+gdunlock_unit_test(test_shim_dmabuf SOURCES test_shim_dmabuf.c LIBS gdu_fake_rm)

@@ -37,6 +37,9 @@ _Static_assert((int)GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ==
 _Static_assert((int)GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED ==
                    (int)CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
                "");
+_Static_assert((int)GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ==
+                   (int)CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+               "");
 _Static_assert((int)GDU_CU_ATTR_DMA_BUF_SUPPORTED == (int)CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
                "");
 _Static_assert((int)GDU_CU_ATTR_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED ==

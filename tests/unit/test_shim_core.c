@@ -932,9 +932,9 @@ static env *standin_with_buffer(bool rdma_network)
 /* gdunlock run --rdma (rdma_network): NCCL's GPU check (cudaDevAttr
  * GPUDirectRDMASupported through NCCL's own cudart, plugin/net.cc:452-463 of
  * NCCL 2.28.9) and ibverbs programs get the unlock's 1 for the device and for
- * a buffer the shim registered, under the GeForce stand-in; the DMA-BUF
- * attribute (NCCL's route (b), init.cc:355-371) stays the stand-in's 0, as
- * the shim makes no dma-buf. */
+ * a buffer the shim registered, under the GeForce stand-in; so does the
+ * DMA-BUF attribute (NCCL's route (b), init.cc:355-371): the shim makes the
+ * dma-bufs itself. */
 static void rdma_network_answers(void **state)
 {
     env *e = standin_with_buffer(true);
@@ -946,7 +946,8 @@ static void rdma_network_answers(void **state)
         /* memory nobody registered: no 1, whoever asks */
         assert_int_equal(gdu_shim_rdma_pointer_attribute(e->s, 1, VA(7), network[i]), 0);
     }
-    assert_int_equal(gdu_shim_dma_buf_attribute(e->s, 1), 0);
+    /* the DMA-BUF route: the shim makes the dma-bufs (test_shim_dmabuf.c) */
+    assert_int_equal(gdu_shim_dma_buf_attribute(e->s, 1, NULL, "libnccl.so.2"), 1);
     json_t *r = fake_rm_shim_report(e->s, false);
     json_t *a = json_object_get(r, "gpu_direct_rdma_attribute");
     assert_true(json_is_true(json_object_get(a, "rdma_network")));
@@ -964,8 +965,8 @@ static void rdma_network_answers(void **state)
     gdu_shim_ops ops = fake_rm_ops(f);
     gdu_shim_config plain = {.driver_version = DRIVER, .pid = FAKE_RM_PID};
     gdu_shim *s = gdu_shim_new(&plain, &ops);
-    assert_int_equal(gdu_shim_dma_buf_attribute(s, 1), 1);
-    assert_int_equal(gdu_shim_dma_buf_attribute(s, 0), 0);
+    assert_int_equal(gdu_shim_dma_buf_attribute(s, 1, NULL, NULL), 1);
+    assert_int_equal(gdu_shim_dma_buf_attribute(s, 0, NULL, NULL), 0);
     gdu_shim_free(s);
     fake_rm_free(f);
 }
