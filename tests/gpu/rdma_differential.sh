@@ -4,7 +4,8 @@
 # would find the buffers NCCL registers, natively and under the GeForce
 # stand-in (GDUNLOCK_TEST_DROP_NATIVE=strict: libcuda's ThirdPartyP2P object
 # gone, every registration the shim's; GDUNLOCK_TEST_RDMA_ATTR=0: libcuda's
-# GPUDirect RDMA and DMA-BUF attributes read 0, as on GeForce). No NIC is
+# GPUDirect RDMA and DMA-BUF attributes read 0 and its dma-bufs are refused,
+# as on GeForce). No NIC is
 # needed: the checks are the inputs of NCCL's decision and the lookup model
 # (docs/rdma-model.md). Setups, each running build/bin/rdma_nccl_check:
 #   native          the shim preloaded, nothing dropped (libcuda's own object)
@@ -13,8 +14,10 @@
 # PASS when, under geforce-rdma, attribute 116 (NCCL's GPU check), 110 and
 # pointer attribute 15 equal the native ones, the lookup model finds every
 # NCCL buffer as natively (cudaMalloc and VMM), and the shim reports the
-# answers it gave NCCL; attribute 124 (the DMA-BUF route) must read 0 there:
-# the shim makes no dma-buf (a named difference, not a failure).
+# answers it gave NCCL (route a); and for route (b), attribute 124 reads 1 as
+# natively and each buffer's dma-buf is made (by the shim's own export) with
+# the exporter and size the kernel shows for libcuda's, where the stand-in
+# without --rdma refuses it as GeForce libcuda does.
 # Usage: BUILD=build OUT=/tmp/out tests/gpu/rdma_differential.sh; exit 0 pass, 1 fail.
 set -uo pipefail
 BUILD=${BUILD:-build}
@@ -65,11 +68,14 @@ if [ "$v_native" = "$v_rdma" ]; then
 else
   fail attr-110 "native $v_native, stand-in with --rdma $v_rdma"
 fi
-d_native=$(val native ATTR 124) d_rdma=$(val geforce-rdma ATTR 124)
-if [ "$d_rdma" = 0 ]; then
-  pass attr-124 "the DMA-BUF attribute reads 0 under the stand-in with --rdma (natively $d_native): NCCL stays on the peer-memory route; the shim makes no dma-buf (a named difference, docs/rdma-model.md)"
+# NCCL's route (b) (init.cc:355-371): attribute 124, then a dma-buf of each
+# buffer. GeForce libcuda reads 0 and refuses the dma-buf; with --rdma the
+# shim answers 1 and makes the dma-buf itself (docs/rdma-model.md section 3).
+d_native=$(val native ATTR 124) d_today=$(val geforce ATTR 124) d_rdma=$(val geforce-rdma ATTR 124)
+if [ "$d_rdma" = "$d_native" ] && [ "$d_native" = 1 ] && [ "$d_today" = 0 ]; then
+  pass attr-124 "the DMA-BUF attribute reads $d_rdma under the stand-in with --rdma, as natively; without --rdma $d_today, as GeForce libcuda"
 else
-  fail attr-124 "the stand-in left the DMA-BUF attribute at $d_rdma (want 0, as GeForce libcuda)"
+  fail attr-124 "native $d_native, stand-in $d_today, stand-in with --rdma $d_rdma (want 1, 0, 1)"
 fi
 for b in cudaMalloc-2MiB cudaMalloc-64MiB VMM-4MiB; do
   p_native=$(val native PTRATTR "$b") p_rdma=$(val geforce-rdma PTRATTR "$b")
@@ -77,6 +83,18 @@ for b in cudaMalloc-2MiB cudaMalloc-64MiB VMM-4MiB; do
     pass "ptr-attr-$b" "pointer attribute 15 reads $p_rdma for NCCL under the stand-in with --rdma, as natively"
   else
     fail "ptr-attr-$b" "native $p_native, stand-in with --rdma $p_rdma"
+  fi
+  # the dma-buf: made natively by libcuda, refused under the stand-in as
+  # GeForce libcuda refuses it (801), made by the shim with --rdma; the
+  # kernel took the shim's memory handles (osapi.c:1286-1360 checks them)
+  # and shows the same exporter and size for both
+  read -r _ _ s_native z_native e_native <<<"$(grep "^DMABUF $b " "$O/native.out")"
+  read -r _ _ s_today _ _ <<<"$(grep "^DMABUF $b " "$O/geforce.out")"
+  read -r _ _ s_rdma z_rdma e_rdma <<<"$(grep "^DMABUF $b " "$O/geforce-rdma.out")"
+  if [ "$s_native" = 0 ] && [ "$s_rdma" = 0 ] && [ "$z_rdma" = "$z_native" ] && [ "$e_rdma" = "$e_native" ] && [ "$s_today" = 801 ]; then
+    pass "dmabuf-$b" "a dma-buf of NCCL's buffer: exporter $e_rdma, $z_rdma bytes under the stand-in with --rdma (the shim's export), as natively (libcuda's); without --rdma refused ($s_today)"
+  else
+    fail "dmabuf-$b" "native: status ${s_native:-?} size ${z_native:-?} ${e_native:-?}; stand-in: ${s_today:-?}; stand-in with --rdma: status ${s_rdma:-?} size ${z_rdma:-?} ${e_rdma:-?} (want 0, 801, 0 with the native size and exporter)"
   fi
   l_native=$(pin native "$b") l_rdma=$(pin geforce-rdma "$b")
   if [ "$l_rdma" = found ] && [ "$l_native" = found ]; then
@@ -96,14 +114,17 @@ rdma, today = first(sys.argv[1]), first(sys.argv[2])
 modes = [g.get("mode") for g in rdma.get("gpus", [])]
 a = rdma.get("gpu_direct_rdma_attribute", {})
 t = today.get("gpu_direct_rdma_attribute", {})
-ok = "unlocked" in modes and a.get("rdma_network") is True and a.get("answered_1_for_network", 0) >= 1
-print(("PASS" if ok else "FAIL") + " shim-report: under --rdma GPU mode %s, rdma_network %s, answered NCCL %s time(s); without it kept for %s"
-      % (modes, a.get("rdma_network"), a.get("answered_1_for_network"), t.get("kept_for")))
+exports = sum((g.get("dma_buf") or {}).get("exports", 0) for g in rdma.get("gpus", []))
+today_exports = sum((g.get("dma_buf") or {}).get("exports", 0) for g in today.get("gpus", []))
+ok = ("unlocked" in modes and a.get("rdma_network") is True and a.get("answered_1_for_network", 0) >= 1
+      and exports == 3 and today_exports == 0)
+print(("PASS" if ok else "FAIL") + " shim-report: under --rdma GPU mode %s, rdma_network %s, answered NCCL %s time(s), %d dma-buf(s) made; without it kept for %s, %d made"
+      % (modes, a.get("rdma_network"), a.get("answered_1_for_network"), exports, t.get("kept_for"), today_exports))
 sys.exit(0 if ok else 1)
 PY
 [ $? = 0 ] || failed=1
 if [ $failed = 0 ]; then
-  echo "PASS rdma-differential: under the GeForce stand-in with 'gdunlock run --rdma', NCCL's GPUDirect RDMA inputs (route a) and the lookup of its buffers equal the native GPU's (outputs in $O)"
+  echo "PASS rdma-differential: under the GeForce stand-in with 'gdunlock run --rdma', NCCL's GPUDirect RDMA inputs (routes a and b), the lookup of its buffers and their dma-bufs equal the native GPU's (outputs in $O)"
 else
   echo "FAIL rdma-differential: see the FAIL lines (outputs in $O)"
 fi

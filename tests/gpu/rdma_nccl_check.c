@@ -10,6 +10,11 @@
  * 210-240), each with:
  *   PTRATTR <name> <value>  pointer attribute 15, from the NCCL-named library
  *   PTR/PIN ...             the lookup model's verdict (shim_gpu_common.h)
+ *   DMABUF <name> <status> <size> <exporter>
+ *                           route (b): cuMemGetHandleForAddressRange of the
+ *                           buffer as NCCL asks it (net.cc:953, flags 0 off
+ *                           C2C systems), and what the kernel says of the fd
+ *                           it gave (/proc/self/fdinfo: size, exp_name)
  * Exit 0, 1 on a CUDA error, 69 without a GPU. */
 #include "shim_gpu_common.h"
 
@@ -18,10 +23,30 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 
 typedef int (*attr_fn)(int *, int, int);
+typedef int (*range_handle_fn)(void *, unsigned long long, size_t, int, unsigned long long);
+
+/* The dma-buf's size and exporter as the kernel shows them for fd. */
+static void dmabuf_fdinfo(int fd, unsigned long long *size, char *exporter, size_t len)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "r");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        char name[128];
+        if (sscanf(line, "size: %llu", size) == 1)
+            continue;
+        if (sscanf(line, "exp_name: %127s", name) == 1)
+            snprintf(exporter, len, "%s", name);
+    }
+    if (f != NULL)
+        fclose(f);
+}
 typedef int (*pointer_attr_fn)(void *, int, unsigned long long);
 
 static void *probe_library(const char *self)
@@ -54,12 +79,14 @@ int main(int argc, char **argv)
         *(void **)&gpa = dlsym(cuda, "cuGetProcAddress_v2");
     attr_fn get = NULL;
     pointer_attr_fn get_pointer = NULL;
+    range_handle_fn range = NULL;
     int status = 0;
     if (gpa != NULL) {
         CK(gpa("cuDeviceGetAttribute", (void **)&get, 12000, 0, &status));
         CK(gpa("cuPointerGetAttribute", (void **)&get_pointer, 12000, 0, &status));
+        CK(gpa("cuMemGetHandleForAddressRange", (void **)&range, 12000, 0, &status));
     }
-    if (ask == NULL || ask_pointer == NULL || get == NULL || get_pointer == NULL) {
+    if (ask == NULL || ask_pointer == NULL || get == NULL || get_pointer == NULL || range == NULL) {
         printf("ERROR the probe library or libcuda lacks a function\n");
         return 1;
     }
@@ -86,6 +113,15 @@ int main(int argc, char **argv)
         CK(ask_pointer(get_pointer, bufs[i].ptr, &capable));
         printf("PTRATTR %s %d\n", bufs[i].name, capable);
         shim_gpu_pin(device, bufs[i].name, bufs[i].ptr, bufs[i].size);
+        int fd = -1;
+        unsigned long long size = 0;
+        char exporter[128] = "-";
+        int r = range(&fd, bufs[i].ptr, bufs[i].size, 1, 0);
+        if (r == 0 && fd >= 0) {
+            dmabuf_fdinfo(fd, &size, exporter, sizeof exporter);
+            close(fd);
+        }
+        printf("DMABUF %s %d %llu %s\n", bufs[i].name, r, size, exporter);
     }
     shim_gpu_dump_report(getenv("SHIM_GPU_LEDGER"));
     shim_vmm_free(&vmm);
