@@ -24,6 +24,8 @@ struct cli {
     bool rdma;
     bool no_shim;
     bool progress;
+    gdu_verify_rdma_route route; /* --route (with --rdma) */
+    bool route_given;
 };
 
 static void usage(FILE *out)
@@ -32,7 +34,7 @@ static void usage(FILE *out)
         out,
         "Usage: gdunlock verify PATH [--size N] [--gpu I] [--force] [--keep] [--no-shim] [--json]\n"
         "                       [--progress]\n"
-        "       gdunlock verify --rdma [--size N] [--gpu I] [--json]\n"
+        "       gdunlock verify --rdma [--route R] [--size N] [--gpu I] [--json]\n"
         "\n"
         "Writes a known pattern from GPU memory to PATH with cuFileWrite and reads it back\n"
         "with cuFileRead, for cuMemAlloc and VMM (cuMemCreate) buffers, with the gdunlock\n"
@@ -59,6 +61,9 @@ static void usage(FILE *out)
         "              PASS exit 0, FAIL (wrong bytes) exit 1; refuses with the cause and the\n"
         "              fix where there is no verbs library, adapter, active port or GPU, or a\n"
         "              step fails (exit 69)\n"
+        "  --route R   with --rdma, how the adapter gets the GPU buffer: auto (NCCL's choice,\n"
+        "              the default), peer-memory (ibv_reg_mr, nvidia-peermem) or dma-buf\n"
+        "              (ibv_reg_dmabuf_mr on a dma-buf of the buffer)\n"
         "\n"
         "Other exit codes: 64 bad arguments or PATH would be clobbered, 66 PATH cannot be\n"
         "created, 69 no libcuda or GPU, 70 internal error.\n");
@@ -101,6 +106,15 @@ static int option(void *ctx, int opt, const char *arg)
     case 'R':
         c->rdma = true;
         break;
+    case 'r': {
+        int route = gdu_verify_rdma_route_parse(arg);
+        if (route < 0)
+            return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL,
+                                "bad --route '%s': give auto, peer-memory or dma-buf", arg);
+        c->route = (gdu_verify_rdma_route)route;
+        c->route_given = true;
+        break;
+    }
     }
     return GDU_CLI_CONTINUE;
 }
@@ -115,6 +129,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
         {"no-shim", no_argument, NULL, 'n'},
         {"progress", no_argument, NULL, 'p'},
         {"rdma", no_argument, NULL, 'R'},
+        {"route", required_argument, NULL, 'r'},
         GDU_CLI_JSON_OPTION,
         GDU_CLI_HELP_OPTION,
         {NULL, 0, NULL, 0},
@@ -138,6 +153,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
         return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL, "%s",
                             c->rdma ? "--rdma takes no PATH"
                                     : "name exactly one file to write (PATH)");
+    if (c->route_given && !c->rdma)
+        return gdu_cli_fail("verify", GDU_EXIT_USAGE, NULL, NULL, "--route goes with --rdma");
     c->opts.path = argv[first];
     if (c->progress || isatty(STDERR_FILENO))
         c->opts.progress = print_stage;
@@ -180,7 +197,7 @@ static int finish(const struct cli *c, json_t *doc)
  * PASS (0) or FAIL (1). */
 static int verify_rdma(const struct cli *c)
 {
-    gdu_verify_rdma_options opts = {.gpu = c->opts.gpu, .size = c->opts.size};
+    gdu_verify_rdma_options opts = {.gpu = c->opts.gpu, .size = c->opts.size, .route = c->route};
     gdu_verify_rdma_result r;
     gdu_verify_rdma(&opts, &r);
     if (r.outcome != GDU_VERIFY_RDMA_PASS && r.outcome != GDU_VERIFY_RDMA_MISMATCH)

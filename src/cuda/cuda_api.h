@@ -243,6 +243,8 @@ _Static_assert(offsetof(gdu_CUDA_MEMCPY2D, WidthInBytes) == 112, "CUDA_MEMCPY2D 
       (gdu_CUdeviceptr ptr, size_t size, size_t offset, gdu_CUmemGenericAllocationHandle h,        \
        unsigned long long flags))                                                                  \
     X(cuMemUnmap, "cuMemUnmap", (gdu_CUdeviceptr ptr, size_t size))                                \
+    X(cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange",                              \
+      (void *handle, gdu_CUdeviceptr ptr, size_t size, int type, unsigned long long flags))        \
     X(cuMemSetAccess, "cuMemSetAccess",                                                            \
       (gdu_CUdeviceptr ptr, size_t size, const gdu_CUmemAccessDesc *desc, size_t count))
 

@@ -320,9 +320,14 @@ _Static_assert(offsetof(struct gdu_ibv_qp, qp_num) == 52, "ibv_qp layout");
     X(ibv_modify_qp, (gdu_ibv_qp * qp, gdu_ibv_qp_attr * attr, int mask), int)                     \
     X(ibv_wc_status_str, (int status), const char *)
 
+/* ibv_reg_dmabuf_mr (rdma-core 34 on): NULL where the library lacks it. */
+typedef gdu_ibv_mr *(*gdu_ibv_reg_dmabuf_mr_fn)(gdu_ibv_pd *pd, uint64_t offset, size_t length,
+                                                uint64_t iova, int fd, int access);
+
 #define GDU_IBV_DECLARE_FN(name, params, ret) ret(*name) params;
 typedef struct gdu_ibv {
     GDU_IBV_FUNCTIONS(GDU_IBV_DECLARE_FN)
+    gdu_ibv_reg_dmabuf_mr_fn ibv_reg_dmabuf_mr;
 } gdu_ibv;
 #undef GDU_IBV_DECLARE_FN
 

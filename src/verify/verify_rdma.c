@@ -24,6 +24,7 @@ static const char *load_table(void *lib, gdu_ibv *ibv)
         return #name;
     GDU_IBV_FUNCTIONS(GDU_IBV_LOAD)
 #undef GDU_IBV_LOAD
+    *(void **)&ibv->ibv_reg_dmabuf_mr = dlsym(lib, "ibv_reg_dmabuf_mr");
     return NULL;
 }
 
@@ -175,6 +176,7 @@ static int setup_gpu(gdu_verify_rdma_run *run)
     /* A GeForce reads 0 here unless the shim answers (gdunlock run --rdma). */
     run->cu->cuDeviceGetAttribute(&r->gpu_direct_rdma, GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED,
                                   run->primary.dev);
+    run->cu->cuDeviceGetAttribute(&r->dma_buf, GDU_CU_ATTR_DMA_BUF_SUPPORTED, run->primary.dev);
     int rc = gdu_verify_devbuf_alloc(run->cu, run->primary.dev, GDU_VERIFY_MEM_CUMEMALLOC, r->size,
                                      &run->gpu, why, sizeof why);
     if (rc == 0 && (cr = run->cu->cuMemsetD8(run->gpu.ptr, 0, r->size)) != GDU_CUDA_SUCCESS)
@@ -209,6 +211,21 @@ static void run_with(const gdu_ibv *ibv, const gdu_verify_rdma_options *opts,
     if (rc == 0 && port_address(&run) == 0 && message_fits(&run) == 0 && setup_gpu(&run) == 0)
         gdu_verify_rdma_loopback(&run);
     release(&run);
+}
+
+static const char *const route_names[] = {"auto", "peer-memory", "dma-buf"};
+
+const char *gdu_verify_rdma_route_name(gdu_verify_rdma_route route)
+{
+    return (unsigned)route < sizeof route_names / sizeof route_names[0] ? route_names[route] : "?";
+}
+
+int gdu_verify_rdma_route_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof route_names / sizeof route_names[0]; i++)
+        if (strcmp(name, route_names[i]) == 0)
+            return (int)i;
+    return -1;
 }
 
 void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result *out)

@@ -24,10 +24,20 @@ typedef enum {
     GDU_VERIFY_RDMA_PASS,           /* every byte came back */
 } gdu_verify_rdma_outcome;
 
+/* How the adapter is given the GPU buffer (docs/rdma-model.md): auto is
+ * NCCL's order, the DMA-BUF route where CUDA says the GPU exports dma-bufs
+ * (attribute 124) and the verbs library registers them, else peer memory. */
+typedef enum {
+    GDU_VERIFY_RDMA_ROUTE_AUTO = 0,
+    GDU_VERIFY_RDMA_ROUTE_PEER_MEMORY, /* ibv_reg_mr on the device address (nvidia-peermem) */
+    GDU_VERIFY_RDMA_ROUTE_DMA_BUF,     /* ibv_reg_dmabuf_mr on a dma-buf of the buffer */
+} gdu_verify_rdma_route;
+
 typedef struct gdu_verify_rdma_options {
     const char *library; /* the verbs library; NULL: GDUNLOCK_IBVERBS, else libibverbs.so.1 */
     int gpu;             /* CUDA ordinal */
     size_t size;         /* bytes moved each way */
+    gdu_verify_rdma_route route;
 } gdu_verify_rdma_options;
 
 typedef struct gdu_verify_rdma_result {
@@ -46,6 +56,7 @@ typedef struct gdu_verify_rdma_result {
     char gpu_name[128];
     char gpu_pci[32];
     int gpu_direct_rdma; /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, as this process reads it */
+    int dma_buf;         /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, likewise */
     const char *route;   /* how the adapter reached GPU memory */
     size_t size;
     uint64_t bytes_compared;
@@ -55,6 +66,11 @@ typedef struct gdu_verify_rdma_result {
 
 /* Runs the loopback as opts say. Fills out; never fails. */
 void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result *out);
+
+/* The route's name for --route ("auto", "peer-memory", "dma-buf"), and
+ * back (-1: none). */
+const char *gdu_verify_rdma_route_name(gdu_verify_rdma_route route);
+int gdu_verify_rdma_route_parse(const char *name);
 
 /* The outcome's stable name for the error document: "no-verbs-library",
  * "no-rdma-device", "no-active-port", "no-gpu", "rdma-step-failed" (PASS and

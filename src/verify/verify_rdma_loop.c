@@ -2,13 +2,17 @@
  * itself (its own LID or GID and QP number) RDMA-writes a pattern from a
  * host buffer into the registered GPU buffer, then RDMA-reads the GPU
  * buffer into another host buffer, which is compared with the pattern.
- * The GPU buffer is registered with plain ibv_reg_mr on its device address:
- * route (a), where the kernel's peer-memory client (nvidia-peermem) gives
- * the adapter GPU pages (docs/rdma-model.md, section 1). */
+ * The GPU buffer is registered by one of two routes (docs/rdma-model.md):
+ * (a) plain ibv_reg_mr on its device address, where the kernel's
+ * peer-memory client (nvidia-peermem) gives the adapter GPU pages; (b)
+ * ibv_reg_dmabuf_mr on a dma-buf of the buffer from
+ * cuMemGetHandleForAddressRange (under `gdunlock run --rdma` on a GeForce,
+ * the shim's). The choice is NCCL's unless --route names one. */
 #include "util/pattern.h"
 #include "verify/verify_rdma_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,9 @@ static const char path_fix[] =
 
 static const char route_peer_memory[] =
     "peer memory: ibv_reg_mr on a cuMemAlloc address (nvidia-peermem)";
+static const char route_dma_buf[] =
+    "dma-buf: ibv_reg_dmabuf_mr on cuMemGetHandleForAddressRange's dma-buf of a cuMemAlloc "
+    "buffer";
 
 /* errno after a call that returns NULL; never 0 (a provider may not set it). */
 static int errno_or(int fallback) { return errno != 0 ? errno : fallback; }
@@ -64,6 +71,70 @@ static gdu_ibv_mr *reg(gdu_verify_rdma_run *run, void *addr, int access, const c
     return mr;
 }
 
+/* NCCL's order (transport/net_ib.cc: dma-buf where the GPU exports them and
+ * the library registers them), unless --route names one. */
+static bool wants_dma_buf(const gdu_verify_rdma_run *run)
+{
+    if (run->opts->route != GDU_VERIFY_RDMA_ROUTE_AUTO)
+        return run->opts->route == GDU_VERIFY_RDMA_ROUTE_DMA_BUF;
+    return run->r->dma_buf == 1 && run->ibv->ibv_reg_dmabuf_mr != NULL;
+}
+
+/* Route (b): a dma-buf of the GPU buffer, registered at the buffer's
+ * address as its I/O virtual address, so that the RDMA operations name it
+ * as on route (a); the descriptor is closed once registered, as NCCL does
+ * (net.cc:953-955). */
+static gdu_ibv_mr *reg_dma_buf(gdu_verify_rdma_run *run, int access)
+{
+    const gdu_verify_rdma_result *r = run->r;
+    if (run->ibv->ibv_reg_dmabuf_mr == NULL) {
+        gdu_verify_rdma_step_failed(run,
+                                    "install rdma-core 34 or later, or take the peer-memory "
+                                    "route (--route peer-memory)",
+                                    "%s has no ibv_reg_dmabuf_mr", r->library);
+        return NULL;
+    }
+    /* The kernel exports whole pages: those that hold the buffer (cuMemAlloc
+     * maps whole 2 MiB pages, so they are all mapped); the adapter's range
+     * starts at the buffer's offset in the first. */
+    const uint64_t page = LOOP_PAGE;
+    const uint64_t first = (uint64_t)run->gpu.ptr / page * page;
+    const uint64_t span = ((uint64_t)run->gpu.ptr + r->size + page - 1) / page * page - first;
+    int fd = -1;
+    gdu_CUresult cr = run->cu->cuMemGetHandleForAddressRange(
+        &fd, (gdu_CUdeviceptr)first, (size_t)span, GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (cr != GDU_CUDA_SUCCESS || fd < 0) {
+        gdu_verify_rdma_step_failed(
+            run,
+            r->dma_buf == 1
+                ? "the kernel refused the export: 'gdunlock doctor' names what it lacks (dma-buf "
+                  "support, the open kernel module)"
+                : "this GPU's libcuda exports no dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED "
+                  "= 0, as a GeForce reads): run it under 'gdunlock run --rdma -- gdunlock "
+                  "verify --rdma', where the shim makes the dma-buf",
+            "cuMemGetHandleForAddressRange (a dma-buf of the GPU buffer's %llu bytes of pages) "
+            "failed: %s",
+            (unsigned long long)span, gdu_cuda_result_name(cr));
+        return NULL;
+    }
+    errno = 0;
+    gdu_ibv_mr *mr = run->ibv->ibv_reg_dmabuf_mr(run->pd, (uint64_t)run->gpu.ptr - first, r->size,
+                                                 (uint64_t)run->gpu.ptr, fd, access);
+    int err = errno_or(EINVAL);
+    close(fd);
+    if (mr == NULL)
+        gdu_verify_rdma_step_failed(
+            run,
+            err == EOPNOTSUPP || err == EPROTONOSUPPORT
+                ? "the adapter's kernel driver imports no dma-buf (Linux 5.12 or later and a "
+                  "driver with dma-buf support, such as mlx5_ib): take the peer-memory route "
+                  "(--route peer-memory) with nvidia-peermem loaded"
+                : path_fix,
+            "ibv_reg_dmabuf_mr (GPU buffer) of %zu bytes failed: %s (errno %d)", r->size,
+            strerror(err), err);
+    return mr;
+}
+
 /* PD, the three registrations, the host buffers (the source holds the
  * pattern, the sink zeros), a CQ and an RC QP. */
 static int make_objects(gdu_verify_rdma_run *run, uint64_t seed)
@@ -84,7 +155,11 @@ static int make_objects(gdu_verify_rdma_run *run, uint64_t seed)
     memset(run->sink, 0, size);
     const int remote =
         GDU_IBV_ACCESS_LOCAL_WRITE | GDU_IBV_ACCESS_REMOTE_WRITE | GDU_IBV_ACCESS_REMOTE_READ;
-    if ((run->gpu_mr = reg(run, (void *)(uintptr_t)run->gpu.ptr, remote, "GPU buffer")) == NULL ||
+    bool dma_buf = wants_dma_buf(run);
+    run->r->route = dma_buf ? route_dma_buf : route_peer_memory;
+    run->gpu_mr = dma_buf ? reg_dma_buf(run, remote)
+                          : reg(run, (void *)(uintptr_t)run->gpu.ptr, remote, "GPU buffer");
+    if (run->gpu_mr == NULL ||
         (run->src_mr = reg(run, run->src, GDU_IBV_ACCESS_LOCAL_WRITE, "host source")) == NULL ||
         (run->sink_mr = reg(run, run->sink, GDU_IBV_ACCESS_LOCAL_WRITE, "host sink")) == NULL)
         return -1;
@@ -226,7 +301,6 @@ void gdu_verify_rdma_loopback(gdu_verify_rdma_run *run)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     const uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
-    r->route = route_peer_memory;
     if (make_objects(run, seed) != 0 || connect_self(run) != 0 ||
         transfer(run, GDU_IBV_WR_RDMA_WRITE, run->src_mr, "RDMA write into GPU memory") != 0 ||
         transfer(run, GDU_IBV_WR_RDMA_READ, run->sink_mr, "RDMA read from GPU memory") != 0)

@@ -42,13 +42,14 @@ int gdu_verify_rdma_step_failed(gdu_verify_rdma_run *run, const char *fix, const
 
 json_t *gdu_verify_rdma_json(const gdu_verify_rdma_result *r, int gpu)
 {
-    json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:b}, s:s, s:I, s:I}", "verdict",
-        r->outcome == GDU_VERIFY_RDMA_PASS ? "PASS" : "FAIL", "library", r->library, "device",
-        r->device, "port", r->port, "link_layer", r->link_layer, "lid", (int)r->lid, "gid_index",
-        r->gid_index, "gpu", "index", gpu, "name", r->gpu_name, "pci", r->gpu_pci,
-        "gpu_direct_rdma_supported", r->gpu_direct_rdma != 0, "route", r->route, "size",
-        (json_int_t)r->size, "bytes_compared", (json_int_t)r->bytes_compared);
+    json_t *doc =
+        json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:b, s:b}, s:s, s:I, s:I}",
+                  "verdict", r->outcome == GDU_VERIFY_RDMA_PASS ? "PASS" : "FAIL", "library",
+                  r->library, "device", r->device, "port", r->port, "link_layer", r->link_layer,
+                  "lid", (int)r->lid, "gid_index", r->gid_index, "gpu", "index", gpu, "name",
+                  r->gpu_name, "pci", r->gpu_pci, "gpu_direct_rdma_supported",
+                  r->gpu_direct_rdma != 0, "dma_buf_supported", r->dma_buf != 0, "route", r->route,
+                  "size", (json_int_t)r->size, "bytes_compared", (json_int_t)r->bytes_compared);
     json_t *devices = json_array();
     for (int i = 0; devices != NULL && i < r->n_devices; i++)
         json_array_append_new(devices, json_string(r->devices[i]));

@@ -8,15 +8,24 @@
  *   FAKE_IBV_PORT     "down": every port is DOWN
  *   FAKE_IBV_LINK     "ethernet": RoCE (no LID; a GRH is required)
  *   FAKE_IBV_FAIL     one call fails: open_device, alloc_pd, reg_mr (the first
- *                     registration), create_cq, create_qp, modify_qp,
- *                     post_send, or completion (a remote access error)
+ *                     registration), reg_dmabuf_mr (EOPNOTSUPP: an adapter
+ *                     driver that imports no dma-buf), create_cq, create_qp,
+ *                     modify_qp, post_send, or completion (a remote access
+ *                     error)
+ * ibv_reg_dmabuf_mr takes only a dma-buf of verify's fake libcuda (a memfd
+ * named "fake-dmabuf:<device address>:<bytes>") whose range holds
+ * [iova, iova + length) at the offset given, as an adapter's mapping of the
+ * dma-buf would; the range is then reached at iova.
  *   FAKE_IBV_CORRUPT  "1": the RDMA write flips one byte on the way */
 #include "verify/verify_ibv_api.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FAKE_DECLARE(name, params, ret) ret name params;
 GDU_IBV_FUNCTIONS(FAKE_DECLARE)
@@ -235,6 +244,32 @@ gdu_ibv_mr *ibv_reg_mr(gdu_ibv_pd *pd, void *addr, size_t length, int access)
     m->next = mrs;
     mrs = m;
     return &m->mr;
+}
+
+gdu_ibv_mr *ibv_reg_dmabuf_mr(gdu_ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                              int access);
+
+gdu_ibv_mr *ibv_reg_dmabuf_mr(gdu_ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                              int access)
+{
+    if (failing("reg_dmabuf_mr")) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    char link[64], target[256];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    uint64_t base = 0, size = 0;
+    if (n <= 0 || (target[n] = '\0',
+                   sscanf(target, "/memfd:fake-dmabuf:%" SCNx64 ":%" SCNu64, &base, &size) != 2)) {
+        errno = EBADF; /* not a dma-buf */
+        return NULL;
+    }
+    if (offset + length > size || iova != base + offset) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return ibv_reg_mr(pd, (void *)(uintptr_t)iova, length, access);
 }
 
 int ibv_dereg_mr(gdu_ibv_mr *mr)

@@ -6,6 +6,7 @@
 #include "fake_fifo_swap.h"
 
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,10 @@ gdu_CUresult fake_cuDriverGetVersion(int *v)
 }
 gdu_CUresult fake_cuGetErrorName(gdu_CUresult r, const char **name)
 {
-    *name = r == 0 ? "CUDA_SUCCESS" : r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_UNKNOWN";
+    *name = r == 0     ? "CUDA_SUCCESS"
+            : r == 2   ? "CUDA_ERROR_OUT_OF_MEMORY"
+            : r == 801 ? "CUDA_ERROR_NOT_SUPPORTED"
+                       : "CUDA_ERROR_UNKNOWN";
     return GDU_CUDA_SUCCESS;
 }
 gdu_CUresult fake_cuDeviceGetCount(int *count)
@@ -51,13 +55,34 @@ gdu_CUresult fake_cuDeviceGetPCIBusId(char *id, int len, gdu_CUdevice dev)
 }
 gdu_CUresult fake_cuDeviceGetAttribute(int *value, int attr, gdu_CUdevice dev)
 {
-    /* FAKE_CUDA_RDMA: a GPU that reports GPUDirect RDMA (a data-center one). */
+    /* FAKE_CUDA_RDMA: a GPU that reports GPUDirect RDMA (a data-center one);
+     * FAKE_CUDA_DMABUF: one that exports dma-bufs. */
     *value = attr == GDU_CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? !getenv("FAKE_CUDA_NO_VMM")
              : attr == GDU_CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED         ? !!getenv("FAKE_CUDA_RDMA")
+             : attr == GDU_CU_ATTR_DMA_BUF_SUPPORTED                 ? !!getenv("FAKE_CUDA_DMABUF")
              : attr == GDU_CU_ATTR_UNIFIED_ADDRESSING                ? 1
                                                                      : 0;
     return GDU_CUDA_SUCCESS;
 }
+/* A dma-buf of device memory: a memfd named after the range (the fake
+ * libibverbs checks a registration against it); refused as GeForce libcuda
+ * refuses it (CUDA_ERROR_NOT_SUPPORTED) unless FAKE_CUDA_DMABUF. */
+gdu_CUresult fake_cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr, size_t size,
+                                                int type, unsigned long long flags)
+{
+    if (!getenv("FAKE_CUDA_DMABUF") || type != GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags)
+        return GDU_CUDA_ERROR_NOT_SUPPORTED;
+    if (size == 0 || size % 4096 != 0 || ptr % 4096 != 0)
+        return GDU_CUDA_ERROR_INVALID_VALUE;
+    char name[96];
+    snprintf(name, sizeof name, "fake-dmabuf:%llx:%zu", (unsigned long long)ptr, size);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)handle = fd;
+    return GDU_CUDA_SUCCESS;
+}
+
 gdu_CUresult fake_cuDeviceTotalMem(size_t *bytes, gdu_CUdevice dev)
 {
     *bytes = 1ull << 34;

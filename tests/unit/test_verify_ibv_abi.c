@@ -17,6 +17,13 @@
     _Static_assert(offsetof(ours, our_field) == offsetof(theirs, their_field), #ours "." #our_field)
 #define SAME_VALUE(ours, theirs) _Static_assert((int)(ours) == (int)(theirs), #ours)
 
+/* gdu_ibv_reg_dmabuf_mr_fn's parameters in verbs.h's own types (the pointers
+ * are the structs checked here): a change of verbs.h's prototype fails. */
+_Static_assert(__builtin_types_compatible_p(__typeof__(ibv_reg_dmabuf_mr),
+                                            struct ibv_mr *(struct ibv_pd *, uint64_t, size_t,
+                                                            uint64_t, int, int)),
+               "ibv_reg_dmabuf_mr prototype");
+
 SAME_SIZE(gdu_ibv_gid, union ibv_gid);
 SAME_SIZE(gdu_ibv_port_attr, struct ibv_port_attr);
 SAME_AT(gdu_ibv_port_attr, struct ibv_port_attr, state);

@@ -68,28 +68,52 @@ refuses "completion" rdma-step-failed \
   "the RDMA write into GPU memory completed with remote access error (status 10" FAKE_IBV_FAIL=completion
 
 # The loopback: every byte back, on InfiniBand (LID) and RoCE (GID index 0).
+route="peer memory: ibv_reg_mr" # the route the next passes() must show
 passes() { # NAME SHOWN, then the environment before the command
   local name=$1 shown=$2; shift 2
   local out rc=0
-  out=$(env "$@" "$gdunlock" verify --rdma --size 1MiB 2>&1) || rc=$?
+  out=$(env "$@" "$gdunlock" verify --rdma --size 1MiB ${extra[@]+"${extra[@]}"} 2>&1) || rc=$?
   [ "$rc" = 0 ] || fail "$name: exit $rc, want 0 ($out)"
-  for want in "RDMA loopback: PASS" "$shown" "route    peer memory: ibv_reg_mr" "all 1048576 equal"; do
+  for want in "RDMA loopback: PASS" "$shown" "route    $route" "all 1048576 equal"; do
     grep -qF -- "$want" <<<"$out" || fail "$name: no '$want' in: $out"
   done
   local doc
-  doc=$(env "$@" "$gdunlock" verify --rdma --size 1MiB --json) || fail "$name: --json exit $?"
-  python3 - "$doc" <<'PY' || fail "$name: --json: $doc"
+  doc=$(env "$@" "$gdunlock" verify --rdma --size 1MiB ${extra[@]+"${extra[@]}"} --json) ||
+    fail "$name: --json exit $?"
+  python3 - "$doc" "$route" "${FAKE_WANT_DMABUF:-0}" <<'PY' || fail "$name: --json: $doc"
 import json, sys
 d = json.loads(sys.argv[1])
 assert d["schema"] == "gdunlock-verify-rdma/1" and d["exit_code"] == 0, d
 assert d["verdict"] == "PASS" and d["size"] == d["bytes_compared"] == 1048576, d
-assert d["device"] == "mlx5_0" and d["port"] == 1 and d["route"].startswith("peer memory"), d
+assert d["device"] == "mlx5_0" and d["port"] == 1 and d["route"].startswith(sys.argv[2]), d
 assert d["devices"] == ["mlx5_0", "mlx5_1"], d
 assert d["gpu"]["gpu_direct_rdma_supported"] is False, d
+assert d["gpu"]["dma_buf_supported"] is (sys.argv[3] == "1"), d
 PY
 }
 passes "InfiniBand" "adapter  mlx5_0 port 1, InfiniBand, LID 7"
 passes "RoCE" "adapter  mlx5_0 port 1, Ethernet, GID index 0" FAKE_IBV_LINK=ethernet
+
+# Route (b): where the GPU exports dma-bufs (attribute 124), NCCL's choice is
+# the DMA-BUF route: the dma-buf of the buffer's pages, registered at the
+# buffer's address (the fake adapter takes only the dma-buf of that range;
+# the fake libcuda's buffers start 256 bytes into a page).
+route="dma-buf: ibv_reg_dmabuf_mr"
+FAKE_WANT_DMABUF=1 passes "DMA-BUF route" "adapter  mlx5_0 port 1, InfiniBand" FAKE_CUDA_DMABUF=1
+route="peer memory: ibv_reg_mr"
+extra=(--route peer-memory)
+FAKE_WANT_DMABUF=1 passes "peer memory asked for" "adapter  mlx5_0 port 1" FAKE_CUDA_DMABUF=1
+extra=(--route dma-buf)
+refuses "dma-buf, GeForce libcuda" rdma-step-failed \
+  "cuMemGetHandleForAddressRange (a dma-buf of the GPU buffer's 65536 bytes of pages) failed: CUDA_ERROR_NOT_SUPPORTED (801)"
+refuses "dma-buf, GeForce libcuda: the fix" rdma-step-failed \
+  "DMA_BUF_SUPPORTED = 0, as a GeForce reads): run it under 'gdunlock run --rdma"
+extra=()
+refuses "reg_dmabuf_mr" rdma-step-failed \
+  "ibv_reg_dmabuf_mr (GPU buffer) of 65536 bytes failed: Operation not supported (errno 95)" \
+  FAKE_IBV_FAIL=reg_dmabuf_mr FAKE_CUDA_DMABUF=1
+refuses "reg_dmabuf_mr: the fix" rdma-step-failed "imports no dma-buf" \
+  FAKE_IBV_FAIL=reg_dmabuf_mr FAKE_CUDA_DMABUF=1
 
 # A byte the adapter changed on the way: FAIL (exit 1), naming its offset
 # (the fake flips the byte at a third of the transfer).
@@ -111,4 +135,8 @@ rc=0; "$gdunlock" verify --rdma /tmp/x 2>/dev/null || rc=$?
 [ "$rc" = 64 ] || fail "--rdma PATH: exit $rc, want 64"
 rc=0; "$gdunlock" verify 2>/dev/null || rc=$?
 [ "$rc" = 64 ] || fail "no PATH: exit $rc, want 64"
-echo "PASS: verify --rdma's loopback passes, fails on a changed byte, and refuses naming the cause, the step and the fix"
+rc=0; "$gdunlock" verify --rdma --route nic 2>/dev/null || rc=$?
+[ "$rc" = 64 ] || fail "--route nic: exit $rc, want 64"
+rc=0; "$gdunlock" verify /tmp/x --route dma-buf 2>/dev/null || rc=$?
+[ "$rc" = 64 ] || fail "--route without --rdma: exit $rc, want 64"
+echo "PASS: verify --rdma's loopback passes on both routes, fails on a changed byte, and refuses naming the cause, the step and the fix"
