@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NOT_READY 600
 #define QUERIES_BEFORE_READY 5
@@ -447,14 +448,20 @@ gdu_CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data
     return 0;
 }
 
-/* The fake has no dma-buf: every handle is refused as a driver without
- * PCI P2PDMA refuses the PCIe mapping (CUDA_ERROR_NOT_SUPPORTED, 801, on
- * the H200 for libcufile's probe). */
+/* A dma-buf as a data-center libcuda gives one (a descriptor: here a memfd,
+ * so that a test sees whether it is closed); the one mapped through the
+ * PCIe BAR (flags 1) refused as a driver without PCI P2PDMA refuses it
+ * (CUDA_ERROR_NOT_SUPPORTED, 801, on the H200 for libcufile's probe). */
 gdu_CUresult cuMemGetHandleForAddressRange(void *handle, gdu_CUdeviceptr ptr, size_t size, int type,
                                            unsigned long long flags)
 {
-    (void)handle, (void)ptr, (void)size, (void)type, (void)flags;
-    return 801;
+    if (type != GDU_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags != 0)
+        return 801;
+    int fd = memfd_create("fake-libcuda-dmabuf", MFD_CLOEXEC);
+    if (fd < 0)
+        return GDU_CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)handle = fd;
+    return GDU_CUDA_SUCCESS;
 }
 
 /* cuGetProcAddress as libcuda answers it: the four-argument export, the
@@ -483,6 +490,8 @@ static void *lookup_proc(const char *symbol, int version)
         return (void *)cuPointerGetAttribute;
     if (strcmp(symbol, "cuPointerGetAttributes") == 0)
         return (void *)cuPointerGetAttributes;
+    if (strcmp(symbol, "cuMemGetHandleForAddressRange") == 0)
+        return (void *)cuMemGetHandleForAddressRange;
     if (strcmp(symbol, "cuGetProcAddress") == 0)
         return version >= 12000 ? (void *)get_proc_v2 : (void *)get_proc_v1;
     return NULL;

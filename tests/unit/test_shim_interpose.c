@@ -5,6 +5,7 @@
 #include "driverabi/nv_escape.h"
 #include "driverabi/nvos.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
@@ -320,8 +321,8 @@ static void pointer_attribute_routes(void **state)
 /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (124), NCCL's DMA-BUF gate
  * (init.cc:355-371 of NCCL 2.28.9), on every route NCCL's cudart and others
  * take: libcuda's 1, or under the GeForce stand-in 0, since GeForce libcuda
- * does not advertise it and the shim makes no dma-buf (docs/rdma-model.md);
- * with or without GDUNLOCK_RDMA. Another attribute passes as libcuda gave it. */
+ * does not advertise it (without GDUNLOCK_RDMA the shim makes no dma-buf;
+ * docs/rdma-model.md). Another attribute passes as libcuda gave it. */
 static void dma_buf_attribute_routes(void **state)
 {
     void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
@@ -337,6 +338,48 @@ static void dma_buf_attribute_routes(void **state)
         v = -1;
         assert_int_equal(routes[i](&v, 16, 0), 0); /* multiprocessor count: untouched */
         assert_int_equal(v, 1);
+    }
+    dlclose(cuda);
+}
+
+static int open_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* cuMemGetHandleForAddressRange for a dma-buf (NCCL's DMA-BUF route,
+ * net.cc:953), on every route: libcuda's descriptor passes as it is; under
+ * the GeForce stand-in it is closed and refused with 801, as GeForce libcuda
+ * refuses it (without GDUNLOCK_RDMA the shim makes none of its own; with it
+ * here, no GPU memory is tracked, so none either). libcufile's PCIe-mapped
+ * probe (flags 1) gets libcuda's refusal. */
+static void dma_buf_handle_routes(void **state)
+{
+    void *cuda = dlopen(FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cuda);
+    typedef int (*range_fn)(void *, unsigned long long, size_t, int, unsigned long long);
+    range_fn routes[4];
+    four_routes(cuda, "cuMemGetHandleForAddressRange", (void **)routes);
+    for (int i = 0; i < 4; i++) {
+        assert_shims((void *)routes[i]);
+        int before = open_fds();
+        int fd = -1;
+        int r = routes[i](&fd, 0x7f0000200000ull, 2 << 20, 1, 0);
+        if (libcuda_answer() == 1) {
+            assert_int_equal(r, 0);
+            assert_true(fd >= 0);
+            close(fd);
+        } else {
+            assert_int_equal(r, 801);
+        }
+        assert_int_equal(open_fds(), before); /* nothing left open by the shim */
+        assert_int_equal(routes[i](&fd, 0x7f0000200000ull, 65536, 1, 1), 801);
     }
     dlclose(cuda);
 }
@@ -536,6 +579,7 @@ int main(void)
         cmocka_unit_test(reads_blocks_safely),
         cmocka_unit_test(pointer_attribute_routes),
         cmocka_unit_test(dma_buf_attribute_routes),
+        cmocka_unit_test(dma_buf_handle_routes),
         cmocka_unit_test_setup_teardown(traces_libcufile, save_stderr, restore_stderr),
         cmocka_unit_test(dlsym_keeps_the_caller),
         cmocka_unit_test(dlsym_hands_out_the_hooks),
