@@ -22,6 +22,7 @@ typedef struct {
     bool far;           /* NCCL's default distance rule turns it off */
     bool peer_memory;   /* route (a): NCCL finds a peer-memory client */
     bool dmabuf_kernel; /* route (b)'s kernel side */
+    bool dmabuf_open;   /* ...and the open kernel module, whose export the shim makes */
     char why[320];      /* what blocks it */
 } rdma_tally;
 
@@ -84,6 +85,7 @@ static void dmabuf(const gdu_snapshot *sys, bool geforce, gdu_report *r, rdma_ta
     gdu_tri kernel = k->major == 0 ? GDU_TRI_UNKNOWN : !recent ? GDU_TRI_NO : k->dma_buf;
     t->dmabuf_kernel = kernel == GDU_TRI_YES;
     int open = sys->driver.version.version[0] ? sys->driver.version.open_module : -1;
+    t->dmabuf_open = t->dmabuf_kernel && open == 1;
     gdu_status st = kernel == GDU_TRI_NO                 ? GDU_ST_WARN
                     : open == 0                          ? GDU_ST_WARN
                     : kernel == GDU_TRI_YES && open == 1 ? GDU_ST_OK
@@ -109,8 +111,9 @@ static void dmabuf(const gdu_snapshot *sys, bool geforce, gdu_report *r, rdma_ta
                                        "readable source"
                                      : "driver flavour unknown");
     if (geforce)
-        gdu_finding_evidence(f, "on GeForce libcuda does not advertise it (attribute 124), and "
-                                "the shim makes no dma-buf yet (docs/rdma-model.md)");
+        gdu_finding_evidence(f, "on GeForce libcuda does not advertise it (attribute 124) and "
+                                "refuses the dma-buf; under 'gdunlock run --rdma' the shim answers "
+                                "and makes the dma-bufs itself (docs/rdma-model.md, section 3)");
     if (st != GDU_ST_OK)
         gdu_finding_fix(f, "boot Linux 5.12 or later with CONFIG_DMA_SHARED_BUFFER, and install "
                            "NVIDIA's open kernel module");
@@ -217,20 +220,27 @@ static void verdict(bool geforce, gdu_report *r, const rdma_tally *t)
         f = gdu_report_add(r, "rdma.verdict", "rdma", GDU_ST_FAIL, "GPUDirect RDMA: blocked (%s)",
                            t->why);
         gdu_finding_fix(f, "see the failed findings above");
-    } else if (!t->peer_memory && (geforce || !t->dmabuf_kernel)) {
+    } else if (!t->peer_memory && !(geforce ? t->dmabuf_open : t->dmabuf_kernel)) {
         f = gdu_report_add(r, "rdma.verdict", "rdma", GDU_ST_FAIL, "GPUDirect RDMA: no route (%s)",
-                           geforce ? "no peer-memory client, and the shim makes no dma-buf "
-                                     "for a GeForce yet"
+                           geforce ? "no peer-memory client, and no DMA-BUF route for the shim: "
+                                     "its export needs Linux 5.12 or later with dma-buf and the "
+                                     "open kernel module"
                                    : "neither a peer-memory client nor dma-buf support");
-        gdu_finding_fix(f, "install MLNX_OFED (DOCA-OFED) and load nvidia-peermem%s",
-                        geforce ? ", then run the program under 'gdunlock run --rdma'" : "");
+        gdu_finding_fix(f,
+                        "boot Linux 5.12 or later with CONFIG_DMA_SHARED_BUFFER%s, or install "
+                        "MLNX_OFED (DOCA-OFED) and load nvidia-peermem%s",
+                        geforce ? " and install NVIDIA's open kernel module" : "",
+                        geforce ? "; then run the program under 'gdunlock run --rdma'" : "");
     } else if (geforce) {
+        /* NCCL takes the DMA-BUF route where both are open (net_ib.cc:885-920). */
         f = gdu_report_add(r, "rdma.verdict", "rdma", t->far ? GDU_ST_WARN : GDU_ST_INFO,
-                           "GPUDirect RDMA: with 'gdunlock run --rdma' through nvidia-peermem%s; "
-                           "not yet shown on a GeForce",
+                           "GPUDirect RDMA: with 'gdunlock run --rdma' through %s%s; not yet "
+                           "shown on a GeForce",
+                           t->dmabuf_open ? "the DMA-BUF route (the shim's export)"
+                                          : "nvidia-peermem",
                            t->far ? ", once NCCL's distance rule allows it" : "");
         gdu_finding_fix(f, "run the program under 'gdunlock run --rdma', check with 'gdunlock "
-                           "verify --rdma', and send 'gdunlock report'");
+                           "run --rdma -- gdunlock verify --rdma', and send 'gdunlock report'");
     } else {
         f = gdu_report_add(r, "rdma.verdict", "rdma", t->far ? GDU_ST_WARN : GDU_ST_OK,
                            "GPUDirect RDMA: native (%s)%s",

@@ -418,9 +418,14 @@ static const char *rdma_verdict(const char *name, gdu_status status)
 
 static void rdma_verdicts(void **state)
 {
+    /* NCCL's order: the DMA-BUF route (the shim's export) where the kernel
+     * and the open module give it, whether or not nvidia-peermem is loaded */
     assert_non_null(strstr(rdma_verdict("rtx3060-rdma-peermem", GDU_ST_INFO),
-                           "with 'gdunlock run --rdma' through nvidia-peermem; not yet shown"));
-    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-no-peermem", GDU_ST_FAIL), "no route"));
+                           "with 'gdunlock run --rdma' through the DMA-BUF route (the shim's "
+                           "export); not yet shown"));
+    assert_non_null(
+        strstr(rdma_verdict("rtx3060-rdma-no-peermem", GDU_ST_INFO), "through the DMA-BUF route"));
+    assert_non_null(strstr(rdma_verdict("rtx3060-rdma-no-route", GDU_ST_FAIL), "no route"));
     assert_non_null(strstr(rdma_verdict("rtx3060-rdma-phb", GDU_ST_WARN), "distance rule"));
     assert_non_null(strstr(rdma_verdict("rtx3060-rdma-blocked", GDU_ST_FAIL), "blocked"));
     assert_non_null(strstr(rdma_verdict("rtx3060-rdma-small-bar1", GDU_ST_INFO), "--rdma"));
@@ -443,6 +448,14 @@ static void rdma_findings(void **state)
     t = fixture("rtx3060-rdma-no-peermem", NULL);
     f = finding(&t->r, "rdma.peer_memory", GDU_ST_WARN);
     assert_non_null(strstr(f->fix, "MLNX_OFED"));
+    assert_true(has_evidence(finding(&t->r, "rdma.dmabuf", GDU_ST_OK), "the shim answers"));
+    done(t);
+    t = fixture("rtx3060-rdma-no-route", NULL);
+    assert_true(has_evidence(finding(&t->r, "rdma.dmabuf", GDU_ST_WARN), "before 5.12"));
+    f = finding(&t->r, "rdma.verdict", GDU_ST_FAIL);
+    assert_non_null(strstr(f->title, "no DMA-BUF route for the shim"));
+    assert_non_null(strstr(f->fix, "Linux 5.12 or later"));
+    assert_non_null(strstr(f->fix, "nvidia-peermem"));
     done(t);
     t = fixture("rtx3060-rdma-phb", NULL);
     f = finding(&t->r, "rdma.gpu0.distance", GDU_ST_WARN);
