@@ -154,33 +154,44 @@ static int export_pieces(gdu_shim *s, int gpu_fd, uint32_t client, uint64_t va, 
     return dmabuf;
 }
 
-static int export_locked(gdu_shim *s, uint64_t va, uint64_t size, unsigned long long flags,
-                         char *why, size_t why_len)
+/* What rules an export out before the range is looked at: the process
+ * not under --rdma or the shim not acting, a PCIe mapping asked for, a
+ * range that is not whole pages. Under the lock. */
+static bool may_export(const gdu_shim *s, uint64_t va, uint64_t size, unsigned long long flags,
+                       char *why, size_t why_len)
 {
     long page = sysconf(_SC_PAGESIZE);
     if (!s->cfg.rdma_network) {
         snprintf(why, why_len, "not under gdunlock run --rdma");
-        return -1;
+        return false;
     }
     if (s->passive || s->refused || !s->layout_known || s->ops.open_gpu_file == NULL) {
         snprintf(why, why_len, "the shim is not acting in this process%s%s",
                  s->refusal[0] ? ": " : "", s->refusal);
-        return -1;
+        return false;
     }
     if (flags != 0) {
         snprintf(why, why_len,
                  "flags 0x%llx ask for a PCIe mapping, which the kernel makes only on coherent "
                  "(C2C) systems",
                  flags);
-        return -1;
+        return false;
     }
     if (page <= 0 || size == 0 || va % (uint64_t)page != 0 || size % (uint64_t)page != 0 ||
         va + size < va) {
         snprintf(why, why_len,
                  "[0x%llx, +%llu) is not whole pages: the kernel exports page-aligned ranges only",
                  (unsigned long long)va, (unsigned long long)size);
-        return -1;
+        return false;
     }
+    return true;
+}
+
+static int export_locked(gdu_shim *s, uint64_t va, uint64_t size, unsigned long long flags,
+                         char *why, size_t why_len)
+{
+    if (!may_export(s, va, size, flags, why, why_len))
+        return -1;
     dmabuf_piece first;
     unsigned n = count_pieces(s, va, va + size, &first, why, why_len);
     if (n == 0)
