@@ -124,16 +124,26 @@ for s in "${sources[@]}"; do
     's/p2pOverride = BIF_P2P_NOT_OVERRIDEN;/p2pOverride = ~0U;/' "changed shape" \
     "edit registry-p2p-override does not apply to _kbifInitRegistryOverrides .* of driver $version"
 
-  # Interrupted while editing: no build.json that says ok.
-  env GDUNLOCK_P2P_APT=0 "$build" --out "$out" --source "$m2" --no-kernel 2>"$work/stderr" &
+  # Interrupted while compiling: no build.json that says ok. The make on
+  # PATH starts 5 s late, so that the signal always lands inside the step
+  # (a mutant that fails at once raced the signal and lost: the build had
+  # already exited 65). The shell runs its trap when make returns.
+  slow=$work/slow-make
+  mkdir -p "$slow"
+  printf '#!/bin/sh\nsleep 5\nexec %s "$@"\n' "$(command -v make)" >"$slow/make"
+  chmod +x "$slow/make"
+  stopped=$work/interrupted
+  env PATH="$slow:$PATH" GDUNLOCK_P2P_APT=0 "$build" --out "$stopped" --source "$s" --no-kernel \
+    2>"$work/stderr" &
   pid=$!
-  for _ in $(seq 100); do grep -q 'edit ' "$work/stderr" 2>/dev/null && break; sleep 0.2; done
+  for _ in $(seq 600); do grep -q 'compiling the edited' "$work/stderr" 2>/dev/null && break; sleep 0.2; done
   kill -TERM $pid
   wait $pid
   rc=$?
-  [ $rc = 130 ] && [ "$(field "$out/build.json" 'd["status"]')" = failed ] &&
-    grep -q 'interrupted' "$out/build.json" && ok "an interrupted build says failed" ||
+  [ $rc = 130 ] && [ "$(field "$stopped/build.json" 'd["status"]')" = failed ] &&
+    grep -q 'interrupted' "$stopped/build.json" && ok "an interrupted build says failed" ||
     fail "interrupted: exit $rc: $(tail -n1 "$work/stderr")"
+  rm -rf "$stopped" "$slow"
   rm -rf "$m1" "$m2" "$m1.out" "$m2.out"
 done
 
