@@ -77,7 +77,7 @@ static unsigned count_pieces(gdu_shim *s, uint64_t va, uint64_t end, dmabuf_piec
 static uint32_t export_call(gdu_shim *s, int gpu_fd, gdu_nv_dmabuf_export *p, char *why,
                             size_t why_len)
 {
-    if (++s->rm_calls == s->cfg.fault_at) {
+    if (gdu_shim_own_call_faulted(s)) {
         snprintf(why, why_len, "fault injected into the shim's RM call #%llu",
                  (unsigned long long)s->rm_calls);
         return GDU_NV_ERR_GENERIC;

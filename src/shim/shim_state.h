@@ -191,6 +191,11 @@ gdu_gpu_stats *gdu_shim_gpu(gdu_shim *s, const gdu_obj *subdevice);
 /* The tracked mapping that holds GPU VA va, or NULL. */
 gdu_mapping *gdu_shim_mapping_at(gdu_shim *s, uint64_t va);
 
+/* shim_tpp.c: counts one RM call of the shim's own (the NV503C calls, the
+ * dma-buf export); true, logged, when fault injection (cfg.fault_at) makes
+ * this one fail. Under the lock. */
+bool gdu_shim_own_call_faulted(gdu_shim *s);
+
 /* shim_tpp.c: the NV503C lifecycle on one subdevice. */
 /* Registers the mapping's memory with the subdevice's NV503C, creating that
  * object (and registering the device's VA spaces) first where needed. */

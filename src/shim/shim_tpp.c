@@ -18,17 +18,23 @@
 
 /* ---- the shim's own RM calls ---- */
 
+bool gdu_shim_own_call_faulted(gdu_shim *s)
+{
+    if (++s->rm_calls != s->cfg.fault_at)
+        return false;
+    gdu_shim_log(s, GDU_LOG_INFO, "fault injected into the shim's RM call #%llu",
+                 (unsigned long long)s->rm_calls);
+    return true;
+}
+
 /* Issues escape nr with block on the client's fd; returns RM's status (or
  * NV_ERR_GENERIC when the ioctl itself failed or a fault was injected).
  * Probes made for tests are not counted and never faulted. */
 static uint32_t own_call(gdu_shim *s, uint32_t client, unsigned nr, void *block, size_t size,
                          const uint32_t *status, bool counted)
 {
-    if (counted && ++s->rm_calls == s->cfg.fault_at) {
-        gdu_shim_log(s, GDU_LOG_INFO, "fault injected into the shim's RM call #%llu",
-                     (unsigned long long)s->rm_calls);
+    if (counted && gdu_shim_own_call_faulted(s))
         return GDU_NV_ERR_GENERIC;
-    }
     gdu_obj *c = gdu_shim_obj(s, client, client);
     if (c == NULL || c->fd < 0)
         return GDU_NV_ERR_GENERIC;
