@@ -588,7 +588,7 @@ gdu_shim *gdu_shim_new(const gdu_shim_config *cfg, const gdu_shim_ops *ops)
     s->ops = *ops;
     s->pid = cfg->pid;
     s->testmode = gdu_testmode_for(cfg);
-    unsigned v[3];
+    unsigned *v = s->driver_version;
     if (cfg->driver_version != NULL && gdu_nv_driver_version_parse(cfg->driver_version, v) == 0)
         snprintf(s->driver, sizeof s->driver, "%u.%u.%02u", v[0], v[1], v[2]);
     else

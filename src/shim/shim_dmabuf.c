@@ -82,9 +82,7 @@ static uint32_t export_call(gdu_shim *s, int gpu_fd, gdu_nv_dmabuf_export *p, ch
                  (unsigned long long)s->rm_calls);
         return GDU_NV_ERR_GENERIC;
     }
-    unsigned v[3];
-    bool current =
-        gdu_nv_driver_version_parse(s->driver, v) == 0 && gdu_nv_dmabuf_has_mapping_type(v);
+    bool current = gdu_nv_dmabuf_has_mapping_type(s->driver_version);
     gdu_nv_dmabuf_export_515 old;
     void *block = p;
     size_t size = sizeof *p;

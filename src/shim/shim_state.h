@@ -155,6 +155,7 @@ struct gdu_shim {
     bool refused;          /* acting refused for the process (reason in refusal) */
     gdu_uvm_layout layout;
     char driver[64];
+    unsigned driver_version[3]; /* parsed from cfg.driver_version; 0.0.0 when unknown */
     char refusal[256];
     gdu_map objects;
     gdu_map mappings;
