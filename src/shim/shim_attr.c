@@ -93,8 +93,8 @@ int gdu_shim_dma_buf_attribute(gdu_shim *s, int libcuda_value, const char *pci, 
     if (value != 0 || !s->cfg.rdma_network)
         return value;
     pthread_mutex_lock(&s->lock);
-    gdu_tpp_mode mode = mode_by_pci(s, pci);
     const gdu_gpu_stats *g = gpu_by_pci(s, pci);
+    gdu_tpp_mode mode = g != NULL ? g->mode : GDU_TPP_NONE;
     bool exports = (mode == GDU_TPP_NONE || mode == GDU_TPP_UNLOCKED) &&
                    (g == NULL || !g->dmabuf_unsupported) && s->ops.open_gpu_file != NULL;
     bool answer = answers(s, &s->dma_buf_attr, exports, caller);
