@@ -213,12 +213,8 @@ static void run_with(const gdu_ibv *ibv, const gdu_verify_rdma_options *opts,
     release(&run);
 }
 
+/* --route's names, in gdu_verify_rdma_route's order. */
 static const char *const route_names[] = {"auto", "peer-memory", "dma-buf"};
-
-const char *gdu_verify_rdma_route_name(gdu_verify_rdma_route route)
-{
-    return (unsigned)route < sizeof route_names / sizeof route_names[0] ? route_names[route] : "?";
-}
 
 int gdu_verify_rdma_route_parse(const char *name)
 {

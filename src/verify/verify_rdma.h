@@ -67,9 +67,7 @@ typedef struct gdu_verify_rdma_result {
 /* Runs the loopback as opts say. Fills out; never fails. */
 void gdu_verify_rdma(const gdu_verify_rdma_options *opts, gdu_verify_rdma_result *out);
 
-/* The route's name for --route ("auto", "peer-memory", "dma-buf"), and
- * back (-1: none). */
-const char *gdu_verify_rdma_route_name(gdu_verify_rdma_route route);
+/* The route --route names ("auto", "peer-memory", "dma-buf"), or -1. */
 int gdu_verify_rdma_route_parse(const char *name);
 
 /* The outcome's stable name for the error document: "no-verbs-library",
